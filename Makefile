@@ -1,0 +1,47 @@
+# drover — see README.md. `make demo` and `make test` install what is missing first.
+GO        ?= go
+BIN       := bin/drover
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo none)
+DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS   := -X drover/cli.version=$(VERSION) -X drover/cli.commit=$(COMMIT) -X drover/cli.date=$(DATE)
+BENCHTIME ?= 1s
+
+.PHONY: all build demo test verify bench deps deps-test release-snapshot clean
+
+all: build
+
+deps:
+	@scripts/deps.sh build
+
+deps-test:
+	@scripts/deps.sh test
+
+build: deps
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
+
+## demo: build drover and run the local demo crawl with the console.
+demo: build
+	./$(BIN) demo
+
+## test: the whole suite with the race detector (this is what CI runs).
+test: deps-test
+	$(GO) test -race -count=1 ./...
+
+## verify: formatting, vet, staticcheck and a tidy go.mod.
+verify: deps
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	@cp go.mod /tmp/drover.go.mod.bak; cp go.sum /tmp/drover.go.sum.bak; $(GO) mod tidy; \
+	  if ! git diff --quiet -- go.mod go.sum; then git diff -- go.mod go.sum; cp /tmp/drover.go.mod.bak go.mod; cp /tmp/drover.go.sum.bak go.sum; echo "go.mod is not tidy"; exit 1; fi
+
+## bench: every benchmark, once; see docs/BENCHMARKS.md for the figures.
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+release-snapshot:
+	goreleaser release --snapshot --clean
+
+clean:
+	rm -rf bin dist

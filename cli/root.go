@@ -1,0 +1,63 @@
+// Package cli wires drover's commands (cobra) to its configuration and
+// starts the pieces: coordinator, transport, workers and console.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Build information, set at link time by goreleaser and the Makefile
+// (-ldflags "-X drover/cli.version=...").
+var (
+	version = "dev"
+	commit  = "none"
+	date    = "unknown"
+)
+
+// exitError carries a specific exit status out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// Main runs drover with the given arguments and streams and returns the
+// process exit status: 0 on success, 2 for usage or configuration errors,
+// 1 for anything else.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "drover:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
+}
+
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "drover",
+		Short: "Work coordinator and job broker for distributed crawls, with an operations console",
+		Long: `drover stops two workers from doing the same work and hands jobs to live,
+capable workers, requeueing whatever a crashed, disconnected or throttled
+worker held. Run "drover demo" to watch a local crawl.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newVersionCmd())
+	return root
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what drover needs to build and test, and only what is missing:
+# libzmq (with its headers) and pkg-config for the ZeroMQ binding, and tmux
+# for the terminal tests. Uses apt-get, through sudo when not root.
+# Usage: scripts/deps.sh [build|test]
+set -euo pipefail
+want=${1:-build}
+
+missing=()
+pkg-config --exists libzmq 2>/dev/null || missing+=(libzmq3-dev pkg-config)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+if [ "$want" = test ]; then
+  command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+fi
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+# de-duplicate
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "drover needs: ${missing[*]} (libzmq >= 4.3 with headers, pkg-config, tmux)." >&2
+  echo "This system has no apt-get: install them with your package manager and retry." >&2
+  exit 1
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+    echo "drover needs ${missing[*]} but is not root and sudo is missing." >&2; exit 1
+  fi
+fi
+echo ">>> installing missing packages with apt-get: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo ">>> installed: ${missing[*]}"
