@@ -1,0 +1,184 @@
+// Package admin is the data model of drover's admin protocol: the queries
+// an operator's console or CLI makes (totals, windows of rows), the rows it
+// gets back, and the actions it may take (evict, drain, requeue, pause).
+//
+// The coordinator core answers with these types, the transport encodes them
+// as JSON on the admin socket (or passes them in-process to the embedded
+// console), and the console renders them. The package is pure data.
+package admin
+
+import "time"
+
+// View names a table the console can show.
+type View string
+
+// The tables.
+const (
+	ViewWorkers View = "workers" // registered workers
+	ViewJobs    View = "jobs"    // per-URL state: broker jobs and requested keys
+	ViewWaiters View = "waiters" // the FIFO of sessions waiting on one key
+	ViewRetries View = "retries" // jobs in backoff or failed, and host back-offs
+	ViewEvents  View = "events"  // the most recent events
+)
+
+// Query asks for one window of one view: rows [Offset, Offset+Limit) after
+// filtering and sorting, computed on the coordinator so the console never
+// walks the whole state.
+type Query struct {
+	View   View   `json:"view"`
+	Offset int    `json:"offset"`
+	Limit  int    `json:"limit"`
+	Sort   string `json:"sort,omitempty"` // a column name of the view; empty: the view's default
+	Desc   bool   `json:"desc,omitempty"`
+	// Filter is the console's filter text: free text matched against the
+	// row's main column (URL, worker id), or field=value terms separated by
+	// spaces: state=failed, host=example.com, worker=ID.
+	Filter string `json:"filter,omitempty"`
+	// Key selects the key whose waiters ViewWaiters lists (fingerprint hex).
+	Key string `json:"key,omitempty"`
+}
+
+// Page is the answer to a Query.
+type Page struct {
+	View    View        `json:"view"`
+	Offset  int         `json:"offset"`
+	Total   int         `json:"total"` // rows matching the filter, for the scroll bar
+	Workers []WorkerRow `json:"workers,omitempty"`
+	Jobs    []JobRow    `json:"jobs,omitempty"`
+	Waiters []WaiterRow `json:"waiters,omitempty"`
+	Hosts   []HostRow   `json:"hosts,omitempty"` // ViewRetries: host back-offs in force
+	Events  []Event     `json:"events,omitempty"`
+}
+
+// Totals are the header figures.
+type Totals struct {
+	At     time.Time `json:"at"`
+	Paused bool      `json:"paused"`
+	// Jobs by broker state.
+	Queued     int `json:"queued"`
+	Dispatched int `json:"dispatched"`
+	Backoff    int `json:"backoff"`
+	Done       int `json:"done"`
+	Failed     int `json:"failed"`
+	Unroutable int `json:"unroutable"` // queued jobs no live worker can take
+	// Ledger keys by state (done includes keys done outside the broker).
+	KeysRequested int `json:"keys_requested"`
+	KeysQueued    int `json:"keys_queued"`
+	KeysDone      int `json:"keys_done"`
+	Waiters       int `json:"waiters"`
+	// Workers by state.
+	WorkersIdle     int `json:"workers_idle"`
+	WorkersBusy     int `json:"workers_busy"`
+	WorkersDraining int `json:"workers_draining"`
+	WorkersLost     int `json:"workers_lost"`
+	// Counters since start.
+	Dispatches    uint64 `json:"dispatches"`
+	Completions   uint64 `json:"completions"`
+	Failures      uint64 `json:"failures"`
+	Throttles     uint64 `json:"throttles"`
+	DedupHits     uint64 `json:"dedup_hits"`
+	OrphanResults uint64 `json:"orphan_results"`
+	Malformed     uint64 `json:"malformed"`
+}
+
+// WorkerRow is one registered worker.
+type WorkerRow struct {
+	ID            string            `json:"id"`   // stable worker id from HELLO
+	Host          string            `json:"host"` // as the worker reported it
+	Headers       map[string]string `json:"headers"`
+	State         string            `json:"state"` // idle, busy, draining, lost
+	Slots         int               `json:"slots"`
+	Used          int               `json:"used"`
+	Jobs          []uint64          `json:"jobs,omitempty"` // job ids held now
+	Done          uint64            `json:"done"`
+	Failures      uint64            `json:"failures"`
+	LastHeartbeat time.Time         `json:"last_heartbeat"`
+	Since         time.Time         `json:"since"` // registration time
+}
+
+// JobRow is the state of one URL: a broker job, or a key requested in the
+// ledger that has no job yet.
+type JobRow struct {
+	JobID     uint64    `json:"job_id,omitempty"` // 0 for a key with no job
+	Key       string    `json:"key"`              // fingerprint hex
+	Crawler   string    `json:"crawler"`
+	Processor string    `json:"processor"`
+	URL       string    `json:"url"`
+	State     string    `json:"state"`           // requested, queued, dispatched, backoff, done, failed
+	Owner     string    `json:"owner,omitempty"` // session holding a requested key
+	Waiters   int       `json:"waiters"`
+	Attempts  int       `json:"attempts"`
+	Failures  int       `json:"failures"`
+	Throttles int       `json:"throttles"`
+	RetryAt   time.Time `json:"retry_at,omitzero"`
+	Worker    string    `json:"worker,omitempty"`
+	LastError string    `json:"last_error,omitempty"`
+	Reason    string    `json:"reason,omitempty"` // why it waits: unroutable (and why), host back-off, paused
+	Created   time.Time `json:"created"`
+	Updated   time.Time `json:"updated"`
+	// History lists the attempts, newest last; filled for a detail query
+	// (Query.Key set on ViewJobs) only.
+	History []Attempt `json:"history,omitempty"`
+}
+
+// Attempt is one dispatch of a job and how it ended.
+type Attempt struct {
+	Worker  string    `json:"worker"`
+	At      time.Time `json:"at"`
+	Outcome string    `json:"outcome"` // ok, internal, external, throttled, lost, evicted, requeued, or empty while running
+	Error   string    `json:"error,omitempty"`
+}
+
+// WaiterRow is one session waiting on a key, in FIFO order.
+type WaiterRow struct {
+	Position int       `json:"position"` // 1 is next in line
+	Session  string    `json:"session"`
+	Since    time.Time `json:"since"`
+}
+
+// HostRow is a per-host back-off in force after throttling.
+type HostRow struct {
+	Host      string    `json:"host"`
+	Until     time.Time `json:"until"`
+	Throttles int       `json:"throttles"`
+	Jobs      int       `json:"jobs"` // jobs held back by it
+}
+
+// Event is one state change on the monitor stream.
+type Event struct {
+	Seq    uint64    `json:"seq"`
+	At     time.Time `json:"at"`
+	Kind   string    `json:"kind"` // e.g. job.dispatched, job.done, worker.lost, key.handover
+	JobID  uint64    `json:"job_id,omitempty"`
+	Key    string    `json:"key,omitempty"`
+	URL    string    `json:"url,omitempty"`
+	Worker string    `json:"worker,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// ActionKind names an operator action.
+type ActionKind string
+
+// The actions. Every one is refused by a read-only console.
+const (
+	ActEvict         ActionKind = "evict"          // Workers: drop the worker, requeue its jobs uncharged
+	ActDrain         ActionKind = "drain"          // Workers: no new jobs; leaves when its jobs finish
+	ActUndrain       ActionKind = "undrain"        // Workers: take jobs again
+	ActRequeue       ActionKind = "requeue"        // Jobs: back to the queue now, counters kept
+	ActRequeueFailed ActionKind = "requeue-failed" // every failed job back to the queue
+	ActPause         ActionKind = "pause"          // stop dispatching
+	ActResume        ActionKind = "resume"         // dispatch again
+)
+
+// Action is an operator command. Targets are worker ids (evict, drain,
+// undrain) or job ids in decimal (requeue); other actions take none.
+type Action struct {
+	Kind    ActionKind `json:"kind"`
+	Targets []string   `json:"targets,omitempty"`
+}
+
+// ActionResult says what an action did, target by target.
+type ActionResult struct {
+	Affected int      `json:"affected"`
+	Errors   []string `json:"errors,omitempty"` // one line per target refused, naming it and why
+}
