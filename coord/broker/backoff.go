@@ -1,0 +1,250 @@
+package broker
+
+import (
+	"container/heap"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"drover/admin"
+)
+
+// host is the per-host state: the job index used by host= filters, the
+// throttling back-off, and the lists of its queued and held-back jobs.
+type host struct {
+	name string
+	ids  []JobID  // every job naming this host, in submission order
+	idx  countIdx // per-state counts over positions in ids
+
+	queued  hostList // its queued jobs (also in their class queues)
+	backoff jobList  // its jobs in back-off, in the order they entered it
+
+	level     int   // consecutive throttles since the last forgiveness
+	throttles int   // throttles since the last forgiveness
+	until     int64 // back-off in force until (Unix ns); 0 when none
+	lastThr   int64 // last throttle (Unix ns)
+	lastEnd   int64 // end of the latest back-off: the quiet period counts from it
+
+	due     int64 // the heap key: next wake-up or forgiveness
+	heapIdx int   // -1 when not in the heap
+}
+
+func (b *Broker) hostFor(name string) *host {
+	h := b.hosts[name]
+	if h == nil {
+		h = &host{name: name, heapIdx: -1}
+		b.hosts[name] = h
+	}
+	return h
+}
+
+// throttle handles a Throttled outcome: it raises the host's back-off
+// (Retry-After when given, capped; else exponential with jitter, capped),
+// moves the job and every queued job of the host to backoff until the
+// host's back-off ends.
+func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Time) {
+	h := j.host
+	if h.level > 0 && b.quiet(h, t) {
+		b.forgive(h)
+	}
+	h.level++
+	h.throttles++
+	h.lastThr = t
+	var d time.Duration
+	if retryAfter > 0 {
+		d = min(retryAfter, b.cfg.BackoffCap)
+	} else {
+		d = b.cfg.BackoffStart
+		for i := 1; i < h.level && d < b.cfg.BackoffCap; i++ {
+			d *= 2
+		}
+		d = min(d, b.cfg.BackoffCap)
+		if b.cfg.Jitter > 0 {
+			f := 1 + b.cfg.Jitter*(2*b.cfg.Rand.Float64()-1)
+			d = min(time.Duration(float64(d)*f), b.cfg.BackoffCap)
+		}
+	}
+	b.thr[h] = struct{}{}
+	until := t + int64(d)
+	extended := until > h.until
+	if extended {
+		h.until = until
+		h.lastEnd = until
+	}
+	b.emit(admin.Event{At: now, Kind: "job.throttled", JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: "host " + h.name + " backed off " + d.String()})
+	if extended {
+		b.emit(admin.Event{At: now, Kind: "host.backoff", Detail: h.name + " until " + tm(h.until).Format(time.RFC3339)})
+		// Jobs already held back wait for the new end too.
+		for k := h.backoff.head; k != nil; k = k.next {
+			b.setRetryAt(k, h.until)
+		}
+	}
+	b.place(j, t, now)
+	for h.queued.head != nil {
+		k := h.queued.head
+		b.unqueue(k)
+		b.place(k, t, now)
+	}
+	b.schedule(h, t)
+}
+
+// quiet reports whether the host has been quiet for BackoffForgive: no
+// back-off in force and none ended within the period.
+func (b *Broker) quiet(h *host, t int64) bool {
+	return h.until <= t && t-h.lastEnd >= int64(b.cfg.BackoffForgive)
+}
+
+// forgive resets a host's back-off level.
+func (b *Broker) forgive(h *host) {
+	h.level = 0
+	h.throttles = 0
+	delete(b.thr, h)
+}
+
+// schedule sets the host's heap entry to its next timer: the end of its
+// back-off while jobs wait, else its forgiveness; none when neither applies.
+func (b *Broker) schedule(h *host, t int64) {
+	var due int64
+	switch {
+	case h.until > t:
+		due = h.until
+	case h.level > 0:
+		due = h.lastEnd + int64(b.cfg.BackoffForgive)
+	}
+	switch {
+	case due == 0 && h.heapIdx >= 0:
+		heap.Remove(&b.heap, h.heapIdx)
+	case due != 0 && h.heapIdx >= 0:
+		h.due = due
+		heap.Fix(&b.heap, h.heapIdx)
+	case due != 0:
+		h.due = due
+		heap.Push(&b.heap, h)
+	}
+}
+
+// Tick applies every timer due at now: hosts whose back-off ended release
+// their jobs to the queue, hosts quiet for BackoffForgive after their last
+// back-off ended are forgiven (level reset), and
+// jobs unroutable for UnroutableTimeout fail.
+func (b *Broker) Tick(now time.Time) {
+	t := ns(now)
+	for len(b.heap) > 0 && b.heap[0].due <= t {
+		h := b.heap[0]
+		if h.until != 0 && h.until <= t {
+			h.until = 0
+			n := h.backoff.n
+			for h.backoff.head != nil {
+				k := h.backoff.head
+				h.backoff.remove(k)
+				b.setState(k, Queued, t)
+				b.emit(admin.Event{At: now, Kind: "job.woken", JobID: uint64(k.id), URL: k.spec.Key.URL})
+				b.place(k, t, now)
+			}
+			b.emit(admin.Event{At: now, Kind: "host.resumed", Detail: h.name + ": " + strconv.Itoa(n) + " jobs back in the queue"})
+		}
+		if h.level > 0 && b.quiet(h, t) {
+			b.forgive(h)
+			b.emit(admin.Event{At: now, Kind: "host.forgiven", Detail: h.name})
+		}
+		b.schedule(h, t)
+	}
+	if b.cfg.UnroutableTimeout > 0 && b.unrt > 0 {
+		limit := int64(b.cfg.UnroutableTimeout)
+		for _, c := range b.classAll {
+			if c.capable > 0 {
+				continue
+			}
+			for j := c.queue.head; j != nil && t-max(j.queuedAt, c.unrtAt) >= limit; j = c.queue.head {
+				reason := b.unroutableReason(c)
+				b.unqueue(j)
+				b.fail(j, t, now, reason+" for "+b.cfg.UnroutableTimeout.String())
+			}
+		}
+	}
+}
+
+// NextDeadline returns when Tick next has something to do; false when no
+// timer is pending.
+func (b *Broker) NextDeadline() (time.Time, bool) {
+	var d int64
+	if len(b.heap) > 0 {
+		d = b.heap[0].due
+	}
+	if b.cfg.UnroutableTimeout > 0 && b.unrt > 0 {
+		for _, c := range b.classAll {
+			if c.capable == 0 && c.queue.head != nil {
+				at := max(c.queue.head.queuedAt, c.unrtAt) + int64(b.cfg.UnroutableTimeout)
+				if d == 0 || at < d {
+					d = at
+				}
+			}
+		}
+	}
+	if d == 0 {
+		return time.Time{}, false
+	}
+	return tm(d), true
+}
+
+// hostHeap orders hosts by their next timer.
+type hostHeap []*host
+
+func (q hostHeap) Len() int           { return len(q) }
+func (q hostHeap) Less(i, j int) bool { return q[i].due < q[j].due }
+func (q hostHeap) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].heapIdx = i
+	q[j].heapIdx = j
+}
+
+// Push implements heap.Interface.
+func (q *hostHeap) Push(x any) {
+	h := x.(*host)
+	h.heapIdx = len(*q)
+	*q = append(*q, h)
+}
+
+// Pop implements heap.Interface.
+func (q *hostHeap) Pop() any {
+	old := *q
+	h := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	h.heapIdx = -1
+	return h
+}
+
+// The layouts HTTP allows for a Retry-After date (RFC 9110 §5.6.7): the
+// preferred IMF-fixdate, then the obsolete RFC 850 and asctime forms.
+var httpDateLayouts = [...]string{
+	"Mon, 02 Jan 2006 15:04:05 GMT",
+	"Monday, 02-Jan-06 15:04:05 GMT",
+	"Mon Jan _2 15:04:05 2006",
+}
+
+// ParseRetryAfter turns an HTTP Retry-After value (delay in seconds or an
+// HTTP date) into a delay from now; a date in the past gives 0.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, fmt.Errorf("retry-after: empty, want seconds or an HTTP date")
+	}
+	if v[0] >= '0' && v[0] <= '9' {
+		n, err := strconv.ParseUint(v, 10, 63)
+		if err != nil {
+			return 0, fmt.Errorf("retry-after %q: want whole seconds: %w", v, err)
+		}
+		if n > uint64(1<<63-1)/uint64(time.Second) {
+			n = uint64(1<<63-1) / uint64(time.Second)
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	for _, layout := range httpDateLayouts {
+		if at, err := time.Parse(layout, v); err == nil {
+			return max(at.Sub(now), 0), nil
+		}
+	}
+	return 0, fmt.Errorf("retry-after %q: want seconds or an HTTP date like %q", v, httpDateLayouts[0])
+}

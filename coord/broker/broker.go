@@ -1,0 +1,454 @@
+// Package broker is drover's job broker as a pure state machine: it keeps
+// the registry of workers, the queue of jobs grouped by the headers they
+// require, per-host throttling back-offs, and hands jobs to capable, live
+// workers in least-recently-used order (DESIGN.md §3).
+//
+// The package does no I/O, starts no goroutine and never reads the clock:
+// every input carries the current time, randomness comes from the
+// *rand.Rand in Config, and outputs are collected as values (Dispatch
+// returns assignments; TakeFinished, TakeEvents and TakeClosed drain what the
+// caller must act on). A Broker is not safe for concurrent use: one reactor
+// goroutine owns it.
+//
+// Every job is in exactly one state: queued, dispatched, backoff, done or
+// failed, so submitted = queued + dispatched + backoff + done + failed at all
+// times.
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"drover/admin"
+	"drover/coord/id"
+)
+
+// JobID identifies a job inside one broker. IDs are allocated from 1 in
+// submission order, so sorting by ID is sorting by age.
+type JobID uint64
+
+// Spec is what a producer submits: the work key, its fingerprint, the host
+// whose back-off governs the job, the headers a worker must satisfy, and an
+// opaque payload passed to the worker. The broker keeps the Spec; callers must
+// not modify it (nor its Headers map) after Submit.
+type Spec struct {
+	Key     id.Key
+	FP      id.Fingerprint
+	Host    string            // the per-host back-off key (usually the URL's host)
+	Headers map[string]string // required worker headers; see Match
+	Payload []byte
+}
+
+// OutcomeKind is how a worker says a job ended.
+type OutcomeKind uint8
+
+// The outcomes a worker reports.
+const (
+	OK        OutcomeKind = iota // the job is done
+	Internal                     // the worker's fault (fetch error, timeout): retried until MaxRequestFailures
+	External                     // the job's fault (malformed job): failed at once
+	Throttled                    // the host answered 429/503: back-off, not a failure
+)
+
+// String names the outcome as the console and events show it.
+func (k OutcomeKind) String() string {
+	switch k {
+	case OK:
+		return "ok"
+	case Internal:
+		return "internal"
+	case External:
+		return "external"
+	case Throttled:
+		return "throttled"
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(k))
+}
+
+// Outcome is a worker's report on one job.
+type Outcome struct {
+	Kind       OutcomeKind
+	RetryAfter time.Duration // Throttled only: the server's Retry-After, 0 = not given
+	Error      string        // what went wrong, for failures and throttles
+	Output     []byte        // passed through to Finished on OK
+}
+
+// JobState is where a job is in its life.
+type JobState uint8
+
+// The job states. The zero value is not a state.
+const (
+	Queued     JobState = iota + 1 // waiting for a capable, ready worker
+	Dispatched                     // held by a worker
+	Backoff                        // waiting for its host's throttling back-off to end
+	Done                           // finished OK
+	Failed                         // failed for good (external, failure budget spent, unroutable timeout)
+	nStates
+)
+
+var stateNames = [nStates]string{"", "queued", "dispatched", "backoff", "done", "failed"}
+
+// String names the state as the console shows it.
+func (s JobState) String() string {
+	if s > 0 && s < nStates {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// ParseState is the inverse of JobState.String.
+func ParseState(s string) (JobState, error) {
+	for st := Queued; st < nStates; st++ {
+		if stateNames[st] == s {
+			return st, nil
+		}
+	}
+	return 0, fmt.Errorf("job state %q: want queued, dispatched, backoff, done or failed", s)
+}
+
+// Config tunes a Broker. Zero fields take the documented defaults.
+type Config struct {
+	// MaxRequestFailures is the failure budget of a job, shared by internal
+	// failures and worker deaths: the failure that brings the count to it
+	// fails the job. Default 3.
+	MaxRequestFailures int
+	// BackoffStart is a host's first back-off after a throttle that gave no
+	// Retry-After; it doubles with each consecutive throttle. Default 60 s.
+	BackoffStart time.Duration
+	// BackoffCap caps every host back-off, Retry-After included. Default 24 h.
+	BackoffCap time.Duration
+	// BackoffForgive is the quiet period (no throttle from the host) after
+	// which a host's back-off level resets to zero. Default 10 × BackoffStart.
+	BackoffForgive time.Duration
+	// Jitter spreads exponential back-offs by up to ±Jitter of their length.
+	// 0 takes the default 0.2; a negative value disables jitter. Must be < 1.
+	Jitter float64
+	// UnroutableTimeout fails a job that no live worker could take for this
+	// long. 0 waits forever.
+	UnroutableTimeout time.Duration
+	// Rand is the random source for jitter. Required unless jitter is
+	// disabled.
+	Rand *rand.Rand
+	// LostWorkers is how many records of lost workers are kept for the
+	// console (oldest dropped first). Default 256; negative keeps none.
+	LostWorkers int
+	// HistoryLimit is how many attempts each job remembers for Job. Default 8.
+	HistoryLimit int
+}
+
+// The defaults of Config.
+const (
+	DefaultMaxRequestFailures = 3
+	DefaultBackoffStart       = 60 * time.Second
+	DefaultBackoffCap         = 24 * time.Hour
+	DefaultJitter             = 0.2
+	DefaultLostWorkers        = 256
+	DefaultHistoryLimit       = 8
+)
+
+// validate fills defaults and checks every field, naming the bad one.
+func (c *Config) validate() error {
+	var errs []error
+	if c.MaxRequestFailures == 0 {
+		c.MaxRequestFailures = DefaultMaxRequestFailures
+	} else if c.MaxRequestFailures < 0 {
+		errs = append(errs, fmt.Errorf("broker config MaxRequestFailures %d: want >= 1 (or 0 for the default %d)", c.MaxRequestFailures, DefaultMaxRequestFailures))
+	}
+	if c.BackoffStart == 0 {
+		c.BackoffStart = DefaultBackoffStart
+	} else if c.BackoffStart < 0 {
+		errs = append(errs, fmt.Errorf("broker config BackoffStart %v: want > 0 (or 0 for the default %v)", c.BackoffStart, DefaultBackoffStart))
+	}
+	if c.BackoffCap == 0 {
+		c.BackoffCap = DefaultBackoffCap
+	} else if c.BackoffCap < 0 {
+		errs = append(errs, fmt.Errorf("broker config BackoffCap %v: want > 0 (or 0 for the default %v)", c.BackoffCap, DefaultBackoffCap))
+	}
+	if c.BackoffStart > 0 && c.BackoffCap > 0 && c.BackoffCap < c.BackoffStart {
+		errs = append(errs, fmt.Errorf("broker config BackoffCap %v: want >= BackoffStart %v", c.BackoffCap, c.BackoffStart))
+	}
+	if c.BackoffForgive == 0 {
+		c.BackoffForgive = 10 * c.BackoffStart
+	} else if c.BackoffForgive < 0 {
+		errs = append(errs, fmt.Errorf("broker config BackoffForgive %v: want > 0 (or 0 for 10 × BackoffStart)", c.BackoffForgive))
+	}
+	switch {
+	case math.IsNaN(c.Jitter) || c.Jitter >= 1:
+		errs = append(errs, fmt.Errorf("broker config Jitter %v: want a fraction below 1 (0 for the default %v, negative for none)", c.Jitter, DefaultJitter))
+	case c.Jitter == 0:
+		c.Jitter = DefaultJitter
+	case c.Jitter < 0:
+		c.Jitter = 0
+	}
+	if c.Jitter > 0 && c.Rand == nil {
+		errs = append(errs, errors.New("broker config Rand: nil, want a *rand.Rand for back-off jitter (or a negative Jitter)"))
+	}
+	if c.UnroutableTimeout < 0 {
+		errs = append(errs, fmt.Errorf("broker config UnroutableTimeout %v: want >= 0 (0 waits forever)", c.UnroutableTimeout))
+	}
+	if c.LostWorkers == 0 {
+		c.LostWorkers = DefaultLostWorkers
+	} else if c.LostWorkers < 0 {
+		c.LostWorkers = 0
+	}
+	if c.HistoryLimit == 0 {
+		c.HistoryLimit = DefaultHistoryLimit
+	} else if c.HistoryLimit < 0 {
+		errs = append(errs, fmt.Errorf("broker config HistoryLimit %d: want >= 1 (or 0 for the default %d)", c.HistoryLimit, DefaultHistoryLimit))
+	}
+	return errors.Join(errs...)
+}
+
+// Assignment is one dispatch decision: send job Job (with Spec) to the worker
+// on Session. Attempt counts dispatches of this job, 1 for the first. Spec
+// points into the broker and must not be modified.
+type Assignment struct {
+	Session id.Session
+	Worker  string
+	Job     JobID
+	Spec    *Spec
+	Attempt int
+}
+
+// Finished is a job's terminal outcome: the coordinator marks the key done
+// (Failed false) or failed in the ledger. Output is the worker's output for
+// a job done OK; Error says why a failed job failed.
+type Finished struct {
+	Job    JobID
+	Key    id.Key
+	FP     id.Fingerprint
+	Failed bool
+	Output []byte
+	Error  string
+}
+
+// Closed asks the caller to tell a session DISCONNECT: the worker was
+// evicted, or it was draining and its last job finished. The broker has
+// already forgotten the worker.
+type Closed struct {
+	Session id.Session
+	Worker  string
+	Reason  string // "evicted" or "drained"
+}
+
+// Broker is the job broker's state. Create one with New.
+type Broker struct {
+	cfg    Config
+	paused bool
+
+	jobs  jobStore
+	count [nStates]int
+	age   ageIndex           // every job by ID, with per-state counts
+	trees [nSorts]*orderTree // lazily built sort indexes (nil until first used)
+	hosts map[string]*host   // every host a job named
+	fails jobList            // failed jobs, oldest failure first
+	heap  hostHeap           // hosts with a pending timer (wake-up or forgiveness)
+	thr   map[*host]struct{} // hosts with a back-off level > 0 (HostRows)
+	unrt  int                // queued jobs in classes no capable worker matches
+
+	classes  map[string]*class // by canonical header key
+	classAll []*class          // in creation order
+	noHdr    *class            // the class of jobs without headers
+
+	workers   map[string]*worker     // by worker ID, lost records included
+	sessions  map[id.Session]*worker // live workers by session
+	wsorted   []*worker              // every worker record sorted by ID
+	ready     workerList             // live, not draining, free slots; LRU first
+	lostOrder []*worker              // lost records, oldest first
+	gen       uint64                 // bumped when the capable set changes (reason cache)
+
+	seq    uint64 // queue order across classes
+	useSeq uint64 // LRU clock
+
+	finished []Finished
+	events   []admin.Event
+	closed   []Closed
+
+	dispatches, completions, failures, throttles, orphans uint64
+
+	scratchKeys []string
+	scratchBuf  []byte
+}
+
+// New validates cfg and returns an empty broker.
+func New(cfg Config) (*Broker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		cfg:      cfg,
+		hosts:    make(map[string]*host),
+		thr:      make(map[*host]struct{}),
+		classes:  make(map[string]*class),
+		workers:  make(map[string]*worker),
+		sessions: make(map[id.Session]*worker),
+	}
+	b.noHdr = b.newClass("", nil)
+	return b, nil
+}
+
+// Submit adds a job in state queued (or backoff, when its host is backed
+// off) and returns its ID. Submit never refuses: deduplication is the
+// ledger's business, and a job no worker can take waits as unroutable.
+func (b *Broker) Submit(now time.Time, spec Spec) JobID {
+	t := ns(now)
+	c := b.classFor(spec.Headers)
+	spec.Headers = c.headers // identical header sets share one map
+	h := b.hostFor(spec.Host)
+	j := b.jobs.alloc()
+	j.id = JobID(b.jobs.n)
+	j.spec = spec
+	j.class = c
+	j.host = h
+	j.created = t
+	j.updated = t
+	j.heldIdx = -1
+	j.hostPos = int32(len(h.ids))
+	h.ids = append(h.ids, j.id)
+	// Enter the indexes in state queued, then move if the host is held.
+	j.state = Queued
+	b.count[Queued]++
+	b.age.add(j.id, Queued)
+	h.idx.add(int(j.hostPos), Queued, 1)
+	for _, tr := range b.trees {
+		if tr != nil {
+			tr.insert(j)
+		}
+	}
+	b.emit(admin.Event{At: now, Kind: "job.submitted", JobID: uint64(j.id), Key: spec.FP.String(), URL: spec.Key.URL})
+	b.place(j, t, now)
+	return j.id
+}
+
+// place puts a job that is in state Queued but in no list into its class
+// queue, or into its host's back-off when the host is held.
+func (b *Broker) place(j *job, t int64, now time.Time) {
+	h := j.host
+	if h.until > t {
+		b.setState(j, Backoff, t)
+		b.setRetryAt(j, h.until)
+		h.backoff.push(j)
+		b.emit(admin.Event{At: now, Kind: "job.backoff", JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: "host back-off until " + tm(h.until).Format(time.RFC3339)})
+		return
+	}
+	if j.state != Queued {
+		b.setState(j, Queued, t)
+	}
+	if j.retryAt != 0 {
+		b.setRetryAt(j, 0)
+	}
+	j.queuedAt = t
+	b.seq++
+	j.seq = b.seq
+	j.class.push(b, j)
+	h.queued.push(j)
+}
+
+// unqueue takes a queued job out of its class queue and host list.
+func (b *Broker) unqueue(j *job) {
+	j.class.remove(b, j)
+	j.host.queued.remove(j)
+}
+
+// TakeFinished appends the terminal outcomes since the last call to dst and
+// forgets them.
+func (b *Broker) TakeFinished(dst []Finished) []Finished {
+	dst = append(dst, b.finished...)
+	clear(b.finished)
+	b.finished = b.finished[:0]
+	return dst
+}
+
+// TakeEvents appends every state change since the last call to dst and
+// forgets them. Seq is left 0: the coordinator numbers events. Key is set on
+// job.submitted and on terminal events only (it costs an allocation).
+func (b *Broker) TakeEvents(dst []admin.Event) []admin.Event {
+	dst = append(dst, b.events...)
+	clear(b.events)
+	b.events = b.events[:0]
+	return dst
+}
+
+// TakeClosed appends the sessions to tell DISCONNECT since the last call.
+func (b *Broker) TakeClosed(dst []Closed) []Closed {
+	dst = append(dst, b.closed...)
+	clear(b.closed)
+	b.closed = b.closed[:0]
+	return dst
+}
+
+// Pause stops dispatching until Resume. Results are still accepted.
+func (b *Broker) Pause(now time.Time) {
+	if !b.paused {
+		b.paused = true
+		b.emit(admin.Event{At: now, Kind: "broker.paused"})
+	}
+}
+
+// Resume dispatches again after Pause.
+func (b *Broker) Resume(now time.Time) {
+	if b.paused {
+		b.paused = false
+		b.emit(admin.Event{At: now, Kind: "broker.resumed"})
+	}
+}
+
+// Paused reports whether dispatching is paused.
+func (b *Broker) Paused() bool { return b.paused }
+
+func (b *Broker) emit(e admin.Event) { b.events = append(b.events, e) }
+
+// setState moves a job between states, keeping counts and indexes.
+func (b *Broker) setState(j *job, st JobState, t int64) {
+	old := j.state
+	if old == st {
+		j.updated = t
+		return
+	}
+	b.count[old]--
+	b.count[st]++
+	b.age.move(j.id, old, st)
+	j.host.idx.add(int(j.hostPos), old, -1)
+	j.host.idx.add(int(j.hostPos), st, 1)
+	for _, tr := range b.trees {
+		if tr != nil {
+			tr.restate(j, old, st)
+		}
+	}
+	j.state = st
+	j.updated = t
+}
+
+// setRetryAt changes a job's retry time, keeping the retry_at index.
+func (b *Broker) setRetryAt(j *job, at int64) {
+	if j.retryAt == at {
+		return
+	}
+	tr := b.trees[sortRetryAt]
+	if tr != nil {
+		tr.remove(j)
+	}
+	j.retryAt = at
+	if tr != nil {
+		tr.insert(j)
+	}
+}
+
+// ns converts a time to Unix nanoseconds, the zero time to 0.
+func ns(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// tm converts Unix nanoseconds back to a UTC time, 0 to the zero time.
+func tm(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}

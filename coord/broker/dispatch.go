@@ -1,0 +1,228 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"drover/admin"
+	"drover/coord/id"
+)
+
+// The broker's error kinds; test them with errors.Is or the IsX helpers.
+var (
+	// ErrOrphan: a result for a job the session does not hold (reassigned,
+	// requeued, finished or unknown). The result is ignored and counted.
+	ErrOrphan = errors.New("orphan result")
+	// ErrUnknownWorker: no worker has that id.
+	ErrUnknownWorker = errors.New("unknown worker")
+	// ErrUnknownJob: no job has that id.
+	ErrUnknownJob = errors.New("unknown job")
+	// ErrWrongState: the command does not apply in the target's state.
+	ErrWrongState = errors.New("wrong state")
+	// ErrBadOutcome: the outcome kind is not one of OK, Internal, External,
+	// Throttled.
+	ErrBadOutcome = errors.New("bad outcome")
+)
+
+// IsOrphan reports whether err is (or wraps) ErrOrphan.
+func IsOrphan(err error) bool { return errors.Is(err, ErrOrphan) }
+
+// IsUnknown reports whether err names an unknown worker or job.
+func IsUnknown(err error) bool {
+	return errors.Is(err, ErrUnknownWorker) || errors.Is(err, ErrUnknownJob)
+}
+
+// IsWrongState reports whether err is (or wraps) ErrWrongState.
+func IsWrongState(err error) bool { return errors.Is(err, ErrWrongState) }
+
+// Dispatch fills free worker slots and appends the decisions to dst. Ready
+// workers are served least recently used first; each gets the oldest queued
+// job (FIFO across header classes) whose headers it satisfies, then moves to
+// the back of the order. A worker never gets more jobs than its free slots.
+// Nothing is dispatched while paused.
+func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
+	if b.paused {
+		return dst
+	}
+	t := ns(now)
+	misses := 0
+	for w := b.ready.head; w != nil && b.count[Queued]-b.unrt > 0 && misses < b.ready.n; {
+		next := w.next
+		j := oldestFor(w)
+		if j == nil {
+			misses++
+			if next == nil {
+				break
+			}
+			w = next
+			continue
+		}
+		misses = 0
+		b.unqueue(j)
+		b.setState(j, Dispatched, t)
+		b.hold(w, j)
+		j.attempts++
+		if tr := b.trees[sortAttempts]; tr != nil {
+			// attempts is the key of that index: reinsert under the new key.
+			j.attempts--
+			tr.remove(j)
+			j.attempts++
+			tr.insert(j)
+		}
+		j.addAttempt(w.id, t, b.cfg.HistoryLimit)
+		b.dispatches++
+		b.useSeq++
+		w.lastUsed = b.useSeq
+		b.ready.remove(w)
+		if w.free() > 0 {
+			b.ready.insert(w) // at the back: it is now the most recently used
+		}
+		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: &j.spec, Attempt: int(j.attempts)})
+		b.emit(admin.Event{At: now, Kind: "job.dispatched", JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id})
+		if next == nil {
+			next = b.ready.head
+		}
+		w = next
+	}
+	return dst
+}
+
+// oldestFor returns the oldest queued job w can take, or nil.
+func oldestFor(w *worker) *job {
+	var best *job
+	for _, c := range w.classes {
+		if h := c.queue.head; h != nil && (best == nil || h.seq < best.seq) {
+			best = h
+		}
+	}
+	return best
+}
+
+// Result applies a worker's outcome for job j. A result from a session that
+// does not hold j is an orphan: ignored, counted, and reported as an error
+// for which IsOrphan is true. A bad outcome kind changes nothing.
+func (b *Broker) Result(now time.Time, s id.Session, jid JobID, o Outcome) error {
+	if o.Kind > Throttled {
+		return fmt.Errorf("result for job %d from session %d: %w: kind %d, want ok, internal, external or throttled", jid, s, ErrBadOutcome, o.Kind)
+	}
+	w := b.sessions[s]
+	j := b.jobs.get(jid)
+	if w == nil || j == nil || j.state != Dispatched || j.worker != w {
+		b.orphans++
+		why := "no such job"
+		switch {
+		case w == nil:
+			why = "session is no registered worker"
+		case j == nil:
+		case j.state != Dispatched:
+			why = "job is " + j.state.String()
+		default:
+			why = "job is held by worker " + j.worker.id
+		}
+		detail := "session " + strconv.FormatUint(uint64(s), 10) + ": " + why
+		b.emit(admin.Event{At: now, Kind: "job.orphan-result", JobID: uint64(jid), Detail: detail})
+		return fmt.Errorf("result for job %d: %w (%s); want a job the session holds", jid, ErrOrphan, detail)
+	}
+	t := ns(now)
+	b.release(j)
+	j.endAttempt(o.Kind.String(), o.Error)
+	if o.Error != "" {
+		j.lastError = o.Error
+	}
+	switch o.Kind {
+	case OK:
+		w.done++
+		b.completions++
+		j.spec.Payload = nil // no longer needed: a done job cannot be requeued
+		b.setState(j, Done, t)
+		b.finished = append(b.finished, Finished{Job: j.id, Key: j.spec.Key, FP: j.spec.FP, Output: o.Output})
+		b.emit(admin.Event{At: now, Kind: "job.done", JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Worker: w.id})
+	case Internal:
+		w.failures++
+		b.failures++
+		j.failures++
+		if int(j.failures) >= b.cfg.MaxRequestFailures {
+			b.fail(j, t, now, "internal failure "+strconv.Itoa(int(j.failures))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+": "+o.Error)
+		} else {
+			b.emit(admin.Event{At: now, Kind: "job.retry", JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: o.Error})
+			b.place(j, t, now)
+		}
+	case External:
+		w.failures++
+		b.failures++
+		b.fail(j, t, now, "external failure: "+o.Error)
+	case Throttled:
+		b.throttles++
+		j.throttles++
+		b.throttle(j, o.RetryAfter, t, now)
+	}
+	b.syncReady(w)
+	b.closeIfDrained(now, w)
+	return nil
+}
+
+// fail moves a job (in no list) to failed for good.
+func (b *Broker) fail(j *job, t int64, now time.Time, why string) {
+	j.lastError = why
+	b.setState(j, Failed, t)
+	if j.retryAt != 0 {
+		b.setRetryAt(j, 0)
+	}
+	b.fails.push(j)
+	b.finished = append(b.finished, Finished{Job: j.id, Key: j.spec.Key, FP: j.spec.FP, Failed: true, Error: why})
+	b.emit(admin.Event{At: now, Kind: "job.failed", JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Detail: why})
+}
+
+// Requeue puts one job back in the queue now, keeping its counters: a failed
+// job gets another try, a job in back-off skips its host's back-off, a
+// dispatched job is taken from its worker uncharged (the worker's eventual
+// result is an orphan). A queued job stays as it is; a done job cannot be
+// requeued.
+func (b *Broker) Requeue(now time.Time, jid JobID) error {
+	j := b.jobs.get(jid)
+	if j == nil {
+		return fmt.Errorf("requeue job %d: %w", jid, ErrUnknownJob)
+	}
+	t := ns(now)
+	switch j.state {
+	case Queued:
+		return nil
+	case Done:
+		return fmt.Errorf("requeue job %d: %w: it is done, want failed, backoff, queued or dispatched", jid, ErrWrongState)
+	case Failed:
+		b.fails.remove(j)
+	case Backoff:
+		j.host.backoff.remove(j)
+	case Dispatched:
+		w := j.worker
+		b.release(j)
+		j.endAttempt("requeued", "taken back by the operator")
+		b.syncReady(w)
+		defer b.closeIfDrained(now, w)
+	}
+	b.setState(j, Queued, t)
+	if j.retryAt != 0 {
+		b.setRetryAt(j, 0)
+	}
+	b.emit(admin.Event{At: now, Kind: "job.requeued", JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Detail: "operator"})
+	j.queuedAt = t
+	b.seq++
+	j.seq = b.seq
+	j.class.push(b, j)
+	j.host.queued.push(j)
+	return nil
+}
+
+// RequeueFailed requeues every failed job (see Requeue) and returns how many.
+func (b *Broker) RequeueFailed(now time.Time) int {
+	n := 0
+	for b.fails.head != nil {
+		if err := b.Requeue(now, b.fails.head.id); err != nil {
+			break // cannot happen: every job on the list is failed
+		}
+		n++
+	}
+	return n
+}

@@ -1,0 +1,164 @@
+package broker
+
+import (
+	"time"
+
+	"drover/admin"
+)
+
+// job is the broker's record of one job. Records live in fixed-size chunks
+// (jobStore) so their addresses are stable and Assignment.Spec may point in.
+type job struct {
+	id      JobID
+	spec    Spec
+	class   *class
+	host    *host
+	worker  *worker // while dispatched
+	hostPos int32   // position in host.ids
+	heldIdx int32   // position in worker.held, -1 when not held
+	state   JobState
+
+	attempts, failures, throttles int32
+
+	// prev/next link the job into the one list its state puts it in: its
+	// class queue (queued), its host's back-off list (backoff) or the failed
+	// list (failed).
+	prev, next *job
+	// hprev/hnext link a queued job into its host's queued list, so that a
+	// throttle can hold every queued job of the host.
+	hprev, hnext *job
+
+	seq                                 uint64 // FIFO order across class queues
+	created, updated, queuedAt, retryAt int64  // Unix ns
+	lastError                           string
+	history                             []attempt
+}
+
+// attempt is one dispatch of a job, compactly.
+type attempt struct {
+	worker  string
+	at      int64
+	outcome string // empty while running
+	err     string
+}
+
+// addAttempt records a dispatch, keeping at most limit attempts.
+func (j *job) addAttempt(w string, t int64, limit int) {
+	if len(j.history) >= limit {
+		copy(j.history, j.history[1:])
+		j.history = j.history[:len(j.history)-1]
+	}
+	j.history = append(j.history, attempt{worker: w, at: t})
+}
+
+// endAttempt records how the running attempt ended.
+func (j *job) endAttempt(outcome, err string) {
+	if n := len(j.history); n > 0 && j.history[n-1].outcome == "" {
+		j.history[n-1].outcome = outcome
+		j.history[n-1].err = err
+	}
+}
+
+func (j *job) adminHistory() []admin.Attempt {
+	out := make([]admin.Attempt, len(j.history))
+	for i, a := range j.history {
+		out[i] = admin.Attempt{Worker: a.worker, At: tm(a.at), Outcome: a.outcome, Error: a.err}
+	}
+	return out
+}
+
+// retryTime is the time shown as the job's retry time (backoff only).
+func (j *job) retryTime() time.Time { return tm(j.retryAt) }
+
+const chunkBits = 10
+const chunkSize = 1 << chunkBits
+
+// jobStore holds every job by ID (IDs 1..n) in chunks of chunkSize records.
+type jobStore struct {
+	chunks []*[chunkSize]job
+	n      int
+}
+
+func (s *jobStore) alloc() *job {
+	i := s.n
+	if i>>chunkBits == len(s.chunks) {
+		s.chunks = append(s.chunks, new([chunkSize]job))
+	}
+	s.n++
+	return &s.chunks[i>>chunkBits][i&(chunkSize-1)]
+}
+
+// get returns the job with the given ID, nil when there is none.
+func (s *jobStore) get(j JobID) *job {
+	if j == 0 || j > JobID(s.n) {
+		return nil
+	}
+	i := int(j - 1)
+	return &s.chunks[i>>chunkBits][i&(chunkSize-1)]
+}
+
+// jobList is an intrusive FIFO through job.prev/next.
+type jobList struct {
+	head, tail *job
+	n          int
+}
+
+func (l *jobList) push(j *job) {
+	j.next = nil
+	j.prev = l.tail
+	if l.tail != nil {
+		l.tail.next = j
+	} else {
+		l.head = j
+	}
+	l.tail = j
+	l.n++
+}
+
+func (l *jobList) remove(j *job) {
+	if j.prev != nil {
+		j.prev.next = j.next
+	} else {
+		l.head = j.next
+	}
+	if j.next != nil {
+		j.next.prev = j.prev
+	} else {
+		l.tail = j.prev
+	}
+	j.prev, j.next = nil, nil
+	l.n--
+}
+
+// hostList is an intrusive FIFO through job.hprev/hnext.
+type hostList struct {
+	head, tail *job
+	n          int
+}
+
+func (l *hostList) push(j *job) {
+	j.hnext = nil
+	j.hprev = l.tail
+	if l.tail != nil {
+		l.tail.hnext = j
+	} else {
+		l.head = j
+	}
+	l.tail = j
+	l.n++
+}
+
+func (l *hostList) remove(j *job) {
+	if j.hprev != nil {
+		j.hprev.hnext = j.hnext
+	} else {
+		l.head = j.hnext
+	}
+	if j.hnext != nil {
+		j.hnext.hprev = j.hprev
+	} else {
+		l.tail = j.hprev
+	}
+	j.hprev, j.hnext = nil, nil
+	l.n--
+}

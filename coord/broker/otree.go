@@ -1,0 +1,353 @@
+package broker
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// sortKey names a job ordering of the jobs view.
+type sortKey uint8
+
+const (
+	sortAge sortKey = iota // submission order (job ID)
+	sortURL
+	sortAttempts
+	sortFailures
+	sortRetryAt
+	sortState // state, then age
+	nSorts
+)
+
+var sortNames = [nSorts]string{"age", "url", "attempts", "failures", "retry_at", "state"}
+
+// orderTree is an order-statistic B+ tree of jobs under one sort key (ties
+// broken by ID), where every node counts its jobs per state: the k-th job
+// among any set of states is found in O(depth × fanout), and a state change
+// updates the counts along one root-to-leaf path without moving the job.
+type orderTree struct {
+	key  sortKey
+	root *otNode
+}
+
+const otMax = 64 // entries per node before it splits
+
+type otNode struct {
+	cnt   counts
+	leaf  bool
+	items []*job    // leaf: the jobs, in order
+	kids  []*otNode // internal: the children, in order
+	mins  []*job    // internal: the first job under each child
+}
+
+func (t *orderTree) cmp(a, b *job) int {
+	var c int
+	switch t.key {
+	case sortURL:
+		c = strings.Compare(a.spec.Key.URL, b.spec.Key.URL)
+	case sortAttempts:
+		c = cmp.Compare(a.attempts, b.attempts)
+	case sortFailures:
+		c = cmp.Compare(a.failures, b.failures)
+	case sortRetryAt:
+		c = cmp.Compare(a.retryAt, b.retryAt)
+	}
+	if c == 0 {
+		c = cmp.Compare(a.id, b.id)
+	}
+	return c
+}
+
+func (n *otNode) first() *job {
+	if n.leaf {
+		return n.items[0]
+	}
+	return n.mins[0]
+}
+
+func (n *otNode) size() int {
+	if n.leaf {
+		return len(n.items)
+	}
+	return len(n.kids)
+}
+
+// child returns the index of the child whose range holds j.
+func (t *orderTree) child(n *otNode, j *job) int {
+	i, _ := slices.BinarySearchFunc(n.mins, j, t.cmp)
+	if i < len(n.mins) && n.mins[i] == j {
+		return i
+	}
+	return max(i-1, 0)
+}
+
+func (t *orderTree) insert(j *job) {
+	if t.root == nil {
+		t.root = &otNode{leaf: true}
+	}
+	if sib := t.ins(t.root, j); sib != nil {
+		old := t.root
+		t.root = &otNode{kids: []*otNode{old, sib}, mins: []*job{old.first(), sib.first()}}
+		t.root.cnt = old.cnt
+		for st := range sib.cnt {
+			t.root.cnt[st] += sib.cnt[st]
+		}
+	}
+}
+
+// ins inserts j under n and returns n's new right sibling if n split.
+func (t *orderTree) ins(n *otNode, j *job) *otNode {
+	n.cnt[j.state]++
+	if n.leaf {
+		i, _ := slices.BinarySearchFunc(n.items, j, t.cmp)
+		n.items = slices.Insert(n.items, i, j)
+		if len(n.items) <= otMax {
+			return nil
+		}
+		half := len(n.items) / 2
+		sib := &otNode{leaf: true, items: slices.Clone(n.items[half:])}
+		clear(n.items[half:])
+		n.items = n.items[:half]
+		for _, k := range sib.items {
+			sib.cnt[k.state]++
+			n.cnt[k.state]--
+		}
+		return sib
+	}
+	i := t.child(n, j)
+	sib := t.ins(n.kids[i], j)
+	n.mins[i] = n.kids[i].first()
+	if sib == nil {
+		return nil
+	}
+	n.kids = slices.Insert(n.kids, i+1, sib)
+	n.mins = slices.Insert(n.mins, i+1, sib.first())
+	if len(n.kids) <= otMax {
+		return nil
+	}
+	half := len(n.kids) / 2
+	s := &otNode{kids: slices.Clone(n.kids[half:]), mins: slices.Clone(n.mins[half:])}
+	clear(n.kids[half:])
+	clear(n.mins[half:])
+	n.kids, n.mins = n.kids[:half], n.mins[:half]
+	for _, k := range s.kids {
+		for st := range k.cnt {
+			s.cnt[st] += k.cnt[st]
+			n.cnt[st] -= k.cnt[st]
+		}
+	}
+	return s
+}
+
+// remove takes j out; j's key and state must be those it was counted under.
+func (t *orderTree) remove(j *job) {
+	if t.root == nil || !t.rem(t.root, j) {
+		return
+	}
+	for !t.root.leaf && len(t.root.kids) == 1 {
+		t.root = t.root.kids[0]
+	}
+	if t.root.size() == 0 {
+		t.root = nil
+	}
+}
+
+func (t *orderTree) rem(n *otNode, j *job) bool {
+	if n.leaf {
+		i, ok := slices.BinarySearchFunc(n.items, j, t.cmp)
+		if !ok || n.items[i] != j {
+			return false
+		}
+		n.items = slices.Delete(n.items, i, i+1)
+		n.cnt[j.state]--
+		return true
+	}
+	i := t.child(n, j)
+	k := n.kids[i]
+	if !t.rem(k, j) {
+		return false
+	}
+	n.cnt[j.state]--
+	if k.size() == 0 {
+		n.kids = slices.Delete(n.kids, i, i+1)
+		n.mins = slices.Delete(n.mins, i, i+1)
+	} else {
+		n.mins[i] = k.first()
+	}
+	return true
+}
+
+// restate moves j's count from state old to st along its path.
+func (t *orderTree) restate(j *job, old, st JobState) {
+	for n := t.root; n != nil; {
+		n.cnt[old]--
+		n.cnt[st]++
+		if n.leaf {
+			return
+		}
+		n = n.kids[t.child(n, j)]
+	}
+}
+
+// total is the number of jobs in m.
+func (t *orderTree) total(m stateMask) int {
+	if t.root == nil {
+		return 0
+	}
+	return t.root.cnt.sum(m)
+}
+
+// otPos is one step of an iterator's path.
+type otPos struct {
+	n *otNode
+	i int
+}
+
+// otIter walks the jobs of a state mask in tree order.
+type otIter struct {
+	m    stateMask
+	path []otPos
+}
+
+// seek positions an iterator at the k-th (from 0) job in m; false when
+// there are no more than k.
+func (t *orderTree) seek(m stateMask, k int, path []otPos) (otIter, bool) {
+	it := otIter{m: m, path: path[:0]}
+	n := t.root
+	if n == nil || k >= n.cnt.sum(m) {
+		return it, false
+	}
+	for !n.leaf {
+		i := 0
+		for ; i < len(n.kids); i++ {
+			s := n.kids[i].cnt.sum(m)
+			if k < s {
+				break
+			}
+			k -= s
+		}
+		it.path = append(it.path, otPos{n, i})
+		n = n.kids[i]
+	}
+	for i, j := range n.items {
+		if m.has(j.state) {
+			if k == 0 {
+				it.path = append(it.path, otPos{n, i})
+				return it, true
+			}
+			k--
+		}
+	}
+	return it, false // counts out of step: cannot happen
+}
+
+func (it *otIter) job() *job {
+	p := it.path[len(it.path)-1]
+	return p.n.items[p.i]
+}
+
+// step moves to the next (dir 1) or previous (dir -1) job in the mask.
+func (it *otIter) step(dir int) bool {
+	d := len(it.path) - 1
+	leaf := &it.path[d]
+	for i := leaf.i + dir; i >= 0 && i < len(leaf.n.items); i += dir {
+		if it.m.has(leaf.n.items[i].state) {
+			leaf.i = i
+			return true
+		}
+	}
+	// Climb to the nearest ancestor with a later sibling holding a match.
+	for d--; d >= 0; d-- {
+		p := &it.path[d]
+		for i := p.i + dir; i >= 0 && i < len(p.n.kids); i += dir {
+			if p.n.kids[i].cnt.sum(it.m) > 0 {
+				p.i = i
+				it.path = it.path[:d+1]
+				return it.descend(p.n.kids[i], dir)
+			}
+		}
+	}
+	return false
+}
+
+// descend goes down to the first (dir 1) or last (dir -1) match under n.
+func (it *otIter) descend(n *otNode, dir int) bool {
+	for !n.leaf {
+		found := false
+		for k := 0; k < len(n.kids); k++ {
+			i := k
+			if dir < 0 {
+				i = len(n.kids) - 1 - k
+			}
+			if n.kids[i].cnt.sum(it.m) > 0 {
+				it.path = append(it.path, otPos{n, i})
+				n = n.kids[i]
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	for k := 0; k < len(n.items); k++ {
+		i := k
+		if dir < 0 {
+			i = len(n.items) - 1 - k
+		}
+		if it.m.has(n.items[i].state) {
+			it.path = append(it.path, otPos{n, i})
+			return true
+		}
+	}
+	return false
+}
+
+// tree returns the index for a sort key, building it on first use. Once
+// built it is kept up to date by every change, so only the first query by
+// a key pays O(n log n).
+func (b *Broker) tree(k sortKey) *orderTree {
+	if t := b.trees[k]; t != nil {
+		return t
+	}
+	t := &orderTree{key: k}
+	all := make([]*job, 0, b.jobs.n)
+	for i := 1; i <= b.jobs.n; i++ {
+		all = append(all, b.jobs.get(JobID(i)))
+	}
+	slices.SortFunc(all, t.cmp)
+	t.build(all)
+	b.trees[k] = t
+	return t
+}
+
+// build bulk-loads sorted jobs into an empty tree, leaves three-quarters full.
+func (t *orderTree) build(all []*job) {
+	if len(all) == 0 {
+		return
+	}
+	const fill = otMax * 3 / 4
+	var level []*otNode
+	for i := 0; i < len(all); i += fill {
+		n := &otNode{leaf: true, items: slices.Clone(all[i:min(i+fill, len(all))])}
+		for _, j := range n.items {
+			n.cnt[j.state]++
+		}
+		level = append(level, n)
+	}
+	for len(level) > 1 {
+		var up []*otNode
+		for i := 0; i < len(level); i += fill {
+			n := &otNode{kids: slices.Clone(level[i:min(i+fill, len(level))])}
+			for _, k := range n.kids {
+				n.mins = append(n.mins, k.first())
+				for st := range k.cnt {
+					n.cnt[st] += k.cnt[st]
+				}
+			}
+			up = append(up, n)
+		}
+		level = up
+	}
+	t.root = level[0]
+}

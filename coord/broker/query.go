@@ -1,0 +1,430 @@
+package broker
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"drover/admin"
+)
+
+// Window limits of the console queries.
+const (
+	DefaultLimit = 50   // rows when a query gives no limit
+	MaxLimit     = 1000 // rows at most per query
+)
+
+// Totals fills the broker's figures in dst: jobs by state, unroutable jobs,
+// workers by state and the counters. Ledger fields and At are left alone.
+func (b *Broker) Totals(dst *admin.Totals) {
+	dst.Paused = b.paused
+	dst.Queued = b.count[Queued]
+	dst.Dispatched = b.count[Dispatched]
+	dst.Backoff = b.count[Backoff]
+	dst.Done = b.count[Done]
+	dst.Failed = b.count[Failed]
+	dst.Unroutable = b.unrt
+	dst.WorkersIdle, dst.WorkersBusy, dst.WorkersDraining, dst.WorkersLost = 0, 0, 0, len(b.lostOrder)
+	for _, w := range b.sessions {
+		switch {
+		case w.draining:
+			dst.WorkersDraining++
+		case len(w.held) > 0:
+			dst.WorkersBusy++
+		default:
+			dst.WorkersIdle++
+		}
+	}
+	dst.Dispatches = b.dispatches
+	dst.Completions = b.completions
+	dst.Failures = b.failures
+	dst.Throttles = b.throttles
+	dst.OrphanResults = b.orphans
+}
+
+// Submitted is the number of jobs ever submitted: the sum of the per-state
+// counts in Totals.
+func (b *Broker) Submitted() int { return b.jobs.n }
+
+// filter is a parsed Query.Filter.
+type filter struct {
+	mask   stateMask
+	host   *string
+	worker *string
+	text   []string
+}
+
+// parseFilter reads "state=a[,b] host=H worker=W" terms; other words are
+// free text matched against the URL (jobs) or the id and host (workers).
+// An unknown state matches nothing.
+func parseFilter(s string) filter {
+	f := filter{mask: allStates}
+	for _, w := range strings.Fields(s) {
+		k, v, ok := strings.Cut(w, "=")
+		switch {
+		case ok && k == "state":
+			var m stateMask
+			for name := range strings.SplitSeq(v, ",") {
+				if st, err := ParseState(name); err == nil {
+					m |= 1 << st
+				}
+			}
+			f.mask &= m
+		case ok && k == "host":
+			f.host = &v
+		case ok && k == "worker":
+			f.worker = &v
+		default:
+			f.text = append(f.text, w)
+		}
+	}
+	return f
+}
+
+func (f *filter) matchText(s string) bool {
+	for _, t := range f.text {
+		if !strings.Contains(s, t) {
+			return false
+		}
+	}
+	return true
+}
+
+func window(q admin.Query) (off, lim int) {
+	off, lim = max(q.Offset, 0), q.Limit
+	if lim <= 0 {
+		lim = DefaultLimit
+	}
+	return off, min(lim, MaxLimit)
+}
+
+func parseSort(s string, def sortKey) sortKey {
+	for k, name := range sortNames {
+		if name == s {
+			return sortKey(k)
+		}
+	}
+	return def
+}
+
+// Jobs answers a window of the jobs view. Sorts: age (default), url,
+// attempts, failures, retry_at, state; Desc reverses. Filters: state=,
+// host=, worker= and free text on the URL.
+//
+// Costs: without free text, a window costs O(limit × log n) through the
+// indexes (age and state orders always kept; the others built on their
+// first query, then kept); a host= filter with a sort other than age or
+// state, and any free text, scan and sort the matching jobs; worker= scans
+// only that worker's few jobs.
+func (b *Broker) Jobs(q admin.Query) admin.Page {
+	return b.jobsPage(q, allStates, sortAge, admin.ViewJobs)
+}
+
+// Retries answers a window of jobs in backoff or failed (default sort
+// retry_at, filters as Jobs) with the host back-offs in force.
+func (b *Broker) Retries(q admin.Query) admin.Page {
+	p := b.jobsPage(q, 1<<Backoff|1<<Failed, sortRetryAt, admin.ViewRetries)
+	p.Hosts = b.hostRows()
+	return p
+}
+
+func (b *Broker) jobsPage(q admin.Query, base stateMask, def sortKey, view admin.View) admin.Page {
+	f := parseFilter(q.Filter)
+	m := base & f.mask
+	key := parseSort(q.Sort, def)
+	off, lim := window(q)
+	p := admin.Page{View: view, Offset: off}
+	var rows []*job
+	switch {
+	case f.worker != nil:
+		w := b.workers[*f.worker]
+		if w == nil {
+			return p
+		}
+		rows = b.collect(w.held, m, f, key, q.Desc)
+	case f.host != nil:
+		h := b.hosts[*f.host]
+		if h == nil {
+			return p
+		}
+		if len(f.text) == 0 && (key == sortAge || key == sortState) {
+			p.Total = h.idx.total(m)
+			b.indexWindow(&p, m, key, q.Desc, off, lim, &h.idx, func(m stateMask, k int) JobID { return b.hostNth(h, m, k) })
+			return p
+		}
+		hj := make([]*job, 0, len(h.ids))
+		for _, id := range h.ids {
+			hj = append(hj, b.jobs.get(id))
+		}
+		rows = b.collect(hj, m, f, key, q.Desc)
+	case len(f.text) > 0:
+		var all []*job
+		for i := 1; i <= b.jobs.n; i++ {
+			j := b.jobs.get(JobID(i))
+			if m.has(j.state) && f.matchText(j.spec.Key.URL) {
+				all = append(all, j)
+			}
+		}
+		rows = b.collect(all, m, f, key, q.Desc)
+	case key == sortAge || key == sortState:
+		p.Total = b.age.idx.total(m)
+		b.indexWindow(&p, m, key, q.Desc, off, lim, &b.age.idx, b.age.nth)
+		return p
+	default:
+		t := b.tree(key)
+		p.Total = t.total(m)
+		if off >= p.Total {
+			return p
+		}
+		k, dir := off, 1
+		if q.Desc {
+			k, dir = p.Total-1-off, -1
+		}
+		var buf [8]otPos
+		it, ok := t.seek(m, k, buf[:])
+		for ; ok && len(p.Jobs) < lim; ok = it.step(dir) {
+			p.Jobs = append(p.Jobs, b.jobRow(it.job()))
+		}
+		return p
+	}
+	p.Total = len(rows)
+	for i := off; i < min(off+lim, len(rows)); i++ {
+		p.Jobs = append(p.Jobs, b.jobRow(rows[i]))
+	}
+	return p
+}
+
+// indexWindow fills a window in age order, or state-then-age order, from a
+// count index and its nth function.
+func (b *Broker) indexWindow(p *admin.Page, m stateMask, key sortKey, desc bool, off, lim int, idx *countIdx, nth func(stateMask, int) JobID) {
+	if key == sortAge {
+		for r := off; r < min(off+lim, p.Total); r++ {
+			k := r
+			if desc {
+				k = p.Total - 1 - r
+			}
+			if id := nth(m, k); id != 0 {
+				p.Jobs = append(p.Jobs, b.jobRow(b.jobs.get(id)))
+			}
+		}
+		return
+	}
+	// State order: the states of m one after another, each by age.
+	var order []JobState
+	for st := Queued; st < nStates; st++ {
+		if m.has(st) {
+			order = append(order, st)
+		}
+	}
+	if desc {
+		slices.Reverse(order)
+	}
+	skip := off
+	for _, st := range order {
+		sm := stateMask(1) << st
+		n := idx.total(sm)
+		if skip >= n {
+			skip -= n
+			continue
+		}
+		for k := skip; k < n && len(p.Jobs) < lim; k++ {
+			kk := k
+			if desc {
+				kk = n - 1 - k
+			}
+			if id := nth(sm, kk); id != 0 {
+				p.Jobs = append(p.Jobs, b.jobRow(b.jobs.get(id)))
+			}
+		}
+		skip = 0
+		if len(p.Jobs) >= lim {
+			return
+		}
+	}
+}
+
+// collect filters and sorts a candidate set (a worker's or host's jobs, or
+// free-text matches) for a window.
+func (b *Broker) collect(in []*job, m stateMask, f filter, key sortKey, desc bool) []*job {
+	out := make([]*job, 0, len(in))
+	for _, j := range in {
+		if m.has(j.state) && f.matchText(j.spec.Key.URL) {
+			out = append(out, j)
+		}
+	}
+	t := orderTree{key: key}
+	slices.SortFunc(out, func(x, y *job) int {
+		c := 0
+		switch key {
+		case sortAge:
+			c = cmp.Compare(x.id, y.id)
+		case sortState:
+			c = cmp.Or(cmp.Compare(x.state, y.state), cmp.Compare(x.id, y.id))
+		default:
+			c = t.cmp(x, y)
+		}
+		if desc {
+			c = -c
+		}
+		return c
+	})
+	return out
+}
+
+func (b *Broker) reason(j *job) string {
+	switch j.state {
+	case Queued:
+		if j.class.capable == 0 {
+			return b.unroutableReason(j.class)
+		}
+		if b.paused {
+			return "paused"
+		}
+	case Backoff:
+		return "host back-off until " + tm(j.host.until).Format(time.RFC3339)
+	}
+	return ""
+}
+
+func (b *Broker) jobRow(j *job) admin.JobRow {
+	r := admin.JobRow{
+		JobID:     uint64(j.id),
+		Key:       j.spec.FP.String(),
+		Crawler:   j.spec.Key.Crawler,
+		Processor: j.spec.Key.Processor,
+		URL:       j.spec.Key.URL,
+		State:     j.state.String(),
+		Attempts:  int(j.attempts),
+		Failures:  int(j.failures),
+		Throttles: int(j.throttles),
+		RetryAt:   j.retryTime(),
+		LastError: j.lastError,
+		Reason:    b.reason(j),
+		Created:   tm(j.created),
+		Updated:   tm(j.updated),
+	}
+	if j.worker != nil {
+		r.Worker = j.worker.id
+	}
+	return r
+}
+
+// Job returns one job's row with its attempt history.
+func (b *Broker) Job(jid JobID) (admin.JobRow, bool) {
+	j := b.jobs.get(jid)
+	if j == nil {
+		return admin.JobRow{}, false
+	}
+	r := b.jobRow(j)
+	r.History = j.adminHistory()
+	return r, true
+}
+
+// hostRows lists the hosts with a back-off level (in force or not yet
+// forgiven), latest back-off end first.
+func (b *Broker) hostRows() []admin.HostRow {
+	rows := make([]admin.HostRow, 0, len(b.thr))
+	for h := range b.thr {
+		rows = append(rows, admin.HostRow{Host: h.name, Until: tm(h.until), Throttles: h.throttles, Jobs: h.backoff.n})
+	}
+	slices.SortFunc(rows, func(x, y admin.HostRow) int {
+		return cmp.Or(y.Until.Compare(x.Until), strings.Compare(x.Host, y.Host))
+	})
+	return rows
+}
+
+var workerSorts = []string{"id", "host", "state", "used", "done", "failures", "since", "last_heartbeat"}
+
+// Workers answers a window of the workers view (lost records included).
+// Sorts: id (default), host, state, used, done, failures, since,
+// last_heartbeat. Filters: state=, host= (the worker's machine) and free
+// text on id and host. Records are kept sorted by id, so the default
+// unfiltered window costs O(limit); other sorts and filters scan and sort
+// the worker table (thousands of rows, not millions).
+func (b *Broker) Workers(q admin.Query) admin.Page {
+	off, lim := window(q)
+	p := admin.Page{View: admin.ViewWorkers, Offset: off}
+	f := parseFilter(q.Filter)
+	key := q.Sort
+	if !slices.Contains(workerSorts, key) {
+		key = "id"
+	}
+	var wanted map[string]bool
+	for _, w := range strings.Fields(q.Filter) {
+		if k, v, ok := strings.Cut(w, "="); ok && k == "state" {
+			wanted = make(map[string]bool)
+			for s := range strings.SplitSeq(v, ",") {
+				wanted[s] = true
+			}
+		}
+	}
+	rows := b.wsorted
+	if key != "id" || q.Desc || wanted != nil || f.host != nil || len(f.text) > 0 {
+		rows = make([]*worker, 0, len(b.wsorted))
+		for _, w := range b.wsorted {
+			if wanted != nil && !wanted[w.stateName()] {
+				continue
+			}
+			if f.host != nil && w.hostname != *f.host {
+				continue
+			}
+			if !f.matchText(w.id) && !f.matchText(w.hostname) {
+				continue
+			}
+			rows = append(rows, w)
+		}
+		slices.SortStableFunc(rows, func(x, y *worker) int {
+			var c int
+			switch key {
+			case "host":
+				c = strings.Compare(x.hostname, y.hostname)
+			case "state":
+				c = strings.Compare(x.stateName(), y.stateName())
+			case "used":
+				c = cmp.Compare(len(x.held), len(y.held))
+			case "done":
+				c = cmp.Compare(x.done, y.done)
+			case "failures":
+				c = cmp.Compare(x.failures, y.failures)
+			case "since":
+				c = cmp.Compare(x.since, y.since)
+			case "last_heartbeat":
+				c = cmp.Compare(x.seen, y.seen)
+			}
+			if c == 0 {
+				c = strings.Compare(x.id, y.id)
+			}
+			if q.Desc {
+				c = -c
+			}
+			return c
+		})
+	}
+	p.Total = len(rows)
+	for i := off; i < min(off+lim, len(rows)); i++ {
+		p.Workers = append(p.Workers, b.workerRow(rows[i]))
+	}
+	return p
+}
+
+func (b *Broker) workerRow(w *worker) admin.WorkerRow {
+	r := admin.WorkerRow{
+		ID:            w.id,
+		Host:          w.hostname,
+		Headers:       maps.Clone(w.headers),
+		State:         w.stateName(),
+		Slots:         w.slots,
+		Used:          len(w.held),
+		Done:          w.done,
+		Failures:      w.failures,
+		LastHeartbeat: tm(w.seen),
+		Since:         tm(w.since),
+	}
+	for _, j := range w.held {
+		r.Jobs = append(r.Jobs, uint64(j.id))
+	}
+	slices.Sort(r.Jobs)
+	return r
+}

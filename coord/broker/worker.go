@@ -1,0 +1,400 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"drover/admin"
+	"drover/coord/id"
+)
+
+// WorkerInfo is what a worker announces when it registers.
+type WorkerInfo struct {
+	ID      string            // stable worker id; a re-registration with the same id replaces the record
+	Host    string            // the machine it runs on, as it reports it
+	Headers map[string]string // capabilities matched against job headers
+	Slots   int               // concurrent jobs it accepts; 0 means 1
+}
+
+// worker is the registry's record of one worker. A lost worker keeps its
+// record (state lost, no session) for the console until it re-registers, is
+// evicted, or is pushed out by newer lost records (Config.LostWorkers).
+type worker struct {
+	id       string
+	hostname string
+	session  id.Session
+	headers  map[string]string
+	slots    int
+	held     []*job
+	draining bool
+	lost     bool
+	classes  []*class // classes whose headers this worker satisfies
+
+	prev, next *worker // ready list
+	inReady    bool
+	lastUsed   uint64 // LRU clock at the last assignment
+
+	done, failures uint64
+	since, seen    int64
+}
+
+// takesJobs reports whether the worker may get new jobs at all.
+func (w *worker) takesJobs() bool { return !w.lost && !w.draining }
+
+func (w *worker) free() int { return w.slots - len(w.held) }
+
+func (w *worker) stateName() string {
+	switch {
+	case w.lost:
+		return "lost"
+	case w.draining:
+		return "draining"
+	case len(w.held) > 0:
+		return "busy"
+	}
+	return "idle"
+}
+
+// workerList is the intrusive ready list, least recently used first.
+type workerList struct {
+	head, tail *worker
+	n          int
+}
+
+// insert places w by its lastUsed, after every worker used no later.
+func (l *workerList) insert(w *worker) {
+	after := l.tail
+	for after != nil && after.lastUsed > w.lastUsed {
+		after = after.prev
+	}
+	w.prev = after
+	if after == nil {
+		w.next = l.head
+		l.head = w
+	} else {
+		w.next = after.next
+		after.next = w
+	}
+	if w.next != nil {
+		w.next.prev = w
+	} else {
+		l.tail = w
+	}
+	w.inReady = true
+	l.n++
+}
+
+func (l *workerList) remove(w *worker) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		l.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		l.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+	w.inReady = false
+	l.n--
+}
+
+// syncReady puts w in or out of the ready list after its slots, draining or
+// lost flag changed.
+func (b *Broker) syncReady(w *worker) {
+	want := w.takesJobs() && w.free() > 0
+	switch {
+	case want && !w.inReady:
+		b.ready.insert(w)
+	case !want && w.inReady:
+		b.ready.remove(w)
+	}
+}
+
+// Register adds a live worker on session s. A worker that registers again
+// with the same ID replaces its old record: of the old record's jobs, those
+// listed in held stay with the worker and the others are requeued uncharged.
+// Held jobs the broker thinks are queued (after a restart or a loss) are
+// reconciled to the worker; held jobs that are unknown, finished, in
+// back-off or another worker's are left alone (their results will be
+// orphans).
+func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []JobID) error {
+	if s == 0 {
+		return fmt.Errorf("register worker %q: session 0 is not a valid session", info.ID)
+	}
+	if info.ID == "" {
+		return fmt.Errorf("register on session %d: empty worker id, want a stable non-empty id", s)
+	}
+	if info.Slots < 0 {
+		return fmt.Errorf("register worker %q: slots %d, want >= 1 (or 0 for 1)", info.ID, info.Slots)
+	}
+	if other, ok := b.sessions[s]; ok && other.id != info.ID {
+		return fmt.Errorf("register worker %q: session %d is already worker %q", info.ID, s, other.id)
+	}
+	t := ns(now)
+	slots := info.Slots
+	if slots == 0 {
+		slots = 1
+	}
+	hdr := make(map[string]string, len(info.Headers))
+	for k, v := range info.Headers {
+		hdr[k] = v
+	}
+	nw := &worker{id: info.ID, hostname: info.Host, session: s, headers: hdr, slots: slots, since: t, seen: t}
+	for _, c := range b.classAll {
+		if Match(c.headers, hdr) {
+			nw.classes = append(nw.classes, c)
+		}
+	}
+	keep := make(map[JobID]bool, len(held))
+	for _, j := range held {
+		keep[j] = true
+	}
+	old := b.workers[info.ID]
+	if old != nil {
+		b.unlinkWorker(old, t)
+		for _, j := range slices.Clone(old.held) {
+			b.release(j)
+			if keep[j.id] {
+				b.hold(nw, j)
+				continue
+			}
+			j.endAttempt("requeued", "worker re-registered without it")
+			b.place(j, t, now)
+		}
+		b.dropRecord(old)
+		b.emit(admin.Event{At: now, Kind: "worker.replaced", Worker: info.ID, Detail: "session " + strconv.FormatUint(uint64(old.session), 10) + " -> " + strconv.FormatUint(uint64(s), 10)})
+	}
+	b.workers[nw.id] = nw
+	b.sessions[s] = nw
+	i, _ := slices.BinarySearchFunc(b.wsorted, nw.id, func(w *worker, id string) int { return strings.Compare(w.id, id) })
+	b.wsorted = slices.Insert(b.wsorted, i, nw)
+	for _, c := range nw.classes {
+		c.gainWorker(b)
+	}
+	b.gen++
+	for _, jid := range held {
+		j := b.jobs.get(jid)
+		if j == nil || j.state != Queued {
+			continue
+		}
+		b.unqueue(j)
+		b.setState(j, Dispatched, t)
+		b.hold(nw, j)
+		j.addAttempt(nw.id, t, b.cfg.HistoryLimit)
+		b.emit(admin.Event{At: now, Kind: "job.reconciled", JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: nw.id})
+	}
+	b.syncReady(nw)
+	b.emit(admin.Event{At: now, Kind: "worker.registered", Worker: nw.id, Detail: "slots " + strconv.Itoa(slots)})
+	return nil
+}
+
+// hold gives a dispatched job to w.
+func (b *Broker) hold(w *worker, j *job) {
+	j.worker = w
+	j.heldIdx = int32(len(w.held))
+	w.held = append(w.held, j)
+}
+
+// release takes a job from its worker's slots.
+func (b *Broker) release(j *job) {
+	w := j.worker
+	i := int(j.heldIdx)
+	last := len(w.held) - 1
+	w.held[i] = w.held[last]
+	w.held[i].heldIdx = int32(i)
+	w.held[last] = nil
+	w.held = w.held[:last]
+	j.worker = nil
+	j.heldIdx = -1
+}
+
+// unlinkWorker takes a live worker out of dispatch: ready list, session map
+// and capable counts. Its jobs and record stay.
+func (b *Broker) unlinkWorker(w *worker, t int64) {
+	if w.lost {
+		return
+	}
+	if w.inReady {
+		b.ready.remove(w)
+	}
+	if b.sessions[w.session] == w {
+		delete(b.sessions, w.session)
+	}
+	if !w.draining {
+		for _, c := range w.classes {
+			c.loseWorker(b, t)
+		}
+	}
+	b.gen++
+}
+
+// dropRecord forgets a worker record (live or lost) entirely.
+func (b *Broker) dropRecord(w *worker) {
+	if b.workers[w.id] == w {
+		delete(b.workers, w.id)
+	}
+	if i := slices.Index(b.wsorted, w); i >= 0 {
+		b.wsorted = slices.Delete(b.wsorted, i, i+1)
+	}
+	if w.lost {
+		if i := slices.Index(b.lostOrder, w); i >= 0 {
+			b.lostOrder = slices.Delete(b.lostOrder, i, i+1)
+		}
+	}
+}
+
+// requeueHeld requeues every job w holds; charged jobs lose one failure from
+// their budget and may fail.
+func (b *Broker) requeueHeld(w *worker, now time.Time, t int64, outcome string, charged bool) int {
+	n := len(w.held)
+	for len(w.held) > 0 {
+		j := w.held[len(w.held)-1]
+		b.release(j)
+		if charged {
+			j.failures++
+			w.failures++
+			b.failures++
+			msg := "worker " + w.id + " lost"
+			j.endAttempt(outcome, msg)
+			j.lastError = msg
+			if int(j.failures) >= b.cfg.MaxRequestFailures {
+				b.fail(j, t, now, msg+" (failure "+strconv.Itoa(int(j.failures))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+")")
+				continue
+			}
+		} else {
+			j.endAttempt(outcome, "")
+		}
+		b.emit(admin.Event{At: now, Kind: "job.requeued", JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: outcome})
+		b.place(j, t, now)
+	}
+	return n
+}
+
+// Seen records a sign of life from session s (shown as LastHeartbeat).
+func (b *Broker) Seen(now time.Time, s id.Session) {
+	if w := b.sessions[s]; w != nil {
+		w.seen = ns(now)
+	}
+}
+
+// Lost handles a worker that died (missed heartbeats): every job it held is
+// requeued and charged one failure, and may fail; its record stays as lost.
+// An unknown session is ignored.
+func (b *Broker) Lost(now time.Time, s id.Session) {
+	w := b.sessions[s]
+	if w == nil {
+		return
+	}
+	t := ns(now)
+	b.unlinkWorker(w, t)
+	w.lost = true
+	b.emit(admin.Event{At: now, Kind: "worker.lost", Worker: w.id, Detail: strconv.Itoa(len(w.held)) + " jobs requeued"})
+	b.requeueHeld(w, now, t, "lost", true)
+	if b.cfg.LostWorkers == 0 {
+		b.dropRecord(w)
+		return
+	}
+	b.lostOrder = append(b.lostOrder, w)
+	if len(b.lostOrder) > b.cfg.LostWorkers {
+		b.dropRecord(b.lostOrder[0])
+	}
+}
+
+// Left handles a clean DISCONNECT: the worker's jobs are requeued uncharged
+// and its record is dropped. An unknown session is ignored.
+func (b *Broker) Left(now time.Time, s id.Session) {
+	w := b.sessions[s]
+	if w == nil {
+		return
+	}
+	t := ns(now)
+	b.unlinkWorker(w, t)
+	b.emit(admin.Event{At: now, Kind: "worker.left", Worker: w.id})
+	b.requeueHeld(w, now, t, "left", false)
+	b.dropRecord(w)
+}
+
+// Evict drops a worker on the operator's command: its jobs are requeued
+// uncharged, and its session is closed (TakeClosed). Evicting a lost record
+// just forgets it. It returns how many jobs went back.
+func (b *Broker) Evict(now time.Time, workerID string) (int, error) {
+	w := b.workers[workerID]
+	if w == nil {
+		return 0, fmt.Errorf("evict worker %q: %w", workerID, ErrUnknownWorker)
+	}
+	t := ns(now)
+	if w.lost {
+		b.dropRecord(w)
+		b.emit(admin.Event{At: now, Kind: "worker.evicted", Worker: w.id, Detail: "lost record"})
+		return 0, nil
+	}
+	b.unlinkWorker(w, t)
+	b.emit(admin.Event{At: now, Kind: "worker.evicted", Worker: w.id})
+	n := b.requeueHeld(w, now, t, "evicted", false)
+	b.dropRecord(w)
+	b.closed = append(b.closed, Closed{Session: w.session, Worker: w.id, Reason: "evicted"})
+	return n, nil
+}
+
+// Drain stops giving the worker new jobs; once it holds none it is closed
+// (TakeClosed) and forgotten.
+func (b *Broker) Drain(now time.Time, workerID string) error {
+	w := b.workers[workerID]
+	if w == nil {
+		return fmt.Errorf("drain worker %q: %w", workerID, ErrUnknownWorker)
+	}
+	if w.lost {
+		return fmt.Errorf("drain worker %q: %w: it is lost", workerID, ErrWrongState)
+	}
+	if w.draining {
+		return nil
+	}
+	t := ns(now)
+	w.draining = true
+	for _, c := range w.classes {
+		c.loseWorker(b, t)
+	}
+	b.gen++
+	b.syncReady(w)
+	b.emit(admin.Event{At: now, Kind: "worker.draining", Worker: w.id})
+	b.closeIfDrained(now, w)
+	return nil
+}
+
+// Undrain lets a draining worker take jobs again.
+func (b *Broker) Undrain(now time.Time, workerID string) error {
+	w := b.workers[workerID]
+	if w == nil {
+		return fmt.Errorf("undrain worker %q: %w", workerID, ErrUnknownWorker)
+	}
+	if w.lost {
+		return fmt.Errorf("undrain worker %q: %w: it is lost", workerID, ErrWrongState)
+	}
+	if !w.draining {
+		return nil
+	}
+	w.draining = false
+	for _, c := range w.classes {
+		c.gainWorker(b)
+	}
+	b.gen++
+	b.syncReady(w)
+	b.emit(admin.Event{At: now, Kind: "worker.undrained", Worker: w.id})
+	return nil
+}
+
+// closeIfDrained closes a draining worker that holds no job.
+func (b *Broker) closeIfDrained(now time.Time, w *worker) {
+	if !w.draining || len(w.held) > 0 {
+		return
+	}
+	b.unlinkWorker(w, ns(now))
+	b.dropRecord(w)
+	b.closed = append(b.closed, Closed{Session: w.session, Worker: w.id, Reason: "drained"})
+	b.emit(admin.Event{At: now, Kind: "worker.closed", Worker: w.id, Detail: "drained"})
+}
