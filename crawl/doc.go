@@ -1,0 +1,52 @@
+// Package crawl is drover's crawl handler: it fetches one URL politely and
+// turns the response into a Page (status, title, outbound links, outcome)
+// that a worker reports to the broker, and it writes crawl results as JSONL.
+//
+// The pieces:
+//
+//   - Config holds the crawl settings (user agent, timeouts, body limit,
+//     per-host concurrency and delay, scope, depth and page limits) and
+//     validates them up front, naming the field that is wrong.
+//   - Fetcher fetches a URL (safe for concurrent use by a worker's slots):
+//     robots.txt is fetched once per origin and cached, each host gets at
+//     most Config.PerHost concurrent fetches whose starts are spaced by
+//     max(MinDelay, Crawl-delay), and the response is classified into an
+//     Outcome the broker understands (ok, internal, external, throttled).
+//   - ExtractLinks parses HTML with golang.org/x/net/html: a[href],
+//     link[href], area[href], honouring <base href>, giving absolute,
+//     normalised, fragment-free http(s) URLs in document order.
+//   - Scope decides whether a discovered link belongs to the crawl (host,
+//     domain or prefix of the seed), and Config.Follow applies scope and the
+//     depth limit to one page's links.
+//   - Record and JSONLWriter are the result file: one JSON object per line,
+//     each written whole and flushed, so a crash leaves every complete line
+//     parseable.
+//
+// # Redirects
+//
+// The Fetcher does not follow redirects. A 3xx answer is an ordinary page
+// (Outcome OK, its status recorded); its Location, resolved and normalised,
+// is Page.FinalURL and the page's only link, so the caller submits the
+// redirect target as a new key and the coordinator deduplicates it like any
+// other link. This keeps every HTTP request a key of its own: the target is
+// checked against scope, robots.txt and the per-host limits like any page, a
+// redirect loop ends in the coordinator's dedup, a long chain is bounded by
+// the depth limit (each hop is one level), and no page is ever fetched twice
+// because it was both linked and redirected to.
+//
+// # Robots
+//
+// A URL that robots.txt disallows is not fetched: Fetch answers at once with
+// Outcome OK, Status 0, Disallowed true and Err "disallowed by robots.txt".
+// It is a fact about the page, like a 404, and not a failure to retry.
+// robots.txt itself follows RFC 9309: a 4xx answer allows everything; a 5xx
+// answer or an unreachable server disallows the whole origin for a while,
+// during which its pages come back Throttled with RetryAfter set to the rest
+// of that while (the broker backs the host off and retries); after
+// robotsGiveUp consecutive unreachable answers pages come back Internal
+// instead, so they end failed under the broker's retry budget rather than
+// keeping a crawl alive forever.
+//
+// Politeness is per Fetcher, that is per worker process: a cluster of N
+// workers may send a host N times Config.PerHost concurrent requests.
+package crawl

@@ -1,0 +1,255 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"golang.org/x/net/html/charset"
+	"golang.org/x/sync/singleflight"
+)
+
+// Fetcher fetches pages politely. It is safe for concurrent use: a worker
+// shares one Fetcher among its slots, so that the per-host limits and the
+// robots.txt cache span all of them.
+type Fetcher struct {
+	cfg    Config
+	agent  string
+	token  string
+	clock  Clock
+	tr     *http.Transport
+	pages  *http.Client // follows no redirect
+	robotc *http.Client // follows up to 5, as RFC 9309 asks
+
+	mu     sync.Mutex
+	hosts  map[string]*hostState   // by host[:port]
+	robots map[string]*robotsEntry // by scheme://host[:port]
+	flight singleflight.Group      // one robots.txt fetch per origin at a time
+}
+
+// Option changes how New builds a Fetcher.
+type Option func(*Fetcher)
+
+// WithClock makes the Fetcher use c instead of the system clock.
+func WithClock(c Clock) Option { return func(f *Fetcher) { f.clock = c } }
+
+// New validates cfg and returns a Fetcher for it.
+func New(cfg Config, opts ...Option) (*Fetcher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	f := &Fetcher{
+		cfg:    cfg,
+		agent:  cfg.Agent(),
+		token:  cfg.ProductToken(),
+		clock:  SystemClock{},
+		hosts:  make(map[string]*hostState),
+		robots: make(map[string]*robotsEntry),
+	}
+	for _, o := range opts {
+		o(f)
+	}
+	resolve := make(map[string]string, len(cfg.Resolve))
+	for k, v := range cfg.Resolve {
+		resolve[k] = v
+	}
+	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
+	f.tr = &http.Transport{
+		Proxy: func(r *http.Request) (*url.URL, error) {
+			if _, pinned := resolve[hostPort(r.URL)]; pinned {
+				return nil, nil
+			}
+			return http.ProxyFromEnvironment(r)
+		},
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if to, ok := resolve[addr]; ok {
+				addr = to
+			}
+			return dialer.DialContext(ctx, network, addr)
+		},
+		ForceAttemptHTTP2:      true,
+		TLSHandshakeTimeout:    cfg.ConnectTimeout,
+		MaxIdleConns:           1024,
+		MaxIdleConnsPerHost:    max(cfg.PerHost, 2),
+		IdleConnTimeout:        90 * time.Second,
+		MaxResponseHeaderBytes: 1 << 20,
+	}
+	f.pages = &http.Client{
+		Transport: f.tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	f.robotc = &http.Client{
+		Transport: f.tr,
+		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
+			if len(via) > 5 {
+				return errTooManyRedirects
+			}
+			return nil
+		},
+	}
+	return f, nil
+}
+
+// Close releases the Fetcher's idle connections.
+func (f *Fetcher) Close() { f.tr.CloseIdleConnections() }
+
+// hostPort is u's host with the scheme's port made explicit, as a dialer
+// sees it.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
+}
+
+// Fetch fetches one URL and classifies the result (see Page and Outcome).
+// It never panics and always returns a Page: problems are in Outcome and
+// Err. It waits, honouring ctx, for robots.txt (fetched once per origin
+// and cached), for a free fetch slot on the host and for the host's
+// politeness delay; a URL robots.txt disallows is not fetched.
+func (f *Fetcher) Fetch(ctx context.Context, rawURL string) Page {
+	p := Page{URL: rawURL, FetchedAt: f.clock.Now()}
+	u, err := Parse(rawURL)
+	if err != nil {
+		p.Outcome, p.Err = External, err.Error()
+		return p
+	}
+	p.FinalURL = u.String()
+
+	rb, blocked := f.robotsFor(ctx, u)
+	if blocked != nil {
+		blocked.URL, blocked.FinalURL, blocked.FetchedAt = p.URL, p.FinalURL, p.FetchedAt
+		return *blocked
+	}
+	if !rb.Allowed(u.RequestURI()) {
+		p.Outcome, p.Disallowed, p.Err = OK, true, ErrDisallowed
+		return p
+	}
+
+	delay := max(f.cfg.MinDelay, min(rb.CrawlDelay, f.cfg.MaxCrawlDelay))
+	release, err := f.host(u.Host).acquire(ctx, f.clock, delay)
+	if err != nil {
+		p.Outcome, p.Err = Internal, fmt.Sprintf("waiting for a fetch slot on %s: %v", u.Host, err)
+		return p
+	}
+	defer release()
+
+	p.FetchedAt = f.clock.Now()
+	f.get(ctx, u, &p)
+	p.FetchDuration = f.clock.Now().Sub(p.FetchedAt)
+	return p
+}
+
+// get performs the request for p and fills in the answer.
+func (f *Fetcher) get(ctx context.Context, u *url.URL, p *Page) {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		p.Outcome, p.Err = External, fmt.Sprintf("building request for %s: %v", u, err)
+		return
+	}
+	req.Header.Set("User-Agent", f.agent)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
+	resp, err := f.pages.Do(req)
+	if err != nil {
+		p.Outcome, p.Err = Internal, describeFetchError(err, f.cfg.Timeout)
+		return
+	}
+	defer resp.Body.Close()
+	p.Status = resp.StatusCode
+	p.ContentType = resp.Header.Get("Content-Type")
+
+	switch code := resp.StatusCode; {
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		p.Outcome = Throttled
+		p.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), f.clock.Now())
+		p.Err = fmt.Sprintf("throttled: %s", resp.Status)
+		drain(resp.Body)
+		return
+	case code >= 500:
+		p.Outcome, p.Err = Internal, fmt.Sprintf("server error: %s", resp.Status)
+		drain(resp.Body)
+		return
+	}
+	p.Outcome = OK
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		if loc := resp.Header.Get("Location"); loc != "" {
+			if t, err := u.Parse(cleanHref(loc)); err == nil && normalize(t) == nil {
+				p.FinalURL = t.String()
+				p.Links = []string{p.FinalURL}
+			}
+		}
+	}
+
+	body := &countingReader{r: io.LimitReader(resp.Body, f.cfg.MaxBodyBytes)}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 && isHTML(p.ContentType) {
+		var r io.Reader = body
+		if cr, err := charset.NewReader(body, p.ContentType); err == nil {
+			r = cr
+		}
+		doc, err := ExtractLinks(u, r)
+		if err != nil {
+			p.Outcome, p.Err = Internal, describeFetchError(err, f.cfg.Timeout)
+			return
+		}
+		p.Title, p.Links = doc.Title, doc.Links
+	}
+	if _, err := io.Copy(io.Discard, body); err != nil {
+		p.Outcome, p.Err, p.Links = Internal, "reading body: "+describeFetchError(err, f.cfg.Timeout), nil
+		return
+	}
+	p.Bytes = body.n
+	if body.n == f.cfg.MaxBodyBytes {
+		var one [1]byte
+		if n, _ := io.ReadFull(resp.Body, one[:]); n > 0 {
+			p.Truncated = true
+		}
+	}
+}
+
+// isHTML reports whether a Content-Type names text/html.
+func isHTML(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "text/html"
+}
+
+// drain reads a little of a body we do not want, so that the connection
+// can be reused for small error pages.
+func drain(r io.Reader) { _, _ = io.CopyN(io.Discard, r, 4<<10) }
+
+// describeFetchError says what kind of failure err is, for Page.Err.
+func describeFetchError(err error, timeout time.Duration) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		return fmt.Sprintf("timeout (limit %s): %v", timeout, err)
+	case errors.Is(err, context.Canceled):
+		return fmt.Sprintf("canceled: %v", err)
+	}
+	return err.Error()
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
+}

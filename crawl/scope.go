@@ -1,0 +1,105 @@
+package crawl
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Scope says which discovered links belong to a crawl, relative to its seed.
+type Scope string
+
+// The scopes.
+const (
+	// ScopeHost allows URLs on the seed's host and port (any scheme):
+	// the default.
+	ScopeHost Scope = "host"
+	// ScopeDomain allows URLs whose host is the seed's host without a
+	// leading "www.", or a subdomain of it, on any port: a seed on
+	// www.example.com allows example.com, www.example.com and
+	// blog.example.com.
+	ScopeDomain Scope = "domain"
+	// ScopePrefix allows URLs that start with the seed's directory: a seed
+	// http://h/docs/intro.html allows everything under http://h/docs/.
+	ScopePrefix Scope = "prefix"
+)
+
+// ParseScope parses "host", "domain" or "prefix" (any case); empty means
+// ScopeHost.
+func ParseScope(s string) (Scope, error) {
+	switch Scope(strings.ToLower(strings.TrimSpace(s))) {
+	case "", ScopeHost:
+		return ScopeHost, nil
+	case ScopeDomain:
+		return ScopeDomain, nil
+	case ScopePrefix:
+		return ScopePrefix, nil
+	}
+	return "", fmt.Errorf("scope %q: want host, domain or prefix", s)
+}
+
+// String returns the scope's name.
+func (s Scope) String() string { return string(s) }
+
+// Set parses a scope name, so that Scope can be a command-line flag value.
+func (s *Scope) Set(v string) error {
+	p, err := ParseScope(v)
+	if err != nil {
+		return err
+	}
+	*s = p
+	return nil
+}
+
+// Type names the flag value type for pflag.
+func (s *Scope) Type() string { return "scope" }
+
+// Allows reports whether candidate belongs to a crawl seeded at seed. Both
+// are normalised first (see Parse); a URL that is not http(s) is never
+// allowed. An unknown scope is treated as ScopeHost, the narrowest.
+func (s Scope) Allows(seed, candidate string) bool {
+	su, err := Parse(seed)
+	if err != nil {
+		return false
+	}
+	cu, err := Parse(candidate)
+	if err != nil {
+		return false
+	}
+	return s.allows(su, cu)
+}
+
+// allows is Allows on URLs already in normal form.
+func (s Scope) allows(seed, cand *url.URL) bool {
+	switch s {
+	case ScopeDomain:
+		base := strings.TrimPrefix(seed.Hostname(), "www.")
+		h := cand.Hostname()
+		return h == base || h == seed.Hostname() ||
+			(isDomainName(base) && strings.HasSuffix(h, "."+base))
+	case ScopePrefix:
+		dir := *seed
+		dir.RawQuery, dir.ForceQuery = "", false
+		p := dir.EscapedPath()
+		p = p[:strings.LastIndexByte(p, '/')+1]
+		dir.Path, dir.RawPath = "", ""
+		prefix := dir.String() + p
+		return strings.HasPrefix(cand.String(), prefix)
+	default:
+		return cand.Host == seed.Host
+	}
+}
+
+// isDomainName reports whether h is a name rather than an IP literal, so
+// that "subdomain of" makes sense (1.2.3.4 has no subdomains).
+func isDomainName(h string) bool {
+	if strings.Contains(h, ":") {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; (c < '0' || c > '9') && c != '.' {
+			return true
+		}
+	}
+	return false
+}
