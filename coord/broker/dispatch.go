@@ -63,14 +63,7 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 		b.unqueue(j)
 		b.setState(j, Dispatched, t)
 		b.hold(w, j)
-		j.attempts++
-		if tr := b.trees[sortAttempts]; tr != nil {
-			// attempts is the key of that index: reinsert under the new key.
-			j.attempts--
-			tr.remove(j)
-			j.attempts++
-			tr.insert(j)
-		}
+		b.countAttempt(j)
 		j.addAttempt(w.id, t, b.cfg.HistoryLimit)
 		b.dispatches++
 		b.useSeq++
@@ -87,6 +80,30 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 		w = next
 	}
 	return dst
+}
+
+// countAttempt adds one to a job's attempts, keeping the attempts index.
+func (b *Broker) countAttempt(j *job) {
+	tr := b.trees[sortAttempts]
+	if tr != nil {
+		tr.remove(j)
+	}
+	j.attempts++
+	if tr != nil {
+		tr.insert(j)
+	}
+}
+
+// countFailure adds one to a job's failures, keeping the failures index.
+func (b *Broker) countFailure(j *job) {
+	tr := b.trees[sortFailures]
+	if tr != nil {
+		tr.remove(j)
+	}
+	j.failures++
+	if tr != nil {
+		tr.insert(j)
+	}
 }
 
 // oldestFor returns the oldest queued job w can take, or nil.
@@ -142,7 +159,7 @@ func (b *Broker) Result(now time.Time, s id.Session, jid JobID, o Outcome) error
 	case Internal:
 		w.failures++
 		b.failures++
-		j.failures++
+		b.countFailure(j)
 		if int(j.failures) >= b.cfg.MaxRequestFailures {
 			b.fail(j, t, now, "internal failure "+strconv.Itoa(int(j.failures))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+": "+o.Error)
 		} else {

@@ -164,6 +164,7 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []J
 				continue
 			}
 			j.endAttempt("requeued", "worker re-registered without it")
+			b.emit(admin.Event{At: now, Kind: "job.requeued", JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: old.id, Detail: "re-registered without it"})
 			b.place(j, t, now)
 		}
 		b.dropRecord(old)
@@ -185,6 +186,7 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []J
 		b.unqueue(j)
 		b.setState(j, Dispatched, t)
 		b.hold(nw, j)
+		b.countAttempt(j)
 		j.addAttempt(nw.id, t, b.cfg.HistoryLimit)
 		b.emit(admin.Event{At: now, Kind: "job.reconciled", JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: nw.id})
 	}
@@ -256,7 +258,7 @@ func (b *Broker) requeueHeld(w *worker, now time.Time, t int64, outcome string, 
 		j := w.held[len(w.held)-1]
 		b.release(j)
 		if charged {
-			j.failures++
+			b.countFailure(j)
 			w.failures++
 			b.failures++
 			msg := "worker " + w.id + " lost"

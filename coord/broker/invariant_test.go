@@ -1,0 +1,212 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+)
+
+// checkInvariants verifies the broker's internal consistency and returns the
+// first violation found, or nil.
+func checkInvariants(b *Broker) error {
+	var per [nStates]int
+	inList := make(map[*job]string)
+	mark := func(j *job, where string) error {
+		if prev, ok := inList[j]; ok {
+			return fmt.Errorf("job %d in two lists: %s and %s", j.id, prev, where)
+		}
+		inList[j] = where
+		return nil
+	}
+	unrt := 0
+	for _, c := range b.classAll {
+		n := 0
+		for j := c.queue.head; j != nil; j = j.next {
+			if err := mark(j, "class "+c.key); err != nil {
+				return err
+			}
+			if j.state != Queued || j.class != c {
+				return fmt.Errorf("job %d in class queue %q but state %s", j.id, c.key, j.state)
+			}
+			n++
+		}
+		if n != c.queue.n {
+			return fmt.Errorf("class %q queue length %d, counted %d", c.key, c.queue.n, n)
+		}
+		capable := 0
+		for _, w := range b.sessions {
+			if w.takesJobs() && Match(c.headers, w.headers) {
+				capable++
+			}
+		}
+		if capable != c.capable {
+			return fmt.Errorf("class %q capable %d, want %d", c.key, c.capable, capable)
+		}
+		if c.capable == 0 {
+			unrt += c.queue.n
+		}
+	}
+	if unrt != b.unrt {
+		return fmt.Errorf("unroutable total %d, want %d", b.unrt, unrt)
+	}
+	for _, h := range b.hosts {
+		n := 0
+		for j := h.backoff.head; j != nil; j = j.next {
+			if err := mark(j, "backoff "+h.name); err != nil {
+				return err
+			}
+			if j.state != Backoff || j.host != h {
+				return fmt.Errorf("job %d in host %q back-off list but state %s", j.id, h.name, j.state)
+			}
+			if j.retryAt != h.until {
+				return fmt.Errorf("job %d retry at %d, host %q until %d", j.id, j.retryAt, h.name, h.until)
+			}
+			n++
+		}
+		if n != h.backoff.n {
+			return fmt.Errorf("host %q back-off length %d, counted %d", h.name, h.backoff.n, n)
+		}
+		n = 0
+		for j := h.queued.head; j != nil; j = j.hnext {
+			if j.state != Queued || j.host != h {
+				return fmt.Errorf("job %d in host %q queued list but state %s", j.id, h.name, j.state)
+			}
+			n++
+		}
+		if n != h.queued.n {
+			return fmt.Errorf("host %q queued length %d, counted %d", h.name, h.queued.n, n)
+		}
+		for st := Queued; st < nStates; st++ {
+			c := 0
+			for _, id := range h.ids {
+				if b.jobs.get(id).state == st {
+					c++
+				}
+			}
+			if got := h.idx.total(1 << st); got != c {
+				return fmt.Errorf("host %q index counts %d %s, want %d", h.name, got, st, c)
+			}
+		}
+	}
+	for j := b.fails.head; j != nil; j = j.next {
+		if err := mark(j, "failed"); err != nil {
+			return err
+		}
+		if j.state != Failed {
+			return fmt.Errorf("job %d on the failed list but %s", j.id, j.state)
+		}
+	}
+	for i := 1; i <= b.jobs.n; i++ {
+		j := b.jobs.get(JobID(i))
+		if j.state < Queued || j.state >= nStates {
+			return fmt.Errorf("job %d in no state (%d)", j.id, j.state)
+		}
+		per[j.state]++
+		if b.age.states[i-1] != j.state {
+			return fmt.Errorf("job %d age index says %s, job says %s", j.id, b.age.states[i-1], j.state)
+		}
+		_, listed := inList[j]
+		switch j.state {
+		case Queued, Backoff, Failed:
+			if !listed {
+				return fmt.Errorf("job %d is %s but in no list", j.id, j.state)
+			}
+		default:
+			if listed {
+				return fmt.Errorf("job %d is %s but in list %s", j.id, j.state, inList[j])
+			}
+		}
+		if j.state == Dispatched {
+			w := j.worker
+			if w == nil || w.lost || b.sessions[w.session] != w {
+				return fmt.Errorf("job %d dispatched to a worker that is not live", j.id)
+			}
+			if int(j.heldIdx) >= len(w.held) || w.held[j.heldIdx] != j {
+				return fmt.Errorf("job %d not in its worker %q's slots", j.id, w.id)
+			}
+		} else if j.worker != nil {
+			return fmt.Errorf("job %d is %s but held by %q", j.id, j.state, j.worker.id)
+		}
+	}
+	sum := 0
+	for st := Queued; st < nStates; st++ {
+		if per[st] != b.count[st] {
+			return fmt.Errorf("%s count %d, counted %d", st, b.count[st], per[st])
+		}
+		if got := b.age.idx.total(1 << st); got != per[st] {
+			return fmt.Errorf("age index counts %d %s, want %d", got, st, per[st])
+		}
+		for k, t := range b.trees {
+			if t != nil && t.total(1<<st) != per[st] {
+				return fmt.Errorf("%s index counts %d %s, want %d", sortNames[k], t.total(1<<st), st, per[st])
+			}
+		}
+		sum += per[st]
+	}
+	if sum != b.jobs.n {
+		return fmt.Errorf("submitted %d != queued+dispatched+backoff+done+failed %d", b.jobs.n, sum)
+	}
+	for k, t := range b.trees {
+		if t == nil {
+			continue
+		}
+		var all []*job
+		walkTree(t.root, &all)
+		if len(all) != b.jobs.n {
+			return fmt.Errorf("%s index holds %d jobs, want %d", sortNames[k], len(all), b.jobs.n)
+		}
+		if !slices.IsSortedFunc(all, t.cmp) {
+			return fmt.Errorf("%s index out of order", sortNames[k])
+		}
+	}
+	// Workers: slots, ready list.
+	ready := 0
+	var last uint64
+	for w := b.ready.head; w != nil; w = w.next {
+		if !w.takesJobs() || w.free() <= 0 || b.sessions[w.session] != w {
+			return fmt.Errorf("worker %q on the ready list but cannot take a job", w.id)
+		}
+		if w.lastUsed < last {
+			return fmt.Errorf("ready list not in LRU order at %q", w.id)
+		}
+		last = w.lastUsed
+		ready++
+	}
+	if ready != b.ready.n {
+		return fmt.Errorf("ready list length %d, counted %d", b.ready.n, ready)
+	}
+	for _, w := range b.sessions {
+		if w.takesJobs() && w.free() > 0 && !w.inReady {
+			return fmt.Errorf("worker %q has free slots but is not ready", w.id)
+		}
+		for i, j := range w.held {
+			if j.worker != w || int(j.heldIdx) != i || j.state != Dispatched {
+				return fmt.Errorf("worker %q slot %d holds job %d that is not its own", w.id, i, j.id)
+			}
+		}
+		if b.workers[w.id] != w {
+			return fmt.Errorf("live worker %q missing from the registry", w.id)
+		}
+	}
+	for _, w := range b.workers {
+		if w.lost && len(w.held) > 0 {
+			return fmt.Errorf("lost worker %q still holds %d jobs", w.id, len(w.held))
+		}
+	}
+	if len(b.wsorted) != len(b.workers) {
+		return fmt.Errorf("sorted worker list has %d, registry %d", len(b.wsorted), len(b.workers))
+	}
+	return nil
+}
+
+func walkTree(n *otNode, out *[]*job) {
+	if n == nil {
+		return
+	}
+	if n.leaf {
+		*out = append(*out, n.items...)
+		return
+	}
+	for _, k := range n.kids {
+		walkTree(k, out)
+	}
+}

@@ -1,0 +1,397 @@
+package broker
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"drover/admin"
+	"drover/coord/id"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt scenarios")
+
+// A scenario file is a sequence of blocks, datadriven style:
+//
+//	# comment
+//	command args...
+//	----
+//	expected output
+//	<blank line>
+//
+// Every block runs one command against one broker (a file starts with a
+// default broker; "config" replaces it) and prints the events, finished
+// jobs, closed sessions and answers the command produced. After every block
+// the broker's invariants are checked. Run with -rewrite to regenerate the
+// expected output.
+func TestScenarios(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenario files in testdata: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) { runScenario(t, f) })
+	}
+}
+
+type block struct {
+	cmd      string
+	expected string
+	line     int
+}
+
+func parseScenario(t *testing.T, path string) (pre []string, blocks []block) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
+			pre = append(pre, l)
+			continue
+		}
+		b := block{cmd: l, line: i + 1}
+		if i+1 >= len(lines) || lines[i+1] != "----" {
+			t.Fatalf("%s:%d: command %q not followed by ----", path, i+1, l)
+		}
+		i += 2
+		var out []string
+		for ; i < len(lines) && lines[i] != ""; i++ {
+			out = append(out, lines[i])
+		}
+		b.expected = strings.Join(out, "\n")
+		blocks = append(blocks, b)
+		pre = append(pre, "\x00"+strconv.Itoa(len(blocks)-1))
+	}
+	return pre, blocks
+}
+
+func runScenario(t *testing.T, path string) {
+	layout, blocks := parseScenario(t, path)
+	s := newScript(t)
+	var outs []string
+	for _, bl := range blocks {
+		got := s.run(bl.cmd)
+		if err := checkInvariants(s.b); err != nil {
+			t.Fatalf("%s:%d %q: invariant broken: %v", path, bl.line, bl.cmd, err)
+		}
+		outs = append(outs, got)
+		if !*rewrite && got != bl.expected {
+			t.Errorf("%s:%d %s\n--- got:\n%s\n--- want:\n%s", path, bl.line, bl.cmd, got, bl.expected)
+		}
+	}
+	if !*rewrite {
+		return
+	}
+	var sb strings.Builder
+	for i, l := range layout {
+		if strings.HasPrefix(l, "\x00") {
+			k, _ := strconv.Atoi(l[1:])
+			sb.WriteString(blocks[k].cmd + "\n----\n")
+			if outs[k] != "" {
+				sb.WriteString(outs[k] + "\n")
+			}
+			sb.WriteString("\n")
+			continue
+		}
+		if l == "" && i > 0 && strings.HasPrefix(layout[i-1], "\x00") {
+			continue // the blank line that ends a block is written above
+		}
+		sb.WriteString(l)
+		if i < len(layout)-1 {
+			sb.WriteString("\n")
+		}
+	}
+	if err := os.WriteFile(path, []byte(strings.TrimRight(sb.String(), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// script drives one broker from scenario commands on a simulated clock.
+type script struct {
+	t   testing.TB
+	b   *Broker
+	now time.Time
+}
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newScript(t testing.TB) *script {
+	s := &script{t: t, now: epoch}
+	var err error
+	s.b, err = New(Config{Jitter: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// args splits "k=v" words into a map and positional words into a slice.
+func args(words []string) (pos []string, kv map[string]string) {
+	kv = map[string]string{}
+	for _, w := range words {
+		if k, v, ok := strings.Cut(w, "="); ok {
+			kv[k] = v
+		} else {
+			pos = append(pos, w)
+		}
+	}
+	return pos, kv
+}
+
+func hostOf(url string) string {
+	_, rest, ok := strings.Cut(url, "://")
+	if !ok {
+		rest = url
+	}
+	h, _, _ := strings.Cut(rest, "/")
+	return h
+}
+
+func (s *script) run(cmd string) string {
+	var out []string
+	say := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
+	fail := func(err error) {
+		if err != nil {
+			say("error: %v", err)
+		}
+	}
+	words := strings.Fields(cmd)
+	pos, kv := args(words[1:])
+	num := func(s string) uint64 {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			panic(fmt.Sprintf("bad number %q in %q", s, cmd))
+		}
+		return n
+	}
+	dur := func(s string) time.Duration {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			panic(fmt.Sprintf("bad duration %q in %q", s, cmd))
+		}
+		return d
+	}
+	switch words[0] {
+	case "config":
+		cfg := Config{Jitter: -1}
+		for k, v := range kv {
+			switch k {
+			case "max-failures":
+				cfg.MaxRequestFailures = int(num(v))
+			case "backoff-start":
+				cfg.BackoffStart = dur(v)
+			case "backoff-cap":
+				cfg.BackoffCap = dur(v)
+			case "forgive":
+				cfg.BackoffForgive = dur(v)
+			case "unroutable-timeout":
+				cfg.UnroutableTimeout = dur(v)
+			case "jitter":
+				f, _ := strconv.ParseFloat(v, 64)
+				cfg.Jitter = f
+				cfg.Rand = rand.New(rand.NewPCG(1, 2))
+			default:
+				panic("unknown config " + k)
+			}
+		}
+		b, err := New(cfg)
+		if err != nil {
+			say("error: %v", err)
+			break
+		}
+		s.b, s.now = b, epoch
+	case "advance":
+		s.now = s.now.Add(dur(pos[0]))
+		s.b.Tick(s.now)
+	case "tick":
+		s.b.Tick(s.now)
+	case "submit":
+		for _, u := range pos {
+			hdr := map[string]string{}
+			for k, v := range kv {
+				hdr[k] = v
+			}
+			key := id.Key{Crawler: "c", Processor: "p", URL: u}
+			j := s.b.Submit(s.now, Spec{Key: key, FP: key.Fingerprint(), Host: hostOf(u), Headers: hdr})
+			say("job %d", j)
+		}
+	case "register":
+		info := WorkerInfo{Headers: map[string]string{}}
+		if len(pos) > 1 {
+			info.ID = pos[1]
+		}
+		var held []JobID
+		for k, v := range kv {
+			switch k {
+			case "slots":
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					panic(fmt.Sprintf("bad slots %q in %q", v, cmd))
+				}
+				info.Slots = n
+			case "held":
+				for h := range strings.SplitSeq(v, ",") {
+					held = append(held, JobID(num(h)))
+				}
+			default:
+				info.Headers[k] = v
+			}
+		}
+		fail(s.b.Register(s.now, id.Session(num(pos[0])), info, held))
+	case "lost":
+		s.b.Lost(s.now, id.Session(num(pos[0])))
+	case "left":
+		s.b.Left(s.now, id.Session(num(pos[0])))
+	case "dispatch":
+		for _, a := range s.b.Dispatch(s.now, nil) {
+			say("assign job %d -> %s (session %d) attempt %d", a.Job, a.Worker, a.Session, a.Attempt)
+		}
+	case "result":
+		o := Outcome{Error: kv["err"]}
+		switch pos[2] {
+		case "ok":
+			o.Kind = OK
+		case "internal":
+			o.Kind = Internal
+		case "external":
+			o.Kind = External
+		case "throttled":
+			o.Kind = Throttled
+		default:
+			o.Kind = OutcomeKind(num(pos[2]))
+		}
+		if v, ok := kv["retry-after"]; ok {
+			d, err := ParseRetryAfter(strings.ReplaceAll(v, "_", " "), s.now)
+			fail(err)
+			o.RetryAfter = d
+		}
+		err := s.b.Result(s.now, id.Session(num(pos[0])), JobID(num(pos[1])), o)
+		if err != nil {
+			say("error (orphan=%v): %v", IsOrphan(err), err)
+		}
+	case "evict":
+		n, err := s.b.Evict(s.now, pos[0])
+		fail(err)
+		if err == nil {
+			say("evicted, %d jobs back", n)
+		}
+	case "drain":
+		fail(s.b.Drain(s.now, pos[0]))
+	case "undrain":
+		fail(s.b.Undrain(s.now, pos[0]))
+	case "requeue":
+		fail(s.b.Requeue(s.now, JobID(num(pos[0]))))
+	case "requeue-failed":
+		say("%d requeued", s.b.RequeueFailed(s.now))
+	case "pause":
+		s.b.Pause(s.now)
+	case "resume":
+		s.b.Resume(s.now)
+	case "seen":
+		s.b.Seen(s.now, id.Session(num(pos[0])))
+	case "totals":
+		var tt admin.Totals
+		s.b.Totals(&tt)
+		say("queued=%d dispatched=%d backoff=%d done=%d failed=%d unroutable=%d", tt.Queued, tt.Dispatched, tt.Backoff, tt.Done, tt.Failed, tt.Unroutable)
+		say("workers idle=%d busy=%d draining=%d lost=%d paused=%v", tt.WorkersIdle, tt.WorkersBusy, tt.WorkersDraining, tt.WorkersLost, tt.Paused)
+		say("dispatches=%d completions=%d failures=%d throttles=%d orphans=%d", tt.Dispatches, tt.Completions, tt.Failures, tt.Throttles, tt.OrphanResults)
+	case "deadline":
+		if d, ok := s.b.NextDeadline(); ok {
+			say("next deadline in %v", d.Sub(s.now))
+		} else {
+			say("no deadline")
+		}
+	case "jobs", "retries":
+		q := admin.Query{Filter: strings.Join(pos, " "), Sort: kv["sort"], Desc: kv["desc"] == "true"}
+		for k, v := range kv {
+			if k == "state" || k == "host" || k == "worker" {
+				q.Filter += " " + k + "=" + v
+			}
+		}
+		if v, ok := kv["offset"]; ok {
+			q.Offset = int(num(v))
+		}
+		if v, ok := kv["limit"]; ok {
+			q.Limit = int(num(v))
+		}
+		var p admin.Page
+		if words[0] == "jobs" {
+			p = s.b.Jobs(q)
+		} else {
+			p = s.b.Retries(q)
+		}
+		say("total %d", p.Total)
+		for _, r := range p.Jobs {
+			line := fmt.Sprintf("%d %s %s attempts=%d failures=%d throttles=%d", r.JobID, r.URL, r.State, r.Attempts, r.Failures, r.Throttles)
+			if r.Worker != "" {
+				line += " worker=" + r.Worker
+			}
+			if !r.RetryAt.IsZero() {
+				line += " retry-in=" + r.RetryAt.Sub(s.now).String()
+			}
+			if r.Reason != "" {
+				line += " reason=" + strconv.Quote(r.Reason)
+			}
+			if r.LastError != "" {
+				line += " error=" + strconv.Quote(r.LastError)
+			}
+			say("%s", line)
+		}
+		for _, h := range p.Hosts {
+			say("host %s until+%v throttles=%d jobs=%d", h.Host, h.Until.Sub(s.now), h.Throttles, h.Jobs)
+		}
+	case "job":
+		r, ok := s.b.Job(JobID(num(pos[0])))
+		if !ok {
+			say("no such job")
+			break
+		}
+		say("%d %s %s attempts=%d failures=%d", r.JobID, r.URL, r.State, r.Attempts, r.Failures)
+		for _, a := range r.History {
+			say("  %s at+%v %s %s", a.Worker, a.At.Sub(epoch), a.Outcome, a.Error)
+		}
+	case "workers":
+		p := s.b.Workers(admin.Query{Filter: strings.Join(pos, " "), Sort: kv["sort"]})
+		for _, w := range p.Workers {
+			say("%s %s slots=%d used=%d jobs=%v done=%d failures=%d", w.ID, w.State, w.Slots, w.Used, w.Jobs, w.Done, w.Failures)
+		}
+	default:
+		panic("unknown command " + words[0])
+	}
+	for _, e := range s.b.TakeEvents(nil) {
+		if e.Kind == "job.dispatched" {
+			continue // the assign line says it, with the attempt
+		}
+		line := "event " + e.Kind
+		if e.JobID != 0 {
+			line += " job=" + strconv.FormatUint(e.JobID, 10)
+		}
+		if e.Worker != "" {
+			line += " worker=" + e.Worker
+		}
+		if e.Detail != "" {
+			line += " " + strconv.Quote(e.Detail)
+		}
+		out = append(out, line)
+	}
+	for _, f := range s.b.TakeFinished(nil) {
+		if f.Failed {
+			say("finished job %d failed: %s", f.Job, f.Error)
+		} else {
+			say("finished job %d ok", f.Job)
+		}
+	}
+	for _, c := range s.b.TakeClosed(nil) {
+		say("close session %d (%s): %s", c.Session, c.Worker, c.Reason)
+	}
+	return strings.Join(out, "\n")
+}
