@@ -1,0 +1,184 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// Config is the effective configuration. Every field is one schema key;
+// the yaml tags spell the key's dotted name segment by segment.
+type Config struct {
+	Peers     Listener  `yaml:"peers"`
+	Admin     Listener  `yaml:"admin"`
+	Events    Listener  `yaml:"events"`
+	Metrics   Listener  `yaml:"metrics"`
+	Heartbeat Heartbeat `yaml:"heartbeat"`
+	Broker    Broker    `yaml:"broker"`
+	Ledger    Ledger    `yaml:"ledger"`
+	Backoff   Backoff   `yaml:"backoff"`
+	Store     Store     `yaml:"store"`
+	Notifier  Notifier  `yaml:"notifier"`
+	Crawl     Crawl     `yaml:"crawl"`
+	Console   Console   `yaml:"console"`
+	Log       Log       `yaml:"log"`
+
+	// File is the config file that was read, or empty when none was.
+	File string `yaml:"-"`
+	// Sources says where each key's value came from, by key name; a key
+	// missing from it has its default. Load fills it.
+	Sources map[string]Source `yaml:"-"`
+}
+
+// Listener is a listen address: a ZeroMQ endpoint for peers, admin and
+// events, HOST:PORT for metrics (empty disables the metrics server).
+type Listener struct {
+	Listen string `yaml:"listen"`
+}
+
+// Heartbeat configures peer liveness.
+type Heartbeat struct {
+	Interval time.Duration `yaml:"interval"`
+	Liveness int           `yaml:"liveness"`
+}
+
+// Broker configures the job broker.
+type Broker struct {
+	MaxRequestFailures int           `yaml:"max_request_failures"`
+	UnroutableTimeout  time.Duration `yaml:"unroutable_timeout"` // 0: wait forever
+}
+
+// Ledger configures the work-key ledger.
+type Ledger struct {
+	RequestTTL time.Duration `yaml:"request_ttl"`
+	DoneTTL    time.Duration `yaml:"done_ttl"`   // 0: done forever
+	FailedTTL  time.Duration `yaml:"failed_ttl"` // 0: kept forever
+}
+
+// Backoff configures per-host back-off after throttling.
+type Backoff struct {
+	Start   time.Duration `yaml:"start"`
+	Cap     time.Duration `yaml:"cap"`
+	Jitter  float64       `yaml:"jitter"`
+	Forgive time.Duration `yaml:"forgive"`
+}
+
+// Store configures the embedded store.
+type Store struct {
+	Path         string        `yaml:"path"` // empty: in memory
+	Sync         string        `yaml:"sync"` // SyncAlways, SyncBatch or SyncNone
+	SyncInterval time.Duration `yaml:"sync_interval"`
+}
+
+// Notifier configures HTTP status reports.
+type Notifier struct {
+	URL        string        `yaml:"url"` // empty: disabled
+	Retries    int           `yaml:"retries"`
+	RetryDelay time.Duration `yaml:"retry_delay"`
+	Timeout    time.Duration `yaml:"timeout"`
+	Queue      int           `yaml:"queue"`
+}
+
+// Crawl holds the crawl worker's defaults.
+type Crawl struct {
+	UserAgent      string        `yaml:"user_agent"`
+	PerHost        int           `yaml:"per_host"`
+	Timeout        time.Duration `yaml:"timeout"`
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	MaxBody        int64         `yaml:"max_body"` // bytes
+	MinDelay       time.Duration `yaml:"min_delay"`
+}
+
+// Console configures the terminal console.
+type Console struct {
+	Theme    string            `yaml:"theme"`   // one of Themes
+	Palette  map[string]string `yaml:"palette"` // role -> colour
+	Refresh  time.Duration     `yaml:"refresh"`
+	ReadOnly bool              `yaml:"read_only"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level"`  // one of LogLevels
+	Format string `yaml:"format"` // one of LogFormats
+	File   string `yaml:"file"`   // empty: standard error
+}
+
+// Default returns the configuration with every key at its default.
+func Default() *Config {
+	c := &Config{}
+	for _, k := range schema {
+		if err := c.set(k.Name, cloneValue(k.Default)); err != nil {
+			// The schema and the struct are checked against each other by
+			// the package's tests; reaching this is a programming error.
+			panic(err)
+		}
+	}
+	return c
+}
+
+// Get returns the value of the key with the given dotted name, typed as
+// its Kind says.
+func (c *Config) Get(name string) (any, error) {
+	f, err := c.field(name)
+	if err != nil {
+		return nil, err
+	}
+	return cloneValue(f.Interface()), nil
+}
+
+// Source returns where the key's value came from.
+func (c *Config) Source(name string) Source {
+	if s, ok := c.Sources[name]; ok {
+		return s
+	}
+	return Source{Kind: FromDefault}
+}
+
+func (c *Config) set(name string, v any) error {
+	f, err := c.field(name)
+	if err != nil {
+		return err
+	}
+	rv := reflect.ValueOf(v)
+	if !rv.Type().AssignableTo(f.Type()) {
+		return fmt.Errorf("config: key %s holds %s, got a %T", name, f.Type(), v)
+	}
+	f.Set(rv)
+	return nil
+}
+
+// field finds the struct field of a dotted key name through yaml tags.
+func (c *Config) field(name string) (reflect.Value, error) {
+	v := reflect.ValueOf(c).Elem()
+	for _, seg := range strings.Split(name, ".") {
+		if v.Kind() != reflect.Struct {
+			return reflect.Value{}, fmt.Errorf("config: no key %q: %s is not a section", name, seg)
+		}
+		found := false
+		for i := 0; i < v.NumField(); i++ {
+			if strings.Split(v.Type().Field(i).Tag.Get("yaml"), ",")[0] == seg {
+				v, found = v.Field(i), true
+				break
+			}
+		}
+		if !found {
+			return reflect.Value{}, fmt.Errorf("config: no key %q: no field for %q", name, seg)
+		}
+	}
+	return v, nil
+}
+
+// cloneValue copies maps so a Config never shares one with the schema or
+// another Config.
+func cloneValue(v any) any {
+	if m, ok := v.(map[string]string); ok {
+		out := make(map[string]string, len(m))
+		for k, s := range m {
+			out[k] = s
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,297 @@
+// Package config is drover's configuration: one schema listing every key
+// (dotted name, type, default, description, validation rule), loaded with
+// viper from flags, environment, a config file and the defaults, in that
+// order of precedence, and validated strictly before anything starts.
+//
+// The schema is the single source for the defaults, the environment and
+// flag bindings, `drover config show`, the reference documentation and the
+// generated example file (drover.example.yaml).
+package config
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Kind is the type of a configuration key's value.
+type Kind int
+
+// The kinds of value a key may hold, with the Go type each has in Config.
+const (
+	KindString    Kind = iota + 1 // string
+	KindEnum                      // string, one of Key.Choices
+	KindBool                      // bool
+	KindInt                       // int
+	KindFloat                     // float64
+	KindDuration                  // time.Duration, written 1s, 250ms, 1h30m
+	KindSize                      // int64 bytes, written 512, 64KiB, 10MiB, 1GB
+	KindEndpoint                  // string, a ZeroMQ endpoint tcp://HOST:PORT, ipc://PATH, inproc://NAME
+	KindHostPort                  // string, HOST:PORT for an HTTP listener; empty disables
+	KindURL                       // string, an http or https URL; empty disables
+	KindStringMap                 // map[string]string
+)
+
+// String names the kind as flags and documentation show it.
+func (k Kind) String() string {
+	switch k {
+	case KindString:
+		return "string"
+	case KindEnum:
+		return "enum"
+	case KindBool:
+		return "bool"
+	case KindInt:
+		return "int"
+	case KindFloat:
+		return "float"
+	case KindDuration:
+		return "duration"
+	case KindSize:
+		return "size"
+	case KindEndpoint:
+		return "endpoint"
+	case KindHostPort:
+		return "host:port"
+	case KindURL:
+		return "url"
+	case KindStringMap:
+		return "map"
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Key describes one configuration key.
+type Key struct {
+	Name    string   // dotted, lower case: heartbeat.interval
+	Kind    Kind     // the value's type
+	Default any      // typed as Kind says (time.Duration for KindDuration, ...)
+	Help    string   // one line
+	Rule    string   // what a valid value is, in words; empty when any value of the kind is valid
+	Choices []string // the allowed values of a KindEnum
+	// ok reports whether a parsed value satisfies Rule; nil accepts all.
+	ok func(v any) bool
+}
+
+// Env is the environment variable that sets the key:
+// DROVER_ followed by the upper-cased name with "." replaced by "_".
+func (k Key) Env() string { return EnvName(k.Name) }
+
+// Flag is the canonical command-line flag name (without dashes) bound to
+// the key: the name with "." and "_" replaced by "-".
+func (k Key) Flag() string { return FlagName(k.Name) }
+
+// EnvPrefix starts every environment variable drover reads.
+const EnvPrefix = "DROVER_"
+
+// EnvConfig names the config file when no --config flag is given.
+const EnvConfig = "DROVER_CONFIG"
+
+// EnvName returns the environment variable bound to the key name.
+func EnvName(key string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// FlagName returns the canonical flag name (without dashes) bound to the
+// key name: heartbeat.interval -> heartbeat-interval.
+func FlagName(key string) string {
+	return strings.NewReplacer(".", "-", "_", "-").Replace(key)
+}
+
+// Schema returns every key, in the order of the example file.
+func Schema() []Key {
+	out := make([]Key, len(schema))
+	copy(out, schema)
+	return out
+}
+
+// Lookup returns the key with the given dotted name (case-insensitive).
+func Lookup(name string) (Key, bool) {
+	i, ok := schemaIndex[strings.ToLower(name)]
+	if !ok {
+		return Key{}, false
+	}
+	return schema[i], true
+}
+
+var schemaIndex = func() map[string]int {
+	m := make(map[string]int, len(schema))
+	for i, k := range schema {
+		m[k.Name] = i
+	}
+	return m
+}()
+
+// sections lists the first segments of key names in schema order, with a
+// one-line description for the example file.
+var sections = []struct{ name, help string }{
+	{"peers", "Peers: workers, producers and clients connect here."},
+	{"admin", "Admin protocol: consoles and `drover status` connect here."},
+	{"events", "Event stream: every state change is published here."},
+	{"metrics", "Prometheus metrics and health checks over HTTP."},
+	{"heartbeat", "Liveness of peers."},
+	{"broker", "Job broker."},
+	{"ledger", "Work-key ledger (deduplication)."},
+	{"backoff", "Per-host back-off after throttling (HTTP 429/503)."},
+	{"store", "Embedded store: queued and done records survive restarts."},
+	{"notifier", "HTTP status reports of job results and errors."},
+	{"crawl", "Defaults of the crawl worker."},
+	{"console", "Terminal console."},
+	{"log", "Logging (log/slog)."},
+}
+
+// Validation rules. Each returns the rule's wording and its check.
+func durationIn(lo, hi time.Duration) (string, func(any) bool) {
+	var text string
+	switch {
+	case hi == math.MaxInt64 && lo == 0:
+		text = "a duration >= 0"
+	case hi == math.MaxInt64:
+		text = "a duration >= " + FormatDuration(lo)
+	default:
+		text = "a duration from " + FormatDuration(lo) + " to " + FormatDuration(hi)
+	}
+	return text, func(v any) bool { d := v.(time.Duration); return d >= lo && d <= hi }
+}
+
+func intIn(lo, hi int) (string, func(any) bool) {
+	return fmt.Sprintf("an integer from %d to %d", lo, hi), func(v any) bool { n := v.(int); return n >= lo && n <= hi }
+}
+
+func floatIn(lo, hi float64) (string, func(any) bool) {
+	return fmt.Sprintf("a number from %g to %g", lo, hi), func(v any) bool { f := v.(float64); return f >= lo && f <= hi }
+}
+
+func sizeIn(lo, hi int64) (string, func(any) bool) {
+	return "a size from " + FormatSize(lo) + " to " + FormatSize(hi), func(v any) bool { n := v.(int64); return n >= lo && n <= hi }
+}
+
+func nonEmpty() (string, func(any) bool) {
+	return "a non-empty string", func(v any) bool { return strings.TrimSpace(v.(string)) != "" }
+}
+
+const forever = time.Duration(math.MaxInt64)
+
+// key builds a schema entry; rule, when given, is one of the helpers above.
+func key(name string, kind Kind, def any, help string, rule ...func() (string, func(any) bool)) Key {
+	k := Key{Name: name, Kind: kind, Default: def, Help: help}
+	if len(rule) > 0 {
+		k.Rule, k.ok = rule[0]()
+	}
+	return k
+}
+
+func enum(name string, def string, choices []string, help string) Key {
+	return Key{Name: name, Kind: KindEnum, Default: def, Help: help, Choices: choices,
+		Rule: "one of " + strings.Join(choices, ", ")}
+}
+
+func dur(lo, hi time.Duration) func() (string, func(any) bool) {
+	return func() (string, func(any) bool) { return durationIn(lo, hi) }
+}
+
+func ints(lo, hi int) func() (string, func(any) bool) {
+	return func() (string, func(any) bool) { return intIn(lo, hi) }
+}
+
+// Sync policies of store.sync.
+const (
+	SyncAlways = "always" // every write is synced before it is acknowledged
+	SyncBatch  = "batch"  // writes are synced together every store.sync_interval
+	SyncNone   = "none"   // the operating system decides
+)
+
+// Console themes of console.theme.
+var Themes = []string{"auto", "dark", "light", "high-contrast", "mono"}
+
+// Log levels and formats.
+var (
+	LogLevels  = []string{"debug", "info", "warn", "error"}
+	LogFormats = []string{"text", "json"}
+)
+
+// schema is the table of every key. Keep it in example-file order.
+var schema = []Key{
+	key("peers.listen", KindEndpoint, "tcp://127.0.0.1:5570",
+		"ZeroMQ endpoint workers, producers and clients connect to"),
+	key("admin.listen", KindEndpoint, "tcp://127.0.0.1:5571",
+		"ZeroMQ endpoint of the admin protocol (consoles, drover status)"),
+	key("events.listen", KindEndpoint, "tcp://127.0.0.1:5572",
+		"ZeroMQ endpoint publishing the event stream"),
+	key("metrics.listen", KindHostPort, "127.0.0.1:9570",
+		"HTTP address serving /metrics, /healthz and /readyz; empty disables"),
+
+	key("heartbeat.interval", KindDuration, time.Second,
+		"time between heartbeats exchanged with every peer", dur(10*time.Millisecond, time.Hour)),
+	key("heartbeat.liveness", KindInt, 3,
+		"heartbeats a peer may miss before it is declared dead", ints(1, 100)),
+
+	key("broker.max_request_failures", KindInt, 3,
+		"internal failures and worker deaths charged to a job before it fails", ints(1, 1000)),
+	key("broker.unroutable_timeout", KindDuration, time.Duration(0),
+		"how long a job no live worker can take waits before it fails; 0 waits forever", dur(0, forever)),
+
+	key("ledger.request_ttl", KindDuration, 5*time.Minute,
+		"lease of a requested key; when it ends the key passes to the next waiter even if its owner lives",
+		dur(time.Second, forever)),
+	key("ledger.done_ttl", KindDuration, time.Duration(0),
+		"how long a done key refuses new requests (its recrawl interval); 0 keeps it done forever", dur(0, forever)),
+	key("ledger.failed_ttl", KindDuration, 24*time.Hour,
+		"how long a failed job is kept, shown and requeueable, before it is forgotten; 0 keeps it forever",
+		dur(0, forever)),
+
+	key("backoff.start", KindDuration, time.Minute,
+		"first per-host back-off after a throttled answer without Retry-After", dur(time.Millisecond, forever)),
+	key("backoff.cap", KindDuration, 24*time.Hour,
+		"longest per-host back-off, Retry-After included", dur(time.Millisecond, forever)),
+	key("backoff.jitter", KindFloat, 0.2,
+		"random fraction added to or taken from each back-off", func() (string, func(any) bool) { return floatIn(0, 1) }),
+	key("backoff.forgive", KindDuration, 10*time.Minute,
+		"quiet time after which a host's next back-off starts again from backoff.start", dur(0, forever)),
+
+	key("store.path", KindString, "drover-data",
+		"directory of the embedded store; empty keeps everything in memory (lost on restart)"),
+	enum("store.sync", SyncBatch, []string{SyncAlways, SyncBatch, SyncNone},
+		"when writes reach the disk: always (each write), batch (every store.sync_interval), none (the OS decides)"),
+	key("store.sync_interval", KindDuration, 10*time.Millisecond,
+		"interval between syncs of the batch policy", dur(0, 10*time.Second)),
+
+	key("notifier.url", KindURL, "",
+		"URL job results and errors are POSTed to as JSON; empty disables"),
+	key("notifier.retries", KindInt, 4,
+		"POST attempts per report, the first included, with a doubling delay between them", ints(1, 20)),
+	key("notifier.retry_delay", KindDuration, time.Second,
+		"delay before the second attempt; it doubles after each one", dur(time.Millisecond, time.Hour)),
+	key("notifier.timeout", KindDuration, 10*time.Second,
+		"timeout of one POST", dur(time.Millisecond, 10*time.Minute)),
+	key("notifier.queue", KindInt, 1000,
+		"reports waiting to be sent; when the queue is full new reports are dropped and counted", ints(1, 1000000)),
+
+	key("crawl.user_agent", KindString, "drover/1.0",
+		"User-Agent header of the crawl worker", nonEmpty),
+	key("crawl.per_host", KindInt, 2,
+		"concurrent fetches from one host", ints(1, 1000)),
+	key("crawl.timeout", KindDuration, 30*time.Second,
+		"limit on one fetch, body included", dur(time.Millisecond, time.Hour)),
+	key("crawl.connect_timeout", KindDuration, 10*time.Second,
+		"limit on connecting to a host (TCP and TLS)", dur(time.Millisecond, time.Hour)),
+	key("crawl.max_body", KindSize, int64(10<<20),
+		"largest response body read; the rest is discarded", func() (string, func(any) bool) { return sizeIn(1<<10, 1<<40) }),
+	key("crawl.min_delay", KindDuration, time.Second,
+		"least time between two fetches from one host", dur(0, time.Hour)),
+
+	enum("console.theme", "auto", Themes,
+		"colour theme; auto picks dark or light from the terminal's background"),
+	key("console.palette", KindStringMap, map[string]string{},
+		"colours overriding the theme's, role: colour (#rgb, #rrggbb or an ANSI number 0-255)"),
+	key("console.refresh", KindDuration, 100*time.Millisecond,
+		"time between two refreshes of the console", dur(10*time.Millisecond, time.Minute)),
+	key("console.read_only", KindBool, false,
+		"refuse every operator action (evict, drain, requeue, pause)"),
+
+	enum("log.level", "info", LogLevels, "least severe level logged"),
+	enum("log.format", "text", LogFormats, "log line format"),
+	key("log.file", KindString, "",
+		"file the log is appended to; empty logs to standard error"),
+}

@@ -1,0 +1,31 @@
+package config
+
+import (
+	"testing"
+)
+
+func TestValidateOnBuiltConfig(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Config)
+		kind   ErrorKind
+		key    string
+	}{
+		{"liveness zero", func(c *Config) { c.Heartbeat.Liveness = 0 }, ErrRange, "heartbeat.liveness"},
+		{"bad theme", func(c *Config) { c.Console.Theme = "neon" }, ErrRange, "console.theme"},
+		{"bad endpoint", func(c *Config) { c.Peers.Listen = "127.0.0.1:5570" }, ErrType, "peers.listen"},
+		{"bad url", func(c *Config) { c.Notifier.URL = "ftp://x" }, ErrType, "notifier.url"},
+		{"bad colour", func(c *Config) { c.Console.Palette = map[string]string{"accent": "red"} }, ErrRange, "console.palette"},
+		{"same listener", func(c *Config) { c.Admin.Listen = c.Peers.Listen }, ErrConflict, "peers.listen and admin.listen"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			tt.change(c)
+			errs := asErrors(t, c.Validate())
+			if len(errs.List) != 1 || errs.List[0].Kind != tt.kind || errs.List[0].Key != tt.key {
+				t.Fatalf("got %v, want one %s error on %s", errs, tt.kind, tt.key)
+			}
+		})
+	}
+}
