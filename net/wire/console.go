@@ -1,0 +1,236 @@
+package wire
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+
+	"drover/admin"
+	"drover/coord/id"
+)
+
+// The admin commands carry JSON bodies (the types of package admin) and are
+// used on the admin socket after a HELLO with role console. Receivers ignore
+// JSON members they do not know, so members can be added within DRV/1.
+
+// Query asks for one window of one view (console -> server); PAGE answers.
+type Query struct {
+	Req   uint64
+	Query admin.Query
+}
+
+// Command is CmdQuery.
+func (m *Query) Command() Command { return CmdQuery }
+
+// RequestID is the id PAGE echoes.
+func (m *Query) RequestID() uint64 { return m.Req }
+
+func (m *Query) appendBody(w *writer) { w.json(m.Query) }
+
+func (m *Query) decodeBody(r *reader) {
+	if r.fill {
+		return // filled by the first pass
+	}
+	m.Query = admin.Query{}
+	if !r.json(&m.Query) {
+		return
+	}
+	q := &m.Query
+	switch {
+	case !knownView(q.View):
+		r.fail(CodeMalformed, "view", "%q, want workers, jobs, waiters, retries or events", q.View)
+	case q.Offset < 0:
+		r.fail(CodeMalformed, "offset", "%d, want at least 0", q.Offset)
+	case q.Limit < 0 || q.Limit > MaxBatch:
+		r.fail(CodeMalformed, "limit", "%d, want 0 to %d", q.Limit, MaxBatch)
+	case len(q.Sort) > MaxHeaderName || checkKind([]byte(q.Sort), kToken) != "":
+		r.fail(CodeMalformed, "sort", "%q, want a column name of at most %d letters, digits and . _ : -", q.Sort, MaxHeaderName)
+	case len(q.Filter) > MaxFilter:
+		r.fail(CodeTooLarge, "filter", "%d bytes, want at most %d", len(q.Filter), MaxFilter)
+	case checkKind([]byte(q.Filter), kLine) != "":
+		r.fail(CodeMalformed, "filter", "%s", checkKind([]byte(q.Filter), kLine))
+	case q.Key != "":
+		if _, err := id.ParseFingerprint(q.Key); err != nil {
+			r.fail(CodeMalformed, "key", "%v", err)
+		}
+	}
+}
+
+func knownView(v admin.View) bool {
+	switch v {
+	case admin.ViewWorkers, admin.ViewJobs, admin.ViewWaiters, admin.ViewRetries, admin.ViewEvents:
+		return true
+	}
+	return false
+}
+
+// Page answers QUERY (server -> console).
+type Page struct {
+	Req  uint64
+	Page admin.Page
+}
+
+// Command is CmdPage.
+func (m *Page) Command() Command { return CmdPage }
+
+// RequestID echoes the QUERY's.
+func (m *Page) RequestID() uint64 { return m.Req }
+
+func (m *Page) appendBody(w *writer) { w.json(m.Page) }
+
+func (m *Page) decodeBody(r *reader) {
+	if !r.fill {
+		m.Page = admin.Page{}
+		r.json(&m.Page)
+	}
+}
+
+// Status asks for the totals (console -> server); TOTALS answers.
+type Status struct {
+	Req uint64
+}
+
+// Command is CmdStatus.
+func (m *Status) Command() Command { return CmdStatus }
+
+// RequestID is the id TOTALS echoes.
+func (m *Status) RequestID() uint64 { return m.Req }
+
+func (m *Status) appendBody(*writer) {}
+func (m *Status) decodeBody(*reader) {}
+
+// Totals answers STATUS (server -> console).
+type Totals struct {
+	Req    uint64
+	Totals admin.Totals
+}
+
+// Command is CmdTotals.
+func (m *Totals) Command() Command { return CmdTotals }
+
+// RequestID echoes the STATUS's.
+func (m *Totals) RequestID() uint64 { return m.Req }
+
+func (m *Totals) appendBody(w *writer) { w.json(m.Totals) }
+
+func (m *Totals) decodeBody(r *reader) {
+	if !r.fill {
+		m.Totals = admin.Totals{}
+		r.json(&m.Totals)
+	}
+}
+
+// Action is an operator command (console -> server); ACTED answers. A
+// read-only console gets ERROR 403.
+type Action struct {
+	Req    uint64
+	Action admin.Action
+}
+
+// Command is CmdAction.
+func (m *Action) Command() Command { return CmdAction }
+
+// RequestID is the id ACTED echoes.
+func (m *Action) RequestID() uint64 { return m.Req }
+
+func (m *Action) appendBody(w *writer) { w.json(m.Action) }
+
+func (m *Action) decodeBody(r *reader) {
+	if r.fill {
+		return
+	}
+	m.Action = admin.Action{}
+	if !r.json(&m.Action) {
+		return
+	}
+	a := &m.Action
+	var wantTargets bool
+	switch a.Kind {
+	case admin.ActEvict, admin.ActDrain, admin.ActUndrain, admin.ActRequeue:
+		wantTargets = true
+	case admin.ActRequeueFailed, admin.ActPause, admin.ActResume:
+	default:
+		r.fail(CodeMalformed, "kind", "%q, want evict, drain, undrain, requeue, requeue-failed, pause or resume", a.Kind)
+		return
+	}
+	switch {
+	case wantTargets && len(a.Targets) == 0:
+		r.fail(CodeMalformed, "targets", "none, want at least one for %s", a.Kind)
+	case !wantTargets && len(a.Targets) != 0:
+		r.fail(CodeMalformed, "targets", "%d, want none for %s", len(a.Targets), a.Kind)
+	case len(a.Targets) > MaxBatch:
+		r.fail(CodeTooLarge, "targets", "%d, want at most %d", len(a.Targets), MaxBatch)
+	}
+	for i, t := range a.Targets {
+		if r.err != nil {
+			break
+		}
+		r.item = i
+		switch {
+		case len(t) == 0 || len(t) > MaxTarget:
+			r.fail(CodeMalformed, "target", "%d bytes, want 1 to %d", len(t), MaxTarget)
+		case checkKind([]byte(t), kLine) != "":
+			r.fail(CodeMalformed, "target", "%s", checkKind([]byte(t), kLine))
+		}
+	}
+	r.item = -1
+}
+
+// Acted answers ACTION (server -> console).
+type Acted struct {
+	Req    uint64
+	Result admin.ActionResult
+}
+
+// Command is CmdActed.
+func (m *Acted) Command() Command { return CmdActed }
+
+// RequestID echoes the ACTION's.
+func (m *Acted) RequestID() uint64 { return m.Req }
+
+func (m *Acted) appendBody(w *writer) { w.json(m.Result) }
+
+func (m *Acted) decodeBody(r *reader) {
+	if !r.fill {
+		m.Result = admin.ActionResult{}
+		r.json(&m.Result)
+	}
+}
+
+// Changed tells a console that state changed (server -> console), so it
+// queries again instead of polling. Servers coalesce them: at most one per
+// heartbeat interval or so. No body, no reply.
+type Changed struct {
+	Req uint64 // 0
+}
+
+// Command is CmdChanged.
+func (m *Changed) Command() Command { return CmdChanged }
+
+// RequestID is 0 by convention.
+func (m *Changed) RequestID() uint64 { return m.Req }
+
+func (m *Changed) appendBody(*writer) {}
+func (m *Changed) decodeBody(*reader) {}
+
+func (w *writer) json(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		w.fail(CodeMalformed, "body", "%v", err)
+		return
+	}
+	w.b = append(w.b, b...)
+}
+
+// json decodes the whole body as one JSON value into v (first pass only).
+func (r *reader) json(v any) bool {
+	if !utf8.Valid(r.b) {
+		r.fail(CodeMalformed, "body", "invalid UTF-8, want a JSON document")
+		return false
+	}
+	if err := json.Unmarshal(r.b, v); err != nil {
+		r.fail(CodeMalformed, "body", "bad JSON: %v", err)
+		return false
+	}
+	r.off = len(r.b)
+	return true
+}
