@@ -269,6 +269,8 @@ type Broker struct {
 
 	dispatches, completions, failures, throttles, orphans uint64
 
+	fanout int // order tree node size (otMax; tests make it small)
+
 	scratchKeys []string
 	scratchBuf  []byte
 }
@@ -285,6 +287,7 @@ func New(cfg Config) (*Broker, error) {
 		classes:  make(map[string]*class),
 		workers:  make(map[string]*worker),
 		sessions: make(map[id.Session]*worker),
+		fanout:   otMax,
 	}
 	b.noHdr = b.newClass("", nil)
 	return b, nil

@@ -27,10 +27,11 @@ var sortNames = [nSorts]string{"age", "url", "attempts", "failures", "retry_at",
 // updates the counts along one root-to-leaf path without moving the job.
 type orderTree struct {
 	key  sortKey
+	max  int // entries per node before it splits
 	root *otNode
 }
 
-const otMax = 64 // entries per node before it splits
+const otMax = 64 // default entries per node before it splits
 
 type otNode struct {
 	cnt   counts
@@ -101,7 +102,7 @@ func (t *orderTree) ins(n *otNode, j *job) *otNode {
 	if n.leaf {
 		i, _ := slices.BinarySearchFunc(n.items, j, t.cmp)
 		n.items = slices.Insert(n.items, i, j)
-		if len(n.items) <= otMax {
+		if len(n.items) <= t.max {
 			return nil
 		}
 		half := len(n.items) / 2
@@ -122,7 +123,7 @@ func (t *orderTree) ins(n *otNode, j *job) *otNode {
 	}
 	n.kids = slices.Insert(n.kids, i+1, sib)
 	n.mins = slices.Insert(n.mins, i+1, sib.first())
-	if len(n.kids) <= otMax {
+	if len(n.kids) <= t.max {
 		return nil
 	}
 	half := len(n.kids) / 2
@@ -310,7 +311,7 @@ func (b *Broker) tree(k sortKey) *orderTree {
 	if t := b.trees[k]; t != nil {
 		return t
 	}
-	t := &orderTree{key: k}
+	t := &orderTree{key: k, max: b.fanout}
 	all := make([]*job, 0, b.jobs.n)
 	for i := 1; i <= b.jobs.n; i++ {
 		all = append(all, b.jobs.get(JobID(i)))
@@ -326,7 +327,7 @@ func (t *orderTree) build(all []*job) {
 	if len(all) == 0 {
 		return
 	}
-	const fill = otMax * 3 / 4
+	fill := max(t.max*3/4, 2)
 	var level []*otNode
 	for i := 0; i < len(all); i += fill {
 		n := &otNode{leaf: true, items: slices.Clone(all[i:min(i+fill, len(all))])}

@@ -1,0 +1,478 @@
+package broker
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"drover/admin"
+	"drover/coord/id"
+)
+
+// TestModel runs thousands of random sequences of submits, worker joins,
+// re-registrations, losses and departures, outcomes (and orphan results),
+// ticks, operator commands and console queries, and checks after every step
+// that the broker is consistent (checkInvariants: every job in exactly one
+// state, counts add up to the submitted total, a worker's used slots are
+// the jobs it holds, indexes agree with the jobs), that no job went to a
+// dead, draining, full or non-matching worker, and that every query window
+// equals a brute-force filter and sort of all jobs.
+func TestModel(t *testing.T) {
+	seqs, steps := 1500, 150
+	if testing.Short() {
+		seqs = 200
+	}
+	for seed := range uint64(seqs) {
+		if err := runModel(seed, steps); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+}
+
+var (
+	modelHosts   = []string{"a.test", "b.test", "c.test"}
+	modelJobHdrs = []map[string]string{
+		nil, nil, nil,
+		{"hwgroup": "gpu"},
+		{"hwgroup": "gpu|cpu"},
+		{"threads": "4"},
+		{"threads": "8", "hwgroup": "cpu"},
+		{"os": "plan9"},
+	}
+	modelWorkerHdrs = []map[string]string{
+		nil,
+		{"hwgroup": "cpu", "threads": "4"},
+		{"hwgroup": "gpu", "threads": "8"},
+		{"hwgroup": "cpu", "threads": "16"},
+	}
+	modelSorts = []string{"", "age", "url", "attempts", "failures", "retry_at", "state"}
+)
+
+type model struct {
+	r        *rand.Rand
+	b        *Broker
+	now      time.Time
+	nextSess id.Session
+	finished map[JobID]int // done reports per job
+}
+
+func runModel(seed uint64, steps int) error {
+	r := rand.New(rand.NewPCG(seed, 99))
+	cfg := Config{
+		MaxRequestFailures: 1 + r.IntN(4),
+		BackoffStart:       30 * time.Second,
+		BackoffCap:         5 * time.Minute,
+		BackoffForgive:     3 * time.Minute,
+		Rand:               rand.New(rand.NewPCG(seed, 7)),
+		LostWorkers:        1 + r.IntN(3),
+	}
+	if r.IntN(2) == 0 {
+		cfg.UnroutableTimeout = 2 * time.Minute
+	}
+	b, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	b.fanout = 4 // deep trees even with few jobs
+	m := &model{r: r, b: b, now: epoch, nextSess: 1, finished: map[JobID]int{}}
+	for step := range steps {
+		what, err := m.step()
+		if err == nil {
+			err = checkInvariants(b)
+		}
+		if err == nil {
+			err = m.checkFinished()
+		}
+		if err == nil && step%7 == 0 {
+			err = m.checkQuery()
+		}
+		if err != nil {
+			return fmt.Errorf("step %d (%s): %w", step, what, err)
+		}
+	}
+	return nil
+}
+
+func (m *model) liveWorkers() []*worker {
+	ws := make([]*worker, 0, len(m.b.sessions))
+	for _, w := range m.b.wsorted {
+		if !w.lost {
+			ws = append(ws, w)
+		}
+	}
+	return ws
+}
+
+func (m *model) randJob() JobID {
+	if m.b.jobs.n == 0 {
+		return JobID(1 + m.r.IntN(3))
+	}
+	return JobID(1 + m.r.IntN(m.b.jobs.n+1)) // sometimes one past the end
+}
+
+func (m *model) step() (string, error) {
+	b, r := m.b, m.r
+	switch op := r.IntN(100); {
+	case op < 22:
+		u := fmt.Sprintf("http://%s/%d", modelHosts[r.IntN(len(modelHosts))], r.IntN(1000))
+		key := id.Key{Crawler: "c", Processor: "p", URL: u}
+		b.Submit(m.now, Spec{Key: key, FP: key.Fingerprint(), Host: hostOf(u), Headers: modelJobHdrs[r.IntN(len(modelJobHdrs))]})
+		return "submit", nil
+	case op < 30:
+		wid := fmt.Sprintf("w%d", r.IntN(6))
+		s := m.nextSess
+		if w := b.workers[wid]; w != nil && !w.lost && r.IntN(3) == 0 {
+			s = w.session // re-register on the same session
+		} else {
+			m.nextSess++
+		}
+		var held []JobID
+		for range r.IntN(3) {
+			held = append(held, m.randJob())
+		}
+		info := WorkerInfo{ID: wid, Headers: modelWorkerHdrs[r.IntN(len(modelWorkerHdrs))], Slots: r.IntN(4)}
+		err := b.Register(m.now, s, info, held)
+		if err != nil && !strings.Contains(err.Error(), "already worker") {
+			return "register", err
+		}
+		return "register " + wid, nil
+	case op < 34:
+		if ws := m.liveWorkers(); len(ws) > 0 {
+			w := ws[r.IntN(len(ws))]
+			b.Lost(m.now, w.session)
+			return "lost " + w.id, nil
+		}
+	case op < 36:
+		if ws := m.liveWorkers(); len(ws) > 0 {
+			w := ws[r.IntN(len(ws))]
+			b.Left(m.now, w.session)
+			if b.workers[w.id] == w {
+				return "left", fmt.Errorf("worker %q still registered after leaving", w.id)
+			}
+			return "left " + w.id, nil
+		}
+	case op < 56:
+		return "dispatch", m.dispatch()
+	case op < 76:
+		return m.result()
+	case op < 84:
+		m.now = m.now.Add(time.Duration(r.IntN(180)) * time.Second)
+		b.Tick(m.now)
+		if d, ok := b.NextDeadline(); ok && !d.After(m.now) {
+			return "tick", fmt.Errorf("next deadline %v is not after now %v right after Tick", d, m.now)
+		}
+		return "tick", nil
+	case op < 87:
+		if ws := m.liveWorkers(); len(ws) > 0 {
+			w := ws[r.IntN(len(ws))]
+			held := len(w.held)
+			n, err := b.Evict(m.now, w.id)
+			if err != nil || n != held {
+				return "evict", fmt.Errorf("evict %q: %d jobs back, held %d, err %v", w.id, n, held, err)
+			}
+			return "evict " + w.id, nil
+		}
+	case op < 91:
+		wid := fmt.Sprintf("w%d", r.IntN(6))
+		if r.IntN(2) == 0 {
+			return "drain " + wid, ignoreKnown(b.Drain(m.now, wid))
+		}
+		return "undrain " + wid, ignoreKnown(b.Undrain(m.now, wid))
+	case op < 95:
+		j := m.randJob()
+		return fmt.Sprintf("requeue %d", j), ignoreKnown(b.Requeue(m.now, j))
+	case op < 96:
+		want := b.count[Failed]
+		if got := b.RequeueFailed(m.now); got != want || b.count[Failed] != 0 {
+			return "requeue-failed", fmt.Errorf("requeued %d of %d failed, %d left", got, want, b.count[Failed])
+		}
+		return "requeue-failed", nil
+	case op < 98:
+		if b.Paused() {
+			b.Resume(m.now)
+			return "resume", nil
+		}
+		b.Pause(m.now)
+		return "pause", nil
+	default:
+		return "query", m.checkQuery()
+	}
+	return "noop", nil
+}
+
+func ignoreKnown(err error) error {
+	if err == nil || IsUnknown(err) || IsWrongState(err) {
+		return nil
+	}
+	return err
+}
+
+// dispatch checks every assignment against the workers as they were before.
+func (m *model) dispatch() error {
+	b := m.b
+	type before struct {
+		free     int
+		draining bool
+	}
+	snap := map[id.Session]before{}
+	for s, w := range b.sessions {
+		snap[s] = before{w.free(), w.draining}
+	}
+	queued := map[JobID]bool{}
+	for i := 1; i <= b.jobs.n; i++ {
+		if b.jobs.get(JobID(i)).state == Queued {
+			queued[JobID(i)] = true
+		}
+	}
+	want := m.expectDispatch()
+	as := b.Dispatch(m.now, nil)
+	var got []string
+	for _, a := range as {
+		got = append(got, fmt.Sprintf("%d->%s", a.Job, a.Worker))
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("dispatch %v, want (LRU workers, FIFO jobs) %v", got, want)
+	}
+	if b.paused && len(as) > 0 {
+		return fmt.Errorf("dispatched %d jobs while paused", len(as))
+	}
+	for _, a := range as {
+		w := b.sessions[a.Session]
+		s, ok := snap[a.Session]
+		switch {
+		case w == nil || !ok:
+			return fmt.Errorf("job %d dispatched to dead session %d", a.Job, a.Session)
+		case s.draining:
+			return fmt.Errorf("job %d dispatched to draining worker %q", a.Job, w.id)
+		case s.free <= 0:
+			return fmt.Errorf("job %d dispatched to full worker %q", a.Job, w.id)
+		case !Match(a.Spec.Headers, w.headers):
+			return fmt.Errorf("job %d (%v) dispatched to non-matching worker %q (%v)", a.Job, a.Spec.Headers, w.id, w.headers)
+		case !queued[a.Job]:
+			return fmt.Errorf("job %d dispatched but was not queued", a.Job)
+		case a.Worker != w.id:
+			return fmt.Errorf("assignment names worker %q, session is %q", a.Worker, w.id)
+		}
+		snap[a.Session] = before{s.free - 1, s.draining}
+		delete(queued, a.Job)
+	}
+	// Nothing left that a worker with a free slot could have taken.
+	if !b.paused {
+		for _, w := range b.sessions {
+			if !w.takesJobs() || w.free() <= 0 {
+				continue
+			}
+			for jid := range queued {
+				if j := b.jobs.get(jid); Match(j.spec.Headers, w.headers) {
+					return fmt.Errorf("job %d left queued while worker %q with a free slot matches", jid, w.id)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// expectDispatch is the reference dispatch: walk the ready workers in LRU
+// order; the first one with a matching queued job gets the oldest such job
+// and moves to the back (or out, when full); repeat until nobody can take.
+func (m *model) expectDispatch() []string {
+	b := m.b
+	if b.paused {
+		return nil
+	}
+	var order []*worker
+	free := map[*worker]int{}
+	for w := b.ready.head; w != nil; w = w.next {
+		order = append(order, w)
+		free[w] = w.free()
+	}
+	var queued []*job
+	for i := 1; i <= b.jobs.n; i++ {
+		if j := b.jobs.get(JobID(i)); j.state == Queued {
+			queued = append(queued, j)
+		}
+	}
+	slices.SortFunc(queued, func(x, y *job) int { return cmp.Compare(x.seq, y.seq) })
+	var out []string
+	for progress := true; progress; {
+		progress = false
+		for i, w := range order {
+			k := slices.IndexFunc(queued, func(j *job) bool { return Match(j.spec.Headers, w.headers) })
+			if k < 0 {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%d->%s", queued[k].id, w.id))
+			queued = slices.Delete(queued, k, k+1)
+			order = slices.Delete(order, i, i+1)
+			if free[w]--; free[w] > 0 {
+				order = append(order, w)
+			}
+			progress = true
+			break
+		}
+	}
+	return out
+}
+
+// result reports a random outcome for a held job, or an orphan result.
+func (m *model) result() (string, error) {
+	b, r := m.b, m.r
+	kind := OutcomeKind(r.IntN(4))
+	o := Outcome{Kind: kind, Error: "e"}
+	if kind == Throttled && r.IntN(2) == 0 {
+		o.RetryAfter = time.Duration(r.IntN(600)) * time.Second
+	}
+	var held []*job
+	for i := 1; i <= b.jobs.n; i++ {
+		if j := b.jobs.get(JobID(i)); j.state == Dispatched {
+			held = append(held, j)
+		}
+	}
+	if len(held) > 0 && r.IntN(5) > 0 {
+		j := held[r.IntN(len(held))]
+		before := b.count[Done] + b.count[Failed]
+		if err := b.Result(m.now, j.worker.session, j.id, o); err != nil {
+			return "result", err
+		}
+		after := b.count[Done] + b.count[Failed]
+		if kind == OK || kind == External {
+			if after != before+1 {
+				return "result", fmt.Errorf("%v outcome did not finish job %d", kind, j.id)
+			}
+		}
+		if kind == Throttled && j.state != Backoff {
+			return "result", fmt.Errorf("throttled job %d is %s, want backoff", j.id, j.state)
+		}
+		return fmt.Sprintf("result %d %v", j.id, kind), nil
+	}
+	// An orphan: a random session and job that it does not hold.
+	s := id.Session(1 + r.IntN(int(m.nextSess)))
+	jid := m.randJob()
+	j := b.jobs.get(jid)
+	w := b.sessions[s]
+	if j != nil && w != nil && j.worker == w && j.state == Dispatched {
+		return "noop", nil
+	}
+	orphans := b.orphans
+	err := b.Result(m.now, s, jid, o)
+	if !IsOrphan(err) || b.orphans != orphans+1 {
+		return "orphan", fmt.Errorf("orphan result for job %d from session %d: err %v, orphans %d -> %d", jid, s, err, orphans, b.orphans)
+	}
+	return "orphan", nil
+}
+
+// checkFinished checks that every terminal outcome names a job in that
+// state, and that no job is reported done twice.
+func (m *model) checkFinished() error {
+	for _, f := range m.b.TakeFinished(nil) {
+		j := m.b.jobs.get(f.Job)
+		want := Done
+		if f.Failed {
+			want = Failed
+		}
+		if j.state != want {
+			return fmt.Errorf("finished job %d (failed=%v) is %s", f.Job, f.Failed, j.state)
+		}
+		if !f.Failed {
+			m.finished[f.Job]++
+			if m.finished[f.Job] > 1 {
+				return fmt.Errorf("job %d reported done twice", f.Job)
+			}
+		}
+	}
+	m.b.TakeEvents(nil)
+	m.b.TakeClosed(nil)
+	return nil
+}
+
+// checkQuery compares a random window with a brute-force answer.
+func (m *model) checkQuery() error {
+	b, r := m.b, m.r
+	q := admin.Query{Sort: modelSorts[r.IntN(len(modelSorts))], Desc: r.IntN(2) == 0, Offset: r.IntN(3) * r.IntN(15), Limit: 1 + r.IntN(10)}
+	var terms []string
+	if r.IntN(2) == 0 {
+		sts := []string{"queued", "dispatched", "backoff", "done", "failed"}
+		terms = append(terms, "state="+sts[r.IntN(5)])
+		if r.IntN(3) == 0 {
+			terms[0] += "," + sts[r.IntN(5)]
+		}
+	}
+	switch r.IntN(5) {
+	case 0:
+		terms = append(terms, "host="+modelHosts[r.IntN(len(modelHosts))])
+	case 1:
+		terms = append(terms, fmt.Sprintf("worker=w%d", r.IntN(6)))
+	case 2:
+		terms = append(terms, fmt.Sprintf("/%d", r.IntN(10)))
+	}
+	q.Filter = strings.Join(terms, " ")
+	retries := r.IntN(4) == 0
+	var p admin.Page
+	base := allStates
+	def := "age"
+	if retries {
+		p = b.Retries(q)
+		base = 1<<Backoff | 1<<Failed
+		def = "retry_at"
+	} else {
+		p = b.Jobs(q)
+	}
+	f := parseFilter(q.Filter)
+	mask := base & f.mask
+	var want []*job
+	for i := 1; i <= b.jobs.n; i++ {
+		j := b.jobs.get(JobID(i))
+		if !mask.has(j.state) || !f.matchText(j.spec.Key.URL) {
+			continue
+		}
+		if f.host != nil && j.spec.Host != *f.host {
+			continue
+		}
+		if f.worker != nil && (j.worker == nil || j.worker.id != *f.worker) {
+			continue
+		}
+		want = append(want, j)
+	}
+	sortName := q.Sort
+	if sortName == "" {
+		sortName = def
+	}
+	slices.SortFunc(want, func(x, y *job) int {
+		var c int
+		switch sortName {
+		case "url":
+			c = strings.Compare(x.spec.Key.URL, y.spec.Key.URL)
+		case "attempts":
+			c = cmp.Compare(x.attempts, y.attempts)
+		case "failures":
+			c = cmp.Compare(x.failures, y.failures)
+		case "retry_at":
+			c = cmp.Compare(x.retryAt, y.retryAt)
+		case "state":
+			c = cmp.Compare(x.state, y.state)
+		}
+		c = cmp.Or(c, cmp.Compare(x.id, y.id))
+		if q.Desc {
+			c = -c
+		}
+		return c
+	})
+	if p.Total != len(want) {
+		return fmt.Errorf("query %+v: total %d, want %d", q, p.Total, len(want))
+	}
+	var got, exp []uint64
+	for _, row := range p.Jobs {
+		got = append(got, row.JobID)
+	}
+	for i := q.Offset; i < min(q.Offset+q.Limit, len(want)); i++ {
+		exp = append(exp, uint64(want[i].id))
+	}
+	if !slices.Equal(got, exp) {
+		return fmt.Errorf("query %+v: rows %v, want %v", q, got, exp)
+	}
+	return nil
+}
