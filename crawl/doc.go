@@ -40,12 +40,15 @@
 // Outcome OK, Status 0, Disallowed true and Err "disallowed by robots.txt".
 // It is a fact about the page, like a 404, and not a failure to retry.
 // robots.txt itself follows RFC 9309: a 4xx answer allows everything; a 5xx
-// answer or an unreachable server disallows the whole origin for a while,
-// during which its pages come back Throttled with RetryAfter set to the rest
-// of that while (the broker backs the host off and retries); after
-// robotsGiveUp consecutive unreachable answers pages come back Internal
-// instead, so they end failed under the broker's retry budget rather than
-// keeping a crawl alive forever.
+// or 429 answer disallows the whole origin for a while (a minute, or the
+// server's Retry-After), during which its pages come back Throttled with
+// RetryAfter set to the rest of that while, so the broker backs the host
+// off and retries; after robotsGiveUp such answers in a row pages come back
+// Internal instead, so that they end failed under the broker's retry budget
+// rather than keeping a crawl alive forever. A network error fetching
+// robots.txt (connection refused, DNS, timeout) makes the page Internal, as
+// fetching the page itself would, and is not cached: the next attempt asks
+// again.
 //
 // Politeness is per Fetcher, that is per worker process: a cluster of N
 // workers may send a host N times Config.PerHost concurrent requests.

@@ -121,12 +121,12 @@ func hostPort(u *url.URL) string {
 // politeness delay; a URL robots.txt disallows is not fetched.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) Page {
 	p := Page{URL: rawURL, FetchedAt: f.clock.Now()}
-	u, err := Parse(rawURL)
+	norm, u, err := Parse(rawURL)
 	if err != nil {
 		p.Outcome, p.Err = External, err.Error()
 		return p
 	}
-	p.FinalURL = u.String()
+	p.FinalURL = norm
 
 	rb, blocked := f.robotsFor(ctx, u)
 	if blocked != nil {
@@ -147,25 +147,25 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) Page {
 	defer release()
 
 	p.FetchedAt = f.clock.Now()
-	f.get(ctx, u, &p)
+	f.get(ctx, norm, u, &p)
 	p.FetchDuration = f.clock.Now().Sub(p.FetchedAt)
 	return p
 }
 
 // get performs the request for p and fills in the answer.
-func (f *Fetcher) get(ctx context.Context, u *url.URL, p *Page) {
+func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, norm, nil)
 	if err != nil {
-		p.Outcome, p.Err = External, fmt.Sprintf("building request for %s: %v", u, err)
+		p.Outcome, p.Err = External, fmt.Sprintf("building request for %s: %v", norm, err)
 		return
 	}
 	req.Header.Set("User-Agent", f.agent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
 	resp, err := f.pages.Do(req)
 	if err != nil {
-		p.Outcome, p.Err = Internal, describeFetchError(err, f.cfg.Timeout)
+		p.Outcome, p.Err = Internal, describeFetchError(ctx, err, f.cfg.Timeout)
 		return
 	}
 	defer resp.Body.Close()
@@ -187,9 +187,11 @@ func (f *Fetcher) get(ctx context.Context, u *url.URL, p *Page) {
 	p.Outcome = OK
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		if loc := resp.Header.Get("Location"); loc != "" {
-			if t, err := u.Parse(cleanHref(loc)); err == nil && normalize(t) == nil {
-				p.FinalURL = t.String()
-				p.Links = []string{p.FinalURL}
+			if t, err := u.Parse(cleanHref(loc)); err == nil {
+				if s, err := Normalize(t.String()); err == nil {
+					p.FinalURL = s
+					p.Links = []string{s}
+				}
 			}
 		}
 	}
@@ -202,13 +204,13 @@ func (f *Fetcher) get(ctx context.Context, u *url.URL, p *Page) {
 		}
 		doc, err := ExtractLinks(u, r)
 		if err != nil {
-			p.Outcome, p.Err = Internal, describeFetchError(err, f.cfg.Timeout)
+			p.Outcome, p.Err = Internal, describeFetchError(ctx, err, f.cfg.Timeout)
 			return
 		}
 		p.Title, p.Links = doc.Title, doc.Links
 	}
 	if _, err := io.Copy(io.Discard, body); err != nil {
-		p.Outcome, p.Err, p.Links = Internal, "reading body: "+describeFetchError(err, f.cfg.Timeout), nil
+		p.Outcome, p.Err, p.Links = Internal, "reading body: "+describeFetchError(ctx, err, f.cfg.Timeout), nil
 		return
 	}
 	p.Bytes = body.n
@@ -230,13 +232,16 @@ func isHTML(contentType string) bool {
 // can be reused for small error pages.
 func drain(r io.Reader) { _, _ = io.CopyN(io.Discard, r, 4<<10) }
 
-// describeFetchError says what kind of failure err is, for Page.Err.
-func describeFetchError(err error, timeout time.Duration) string {
+// describeFetchError says what kind of failure err is, for Page.Err. A
+// connection closed because ctx ended is reported as that ending (timeout
+// or cancellation), not as the closed connection.
+func describeFetchError(ctx context.Context, err error, timeout time.Duration) string {
 	var ne net.Error
 	switch {
-	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) ||
+		(errors.As(err, &ne) && ne.Timeout()):
 		return fmt.Sprintf("timeout (limit %s): %v", timeout, err)
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled):
 		return fmt.Sprintf("canceled: %v", err)
 	}
 	return err.Error()

@@ -17,8 +17,8 @@ type Document struct {
 	Title string
 	// Links are the targets of a[href], link[href] and area[href]:
 	// resolved against the page URL or its <base href>, normalised (see
-	// Parse), without fragments, http(s) only, each once, in document
-	// order.
+	// Normalize, so without fragments), http(s) only, each once, in
+	// document order.
 	Links []string
 }
 
@@ -102,11 +102,10 @@ func resolveLinks(pageURL, base *url.URL, hrefs []string) []string {
 		if err != nil {
 			continue
 		}
-		u := base.ResolveReference(ref)
-		if normalize(u) != nil {
+		s, err := Normalize(base.ResolveReference(ref).String())
+		if err != nil {
 			continue
 		}
-		s := u.String()
 		if _, dup := seen[s]; dup {
 			continue
 		}

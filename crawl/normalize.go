@@ -1,74 +1,34 @@
 package crawl
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+
+	"drover/coord/id"
 )
 
-// ErrNotHTTP is wrapped by Normalize and Parse for a URL that is not an
-// absolute http or https URL with a host.
-var ErrNotHTTP = errors.New("not an absolute http(s) URL")
-
-// Parse parses an absolute http or https URL and normalises it in place:
-// scheme and host lower-case, the scheme's default port dropped, an empty
-// path made "/", dot segments resolved, and the fragment dropped. Two
-// spellings of one page ("HTTP://Example.COM:80/a/./b#x" and
-// "http://example.com/a/b") give the same URL.
-func Parse(raw string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
-		return nil, fmt.Errorf("url %q: %w", raw, err)
-	}
-	if err := normalize(u); err != nil {
-		return nil, fmt.Errorf("url %q: %w", raw, err)
-	}
-	return u, nil
-}
-
-// Normalize returns the normal form of an absolute http(s) URL (see Parse).
+// Normalize returns the normal form of an absolute http(s) URL, the form
+// the coordinator keys work by (it is id.Normalize): scheme and host
+// lower-case, the default port dropped, an empty path made "/", dot
+// segments resolved, percent-encoding normalised and the fragment dropped,
+// so "HTTP://Example.COM:80/a/./b#x" and "http://example.com/a/b" are one
+// URL. Surrounding white space is ignored. A URL it refuses gives an
+// *id.URLError saying what was wrong.
 func Normalize(raw string) (string, error) {
-	u, err := Parse(raw)
-	if err != nil {
-		return "", err
-	}
-	return u.String(), nil
+	return id.Normalize(strings.TrimSpace(raw))
 }
 
-// normalize brings a parsed URL to normal form, or says why it cannot.
-func normalize(u *url.URL) error {
-	u.Scheme = strings.ToLower(u.Scheme)
-	if u.Scheme != "http" && u.Scheme != "https" {
-		if u.Scheme == "" {
-			return fmt.Errorf("%w: no scheme, want http or https", ErrNotHTTP)
-		}
-		return fmt.Errorf("%w: scheme %q, want http or https", ErrNotHTTP, u.Scheme)
+// Parse normalises raw (see Normalize) and returns both the normal form
+// and its parsed URL.
+func Parse(raw string) (string, *url.URL, error) {
+	s, err := Normalize(raw)
+	if err != nil {
+		return "", nil, err
 	}
-	if u.Opaque != "" {
-		return fmt.Errorf("%w: opaque %s: URL, want %s://host/path", ErrNotHTTP, u.Scheme, u.Scheme)
+	u, err := url.Parse(s)
+	if err != nil { // id.Normalize's output is a valid URI; this is a bug guard, not a panic
+		return "", nil, fmt.Errorf("url %q: normal form %q does not parse: %w", raw, s, err)
 	}
-	host := strings.ToLower(u.Hostname())
-	if host == "" {
-		return fmt.Errorf("%w: no host", ErrNotHTTP)
-	}
-	port := u.Port()
-	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
-		port = ""
-	}
-	if strings.Contains(host, ":") { // IPv6 literal
-		host = "[" + host + "]"
-	}
-	if port != "" {
-		host += ":" + port
-	}
-	u.Host = host
-	u.Fragment, u.RawFragment = "", ""
-	// Resolving an absolute URL (against itself) removes its "." and ".."
-	// segments (RFC 3986 section 5.2.4) and keeps the path's escaping.
-	*u = *u.ResolveReference(u)
-	if u.Path == "" {
-		u.Path, u.RawPath = "/", ""
-	}
-	return nil
+	return s, u, nil
 }

@@ -3,6 +3,8 @@ package crawl
 import (
 	"errors"
 	"testing"
+
+	"drover/coord/id"
 )
 
 func TestNormalize(t *testing.T) {
@@ -17,7 +19,7 @@ func TestNormalize(t *testing.T) {
 		{in: "http://example.com:8080/x?q=1#f", want: "http://example.com:8080/x?q=1"},
 		{in: "http://example.com/a/b/../../../c", want: "http://example.com/c"},
 		{in: "http://example.com/dir/.", want: "http://example.com/dir/"},
-		{in: "http://example.com/%7Efred/a%2Fb", want: "http://example.com/%7Efred/a%2Fb"},
+		{in: "http://example.com/%7Efred/a%2Fb", want: "http://example.com/~fred/a%2Fb"},
 		{in: "http://[::1]:80/", want: "http://[::1]/"},
 		{in: "http://[::1]:8080/x", want: "http://[::1]:8080/x"},
 		{in: "  http://example.com/ ", want: "http://example.com/"},
@@ -54,9 +56,23 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
-func TestNormalizeNotHTTPWrapsSentinel(t *testing.T) {
+func TestNormalizeErrorType(t *testing.T) {
 	_, err := Normalize("gopher://example.com/")
-	if !errors.Is(err, ErrNotHTTP) {
-		t.Errorf("error %v does not wrap ErrNotHTTP", err)
+	var ue *id.URLError
+	if !errors.As(err, &ue) {
+		t.Errorf("error %v is not an *id.URLError", err)
+	}
+	if _, _, err := Parse("gopher://example.com/"); !errors.As(err, &ue) {
+		t.Errorf("Parse error %v is not an *id.URLError", err)
+	}
+}
+
+func TestParseAgreesWithNormalize(t *testing.T) {
+	s, u, err := Parse("HTTP://Example.COM:80/a b/./c?q=%7e#f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.String() != s || u.Host != "example.com" || u.Fragment != "" {
+		t.Errorf("Parse = %q, %#v", s, u)
 	}
 }

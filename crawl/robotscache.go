@@ -11,9 +11,9 @@ import (
 )
 
 const (
-	// robotsRetry is how long an origin whose robots.txt was unreachable
-	// (5xx, 429, connection error) stays disallowed before it is fetched
-	// again, unless the server's Retry-After says longer.
+	// robotsRetry is how long an origin whose robots.txt the server
+	// refused (5xx, 429) stays disallowed before it is fetched again,
+	// unless the server's Retry-After says longer.
 	robotsRetry = time.Minute
 	// robotsGiveUp is how many consecutive unreachable robots.txt
 	// answers make an origin's pages Internal failures instead of
@@ -30,6 +30,7 @@ type robotsEntry struct {
 	expires     time.Time // refetch after this
 	failures    int       // consecutive unreachable answers
 	unreachable string    // why, while rules is nil
+	netErr      bool      // unreachable for a network error: not cached
 }
 
 // robotsFor returns the robots rules for u's origin, fetching robots.txt
@@ -56,9 +57,11 @@ func (f *Fetcher) robotsFor(ctx context.Context, u *url.URL) (*Robots, *Page) {
 			return prev, nil
 		}
 		next := f.fetchRobots(ctx, origin, prev)
-		f.mu.Lock()
-		f.robots[origin] = next
-		f.mu.Unlock()
+		if !next.netErr {
+			f.mu.Lock()
+			f.robots[origin] = next
+			f.mu.Unlock()
+		}
 		return next, nil
 	})
 	select {
@@ -75,9 +78,15 @@ func (f *Fetcher) robotsFor(ctx context.Context, u *url.URL) (*Robots, *Page) {
 }
 
 // unreachablePage is Fetch's answer while an origin's robots.txt is
-// unreachable: Throttled until robotsGiveUp failures, Internal after.
+// unreachable: for a network error Internal (the page would fail the same
+// way); for a server's refusal Throttled until robotsGiveUp failures in a
+// row, Internal after.
 func (f *Fetcher) unreachablePage(e *robotsEntry, now time.Time) *Page {
 	p := &Page{Err: "robots.txt unreachable, origin disallowed for now: " + e.unreachable}
+	if e.netErr {
+		p.Outcome, p.Err = Internal, "robots.txt unreachable: "+e.unreachable
+		return p
+	}
 	if e.failures >= robotsGiveUp {
 		p.Outcome = Internal
 		p.Err = fmt.Sprintf("robots.txt unreachable %d times in a row: %s", e.failures, e.unreachable)
@@ -89,8 +98,9 @@ func (f *Fetcher) unreachablePage(e *robotsEntry, now time.Time) *Page {
 }
 
 // fetchRobots fetches and interprets origin's robots.txt (RFC 9309
-// section 2.3.1): 2xx is parsed; 4xx other than 429 means no rules;
-// 429, 5xx, too many redirects and network errors make it unreachable.
+// section 2.3.1): 2xx is parsed; 4xx other than 429, and more than five
+// redirects, mean no rules; 429 and 5xx make it unreachable for a while;
+// a network error makes it unreachable for this fetch only (netErr).
 // The fetch is not cancelled with the ctx of the Fetch that started it,
 // since other fetches may be waiting for it, but it has the fetch timeout.
 func (f *Fetcher) fetchRobots(ctx context.Context, origin string, prev *robotsEntry) *robotsEntry {
@@ -121,7 +131,9 @@ func (f *Fetcher) fetchRobots(ctx context.Context, origin string, prev *robotsEn
 		if errors.Is(err, errTooManyRedirects) {
 			return allowAll() // RFC 9309 2.3.1.2: MAY be treated as unavailable
 		}
-		return unreachable(describeFetchError(err, f.cfg.Timeout), 0)
+		e := unreachable(describeFetchError(ctx, err, f.cfg.Timeout), 0)
+		e.netErr = true
+		return e
 	}
 	defer resp.Body.Close()
 	switch code := resp.StatusCode; {
@@ -140,7 +152,9 @@ func (f *Fetcher) fetchRobots(ctx context.Context, origin string, prev *robotsEn
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, robotsMaxBytes))
 	if err != nil {
-		return unreachable("reading robots.txt: "+describeFetchError(err, f.cfg.Timeout), 0)
+		e := unreachable("reading robots.txt: "+describeFetchError(ctx, err, f.cfg.Timeout), 0)
+		e.netErr = true
+		return e
 	}
 	return &robotsEntry{rules: ParseRobots(body, f.token), expires: f.clock.Now().Add(f.cfg.RobotsTTL)}
 }

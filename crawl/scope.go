@@ -55,22 +55,22 @@ func (s *Scope) Set(v string) error {
 func (s *Scope) Type() string { return "scope" }
 
 // Allows reports whether candidate belongs to a crawl seeded at seed. Both
-// are normalised first (see Parse); a URL that is not http(s) is never
+// are normalised first (see Normalize); a URL that is not http(s) is never
 // allowed. An unknown scope is treated as ScopeHost, the narrowest.
 func (s Scope) Allows(seed, candidate string) bool {
-	su, err := Parse(seed)
+	ss, su, err := Parse(seed)
 	if err != nil {
 		return false
 	}
-	cu, err := Parse(candidate)
+	cs, cu, err := Parse(candidate)
 	if err != nil {
 		return false
 	}
-	return s.allows(su, cu)
+	return s.allows(ss, su, cs, cu)
 }
 
-// allows is Allows on URLs already in normal form.
-func (s Scope) allows(seed, cand *url.URL) bool {
+// allows is Allows on URLs in normal form, as strings and parsed.
+func (s Scope) allows(seedStr string, seed *url.URL, candStr string, cand *url.URL) bool {
 	switch s {
 	case ScopeDomain:
 		base := strings.TrimPrefix(seed.Hostname(), "www.")
@@ -78,13 +78,14 @@ func (s Scope) allows(seed, cand *url.URL) bool {
 		return h == base || h == seed.Hostname() ||
 			(isDomainName(base) && strings.HasSuffix(h, "."+base))
 	case ScopePrefix:
-		dir := *seed
-		dir.RawQuery, dir.ForceQuery = "", false
-		p := dir.EscapedPath()
-		p = p[:strings.LastIndexByte(p, '/')+1]
-		dir.Path, dir.RawPath = "", ""
-		prefix := dir.String() + p
-		return strings.HasPrefix(cand.String(), prefix)
+		// The seed's directory: its normal form up to the last "/" before
+		// any query ("http://h/docs/" for "http://h/docs/a?x=/").
+		dir := seedStr
+		if q := strings.IndexByte(dir, '?'); q >= 0 {
+			dir = dir[:q]
+		}
+		dir = dir[:strings.LastIndexByte(dir, '/')+1]
+		return strings.HasPrefix(candStr, dir)
 	default:
 		return cand.Host == seed.Host
 	}

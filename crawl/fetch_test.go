@@ -1,0 +1,275 @@
+package crawl
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testConfig is DefaultConfig without a politeness delay.
+func testConfig() Config {
+	c := DefaultConfig("test")
+	c.MinDelay = 0
+	return c
+}
+
+// newFetcher builds a Fetcher for a test and closes it at the end.
+func newFetcher(t *testing.T, cfg Config, opts ...Option) *Fetcher {
+	t.Helper()
+	f, err := New(cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
+// newServer serves h on 127.0.0.1 for the test.
+func newServer(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestFetchOutcomes(t *testing.T) {
+	clock := newFakeClock()
+	var agents sync.Map
+	mux := http.NewServeMux()
+	html := func(status int, body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			agents.Store(r.UserAgent(), true)
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(status)
+			fmt.Fprint(w, body)
+		}
+	}
+	mux.HandleFunc("/ok.html", html(200, `<title>Hi</title><a href="/a">a</a><a href="b#x">b</a><a href="mailto:x@y">m</a>`))
+	mux.HandleFunc("/missing", html(404, `<title>Not here</title><a href="/nav">nav</a>`))
+	mux.HandleFunc("/teapot", html(418, `short and stout`))
+	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ok.html#top", http.StatusMovedPermanently)
+	})
+	mux.HandleFunc("/moved-away", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "HTTP://Other.TEST:80/x/../y")
+		w.WriteHeader(http.StatusFound)
+	})
+	mux.HandleFunc("/not-modified", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotModified)
+	})
+	mux.HandleFunc("/busy", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "7")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	mux.HandleFunc("/busy-no-advice", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	mux.HandleFunc("/unavailable", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", clock.Now().Add(90*time.Second).UTC().Format(http.TimeFormat))
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	mux.HandleFunc("/error", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "boom", http.StatusInternalServerError)
+	})
+	mux.HandleFunc("/bad-gateway", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+	})
+	mux.HandleFunc("/data.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"html": "<a href=\"/x\">x</a>"}`)
+	})
+	mux.HandleFunc("/no-type", func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = nil // stop net/http from sniffing one
+		fmt.Fprint(w, `<html><a href="/sniffed">x</a></html>`)
+	})
+	mux.HandleFunc("/big.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<a href="/early">e</a>`)
+		fmt.Fprint(w, strings.Repeat("<p>filler</p>", 200))
+		fmt.Fprint(w, `<a href="/late">l</a>`)
+	})
+	mux.HandleFunc("/latin1.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=iso-8859-1")
+		w.Write([]byte("<title>caf\xe9</title>"))
+	})
+	mux.HandleFunc("/meta-charset.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<meta charset=\"windows-1252\"><title>na\xefve</title>"))
+	})
+	srv := newServer(t, mux)
+
+	cfg := testConfig()
+	cfg.MaxBodyBytes = 1024
+	f := newFetcher(t, cfg, WithClock(clock))
+	u := srv.URL
+	tests := []struct {
+		path      string
+		outcome   Outcome
+		status    int
+		finalURL  string
+		title     string
+		links     []string
+		retry     time.Duration
+		truncated bool
+		errHas    string
+	}{
+		{path: "/ok.html", outcome: OK, status: 200, title: "Hi", links: []string{u + "/a", u + "/b"}},
+		{path: "/missing", outcome: OK, status: 404},
+		{path: "/teapot", outcome: OK, status: 418},
+		{path: "/moved", outcome: OK, status: 301, finalURL: u + "/ok.html", links: []string{u + "/ok.html"}},
+		{path: "/moved-away", outcome: OK, status: 302, finalURL: "http://other.test/y", links: []string{"http://other.test/y"}},
+		{path: "/not-modified", outcome: OK, status: 304},
+		{path: "/busy", outcome: Throttled, status: 429, retry: 7 * time.Second, errHas: "429"},
+		{path: "/busy-no-advice", outcome: Throttled, status: 429},
+		{path: "/unavailable", outcome: Throttled, status: 503, retry: 90 * time.Second},
+		{path: "/error", outcome: Internal, status: 500, errHas: "500"},
+		{path: "/bad-gateway", outcome: Internal, status: 502, errHas: "502"},
+		{path: "/data.json", outcome: OK, status: 200},
+		{path: "/no-type", outcome: OK, status: 200},
+		{path: "/big.html", outcome: OK, status: 200, links: []string{u + "/early"}, truncated: true},
+		{path: "/latin1.html", outcome: OK, status: 200, title: "café"},
+		{path: "/meta-charset.html", outcome: OK, status: 200, title: "naïve"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			p := f.Fetch(context.Background(), u+tt.path+"#frag")
+			if p.Outcome != tt.outcome || p.Status != tt.status {
+				t.Fatalf("got %s %d (%s), want %s %d", p.Outcome, p.Status, p.Err, tt.outcome, tt.status)
+			}
+			want := tt.finalURL
+			if want == "" {
+				want = u + tt.path
+			}
+			if p.FinalURL != want {
+				t.Errorf("FinalURL = %q, want %q", p.FinalURL, want)
+			}
+			if p.URL != u+tt.path+"#frag" {
+				t.Errorf("URL = %q, want it as given", p.URL)
+			}
+			if p.Title != tt.title {
+				t.Errorf("Title = %q, want %q", p.Title, tt.title)
+			}
+			if len(p.Links) != 0 || len(tt.links) != 0 {
+				if !slices.Equal(p.Links, tt.links) {
+					t.Errorf("Links = %q, want %q", p.Links, tt.links)
+				}
+			}
+			if p.RetryAfter != tt.retry {
+				t.Errorf("RetryAfter = %v, want %v", p.RetryAfter, tt.retry)
+			}
+			if p.Truncated != tt.truncated {
+				t.Errorf("Truncated = %v, want %v", p.Truncated, tt.truncated)
+			}
+			if tt.truncated && p.Bytes != cfg.MaxBodyBytes {
+				t.Errorf("Bytes = %d, want the limit %d", p.Bytes, cfg.MaxBodyBytes)
+			}
+			if !strings.Contains(p.Err, tt.errHas) || (tt.outcome == OK && p.Err != "") {
+				t.Errorf("Err = %q, want it to mention %q", p.Err, tt.errHas)
+			}
+			if p.Disallowed {
+				t.Error("Disallowed set without robots.txt")
+			}
+		})
+	}
+	if _, ok := agents.Load(cfg.Agent()); !ok {
+		t.Errorf("the server never saw User-Agent %q", cfg.Agent())
+	}
+	if p := f.Fetch(context.Background(), u+"/data.json"); p.Bytes != int64(len(`{"html": "<a href=\"/x\">x</a>"}`)) {
+		t.Errorf("Bytes of a non-HTML body = %d", p.Bytes)
+	}
+}
+
+func TestFetchBadURLIsExternal(t *testing.T) {
+	f := newFetcher(t, testConfig())
+	for _, raw := range []string{"mailto:a@b.c", "http://exa mple.com/", "/relative", "", "http://h:99999/"} {
+		p := f.Fetch(context.Background(), raw)
+		if p.Outcome != External || p.Err == "" || p.Status != 0 {
+			t.Errorf("Fetch(%q) = %s %d %q, want external with an error", raw, p.Outcome, p.Status, p.Err)
+		}
+	}
+}
+
+func TestFetchConnectionRefusedIsInternal(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	f := newFetcher(t, testConfig())
+	p := f.Fetch(context.Background(), "http://"+addr+"/")
+	if p.Outcome != Internal || p.Status != 0 || p.Err == "" {
+		t.Errorf("got %s %d %q, want internal", p.Outcome, p.Status, p.Err)
+	}
+}
+
+func TestFetchTimeoutIsInternal(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // until the client gives up
+	})
+	mux.HandleFunc("/trickle", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<title>slow</title>")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	srv := newServer(t, mux)
+	cfg := testConfig()
+	cfg.Timeout = 150 * time.Millisecond
+	f := newFetcher(t, cfg)
+	for _, path := range []string{"/hang", "/trickle"} {
+		p := f.Fetch(context.Background(), srv.URL+path)
+		if p.Outcome != Internal || !strings.Contains(p.Err, "timeout") {
+			t.Errorf("%s: got %s %d %q, want an internal timeout", path, p.Outcome, p.Status, p.Err)
+		}
+	}
+}
+
+func TestFetchResolvePinsHost(t *testing.T) {
+	var host string
+	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/page" {
+			host = r.Host
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<a href="/next">n</a>`)
+	}))
+	cfg := testConfig()
+	cfg.Resolve = map[string]string{"demo.test:80": srv.Listener.Addr().String()}
+	f := newFetcher(t, cfg)
+	p := f.Fetch(context.Background(), "http://DEMO.test:80/page")
+	if p.Outcome != OK || p.Status != 200 {
+		t.Fatalf("got %v", p)
+	}
+	if host != "demo.test" {
+		t.Errorf("server saw Host %q, want demo.test", host)
+	}
+	if !slices.Equal(p.Links, []string{"http://demo.test/next"}) {
+		t.Errorf("Links = %q", p.Links)
+	}
+}
+
+func TestPageRecord(t *testing.T) {
+	at := time.Date(2026, 11, 29, 13, 0, 0, 0, time.FixedZone("x", 3600))
+	p := Page{URL: "http://h/", FinalURL: "http://h/", Status: 200, ContentType: "text/html",
+		Title: "T", Links: []string{"a", "b"}, Bytes: 10, FetchedAt: at,
+		FetchDuration: 1500 * time.Microsecond, Outcome: OK}
+	r := p.Record(3, "w1", 2)
+	want := Record{URL: "http://h/", FinalURL: "http://h/", Status: 200, ContentType: "text/html",
+		Title: "T", Depth: 3, LinksOut: 2, Bytes: 10, FetchMS: 1.5, Worker: "w1", Attempt: 2,
+		FetchedAt: at.UTC(), Outcome: OK}
+	if r != want {
+		t.Errorf("Record = %+v\nwant     %+v", r, want)
+	}
+	if s := (Page{Outcome: Internal, Status: 500, URL: "u", Err: "e"}).String(); s != "internal 500 u: e" {
+		t.Errorf("String() = %q", s)
+	}
+}
