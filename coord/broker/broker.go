@@ -137,6 +137,11 @@ type Config struct {
 	LostWorkers int
 	// HistoryLimit is how many attempts each job remembers for Job. Default 8.
 	HistoryLimit int
+	// DoneRetention is how many done jobs keep their records for the console
+	// (Jobs, Job); older ones are forgotten, oldest first, and stay counted
+	// in Totals.Done. The done set itself lives in the ledger. Default
+	// 100000; negative keeps every record.
+	DoneRetention int
 }
 
 // The defaults of Config.
@@ -147,6 +152,7 @@ const (
 	DefaultJitter             = 0.2
 	DefaultLostWorkers        = 256
 	DefaultHistoryLimit       = 8
+	DefaultDoneRetention      = 100_000
 )
 
 // validate fills defaults and checks every field, naming the bad one.
@@ -199,6 +205,9 @@ func (c *Config) validate() error {
 	} else if c.HistoryLimit < 0 {
 		errs = append(errs, fmt.Errorf("broker config HistoryLimit %d: want >= 1 (or 0 for the default %d)", c.HistoryLimit, DefaultHistoryLimit))
 	}
+	if c.DoneRetention == 0 {
+		c.DoneRetention = DefaultDoneRetention
+	}
 	return errors.Join(errs...)
 }
 
@@ -239,15 +248,17 @@ type Broker struct {
 	cfg    Config
 	paused bool
 
-	jobs  jobStore
-	count [nStates]int
-	age   ageIndex           // every job by ID, with per-state counts
-	trees [nSorts]*orderTree // lazily built sort indexes (nil until first used)
-	hosts map[string]*host   // every host a job named
-	fails jobList            // failed jobs, oldest failure first
-	heap  hostHeap           // hosts with a pending timer (wake-up or forgiveness)
-	thr   map[*host]struct{} // hosts with a back-off level > 0 (HostRows)
-	unrt  int                // queued jobs in classes no capable worker matches
+	jobs   jobStore
+	count  [nStates]int
+	age    ageIndex           // every job by ID, with per-state counts
+	trees  [nSorts]*orderTree // lazily built sort indexes (nil until first used)
+	hosts  map[string]*host   // every host a job named
+	fails  jobList            // failed jobs, oldest failure first
+	dones  jobList            // done jobs whose records are kept, oldest first
+	forgot int                // done jobs whose records were forgotten
+	heap   hostHeap           // hosts with a pending timer (wake-up or forgiveness)
+	thr    map[*host]struct{} // hosts with a back-off level > 0 (HostRows)
+	unrt   int                // queued jobs in classes no capable worker matches
 
 	classes  map[string]*class // by canonical header key
 	classAll []*class          // in creation order
@@ -321,7 +332,7 @@ func (b *Broker) Submit(now time.Time, spec Spec) JobID {
 			tr.insert(j)
 		}
 	}
-	b.emit(admin.Event{At: now, Kind: "job.submitted", JobID: uint64(j.id), Key: spec.FP.String(), URL: spec.Key.URL})
+	b.emit(admin.Event{At: now, Kind: "job.submitted", JobID: uint64(j.id), URL: spec.Key.URL})
 	b.place(j, t, now)
 	return j.id
 }
@@ -366,8 +377,9 @@ func (b *Broker) TakeFinished(dst []Finished) []Finished {
 }
 
 // TakeEvents appends every state change since the last call to dst and
-// forgets them. Seq is left 0: the coordinator numbers events. Key is set on
-// job.submitted and on terminal events only (it costs an allocation).
+// forgets them. Seq is left 0: the coordinator numbers events. Key (the
+// fingerprint in hex) is set on job.done, job.failed and operator requeues
+// only: it costs an allocation, and JobID names the job everywhere else.
 func (b *Broker) TakeEvents(dst []admin.Event) []admin.Event {
 	dst = append(dst, b.events...)
 	clear(b.events)

@@ -150,10 +150,12 @@ func (b *Broker) Result(now time.Time, s id.Session, jid JobID, o Outcome) error
 	}
 	switch o.Kind {
 	case OK:
+		defer b.retain()
 		w.done++
 		b.completions++
 		j.spec.Payload = nil // no longer needed: a done job cannot be requeued
 		b.setState(j, Done, t)
+		b.dones.push(j)
 		b.finished = append(b.finished, Finished{Job: j.id, Key: j.spec.Key, FP: j.spec.FP, Output: o.Output})
 		b.emit(admin.Event{At: now, Kind: "job.done", JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Worker: w.id})
 	case Internal:

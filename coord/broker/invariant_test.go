@@ -78,7 +78,7 @@ func checkInvariants(b *Broker) error {
 		for st := Queued; st < nStates; st++ {
 			c := 0
 			for _, id := range h.ids {
-				if b.jobs.get(id).state == st {
+				if j := b.jobs.get(id); j != nil && j.state == st {
 					c++
 				}
 			}
@@ -86,6 +86,17 @@ func checkInvariants(b *Broker) error {
 				return fmt.Errorf("host %q index counts %d %s, want %d", h.name, got, st, c)
 			}
 		}
+	}
+	for j := b.dones.head; j != nil; j = j.next {
+		if err := mark(j, "done"); err != nil {
+			return err
+		}
+		if j.state != Done {
+			return fmt.Errorf("job %d on the done list but %s", j.id, j.state)
+		}
+	}
+	if b.cfg.DoneRetention >= 0 && b.dones.n > b.cfg.DoneRetention {
+		return fmt.Errorf("%d done records kept, retention %d", b.dones.n, b.cfg.DoneRetention)
 	}
 	for j := b.fails.head; j != nil; j = j.next {
 		if err := mark(j, "failed"); err != nil {
@@ -97,6 +108,15 @@ func checkInvariants(b *Broker) error {
 	}
 	for i := 1; i <= b.jobs.n; i++ {
 		j := b.jobs.get(JobID(i))
+		if j == nil {
+			if b.age.states[i-1] != 0 {
+				return fmt.Errorf("forgotten job %d still in the age index as %s", i, b.age.states[i-1])
+			}
+			continue
+		}
+		if j.id != JobID(i) {
+			return fmt.Errorf("job record %d has id %d", i, j.id)
+		}
 		if j.state < Queued || j.state >= nStates {
 			return fmt.Errorf("job %d in no state (%d)", j.id, j.state)
 		}
@@ -106,7 +126,7 @@ func checkInvariants(b *Broker) error {
 		}
 		_, listed := inList[j]
 		switch j.state {
-		case Queued, Backoff, Failed:
+		case Queued, Backoff, Failed, Done:
 			if !listed {
 				return fmt.Errorf("job %d is %s but in no list", j.id, j.state)
 			}
@@ -128,16 +148,21 @@ func checkInvariants(b *Broker) error {
 		}
 	}
 	sum := 0
+	per[Done] += b.forgot
 	for st := Queued; st < nStates; st++ {
+		kept := per[st]
+		if st == Done {
+			kept -= b.forgot
+		}
 		if per[st] != b.count[st] {
 			return fmt.Errorf("%s count %d, counted %d", st, b.count[st], per[st])
 		}
-		if got := b.age.idx.total(1 << st); got != per[st] {
-			return fmt.Errorf("age index counts %d %s, want %d", got, st, per[st])
+		if got := b.age.idx.total(1 << st); got != kept {
+			return fmt.Errorf("age index counts %d %s, want %d", got, st, kept)
 		}
 		for k, t := range b.trees {
-			if t != nil && t.total(1<<st) != per[st] {
-				return fmt.Errorf("%s index counts %d %s, want %d", sortNames[k], t.total(1<<st), st, per[st])
+			if t != nil && t.total(1<<st) != kept {
+				return fmt.Errorf("%s index counts %d %s, want %d", sortNames[k], t.total(1<<st), st, kept)
 			}
 		}
 		sum += per[st]
@@ -151,8 +176,8 @@ func checkInvariants(b *Broker) error {
 		}
 		var all []*job
 		walkTree(t.root, &all)
-		if len(all) != b.jobs.n {
-			return fmt.Errorf("%s index holds %d jobs, want %d", sortNames[k], len(all), b.jobs.n)
+		if len(all) != b.jobs.n-b.forgot {
+			return fmt.Errorf("%s index holds %d jobs, want %d", sortNames[k], len(all), b.jobs.n-b.forgot)
 		}
 		if !slices.IsSortedFunc(all, t.cmp) {
 			return fmt.Errorf("%s index out of order", sortNames[k])

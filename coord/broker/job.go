@@ -31,7 +31,8 @@ type job struct {
 	seq                                 uint64 // FIFO order across class queues
 	created, updated, queuedAt, retryAt int64  // Unix ns
 	lastError                           string
-	history                             []attempt
+	history                             []attempt // newest last; starts in hist0
+	hist0                               [1]attempt
 }
 
 // attempt is one dispatch of a job, compactly.
@@ -44,6 +45,9 @@ type attempt struct {
 
 // addAttempt records a dispatch, keeping at most limit attempts.
 func (j *job) addAttempt(w string, t int64, limit int) {
+	if j.history == nil {
+		j.history = j.hist0[:0]
+	}
 	if len(j.history) >= limit {
 		copy(j.history, j.history[1:])
 		j.history = j.history[:len(j.history)-1]
@@ -74,8 +78,11 @@ const chunkBits = 10
 const chunkSize = 1 << chunkBits
 
 // jobStore holds every job by ID (IDs 1..n) in chunks of chunkSize records.
+// A forgotten job's record is zeroed (id 0); a chunk whose jobs are all
+// forgotten is released.
 type jobStore struct {
 	chunks []*[chunkSize]job
+	alive  []int32 // records not forgotten, per chunk
 	n      int
 }
 
@@ -83,18 +90,37 @@ func (s *jobStore) alloc() *job {
 	i := s.n
 	if i>>chunkBits == len(s.chunks) {
 		s.chunks = append(s.chunks, new([chunkSize]job))
+		s.alive = append(s.alive, 0)
 	}
 	s.n++
+	s.alive[i>>chunkBits]++
 	return &s.chunks[i>>chunkBits][i&(chunkSize-1)]
 }
 
-// get returns the job with the given ID, nil when there is none.
+// get returns the job with the given ID, nil when there is none (or it was
+// forgotten).
 func (s *jobStore) get(j JobID) *job {
 	if j == 0 || j > JobID(s.n) {
 		return nil
 	}
 	i := int(j - 1)
-	return &s.chunks[i>>chunkBits][i&(chunkSize-1)]
+	c := s.chunks[i>>chunkBits]
+	if c == nil || c[i&(chunkSize-1)].id == 0 {
+		return nil
+	}
+	return &c[i&(chunkSize-1)]
+}
+
+// forget zeroes a job's record and releases its chunk when it was the last
+// one alive in a full chunk.
+func (s *jobStore) forget(j *job) {
+	i := int(j.id - 1)
+	*j = job{}
+	c := i >> chunkBits
+	s.alive[c]--
+	if s.alive[c] == 0 && (c+1)<<chunkBits <= s.n {
+		s.chunks[c] = nil
+	}
 }
 
 // jobList is an intrusive FIFO through job.prev/next.

@@ -69,6 +69,7 @@ func runModel(seed uint64, steps int) error {
 		BackoffForgive:     3 * time.Minute,
 		Rand:               rand.New(rand.NewPCG(seed, 7)),
 		LostWorkers:        1 + r.IntN(3),
+		DoneRetention:      []int{-1, 1, 5}[r.IntN(3)],
 	}
 	if r.IntN(2) == 0 {
 		cfg.UnroutableTimeout = 2 * time.Minute
@@ -224,7 +225,7 @@ func (m *model) dispatch() error {
 	}
 	queued := map[JobID]bool{}
 	for i := 1; i <= b.jobs.n; i++ {
-		if b.jobs.get(JobID(i)).state == Queued {
+		if j := b.jobs.get(JobID(i)); j != nil && j.state == Queued {
 			queued[JobID(i)] = true
 		}
 	}
@@ -292,7 +293,7 @@ func (m *model) expectDispatch() []string {
 	}
 	var queued []*job
 	for i := 1; i <= b.jobs.n; i++ {
-		if j := b.jobs.get(JobID(i)); j.state == Queued {
+		if j := b.jobs.get(JobID(i)); j != nil && j.state == Queued {
 			queued = append(queued, j)
 		}
 	}
@@ -328,7 +329,7 @@ func (m *model) result() (string, error) {
 	}
 	var held []*job
 	for i := 1; i <= b.jobs.n; i++ {
-		if j := b.jobs.get(JobID(i)); j.state == Dispatched {
+		if j := b.jobs.get(JobID(i)); j != nil && j.state == Dispatched {
 			held = append(held, j)
 		}
 	}
@@ -370,6 +371,13 @@ func (m *model) result() (string, error) {
 func (m *model) checkFinished() error {
 	for _, f := range m.b.TakeFinished(nil) {
 		j := m.b.jobs.get(f.Job)
+		if j == nil {
+			if f.Failed || m.b.cfg.DoneRetention < 0 {
+				return fmt.Errorf("finished job %d (failed=%v) was forgotten", f.Job, f.Failed)
+			}
+			m.finished[f.Job]++
+			continue
+		}
 		want := Done
 		if f.Failed {
 			want = Failed
@@ -426,7 +434,7 @@ func (m *model) checkQuery() error {
 	var want []*job
 	for i := 1; i <= b.jobs.n; i++ {
 		j := b.jobs.get(JobID(i))
-		if !mask.has(j.state) || !f.matchText(j.spec.Key.URL) {
+		if j == nil || !mask.has(j.state) || !f.matchText(j.spec.Key.URL) {
 			continue
 		}
 		if f.host != nil && j.spec.Host != *f.host {

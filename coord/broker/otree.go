@@ -314,7 +314,9 @@ func (b *Broker) tree(k sortKey) *orderTree {
 	t := &orderTree{key: k, max: b.fanout}
 	all := make([]*job, 0, b.jobs.n)
 	for i := 1; i <= b.jobs.n; i++ {
-		all = append(all, b.jobs.get(JobID(i)))
+		if j := b.jobs.get(JobID(i)); j != nil {
+			all = append(all, j)
+		}
 	}
 	slices.SortFunc(all, t.cmp)
 	t.build(all)

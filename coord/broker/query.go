@@ -156,14 +156,16 @@ func (b *Broker) jobsPage(q admin.Query, base stateMask, def sortKey, view admin
 		}
 		hj := make([]*job, 0, len(h.ids))
 		for _, id := range h.ids {
-			hj = append(hj, b.jobs.get(id))
+			if j := b.jobs.get(id); j != nil {
+				hj = append(hj, j)
+			}
 		}
 		rows = b.collect(hj, m, f, key, q.Desc)
 	case len(f.text) > 0:
 		var all []*job
 		for i := 1; i <= b.jobs.n; i++ {
 			j := b.jobs.get(JobID(i))
-			if m.has(j.state) && f.matchText(j.spec.Key.URL) {
+			if j != nil && m.has(j.state) && f.matchText(j.spec.Key.URL) {
 				all = append(all, j)
 			}
 		}

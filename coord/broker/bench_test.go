@@ -1,0 +1,245 @@
+package broker
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"drover/admin"
+	"drover/coord/id"
+)
+
+func benchBroker(tb testing.TB) *Broker {
+	b, err := New(Config{Rand: rand.New(rand.NewPCG(1, 2)), MaxRequestFailures: 1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func benchSpec(i int, hdr map[string]string) Spec {
+	host := "h" + strconv.Itoa(i%1000) + ".example.com"
+	key := id.Key{Crawler: "c", Processor: "p", URL: "https://" + host + "/page/" + strconv.Itoa(i)}
+	return Spec{Key: key, Host: host, Headers: hdr}
+}
+
+// BenchmarkDispatch measures dispatch decisions per second with 100
+// single-slot workers, in full cycles as the reactor runs them: submit 100
+// jobs, dispatch them, report 100 results, drain events and finished jobs.
+// decisions/s counts dispatches over the whole cycle's time.
+func BenchmarkDispatch(b *testing.B) {
+	cases := []struct {
+		name    string
+		classes []map[string]string // job header classes, round robin
+		workers []map[string]string // worker headers, round robin
+		indexes bool                // build every sort index first
+	}{
+		{name: "plain"},
+		{
+			name:    "headers",
+			classes: []map[string]string{nil, {"hwgroup": "gpu|cpu"}, {"threads": "4"}, {"hwgroup": "cpu", "threads": "8"}},
+			workers: []map[string]string{{"hwgroup": "cpu", "threads": "8"}, {"hwgroup": "gpu", "threads": "16"}},
+		},
+		{name: "plain+indexes", indexes: true},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			br := benchBroker(b)
+			now := epoch
+			const nw = 100
+			for i := range nw {
+				var hdr map[string]string
+				if len(c.workers) > 0 {
+					hdr = c.workers[i%len(c.workers)]
+				}
+				if err := br.Register(now, id.Session(i+1), WorkerInfo{ID: "w" + strconv.Itoa(i), Headers: hdr}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if c.indexes {
+				for k := sortURL; k <= sortRetryAt; k++ {
+					br.tree(k)
+				}
+			}
+			specs := make([]Spec, nw)
+			for i := range specs {
+				var hdr map[string]string
+				if len(c.classes) > 0 {
+					hdr = c.classes[i%len(c.classes)]
+				}
+				specs[i] = benchSpec(i, hdr)
+			}
+			var as []Assignment
+			var fin []Finished
+			var evs []admin.Event
+			decisions := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				for i := range specs {
+					br.Submit(now, specs[i])
+				}
+				as = br.Dispatch(now, as[:0])
+				decisions += len(as)
+				for _, a := range as {
+					if err := br.Result(now, a.Session, a.Job, Outcome{Kind: OK}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				fin = br.TakeFinished(fin[:0])
+				evs = br.TakeEvents(evs[:0])
+			}
+			b.StopTimer()
+			if decisions < b.N*nw/2 {
+				b.Fatalf("only %d decisions in %d cycles", decisions, b.N)
+			}
+			b.ReportMetric(float64(decisions)/b.Elapsed().Seconds(), "decisions/s")
+		})
+	}
+}
+
+// bigBroker builds a broker with n jobs over 1000 hosts in every state:
+// most done, some dispatched, failed, in back-off and queued.
+func bigBroker(tb testing.TB, n int) *Broker {
+	br := benchBroker(tb)
+	now := epoch
+	for i := range n {
+		br.Submit(now, benchSpec(i, nil))
+	}
+	const nw = 100
+	for i := range nw {
+		if err := br.Register(now, id.Session(i+1), WorkerInfo{ID: "w" + strconv.Itoa(i), Slots: 1000}, nil); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	var as []Assignment
+	for round := 0; round < 8; round++ {
+		as = br.Dispatch(now, as[:0])
+		for _, a := range as {
+			var o Outcome
+			switch x := r.IntN(100); {
+			case x < 80:
+				o.Kind = OK
+			case x < 90:
+				o.Kind = Internal
+			case x < 91:
+				o.Kind = Throttled
+			default:
+				continue // stays dispatched
+			}
+			if err := br.Result(now, a.Session, a.Job, o); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		br.TakeEvents(nil)
+		br.TakeFinished(nil)
+	}
+	return br
+}
+
+// BenchmarkJobsWindow measures one console window (50 rows) over 1M jobs
+// for several sorts and filters, including offsets near the end.
+func BenchmarkJobsWindow(b *testing.B) {
+	const n = 1 << 20
+	br := bigBroker(b, n)
+	var t admin.Totals
+	br.Totals(&t)
+	b.Logf("jobs: queued %d dispatched %d backoff %d done %d failed %d", t.Queued, t.Dispatched, t.Backoff, t.Done, t.Failed)
+	for k := sortURL; k <= sortRetryAt; k++ {
+		br.tree(k) // built once, as the first query by that sort would
+	}
+	queries := []admin.Query{
+		{},
+		{Desc: true},
+		{Offset: n - 60},
+		{Filter: "state=queued", Offset: t.Queued - 60},
+		{Filter: "state=failed", Offset: t.Failed / 2},
+		{Filter: "state=backoff,failed", Desc: true},
+		{Sort: "state", Offset: n / 2},
+		{Sort: "url", Offset: n - 60},
+		{Sort: "url", Filter: "state=dispatched", Offset: t.Dispatched / 2},
+		{Sort: "attempts", Desc: true, Offset: 1000},
+		{Sort: "failures", Desc: true},
+		{Sort: "retry_at", Filter: "state=backoff", Desc: true},
+		{Filter: "host=h7.example.com", Offset: 1000},
+		{Filter: "host=h7.example.com state=done", Desc: true},
+		{Filter: "worker=w3"},
+	}
+	for _, q := range queries {
+		q.Limit = 50
+		name := fmt.Sprintf("sort=%s,desc=%v,filter=%q,offset=%d", q.Sort, q.Desc, q.Filter, q.Offset)
+		b.Run(name, func(b *testing.B) {
+			p := br.Jobs(q)
+			if len(p.Jobs) == 0 {
+				b.Fatalf("empty window (total %d)", p.Total)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				br.Jobs(q)
+			}
+		})
+	}
+	// Free text cannot use an index: it scans every job.
+	b.Run("text-scan", func(b *testing.B) {
+		q := admin.Query{Filter: "/page/77", Limit: 50}
+		for range b.N {
+			br.Jobs(q)
+		}
+	})
+	b.Run("retries", func(b *testing.B) {
+		q := admin.Query{Limit: 50}
+		for range b.N {
+			br.Retries(q)
+		}
+	})
+}
+
+// BenchmarkMemory reports the heap cost of a job at 1M jobs (queued, with
+// an 40-byte URL and no payload), and with every sort index built.
+func BenchmarkMemory(b *testing.B) {
+	const n = 1 << 20
+	for range b.N {
+		var m0, m1, m2 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		br := benchBroker(b)
+		now := epoch
+		for i := range n {
+			br.Submit(now, benchSpec(i, nil))
+		}
+		br.TakeEvents(nil)
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		for k := sortURL; k <= sortRetryAt; k++ {
+			br.tree(k)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&m2)
+		b.ReportMetric(float64(m1.HeapAlloc-m0.HeapAlloc)/n, "B/job")
+		b.ReportMetric(float64(m2.HeapAlloc-m0.HeapAlloc)/n, "B/job+indexes")
+		runtime.KeepAlive(br)
+	}
+}
+
+// BenchmarkSubmit measures Submit alone.
+func BenchmarkSubmit(b *testing.B) {
+	br := benchBroker(b)
+	specs := make([]Spec, 1024)
+	for i := range specs {
+		specs[i] = benchSpec(i, nil)
+	}
+	now := epoch.Add(time.Second)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		br.Submit(now, specs[i&1023])
+		if i&1023 == 1023 {
+			br.TakeEvents(nil)
+		}
+	}
+}
