@@ -1,0 +1,11 @@
+package zsock
+
+import (
+	"time"
+
+	"drover/admin"
+)
+
+func eventOf(kind string, job uint64) admin.Event {
+	return admin.Event{Seq: job, At: time.Unix(1700000000, 0).UTC(), Kind: kind, JobID: job}
+}
