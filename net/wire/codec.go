@@ -19,6 +19,11 @@ type Encoder struct {
 	buf     []byte
 	frames  [MaxFrames][]byte
 	scratch [cmdLimit]Message // per command, for the validating pass
+	// The writer and reader live here rather than on the stack: they are
+	// passed to interface methods, so they would escape and cost an
+	// allocation per message.
+	w writer
+	r reader
 }
 
 // Encode encodes m into the frames a DEALER sends (a ROUTER prepends the
@@ -34,10 +39,11 @@ func (e *Encoder) Encode(m Message) ([][]byte, error) {
 	if !c.Valid() {
 		return nil, fmt.Errorf("encode: command %d, want a DRV/1 command", c)
 	}
-	w := writer{b: e.buf[:0], cmd: c}
+	e.w = writer{b: e.buf[:0], cmd: c}
+	w := &e.w
 	w.u64(m.RequestID())
 	if c.HasBody() {
-		m.appendBody(&w)
+		m.appendBody(w)
 	}
 	e.buf = w.b
 	if w.err != nil {
@@ -68,11 +74,14 @@ func (e *Encoder) validate(c Command, req uint64, body []byte) *Error {
 		s = newMessage(c, req)
 		e.scratch[c] = s
 	}
-	r := newReader(body, c, req)
-	s.decodeBody(&r)
+	e.r = newReader(body, c, req)
+	r := &e.r
+	s.decodeBody(r)
 	r.end()
-	if r.err != nil {
-		return r.err
+	err := r.err
+	e.r = reader{} // drop references to the caller's data
+	if err != nil {
+		return err
 	}
 	return nil
 }
