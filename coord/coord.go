@@ -1,0 +1,198 @@
+// Package coord is drover's coordinator core: the ledger of work keys
+// (coord/ledger) and the job broker (coord/broker) composed into one pure,
+// deterministic state machine, with session liveness, the invariants that tie
+// the two together, and the queries and operator actions of the console.
+//
+// Nothing here does I/O, starts a goroutine or reads the wall clock: every
+// input carries the current time, randomness comes from Config.Rand, and
+// every effect (answers to send, jobs to dispatch, sessions to close, events,
+// finished jobs) comes out of Ready as values for the transport to carry out.
+// The model is etcd-io/raft's Step/Tick/Ready.
+package coord
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"drover/coord/broker"
+	"drover/coord/id"
+	"drover/coord/ledger"
+)
+
+// Role is what a session announced itself as in its HELLO.
+type Role uint8
+
+// The roles.
+const (
+	RoleProducer Role = iota + 1 // submits work and uses the ledger
+	RoleWorker                   // takes jobs (and may use the ledger too)
+	RoleConsole                  // admin queries and actions only
+)
+
+// String names the role as the wire protocol does.
+func (r Role) String() string {
+	switch r {
+	case RoleProducer:
+		return "producer"
+	case RoleWorker:
+		return "worker"
+	case RoleConsole:
+		return "console"
+	}
+	return fmt.Sprintf("role(%d)", uint8(r))
+}
+
+// Config sets the coordinator's parameters. The zero value of a field means
+// its default.
+type Config struct {
+	// Heartbeat is the interval the coordinator prefers (default 1s). A
+	// session may propose another within [MinHeartbeat, MaxHeartbeat].
+	Heartbeat    time.Duration
+	MinHeartbeat time.Duration // default 100ms
+	MaxHeartbeat time.Duration // default 60s
+	// Liveness is how many intervals may pass without traffic before a
+	// session is declared dead (default 3).
+	Liveness int
+	// EventBuffer is how many recent events the Events view keeps (default 1000).
+	EventBuffer int
+	Ledger      ledger.Config
+	Broker      broker.Config // Broker.Rand defaults to Config.Rand
+	// Rand is the random source (jitter). Default: a fixed-seed PCG, so
+	// behaviour is reproducible unless the caller seeds it.
+	Rand *rand.Rand
+}
+
+func (c *Config) setDefaults() error {
+	var errs []error
+	if c.Heartbeat == 0 {
+		c.Heartbeat = time.Second
+	}
+	if c.MinHeartbeat == 0 {
+		c.MinHeartbeat = 100 * time.Millisecond
+	}
+	if c.MaxHeartbeat == 0 {
+		c.MaxHeartbeat = time.Minute
+	}
+	if c.Liveness == 0 {
+		c.Liveness = 3
+	}
+	if c.EventBuffer == 0 {
+		c.EventBuffer = 1000
+	}
+	if c.Heartbeat < 0 || c.MinHeartbeat < 0 || c.MaxHeartbeat < c.MinHeartbeat {
+		errs = append(errs, fmt.Errorf("coord config heartbeat %v (min %v, max %v): want positive durations with min <= max", c.Heartbeat, c.MinHeartbeat, c.MaxHeartbeat))
+	} else if c.Heartbeat < c.MinHeartbeat || c.Heartbeat > c.MaxHeartbeat {
+		errs = append(errs, fmt.Errorf("coord config heartbeat %v: want within [%v, %v]", c.Heartbeat, c.MinHeartbeat, c.MaxHeartbeat))
+	}
+	if c.Liveness < 1 {
+		errs = append(errs, fmt.Errorf("coord config liveness %d: want >= 1", c.Liveness))
+	}
+	if c.EventBuffer < 1 {
+		errs = append(errs, fmt.Errorf("coord config event buffer %d: want >= 1", c.EventBuffer))
+	}
+	if c.Rand == nil {
+		c.Rand = rand.New(rand.NewPCG(1, 2))
+	}
+	if c.Broker.Rand == nil {
+		c.Broker.Rand = c.Rand
+	}
+	return errors.Join(errs...)
+}
+
+// Coordinator is the composed core. Create one with New. It is not safe for
+// concurrent use: one goroutine (the reactor) owns it.
+type Coordinator struct {
+	cfg Config
+	led *ledger.Ledger
+	brk *broker.Broker
+
+	sessions map[id.Session]*session
+	live     livenessHeap
+
+	// pending holds the job specs of SUBMITs that had to wait for a key
+	// another session had requested: when the key is handed over to the
+	// submitter, the job is queued and enqueued on its behalf.
+	pending map[pendingKey]pendingSubmit
+
+	out     Output
+	closes  []Close // sessions dropped since the last Ready
+	scratch scratch
+	events  eventRing
+	seq     uint64
+
+	dedupHits uint64
+	malformed uint64
+	submitted uint64
+}
+
+// scratch holds reusable buffers for draining the sub-machines.
+type scratch struct {
+	answers  []ledger.Answer
+	levents  []ledger.Event
+	finished []broker.Finished
+	closed   []broker.Closed
+}
+
+// New returns a coordinator with no sessions, keys or jobs.
+func New(cfg Config) (*Coordinator, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	led, err := ledger.New(cfg.Ledger)
+	if err != nil {
+		return nil, fmt.Errorf("coord: %w", err)
+	}
+	brk, err := broker.New(cfg.Broker)
+	if err != nil {
+		return nil, fmt.Errorf("coord: %w", err)
+	}
+	return &Coordinator{
+		cfg:      cfg,
+		led:      led,
+		brk:      brk,
+		sessions: make(map[id.Session]*session),
+		pending:  make(map[pendingKey]pendingSubmit),
+		events:   newEventRing(cfg.EventBuffer),
+	}, nil
+}
+
+// Config returns the effective configuration (defaults filled in).
+func (c *Coordinator) Config() Config { return c.cfg }
+
+// CountMalformed records a message the transport rejected before it reached
+// the core, for the console's and the metrics' counters.
+func (c *Coordinator) CountMalformed() { c.malformed++ }
+
+// NextDeadline is the earliest time at which Tick has work to do: a session
+// whose liveness runs out, a lease that expires, a back-off that ends. The
+// reactor polls its sockets no longer than until then.
+func (c *Coordinator) NextDeadline() (time.Time, bool) {
+	var best time.Time
+	ok := false
+	consider := func(t time.Time, has bool) {
+		if has && (!ok || t.Before(best)) {
+			best, ok = t, true
+		}
+	}
+	consider(c.live.next())
+	consider(c.led.NextDeadline())
+	consider(c.brk.NextDeadline())
+	return best, ok
+}
+
+// Tick advances time: sessions silent for longer than heartbeat × liveness
+// are declared dead (what they held is released), request leases expire,
+// back-offs end and unroutable jobs time out.
+func (c *Coordinator) Tick(now time.Time) {
+	for {
+		s, ok := c.live.popExpired(now, c.sessions)
+		if !ok {
+			break
+		}
+		c.dropSession(now, s, true, "liveness lost")
+	}
+	c.led.Tick(now)
+	c.brk.Tick(now)
+}

@@ -1,0 +1,261 @@
+package coord
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"drover/coord/broker"
+	"drover/coord/id"
+	"drover/coord/ledger"
+)
+
+// ReasonBadKey is the reason of an Error verdict for a key whose URL does not
+// normalise (not http(s), no host, bad escapes ...); Verdict.Detail says why.
+const ReasonBadKey ledger.Reason = "bad-key"
+
+// ErrUnknownSession is returned for input from a session that never said
+// hello or has been dropped since (liveness lost, evicted).
+var ErrUnknownSession = errors.New("unknown session: send HELLO first")
+
+// Verdict is the answer for one key of a REQUEST, QUEUE or DONE batch.
+type Verdict struct {
+	FP      id.Fingerprint
+	Verdict ledger.Verdict
+	Reason  ledger.Reason
+	Detail  string // for ReasonBadKey: what was wrong with the URL
+}
+
+// JobSpec is one job as a producer submits it; the URL is normalised here.
+type JobSpec struct {
+	Key     id.Key
+	Headers map[string]string
+	Payload []byte
+}
+
+// SubmitStatus is what became of one submitted job.
+type SubmitStatus uint8
+
+// The submit statuses.
+const (
+	Accepted  SubmitStatus = iota + 1 // a new job was queued
+	Duplicate                         // the key is queued, done or failed already (see Reason)
+	Waiting                           // another session holds the key in requested: the answer comes later
+	Rejected                          // the spec is invalid (see Detail)
+)
+
+// String names the status as the wire protocol does.
+func (s SubmitStatus) String() string {
+	switch s {
+	case Accepted:
+		return "accepted"
+	case Duplicate:
+		return "duplicate"
+	case Waiting:
+		return "waiting"
+	case Rejected:
+		return "rejected"
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
+
+// SubmitVerdict answers one job of a SUBMIT.
+type SubmitVerdict struct {
+	FP     id.Fingerprint
+	Status SubmitStatus
+	Job    broker.JobID // for Accepted
+	Reason ledger.Reason
+	Detail string
+}
+
+// pendingKey names a SUBMIT that waits for a key another session requested.
+type pendingKey struct {
+	session id.Session
+	fp      id.Fingerprint
+}
+
+type pendingSubmit struct {
+	reqID uint64
+	spec  broker.Spec
+}
+
+func (c *Coordinator) session(now time.Time, s id.Session) (*session, error) {
+	ss, ok := c.sessions[s]
+	if !ok {
+		return nil, ErrUnknownSession
+	}
+	c.touch(now, ss)
+	return ss, nil
+}
+
+// normalize turns a raw key into a normalised key and its fingerprint.
+func normalize(k id.Key) (id.Key, id.Fingerprint, error) {
+	nk, err := id.NewKey(k.Crawler, k.Processor, k.URL)
+	if err != nil {
+		return id.Key{}, id.Fingerprint{}, err
+	}
+	return nk, nk.Fingerprint(), nil
+}
+
+// Request asks for the work of each key (seed 000's request). Verdicts come
+// back in order, one per key: OK (the session now owns the key), No (queued,
+// done or failed already), Wait (another session holds it: the session joined
+// the key's FIFO and gets an Answer later) or Error.
+func (c *Coordinator) Request(now time.Time, s id.Session, reqID uint64, keys []id.Key, dst []Verdict) ([]Verdict, error) {
+	if _, err := c.session(now, s); err != nil {
+		return dst, err
+	}
+	for _, k := range keys {
+		nk, fp, err := normalize(k)
+		if err != nil {
+			dst = append(dst, Verdict{Verdict: ledger.Error, Reason: ReasonBadKey, Detail: err.Error()})
+			continue
+		}
+		v, r := c.led.Request(now, s, reqID, nk, fp)
+		if v == ledger.No {
+			c.dedupHits++
+		}
+		dst = append(dst, Verdict{FP: fp, Verdict: v, Reason: r})
+	}
+	return dst, nil
+}
+
+// Queue moves keys the session owns from requested to queued (the work went
+// into an external queue; DONE comes from outside later). Every waiter of
+// such a key is answered No.
+func (c *Coordinator) Queue(now time.Time, s id.Session, keys []id.Key, dst []Verdict) ([]Verdict, error) {
+	if _, err := c.session(now, s); err != nil {
+		return dst, err
+	}
+	for _, k := range keys {
+		_, fp, err := normalize(k)
+		if err != nil {
+			dst = append(dst, Verdict{Verdict: ledger.Error, Reason: ReasonBadKey, Detail: err.Error()})
+			continue
+		}
+		v, r := c.led.Queue(now, s, fp)
+		dst = append(dst, Verdict{FP: fp, Verdict: v, Reason: r})
+	}
+	return dst, nil
+}
+
+// Done marks keys done (or failed) whatever their state; waiters are
+// answered No.
+func (c *Coordinator) Done(now time.Time, s id.Session, keys []id.Key, failed bool, dst []Verdict) ([]Verdict, error) {
+	if _, err := c.session(now, s); err != nil {
+		return dst, err
+	}
+	o := ledger.DoneOK
+	if failed {
+		o = ledger.DoneFailed
+	}
+	for _, k := range keys {
+		nk, fp, err := normalize(k)
+		if err != nil {
+			dst = append(dst, Verdict{Verdict: ledger.Error, Reason: ReasonBadKey, Detail: err.Error()})
+			continue
+		}
+		c.led.Done(now, nk, fp, o)
+		dst = append(dst, Verdict{FP: fp, Verdict: ledger.OK})
+	}
+	return dst, nil
+}
+
+// Submit requests, queues and enqueues each job in one step: a key nobody
+// holds becomes a broker job (Accepted); a key already queued, done or
+// failed is a Duplicate; a key another session holds in requested makes the
+// submitter wait in its FIFO (Waiting) — if the key is handed over, the job
+// is enqueued then and the answer comes through Ready.
+func (c *Coordinator) Submit(now time.Time, s id.Session, reqID uint64, jobs []JobSpec, dst []SubmitVerdict) ([]SubmitVerdict, error) {
+	if _, err := c.session(now, s); err != nil {
+		return dst, err
+	}
+	for i := range jobs {
+		dst = append(dst, c.submitOne(now, s, reqID, &jobs[i]))
+	}
+	return dst, nil
+}
+
+func (c *Coordinator) submitOne(now time.Time, s id.Session, reqID uint64, js *JobSpec) SubmitVerdict {
+	nk, fp, err := normalize(js.Key)
+	if err != nil {
+		return SubmitVerdict{Status: Rejected, Reason: ReasonBadKey, Detail: err.Error()}
+	}
+	spec := broker.Spec{Key: nk, FP: fp, Host: id.Host(nk.URL), Headers: js.Headers, Payload: js.Payload}
+	v, r := c.led.Request(now, s, reqID, nk, fp)
+	switch v {
+	case ledger.OK:
+		return c.enqueue(now, s, &spec)
+	case ledger.Wait:
+		c.pending[pendingKey{s, fp}] = pendingSubmit{reqID: reqID, spec: spec}
+		return SubmitVerdict{FP: fp, Status: Waiting, Reason: r}
+	case ledger.No:
+		c.dedupHits++
+		return SubmitVerdict{FP: fp, Status: Duplicate, Reason: r}
+	default:
+		return SubmitVerdict{FP: fp, Status: Rejected, Reason: r}
+	}
+}
+
+// enqueue queues a key session s owns and gives the job to the broker.
+func (c *Coordinator) enqueue(now time.Time, s id.Session, spec *broker.Spec) SubmitVerdict {
+	if v, r := c.led.Queue(now, s, spec.FP); v != ledger.OK {
+		// Cannot happen for a key s was just granted; report it rather than lose it.
+		return SubmitVerdict{FP: spec.FP, Status: Rejected, Reason: r, Detail: "queue after grant failed"}
+	}
+	c.submitted++
+	j := c.brk.Submit(now, *spec)
+	return SubmitVerdict{FP: spec.FP, Status: Accepted, Job: j}
+}
+
+// Result is one job outcome a worker reports, with the links it discovered.
+type Result struct {
+	Job        broker.JobID
+	Outcome    broker.Outcome
+	Discovered []JobSpec
+}
+
+// ResultVerdict answers one Result.
+type ResultVerdict struct {
+	Job        broker.JobID
+	Orphan     bool // the job had been taken from this worker: outcome ignored
+	Accepted   int  // discovered jobs newly queued
+	Duplicates int  // discovered jobs already known
+	Rejected   int  // discovered jobs with invalid URLs
+	Err        string // why the outcome was not applied (orphan or invalid)
+}
+
+// Results applies outcomes from worker session s. Discovered links are
+// submitted in the same step as the outcome (atomically, as one input).
+// An orphan result (the job was reassigned meanwhile) is ignored and
+// counted; its discovered links are still deduplicated and submitted, since
+// they are facts about the page.
+func (c *Coordinator) Results(now time.Time, s id.Session, results []Result, dst []ResultVerdict) ([]ResultVerdict, error) {
+	ss, err := c.session(now, s)
+	if err != nil {
+		return dst, err
+	}
+	if ss.role != RoleWorker {
+		return dst, fmt.Errorf("result from a %v session: only workers report results", ss.role)
+	}
+	for i := range results {
+		r := &results[i]
+		rv := ResultVerdict{Job: r.Job}
+		for j := range r.Discovered {
+			switch c.submitOne(now, s, 0, &r.Discovered[j]).Status {
+			case Accepted:
+				rv.Accepted++
+			case Duplicate, Waiting:
+				rv.Duplicates++
+			case Rejected:
+				rv.Rejected++
+			}
+		}
+		if err := c.brk.Result(now, s, r.Job, r.Outcome); err != nil {
+			rv.Orphan = broker.IsOrphan(err)
+			rv.Err = fmt.Sprintf("result for job %d: %v", r.Job, err)
+		}
+		dst = append(dst, rv)
+	}
+	return dst, nil
+}

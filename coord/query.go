@@ -1,0 +1,261 @@
+package coord
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"drover/admin"
+	"drover/coord/broker"
+	"drover/coord/id"
+	"drover/coord/ledger"
+)
+
+// sessionName renders a session number the way the console shows it.
+func sessionName(s id.Session) string { return "s" + strconv.FormatUint(uint64(s), 10) }
+
+// Totals fills the console header's figures.
+func (c *Coordinator) Totals(now time.Time) admin.Totals {
+	var t admin.Totals
+	c.brk.Totals(&t)
+	lc := c.led.Counts()
+	t.At = now
+	t.KeysRequested = lc.Requested
+	t.KeysQueued = lc.Queued
+	t.KeysDone = lc.Done
+	t.Waiters = lc.Waiters
+	t.DedupHits = c.dedupHits
+	t.Malformed = c.malformed
+	t.Paused = c.brk.Paused()
+	return t
+}
+
+// Query answers one window of one console view. It never copies or sorts a
+// whole table: the broker and the ledger keep the indexes.
+func (c *Coordinator) Query(now time.Time, q admin.Query) (admin.Page, error) {
+	if q.Offset < 0 || q.Limit < 0 {
+		return admin.Page{}, fmt.Errorf("query %s: offset %d, limit %d: want >= 0", q.View, q.Offset, q.Limit)
+	}
+	if q.Limit == 0 || q.Limit > MaxWindow {
+		q.Limit = MaxWindow
+	}
+	switch q.View {
+	case admin.ViewWorkers:
+		return c.brk.Workers(q), nil
+	case admin.ViewJobs:
+		if q.Key != "" {
+			return c.jobDetail(now, q)
+		}
+		if strings.Contains(q.Filter, "state=requested") {
+			return c.requested(now, q), nil
+		}
+		return c.brk.Jobs(q), nil
+	case admin.ViewRetries:
+		return c.brk.Retries(q), nil
+	case admin.ViewWaiters:
+		return c.waiters(now, q)
+	case admin.ViewEvents:
+		return c.events.window(q), nil
+	}
+	return admin.Page{}, fmt.Errorf("query: unknown view %q: want workers, jobs, waiters, retries or events", q.View)
+}
+
+// MaxWindow caps the rows of one query.
+const MaxWindow = 10000
+
+// jobDetail answers a Jobs query with Key set: the job (by decimal job id) or
+// the requested key (by fingerprint), with its history.
+func (c *Coordinator) jobDetail(now time.Time, q admin.Query) (admin.Page, error) {
+	page := admin.Page{View: admin.ViewJobs}
+	if n, err := strconv.ParseUint(q.Key, 10, 64); err == nil {
+		row, ok := c.brk.Job(broker.JobID(n))
+		if !ok {
+			return page, fmt.Errorf("query jobs: no job %d", n)
+		}
+		page.Jobs, page.Total = []admin.JobRow{row}, 1
+		return page, nil
+	}
+	fp, err := id.ParseFingerprint(q.Key)
+	if err != nil {
+		return page, fmt.Errorf("query jobs: key %q: want a job id or a key fingerprint: %w", q.Key, err)
+	}
+	rec, ok := c.led.Lookup(now, fp)
+	if !ok {
+		return page, fmt.Errorf("query jobs: no key %s", fp)
+	}
+	page.Jobs, page.Total = []admin.JobRow{c.keyRow(fp, rec)}, 1
+	page.Waiters = c.waiterRows(now, fp)
+	return page, nil
+}
+
+// requested lists the keys held in requested, oldest first.
+func (c *Coordinator) requested(now time.Time, q admin.Query) admin.Page {
+	lc := c.led.Counts()
+	page := admin.Page{View: q.View, Offset: q.Offset, Total: lc.Requested}
+	for _, rec := range c.led.Requested(q.Offset, q.Limit) {
+		page.Jobs = append(page.Jobs, c.keyRow(rec.FP, rec))
+	}
+	return page
+}
+
+// waiters lists requested keys (with their queue lengths) and the FIFO of
+// the selected key (Query.Key; by default the first listed key).
+func (c *Coordinator) waiters(now time.Time, q admin.Query) (admin.Page, error) {
+	page := c.requested(now, q)
+	page.View = admin.ViewWaiters
+	var fp id.Fingerprint
+	switch {
+	case q.Key != "":
+		f, err := id.ParseFingerprint(q.Key)
+		if err != nil {
+			return page, fmt.Errorf("query waiters: key %q: %w", q.Key, err)
+		}
+		fp = f
+	case len(page.Jobs) > 0:
+		f, _ := id.ParseFingerprint(page.Jobs[0].Key)
+		fp = f
+	default:
+		return page, nil
+	}
+	page.Waiters = c.waiterRows(now, fp)
+	return page, nil
+}
+
+func (c *Coordinator) waiterRows(now time.Time, fp id.Fingerprint) []admin.WaiterRow {
+	ws := c.led.Waiters(fp)
+	rows := make([]admin.WaiterRow, 0, len(ws))
+	for i, w := range ws {
+		name := sessionName(w.Session)
+		if ss, ok := c.sessions[w.Session]; ok {
+			name += " (" + ss.name + ")"
+		}
+		rows = append(rows, admin.WaiterRow{Position: i + 1, Session: name, Since: w.Since})
+	}
+	return rows
+}
+
+func (c *Coordinator) keyRow(fp id.Fingerprint, rec ledger.Record) admin.JobRow {
+	row := admin.JobRow{
+		Key:       fp.String(),
+		Crawler:   rec.Key.Crawler,
+		Processor: rec.Key.Processor,
+		URL:       rec.Key.URL,
+		State:     rec.State.String(),
+		Waiters:   rec.Waiters,
+		Created:   rec.Since,
+		Updated:   rec.Since,
+	}
+	if rec.Owner != 0 {
+		row.Owner = sessionName(rec.Owner)
+		if ss, ok := c.sessions[rec.Owner]; ok {
+			row.Owner += " (" + ss.name + ")"
+		}
+	}
+	return row
+}
+
+// Act carries out an operator action. Workers are named by their stable id,
+// jobs by their decimal id. Targets that cannot be acted on are reported one
+// by one; the others are acted on.
+func (c *Coordinator) Act(now time.Time, a admin.Action) (admin.ActionResult, error) {
+	var res admin.ActionResult
+	perTarget := func(f func(string) error) {
+		for _, t := range a.Targets {
+			if err := f(t); err != nil {
+				res.Errors = append(res.Errors, err.Error())
+				continue
+			}
+			res.Affected++
+		}
+	}
+	needTargets := func() error {
+		if len(a.Targets) == 0 {
+			return fmt.Errorf("action %s: no targets: want at least one", a.Kind)
+		}
+		return nil
+	}
+	switch a.Kind {
+	case admin.ActEvict:
+		if err := needTargets(); err != nil {
+			return res, err
+		}
+		perTarget(func(w string) error { _, err := c.brk.Evict(now, w); return err })
+	case admin.ActDrain:
+		if err := needTargets(); err != nil {
+			return res, err
+		}
+		perTarget(func(w string) error { return c.brk.Drain(now, w) })
+	case admin.ActUndrain:
+		if err := needTargets(); err != nil {
+			return res, err
+		}
+		perTarget(func(w string) error { return c.brk.Undrain(now, w) })
+	case admin.ActRequeue:
+		if err := needTargets(); err != nil {
+			return res, err
+		}
+		perTarget(func(t string) error {
+			n, err := strconv.ParseUint(t, 10, 64)
+			if err != nil {
+				return fmt.Errorf("requeue %q: want a decimal job id", t)
+			}
+			return c.brk.Requeue(now, broker.JobID(n))
+		})
+	case admin.ActRequeueFailed:
+		res.Affected = c.brk.RequeueFailed(now)
+	case admin.ActPause:
+		if !c.brk.Paused() {
+			c.brk.Pause(now)
+			res.Affected = 1
+		}
+	case admin.ActResume:
+		if c.brk.Paused() {
+			c.brk.Resume(now)
+			res.Affected = 1
+		}
+	default:
+		return res, fmt.Errorf("action %q: unknown: want evict, drain, undrain, requeue, requeue-failed, pause or resume", a.Kind)
+	}
+	return res, nil
+}
+
+// eventRing keeps the most recent events for the Events view.
+type eventRing struct {
+	buf  []admin.Event
+	next int
+	n    int
+}
+
+func newEventRing(size int) eventRing { return eventRing{buf: make([]admin.Event, size)} }
+
+func (r *eventRing) add(e admin.Event) {
+	r.buf[r.next] = e
+	r.next = (r.next + 1) % len(r.buf)
+	if r.n < len(r.buf) {
+		r.n++
+	}
+}
+
+// window returns events newest first, filtered by free text on kind, URL,
+// worker and detail.
+func (r *eventRing) window(q admin.Query) admin.Page {
+	page := admin.Page{View: admin.ViewEvents, Offset: q.Offset}
+	f := strings.ToLower(strings.TrimSpace(q.Filter))
+	skipped := 0
+	for i := 0; i < r.n; i++ {
+		e := r.buf[(r.next-1-i+2*len(r.buf))%len(r.buf)]
+		if f != "" && !strings.Contains(strings.ToLower(e.Kind+" "+e.URL+" "+e.Worker+" "+e.Detail), f) {
+			continue
+		}
+		page.Total++
+		if skipped < q.Offset {
+			skipped++
+			continue
+		}
+		if len(page.Events) < q.Limit {
+			page.Events = append(page.Events, e)
+		}
+	}
+	return page
+}

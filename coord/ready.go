@@ -1,0 +1,169 @@
+package coord
+
+import (
+	"time"
+
+	"drover/admin"
+	"drover/coord/broker"
+	"drover/coord/id"
+	"drover/coord/ledger"
+)
+
+// Answer is a deferred answer: the verdict on a key a session waited for,
+// correlated by the request id of its REQUEST or SUBMIT. For a SUBMIT that
+// waited, Job is the job id when the key was handed over and enqueued.
+type Answer struct {
+	Session id.Session
+	ReqID   uint64
+	FP      id.Fingerprint
+	Verdict ledger.Verdict
+	Reason  ledger.Reason
+	Submit  bool         // the answer is to a SUBMIT
+	Job     broker.JobID // Submit && Verdict == OK: the new job
+}
+
+// Close asks the transport to end a session (DISCONNECT with Reason) and
+// forget its identity. Lost sessions are not told (they are gone).
+type Close struct {
+	Session id.Session
+	Reason  string
+	Lost    bool
+}
+
+// Output is everything the transport has to carry out after a step. It is
+// valid until the next call to Ready.
+type Output struct {
+	Answers  []Answer
+	Jobs     []broker.Assignment // dispatches into free worker slots
+	Closes   []Close
+	Finished []broker.Finished // terminal job outcomes (for result sinks)
+	Events   []admin.Event     // numbered state changes (monitor stream)
+	Writes   []ledger.Write    // ledger records to persist, when enabled
+	// Changed says state visible to a console changed since the last Ready.
+	Changed bool
+}
+
+// Ready runs the deferred work of the inputs since the last call — terminal
+// jobs marked in the ledger, hand-overs answered, waiting submits enqueued,
+// free slots filled — and returns what the transport must do.
+func (c *Coordinator) Ready(now time.Time) *Output {
+	out := &c.out
+	out.Answers = out.Answers[:0]
+	out.Jobs = out.Jobs[:0]
+	out.Finished = out.Finished[:0]
+	out.Events = out.Events[:0]
+	out.Writes = out.Writes[:0]
+	out.Closes = append(out.Closes[:0], c.closes...)
+	c.closes = c.closes[:0]
+
+	// Terminal jobs mark their keys done or failed in the ledger.
+	sc := &c.scratch
+	sc.finished = c.brk.TakeFinished(sc.finished[:0])
+	for _, f := range sc.finished {
+		o := ledger.DoneOK
+		if f.Failed {
+			o = ledger.DoneFailed
+		}
+		c.led.Done(now, f.Key, f.FP, o)
+	}
+	out.Finished = append(out.Finished, sc.finished...)
+
+	// Workers the broker closed (evicted, drained) leave as sessions too.
+	sc.closed = c.brk.TakeClosed(sc.closed[:0])
+	for _, cl := range sc.closed {
+		if _, ok := c.sessions[cl.Session]; ok {
+			delete(c.sessions, cl.Session)
+			c.led.Release(now, cl.Session)
+			c.dropPending(cl.Session)
+			out.Closes = append(out.Closes, Close{Session: cl.Session, Reason: cl.Reason})
+		}
+	}
+
+	// Deferred ledger answers; waiting submits that got their key enqueue.
+	sc.answers = c.led.TakeAnswers(sc.answers[:0])
+	for _, a := range sc.answers {
+		out.Answers = append(out.Answers, c.answer(now, a))
+	}
+	// Enqueueing a granted submit queues its key, which answers that key's
+	// other waiters No: pass those on too.
+	for more := c.led.TakeAnswers(sc.answers[:0]); len(more) > 0; more = c.led.TakeAnswers(more[:0]) {
+		for _, a := range more {
+			out.Answers = append(out.Answers, c.answer(now, a))
+		}
+		sc.answers = more
+	}
+
+	if !c.brk.Paused() {
+		out.Jobs = c.brk.Dispatch(now, out.Jobs)
+	}
+
+	c.collectEvents(now)
+	out.Writes = c.led.TakeWrites(out.Writes)
+	out.Changed = len(out.Events) > 0 || len(out.Jobs) > 0 || len(out.Closes) > 0
+	return out
+}
+
+func (c *Coordinator) dropPending(s id.Session) {
+	for k := range c.pending {
+		if k.session == s {
+			delete(c.pending, k)
+		}
+	}
+}
+
+// answer turns a ledger answer into the coordinator's, enqueueing the job of
+// a waiting SUBMIT that has just been granted its key.
+func (c *Coordinator) answer(now time.Time, a ledger.Answer) Answer {
+	out := Answer{Session: a.Session, ReqID: a.ReqID, FP: a.FP, Verdict: a.Verdict, Reason: a.Reason}
+	pk := pendingKey{a.Session, a.FP}
+	p, ok := c.pending[pk]
+	if !ok {
+		return out
+	}
+	delete(c.pending, pk)
+	out.Submit = true
+	if a.Verdict == ledger.OK {
+		sv := c.enqueue(now, a.Session, &p.spec)
+		out.Job = sv.Job
+		if sv.Status != Accepted {
+			out.Verdict, out.Reason = ledger.Error, sv.Reason
+		}
+	} else {
+		c.dedupHits++
+	}
+	return out
+}
+
+// collectEvents numbers the sub-machines' events and keeps the recent ones.
+func (c *Coordinator) collectEvents(now time.Time) {
+	out := &c.out
+	start := len(out.Events)
+	out.Events = c.brk.TakeEvents(out.Events)
+	c.scratch.levents = c.led.TakeEvents(c.scratch.levents[:0])
+	for _, e := range c.scratch.levents {
+		out.Events = append(out.Events, ledgerEvent(now, e))
+	}
+	for i := start; i < len(out.Events); i++ {
+		c.seq++
+		ev := &out.Events[i]
+		ev.Seq = c.seq
+		if ev.At.IsZero() {
+			ev.At = now
+		}
+		c.events.add(*ev)
+	}
+}
+
+func ledgerEvent(now time.Time, e ledger.Event) admin.Event {
+	ev := admin.Event{At: now, Kind: "key." + e.Kind.String(), Key: e.FP.String()}
+	if e.Session != 0 {
+		ev.Detail = "session " + sessionName(e.Session)
+	}
+	if e.Reason != "" {
+		if ev.Detail != "" {
+			ev.Detail += ": "
+		}
+		ev.Detail += string(e.Reason)
+	}
+	return ev
+}

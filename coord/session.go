@@ -1,0 +1,202 @@
+package coord
+
+import (
+	"container/heap"
+	"fmt"
+	"time"
+
+	"drover/coord/broker"
+	"drover/coord/id"
+)
+
+// Hello is what a session announces when it connects (the wire HELLO).
+type Hello struct {
+	Role Role
+	// ID is the stable worker or producer id; a worker that reconnects with
+	// the same ID replaces its old registration.
+	ID      string
+	Host    string
+	Headers map[string]string
+	Slots   int           // workers: concurrent jobs accepted (default 1)
+	Beat    time.Duration // proposed heartbeat interval; 0 = the coordinator's
+	Held    []broker.JobID
+}
+
+// Welcome is the coordinator's answer to a Hello.
+type Welcome struct {
+	Heartbeat time.Duration // the interval both sides use from now on
+	Liveness  int
+}
+
+// session is one connected peer.
+type session struct {
+	id       id.Session
+	role     Role
+	name     string // stable id from HELLO
+	beat     time.Duration
+	deadline time.Time // silent past this: dead
+	pushed   bool      // has an entry in the liveness heap
+	since    time.Time
+}
+
+// Hello registers session s. It must be the session's first message; a
+// second Hello from the same session is an error. A worker is registered in
+// the broker with its headers and slots, and reconciled with the jobs it says
+// it still holds.
+func (c *Coordinator) Hello(now time.Time, s id.Session, h Hello) (Welcome, error) {
+	if s == 0 {
+		return Welcome{}, fmt.Errorf("hello: session 0 is not a valid session")
+	}
+	if _, dup := c.sessions[s]; dup {
+		return Welcome{}, fmt.Errorf("hello: session %d already said hello", s)
+	}
+	switch h.Role {
+	case RoleProducer, RoleWorker, RoleConsole:
+	default:
+		return Welcome{}, fmt.Errorf("hello: role %v: want producer, worker or console", h.Role)
+	}
+	if h.ID == "" {
+		return Welcome{}, fmt.Errorf("hello: empty id: want a stable worker or producer id")
+	}
+	beat := h.Beat
+	if beat == 0 {
+		beat = c.cfg.Heartbeat
+	}
+	beat = min(max(beat, c.cfg.MinHeartbeat), c.cfg.MaxHeartbeat)
+	if h.Role == RoleWorker {
+		slots := h.Slots
+		if slots == 0 {
+			slots = 1
+		}
+		if slots < 0 {
+			return Welcome{}, fmt.Errorf("hello: slots %d: want >= 1", h.Slots)
+		}
+		err := c.brk.Register(now, s, broker.WorkerInfo{ID: h.ID, Host: h.Host, Headers: h.Headers, Slots: slots}, h.Held)
+		if err != nil {
+			return Welcome{}, fmt.Errorf("hello: %w", err)
+		}
+	}
+	ss := &session{id: s, role: h.Role, name: h.ID, beat: beat, since: now}
+	c.sessions[s] = ss
+	c.touch(now, ss)
+	return Welcome{Heartbeat: beat, Liveness: c.cfg.Liveness}, nil
+}
+
+// Known reports whether session s said hello and is still alive.
+func (c *Coordinator) Known(s id.Session) bool {
+	_, ok := c.sessions[s]
+	return ok
+}
+
+// RoleOf returns the role session s announced, or 0 if it is unknown.
+func (c *Coordinator) RoleOf(s id.Session) Role {
+	if ss, ok := c.sessions[s]; ok {
+		return ss.role
+	}
+	return 0
+}
+
+// Touch records traffic from session s: any message counts as a heartbeat.
+// It reports whether the session is known.
+func (c *Coordinator) Touch(now time.Time, s id.Session) bool {
+	ss, ok := c.sessions[s]
+	if ok {
+		c.touch(now, ss)
+	}
+	return ok
+}
+
+func (c *Coordinator) touch(now time.Time, ss *session) {
+	d := now.Add(ss.beat * time.Duration(c.cfg.Liveness))
+	if d.After(ss.deadline) {
+		ss.deadline = d
+		c.live.note(ss)
+	}
+}
+
+// Disconnect ends session s cleanly (it said DISCONNECT): requested keys pass
+// to their next waiters, and a worker's jobs go back to the queue uncharged.
+func (c *Coordinator) Disconnect(now time.Time, s id.Session) {
+	if _, ok := c.sessions[s]; ok {
+		c.dropSession(now, s, false, "disconnected")
+	}
+}
+
+// dropSession forgets s. lost says it died (liveness), which charges its jobs.
+func (c *Coordinator) dropSession(now time.Time, s id.Session, lost bool, why string) {
+	ss, ok := c.sessions[s]
+	if !ok {
+		return
+	}
+	delete(c.sessions, s)
+	c.led.Release(now, s)
+	c.dropPending(s)
+	if ss.role == RoleWorker {
+		if lost {
+			c.brk.Lost(now, s)
+		} else {
+			c.brk.Left(now, s)
+		}
+	}
+	c.closes = append(c.closes, Close{Session: s, Reason: why, Lost: lost})
+}
+
+// Sessions returns how many sessions are alive.
+func (c *Coordinator) Sessions() int { return len(c.sessions) }
+
+// livenessHeap orders sessions by deadline. Touch only moves a session's
+// deadline later, so entries go stale instead of being fixed up: popExpired
+// re-checks the session's real deadline and re-pushes it when it moved.
+type livenessHeap []liveEntry
+
+type liveEntry struct {
+	s        id.Session
+	deadline time.Time
+}
+
+func (h livenessHeap) Len() int           { return len(h) }
+func (h livenessHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
+func (h livenessHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *livenessHeap) Push(x any)        { *h = append(*h, x.(liveEntry)) }
+func (h *livenessHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// note records ss's deadline. To keep the heap small it only pushes when the
+// session has no entry at or before its new deadline; the lazy check in
+// popExpired handles moved deadlines.
+func (h *livenessHeap) note(ss *session) {
+	if ss.pushed {
+		return
+	}
+	ss.pushed = true
+	heap.Push(h, liveEntry{s: ss.id, deadline: ss.deadline})
+}
+
+func (h *livenessHeap) next() (time.Time, bool) {
+	if len(*h) == 0 {
+		return time.Time{}, false
+	}
+	return (*h)[0].deadline, true
+}
+
+// popExpired returns a session whose deadline has passed, if any.
+func (h *livenessHeap) popExpired(now time.Time, sessions map[id.Session]*session) (id.Session, bool) {
+	for len(*h) > 0 && !(*h)[0].deadline.After(now) {
+		e := heap.Pop(h).(liveEntry)
+		ss, ok := sessions[e.s]
+		if !ok {
+			continue // gone already
+		}
+		if ss.deadline.After(now) {
+			heap.Push(h, liveEntry{s: ss.id, deadline: ss.deadline}) // touched since: re-arm
+			continue
+		}
+		ss.pushed = false
+		return e.s, true
+	}
+	return 0, false
+}
