@@ -218,10 +218,10 @@ type Result struct {
 // ResultVerdict answers one Result.
 type ResultVerdict struct {
 	Job        broker.JobID
-	Orphan     bool // the job had been taken from this worker: outcome ignored
-	Accepted   int  // discovered jobs newly queued
-	Duplicates int  // discovered jobs already known
-	Rejected   int  // discovered jobs with invalid URLs
+	Orphan     bool   // the job had been taken from this worker: outcome ignored
+	Accepted   int    // discovered jobs newly queued
+	Duplicates int    // discovered jobs already known
+	Rejected   int    // discovered jobs with invalid URLs
 	Err        string // why the outcome was not applied (orphan or invalid)
 }
 
