@@ -168,3 +168,26 @@ func Sparkline(values []float64, width int) string {
 	}
 	return string(out)
 }
+
+// Sanitize replaces control characters, escape included, with spaces: text
+// from the coordinator (a URL, an error message) stays on one line and
+// cannot send sequences to the operator's terminal.
+func Sanitize(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		// C0 controls and DEL, and C1 controls (U+0080-U+009F, 0xC2 0x80-0x9F in UTF-8).
+		if s[i] < 0x20 || s[i] == 0x7f || (s[i] == 0xc2 && i+1 < len(s) && s[i+1] < 0xa0) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return ' '
+		}
+		return r
+	}, s)
+}

@@ -108,3 +108,19 @@ func TestStateLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestSanitize(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain https://example.com/ä", "plain https://example.com/ä"},
+		{"two\nlines", "two lines"},
+		{"evil\x1b[2Jclear", "evil [2Jclear"},
+		{"c1\u009b31m", "c1 31m"},
+		{"del\x7f", "del "},
+		{"", ""},
+	}
+	for _, tc := range tests {
+		if got := Sanitize(tc.in); got != tc.want {
+			t.Errorf("Sanitize(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

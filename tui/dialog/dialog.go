@@ -94,10 +94,15 @@ func (m Model) View() string {
 	}
 	var lines []string
 	lines = append(lines, m.Styles.Title.Render(fit(m.Title, inner)), "")
+	var note []string
+	if m.Note != "" {
+		note = strings.Split(ansi.Wordwrap(common.Sanitize(m.Note), inner, " "), "\n")
+		note = note[:min(len(note), 3)]
+	}
 	// Title, blank, items, blank, note, blank, buttons, plus the border.
-	room := m.Height - 8
-	if m.Note == "" {
-		room += 2
+	room := m.Height - 7 - len(note)
+	if len(note) == 0 {
+		room++
 	}
 	items := m.Items
 	if room < 1 {
@@ -110,8 +115,11 @@ func (m Model) View() string {
 	for _, it := range items {
 		lines = append(lines, fit("  "+it, inner))
 	}
-	if m.Note != "" {
-		lines = append(lines, "", m.Styles.Muted.Render(fit(m.Note, inner)))
+	if len(note) > 0 {
+		lines = append(lines, "")
+		for _, l := range note {
+			lines = append(lines, m.Styles.Muted.Render(fit(l, inner)))
+		}
 	}
 	lines = append(lines, "", m.buttons(inner))
 	box := lipgloss.NewStyle().
@@ -137,6 +145,7 @@ func (m Model) buttons(inner int) string {
 }
 
 func fit(s string, w int) string {
+	s = common.Sanitize(s)
 	if ansi.StringWidth(s) > w {
 		return ansi.Truncate(s, w, "…")
 	}

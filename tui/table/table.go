@@ -154,7 +154,7 @@ func Fit(s string, w int, a Align) string {
 	if w <= 0 {
 		return ""
 	}
-	s = sanitize(s)
+	s = common.Sanitize(s)
 	sw := ansi.StringWidth(s)
 	if sw > w {
 		s = ansi.Truncate(s, w, "…")
@@ -168,26 +168,6 @@ func Fit(s string, w int, a Align) string {
 		return pad + s
 	}
 	return s + pad
-}
-
-// sanitize replaces control characters so a cell stays on one line.
-func sanitize(s string) string {
-	clean := true
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
 }
 
 // Header renders the column titles with the sort indicator.

@@ -1,0 +1,361 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"drover/admin"
+	"drover/tui/common"
+	"drover/tui/dialog"
+)
+
+// markAllCap bounds the rows `*` marks in one go.
+const markAllCap = 100_000
+
+// quitDialog is the id of the quit confirmation.
+const quitDialog = "quit"
+
+// actDoneMsg is the backend's answer to an action.
+type actDoneMsg struct {
+	action admin.Action
+	view   admin.View
+	result admin.ActionResult
+	err    error
+}
+
+// markAllMsg carries the rows `*` marked.
+type markAllMsg struct {
+	view  admin.View
+	gen   uint64
+	marks map[string]mark
+	total int
+	err   error
+}
+
+// toggleMark marks or unmarks the selected row.
+func (m *model) toggleMark() tea.Cmd {
+	p := m.pane()
+	d := views[p.view]
+	if !d.markable {
+		return m.setFlash(flashInfo, "nothing to mark in "+d.title)
+	}
+	i := p.cursor - p.page.Offset
+	if p.selID == "" || i < 0 || i >= d.len(&p.page) {
+		return m.setFlash(flashInfo, "no row selected")
+	}
+	if _, ok := p.marks[p.selID]; ok {
+		delete(p.marks, p.selID)
+	} else {
+		p.marks[p.selID] = d.mark(&p.page, i)
+	}
+	return nil
+}
+
+// markAll marks every row the filter shows, asking the coordinator for
+// them (up to markAllCap) rather than walking anything locally.
+func (m *model) markAll() tea.Cmd {
+	p := m.pane()
+	d := views[p.view]
+	if !d.markable {
+		return m.setFlash(flashInfo, "nothing to mark in "+d.title)
+	}
+	q := admin.Query{View: p.view, Limit: markAllCap, Sort: p.sort, Desc: p.desc, Filter: p.filter}
+	view, gen := p.view, p.gen
+	b, parent, timeout := m.b, m.ctx, m.opts.Timeout
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(parent, timeout)
+		defer cancel()
+		page, err := b.Query(ctx, q)
+		if err != nil {
+			return markAllMsg{view: view, gen: gen, err: err}
+		}
+		marks := make(map[string]mark, d.len(&page))
+		for i, n := 0, d.len(&page); i < n; i++ {
+			marks[d.id(&page, i)] = d.mark(&page, i)
+		}
+		return markAllMsg{view: view, gen: gen, marks: marks, total: page.Total}
+	}
+}
+
+func (m *model) applyMarkAll(msg markAllMsg) tea.Cmd {
+	p := m.panes[msg.view]
+	if msg.gen != p.gen {
+		return nil // the filter changed meanwhile: these are not the rows it shows
+	}
+	if msg.err != nil {
+		return m.setFlash(flashError, "mark all: "+msg.err.Error())
+	}
+	maps.Copy(p.marks, msg.marks)
+	text := "marked " + plural(len(msg.marks), "row")
+	if p.filter != "" {
+		text += " matching " + p.filter
+	}
+	if msg.total > len(msg.marks) {
+		text += " (the first " + common.Grouped(len(msg.marks)) + " of " + common.Grouped(msg.total) + ")"
+	}
+	return m.setFlash(flashInfo, text)
+}
+
+// targets returns the marked rows of the pane, or else the selected one.
+func (m *model) targets(p *pane) []mark {
+	if len(p.marks) > 0 {
+		ids := slices.Sorted(maps.Keys(p.marks))
+		out := make([]mark, len(ids))
+		for i, id := range ids {
+			out[i] = p.marks[id]
+		}
+		return out
+	}
+	d := views[p.view]
+	i := p.cursor - p.page.Offset
+	if p.selID == "" || d.mark == nil || i < 0 || i >= d.len(&p.page) {
+		return nil
+	}
+	return []mark{d.mark(&p.page, i)}
+}
+
+// actionNames says what each key's action is called, for refusals.
+var actionNames = map[admin.ActionKind]string{
+	admin.ActEvict: "evict (E)", admin.ActDrain: "drain (D)", admin.ActRequeue: "requeue (R)", admin.ActPause: "pause (P)",
+}
+
+// startAction opens the confirmation dialog of an action key, listing what
+// the action affects, with Cancel focused. Read-only consoles refuse.
+func (m *model) startAction(kind admin.ActionKind) tea.Cmd {
+	if m.opts.ReadOnly {
+		return m.setFlash(flashWarn, "read-only console: "+actionNames[kind]+" is disabled")
+	}
+	p := m.pane()
+	switch kind {
+	case admin.ActEvict, admin.ActDrain:
+		if p.view != admin.ViewWorkers {
+			return m.setFlash(flashInfo, actionNames[kind]+" works on workers: press 1 for the Workers view")
+		}
+		ts := m.targets(p)
+		if len(ts) == 0 {
+			return m.setFlash(flashInfo, "no worker selected")
+		}
+		ids, labels := split(ts)
+		n := plural(len(ts), "worker")
+		if kind == admin.ActEvict {
+			return m.openDialog(admin.Action{Kind: admin.ActEvict, Targets: ids}, "Evict "+n+"?", labels,
+				"Their jobs go back to the queue, not charged a failure.", "Evict")
+		}
+		allDraining := true
+		for _, t := range ts {
+			allDraining = allDraining && t.state == "draining"
+		}
+		if allDraining {
+			return m.openDialog(admin.Action{Kind: admin.ActUndrain, Targets: ids}, "Undrain "+n+"?", labels,
+				"They take new jobs again.", "Undrain")
+		}
+		return m.openDialog(admin.Action{Kind: admin.ActDrain, Targets: ids}, "Drain "+n+"?", labels,
+			"They get no new jobs and leave when their jobs finish.", "Drain")
+	case admin.ActRequeue:
+		return m.startRequeue(p)
+	case admin.ActPause:
+		if m.totals.Paused {
+			return m.openDialog(admin.Action{Kind: admin.ActResume}, "Resume dispatch?",
+				[]string{common.Grouped(m.totals.Queued) + " queued jobs become eligible"},
+				"Workers get jobs again.", "Resume")
+		}
+		return m.openDialog(admin.Action{Kind: admin.ActPause}, "Pause dispatch?",
+			[]string{common.Grouped(m.totals.Queued) + " queued jobs wait",
+				common.Grouped(m.totals.Dispatched) + " dispatched jobs run to the end"},
+			"Nothing new is dispatched until you resume (P).", "Pause")
+	}
+	return nil
+}
+
+// startRequeue requeues the marked jobs, or the selected one; in Retries
+// with nothing marked it requeues every failed job.
+func (m *model) startRequeue(p *pane) tea.Cmd {
+	if p.view != admin.ViewJobs && p.view != admin.ViewRetries {
+		return m.setFlash(flashInfo, "requeue (R) works on jobs: press 2 for Jobs or 4 for Retries")
+	}
+	note := "Back to the queue now; attempt and failure counts are kept."
+	if p.view == admin.ViewRetries && len(p.marks) == 0 {
+		n := m.totals.Failed
+		if n == 0 {
+			return m.setFlash(flashInfo, "no failed jobs to requeue")
+		}
+		var items []string
+		for i := range p.page.Jobs {
+			if j := &p.page.Jobs[i]; j.State == "failed" {
+				items = append(items, j.URL)
+			}
+		}
+		if more := n - len(items); more > 0 && len(items) > 0 {
+			items = append(items, "and "+plural(more, "more failed job"))
+		}
+		return m.openDialog(admin.Action{Kind: admin.ActRequeueFailed}, "Requeue all "+plural(n, "failed job")+"?",
+			items, note, "Requeue all")
+	}
+	ts := m.targets(p)
+	if len(ts) == 0 {
+		return m.setFlash(flashInfo, "no job selected")
+	}
+	var ids, labels, skipped []string
+	for _, t := range ts {
+		if t.target == "" {
+			skipped = append(skipped, t.label)
+			continue
+		}
+		ids = append(ids, t.target)
+		labels = append(labels, t.label)
+	}
+	if len(ids) == 0 {
+		return m.setFlash(flashInfo, "nothing to requeue: a requested key has no job yet")
+	}
+	if len(skipped) > 0 {
+		note = plural(len(skipped), "requested key") + " without a job skipped. " + note
+	}
+	return m.openDialog(admin.Action{Kind: admin.ActRequeue, Targets: ids}, "Requeue "+plural(len(ids), "job")+"?",
+		labels, note, "Requeue")
+}
+
+func split(ts []mark) (targets, labels []string) {
+	for _, t := range ts {
+		targets = append(targets, t.target)
+		labels = append(labels, t.label)
+	}
+	return targets, labels
+}
+
+// openDialog opens the confirmation for an action; Cancel has the focus.
+func (m *model) openDialog(a admin.Action, title string, items []string, note, confirm string) tea.Cmd {
+	m.pending = &a
+	c := m.Common.SetSize(m.Width, m.bodyHeight())
+	m.dialog = dialog.New(c, string(a.Kind), title, items, note, confirm)
+	m.mode = modeDialog
+	return nil
+}
+
+// dialogClosed runs the confirmed action, or says nothing was done.
+func (m *model) dialogClosed(msg dialog.ClosedMsg) tea.Cmd {
+	m.mode = modeNormal
+	if msg.ID == quitDialog {
+		if msg.Confirmed {
+			return m.quitNow()
+		}
+		return nil
+	}
+	a := m.pending
+	m.pending = nil
+	if a == nil || string(a.Kind) != msg.ID {
+		return nil
+	}
+	if !msg.Confirmed {
+		return m.setFlash(flashInfo, "cancelled: nothing was done")
+	}
+	action, view := *a, m.view
+	b, parent, timeout := m.b, m.ctx, m.opts.Timeout
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(parent, timeout)
+		defer cancel()
+		res, err := b.Act(ctx, action)
+		return actDoneMsg{action: action, view: view, result: res, err: err}
+	}
+}
+
+// pastTense names what an action did.
+var pastTense = map[admin.ActionKind]string{
+	admin.ActEvict: "evicted", admin.ActDrain: "draining", admin.ActUndrain: "undrained",
+	admin.ActRequeue: "requeued", admin.ActRequeueFailed: "requeued", admin.ActPause: "paused dispatch",
+	admin.ActResume: "resumed dispatch",
+}
+
+// applyAct reports an action's outcome and refreshes at once.
+func (m *model) applyAct(msg actDoneMsg) tea.Cmd {
+	refresh := m.requestRefresh(true)
+	if msg.err != nil {
+		return tea.Batch(refresh, m.setFlash(flashError, string(msg.action.Kind)+" failed: "+msg.err.Error()))
+	}
+	p := m.panes[msg.view]
+	for _, t := range msg.action.Targets {
+		for id, mk := range p.marks {
+			if mk.target == t {
+				delete(p.marks, id)
+			}
+		}
+	}
+	r := msg.result
+	var text string
+	switch msg.action.Kind {
+	case admin.ActPause, admin.ActResume:
+		text = pastTense[msg.action.Kind]
+	case admin.ActEvict, admin.ActDrain, admin.ActUndrain:
+		text = pastTense[msg.action.Kind] + " " + plural(r.Affected, "worker")
+	default:
+		text = pastTense[msg.action.Kind] + " " + plural(r.Affected, "job")
+	}
+	level := flashInfo
+	if len(r.Errors) > 0 {
+		level = flashWarn
+		text += "; refused: " + r.Errors[0]
+		if len(r.Errors) > 1 {
+			text += fmt.Sprintf(" (and %d more)", len(r.Errors)-1)
+		}
+	}
+	return tea.Batch(refresh, m.setFlash(level, text))
+}
+
+// workInFlight reports whether quitting an embedded coordinator would stop
+// unfinished work; unknown (no totals yet) counts as yes.
+func (m *model) workInFlight() bool {
+	t := m.totals
+	return !m.haveTotals || t.Queued+t.Dispatched+t.Backoff+t.KeysRequested > 0
+}
+
+// quit leaves, after a confirmation when the coordinator is embedded and
+// work is in flight.
+func (m *model) quit() tea.Cmd {
+	if !m.opts.Embedded || !m.workInFlight() {
+		return m.quitNow()
+	}
+	t := m.totals
+	var items []string
+	if !m.haveTotals {
+		items = append(items, "the coordinator has not answered yet")
+	}
+	for _, it := range []struct {
+		n    int
+		what string
+	}{{t.Queued, "queued"}, {t.Dispatched, "dispatched"}, {t.Backoff, "in back-off"}, {t.KeysRequested, "keys requested"}} {
+		if it.n > 0 {
+			items = append(items, common.Grouped(it.n)+" "+it.what)
+		}
+	}
+	m.pending = nil
+	c := m.Common.SetSize(m.Width, m.bodyHeight())
+	m.dialog = dialog.New(c, quitDialog, "Quit and stop the coordinator?", items,
+		"It runs in this process: quitting stops it with this work unfinished (ctrl+c again quits).", "Quit")
+	m.mode = modeDialog
+	return nil
+}
+
+func (m *model) quitNow() tea.Cmd {
+	m.quitting = true
+	m.cancel()
+	return tea.Quit
+}
+
+// itoa is strconv.Itoa, short for the renderers.
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// joinNonEmpty joins the non-empty parts with sep.
+func joinNonEmpty(sep string, parts ...string) string {
+	out := parts[:0:0]
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, sep)
+}

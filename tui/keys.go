@@ -1,0 +1,115 @@
+package tui
+
+import (
+	"slices"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"drover/admin"
+)
+
+// keyMap holds every key of the console. Help and the hint line are built
+// from it, so they cannot drift from what the keys do.
+type keyMap struct {
+	Up, Down, Top, Bottom, PageUp, PageDown key.Binding
+	Workers, Jobs, Waiters, Retries, Events key.Binding
+	Filter, Clear, Sort, Reverse            key.Binding
+	Detail, Mark, MarkAll                   key.Binding
+	Evict, Drain, Requeue, Pause            key.Binding
+	Theme, Refresh, Help, Quit              key.Binding
+}
+
+func newKeyMap(readOnly bool) keyMap {
+	k := keyMap{
+		Up:       key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "move up")),
+		Down:     key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "move down")),
+		Top:      key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "first row")),
+		Bottom:   key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "last row")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f"), key.WithHelp("pgdn", "page down")),
+		Workers:  key.NewBinding(key.WithKeys("1"), key.WithHelp("1", "workers")),
+		Jobs:     key.NewBinding(key.WithKeys("2"), key.WithHelp("2", "jobs")),
+		Waiters:  key.NewBinding(key.WithKeys("3"), key.WithHelp("3", "waiters of the selected key")),
+		Retries:  key.NewBinding(key.WithKeys("4"), key.WithHelp("4", "retries and host back-offs")),
+		Events:   key.NewBinding(key.WithKeys("5"), key.WithHelp("5", "events")),
+		Filter:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter: text, state=, host=, worker=")),
+		Clear:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close detail, clear filter, clear marks")),
+		Sort:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort by next column")),
+		Reverse:  key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "reverse sort")),
+		Detail:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail: attempts, headers, jobs")),
+		Mark:     key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "mark / unmark row")),
+		MarkAll:  key.NewBinding(key.WithKeys("*"), key.WithHelp("*", "mark every row the filter shows")),
+		Evict:    key.NewBinding(key.WithKeys("E"), key.WithHelp("E", "evict worker(s), requeue their jobs")),
+		Drain:    key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "drain / undrain worker(s)")),
+		Requeue:  key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "requeue job(s); in retries: all failed")),
+		Pause:    key.NewBinding(key.WithKeys("P"), key.WithHelp("P", "pause / resume dispatch")),
+		Theme:    key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "next theme")),
+		Refresh:  key.NewBinding(key.WithKeys("ctrl+r"), key.WithHelp("ctrl+r", "refresh now")),
+		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+	}
+	if readOnly {
+		for _, b := range k.actions() {
+			b.SetEnabled(false)
+		}
+	}
+	return k
+}
+
+// actions are the bindings a read-only console disables.
+func (k *keyMap) actions() []*key.Binding {
+	return []*key.Binding{&k.Evict, &k.Drain, &k.Requeue, &k.Pause}
+}
+
+// pressed reports whether msg is one of b's keys, enabled or not: a
+// disabled action key still gets a flash saying why nothing happened.
+func pressed(msg tea.KeyPressMsg, b key.Binding) bool {
+	return slices.Contains(b.Keys(), msg.String())
+}
+
+// helpGroup is one titled column of the help screen.
+type helpGroup struct {
+	title string
+	keys  []key.Binding
+}
+
+// fullHelp lists every key, grouped.
+func (k keyMap) fullHelp() []helpGroup {
+	return []helpGroup{
+		{"move", []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}},
+		{"views", []key.Binding{k.Workers, k.Jobs, k.Waiters, k.Retries, k.Events}},
+		{"find", []key.Binding{k.Filter, k.Clear, k.Sort, k.Reverse, k.Detail}},
+		{"select", []key.Binding{k.Mark, k.MarkAll}},
+		{"act", []key.Binding{k.Evict, k.Drain, k.Requeue, k.Pause}},
+		{"console", []key.Binding{k.Theme, k.Refresh, k.Help, k.Quit}},
+	}
+}
+
+// hints returns the short hint line's keys for a view, most useful first.
+// Disabled keys (read-only) drop out of the hint line; help lists them.
+func (k keyMap) hints(v admin.View) []key.Binding {
+	move := key.NewBinding(key.WithKeys("j"), key.WithHelp("j/k", "move"))
+	switch v {
+	case admin.ViewWorkers:
+		return []key.Binding{withDesc(k.Evict, "evict"), withDesc(k.Drain, "drain"), withDesc(k.Mark, "mark"),
+			withDesc(k.Detail, "detail"), withDesc(k.Filter, "filter"), withDesc(k.Sort, "sort"), withDesc(k.Pause, "pause"), move}
+	case admin.ViewJobs:
+		return []key.Binding{withDesc(k.Detail, "attempts"), withDesc(k.Waiters, "waiters"), withDesc(k.Requeue, "requeue"),
+			withDesc(k.Mark, "mark"), withDesc(k.Filter, "filter"), withDesc(k.Sort, "sort"), withDesc(k.Pause, "pause"), move}
+	case admin.ViewWaiters:
+		return []key.Binding{withDesc(k.Jobs, "pick a key in jobs"), withDesc(k.Sort, "sort"), withDesc(k.Pause, "pause"), move}
+	case admin.ViewRetries:
+		return []key.Binding{withDesc(k.Requeue, "requeue (all failed if none marked)"), withDesc(k.Mark, "mark"),
+			withDesc(k.Detail, "attempts"), withDesc(k.Filter, "filter"), withDesc(k.Sort, "sort"), withDesc(k.Pause, "pause"), move}
+	default:
+		return []key.Binding{withDesc(k.Detail, "detail"), withDesc(k.Filter, "filter"), withDesc(k.Top, "newest"),
+			withDesc(k.Pause, "pause"), move}
+	}
+}
+
+// withDesc copies a binding with a shorter description for the hint line.
+func withDesc(b key.Binding, desc string) key.Binding {
+	b.SetHelp(b.Help().Key, desc)
+	return b
+}

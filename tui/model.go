@@ -1,0 +1,534 @@
+package tui
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
+	"drover/admin"
+	"drover/themes"
+	"drover/tui/common"
+	"drover/tui/dialog"
+	"drover/tui/filter"
+)
+
+// mode is what the keyboard is talking to.
+type mode int
+
+const (
+	modeNormal mode = iota
+	modeFilter      // typing a filter
+	modeDialog      // a confirmation dialog is open
+	modeHelp        // the help screen is open
+)
+
+// pane is the state of one view: its order and filter, the cursor, the
+// window of rows last fetched, and the marks.
+type pane struct {
+	view   admin.View
+	sort   string // sort name; empty: the view's default order
+	desc   bool
+	filter string // canonical filter text
+	key    string // ViewWaiters: the key whose waiters are listed
+	// gen changes whenever sort, filter or the waiters' key change, so a
+	// page fetched for the old order is not applied.
+	gen uint64
+	// cursor is the absolute index of the selected row, top of the first
+	// visible row.
+	cursor, top int
+	// selID is the identity of the selected row; empty until the row at the
+	// cursor is loaded.
+	selID, selLabel string
+	// follow keeps the Events view on the newest event.
+	follow bool
+	page   admin.Page
+	loaded bool
+	marks  map[string]mark
+}
+
+// flashLevel says how a flash message is styled.
+type flashLevel int
+
+const (
+	flashInfo flashLevel = iota
+	flashWarn
+	flashError
+)
+
+// flashTTL is how long a flash message stays.
+const flashTTL = 6 * time.Second
+
+// model is the root model: the only component that returns a tea.View.
+type model struct {
+	common.Common
+	b      Backend
+	opts   Options
+	ctx    context.Context
+	cancel context.CancelFunc
+	keys   keyMap
+	themes *themes.Set
+	// themePinned stops background detection from overriding a theme the
+	// operator chose (option or `t`).
+	themePinned bool
+	help        help.Model
+	input       textinput.Model
+	inputErr    string
+
+	view  admin.View
+	panes map[admin.View]*pane
+	// waitKey is the key whose waiters view 3 lists: the key last selected
+	// in Jobs or Retries.
+	waitKey, waitURL string
+
+	totals     admin.Totals
+	haveTotals bool
+	rates      []float64    // dispatches per second, one sample per second or more
+	sample     admin.Totals // the Totals the last rate sample was taken from
+	haveSample bool
+
+	stale    bool
+	staleErr string
+	lastOK   time.Time // clock time of the last good answer
+	closed   bool      // Changed was closed: the backend is gone
+
+	// Refresh scheduling: at most one round of backend calls in flight, and
+	// after each one a cooldown of opts.Refresh before a Changed-driven
+	// refresh. A refresh the operator caused (scroll, new view) is urgent
+	// and does not wait for the cooldown.
+	seq      uint64 // rounds started
+	applied  uint64 // seq of the last round applied
+	inFlight bool
+	cooling  bool
+	coolGen  uint64
+	dirty    bool
+	urgent   bool
+
+	mode       mode
+	dialog     dialog.Model
+	pending    *admin.Action
+	detail     *detailState
+	helpScroll int
+	flash      flashState
+	quitting   bool
+
+	// Seams for the model tests, which run commands in-line and hold timers:
+	// after delivers msg after d (tea.Tick in production); blocking wraps a
+	// command that waits on the outside world (the Changed channel).
+	after    func(d time.Duration, msg tea.Msg) tea.Cmd
+	blocking func(tea.Cmd) tea.Cmd
+}
+
+// flashState is the message on the line above the hints.
+type flashState struct {
+	text  string
+	level flashLevel
+	seq   int
+}
+
+// Messages the model sends itself.
+type (
+	changedMsg     struct{}             // the backend signalled a change
+	closedMsg      struct{}             // the backend's Changed channel closed
+	pollMsg        struct{}             // periodic refresh
+	coolDoneMsg    struct{ gen uint64 } // the cooldown after a refresh ended
+	refreshMsg     struct{}             // refresh now (ctrl+r)
+	flashExpireMsg struct{ seq int }
+)
+
+// New returns the console's root model. The model owns a context that is
+// cancelled when it quits; Run ties it to the caller's context. An unknown
+// Options.Theme falls back to dark with a flash (Run validates first).
+func New(b Backend, opts Options) tea.Model {
+	return newModel(context.Background(), b, opts)
+}
+
+func newModel(ctx context.Context, b Backend, opts Options) *model {
+	opts = opts.withDefaults()
+	ctx, cancel := context.WithCancel(ctx)
+	set, err := themes.NewSet(opts.Themes...)
+	if err != nil {
+		set, _ = themes.NewSet()
+	}
+	m := &model{
+		b: b, opts: opts, ctx: ctx, cancel: cancel,
+		keys:   newKeyMap(opts.ReadOnly),
+		themes: set,
+		help:   help.New(),
+		input:  textinput.New(),
+		view:   admin.ViewWorkers,
+		panes:  make(map[admin.View]*pane, len(viewOrder)),
+		after: func(d time.Duration, msg tea.Msg) tea.Cmd {
+			return tea.Tick(d, func(time.Time) tea.Msg { return msg })
+		},
+		blocking: func(c tea.Cmd) tea.Cmd { return c },
+	}
+	m.Clock = opts.Clock
+	for _, v := range viewOrder {
+		m.panes[v] = &pane{view: v, marks: map[string]mark{}}
+	}
+	m.panes[admin.ViewEvents].follow = true
+	m.input.Prompt = "/"
+	m.input.Placeholder = "text, state=failed, host=example.com, worker=ID"
+	m.input.CharLimit = 256
+
+	th := themes.Default()
+	switch {
+	case opts.NoColor:
+		th, _ = themes.ByName(themes.NameMono)
+		m.themePinned = true
+	case opts.Theme != "":
+		m.themePinned = true
+		if t, err := set.Get(opts.Theme); err == nil {
+			th = t
+		} else {
+			m.setFlash(flashWarn, err.Error()+"; using dark")
+		}
+	}
+	m.setTheme(th)
+	return m
+}
+
+// setTheme rebuilds the styles of every component for a theme.
+func (m *model) setTheme(t themes.Theme) {
+	m.Styles = common.NewStyles(t)
+	hs := help.Styles{
+		ShortKey: m.Styles.HintKey, ShortDesc: m.Styles.HintDesc, ShortSeparator: m.Styles.HintSep,
+		FullKey: m.Styles.HintKey, FullDesc: m.Styles.HintDesc, FullSeparator: m.Styles.HintSep,
+		Ellipsis: m.Styles.HintSep,
+	}
+	m.help.Styles = hs
+	is := textinput.DefaultStyles(t.Dark)
+	is.Focused.Prompt = m.Styles.Accent
+	is.Focused.Text = m.Styles.Text
+	is.Focused.Placeholder = m.Styles.Muted
+	is.Blurred.Prompt = m.Styles.Muted
+	// A steady cursor: blinking would redraw twice a second over SSH.
+	is.Cursor.Blink = false
+	m.input.SetStyles(is)
+}
+
+// Init starts the first refresh, listens for changes, starts the poll
+// timer, and asks the terminal for its background colour unless the theme
+// is fixed.
+func (m *model) Init() tea.Cmd {
+	cmds := []tea.Cmd{m.requestRefresh(true), m.waitChanged(), m.pollTick()}
+	if !m.themePinned {
+		cmds = append(cmds, tea.RequestBackgroundColor)
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *model) pane() *pane { return m.panes[m.view] }
+
+// Update handles one message.
+func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.Width, m.Height = msg.Width, msg.Height
+		m.help.SetWidth(msg.Width)
+		m.dialog.Width, m.dialog.Height = msg.Width, m.bodyHeight()
+		m.clampAll()
+		return m, m.requestRefresh(true)
+	case tea.BackgroundColorMsg:
+		if !m.themePinned {
+			m.setTheme(themes.ForBackground(msg.IsDark()))
+		}
+		return m, nil
+	case changedMsg:
+		return m, tea.Batch(m.requestRefresh(false), m.waitChanged())
+	case closedMsg:
+		m.closed = true
+		m.stale = true
+		m.staleErr = "the backend closed"
+		return m, nil
+	case pollMsg:
+		return m, tea.Batch(m.requestRefresh(false), m.pollTick())
+	case refreshMsg:
+		return m, m.requestRefresh(true)
+	case coolDoneMsg:
+		if msg.gen == m.coolGen {
+			m.cooling = false
+		}
+		return m, m.maybeFetch()
+	case fetchedMsg:
+		return m, m.applyFetch(msg)
+	case probeMsg:
+		return m, m.setFlash(msg.level, msg.text)
+	case markAllMsg:
+		return m, m.applyMarkAll(msg)
+	case actDoneMsg:
+		return m, m.applyAct(msg)
+	case flashExpireMsg:
+		if msg.seq == m.flash.seq {
+			m.flash = flashState{}
+		}
+		return m, nil
+	case dialog.ClosedMsg:
+		return m, m.dialogClosed(msg)
+	case tea.KeyPressMsg:
+		return m, m.handleKey(msg)
+	}
+	if m.mode == modeFilter {
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+// handleKey routes a key press by mode.
+func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
+	switch m.mode {
+	case modeDialog:
+		if k.String() == "ctrl+c" && m.dialog.ID == quitDialog {
+			return m.quitNow()
+		}
+		var cmd tea.Cmd
+		m.dialog, cmd = m.dialog.Update(k)
+		return cmd
+	case modeFilter:
+		return m.filterKey(k)
+	case modeHelp:
+		return m.helpKey(k)
+	}
+	return m.normalKey(k)
+}
+
+func (m *model) normalKey(k tea.KeyPressMsg) tea.Cmd {
+	keys := &m.keys
+	p := m.pane()
+	switch {
+	case pressed(k, keys.Quit):
+		return m.quit()
+	case pressed(k, keys.Help):
+		m.mode, m.helpScroll = modeHelp, 0
+	case pressed(k, keys.Down):
+		return m.moveTo(p.cursor + 1)
+	case pressed(k, keys.Up):
+		return m.moveTo(p.cursor - 1)
+	case pressed(k, keys.Top):
+		return m.moveTo(0)
+	case pressed(k, keys.Bottom):
+		return m.moveTo(p.page.Total - 1)
+	case pressed(k, keys.PageDown):
+		return m.moveTo(p.cursor + max(m.visRows(), 1))
+	case pressed(k, keys.PageUp):
+		return m.moveTo(p.cursor - max(m.visRows(), 1))
+	case pressed(k, keys.Workers):
+		return m.switchView(admin.ViewWorkers)
+	case pressed(k, keys.Jobs):
+		return m.switchView(admin.ViewJobs)
+	case pressed(k, keys.Waiters):
+		return m.switchView(admin.ViewWaiters)
+	case pressed(k, keys.Retries):
+		return m.switchView(admin.ViewRetries)
+	case pressed(k, keys.Events):
+		return m.switchView(admin.ViewEvents)
+	case pressed(k, keys.Filter):
+		m.mode = modeFilter
+		m.inputErr = ""
+		m.input.SetValue(p.filter)
+		m.input.CursorEnd()
+		return m.input.Focus()
+	case pressed(k, keys.Clear):
+		return m.clear()
+	case pressed(k, keys.Sort):
+		return m.nextSort()
+	case pressed(k, keys.Reverse):
+		p.desc = !p.desc
+		return m.basisChanged(p)
+	case pressed(k, keys.Detail):
+		return m.toggleDetail()
+	case pressed(k, keys.Mark):
+		return m.toggleMark()
+	case pressed(k, keys.MarkAll):
+		return m.markAll()
+	case pressed(k, keys.Evict):
+		return m.startAction(admin.ActEvict)
+	case pressed(k, keys.Drain):
+		return m.startAction(admin.ActDrain)
+	case pressed(k, keys.Requeue):
+		return m.startAction(admin.ActRequeue)
+	case pressed(k, keys.Pause):
+		return m.startAction(admin.ActPause)
+	case pressed(k, keys.Theme):
+		return m.nextTheme()
+	case pressed(k, keys.Refresh):
+		return m.requestRefresh(true)
+	}
+	return nil
+}
+
+// filterKey edits the filter: enter applies it (after checking its
+// grammar), esc leaves it as it was.
+func (m *model) filterKey(k tea.KeyPressMsg) tea.Cmd {
+	switch k.String() {
+	case "esc":
+		m.mode = modeNormal
+		m.input.Blur()
+		m.inputErr = ""
+		return nil
+	case "enter":
+		f, err := filter.Parse(m.input.Value())
+		if err != nil {
+			m.inputErr = err.Error()
+			return nil
+		}
+		m.mode = modeNormal
+		m.input.Blur()
+		m.inputErr = ""
+		p := m.pane()
+		if f.String() == p.filter {
+			return nil
+		}
+		p.filter = f.String()
+		return m.basisChanged(p)
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(k)
+	m.inputErr = ""
+	return cmd
+}
+
+func (m *model) helpKey(k tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case pressed(k, m.keys.Down):
+		m.helpScroll = min(m.helpScroll+1, max(len(m.helpLines())-m.bodyHeight(), 0))
+	case pressed(k, m.keys.Up):
+		m.helpScroll = max(m.helpScroll-1, 0)
+	case k.String() == "ctrl+c":
+		return m.quit()
+	default:
+		// ?, esc, q or any other key closes help.
+		m.mode = modeNormal
+	}
+	return nil
+}
+
+// clear undoes one thing per press: the detail pane, then the filter, then
+// the marks.
+func (m *model) clear() tea.Cmd {
+	p := m.pane()
+	switch {
+	case m.detail != nil:
+		m.detail = nil
+		m.clampAll()
+		return nil
+	case p.filter != "":
+		p.filter = ""
+		return m.basisChanged(p)
+	case len(p.marks) > 0:
+		n := len(p.marks)
+		p.marks = map[string]mark{}
+		return m.setFlash(flashInfo, "cleared "+plural(n, "mark"))
+	}
+	return nil
+}
+
+// nextSort moves the view's order to the next sortable column, and from
+// the last one back to the default order.
+func (m *model) nextSort() tea.Cmd {
+	p := m.pane()
+	names := views[p.view].sortable()
+	next := ""
+	if p.sort == "" {
+		next = names[0]
+	} else {
+		for i, n := range names {
+			if n == p.sort && i+1 < len(names) {
+				next = names[i+1]
+			}
+		}
+	}
+	p.sort = next
+	return m.basisChanged(p)
+}
+
+// basisChanged resets a pane after its order, filter or key changed: the
+// old window no longer applies, the cursor goes to the top.
+func (m *model) basisChanged(p *pane) tea.Cmd {
+	p.gen++
+	p.cursor, p.top = 0, 0
+	p.selID, p.selLabel = "", ""
+	p.loaded = false
+	p.page = admin.Page{View: p.view}
+	p.follow = p.view == admin.ViewEvents
+	if m.detail != nil && m.detail.view == p.view {
+		m.detail = nil
+	}
+	return m.requestRefresh(true)
+}
+
+// switchView shows another view; the waiters view takes the key last
+// selected in Jobs or Retries.
+func (m *model) switchView(v admin.View) tea.Cmd {
+	if v == m.view {
+		return nil
+	}
+	m.view = v
+	m.detail = nil
+	if v == admin.ViewWaiters {
+		if wp := m.panes[v]; wp.key != m.waitKey {
+			wp.key = m.waitKey
+			wp.gen++
+			wp.loaded = false
+			wp.page = admin.Page{View: v}
+			wp.cursor, wp.top, wp.selID, wp.selLabel = 0, 0, "", ""
+		}
+	}
+	m.clampAll()
+	return m.requestRefresh(true)
+}
+
+// nextTheme cycles the themes (mono stays while NoColor is set).
+func (m *model) nextTheme() tea.Cmd {
+	if m.opts.NoColor {
+		return m.setFlash(flashWarn, "colour is off (NO_COLOR or --no-color): the theme stays mono")
+	}
+	t := m.themes.Next(m.Styles.Theme.Name)
+	m.setTheme(t)
+	m.themePinned = true
+	return m.setFlash(flashInfo, "theme: "+t.Name)
+}
+
+// setFlash shows a message on the flash line for flashTTL.
+func (m *model) setFlash(level flashLevel, text string) tea.Cmd {
+	m.flash.seq++
+	m.flash.text, m.flash.level = text, level
+	return m.after(flashTTL, flashExpireMsg{seq: m.flash.seq})
+}
+
+// waitChanged turns the next change signal into a message.
+func (m *model) waitChanged() tea.Cmd {
+	if m.closed {
+		return nil
+	}
+	ch := m.b.Changed()
+	ctx := m.ctx
+	return m.blocking(func() tea.Msg {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return closedMsg{}
+			}
+			return changedMsg{}
+		case <-ctx.Done():
+			return nil
+		}
+	})
+}
+
+func (m *model) pollTick() tea.Cmd {
+	return m.after(m.opts.Poll, pollMsg{})
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}

@@ -1,0 +1,372 @@
+package tui
+
+import (
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"drover/admin"
+	"drover/tui/common"
+	"drover/tui/table"
+)
+
+// Screen layout: three header lines, the view tabs and the status line at
+// the top; the flash line and the hint line at the bottom; the body between.
+const (
+	headerLines = 3
+	chromeLines = headerLines + 4 // tabs, status, flash, hints
+	minWidth    = 30
+	minHeight   = 10
+	hostLinesMax = 6 // host back-off lines in Retries, title included
+)
+
+// bodyHeight is the number of lines between the status and flash lines.
+func (m *model) bodyHeight() int { return max(m.Height-chromeLines, 0) }
+
+// layout splits the body: the table (its header line included), the
+// Retries host back-offs and the detail pane.
+func (m *model) layout() (tableH, hostsH, detailH int) {
+	body := m.bodyHeight()
+	if m.detail != nil {
+		detailH = max(body/2, min(body, 4))
+	}
+	if m.view == admin.ViewRetries {
+		if n := len(m.panes[admin.ViewRetries].page.Hosts); n > 0 {
+			hostsH = min(n+1, hostLinesMax, max(body-detailH-3, 0))
+		}
+	}
+	tableH = max(body-detailH-hostsH, 0)
+	return tableH, hostsH, detailH
+}
+
+// visRows is the number of data rows the table shows.
+func (m *model) visRows() int {
+	t, _, _ := m.layout()
+	return max(t-1, 0)
+}
+
+// View renders the screen. Only the root model returns a tea.View.
+func (m *model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	v.WindowTitle = "drover console"
+	return v
+}
+
+func (m *model) render() string {
+	if m.Width <= 0 || m.Height <= 0 {
+		return ""
+	}
+	if m.Width < minWidth || m.Height < minHeight {
+		msg := "terminal too small: need " + itoa(minWidth) + "x" + itoa(minHeight) + ", q quits"
+		return lipgloss.Place(m.Width, m.Height, lipgloss.Center, lipgloss.Center, fitLine(msg, m.Width))
+	}
+	lines := make([]string, 0, m.Height)
+	lines = append(lines, m.header()...)
+	lines = append(lines, m.tabs(), m.status())
+	body := m.body()
+	if m.mode == modeDialog {
+		body = m.overlayDialog(body)
+	}
+	lines = append(lines, body...)
+	lines = append(lines, m.flashLine(), m.hintLine())
+	return strings.Join(lines, "\n")
+}
+
+// header renders the three header lines: where and how the coordinator is,
+// jobs by state, workers by state and the dispatch rate.
+func (m *model) header() []string {
+	s := m.Styles
+	sep := s.Muted.Render(" · ")
+	version := m.opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	live := s.Live.Render("● live")
+	if m.stale {
+		age := ""
+		if !m.lastOK.IsZero() {
+			age = " " + common.Since(m.Now(), m.lastOK)
+		}
+		live = s.Stale.Render(" ✗ STALE" + age + " ")
+	} else if !m.haveTotals {
+		live = s.Muted.Render("… connecting")
+	}
+	mode := s.ReadWrite.Render("RW")
+	if m.opts.ReadOnly {
+		mode = s.ReadOnly.Render("RO read-only")
+	}
+	l1 := s.Title.Render("drover "+common.Sanitize(version)) + sep + s.Text.Render(common.Sanitize(m.b.Endpoint())) +
+		sep + live + sep + mode
+	if m.totals.Paused {
+		l1 += sep + s.Paused.Render(" ‖ PAUSED ")
+	}
+	t := m.totals
+	count := func(label string, n int, st lipgloss.Style) string {
+		return s.Muted.Render(label+" ") + st.Render(common.Compact(uint64(max(n, 0))))
+	}
+	l2 := s.Muted.Render("jobs    ") + strings.Join([]string{
+		count("queued", t.Queued, s.Text), count("dispatched", t.Dispatched, s.Info),
+		count("backoff", t.Backoff, s.Warn), count("done", t.Done, s.OK),
+		count("failed", t.Failed, s.Error), count("unroutable", t.Unroutable, s.Warn),
+	}, "  ")
+	rate := "-"
+	if len(m.rates) > 0 {
+		rate = common.Rate(m.rates[len(m.rates)-1])
+	}
+	l3 := s.Muted.Render("workers ") + strings.Join([]string{
+		count("idle", t.WorkersIdle, s.OK), count("busy", t.WorkersBusy, s.Info),
+		count("draining", t.WorkersDraining, s.Warn), count("lost", t.WorkersLost, s.Error),
+	}, "  ") + sep + s.Muted.Render("dispatch ") + s.Text.Render(rate)
+	if spark := common.Sparkline(m.rates, 16); spark != "" {
+		l3 += " " + s.Accent.Render(spark)
+	}
+	l3 += sep + count("waiters", t.Waiters, s.Text)
+	if !m.haveTotals {
+		l2, l3 = s.Muted.Render("jobs    -"), s.Muted.Render("workers -")
+	}
+	return []string{fitLine(l1, m.Width), fitLine(l2, m.Width), fitLine(l3, m.Width)}
+}
+
+// tabs renders the view bar; the active view is bracketed, not only coloured.
+func (m *model) tabs() string {
+	var b strings.Builder
+	for i, v := range viewOrder {
+		label := itoa(i+1) + " " + views[v].title
+		if v == m.view {
+			b.WriteString(m.Styles.TabActive.Render("[" + label + "]"))
+		} else {
+			b.WriteString(m.Styles.TabInactive.Render(" " + label + " "))
+		}
+		b.WriteByte(' ')
+	}
+	return fitLine(b.String(), m.Width)
+}
+
+// status renders the filter (or its editor), the order, the marks and the
+// position in the table.
+func (m *model) status() string {
+	s := m.Styles
+	p := m.pane()
+	if m.mode == modeFilter {
+		line := m.input.View()
+		if m.inputErr != "" {
+			line += "  " + s.Error.Render(common.Sanitize(m.inputErr))
+		} else {
+			line += "  " + s.Muted.Render("enter applies · esc cancels")
+		}
+		return fitLine(line, m.Width)
+	}
+	var parts []string
+	if p.view == admin.ViewWaiters {
+		if p.key == "" {
+			parts = append(parts, s.Muted.Render("no key selected"))
+		} else {
+			parts = append(parts, s.Muted.Render("waiting on ")+s.Text.Render(common.Sanitize(m.keyLabel(p.key))))
+		}
+	}
+	if p.filter != "" {
+		parts = append(parts, s.Muted.Render("filter ")+s.Accent.Render(common.Sanitize(p.filter)))
+	}
+	order := "default order"
+	if p.sort != "" {
+		order = "sort " + p.sort
+	}
+	if p.desc {
+		order += " ↓"
+	} else if p.sort != "" {
+		order += " ↑"
+	}
+	parts = append(parts, s.Muted.Render(order))
+	if n := len(p.marks); n > 0 {
+		parts = append(parts, s.Marked.Render(plural(n, "mark")))
+	}
+	left := strings.Join(parts, s.Muted.Render(" · "))
+	right := ""
+	switch {
+	case !p.loaded:
+		right = "loading…"
+	case p.page.Total == 0:
+		right = "no rows"
+	default:
+		end := min(p.top+m.visRows(), p.page.Total)
+		right = "rows " + common.Grouped(p.top+1) + "–" + common.Grouped(end) + " of " + common.Grouped(p.page.Total)
+	}
+	right = s.Muted.Render(right)
+	gap := m.Width - ansi.StringWidth(left) - ansi.StringWidth(right)
+	if gap < 1 {
+		return fitLine(left+" "+right, m.Width)
+	}
+	return left + strings.Repeat(" ", gap) + right
+}
+
+// keyLabel names the waiters' key by its URL when known.
+func (m *model) keyLabel(key string) string {
+	if key == m.waitKey && m.waitURL != "" {
+		return m.waitURL
+	}
+	return key
+}
+
+// body renders the lines between the status and flash lines.
+func (m *model) body() []string {
+	h := m.bodyHeight()
+	if m.mode == modeHelp {
+		return m.helpView(h)
+	}
+	tableH, hostsH, detailH := m.layout()
+	lines := make([]string, 0, h)
+	lines = append(lines, m.tableView(tableH)...)
+	if hostsH > 0 {
+		lines = append(lines, m.hostsView(hostsH)...)
+	}
+	if detailH > 0 {
+		lines = append(lines, m.renderDetail(detailH)...)
+	}
+	for len(lines) < h {
+		lines = append(lines, strings.Repeat(" ", m.Width))
+	}
+	return lines[:h]
+}
+
+// tableView renders the current view's visible rows from the fetched
+// window; rows not fetched yet show as "…".
+func (m *model) tableView(h int) []string {
+	if h <= 0 {
+		return nil
+	}
+	p := m.pane()
+	d := views[p.view]
+	tm := table.Model{Common: m.Common.SetSize(m.Width, h), Columns: d.columns, Sort: p.sort, Desc: p.desc}
+	vis := h - 1
+	if !p.loaded || p.page.Total == 0 {
+		lines := strings.Split(tm.View(nil, -1), "\n")
+		if len(lines) > 2 {
+			lines[2] = fitLine("  "+m.Styles.Muted.Render(m.emptyText(p)), m.Width)
+		}
+		return lines
+	}
+	now := m.Now()
+	rows := make([]table.Row, 0, vis)
+	n := d.len(&p.page)
+	for abs := p.top; abs < min(p.top+vis, p.page.Total); abs++ {
+		i := abs - p.page.Offset
+		if i < 0 || i >= n {
+			rows = append(rows, table.Row{StateCol: -1, Cells: []string{"…"}})
+			continue
+		}
+		r := d.row(&p.page, i, now)
+		_, r.Marked = p.marks[r.ID]
+		rows = append(rows, r)
+	}
+	return strings.Split(tm.View(rows, p.cursor-p.top), "\n")
+}
+
+// emptyText explains an empty or unloaded table.
+func (m *model) emptyText(p *pane) string {
+	d := views[p.view]
+	switch {
+	case p.view == admin.ViewWaiters && p.key == "":
+		return "no key selected: pick a URL in Jobs (2) or Retries (4), then press 3"
+	case !p.loaded && m.stale:
+		return "no answer from the coordinator: " + common.Sanitize(m.staleErr)
+	case !p.loaded:
+		return "loading…"
+	case p.view == admin.ViewWaiters:
+		return "nobody waits on this key"
+	case p.filter != "":
+		return "no " + d.noun + "s match the filter (esc clears it)"
+	}
+	return "no " + d.noun + "s"
+}
+
+// hostsView renders the per-host back-offs below the Retries table.
+func (m *model) hostsView(h int) []string {
+	s := m.Styles
+	hosts := m.panes[admin.ViewRetries].page.Hosts
+	now := m.Now()
+	out := []string{fitLine(s.ColumnTitle.Render("  HOST BACK-OFFS ("+itoa(len(hosts))+")"), m.Width)}
+	for i := 0; i < len(hosts) && len(out) < h; i++ {
+		hr := hosts[i]
+		if len(out) == h-1 && len(hosts)-i > 1 {
+			out = append(out, fitLine(s.Muted.Render("  … and "+itoa(len(hosts)-i)+" more hosts"), m.Width))
+			break
+		}
+		line := "  " + s.Warn.Render("↻ "+common.Sanitize(hr.Host)) + s.Muted.Render("  until ") + clockTime(hr.Until) +
+			" (" + common.Until(now, hr.Until) + ")" + s.Muted.Render("  throttles ") + itoa(hr.Throttles) +
+			s.Muted.Render("  jobs held ") + itoa(hr.Jobs)
+		out = append(out, fitLine(line, m.Width))
+	}
+	return out
+}
+
+// overlayDialog draws the dialog box centred over the body.
+func (m *model) overlayDialog(body []string) []string {
+	box := m.dialog.View()
+	if box == "" || len(body) == 0 {
+		return body
+	}
+	bw, bh := lipgloss.Width(box), lipgloss.Height(box)
+	x, y := max((m.Width-bw)/2, 0), max((len(body)-bh)/2, 0)
+	base := lipgloss.NewLayer(strings.Join(body, "\n"))
+	top := lipgloss.NewLayer(box).X(x).Y(y).Z(1)
+	out := strings.Split(lipgloss.NewCompositor(base, top).Render(), "\n")
+	for len(out) < len(body) {
+		out = append(out, "")
+	}
+	out = out[:len(body)]
+	for i := range out {
+		out[i] = fitLine(out[i], m.Width)
+	}
+	return out
+}
+
+// flashLine shows the last flash message, or why the console is STALE.
+func (m *model) flashLine() string {
+	s := m.Styles
+	switch {
+	case m.flash.text != "":
+		text := common.Sanitize(m.flash.text)
+		switch m.flash.level {
+		case flashError:
+			return fitLine(s.Error.Render("✗ "+text), m.Width)
+		case flashWarn:
+			return fitLine(s.Warn.Render("! "+text), m.Width)
+		default:
+			return fitLine(s.Info.Render("› "+text), m.Width)
+		}
+	case m.stale:
+		return fitLine(s.Error.Render("✗ coordinator not answering: "+common.Sanitize(m.staleErr)), m.Width)
+	}
+	return strings.Repeat(" ", m.Width)
+}
+
+// hintLine shows the current view's keys, with help and quit always at
+// the right.
+func (m *model) hintLine() string {
+	s := m.Styles
+	right := s.HintKey.Render("?") + " " + s.HintDesc.Render("help") + s.HintSep.Render(" • ") +
+		s.HintKey.Render("q") + " " + s.HintDesc.Render("quit")
+	switch m.mode {
+	case modeDialog:
+		right = s.HintKey.Render("tab") + " " + s.HintDesc.Render("switch button") + s.HintSep.Render(" • ") +
+			s.HintKey.Render("enter") + " " + s.HintDesc.Render("press") + s.HintSep.Render(" • ") +
+			s.HintKey.Render("esc") + " " + s.HintDesc.Render("cancel")
+		return fitLine(right, m.Width)
+	case modeHelp:
+		return fitLine(s.HintKey.Render("j/k")+" "+s.HintDesc.Render("scroll")+s.HintSep.Render(" • ")+
+			s.HintKey.Render("any key")+" "+s.HintDesc.Render("close help"), m.Width)
+	case modeFilter:
+		return fitLine(s.HintKey.Render("enter")+" "+s.HintDesc.Render("apply")+s.HintSep.Render(" • ")+
+			s.HintKey.Render("esc")+" "+s.HintDesc.Render("cancel")+s.HintSep.Render(" • ")+
+			s.HintDesc.Render("e.g. state=failed host=example.com worker=ID or any text"), m.Width)
+	}
+	rw := ansi.StringWidth(right)
+	h := m.help
+	h.SetWidth(max(m.Width-rw-2, 0))
+	left := h.ShortHelpView(m.keys.hints(m.view))
+	gap := max(m.Width-ansi.StringWidth(left)-rw, 1)
+	return fitLine(left+strings.Repeat(" ", gap)+right, m.Width)
+}
