@@ -399,7 +399,9 @@ func workerLess(sort string) func(a, b *admin.WorkerRow) int {
 			return cmp.Or(cmp.Compare(a.Failures, b.Failures), cmp.Compare(a.ID, b.ID))
 		}
 	case "last_heartbeat":
-		return func(a, b *admin.WorkerRow) int { return cmp.Or(a.LastHeartbeat.Compare(b.LastHeartbeat), cmp.Compare(a.ID, b.ID)) }
+		return func(a, b *admin.WorkerRow) int {
+			return cmp.Or(a.LastHeartbeat.Compare(b.LastHeartbeat), cmp.Compare(a.ID, b.ID))
+		}
 	case "since":
 		return func(a, b *admin.WorkerRow) int { return cmp.Or(a.Since.Compare(b.Since), cmp.Compare(a.ID, b.ID)) }
 	}
@@ -418,7 +420,9 @@ func jobLess(sort string) func(a, b *admin.JobRow) int {
 	case "owner":
 		return func(a, b *admin.JobRow) int { return cmp.Or(cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.URL, b.URL)) }
 	case "worker":
-		return func(a, b *admin.JobRow) int { return cmp.Or(cmp.Compare(a.Worker, b.Worker), cmp.Compare(a.URL, b.URL)) }
+		return func(a, b *admin.JobRow) int {
+			return cmp.Or(cmp.Compare(a.Worker, b.Worker), cmp.Compare(a.URL, b.URL))
+		}
 	case "waiters":
 		return by(func(j *admin.JobRow) int { return j.Waiters })
 	case "attempts":

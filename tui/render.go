@@ -15,10 +15,10 @@ import (
 // Screen layout: three header lines, the view tabs and the status line at
 // the top; the flash line and the hint line at the bottom; the body between.
 const (
-	headerLines = 3
-	chromeLines = headerLines + 4 // tabs, status, flash, hints
-	minWidth    = 30
-	minHeight   = 10
+	headerLines  = 3
+	chromeLines  = headerLines + 4 // tabs, status, flash, hints
+	minWidth     = 30
+	minHeight    = 10
 	hostLinesMax = 6 // host back-off lines in Retries, title included
 )
 
