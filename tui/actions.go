@@ -342,6 +342,7 @@ func (m *model) quit() tea.Cmd {
 
 func (m *model) quitNow() tea.Cmd {
 	m.quitting = true
+	m.mode = modeNormal
 	m.cancel()
 	return tea.Quit
 }

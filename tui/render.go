@@ -364,9 +364,15 @@ func (m *model) hintLine() string {
 			s.HintDesc.Render("e.g. state=failed host=example.com worker=ID or any text"), m.Width)
 	}
 	rw := ansi.StringWidth(right)
+	avail := max(m.Width-rw-2, 0)
 	h := m.help
-	h.SetWidth(max(m.Width-rw-2, 0))
+	h.SetWidth(avail)
 	left := h.ShortHelpView(m.keys.hints(m.view))
+	// help drops the items that do not fit, but keeps one that leaves no
+	// room for its ellipsis: cut what is left over.
+	if ansi.StringWidth(left) > avail {
+		left = ansi.Truncate(left, avail, "…")
+	}
 	gap := max(m.Width-ansi.StringWidth(left)-rw, 1)
 	return fitLine(left+strings.Repeat(" ", gap)+right, m.Width)
 }
