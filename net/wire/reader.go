@@ -337,19 +337,26 @@ func (r *reader) headers() Headers {
 		}
 		return h
 	}
-	var names [MaxHeaders][]byte
-	for i := range n {
-		names[i] = r.rawStr("header name", kToken, 1, MaxHeaderName)
+	// Names seen so far, for the duplicate check: on the stack for the
+	// usual few headers.
+	var small [8][]byte
+	names := small[:0]
+	if n > len(small) {
+		names = make([][]byte, 0, n)
+	}
+	for range n {
+		name := r.rawStr("header name", kToken, 1, MaxHeaderName)
 		r.rawStr("header value", kLine, 0, MaxHeaderValue)
 		if r.err != nil {
 			return nil
 		}
-		for j := range i {
-			if bytes.Equal(names[j], names[i]) {
-				r.fail(CodeMalformed, "header name", "%q appears twice, want unique names", names[i])
+		for _, seen := range names {
+			if bytes.Equal(seen, name) {
+				r.fail(CodeMalformed, "header name", "%q appears twice, want unique names", name)
 				return nil
 			}
 		}
+		names = append(names, name)
 	}
 	r.nHeaders += n
 	return nil
