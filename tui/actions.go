@@ -105,11 +105,8 @@ func (m *model) applyMarkAll(msg markAllMsg) tea.Cmd {
 // targets returns the marked rows of the pane, or else the selected one.
 func (m *model) targets(p *pane) []mark {
 	if len(p.marks) > 0 {
-		ids := slices.Sorted(maps.Keys(p.marks))
-		out := make([]mark, len(ids))
-		for i, id := range ids {
-			out[i] = p.marks[id]
-		}
+		out := slices.Collect(maps.Values(p.marks))
+		slices.SortFunc(out, func(a, b mark) int { return strings.Compare(a.label, b.label) })
 		return out
 	}
 	d := views[p.view]
@@ -273,11 +270,11 @@ var pastTense = map[admin.ActionKind]string{
 
 // applyAct reports an action's outcome and refreshes at once.
 func (m *model) applyAct(msg actDoneMsg) tea.Cmd {
-	refresh := m.requestRefresh(true)
 	if msg.err != nil {
-		return tea.Batch(refresh, m.setFlash(flashError, string(msg.action.Kind)+" failed: "+msg.err.Error()))
+		return tea.Batch(m.requestRefresh(true), m.setFlash(flashError, string(msg.action.Kind)+" failed: "+msg.err.Error()))
 	}
 	p := m.panes[msg.view]
+	p.quiet = true
 	for _, t := range msg.action.Targets {
 		for id, mk := range p.marks {
 			if mk.target == t {
@@ -303,7 +300,7 @@ func (m *model) applyAct(msg actDoneMsg) tea.Cmd {
 			text += fmt.Sprintf(" (and %d more)", len(r.Errors)-1)
 		}
 	}
-	return tea.Batch(refresh, m.setFlash(level, text))
+	return tea.Batch(m.requestRefresh(true), m.setFlash(level, text))
 }
 
 // workInFlight reports whether quitting an embedded coordinator would stop

@@ -180,10 +180,11 @@ func (m *model) applyPage(p *pane, page admin.Page, q admin.Query) tea.Cmd {
 		if i := m.find(p, prevSel); i >= 0 {
 			p.cursor = page.Offset + i
 			p.top = p.cursor - screenRow
-		} else {
+		} else if !p.quiet {
 			cmds = append(cmds, m.lost(p, prevSel, prevLabel))
 		}
 	}
+	p.quiet = false
 	m.clamp(p)
 	m.selectAt(p)
 	if !m.covered(p) && m.windowQuery(p).Offset != q.Offset {

@@ -45,6 +45,9 @@ type pane struct {
 	selID, selLabel string
 	// follow keeps the Events view on the newest event.
 	follow bool
+	// quiet: the next window follows an action of the operator's, so a
+	// selected row it removed needs no flash of its own.
+	quiet  bool
 	page   admin.Page
 	loaded bool
 	marks  map[string]mark
