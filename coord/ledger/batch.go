@@ -1,0 +1,56 @@
+package ledger
+
+import (
+	"time"
+
+	"drover/coord/id"
+)
+
+// The batch forms take the links of one page together: one call, one time,
+// one lease check, the same answers as the single calls made in order.
+
+// Item is one key of a batch: the key and its fingerprint (k.Fingerprint()).
+type Item struct {
+	Key id.Key
+	FP  id.Fingerprint
+}
+
+// Result is the immediate answer for one item of a batch.
+type Result struct {
+	Verdict Verdict
+	Reason  Reason
+}
+
+// RequestBatch requests every item for session s, as Request would in
+// order, and appends one Result per item to dst. Deferred answers for items
+// that got Wait quote reqID and the item's fingerprint.
+func (l *Ledger) RequestBatch(now time.Time, s id.Session, reqID uint64, items []Item, dst []Result) []Result {
+	t := now.UnixNano()
+	l.expireLeases(t)
+	for i := range items {
+		v, r := l.request(t, s, reqID, &items[i].Key, items[i].FP)
+		dst = append(dst, Result{v, r})
+	}
+	return dst
+}
+
+// QueueBatch queues every fingerprint for session s, as Queue would in
+// order, and appends one Result per fingerprint to dst.
+func (l *Ledger) QueueBatch(now time.Time, s id.Session, fps []id.Fingerprint, dst []Result) []Result {
+	t := now.UnixNano()
+	l.expireLeases(t)
+	for _, fp := range fps {
+		v, r := l.queueKey(t, s, fp)
+		dst = append(dst, Result{v, r})
+	}
+	return dst
+}
+
+// DoneBatch marks every item done with outcome o, as Done would in order.
+func (l *Ledger) DoneBatch(now time.Time, items []Item, o Outcome) {
+	t := now.UnixNano()
+	l.expireLeases(t)
+	for i := range items {
+		l.markDone(t, &items[i].Key, items[i].FP, o)
+	}
+}

@@ -1,0 +1,184 @@
+package ledger
+
+import (
+	"fmt"
+
+	"drover/coord/id"
+)
+
+// check verifies that the ledger's index structures agree with its table:
+// the lists, the per-session sets, the waiter queues, the counters, the free
+// lists. It returns the first disagreement found.
+func (l *Ledger) check() error {
+	seen := make(map[int32]string) // rec index -> which list it is on
+	walk := func(name string, ls *list, state State) error {
+		n, prev := 0, int32(0)
+		var last int64
+		for ri := ls.head; ri != 0; ri = l.recs.at(ri).next {
+			r := l.recs.at(ri)
+			if where, dup := seen[ri]; dup {
+				return fmt.Errorf("rec %d on the %s list and the %s list", ri, name, where)
+			}
+			seen[ri] = name
+			if r.prev != prev {
+				return fmt.Errorf("%s list: rec %d prev %d, want %d", name, ri, r.prev, prev)
+			}
+			if r.state != state {
+				return fmt.Errorf("%s list: rec %d in state %v", name, ri, r.state)
+			}
+			if got, ok := l.live[r.fp]; !ok || got != ri {
+				return fmt.Errorf("%s list: rec %d (%s) not indexed in live (got %d, %v)", name, ri, r.fp, got, ok)
+			}
+			if n > 0 && r.since < last {
+				return fmt.Errorf("%s list: rec %d since %d before its predecessor's %d", name, ri, r.since, last)
+			}
+			last, prev = r.since, ri
+			n++
+		}
+		if ls.tail != prev {
+			return fmt.Errorf("%s list: tail %d, want %d", name, ls.tail, prev)
+		}
+		if ls.n != n {
+			return fmt.Errorf("%s list: n %d, walked %d", name, ls.n, n)
+		}
+		return nil
+	}
+	if err := walk("lease", &l.lease, Requested); err != nil {
+		return err
+	}
+	if err := walk("queue", &l.queue, Queued); err != nil {
+		return err
+	}
+	if len(l.live) != len(seen) {
+		return fmt.Errorf("live has %d keys, lists hold %d", len(l.live), len(seen))
+	}
+	for fp := range l.live {
+		if _, done := l.done.m[fp]; done {
+			return fmt.Errorf("key %s is both live and done", fp)
+		}
+	}
+
+	// Owners: every requested record is held by exactly one session, its owner.
+	held := make(map[int32]id.Session)
+	waits := 0
+	for s, si := range l.sessIdx {
+		ss := &l.sess[si]
+		if ss.id != s {
+			return fmt.Errorf("session %d indexed at %d which holds session %d", s, si, ss.id)
+		}
+		if ss.ohead == 0 && ss.whead == 0 {
+			return fmt.Errorf("session %d holds and waits on nothing but is kept", s)
+		}
+		prev := int32(0)
+		for ri := ss.ohead; ri != 0; ri = l.recs.at(ri).snext {
+			r := l.recs.at(ri)
+			if r.sprev != prev {
+				return fmt.Errorf("session %d held list: rec %d sprev %d, want %d", s, ri, r.sprev, prev)
+			}
+			if other, dup := held[ri]; dup {
+				return fmt.Errorf("key %s has two owners: sessions %d and %d", r.fp, other, s)
+			}
+			held[ri] = s
+			if r.state != Requested || r.owner != s {
+				return fmt.Errorf("session %d holds rec %d in state %v owned by %d", s, ri, r.state, r.owner)
+			}
+			prev = ri
+		}
+		if ss.otail != prev {
+			return fmt.Errorf("session %d held list tail %d, want %d", s, ss.otail, prev)
+		}
+		prev = 0
+		for wi := ss.whead; wi != 0; wi = l.ws.at(wi).snext {
+			w := l.ws.at(wi)
+			if w.sprev != prev {
+				return fmt.Errorf("session %d wait list: waiter %d sprev %d, want %d", s, wi, w.sprev, prev)
+			}
+			if w.session != s {
+				return fmt.Errorf("session %d wait list holds a waiter of session %d", s, w.session)
+			}
+			if r := l.recs.at(w.rec); r.state != Requested || r.owner == s {
+				return fmt.Errorf("session %d waits on key %s in state %v owned by %d", s, r.fp, r.state, r.owner)
+			}
+			waits++
+			prev = wi
+		}
+		if ss.wtail != prev {
+			return fmt.Errorf("session %d wait list tail %d, want %d", s, ss.wtail, prev)
+		}
+	}
+	if len(held) != l.lease.n {
+		return fmt.Errorf("sessions hold %d keys, %d are requested", len(held), l.lease.n)
+	}
+	if l.lastSI != 0 && l.sessIdx[l.lastS] != l.lastSI {
+		return fmt.Errorf("session cache says %d is at %d, index says %d", l.lastS, l.lastSI, l.sessIdx[l.lastS])
+	}
+
+	// Waiter queues.
+	total := 0
+	for ri := range seen {
+		r := l.recs.at(ri)
+		n, prev := 0, int32(0)
+		sessions := make(map[id.Session]bool)
+		for wi := r.whead; wi != 0; wi = l.ws.at(wi).next {
+			w := l.ws.at(wi)
+			if w.prev != prev || w.rec != ri {
+				return fmt.Errorf("key %s FIFO: waiter %d prev %d rec %d, want %d and %d", r.fp, wi, w.prev, w.rec, prev, ri)
+			}
+			if sessions[w.session] {
+				return fmt.Errorf("key %s: session %d waits twice", r.fp, w.session)
+			}
+			sessions[w.session] = true
+			if _, ok := l.sessIdx[w.session]; !ok {
+				return fmt.Errorf("key %s: waiter session %d is not indexed", r.fp, w.session)
+			}
+			prev = wi
+			n++
+		}
+		if r.wtail != prev || int(r.nwait) != n {
+			return fmt.Errorf("key %s FIFO: tail %d nwait %d, walked tail %d count %d", r.fp, r.wtail, r.nwait, prev, n)
+		}
+		if n > 0 && r.state != Requested {
+			return fmt.Errorf("key %s in state %v has %d waiters", r.fp, r.state, n)
+		}
+		total += n
+	}
+	if total != waits || total != l.nWaiters {
+		return fmt.Errorf("waiters: %d in key queues, %d in session lists, counter %d", total, waits, l.nWaiters)
+	}
+
+	// Free lists account for every slab slot.
+	count := func(head int32, next func(int32) int32) int {
+		n := 0
+		for i := head; i != 0; i = next(i) {
+			n++
+		}
+		return n
+	}
+	if f := count(l.freeR, func(i int32) int32 { return l.recs.at(i).next }); f+len(l.live) != l.recs.size()-1 {
+		return fmt.Errorf("recs: %d free + %d live != %d slots", f, len(l.live), l.recs.size()-1)
+	}
+	if f := count(l.freeW, func(i int32) int32 { return l.ws.at(i).next }); f+l.nWaiters != l.ws.size()-1 {
+		return fmt.Errorf("waiters: %d free + %d used != %d slots", f, l.nWaiters, l.ws.size()-1)
+	}
+	if f := count(l.freeS, func(i int32) int32 { return l.sess[i].nextFree }); f+len(l.sessIdx) != len(l.sess)-1 {
+		return fmt.Errorf("sessions: %d free + %d used != %d slots", f, len(l.sessIdx), len(l.sess)-1)
+	}
+
+	// The done sweep queues cover every expiring done record.
+	for fp, v := range l.done.m {
+		o := v & 1
+		if l.done.ttl[o] == 0 {
+			continue
+		}
+		q := &l.done.q[o]
+		found := false
+		for i := 0; i < q.n && !found; i++ {
+			e := q.buf[(q.head+i)&(len(q.buf)-1)]
+			found = e.fp == fp && e.v == v
+		}
+		if !found {
+			return fmt.Errorf("done key %s (stamp %d) is not in its sweep queue", fp, v)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+
+	"drover/coord/id"
+)
+
+// Answer is a deferred answer to a request that got Wait: send it to
+// Session, quoting ReqID and FP.
+type Answer struct {
+	Session id.Session
+	ReqID   uint64
+	FP      id.Fingerprint
+	Verdict Verdict // OK (handover) or No (queued, done, failed)
+	Reason  Reason
+}
+
+// TakeAnswers appends to dst the deferred answers produced since the last
+// call, in the order they were produced, and forgets them.
+func (l *Ledger) TakeAnswers(dst []Answer) []Answer {
+	dst = append(dst, l.answers...)
+	l.answers = l.answers[:0]
+	return dst
+}
+
+// EventKind says what changed.
+type EventKind uint8
+
+// The event kinds.
+const (
+	EventRequested EventKind = iota + 1 // Session now holds FP (it was absent)
+	EventWaiting                        // Session joined FP's waiter queue
+	EventQueued                         // Session queued FP
+	EventDone                           // FP is done; Reason is "done" or "failed"
+	EventHandover                       // FP passed to Session, the next waiter; Reason is "released" or "expired"
+	EventExpired                        // Session's lease on FP ran out
+	EventReleased                       // Session was released while holding FP
+	EventLeft                           // Session was released while waiting on FP
+)
+
+var eventNames = [...]string{
+	EventRequested: "requested",
+	EventWaiting:   "waiting",
+	EventQueued:    "queued",
+	EventDone:      "done",
+	EventHandover:  "handover",
+	EventExpired:   "expired",
+	EventReleased:  "released",
+	EventLeft:      "left",
+}
+
+// String names the kind ("requested", "waiting", ...).
+func (k EventKind) String() string {
+	if int(k) < len(eventNames) && eventNames[k] != "" {
+		return eventNames[k]
+	}
+	return fmt.Sprintf("event(%d)", uint8(k))
+}
+
+// Event is one state change of one key. Session is 0 where no session is
+// involved (done).
+type Event struct {
+	Kind    EventKind
+	Session id.Session
+	FP      id.Fingerprint
+	Reason  Reason
+}
+
+func (l *Ledger) event(k EventKind, s id.Session, fp id.Fingerprint, r Reason) {
+	if !l.quiet {
+		l.events = append(l.events, Event{Kind: k, Session: s, FP: fp, Reason: r})
+	}
+}
+
+// TakeEvents appends to dst the events produced since the last call, in
+// order, and forgets them.
+func (l *Ledger) TakeEvents(dst []Event) []Event {
+	dst = append(dst, l.events...)
+	l.events = l.events[:0]
+	return dst
+}
+
+// WriteOp says what to do with a persisted record.
+type WriteOp uint8
+
+// The write operations. Records are keyed by fingerprint.
+const (
+	PutQueued WriteOp = iota + 1 // FP is queued since At; Key is set
+	PutDone                      // FP is done since At with Outcome; Key is set when the caller gave it
+	Delete                       // forget FP (a done record expired)
+)
+
+// String names the operation ("put-queued", "put-done", "delete").
+func (o WriteOp) String() string {
+	switch o {
+	case PutQueued:
+		return "put-queued"
+	case PutDone:
+		return "put-done"
+	case Delete:
+		return "delete"
+	}
+	return fmt.Sprintf("write(%d)", uint8(o))
+}
+
+// Write is a change to the durable part of the ledger (queued and done
+// keys; requested keys are bound to live sessions and are not persisted).
+type Write struct {
+	Op      WriteOp
+	FP      id.Fingerprint
+	Key     id.Key
+	At      time.Time
+	Outcome Outcome
+}
+
+func (l *Ledger) write(op WriteOp, fp id.Fingerprint, k *id.Key, t int64, o Outcome) {
+	if l.cfg.Persist && !l.quiet {
+		l.writes = append(l.writes, Write{Op: op, FP: fp, Key: *k, At: time.Unix(0, t).UTC(), Outcome: o})
+	}
+}
+
+// TakeWrites appends to dst the records to persist since the last call, in
+// order, and forgets them. Without Config.Persist there are none.
+func (l *Ledger) TakeWrites(dst []Write) []Write {
+	dst = append(dst, l.writes...)
+	clear(l.writes) // drop the keys' strings
+	l.writes = l.writes[:0]
+	return dst
+}
+
+// Restore applies a persisted record while rebuilding the ledger on start,
+// before sessions act; it produces no events and no writes. PutQueued
+// makes the key queued since w.At, PutDone marks it done at w.At with
+// w.Outcome (a done record already past its TTL is as if absent), Delete
+// forgets a queued or done key. Records may come in any order; a key's
+// last record wins.
+func (l *Ledger) Restore(w Write) {
+	l.quiet = true
+	defer func() { l.quiet = false }()
+	t := w.At.UnixNano()
+	switch w.Op {
+	case PutQueued:
+		delete(l.done.m, w.FP)
+		ri, ok := l.live[w.FP]
+		switch {
+		case !ok:
+			ri = l.allocRec()
+			r := l.recs.at(ri)
+			r.fp, r.key, r.state, r.since = w.FP, w.Key, Queued, t
+			l.live[w.FP] = ri
+			l.listAppend(&l.queue, ri)
+		case l.recs.at(ri).state == Requested:
+			l.toQueued(t, ri)
+		}
+	case PutDone:
+		l.markDone(t, &w.Key, w.FP, w.Outcome)
+	case Delete:
+		delete(l.done.m, w.FP)
+		if ri, ok := l.live[w.FP]; ok && l.recs.at(ri).state == Queued {
+			l.listUnlink(&l.queue, ri)
+			delete(l.live, w.FP)
+			l.freeRec(ri)
+		}
+	}
+}

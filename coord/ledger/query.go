@@ -1,0 +1,116 @@
+package ledger
+
+import (
+	"time"
+
+	"drover/coord/id"
+)
+
+// Record is what the ledger knows of one key.
+type Record struct {
+	FP    id.Fingerprint
+	State State
+	// Key is set for requested and queued keys (done keys keep only their
+	// fingerprint).
+	Key     id.Key
+	Owner   id.Session // the holder of a requested key; 0 otherwise
+	Waiters int        // sessions waiting on a requested key
+	// Since is when the key entered its state: the lease start of a
+	// requested key, the queue time, or the done time (to the second,
+	// rounded up).
+	Since   time.Time
+	Outcome Outcome // for State Done
+}
+
+// Waiter is one session waiting on a key.
+type Waiter struct {
+	Session id.Session
+	ReqID   uint64 // echoed in its deferred answer
+	Since   time.Time
+}
+
+// Counts are the sizes of the ledger's tables.
+type Counts struct {
+	Requested int
+	Queued    int
+	// Done counts done records held in memory, including expired ones the
+	// sweep has not reached yet.
+	Done    int
+	Waiters int // waiters over all keys
+}
+
+// Lookup returns the record of fp at time now; a done record past its TTL
+// is reported absent.
+func (l *Ledger) Lookup(now time.Time, fp id.Fingerprint) (Record, bool) {
+	if ri, ok := l.live[fp]; ok {
+		return l.record(ri), true
+	}
+	v, ok := l.done.m[fp]
+	if !ok || l.done.expired(v, now.UnixNano()) {
+		return Record{}, false
+	}
+	return Record{FP: fp, State: Done, Since: time.Unix(0, stampNanos(v)).UTC(), Outcome: stampOutcome(v)}, true
+}
+
+func (l *Ledger) record(ri int32) Record {
+	r := l.recs.at(ri)
+	return Record{
+		FP:      r.fp,
+		State:   r.state,
+		Key:     r.key,
+		Owner:   r.owner,
+		Waiters: int(r.nwait),
+		Since:   time.Unix(0, r.since).UTC(),
+	}
+}
+
+// Waiters returns the sessions waiting on fp, first in line first; nil if
+// none (or fp is not requested).
+func (l *Ledger) Waiters(fp id.Fingerprint) []Waiter {
+	ri, ok := l.live[fp]
+	if !ok || l.recs.at(ri).nwait == 0 {
+		return nil
+	}
+	out := make([]Waiter, 0, l.recs.at(ri).nwait)
+	for wi := l.recs.at(ri).whead; wi != 0; wi = l.ws.at(wi).next {
+		w := l.ws.at(wi)
+		out = append(out, Waiter{Session: w.session, ReqID: w.reqID, Since: time.Unix(0, w.since).UTC()})
+	}
+	return out
+}
+
+// Counts returns the sizes of the ledger's tables, in constant time.
+func (l *Ledger) Counts() Counts {
+	return Counts{Requested: l.lease.n, Queued: l.queue.n, Done: len(l.done.m), Waiters: l.nWaiters}
+}
+
+// Requested returns up to limit requested keys starting at offset, oldest
+// lease first (the next to expire first), in O(offset+limit).
+func (l *Ledger) Requested(offset, limit int) []Record {
+	return l.window(&l.lease, offset, limit)
+}
+
+// Queued returns up to limit queued keys starting at offset, in the order
+// they were queued (restored keys first, in the order restored), in
+// O(offset+limit).
+func (l *Ledger) Queued(offset, limit int) []Record {
+	return l.window(&l.queue, offset, limit)
+}
+
+func (l *Ledger) window(ls *list, offset, limit int) []Record {
+	if offset < 0 {
+		offset = 0
+	}
+	if limit <= 0 || offset >= ls.n {
+		return nil
+	}
+	out := make([]Record, 0, min(limit, ls.n-offset))
+	ri := ls.head
+	for ; offset > 0; offset-- {
+		ri = l.recs.at(ri).next
+	}
+	for ; ri != 0 && len(out) < limit; ri = l.recs.at(ri).next {
+		out = append(out, l.record(ri))
+	}
+	return out
+}
