@@ -6,53 +6,46 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// helpColumnWidth is the width of one column of the help screen.
-const helpColumnWidth = 50
+// helpColumnWidth is the narrowest column of the help screen.
+const helpColumnWidth = 40
 
-// helpLines lays out every key in columns that fit the width. A read-only
-// console lists its disabled keys too, struck through and marked.
+// helpLines lays out every key in as many columns as the width allows,
+// balanced by height. A read-only console lists its disabled keys too,
+// marked ✗ and struck through, under a title that says why.
 func (m *model) helpLines() []string {
 	s := m.Styles
 	var blocks [][]string
 	for _, g := range m.keys.fullHelp() {
-		block := []string{s.ColumnTitle.Render(strings.ToUpper(g.title))}
+		title := strings.ToUpper(g.title)
+		for _, b := range g.keys {
+			if !b.Enabled() {
+				title += " (disabled: read-only)"
+				break
+			}
+		}
+		block := []string{s.ColumnTitle.Render(title)}
 		for _, b := range g.keys {
 			h := b.Help()
-			k := s.HintKey.Render(padRight(h.Key, 7))
 			if !b.Enabled() {
-				block = append(block, " "+k+" "+s.HelpDisabled.Render(h.Desc)+s.Muted.Render(" (disabled: read-only)"))
+				block = append(block, s.Muted.Render("✗")+s.HintKey.Render(padRight(h.Key, 7))+" "+s.HelpDisabled.Render(h.Desc))
 				continue
 			}
-			block = append(block, " "+k+" "+s.Text.Render(h.Desc))
+			block = append(block, " "+s.HintKey.Render(padRight(h.Key, 7))+" "+s.Text.Render(h.Desc))
 		}
-		blocks = append(blocks, append(block, ""))
+		blocks = append(blocks, block)
 	}
-	cols := max(m.Width/helpColumnWidth, 1)
-	total := 0
-	for _, b := range blocks {
-		total += len(b)
-	}
-	perCol := (total + cols - 1) / cols
-	var columns [][]string
-	var cur []string
-	for _, b := range blocks {
-		if len(cur) > 0 && len(cur)+len(b) > perCol && len(columns) < cols-1 {
-			columns = append(columns, cur)
-			cur = nil
-		}
-		cur = append(cur, b...)
-	}
-	columns = append(columns, cur)
+	cols := min(max(m.Width/helpColumnWidth, 1), len(blocks))
+	columns := balance(blocks, cols)
 	height := 0
 	for _, c := range columns {
 		height = max(height, len(c))
 	}
 	colW := m.Width / len(columns)
-	lines := make([]string, 0, height+1)
 	title := s.Title.Render("Keys") + s.Muted.Render(" · every key of the console")
 	if m.opts.ReadOnly {
 		title += s.ReadOnly.Render(" · read-only: actions are disabled")
 	}
+	lines := make([]string, 0, height+1)
 	lines = append(lines, title)
 	for i := 0; i < height; i++ {
 		var b strings.Builder
@@ -66,6 +59,43 @@ func (m *model) helpLines() []string {
 		lines = append(lines, b.String())
 	}
 	return lines
+}
+
+// balance splits the blocks, in order, into n columns (a blank line between
+// blocks) so that the tallest column is as short as possible.
+func balance(blocks [][]string, n int) [][]string {
+	best, bestH := [][]string(nil), -1
+	var try func(rest [][]string, n int, acc [][]string)
+	try = func(rest [][]string, n int, acc [][]string) {
+		if n == 1 {
+			cols := append(acc, stack(rest))
+			h := 0
+			for _, c := range cols {
+				h = max(h, len(c))
+			}
+			if bestH < 0 || h < bestH {
+				best, bestH = append([][]string(nil), cols...), h
+			}
+			return
+		}
+		for i := 1; i <= len(rest)-n+1; i++ {
+			try(rest[i:], n-1, append(acc[:len(acc):len(acc)], stack(rest[:i])))
+		}
+	}
+	try(blocks, n, nil)
+	return best
+}
+
+// stack joins blocks with a blank line between them.
+func stack(blocks [][]string) []string {
+	var out []string
+	for i, b := range blocks {
+		if i > 0 {
+			out = append(out, "")
+		}
+		out = append(out, b...)
+	}
+	return out
 }
 
 // helpView renders the help screen in h lines, scrolled by helpScroll.

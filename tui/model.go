@@ -400,7 +400,7 @@ func (m *model) filterKey(k tea.KeyPressMsg) tea.Cmd {
 func (m *model) helpKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case pressed(k, m.keys.Down):
-		m.helpScroll = min(m.helpScroll+1, max(len(m.helpLines())-m.bodyHeight(), 0))
+		m.helpScroll = min(m.helpScroll+1, max(len(m.helpLines())-(m.Height-1), 0))
 	case pressed(k, m.keys.Up):
 		m.helpScroll = max(m.helpScroll-1, 0)
 	case k.String() == "ctrl+c":

@@ -63,6 +63,10 @@ func (m *model) render() string {
 		msg := "terminal too small: need " + itoa(minWidth) + "x" + itoa(minHeight) + ", q quits"
 		return lipgloss.Place(m.Width, m.Height, lipgloss.Center, lipgloss.Center, fitLine(msg, m.Width))
 	}
+	if m.mode == modeHelp {
+		// Help takes the whole screen but the hint line.
+		return strings.Join(append(m.helpView(m.Height-1), m.hintLine()), "\n")
+	}
 	lines := make([]string, 0, m.Height)
 	lines = append(lines, m.header()...)
 	lines = append(lines, m.tabs(), m.status())
@@ -213,9 +217,6 @@ func (m *model) keyLabel(key string) string {
 // body renders the lines between the status and flash lines.
 func (m *model) body() []string {
 	h := m.bodyHeight()
-	if m.mode == modeHelp {
-		return m.helpView(h)
-	}
 	tableH, hostsH, detailH := m.layout()
 	lines := make([]string, 0, h)
 	lines = append(lines, m.tableView(tableH)...)
