@@ -1,0 +1,362 @@
+package ledger
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"drover/coord/id"
+)
+
+// Scenario tests: each testdata/*.txt file is a script in the datadriven
+// style of etcd-io/raft. A block is a command line, a "----" line, and the
+// expected output up to the next blank line; '#' lines are comments. The
+// output of a command is its own result lines followed by the deferred
+// answers, events and writes it produced. Run with -rewrite to regenerate
+// the expected parts (then read the diff: it is the specification).
+//
+// Commands (keys are labels: key "a" is c/p http://example.com/a; times are
+// offsets from the scenario's start):
+//
+//	config [request-ttl=D] [done-ttl=D] [failed-ttl=D] [sweep-limit=N] [persist]   new ledger, clock at +0s
+//	request s=S req=R key=K          request-batch s=S req=R keys=K,K,...
+//	queue s=S key=K                  queue-batch s=S keys=K,K,...
+//	done key=K [outcome=failed]      done-batch keys=K,... [outcome=failed]
+//	release s=S                      tick
+//	advance D                        move the clock (nothing else happens)
+//	lookup key=K                     waiters key=K      counts      deadline
+//	requested [offset=N] [limit=N]   queued [offset=N] [limit=N]
+//	restore op=put-queued|put-done|delete key=K [at=D] [outcome=failed]
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the testdata scenarios")
+
+type block struct {
+	pre      []string // comments and blank lines before the command
+	cmd      string
+	line     int
+	expected []string
+}
+
+func parseScript(t *testing.T, path string) (blocks []block, trailer []string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	var pre []string
+	for i := 0; i < len(lines); i++ {
+		ln := lines[i]
+		if strings.TrimSpace(ln) == "" || strings.HasPrefix(ln, "#") {
+			pre = append(pre, ln)
+			continue
+		}
+		b := block{pre: pre, cmd: ln, line: i + 1}
+		pre = nil
+		if i+1 >= len(lines) || lines[i+1] != "----" {
+			t.Fatalf("%s:%d: command %q is not followed by a ---- line", path, i+1, ln)
+		}
+		for i += 2; i < len(lines) && lines[i] != ""; i++ {
+			b.expected = append(b.expected, lines[i])
+		}
+		i-- // the blank line (if any) belongs to the next block's preamble
+		blocks = append(blocks, b)
+	}
+	return blocks, pre
+}
+
+func TestScenarios(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no scenarios in testdata: %v", err)
+	}
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
+			blocks, trailer := parseScript(t, path)
+			sc := &scenario{t: t, path: path}
+			var out strings.Builder
+			for _, b := range blocks {
+				sc.line = b.line
+				got := sc.run(b.cmd)
+				if *rewrite {
+					for _, p := range b.pre {
+						out.WriteString(p + "\n")
+					}
+					out.WriteString(b.cmd + "\n----\n")
+					for _, g := range got {
+						out.WriteString(g + "\n")
+					}
+					continue
+				}
+				if strings.Join(got, "\n") != strings.Join(b.expected, "\n") {
+					t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", path, b.line, b.cmd,
+						strings.Join(got, "\n"), strings.Join(b.expected, "\n"))
+				}
+			}
+			if *rewrite {
+				for _, p := range trailer {
+					out.WriteString(p + "\n")
+				}
+				if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// scenario is the state of one script: a ledger, its clock, and the labels
+// of the keys it has seen.
+type scenario struct {
+	t      *testing.T
+	path   string
+	line   int
+	l      *Ledger
+	now    time.Time
+	labels map[id.Fingerprint]string
+}
+
+func (sc *scenario) fatalf(format string, args ...any) {
+	sc.t.Helper()
+	sc.t.Fatalf("%s:%d: %s", sc.path, sc.line, fmt.Sprintf(format, args...))
+}
+
+func (sc *scenario) fp(label string) id.Fingerprint {
+	fp := fpOf(label)
+	sc.labels[fp] = label
+	return fp
+}
+
+func (sc *scenario) name(fp id.Fingerprint) string {
+	if s, ok := sc.labels[fp]; ok {
+		return s
+	}
+	return fp.String()
+}
+
+func rel(t time.Time) string {
+	d := t.Sub(base)
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
+}
+
+func verdict(v Verdict, r Reason) string {
+	if r == "" {
+		return v.String()
+	}
+	return v.String() + " " + string(r)
+}
+
+type args map[string]string
+
+func parseArgs(fields []string) args {
+	a := args{}
+	for _, f := range fields {
+		k, v, _ := strings.Cut(f, "=")
+		a[k] = v
+	}
+	return a
+}
+
+func (sc *scenario) need(a args, k string) string {
+	v, ok := a[k]
+	if !ok {
+		sc.fatalf("missing %s=", k)
+	}
+	return v
+}
+
+func (sc *scenario) num(a args, k string, def int) int {
+	v, ok := a[k]
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		sc.fatalf("%s=%q: %v", k, v, err)
+	}
+	return n
+}
+
+func (sc *scenario) dur(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		sc.fatalf("duration %q: %v", s, err)
+	}
+	return d
+}
+
+func (sc *scenario) session(a args) id.Session { return id.Session(sc.num(a, "s", -1)) }
+
+func (sc *scenario) outcome(a args) Outcome {
+	switch a["outcome"] {
+	case "", "ok":
+		return DoneOK
+	case "failed":
+		return DoneFailed
+	}
+	sc.fatalf("outcome=%q: want ok or failed", a["outcome"])
+	return 0
+}
+
+func (sc *scenario) items(a args) []Item {
+	var items []Item
+	for _, s := range strings.Split(sc.need(a, "keys"), ",") {
+		items = append(items, Item{Key: key(s), FP: sc.fp(s)})
+	}
+	return items
+}
+
+func (sc *scenario) record(r Record) string {
+	switch r.State {
+	case Requested:
+		return fmt.Sprintf("requested owner=%d waiters=%d since=%s", r.Owner, r.Waiters, rel(r.Since))
+	case Queued:
+		return fmt.Sprintf("queued since=%s", rel(r.Since))
+	}
+	return fmt.Sprintf("done outcome=%v since=%s", r.Outcome, rel(r.Since))
+}
+
+// run executes one command and returns its output lines.
+func (sc *scenario) run(cmd string) []string {
+	fields := strings.Fields(cmd)
+	a := parseArgs(fields[1:])
+	if fields[0] != "config" && sc.l == nil {
+		sc.fatalf("%s before config", fields[0])
+	}
+	var out []string
+	switch fields[0] {
+	case "config":
+		cfg := Config{Persist: hasFlag(fields, "persist"), SweepLimit: sc.num(a, "sweep-limit", 0)}
+		for k, p := range map[string]*time.Duration{"request-ttl": &cfg.RequestTTL, "done-ttl": &cfg.DoneTTL, "failed-ttl": &cfg.FailedTTL} {
+			if v, ok := a[k]; ok {
+				*p = sc.dur(v)
+			}
+		}
+		l, err := New(cfg)
+		if err != nil {
+			return []string{"error: " + err.Error()}
+		}
+		sc.l, sc.now, sc.labels = l, base, make(map[id.Fingerprint]string)
+	case "request":
+		k := sc.need(a, "key")
+		out = append(out, verdict(sc.l.Request(sc.now, sc.session(a), uint64(sc.num(a, "req", 0)), key(k), sc.fp(k))))
+	case "request-batch":
+		items := sc.items(a)
+		for i, r := range sc.l.RequestBatch(sc.now, sc.session(a), uint64(sc.num(a, "req", 0)), items, nil) {
+			out = append(out, sc.name(items[i].FP)+": "+verdict(r.Verdict, r.Reason))
+		}
+	case "queue":
+		out = append(out, verdict(sc.l.Queue(sc.now, sc.session(a), sc.fp(sc.need(a, "key")))))
+	case "queue-batch":
+		var fps []id.Fingerprint
+		for _, it := range sc.items(a) {
+			fps = append(fps, it.FP)
+		}
+		for i, r := range sc.l.QueueBatch(sc.now, sc.session(a), fps, nil) {
+			out = append(out, sc.name(fps[i])+": "+verdict(r.Verdict, r.Reason))
+		}
+	case "done":
+		k := sc.need(a, "key")
+		sc.l.Done(sc.now, key(k), sc.fp(k), sc.outcome(a))
+	case "done-batch":
+		sc.l.DoneBatch(sc.now, sc.items(a), sc.outcome(a))
+	case "release":
+		sc.l.Release(sc.now, sc.session(a))
+	case "tick":
+		sc.l.Tick(sc.now)
+	case "advance":
+		if len(fields) != 2 {
+			sc.fatalf("advance takes one duration")
+		}
+		sc.now = sc.now.Add(sc.dur(fields[1]))
+		out = append(out, "now "+rel(sc.now))
+	case "lookup":
+		r, ok := sc.l.Lookup(sc.now, sc.fp(sc.need(a, "key")))
+		if !ok {
+			out = append(out, "absent")
+		} else {
+			out = append(out, sc.record(r))
+		}
+	case "waiters":
+		for i, w := range sc.l.Waiters(sc.fp(sc.need(a, "key"))) {
+			out = append(out, fmt.Sprintf("%d: s=%d req=%d since=%s", i+1, w.Session, w.ReqID, rel(w.Since)))
+		}
+	case "counts":
+		c := sc.l.Counts()
+		out = append(out, fmt.Sprintf("requested=%d queued=%d done=%d waiters=%d", c.Requested, c.Queued, c.Done, c.Waiters))
+	case "deadline":
+		if d, ok := sc.l.NextDeadline(); ok {
+			out = append(out, "deadline "+rel(d))
+		} else {
+			out = append(out, "no deadline")
+		}
+	case "requested", "queued":
+		list := sc.l.Requested
+		if fields[0] == "queued" {
+			list = sc.l.Queued
+		}
+		for _, r := range list(sc.num(a, "offset", 0), sc.num(a, "limit", 100)) {
+			out = append(out, sc.name(r.FP)+": "+sc.record(r))
+		}
+	case "restore":
+		w := Write{FP: sc.fp(sc.need(a, "key")), Outcome: sc.outcome(a), At: sc.now}
+		if at, ok := a["at"]; ok {
+			w.At = base.Add(sc.dur(at))
+		}
+		switch a["op"] {
+		case "put-queued":
+			w.Op, w.Key = PutQueued, key(a["key"])
+		case "put-done":
+			w.Op = PutDone
+		case "delete":
+			w.Op = Delete
+		default:
+			sc.fatalf("restore op=%q: want put-queued, put-done or delete", a["op"])
+		}
+		sc.l.Restore(w)
+	default:
+		sc.fatalf("unknown command %q", fields[0])
+	}
+	if err := sc.l.check(); err != nil {
+		sc.fatalf("invariant broken after %q: %v", cmd, err)
+	}
+	for _, an := range sc.l.TakeAnswers(nil) {
+		out = append(out, fmt.Sprintf("answer s=%d req=%d key=%s: %s", an.Session, an.ReqID, sc.name(an.FP), verdict(an.Verdict, an.Reason)))
+	}
+	for _, e := range sc.l.TakeEvents(nil) {
+		line := "event " + e.Kind.String()
+		if e.Session != 0 {
+			line += fmt.Sprintf(" s=%d", e.Session)
+		}
+		line += " key=" + sc.name(e.FP)
+		if e.Reason != "" {
+			line += " reason=" + string(e.Reason)
+		}
+		out = append(out, line)
+	}
+	for _, w := range sc.l.TakeWrites(nil) {
+		line := fmt.Sprintf("write %v key=%s at=%s", w.Op, sc.name(w.FP), rel(w.At))
+		if w.Op == PutDone {
+			line += " outcome=" + w.Outcome.String()
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func hasFlag(fields []string, flag string) bool {
+	for _, f := range fields[1:] {
+		if f == flag {
+			return true
+		}
+	}
+	return false
+}
