@@ -21,16 +21,14 @@ func Run(ctx context.Context, b Backend, opts Options, in io.Reader, out io.Writ
 	if b == nil {
 		return errors.New("console: no backend, want one connected to the coordinator")
 	}
-	if err := opts.Validate(); err != nil {
+	opts, err := runOptions(opts, os.Getenv)
+	if err != nil {
 		return err
-	}
-	if themes.NoColorRequested(os.Getenv) {
-		opts.NoColor = true
 	}
 	m := newModel(ctx, b, opts)
 	defer m.cancel()
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
-	_, err := p.Run()
+	_, err = p.Run()
 	switch {
 	case err == nil:
 		return nil
@@ -39,4 +37,16 @@ func Run(ctx context.Context, b Backend, opts Options, in io.Reader, out io.Writ
 	default:
 		return fmt.Errorf("console: %w", err)
 	}
+}
+
+// runOptions validates the options and applies the environment: NO_COLOR
+// forces the mono theme.
+func runOptions(opts Options, getenv func(string) string) (Options, error) {
+	if err := opts.Validate(); err != nil {
+		return opts, err
+	}
+	if themes.NoColorRequested(getenv) {
+		opts.NoColor = true
+	}
+	return opts, nil
 }
