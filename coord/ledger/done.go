@@ -7,17 +7,22 @@ import (
 )
 
 // The done set is kept apart from the live records, compact: one map entry
-// per key, fingerprint -> stamp (20 bytes of payload), where a stamp packs
-// the done time in whole seconds since stampEpoch (31 bits, rounded up, so a
-// record never expires early) with the outcome in the low bit. No key is
-// kept: a done record only has to answer No.
+// per key, 16 bytes of payload: the first 96 bits of the fingerprint (a
+// false match needs two of the keys ever done to share 96 bits: about one
+// chance in 10^17 with a billion keys) -> a stamp, which packs the done time
+// in whole seconds since stampEpoch (31 bits, rounded up, so a record never
+// expires early) with the outcome in the low bit. No key is kept: a done
+// record only has to answer No.
 //
 // Expiry is lazy (a request checks the stamp), and memory is reclaimed by a
 // sweep: each outcome with a TTL has a FIFO of (fingerprint, stamp) in the
 // order keys were done, which, the TTL being fixed, is expiry order. The
 // sweep pops expired entries from the front and deletes the map entry if its
 // stamp is still the one queued (a key done again, or requested again after
-// expiry, leaves a stale entry that is skipped).
+// expiry, leaves a stale entry that is skipped). The FIFO keeps the whole
+// fingerprint so that the deletion can be persisted. At 1M keys the set
+// costs about 36 bytes per key without a TTL and 56 with one (see
+// BenchmarkDoneSetMemory).
 
 // stampEpoch is 2020-01-01T00:00:00Z: stamps cover it to early 2088.
 const stampEpoch = int64(1577836800) * int64(time.Second)
@@ -46,16 +51,34 @@ type doneEntry struct {
 	v  uint32
 }
 
+// doneKey is the part of a fingerprint the done set keys on.
+type doneKey [12]byte
+
+func dkey(fp id.Fingerprint) doneKey { return doneKey(fp[:12]) }
+
 type doneSet struct {
-	m   map[id.Fingerprint]uint32
+	m   map[doneKey]uint32
 	ttl [2]int64    // per outcome, ns; 0 = forever
 	q   [2]doneFIFO // per outcome with a TTL: keys in the order they were done
 }
 
 func (d *doneSet) init(doneTTL, failedTTL time.Duration) {
-	d.m = make(map[id.Fingerprint]uint32)
+	d.m = make(map[doneKey]uint32)
 	d.ttl = [2]int64{int64(doneTTL), int64(failedTTL)}
 }
+
+// size is the number of done records held, expired ones not yet swept
+// included.
+func (d *doneSet) size() int { return len(d.m) }
+
+// lookup returns the stamp of fp, expired or not.
+func (d *doneSet) lookup(fp id.Fingerprint) (uint32, bool) {
+	v, ok := d.m[dkey(fp)]
+	return v, ok
+}
+
+// remove forgets fp; its FIFO entry, if any, goes stale.
+func (d *doneSet) remove(fp id.Fingerprint) { delete(d.m, dkey(fp)) }
 
 // expired reports whether the record with stamp v is older than its TTL at t.
 func (d *doneSet) expired(v uint32, t int64) bool {
@@ -65,7 +88,7 @@ func (d *doneSet) expired(v uint32, t int64) bool {
 
 // get returns the outcome of fp if it is done and not expired at t.
 func (d *doneSet) get(fp id.Fingerprint, t int64) (Outcome, bool) {
-	v, ok := d.m[fp]
+	v, ok := d.lookup(fp)
 	if !ok || d.expired(v, t) {
 		return 0, false
 	}
@@ -75,7 +98,7 @@ func (d *doneSet) get(fp id.Fingerprint, t int64) (Outcome, bool) {
 // put marks fp done at t with outcome o (replacing any earlier record).
 func (d *doneSet) put(fp id.Fingerprint, t int64, o Outcome) {
 	v := makeStamp(t, o)
-	d.m[fp] = v
+	d.m[dkey(fp)] = v
 	if d.ttl[o&1] != 0 {
 		d.q[o&1].push(doneEntry{fp, v})
 	}
@@ -92,43 +115,60 @@ func (d *doneSet) sweep(t int64, limit int, gone func(id.Fingerprint)) {
 				break
 			}
 			q.pop()
-			if cur, ok := d.m[e.fp]; ok && cur == e.v {
-				delete(d.m, e.fp)
+			k := dkey(e.fp)
+			if cur, ok := d.m[k]; ok && cur == e.v {
+				delete(d.m, k)
 				gone(e.fp)
 			}
 		}
 	}
 }
 
-// doneFIFO is a ring buffer of done entries with a power-of-two capacity.
+// doneFIFO is a queue of done entries in fixed-size chunks: it costs the
+// size of its entries plus at most two chunks, and never copies them.
 type doneFIFO struct {
-	buf  []doneEntry
-	head int
-	n    int
+	chunks [][]doneEntry // the front is chunks[0][head], the back chunks[last][tail-1]
+	head   int
+	tail   int
+	n      int
+	spare  []doneEntry // a drained chunk kept for the next push
 }
 
-func (q *doneFIFO) front() doneEntry { return q.buf[q.head] }
+const fifoChunk = 1024
+
+func (q *doneFIFO) front() doneEntry { return q.chunks[0][q.head] }
+
+// at returns the i-th entry from the front.
+func (q *doneFIFO) at(i int) doneEntry {
+	i += q.head
+	return q.chunks[i/fifoChunk][i%fifoChunk]
+}
 
 func (q *doneFIFO) push(e doneEntry) {
-	if q.n == len(q.buf) {
-		q.resize(max(16, 2*len(q.buf)))
+	if len(q.chunks) == 0 || q.tail == fifoChunk {
+		c := q.spare
+		if c == nil {
+			c = make([]doneEntry, fifoChunk)
+		}
+		q.spare = nil
+		q.chunks = append(q.chunks, c)
+		q.tail = 0
 	}
-	q.buf[(q.head+q.n)&(len(q.buf)-1)] = e
+	q.chunks[len(q.chunks)-1][q.tail] = e
+	q.tail++
 	q.n++
 }
 
 func (q *doneFIFO) pop() {
-	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.head++
 	q.n--
-	if len(q.buf) > 1024 && q.n < len(q.buf)/4 {
-		q.resize(len(q.buf) / 2) // give memory back after a burst
+	switch {
+	case q.n == 0: // one chunk left, now empty: reuse it from its start
+		q.head, q.tail = 0, 0
+	case q.head == fifoChunk:
+		q.spare = q.chunks[0]
+		q.chunks[0] = nil
+		q.chunks = q.chunks[1:]
+		q.head = 0
 	}
-}
-
-func (q *doneFIFO) resize(size int) {
-	buf := make([]doneEntry, size)
-	for i := 0; i < q.n; i++ {
-		buf[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
-	}
-	q.buf, q.head = buf, 0
 }

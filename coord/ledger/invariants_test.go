@@ -53,7 +53,7 @@ func (l *Ledger) check() error {
 		return fmt.Errorf("live has %d keys, lists hold %d", len(l.live), len(seen))
 	}
 	for fp := range l.live {
-		if _, done := l.done.m[fp]; done {
+		if _, done := l.done.lookup(fp); done {
 			return fmt.Errorf("key %s is both live and done", fp)
 		}
 	}
@@ -165,7 +165,7 @@ func (l *Ledger) check() error {
 	}
 
 	// The done sweep queues cover every expiring done record.
-	for fp, v := range l.done.m {
+	for k, v := range l.done.m {
 		o := v & 1
 		if l.done.ttl[o] == 0 {
 			continue
@@ -173,11 +173,11 @@ func (l *Ledger) check() error {
 		q := &l.done.q[o]
 		found := false
 		for i := 0; i < q.n && !found; i++ {
-			e := q.buf[(q.head+i)&(len(q.buf)-1)]
-			found = e.fp == fp && e.v == v
+			e := q.at(i)
+			found = dkey(e.fp) == k && e.v == v
 		}
 		if !found {
-			return fmt.Errorf("done key %s (stamp %d) is not in its sweep queue", fp, v)
+			return fmt.Errorf("done key %x (stamp %d) is not in its sweep queue", k, v)
 		}
 	}
 	return nil

@@ -260,11 +260,11 @@ func (l *Ledger) request(t int64, s id.Session, reqID uint64, k *id.Key, fp id.F
 		l.wait(t, s, reqID, ri)
 		return Wait, ReasonNone
 	}
-	if v, ok := l.done.m[fp]; ok {
+	if v, ok := l.done.lookup(fp); ok {
 		if !l.done.expired(v, t) {
 			return No, stampOutcome(v).reason()
 		}
-		delete(l.done.m, fp) // as if absent; its sweep entry goes stale
+		l.done.remove(fp) // as if absent
 		if l.cfg.Persist && !l.quiet {
 			l.writes = append(l.writes, Write{Op: Delete, FP: fp, At: time.Unix(0, t).UTC()})
 		}

@@ -142,7 +142,7 @@ func (l *Ledger) Restore(w Write) {
 	t := w.At.UnixNano()
 	switch w.Op {
 	case PutQueued:
-		delete(l.done.m, w.FP)
+		l.done.remove(w.FP)
 		ri, ok := l.live[w.FP]
 		switch {
 		case !ok:
@@ -157,7 +157,7 @@ func (l *Ledger) Restore(w Write) {
 	case PutDone:
 		l.markDone(t, &w.Key, w.FP, w.Outcome)
 	case Delete:
-		delete(l.done.m, w.FP)
+		l.done.remove(w.FP)
 		if ri, ok := l.live[w.FP]; ok && l.recs.at(ri).state == Queued {
 			l.listUnlink(&l.queue, ri)
 			delete(l.live, w.FP)

@@ -45,7 +45,7 @@ func (l *Ledger) Lookup(now time.Time, fp id.Fingerprint) (Record, bool) {
 	if ri, ok := l.live[fp]; ok {
 		return l.record(ri), true
 	}
-	v, ok := l.done.m[fp]
+	v, ok := l.done.lookup(fp)
 	if !ok || l.done.expired(v, now.UnixNano()) {
 		return Record{}, false
 	}
@@ -81,7 +81,7 @@ func (l *Ledger) Waiters(fp id.Fingerprint) []Waiter {
 
 // Counts returns the sizes of the ledger's tables, in constant time.
 func (l *Ledger) Counts() Counts {
-	return Counts{Requested: l.lease.n, Queued: l.queue.n, Done: len(l.done.m), Waiters: l.nWaiters}
+	return Counts{Requested: l.lease.n, Queued: l.queue.n, Done: l.done.size(), Waiters: l.nWaiters}
 }
 
 // Requested returns up to limit requested keys starting at offset, oldest
