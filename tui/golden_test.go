@@ -26,13 +26,14 @@ type observed struct {
 type snapshot struct {
 	screen string
 	idle   bool
+	rounds uint64 // backend rounds started
 }
 
 func (o observed) Init() tea.Cmd { return o.m.Init() }
 
 func (o observed) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := o.m.Update(msg)
-	o.snap.Store(&snapshot{screen: ansi.Strip(o.m.render()), idle: !o.m.inFlight && !o.m.urgent})
+	o.snap.Store(&snapshot{screen: ansi.Strip(o.m.render()), idle: !o.m.inFlight && !o.m.urgent, rounds: o.m.seq})
 	return o, cmd
 }
 

@@ -21,9 +21,13 @@ func fixedClock() time.Time { return t0 }
 // seedBackend fills a test backend with a small, varied crawl: workers in
 // every state, jobs in every state (throttled, failed, requested keys with
 // waiters, a very long URL), host back-offs and events.
-func seedBackend() *memBackend {
-	b := newMemBackend(fixedClock)
-	ago := func(d time.Duration) time.Time { return t0.Add(-d) }
+func seedBackend() *memBackend { return seedBackendAt(t0, fixedClock) }
+
+// seedBackendAt is seedBackend with its timestamps around base and its
+// own clock.
+func seedBackendAt(base time.Time, clock func() time.Time) *memBackend {
+	b := newMemBackend(clock)
+	ago := func(d time.Duration) time.Time { return base.Add(-d) }
 	b.addWorker(admin.WorkerRow{ID: "w-01", Host: "crawler-a", Headers: map[string]string{"region": "eu", "threads": "4"},
 		State: "busy", Slots: 4, Used: 2, Jobs: []uint64{1, 2}, Done: 120, Failures: 2, LastHeartbeat: ago(time.Second), Since: ago(3 * time.Hour)})
 	b.addWorker(admin.WorkerRow{ID: "w-02", Host: "crawler-a", Headers: map[string]string{"region": "eu"},
@@ -53,7 +57,7 @@ func seedBackend() *memBackend {
 	job(4, "https://news.example.net/2025/03/01/a-very-long-headline-that-goes-on-and-on-and-does-not-fit-in-any-column", "dispatched",
 		func(j *admin.JobRow) { j.Worker, j.Attempts = "w-04", 1 })
 	job(5, "https://throttled.example.com/a", "backoff", func(j *admin.JobRow) {
-		j.Attempts, j.Throttles, j.RetryAt = 2, 2, t0.Add(30*time.Second)
+		j.Attempts, j.Throttles, j.RetryAt = 2, 2, base.Add(30*time.Second)
 		j.Reason, j.LastError = "host back-off", "429 Too Many Requests (Retry-After: 30)"
 		j.History = []admin.Attempt{
 			{Worker: "w-01", At: ago(2 * time.Minute), Outcome: "throttled", Error: "429 Too Many Requests"},
@@ -61,7 +65,7 @@ func seedBackend() *memBackend {
 		}
 	})
 	job(6, "https://throttled.example.com/b", "backoff", func(j *admin.JobRow) {
-		j.Attempts, j.Throttles, j.RetryAt, j.Reason = 1, 1, t0.Add(30*time.Second), "host back-off"
+		j.Attempts, j.Throttles, j.RetryAt, j.Reason = 1, 1, base.Add(30*time.Second), "host back-off"
 	})
 	job(7, "https://flaky.example.com/report.pdf", "failed", func(j *admin.JobRow) {
 		j.Attempts, j.Failures, j.LastError = 3, 3, "internal: timeout after 30s"
@@ -93,8 +97,8 @@ func seedBackend() *memBackend {
 		{Position: 3, Session: "s-30", Since: ago(time.Second)},
 	}
 	b.hosts = []admin.HostRow{
-		{Host: "throttled.example.com", Until: t0.Add(30 * time.Second), Throttles: 3, Jobs: 2},
-		{Host: "slow.example.org", Until: t0.Add(5 * time.Second), Throttles: 1, Jobs: 0},
+		{Host: "throttled.example.com", Until: base.Add(30 * time.Second), Throttles: 3, Jobs: 2},
+		{Host: "slow.example.org", Until: base.Add(5 * time.Second), Throttles: 1, Jobs: 0},
 	}
 	kinds := []string{"job.dispatched", "job.done", "job.throttled", "key.handover", "job.failed", "worker.lost"}
 	for i := 0; i < 25; i++ {
