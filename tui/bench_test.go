@@ -271,4 +271,3 @@ func waitQuiet(b *testing.B, w *countingWriter) {
 		}
 	}
 }
-
