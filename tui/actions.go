@@ -346,14 +346,3 @@ func (m *model) quitNow() tea.Cmd {
 
 // itoa is strconv.Itoa, short for the renderers.
 func itoa(n int) string { return strconv.Itoa(n) }
-
-// joinNonEmpty joins the non-empty parts with sep.
-func joinNonEmpty(sep string, parts ...string) string {
-	out := parts[:0:0]
-	for _, p := range parts {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	return strings.Join(out, sep)
-}

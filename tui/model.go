@@ -294,6 +294,11 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		m.dialog, cmd = m.dialog.Update(k)
 		return cmd
 	case modeFilter:
+		if k.String() == "ctrl+c" {
+			m.mode = modeNormal
+			m.input.Blur()
+			return m.quit()
+		}
 		return m.filterKey(k)
 	case modeHelp:
 		return m.helpKey(k)

@@ -492,6 +492,9 @@ func TestQuit(t *testing.T) {
 		{"esc stays", true, false, []string{"ctrl+c", "esc"}, false, false},
 		{"confirm quits", true, false, []string{"q", "tab", "enter"}, true, false},
 		{"ctrl+c twice quits", true, false, []string{"ctrl+c", "ctrl+c"}, true, false},
+		{"ctrl+c while filtering asks", true, false, []string{"/", "x", "ctrl+c"}, false, true},
+		{"ctrl+c in help quits a remote console", false, false, []string{"?", "ctrl+c"}, true, false},
+		{"q in help only closes help", false, false, []string{"?", "q"}, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
