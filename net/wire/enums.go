@@ -36,8 +36,14 @@ type SubmitStatus uint8
 // The submit statuses.
 const (
 	SubmitAccepted  SubmitStatus = 1 // a new job; JobID names it
-	SubmitDuplicate SubmitStatus = 2 // the key is requested, queued or done already
+	SubmitDuplicate SubmitStatus = 2 // the key is queued or done already
 	SubmitError     SubmitStatus = 3 // refused; Reason says why
+	// SubmitWait: another session holds the key in requested (a ledger
+	// REQUEST). The job is not queued yet: if that session queues or
+	// finishes the key, a later SUBMITTED with the same request id says
+	// duplicate; if it dies, the key passes to the submitter and the later
+	// SUBMITTED says accepted with the new job id.
+	SubmitWait SubmitStatus = 4
 )
 
 // Outcome is how a job ended, as a worker reports it in RESULT.
@@ -65,7 +71,7 @@ var (
 	roleNames          = [...]string{1: "worker", 2: "producer", 3: "console"}
 	verdictNames       = [...]string{1: "ok", 2: "no", 3: "wait", 4: "error"}
 	doneOutcomeNames   = [...]string{1: "ok", 2: "failed"}
-	submitStatusNames  = [...]string{1: "accepted", 2: "duplicate", 3: "error"}
+	submitStatusNames  = [...]string{1: "accepted", 2: "duplicate", 3: "error", 4: "wait"}
 	outcomeNames       = [...]string{1: "ok", 2: "internal", 3: "external", 4: "throttled"}
 	resultStatusNames  = [...]string{1: "recorded", 2: "stale", 3: "unknown"}
 	errUnknownEnumName = "unknown"
