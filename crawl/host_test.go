@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -11,11 +12,13 @@ import (
 )
 
 // gate is a handler that announces each page request on arrived and holds
-// it until the test sends on release, tracking the most requests it held
-// at once. robots.txt is answered 404 at once, unless robots is set.
+// it until the test sends on release (or the test ends), tracking the most
+// requests it held at once. robots.txt is answered 404 at once, unless
+// robots is set.
 type gate struct {
 	arrived chan string
 	release chan struct{}
+	quit    chan struct{} // closed when the test ends, so a failing test cannot hang
 	robots  string
 
 	mu          sync.Mutex
@@ -23,8 +26,13 @@ type gate struct {
 	maxInflight int
 }
 
-func newGate() *gate {
-	return &gate{arrived: make(chan string, 64), release: make(chan struct{})}
+// newGate serves a gate with the given robots.txt on 127.0.0.1 for the
+// test.
+func newGate(t *testing.T, robots string) (*gate, *httptest.Server) {
+	g := &gate{robots: robots, arrived: make(chan string, 64), release: make(chan struct{}), quit: make(chan struct{})}
+	srv := newServer(t, g)
+	t.Cleanup(func() { close(g.quit) }) // runs before the server's Close
+	return g, srv
 }
 
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -41,7 +49,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.maxInflight = max(g.maxInflight, g.inflight)
 	g.mu.Unlock()
 	g.arrived <- r.URL.Path
-	<-g.release
+	select {
+	case <-g.release:
+	case <-g.quit:
+	}
 	g.mu.Lock()
 	g.inflight--
 	g.mu.Unlock()
@@ -69,8 +80,7 @@ func (g *gate) waitArrival(t *testing.T) string {
 func TestPerHostConcurrencyLimit(t *testing.T) {
 	for _, perHost := range []int{1, 2, 3} {
 		t.Run(fmt.Sprint(perHost), func(t *testing.T) {
-			g := newGate()
-			srv := newServer(t, g)
+			g, srv := newGate(t, "")
 			cfg := testConfig()
 			cfg.PerHost = perHost
 			f := newFetcher(t, cfg)
@@ -105,8 +115,7 @@ func TestPerHostConcurrencyLimit(t *testing.T) {
 }
 
 func TestHostsDoNotShareSlots(t *testing.T) {
-	g := newGate()
-	busy := newServer(t, g)
+	g, busy := newGate(t, "")
 	other := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
 	cfg := testConfig()
 	cfg.PerHost = 1
@@ -123,8 +132,7 @@ func TestHostsDoNotShareSlots(t *testing.T) {
 
 func TestMinDelaySpacesFetchStarts(t *testing.T) {
 	clock := newFakeClock()
-	g := newGate()
-	srv := newServer(t, g)
+	g, srv := newGate(t, "")
 	close(g.release) // no holding: this test is about start times
 	cfg := testConfig()
 	cfg.PerHost = 2
@@ -182,10 +190,8 @@ func TestCrawlDelay(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := newFakeClock()
-			g := newGate()
-			g.robots = tt.robots
+			g, srv := newGate(t, tt.robots)
 			close(g.release)
-			srv := newServer(t, g)
 			cfg := testConfig()
 			cfg.MinDelay, cfg.MaxCrawlDelay = tt.minDelay, tt.maxCrawl
 			f := newFetcher(t, cfg, WithClock(clock))
@@ -205,8 +211,7 @@ func TestCrawlDelay(t *testing.T) {
 
 func TestPolitenessWaitsHonourContext(t *testing.T) {
 	clock := newFakeClock()
-	g := newGate()
-	srv := newServer(t, g)
+	g, srv := newGate(t, "")
 	cfg := testConfig()
 	cfg.PerHost = 1
 	cfg.MinDelay = 10 * time.Second
