@@ -72,7 +72,11 @@ func (e *Encoder) validate(c Command, req uint64, body []byte) *Error {
 	s := e.scratch[c]
 	if s == nil {
 		s = newMessage(c, req)
-		e.scratch[c] = s
+		// A JSON body is decoded whole into the scratch message; do not
+		// keep that copy alive between calls.
+		if !commands[c].json {
+			e.scratch[c] = s
+		}
 	}
 	e.r = newReader(body, c, req)
 	r := &e.r

@@ -211,3 +211,12 @@ func TestHeaders(t *testing.T) {
 		t.Fatal("nil headers give a map")
 	}
 }
+
+func TestJSONCommandsAreMarked(t *testing.T) {
+	for _, c := range Commands() {
+		want := c == CmdQuery || c == CmdPage || c == CmdTotals || c == CmdAction || c == CmdActed
+		if commands[c].json != want {
+			t.Errorf("%s: json %v, want %v", c, commands[c].json, want)
+		}
+	}
+}

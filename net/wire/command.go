@@ -55,6 +55,7 @@ const (
 type commandInfo struct {
 	name    string
 	body    bool // a body frame follows the request id
+	json    bool // the body is JSON (admin commands)
 	from    Side
 	sockets Sockets
 	frame   []byte // name as a frame, shared: never modify
@@ -78,12 +79,12 @@ var commands = [cmdLimit]commandInfo{
 	CmdResult:     {name: "RESULT", body: true, from: Client, sockets: Peers},
 	CmdResultOK:   {name: "RESULT-OK", body: true, from: Server, sockets: Peers},
 	CmdProgress:   {name: "PROGRESS", body: true, from: Client, sockets: Peers},
-	CmdQuery:      {name: "QUERY", body: true, from: Client, sockets: Admin},
-	CmdPage:       {name: "PAGE", body: true, from: Server, sockets: Admin},
+	CmdQuery:      {name: "QUERY", body: true, json: true, from: Client, sockets: Admin},
+	CmdPage:       {name: "PAGE", body: true, json: true, from: Server, sockets: Admin},
 	CmdStatus:     {name: "STATUS", from: Client, sockets: Admin},
-	CmdTotals:     {name: "TOTALS", body: true, from: Server, sockets: Admin},
-	CmdAction:     {name: "ACTION", body: true, from: Client, sockets: Admin},
-	CmdActed:      {name: "ACTED", body: true, from: Server, sockets: Admin},
+	CmdTotals:     {name: "TOTALS", body: true, json: true, from: Server, sockets: Admin},
+	CmdAction:     {name: "ACTION", body: true, json: true, from: Client, sockets: Admin},
+	CmdActed:      {name: "ACTED", body: true, json: true, from: Server, sockets: Admin},
 	CmdChanged:    {name: "CHANGED", from: Server, sockets: Admin},
 }
 

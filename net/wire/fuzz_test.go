@@ -76,13 +76,7 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-func isJSON(c Command) bool {
-	switch c {
-	case CmdQuery, CmdPage, CmdTotals, CmdAction, CmdActed:
-		return true
-	}
-	return false
-}
+func isJSON(c Command) bool { return commands[c].json }
 
 // TestWriteFuzzSeeds rewrites the checked-in seed corpus when run with
 // -update-seeds: the samples plus a few malformed messages, in the file

@@ -113,6 +113,7 @@ func TestDecodeMalformed(t *testing.T) {
 		{"header name with space", msg("JOB", job(1, 1, body{}.u16(1).str("a b").str("v"))), CodeMalformed, 7, "header name"},
 		{"header name empty", msg("JOB", job(1, 1, body{}.u16(1).str("").str("v"))), CodeMalformed, 7, "header name"},
 		{"duplicate header", msg("JOB", job(1, 1, body{}.u16(2).str("a").str("1").str("a").str("2"))), CodeMalformed, 7, "twice"},
+		{"duplicate in a long header list", msg("JOB", job(1, 1, goodHeaders(20).append(body{}.str("h7").str("x"))[2:].prepend(body{}.u16(21)))), CodeMalformed, 7, "\"h7\" appears twice"},
 		{"too many headers", msg("JOB", job(1, 1, goodHeaders(MaxHeaders+1))), CodeTooLarge, 7, "header count"},
 		{"header value too long", msg("JOB", job(1, 1, body{}.u16(1).str("a").str(strings.Repeat("v", MaxHeaderValue+1)))), CodeTooLarge, 7, "header value"},
 
@@ -190,7 +191,8 @@ func TestDecodeMalformed(t *testing.T) {
 	}
 }
 
-func (b body) append(o body) body { return append(b, o...) }
+func (b body) append(o body) body  { return append(b, o...) }
+func (b body) prepend(o body) body { return append(append(body{}, o...), b...) }
 
 // A well-formed message of every kind decodes; each frame truncated by one
 // byte, or extended, does not, and never panics.

@@ -117,6 +117,7 @@ try:
     dec["truncated"] = "accepted"
 except drv1.Malformed:
     dec["truncated"] = "refused"
+dec["fingerprint"] = fingerprint("news", "html", "https://example.com/").hex()
 json.dump({"encoded": {k: [f.hex() for f in v] for k, v in enc.items()}, "decoded": dec}, sys.stdout)
 `
 
@@ -130,7 +131,8 @@ func TestProtocolDocPythonCodec(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "drv1.py"), []byte(pythonBlock(t, doc, "# drv1.py")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "harness.py"), []byte(pyHarness), 0o644); err != nil {
+	harness := pythonBlock(t, doc, "import hashlib, struct") + pyHarness
+	if err := os.WriteFile(filepath.Join(dir, "harness.py"), []byte(harness), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	worker := pythonBlock(t, doc, "import random, socket, time, zmq")
@@ -246,8 +248,9 @@ func TestProtocolDocPythonCodec(t *testing.T) {
 		"result-ok": map[string]any{"command": "RESULT-OK", "req": 9, "fields": map[string]any{"items": []any{
 			map[string]any{"job_id": 101, "status": 1, "accepted": 1, "duplicates": 0},
 			map[string]any{"job_id": 102, "status": 2, "accepted": 0, "duplicates": 0}}}},
-		"heartbeat": map[string]any{"command": "HEARTBEAT", "req": 0, "fields": map[string]any{}},
-		"truncated": "refused",
+		"heartbeat":   map[string]any{"command": "HEARTBEAT", "req": 0, "fields": map[string]any{}},
+		"truncated":   "refused",
+		"fingerprint": h(fp("https://example.com/")),
 	}
 	// Normalise numbers the way JSON decoding does.
 	var norm any

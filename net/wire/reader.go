@@ -337,13 +337,15 @@ func (r *reader) headers() Headers {
 		}
 		return h
 	}
-	// Names seen so far, for the duplicate check: on the stack for the
-	// usual few headers.
-	var small [8][]byte
-	names := small[:0]
-	if n > len(small) {
-		names = make([][]byte, 0, n)
+	if n > smallHeaders {
+		if r.longHeaderNames(n) {
+			r.nHeaders += n
+		}
+		return nil
 	}
+	// Few names: compare pairwise, on the stack.
+	var small [smallHeaders][]byte
+	names := small[:0]
 	for range n {
 		name := r.rawStr("header name", kToken, 1, MaxHeaderName)
 		r.rawStr("header value", kLine, 0, MaxHeaderValue)
@@ -360,6 +362,38 @@ func (r *reader) headers() Headers {
 	}
 	r.nHeaders += n
 	return nil
+}
+
+const smallHeaders = 8
+
+// longHeaderNames validates a list of more than smallHeaders headers, with
+// a small open-addressing hash set for the duplicate check, so that a body
+// full of 64-header lists costs linear time. It reports success.
+func (r *reader) longHeaderNames(n int) bool {
+	var names [MaxHeaders][]byte
+	var set [2 * MaxHeaders]uint8 // 1 + index into names; 0 is empty
+	for i := range n {
+		name := r.rawStr("header name", kToken, 1, MaxHeaderName)
+		r.rawStr("header value", kLine, 0, MaxHeaderValue)
+		if r.err != nil {
+			return false
+		}
+		h := uint32(2166136261) // FNV-1a
+		for _, c := range name {
+			h = (h ^ uint32(c)) * 16777619
+		}
+		slot := h % uint32(len(set))
+		for set[slot] != 0 {
+			if bytes.Equal(names[set[slot]-1], name) {
+				r.fail(CodeMalformed, "header name", "%q appears twice, want unique names", name)
+				return false
+			}
+			slot = (slot + 1) % uint32(len(set))
+		}
+		set[slot] = uint8(i + 1)
+		names[i] = name
+	}
+	return true
 }
 
 // ids reads a u32 count and that many non-zero u64 job ids; it returns the
