@@ -142,9 +142,10 @@ func (m *model) retargetDetail(p *pane) tea.Cmd {
 // c cleans text from the coordinator before it is shown.
 var c = common.Sanitize
 
-// detailLines renders the pane's content, one string per line, unstyled
-// except for state words.
-func (m *model) detailLines() []string {
+// detailLines renders the pane's content in at most h lines, unstyled
+// except for state words. Lists that do not fit keep their newest entries
+// (attempts) or their first ones (a worker's jobs) and say how many more.
+func (m *model) detailLines(h int) []string {
 	d := m.detail
 	now := m.Now()
 	switch {
@@ -167,10 +168,17 @@ func (m *model) detailLines() []string {
 		if len(d.jobs) == 0 {
 			lines = append(lines, "  none")
 		}
-		for i := range d.jobs {
-			j := &d.jobs[i]
+		jobs := d.jobs
+		if room := h - len(lines); len(jobs) > room {
+			jobs = jobs[:max(room-1, 0)]
+		}
+		for i := range jobs {
+			j := &jobs[i]
 			lines = append(lines, "  "+strconv.FormatUint(j.JobID, 10)+"  "+
 				m.Styles.State(j.State).Render(common.StateLabel(j.State))+"  "+common.Since(now, j.Updated)+"  "+c(j.URL))
+		}
+		if more := d.jobsTotal - len(jobs); more > 0 {
+			lines = append(lines, "  … and "+strconv.Itoa(more)+" more (filter worker="+c(w.ID)+" in Jobs)")
 		}
 		return lines
 	case d.job != nil:
@@ -197,7 +205,13 @@ func (m *model) detailLines() []string {
 		if len(j.History) == 0 {
 			lines = append(lines, "  none yet")
 		}
-		for i, a := range j.History {
+		first := 0
+		if room := h - len(lines); len(j.History) > room {
+			first = len(j.History) - max(room-1, 0)
+			lines = append(lines, "  … "+plural(first, "earlier attempt"))
+		}
+		for i := first; i < len(j.History); i++ {
+			a := j.History[i]
 			outcome := a.Outcome
 			if outcome == "" {
 				outcome = "running"
@@ -242,7 +256,7 @@ func (m *model) renderDetail(h int) []string {
 	title := " " + views[m.detail.view].noun + " detail · enter or esc closes "
 	rule := m.Styles.Border.Render("──" + title + strings.Repeat("─", max(m.Width-2-ansi.StringWidth(title), 0)))
 	out := []string{fitLine(rule, m.Width)}
-	for _, l := range m.detailLines() {
+	for _, l := range m.detailLines(h - 1) {
 		if len(out) == h {
 			break
 		}

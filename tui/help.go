@@ -27,10 +27,10 @@ func (m *model) helpLines() []string {
 		for _, b := range g.keys {
 			h := b.Help()
 			if !b.Enabled() {
-				block = append(block, s.Muted.Render("✗")+s.HintKey.Render(padRight(h.Key, 7))+" "+s.HelpDisabled.Render(h.Desc))
+				block = append(block, s.Muted.Render("✗")+s.HintKey.Render(padRight(h.Key, 6))+" "+s.HelpDisabled.Render(h.Desc))
 				continue
 			}
-			block = append(block, " "+s.HintKey.Render(padRight(h.Key, 7))+" "+s.Text.Render(h.Desc))
+			block = append(block, " "+s.HintKey.Render(padRight(h.Key, 6))+" "+s.Text.Render(h.Desc))
 		}
 		blocks = append(blocks, block)
 	}
@@ -54,7 +54,7 @@ func (m *model) helpLines() []string {
 			if i < len(c) {
 				cell = c[i]
 			}
-			b.WriteString(fitLine(cell, colW))
+			b.WriteString(fitLine(cell, colW-1) + " ")
 		}
 		lines = append(lines, b.String())
 	}

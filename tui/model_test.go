@@ -476,6 +476,28 @@ func TestDetailPane(t *testing.T) {
 	h.mustContain("event 23", "job.failed", "internal: timeout after 30s")
 }
 
+func TestDetailKeepsNewestAttempts(t *testing.T) {
+	b := seedBackend()
+	b.mutate(func(b *memBackend) {
+		j := &b.jobs[6] // flaky/report.pdf
+		j.History = nil
+		for i := 0; i < 20; i++ {
+			j.History = append(j.History, admin.Attempt{Worker: fmt.Sprintf("w-%02d", i), At: t0, Outcome: "internal", Error: fmt.Sprintf("try %d", i+1)})
+		}
+	})
+	h := newHarness(t, b, Options{}, 80, 24)
+	h.keys("2")
+	h.selectURL("https://flaky.example.com/report.pdf")
+	h.keys("enter")
+	h.mustContain("earlier attempts", "#20", "try 20")
+	if strings.Contains(h.screen(), "try 1 ") || strings.Contains(h.screen(), "#1 ") {
+		t.Error("the oldest attempt shows while newer ones are cut")
+	}
+	if got := strings.Count(h.screen(), "\n") + 1; got != 24 {
+		t.Errorf("%d lines", got)
+	}
+}
+
 func TestQuit(t *testing.T) {
 	tests := []struct {
 		name     string

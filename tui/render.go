@@ -30,7 +30,9 @@ func (m *model) bodyHeight() int { return max(m.Height-chromeLines, 0) }
 func (m *model) layout() (tableH, hostsH, detailH int) {
 	body := m.bodyHeight()
 	if m.detail != nil {
-		detailH = max(body/2, min(body, 4))
+		// The pane gets two thirds: a job's attempts need the room, and
+		// a few table rows keep the context.
+		detailH = body - max(body/3, min(body, 6))
 	}
 	if m.view == admin.ViewRetries {
 		if n := len(m.panes[admin.ViewRetries].page.Hosts); n > 0 {
