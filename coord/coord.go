@@ -12,6 +12,9 @@ package coord
 
 import (
 	"errors"
+
+	"drover/admin"
+
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -117,7 +120,8 @@ type Coordinator struct {
 	pending map[pendingKey]pendingSubmit
 
 	out     Output
-	closes  []Close // sessions dropped since the last Ready
+	closes  []Close       // sessions dropped since the last Ready
+	extra   []admin.Event // events of the coordinator's own since the last Ready
 	scratch scratch
 	events  eventRing
 	seq     uint64

@@ -157,7 +157,7 @@ func (m *modelRun) randomStep() {
 	case r < 35:
 		s, _ := m.pickLive(false)
 		ks := m.keys(1)
-		if _, err := m.c.Done(m.now, s, ks, m.rng.IntN(4) == 0, nil); err != nil {
+		if _, err := m.c.Done(m.now, s, []DoneItem{{Key: ks[0], Failed: m.rng.IntN(4) == 0}}, nil); err != nil {
 			m.fatalf("done: %v", err)
 		}
 		nk, _ := id.NewKey(ks[0].Crawler, ks[0].Processor, ks[0].URL)

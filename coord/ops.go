@@ -2,6 +2,9 @@ package coord
 
 import (
 	"errors"
+
+	"drover/admin"
+
 	"fmt"
 	"time"
 
@@ -139,21 +142,27 @@ func (c *Coordinator) Queue(now time.Time, s id.Session, keys []id.Key, dst []Ve
 	return dst, nil
 }
 
+// DoneItem is one key of a DONE and whether its work failed.
+type DoneItem struct {
+	Key    id.Key
+	Failed bool
+}
+
 // Done marks keys done (or failed) whatever their state; waiters are
 // answered No.
-func (c *Coordinator) Done(now time.Time, s id.Session, keys []id.Key, failed bool, dst []Verdict) ([]Verdict, error) {
+func (c *Coordinator) Done(now time.Time, s id.Session, items []DoneItem, dst []Verdict) ([]Verdict, error) {
 	if _, err := c.session(now, s); err != nil {
 		return dst, err
 	}
-	o := ledger.DoneOK
-	if failed {
-		o = ledger.DoneFailed
-	}
-	for _, k := range keys {
-		nk, fp, err := normalize(k)
+	for _, it := range items {
+		nk, fp, err := normalize(it.Key)
 		if err != nil {
 			dst = append(dst, Verdict{Verdict: ledger.Error, Reason: ReasonBadKey, Detail: err.Error()})
 			continue
+		}
+		o := ledger.DoneOK
+		if it.Failed {
+			o = ledger.DoneFailed
 		}
 		c.led.Done(now, nk, fp, o)
 		dst = append(dst, Verdict{FP: fp, Verdict: ledger.OK})
@@ -206,6 +215,17 @@ func (c *Coordinator) enqueue(now time.Time, s id.Session, spec *broker.Spec) Su
 	c.submitted++
 	j := c.brk.Submit(now, *spec)
 	return SubmitVerdict{FP: spec.FP, Status: Accepted, Job: j}
+}
+
+// Progress records a worker's progress note on a job it runs, as an event
+// for the console's Events view.
+func (c *Coordinator) Progress(now time.Time, s id.Session, j broker.JobID, text string) {
+	ss, ok := c.sessions[s]
+	if !ok {
+		return
+	}
+	c.touch(now, ss)
+	c.extra = append(c.extra, admin.Event{At: now, Kind: "job.progress", JobID: uint64(j), Worker: ss.name, Detail: text})
 }
 
 // Result is one job outcome a worker reports, with the links it discovered.

@@ -139,6 +139,9 @@ func (c *Coordinator) collectEvents(now time.Time) {
 	out := &c.out
 	start := len(out.Events)
 	out.Events = c.brk.TakeEvents(out.Events)
+	out.Events = append(out.Events, c.extra...)
+	clear(c.extra)
+	c.extra = c.extra[:0]
 	c.scratch.levents = c.led.TakeEvents(c.scratch.levents[:0])
 	for _, e := range c.scratch.levents {
 		out.Events = append(out.Events, ledgerEvent(now, e))

@@ -227,7 +227,11 @@ func (h *scenario) run(w *strings.Builder, line string) {
 			if failed {
 				urls = urls[:len(urls)-1]
 			}
-			vs, err = h.c.Done(h.now, s, h.keys(urls), failed, nil)
+			var items []DoneItem
+			for _, k := range h.keys(urls) {
+				items = append(items, DoneItem{Key: k, Failed: failed})
+			}
+			vs, err = h.c.Done(h.now, s, items, nil)
 		}
 		for _, v := range vs {
 			fmt.Fprintf(w, "%s %s%s\n", h.url(v.FP), v.Verdict, reasonSuffix(v.Reason, v.Detail))

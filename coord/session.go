@@ -26,6 +26,9 @@ type Hello struct {
 type Welcome struct {
 	Heartbeat time.Duration // the interval both sides use from now on
 	Liveness  int
+	// Cancel lists jobs a reconnecting worker announced as held that are no
+	// longer its own (reassigned or finished meanwhile): it must drop them.
+	Cancel []broker.JobID
 }
 
 // session is one connected peer.
@@ -79,7 +82,13 @@ func (c *Coordinator) Hello(now time.Time, s id.Session, h Hello) (Welcome, erro
 	ss := &session{id: s, role: h.Role, name: h.ID, beat: beat, since: now}
 	c.sessions[s] = ss
 	c.touch(now, ss)
-	return Welcome{Heartbeat: beat, Liveness: c.cfg.Liveness}, nil
+	w := Welcome{Heartbeat: beat, Liveness: c.cfg.Liveness}
+	for _, j := range h.Held {
+		if row, ok := c.brk.Job(j); !ok || row.Worker != h.ID || row.State != "dispatched" {
+			w.Cancel = append(w.Cancel, j)
+		}
+	}
+	return w, nil
 }
 
 // Known reports whether session s said hello and is still alive.

@@ -76,20 +76,28 @@ func (j *job) retryTime() time.Time { return tm(j.retryAt) }
 
 const chunkBits = 10
 const chunkSize = 1 << chunkBits
+const maxSpare = 8 // released chunks kept for reuse
 
 // jobStore holds every job by ID (IDs 1..n) in chunks of chunkSize records.
 // A forgotten job's record is zeroed (id 0); a chunk whose jobs are all
 // forgotten is released.
 type jobStore struct {
 	chunks []*[chunkSize]job
-	alive  []int32 // records not forgotten, per chunk
+	alive  []int32           // records not forgotten, per chunk
+	spare  []*[chunkSize]job // released chunks (all records zero), reused first
 	n      int
 }
 
 func (s *jobStore) alloc() *job {
 	i := s.n
 	if i>>chunkBits == len(s.chunks) {
-		s.chunks = append(s.chunks, new([chunkSize]job))
+		var c *[chunkSize]job
+		if k := len(s.spare); k > 0 {
+			c, s.spare = s.spare[k-1], s.spare[:k-1]
+		} else {
+			c = new([chunkSize]job)
+		}
+		s.chunks = append(s.chunks, c)
 		s.alive = append(s.alive, 0)
 	}
 	s.n++
@@ -119,6 +127,9 @@ func (s *jobStore) forget(j *job) {
 	c := i >> chunkBits
 	s.alive[c]--
 	if s.alive[c] == 0 && (c+1)<<chunkBits <= s.n {
+		if len(s.spare) < maxSpare {
+			s.spare = append(s.spare, s.chunks[c])
+		}
 		s.chunks[c] = nil
 	}
 }

@@ -53,4 +53,5 @@ func (l *Ledger) DoneBatch(now time.Time, items []Item, o Outcome) {
 	for i := range items {
 		l.markDone(t, &items[i].Key, items[i].FP, o)
 	}
+	l.sweepDone(t, 2*len(items))
 }

@@ -351,6 +351,7 @@ func (l *Ledger) Done(now time.Time, k id.Key, fp id.Fingerprint, o Outcome) {
 	t := now.UnixNano()
 	l.expireLeases(t)
 	l.markDone(t, &k, fp, o)
+	l.sweepDone(t, 2) // keep up with expiries even when Tick is rare
 }
 
 func (l *Ledger) markDone(t int64, k *id.Key, fp id.Fingerprint, o Outcome) {
@@ -374,7 +375,6 @@ func (l *Ledger) markDone(t int64, k *id.Key, fp id.Fingerprint, o Outcome) {
 	l.done.put(fp, t, o)
 	l.event(EventDone, 0, fp, o.reason())
 	l.write(PutDone, fp, k, t, o)
-	l.sweepDone(t, 2) // keep up with expiries even when Tick is rare
 }
 
 // answerWaiters gives every waiter of record ri a deferred No with reason,

@@ -133,9 +133,11 @@ func (l *Ledger) TakeWrites(dst []Write) []Write {
 // Restore applies a persisted record while rebuilding the ledger on start,
 // before sessions act; it produces no events and no writes. PutQueued
 // makes the key queued since w.At, PutDone marks it done at w.At with
-// w.Outcome (a done record already past its TTL is as if absent), Delete
-// forgets a queued or done key. Records may come in any order; a key's
-// last record wins.
+// w.Outcome (a done record already past its TTL is as if absent, and a
+// later sweep deletes it, with a Delete write), Delete forgets a queued or
+// done key. Records may come in any order; a key's last record wins. The
+// sweep handles done records in the order they were restored, so restoring
+// them in done-time order lets it reclaim them as soon as they expire.
 func (l *Ledger) Restore(w Write) {
 	l.quiet = true
 	defer func() { l.quiet = false }()

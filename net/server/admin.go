@@ -1,0 +1,90 @@
+package server
+
+import (
+	"time"
+
+	"drover/net/wire"
+)
+
+// onAdmin handles one message from the admin socket (consoles and the CLI).
+func (s *Server) onAdmin(frames [][]byte) {
+	ident, m, ok := s.decode(onAdmin, frames)
+	if !ok {
+		return
+	}
+	now := s.now()
+	cs, known := s.cons[string(ident)]
+	if h, isHello := m.(*wire.Hello); isHello {
+		if h.Role != wire.RoleConsole {
+			s.reject(onAdmin, ident, h.Req, wire.CodeForbidden, "role %s on the admin socket: workers and producers use the peers socket", h.Role)
+			return
+		}
+		beat := h.Heartbeat
+		cfg := s.c.Config()
+		if beat == 0 {
+			beat = cfg.Heartbeat
+		}
+		beat = min(max(beat, cfg.MinHeartbeat), cfg.MaxHeartbeat)
+		cs = &console{ident: append([]byte(nil), ident...), readOnly: h.ReadOnly, beat: beat, lastSeen: now, lastSent: now}
+		s.cons[string(ident)] = cs
+		s.send(s.admin, cs.ident, &wire.Welcome{
+			Req: h.Req, Heartbeat: beat, Liveness: uint16(cfg.Liveness), Server: s.opts.Server,
+			Limits: wire.Limits{MaxBody: wire.MaxBody, MaxBatch: wire.MaxBatch, MaxPayload: wire.MaxPayload},
+		})
+		s.log.Info("console attached", "id", h.ID, "host", h.Host, "read_only", h.ReadOnly)
+		return
+	}
+	if !known {
+		if _, isDisc := m.(*wire.Disconnect); isDisc {
+			return
+		}
+		s.reject(onAdmin, ident, m.RequestID(), wire.CodeHelloRequired, "%s before HELLO: send HELLO with role console first", m.Command())
+		return
+	}
+	cs.lastSeen = now
+	switch m := m.(type) {
+	case *wire.Heartbeat:
+	case *wire.Disconnect:
+		delete(s.cons, string(ident))
+	case *wire.Status:
+		t := s.c.Totals(now)
+		s.send(s.admin, cs.ident, &wire.Totals{Req: m.Req, Totals: t})
+	case *wire.Query:
+		page, err := s.c.Query(now, m.Query)
+		if err != nil {
+			s.reject(onAdmin, ident, m.Req, wire.CodeNotFound, "%v", err)
+			return
+		}
+		s.send(s.admin, cs.ident, &wire.Page{Req: m.Req, Page: page})
+	case *wire.Action:
+		if cs.readOnly {
+			s.reject(onAdmin, ident, m.Req, wire.CodeForbidden, "action %s refused: this console attached read-only", m.Action.Kind)
+			return
+		}
+		res, err := s.c.Act(now, m.Action)
+		if err != nil {
+			s.reject(onAdmin, ident, m.Req, wire.CodeMalformed, "%v", err)
+			return
+		}
+		s.log.Info("operator action", "kind", m.Action.Kind, "targets", m.Action.Targets, "affected", res.Affected, "errors", len(res.Errors))
+		s.send(s.admin, cs.ident, &wire.Acted{Req: m.Req, Result: res})
+		s.dirty = true
+	default:
+		s.reject(onAdmin, ident, m.RequestID(), wire.CodeForbidden, "%s is not accepted on the admin socket", m.Command())
+	}
+}
+
+// notifyConsoles pushes CHANGED to every console, at most once per
+// ChangedEvery, when state changed since the last push.
+func (s *Server) notifyConsoles(now time.Time) {
+	if !s.dirty || now.Sub(s.lastChanged) < s.opts.ChangedEvery {
+		return
+	}
+	s.dirty = false
+	s.lastChanged = now
+	for _, cs := range s.cons {
+		if s.send(s.admin, cs.ident, &wire.Changed{}) {
+			cs.lastSent = now
+		}
+	}
+}

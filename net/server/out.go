@@ -1,0 +1,181 @@
+package server
+
+import (
+	"time"
+
+	"drover/coord"
+	"drover/coord/id"
+	"drover/net/wire"
+)
+
+// flush carries out what the coordinator returned: deferred answers, jobs
+// into free slots (one JOB batch per worker), disconnects, events.
+func (s *Server) flush(now time.Time) {
+	out := s.c.Ready(now)
+	s.answers(out.Answers)
+	s.dispatch(now, out)
+	for _, cl := range out.Closes {
+		p, ok := s.peer[cl.Session]
+		if !ok {
+			continue
+		}
+		if !cl.Lost {
+			code := wire.CodeOK
+			switch cl.Reason {
+			case "evicted":
+				code = wire.CodeEvicted
+			}
+			s.send(s.peers, p.ident, &wire.Disconnect{Code: code, Reason: cl.Reason})
+		} else {
+			s.send(s.peers, p.ident, &wire.Disconnect{Code: wire.CodeTimeout, Reason: cl.Reason})
+		}
+		s.log.Info("session closed", "session", cl.Session, "reason", cl.Reason, "lost", cl.Lost)
+		s.forget(cl.Session)
+	}
+	for _, f := range out.Finished {
+		if s.opts.OnFinished != nil {
+			s.opts.OnFinished(f)
+		}
+	}
+	for i := range out.Events {
+		ev := out.Events[i]
+		if s.pub != nil {
+			if frames, err := wire.EncodeEvent(ev); err == nil {
+				parts := make([]any, len(frames))
+				for j, f := range frames {
+					parts[j] = f
+				}
+				s.pub.SendMessageDontwait(parts...) // best effort: PUB drops for slow subscribers
+			}
+		}
+		if s.opts.OnEvent != nil {
+			s.opts.OnEvent(ev)
+		}
+	}
+	if out.Changed {
+		s.dirty = true
+	}
+	s.notifyConsoles(now)
+}
+
+// answers sends deferred ledger answers: ANSWER for a REQUEST that waited,
+// a later SUBMITTED for a SUBMIT that waited. Answers to the same request
+// go in one message.
+func (s *Server) answers(as []coord.Answer) {
+	for i := 0; i < len(as); {
+		j := i + 1
+		for j < len(as) && as[j].Session == as[i].Session && as[j].ReqID == as[i].ReqID && as[j].Submit == as[i].Submit {
+			j++
+		}
+		s.answerGroup(as[i:j])
+		i = j
+	}
+}
+
+func (s *Server) answerGroup(as []coord.Answer) {
+	a0 := as[0]
+	p, ok := s.peer[a0.Session]
+	if !ok || a0.ReqID == 0 {
+		return // the session is gone, or nobody asked (links of a result)
+	}
+	if a0.Submit {
+		items := make([]wire.SubmittedItem, len(as))
+		for i, a := range as {
+			it := wire.SubmittedItem{JobID: uint64(a.Job), Fingerprint: a.FP, Reason: string(a.Reason), Status: wire.SubmitDuplicate}
+			switch {
+			case a.Job != 0:
+				it.Status = wire.SubmitAccepted
+			case wireVerdict(a.Verdict) == wire.VerdictError:
+				it.Status = wire.SubmitError
+			}
+			items[i] = it
+		}
+		s.send(s.peers, p.ident, &wire.Submitted{Req: a0.ReqID, Items: items})
+		return
+	}
+	items := make([]wire.VerdictItem, len(as))
+	for i, a := range as {
+		items[i] = wire.VerdictItem{Fingerprint: a.FP, Verdict: wireVerdict(a.Verdict), Reason: string(a.Reason)}
+	}
+	s.send(s.peers, p.ident, &wire.Answer{Req: a0.ReqID, Items: items})
+}
+
+// dispatch sends the jobs of this step, one JOB message per worker. A JOB
+// that cannot be delivered (the worker vanished, or its queue is full) ends
+// the worker's session, which puts its jobs back in the queue uncharged:
+// a job is never lost in the transport.
+func (s *Server) dispatch(now time.Time, out *coord.Output) {
+	if len(out.Jobs) == 0 {
+		return
+	}
+	clear(s.batches)
+	order := s.order[:0]
+	for _, a := range out.Jobs {
+		msg, ok := s.batches[a.Session]
+		if !ok {
+			msg = &wire.Job{}
+			s.batches[a.Session] = msg
+			order = append(order, a.Session)
+		}
+		msg.Jobs = append(msg.Jobs, wire.JobItem{
+			JobID: uint64(a.Job), Attempt: uint32(a.Attempt), Key: a.Spec.Key,
+			Headers: toWireHeaders(a.Spec.Headers), Payload: a.Spec.Payload,
+		})
+	}
+	for _, sid := range order {
+		p, ok := s.peer[sid]
+		if !ok || !s.send(s.peers, p.ident, s.batches[sid]) {
+			s.undeliverable(now, sid)
+			continue
+		}
+		p.lastSent = now
+	}
+	s.order = order
+}
+
+// undeliverable ends a worker session whose JOB could not be sent.
+func (s *Server) undeliverable(now time.Time, sid id.Session) {
+	s.log.Warn("job undeliverable: ending the worker's session, its jobs go back to the queue", "session", sid)
+	s.c.Disconnect(now, sid)
+	s.forget(sid)
+}
+
+func toWireHeaders(h map[string]string) wire.Headers {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make(wire.Headers, 0, len(h))
+	for k, v := range h {
+		out = append(out, wire.Header{Name: k, Value: v})
+	}
+	return out
+}
+
+// heartbeats sends HEARTBEAT to sessions the server has not sent anything
+// to for an interval, and drops consoles that went silent. It scans at most
+// ten times a second.
+func (s *Server) heartbeats(now time.Time) {
+	if now.Sub(s.lastBeatScan) < 100*time.Millisecond {
+		return
+	}
+	s.lastBeatScan = now
+	for _, p := range s.peer {
+		if now.Sub(p.lastSent) >= p.beat {
+			if s.send(s.peers, p.ident, &wire.Heartbeat{}) {
+				p.lastSent = now
+			}
+		}
+	}
+	liveness := time.Duration(s.c.Config().Liveness)
+	for k, cs := range s.cons {
+		if now.Sub(cs.lastSeen) > cs.beat*liveness {
+			delete(s.cons, k)
+			continue
+		}
+		if now.Sub(cs.lastSent) >= cs.beat {
+			if s.send(s.admin, cs.ident, &wire.Heartbeat{}) {
+				cs.lastSent = now
+			}
+		}
+	}
+}

@@ -1,0 +1,295 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/pebbe/zmq4"
+
+	"fmt"
+	"time"
+
+	"drover/coord"
+	"drover/coord/broker"
+	"drover/coord/id"
+	"drover/coord/ledger"
+	"drover/net/wire"
+)
+
+// reject answers a message that could not be processed with ERROR and
+// counts it. It never disturbs other sessions.
+func (s *Server) reject(sk sockWriter, ident []byte, req uint64, code wire.Code, format string, args ...any) {
+	s.stats.Malformed++
+	s.c.CountMalformed()
+	s.send(sk.sock(s), ident, &wire.Error{Req: req, Code: code, Msg: clipReason(fmt.Sprintf(format, args...), wire.MaxText)})
+}
+
+// sockWriter selects which ROUTER to answer on.
+type sockWriter uint8
+
+const (
+	onPeers sockWriter = iota
+	onAdmin
+)
+
+func (w sockWriter) sock(s *Server) *zmq4.Socket {
+	if w == onAdmin {
+		return s.admin
+	}
+	return s.peers
+}
+
+// decode splits the routing id off and decodes the rest, answering ERROR for
+// a message that does not decode.
+func (s *Server) decode(w sockWriter, frames [][]byte) ([]byte, wire.Message, bool) {
+	if len(frames) < 2 {
+		s.stats.Malformed++
+		s.c.CountMalformed()
+		return nil, nil, false // no routing id or no content: nobody to answer
+	}
+	ident := frames[0]
+	m, err := wire.Decode(frames[1:])
+	if err != nil {
+		var we *wire.Error
+		if errors.As(err, &we) {
+			s.reject(w, ident, we.Req, we.Code, "%s", we.Msg)
+		} else {
+			s.reject(w, ident, 0, wire.CodeMalformed, "%v", err)
+		}
+		return ident, nil, false
+	}
+	return ident, m, true
+}
+
+// onPeer handles one message from the peers socket.
+func (s *Server) onPeer(frames [][]byte) {
+	ident, m, ok := s.decode(onPeers, frames)
+	if !ok {
+		return
+	}
+	now := s.now()
+	sid, known := s.ident[string(ident)]
+	if h, isHello := m.(*wire.Hello); isHello {
+		s.hello(now, ident, h)
+		return
+	}
+	if !known {
+		if _, isDisc := m.(*wire.Disconnect); isDisc {
+			return
+		}
+		s.reject(onPeers, ident, m.RequestID(), wire.CodeHelloRequired, "%s before HELLO: send HELLO first", m.Command())
+		return
+	}
+	if !s.c.Touch(now, sid) {
+		s.forget(sid)
+		s.reject(onPeers, ident, m.RequestID(), wire.CodeHelloRequired, "session expired: send HELLO again")
+		return
+	}
+	p := s.peer[sid]
+	switch m := m.(type) {
+	case *wire.Heartbeat:
+	case *wire.Disconnect:
+		s.c.Disconnect(now, sid)
+		s.forget(sid)
+	case *wire.Request:
+		vs, err := s.c.Request(now, sid, m.Req, m.Keys, nil)
+		s.verdicts(p, m.Req, vs, err)
+	case *wire.Queue:
+		vs, err := s.c.Queue(now, sid, m.Keys, nil)
+		s.verdicts(p, m.Req, vs, err)
+	case *wire.Done:
+		items := make([]coord.DoneItem, len(m.Items))
+		for i, it := range m.Items {
+			items[i] = coord.DoneItem{Key: it.Key, Failed: it.Outcome == wire.DoneFailed}
+		}
+		vs, err := s.c.Done(now, sid, items, nil)
+		s.verdicts(p, m.Req, vs, err)
+	case *wire.Submit:
+		s.submit(now, p, m)
+	case *wire.Result:
+		s.result(now, p, m)
+	case *wire.Progress:
+		s.c.Progress(now, sid, broker.JobID(m.JobID), m.Text)
+	default:
+		s.reject(onPeers, ident, m.RequestID(), wire.CodeForbidden, "%s is not accepted on the peers socket", m.Command())
+	}
+}
+
+// hello opens a session (or replaces the one this routing id had).
+func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello) {
+	var role coord.Role
+	switch h.Role {
+	case wire.RoleWorker:
+		role = coord.RoleWorker
+	case wire.RoleProducer:
+		role = coord.RoleProducer
+	default:
+		s.reject(onPeers, ident, h.Req, wire.CodeForbidden, "role %s on the peers socket: consoles use the admin socket", h.Role)
+		return
+	}
+	if old, ok := s.ident[string(ident)]; ok {
+		// The same connection says HELLO again: the old session ends
+		// cleanly; a worker's held jobs are reconciled by the new HELLO.
+		s.c.Disconnect(now, old)
+		s.forget(old)
+	}
+	s.next++
+	sid := s.next
+	held := make([]broker.JobID, len(h.Held))
+	for i, j := range h.Held {
+		held[i] = broker.JobID(j)
+	}
+	wel, err := s.c.Hello(now, sid, coord.Hello{
+		Role: role, ID: h.ID, Host: h.Host, Headers: h.Headers.Map(),
+		Slots: int(h.Slots), Beat: h.Heartbeat, Held: held,
+	})
+	if err != nil {
+		s.reject(onPeers, ident, h.Req, wire.CodeConflict, "%v", err)
+		return
+	}
+	p := &peer{s: sid, ident: append([]byte(nil), ident...), role: h.Role, beat: wel.Heartbeat, lastSent: now}
+	s.ident[string(ident)] = sid
+	s.peer[sid] = p
+	s.send(s.peers, p.ident, &wire.Welcome{
+		Req: h.Req, Session: uint64(sid), Heartbeat: wel.Heartbeat, Liveness: uint16(wel.Liveness),
+		Slots: h.Slots, Server: s.opts.Server, Cancel: toWireIDs(wel.Cancel),
+		Limits: wire.Limits{MaxBody: wire.MaxBody, MaxBatch: wire.MaxBatch, MaxPayload: wire.MaxPayload},
+	})
+	s.log.Info("session opened", "session", sid, "role", h.Role, "id", h.ID, "host", h.Host, "slots", h.Slots, "held", len(h.Held))
+}
+
+func toWireIDs(js []broker.JobID) []uint64 {
+	if len(js) == 0 {
+		return nil
+	}
+	out := make([]uint64, len(js))
+	for i, j := range js {
+		out[i] = uint64(j)
+	}
+	return out
+}
+
+// forget drops the transport's record of a session.
+func (s *Server) forget(sid id.Session) {
+	if p, ok := s.peer[sid]; ok {
+		if s.ident[string(p.ident)] == sid {
+			delete(s.ident, string(p.ident))
+		}
+		delete(s.peer, sid)
+	}
+}
+
+func wireVerdict(v ledger.Verdict) wire.Verdict {
+	switch v {
+	case ledger.OK:
+		return wire.VerdictOK
+	case ledger.No:
+		return wire.VerdictNo
+	case ledger.Wait:
+		return wire.VerdictWait
+	}
+	return wire.VerdictError
+}
+
+func reasonText(r ledger.Reason, detail string) string {
+	if detail == "" {
+		return string(r)
+	}
+	return clipReason(string(r)+": "+detail, wire.MaxReason)
+}
+
+func clipReason(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// cut on a rune boundary
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+func (s *Server) verdicts(p *peer, req uint64, vs []coord.Verdict, err error) {
+	if err != nil {
+		s.reject(onPeers, p.ident, req, wire.CodeConflict, "%v", err)
+		return
+	}
+	items := make([]wire.VerdictItem, len(vs))
+	for i, v := range vs {
+		items[i] = wire.VerdictItem{Fingerprint: v.FP, Verdict: wireVerdict(v.Verdict), Reason: reasonText(v.Reason, v.Detail)}
+	}
+	s.send(s.peers, p.ident, &wire.Verdicts{Req: req, Items: items})
+}
+
+func fromWireSpec(it *wire.SubmitItem) coord.JobSpec {
+	return coord.JobSpec{Key: it.Key, Headers: it.Headers.Map(), Payload: it.Payload}
+}
+
+func (s *Server) submit(now time.Time, p *peer, m *wire.Submit) {
+	specs := make([]coord.JobSpec, len(m.Jobs))
+	for i := range m.Jobs {
+		specs[i] = fromWireSpec(&m.Jobs[i])
+	}
+	vs, err := s.c.Submit(now, p.s, m.Req, specs, nil)
+	if err != nil {
+		s.reject(onPeers, p.ident, m.Req, wire.CodeConflict, "%v", err)
+		return
+	}
+	items := make([]wire.SubmittedItem, len(vs))
+	for i, v := range vs {
+		it := wire.SubmittedItem{JobID: uint64(v.Job), Fingerprint: v.FP, Reason: reasonText(v.Reason, v.Detail)}
+		switch v.Status {
+		case coord.Accepted:
+			it.Status = wire.SubmitAccepted
+		case coord.Duplicate:
+			it.Status = wire.SubmitDuplicate
+		case coord.Waiting:
+			it.Status = wire.SubmitWait
+		default:
+			it.Status = wire.SubmitError
+		}
+		items[i] = it
+	}
+	s.send(s.peers, p.ident, &wire.Submitted{Req: m.Req, Items: items})
+}
+
+func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
+	rs := make([]coord.Result, len(m.Items))
+	for i := range m.Items {
+		it := &m.Items[i]
+		r := coord.Result{Job: broker.JobID(it.JobID), Outcome: broker.Outcome{RetryAfter: it.RetryAfter, Error: it.Error, Output: it.Output}}
+		switch it.Outcome {
+		case wire.OutcomeOK:
+			r.Outcome.Kind = broker.OK
+		case wire.OutcomeInternal:
+			r.Outcome.Kind = broker.Internal
+		case wire.OutcomeExternal:
+			r.Outcome.Kind = broker.External
+		case wire.OutcomeThrottled:
+			r.Outcome.Kind = broker.Throttled
+		}
+		if len(it.Links) > 0 {
+			r.Discovered = make([]coord.JobSpec, len(it.Links))
+			for j := range it.Links {
+				r.Discovered[j] = fromWireSpec(&it.Links[j])
+			}
+		}
+		rs[i] = r
+	}
+	vs, err := s.c.Results(now, p.s, rs, nil)
+	if err != nil {
+		s.reject(onPeers, p.ident, m.Req, wire.CodeForbidden, "%v", err)
+		return
+	}
+	items := make([]wire.ResultOKItem, len(vs))
+	for i, v := range vs {
+		it := wire.ResultOKItem{JobID: uint64(v.Job), Status: wire.ResultRecorded, Accepted: uint32(v.Accepted), Duplicates: uint32(v.Duplicates)}
+		switch {
+		case v.Orphan:
+			it.Status = wire.ResultStale
+		case v.Err != "":
+			it.Status = wire.ResultUnknown
+		}
+		items[i] = it
+	}
+	s.send(s.peers, p.ident, &wire.ResultOK{Req: m.Req, Items: items})
+}

@@ -1,0 +1,310 @@
+// Package server is drover's reactor: one goroutine that owns the peers
+// ROUTER (workers and producers), the admin ROUTER (consoles and the CLI)
+// and the events PUB, polls them with a timeout equal to the coordinator's
+// next timer, feeds every validated message to the pure core (coord) and
+// carries out what it returns: answers, dispatches, disconnects, events.
+//
+// The wire protocol is DRV/1 (docs/PROTOCOL.md, package net/wire).
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/pebbe/zmq4"
+
+	"drover/admin"
+	"drover/coord"
+	"drover/coord/broker"
+	"drover/coord/id"
+	"drover/net/wire"
+	"drover/net/zsock"
+)
+
+// Options configure a Server. Zero values mean the defaults.
+type Options struct {
+	Peers  string // peers ROUTER bind endpoint (default zsock.DefaultPeers)
+	Admin  string // admin ROUTER bind endpoint (default zsock.DefaultAdmin)
+	Events string // events PUB bind endpoint (default zsock.DefaultEvents; "-" disables)
+	Coord  coord.Config
+	Log    *slog.Logger     // default: discard
+	Clock  func() time.Time // default time.Now
+	// OnFinished is called on the reactor goroutine for every job that
+	// reached a terminal outcome (the result sink: JSONL writer, notifier).
+	// It must not block.
+	OnFinished func(broker.Finished)
+	// OnEvent is called on the reactor goroutine for every event. It must
+	// not block.
+	OnEvent func(ev admin.Event)
+	// ChangedEvery coalesces CHANGED pushes to consoles (default 100ms).
+	ChangedEvery time.Duration
+	// Server names the software in WELCOME (default "drover").
+	Server string
+}
+
+// Server is a running coordinator with its sockets. Create with New, then
+// call Run on one goroutine.
+type Server struct {
+	opts   Options
+	log    *slog.Logger
+	now    func() time.Time
+	c      *coord.Coordinator
+	peers  *zmq4.Socket
+	admin  *zmq4.Socket
+	pub    *zmq4.Socket
+	inproc string // admin endpoint for the embedded console
+
+	peersEP, adminEP, eventsEP string
+
+	enc   wire.Encoder
+	ident map[string]id.Session // routing id -> session
+	peer  map[id.Session]*peer
+	cons  map[string]*console // admin routing id -> console session
+	next  id.Session
+
+	lastChanged  time.Time
+	lastBeatScan time.Time
+	dirty        bool
+	batches      map[id.Session]*wire.Job // dispatch scratch
+	order        []id.Session
+
+	stats Stats
+	ready atomic.Bool
+}
+
+// peer is one session on the peers socket.
+type peer struct {
+	s        id.Session
+	ident    []byte
+	role     wire.Role
+	beat     time.Duration
+	lastSent time.Time
+}
+
+// console is one session on the admin socket.
+type console struct {
+	ident    []byte
+	readOnly bool
+	beat     time.Duration
+	lastSeen time.Time
+	lastSent time.Time
+}
+
+var inprocSeq atomic.Uint64
+
+// New creates the coordinator and binds the sockets. The sockets belong to
+// the goroutine that calls Run.
+func New(opts Options) (*Server, error) {
+	if opts.Peers == "" {
+		opts.Peers = zsock.DefaultPeers
+	}
+	if opts.Admin == "" {
+		opts.Admin = zsock.DefaultAdmin
+	}
+	if opts.Events == "" {
+		opts.Events = zsock.DefaultEvents
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.ChangedEvery == 0 {
+		opts.ChangedEvery = 100 * time.Millisecond
+	}
+	if opts.Server == "" {
+		opts.Server = "drover"
+	}
+	if opts.Coord.Rand == nil {
+		opts.Coord.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	c, err := coord.New(opts.Coord)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts:  opts,
+		log:   opts.Log,
+		now:   opts.Clock,
+		c:     c,
+		ident: make(map[string]id.Session),
+		peer:  make(map[id.Session]*peer),
+		cons:  make(map[string]*console),
+
+		batches: make(map[id.Session]*wire.Job),
+	}
+	if err := s.bind(); err != nil {
+		s.closeSockets()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) bind() error {
+	var err error
+	if s.peers, err = zsock.Router(s.opts.Peers); err != nil {
+		return fmt.Errorf("peers socket: %w", err)
+	}
+	if s.peersEP, err = zsock.Endpoint(s.peers); err != nil {
+		return err
+	}
+	if s.admin, err = zsock.Router(s.opts.Admin); err != nil {
+		return fmt.Errorf("admin socket: %w", err)
+	}
+	if s.adminEP, err = zsock.Endpoint(s.admin); err != nil {
+		return err
+	}
+	s.inproc = fmt.Sprintf("inproc://drover-admin-%d", inprocSeq.Add(1))
+	if err := s.admin.Bind(s.inproc); err != nil {
+		return fmt.Errorf("admin socket: bind %s: %w", s.inproc, err)
+	}
+	if s.opts.Events != "-" {
+		if s.pub, err = zsock.Pub(s.opts.Events); err != nil {
+			return fmt.Errorf("events socket: %w", err)
+		}
+		if s.eventsEP, err = zsock.Endpoint(s.pub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) closeSockets() {
+	for _, sk := range []*zmq4.Socket{s.peers, s.admin, s.pub} {
+		if sk != nil {
+			sk.Close()
+		}
+	}
+}
+
+// PeersEndpoint is where workers and producers connect (the real port).
+func (s *Server) PeersEndpoint() string { return s.peersEP }
+
+// AdminEndpoint is where consoles and the CLI connect.
+func (s *Server) AdminEndpoint() string { return s.adminEP }
+
+// InprocAdmin is the in-process admin endpoint for an embedded console.
+func (s *Server) InprocAdmin() string { return s.inproc }
+
+// EventsEndpoint is the events PUB endpoint ("" when disabled).
+func (s *Server) EventsEndpoint() string { return s.eventsEP }
+
+// Ready reports whether Run is serving (for /readyz).
+func (s *Server) Ready() bool { return s.ready.Load() }
+
+// Stats counts what the transport saw; read them after Run returns or
+// through the admin totals.
+type Stats struct {
+	Received      uint64
+	Sent          uint64
+	Malformed     uint64
+	Undeliverable uint64 // sends that failed: peer gone or its queue full
+}
+
+// Run serves until ctx is cancelled, then shuts down gracefully: it stops
+// dispatching, tells every peer DISCONNECT, flushes and closes the sockets.
+// It must be called once, from one goroutine, which owns the sockets.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.closeSockets()
+	poller := zmq4.NewPoller()
+	poller.Add(s.peers, zmq4.POLLIN)
+	poller.Add(s.admin, zmq4.POLLIN)
+	s.ready.Store(true)
+	defer s.ready.Store(false)
+	s.log.Info("serving", "peers", s.peersEP, "admin", s.adminEP, "events", s.eventsEP)
+	const maxWait = 100 * time.Millisecond // also how often ctx is checked
+	for {
+		if ctx.Err() != nil {
+			s.shutdown()
+			return nil
+		}
+		now := s.now()
+		wait := maxWait
+		if d, ok := s.c.NextDeadline(); ok {
+			wait = min(wait, max(d.Sub(now), 0))
+		}
+		polled, err := poller.Poll(wait)
+		if err != nil {
+			if errors.Is(err, zmq4.ETERM) {
+				return fmt.Errorf("reactor: %w", err)
+			}
+			return fmt.Errorf("reactor: poll: %w", err)
+		}
+		for _, p := range polled {
+			switch p.Socket {
+			case s.peers:
+				s.drain(s.peers, s.onPeer)
+			case s.admin:
+				s.drain(s.admin, s.onAdmin)
+			}
+		}
+		now = s.now()
+		s.c.Tick(now)
+		s.flush(now)
+		s.heartbeats(now)
+	}
+}
+
+// drain handles every message waiting on sk, at most a bounded number so
+// that one busy socket cannot starve the other or the timers.
+func (s *Server) drain(sk *zmq4.Socket, handle func(frames [][]byte)) {
+	for range 4096 {
+		frames, err := sk.RecvMessageBytes(zmq4.DONTWAIT)
+		if err != nil {
+			return // EAGAIN: nothing more now
+		}
+		s.stats.Received++
+		handle(frames)
+	}
+}
+
+// send encodes m and sends it to the peer with routing id ident on sk. It
+// reports whether the peer got it (or at least its queue did).
+func (s *Server) send(sk *zmq4.Socket, ident []byte, m wire.Message) bool {
+	frames, err := s.enc.Encode(m)
+	if err != nil {
+		s.log.Error("encode failed", "command", m.Command(), "err", err)
+		return false
+	}
+	parts := make([]any, 0, len(frames)+1)
+	parts = append(parts, ident)
+	for _, f := range frames {
+		parts = append(parts, f)
+	}
+	if _, err := sk.SendMessageDontwait(parts...); err != nil {
+		s.stats.Undeliverable++
+		s.log.Debug("send failed", "command", m.Command(), "err", err, "unroutable", zsock.Unroutable(err), "full", zsock.WouldBlock(err))
+		return false
+	}
+	s.stats.Sent++
+	return true
+}
+
+// shutdown stops dispatching and tells every session DISCONNECT.
+func (s *Server) shutdown() {
+	now := s.now()
+	s.log.Info("shutting down", "sessions", len(s.peer), "consoles", len(s.cons))
+	for _, p := range s.peer {
+		s.send(s.peers, p.ident, &wire.Disconnect{Code: wire.CodeUnavailable, Reason: "server shutting down"})
+		s.c.Disconnect(now, p.s)
+	}
+	for _, cs := range s.cons {
+		s.send(s.admin, cs.ident, &wire.Disconnect{Code: wire.CodeUnavailable, Reason: "server shutting down"})
+	}
+	out := s.c.Ready(now)
+	for _, f := range out.Finished {
+		if s.opts.OnFinished != nil {
+			s.opts.OnFinished(f)
+		}
+	}
+	// Give the DISCONNECTs a moment to leave (linger is bounded by zsock).
+	for _, sk := range []*zmq4.Socket{s.peers, s.admin} {
+		sk.SetLinger(500 * time.Millisecond)
+	}
+}
