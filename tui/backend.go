@@ -26,9 +26,29 @@ import (
 	"drover/themes"
 )
 
-// Backend is the console's only way to the coordinator. The lead implements
-// it over the admin protocol: in-process for the embedded console, ZeroMQ
-// for `drover console --connect`.
+// Backend is the console's only way to the coordinator, implemented over
+// the admin protocol: in-process for the embedded console, ZeroMQ for
+// `drover console --connect`.
+//
+// What the console asks of Query:
+//   - Windows: Offset and Limit are the visible rows plus up to one page of
+//     margin on each side; Page.Total counts the rows matching the filter.
+//   - Sort names are the JSON names of the row's fields: workers id, host,
+//     state, used, done, failures, last_heartbeat, since; jobs url, state,
+//     owner, waiters, attempts, failures, retry_at, worker, created;
+//     waiters position, session, since; retries url, state, retry_at,
+//     attempts, failures, throttles, worker; events seq, at, kind, worker.
+//     An empty Sort is the view's default order (events: newest first).
+//   - Filter follows drover/tui/filter (free text, state=, host=, worker=,
+//     crawler=, processor=, kind=, key=); on the Workers view worker=ID
+//     matches the worker itself, which the console uses to look one up.
+//   - ViewJobs with Key set returns that key's row with its History (the
+//     detail pane, and the check whether a vanished row still exists).
+//   - ViewWaiters lists the FIFO of Query.Key.
+//   - ViewRetries returns the backoff and failed jobs, and in Page.Hosts
+//     every host back-off in force.
+//
+// `*` asks for up to 100,000 rows of the current filter at once.
 type Backend interface {
 	// Totals returns the header figures: jobs, keys and workers by state,
 	// and the counters since start.

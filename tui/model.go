@@ -118,6 +118,10 @@ type model struct {
 	flash      flashState
 	quitting   bool
 
+	// startCmd is a command New could not return (a flash's expiry); Init
+	// returns it.
+	startCmd tea.Cmd
+
 	// Seams for the model tests, which run commands in-line and hold timers:
 	// after delivers msg after d (tea.Tick in production); blocking wraps a
 	// command that waits on the outside world (the Changed channel).
@@ -152,8 +156,8 @@ func New(b Backend, opts Options) tea.Model {
 func newModel(ctx context.Context, b Backend, opts Options) *model {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(ctx)
-	set, err := themes.NewSet(opts.Themes...)
-	if err != nil {
+	set, setErr := themes.NewSet(opts.Themes...)
+	if setErr != nil {
 		set, _ = themes.NewSet()
 	}
 	m := &model{
@@ -188,8 +192,11 @@ func newModel(ctx context.Context, b Backend, opts Options) *model {
 		if t, err := set.Get(opts.Theme); err == nil {
 			th = t
 		} else {
-			m.setFlash(flashWarn, err.Error()+"; using dark")
+			m.startCmd = m.setFlash(flashWarn, err.Error()+"; using dark")
 		}
+	}
+	if setErr != nil {
+		m.startCmd = m.setFlash(flashWarn, "custom themes ignored: "+setErr.Error())
 	}
 	m.setTheme(th)
 	return m
@@ -198,6 +205,7 @@ func newModel(ctx context.Context, b Backend, opts Options) *model {
 // setTheme rebuilds the styles of every component for a theme.
 func (m *model) setTheme(t themes.Theme) {
 	m.Styles = common.NewStyles(t)
+	m.dialog.Styles = m.Styles
 	hs := help.Styles{
 		ShortKey: m.Styles.HintKey, ShortDesc: m.Styles.HintDesc, ShortSeparator: m.Styles.HintSep,
 		FullKey: m.Styles.HintKey, FullDesc: m.Styles.HintDesc, FullSeparator: m.Styles.HintSep,
@@ -218,7 +226,7 @@ func (m *model) setTheme(t themes.Theme) {
 // timer, and asks the terminal for its background colour unless the theme
 // is fixed.
 func (m *model) Init() tea.Cmd {
-	cmds := []tea.Cmd{m.requestRefresh(true), m.waitChanged(), m.pollTick()}
+	cmds := []tea.Cmd{m.requestRefresh(true), m.waitChanged(), m.pollTick(), m.startCmd}
 	if !m.themePinned {
 		cmds = append(cmds, tea.RequestBackgroundColor)
 	}
