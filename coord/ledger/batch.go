@@ -11,14 +11,14 @@ import (
 
 // Item is one key of a batch: the key and its fingerprint (k.Fingerprint()).
 type Item struct {
-	Key id.Key
-	FP  id.Fingerprint
+	Key id.Key         // the work key, URL normalised
+	FP  id.Fingerprint // Key.Fingerprint(), computed once by the caller
 }
 
 // Result is the immediate answer for one item of a batch.
 type Result struct {
-	Verdict Verdict
-	Reason  Reason
+	Verdict Verdict // OK, No, Wait or Error, as the single call answers
+	Reason  Reason  // set on every No and Error
 }
 
 // RequestBatch requests every item for session s, as Request would in

@@ -10,11 +10,11 @@ import (
 // Answer is a deferred answer to a request that got Wait: send it to
 // Session, quoting ReqID and FP.
 type Answer struct {
-	Session id.Session
-	ReqID   uint64
-	FP      id.Fingerprint
-	Verdict Verdict // OK (handover) or No (queued, done, failed)
-	Reason  Reason
+	Session id.Session     // the waiting session to answer
+	ReqID   uint64         // its request id (the newest, if it asked again)
+	FP      id.Fingerprint // the key it asked for
+	Verdict Verdict        // OK (handover) or No (queued, done, failed)
+	Reason  Reason         // handover, queued, done or failed
 }
 
 // TakeAnswers appends to dst the deferred answers produced since the last
@@ -62,10 +62,10 @@ func (k EventKind) String() string {
 // Event is one state change of one key. Session is 0 where no session is
 // involved (done).
 type Event struct {
-	Kind    EventKind
-	Session id.Session
-	FP      id.Fingerprint
-	Reason  Reason
+	Kind    EventKind      // what happened
+	Session id.Session     // the session it happened to; 0 for done
+	FP      id.Fingerprint // the key
+	Reason  Reason         // the cause, where there is one (see EventKind)
 }
 
 func (l *Ledger) event(k EventKind, s id.Session, fp id.Fingerprint, r Reason) {
@@ -108,11 +108,11 @@ func (o WriteOp) String() string {
 // Write is a change to the durable part of the ledger (queued and done
 // keys; requested keys are bound to live sessions and are not persisted).
 type Write struct {
-	Op      WriteOp
-	FP      id.Fingerprint
-	Key     id.Key
-	At      time.Time
-	Outcome Outcome
+	Op      WriteOp        // put a queued or done record, or delete it
+	FP      id.Fingerprint // the record's key in the store
+	Key     id.Key         // the work key, when known (puts)
+	At      time.Time      // when the key was queued or done, or when deleted
+	Outcome Outcome        // PutDone's outcome
 }
 
 func (l *Ledger) write(op WriteOp, fp id.Fingerprint, k *id.Key, t int64, o Outcome) {

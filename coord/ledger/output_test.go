@@ -157,3 +157,22 @@ func TestStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestSweepDeletesRestoredExpiredRecords(t *testing.T) {
+	// A record that expired while the coordinator was down must leave the
+	// store too: restored quietly, swept with a Delete write.
+	h := newHarness(t, Config{DoneTTL: time.Hour, Persist: true})
+	h.l.Restore(Write{Op: PutDone, FP: fpOf("old"), At: base.Add(-2 * time.Hour)})
+	h.l.Restore(Write{Op: PutDone, FP: fpOf("new"), At: base.Add(-time.Minute)})
+	if w := h.l.TakeWrites(nil); len(w) != 0 {
+		t.Fatalf("Restore wrote %+v", w)
+	}
+	h.tick()
+	want := []Write{{Op: Delete, FP: fpOf("old"), At: base}}
+	if got := h.l.TakeWrites(nil); len(got) != 1 || got[0].Op != want[0].Op || got[0].FP != want[0].FP || !got[0].At.Equal(base) {
+		t.Fatalf("writes after Tick = %+v, want %+v", got, want)
+	}
+	if c := h.l.Counts(); c.Done != 1 {
+		t.Fatalf("Counts().Done = %d after the sweep, want 1", c.Done)
+	}
+}

@@ -8,8 +8,8 @@ import (
 
 // Record is what the ledger knows of one key.
 type Record struct {
-	FP    id.Fingerprint
-	State State
+	FP    id.Fingerprint // the key's fingerprint
+	State State          // requested, queued or done
 	// Key is set for requested and queued keys (done keys keep only their
 	// fingerprint).
 	Key     id.Key
@@ -24,15 +24,15 @@ type Record struct {
 
 // Waiter is one session waiting on a key.
 type Waiter struct {
-	Session id.Session
-	ReqID   uint64 // echoed in its deferred answer
-	Since   time.Time
+	Session id.Session // the waiting session
+	ReqID   uint64     // echoed in its deferred answer
+	Since   time.Time  // when it joined the queue
 }
 
 // Counts are the sizes of the ledger's tables.
 type Counts struct {
-	Requested int
-	Queued    int
+	Requested int // keys held by sessions
+	Queued    int // keys handed to a queue
 	// Done counts done records held in memory, including expired ones the
 	// sweep has not reached yet.
 	Done    int
