@@ -507,3 +507,26 @@ func TestNoFileSkipsSearchOnly(t *testing.T) {
 		t.Fatalf("NoFile ignored DROVER_CONFIG: read %q (level %s)", cfg.File, cfg.Log.Level)
 	}
 }
+
+// BenchmarkLoad measures a load with a file, environment and flags.
+func BenchmarkLoad(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "drover.yaml")
+	if err := os.WriteFile(path, Example(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("b", pflag.ContinueOnError)
+	if err := AddFlags(fs, "heartbeat.interval", "log.level"); err != nil {
+		b.Fatal(err)
+	}
+	if err := fs.Parse([]string{"--heartbeat-interval=2s"}); err != nil {
+		b.Fatal(err)
+	}
+	opts := LoadOptions{File: path, Env: []string{"DROVER_LOG_LEVEL=debug"}, Flags: fs}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := Load(opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

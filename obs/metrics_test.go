@@ -207,3 +207,24 @@ func TestMetricsLint(t *testing.T) {
 		t.Error("registering a second notifier succeeded")
 	}
 }
+
+// BenchmarkMetricsUpdate measures applying one coordinator snapshot.
+func BenchmarkMetricsUpdate(b *testing.B) {
+	m := NewMetrics()
+	t := admin.Totals{Queued: 5, Dispatched: 2, Done: 10, WorkersIdle: 3}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		t.Dispatches++
+		t.Completions++
+		m.Update(t)
+	}
+}
+
+// BenchmarkObserveStore measures recording one store latency.
+func BenchmarkObserveStore(b *testing.B) {
+	m := NewMetrics()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		m.ObserveStore("write", time.Duration(i%1000)*time.Microsecond)
+	}
+}

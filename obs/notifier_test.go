@@ -328,3 +328,76 @@ func TestNotifierMetrics(t *testing.T) {
 		}
 	}
 }
+
+// holdingServer answers no request: each waits until the client gives up
+// or the benchmark ends. arrived receives once per request.
+func holdingServer(b *testing.B) (url string, arrived <-chan struct{}) {
+	stop := make(chan struct{})
+	got := make(chan struct{}, 1<<16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		got <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	b.Cleanup(func() { close(stop); srv.Close() })
+	return srv.URL, got
+}
+
+// BenchmarkNotify measures what the broker loop pays per report: a queued
+// one, and one dropped because the queue is full. The sender is held in a
+// POST that never ends, so the queue only fills.
+func BenchmarkNotify(b *testing.B) {
+	newN := func(b *testing.B, url string, queue int) *Notifier {
+		n, err := NewNotifier(NotifierOptions{URL: url, QueueSize: queue, Timeout: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	abandon := func(n *Notifier) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = n.Close(ctx)
+	}
+	ev := event(1)
+	b.Run("queued", func(b *testing.B) {
+		url, _ := holdingServer(b)
+		const chunk = 4096 // a fresh notifier per chunk keeps the queue's memory small
+		b.ReportAllocs()
+		for done := 0; done < b.N; {
+			b.StopTimer()
+			n := newN(b, url, chunk+1)
+			b.StartTimer()
+			for i := 0; i < chunk && done < b.N; i, done = i+1, done+1 {
+				if !n.Notify(ev) {
+					b.Fatal("dropped with room in the queue")
+				}
+			}
+			b.StopTimer()
+			abandon(n)
+			b.StartTimer()
+		}
+	})
+	b.Run("dropped", func(b *testing.B) {
+		url, arrived := holdingServer(b)
+		n := newN(b, url, 1)
+		defer abandon(n)
+		n.Notify(ev)
+		select { // the sender holds this one in a POST that never ends
+		case <-arrived:
+		case <-time.After(waitLimit):
+			b.Fatal("the first POST never arrived")
+		}
+		n.Notify(ev) // the queue holds this one: full
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if n.Notify(ev) {
+				b.Fatal("queued into a full queue")
+			}
+		}
+	})
+}
