@@ -55,9 +55,10 @@ const ShutdownTimeout = 5 * time.Second
 // Serve listens on addr (HOST:PORT; port 0 picks a free one) and serves h
 // until ctx is done, then shuts down gracefully and returns nil. bound,
 // when not nil, is called with the bound address before serving. An empty
-// addr disables the server: Serve returns nil at once.
+// addr disables the server, and a ctx already done stops it before it
+// starts: Serve returns nil at once.
 func Serve(ctx context.Context, addr string, h http.Handler, bound func(net.Addr)) error {
-	if addr == "" {
+	if addr == "" || ctx.Err() != nil {
 		return nil
 	}
 	var lc net.ListenConfig

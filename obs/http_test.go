@@ -111,6 +111,15 @@ func TestServeEmptyAddrDisabled(t *testing.T) {
 	}
 }
 
+func TestServeCancelledBeforeStart(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	called := false
+	if err := Serve(ctx, "127.0.0.1:0", Handler(nil, nil), func(net.Addr) { called = true }); err != nil || called {
+		t.Fatalf("Serve with a done context = %v, bound called %v; want nil and no bind", err, called)
+	}
+}
+
 func TestServeBindError(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
