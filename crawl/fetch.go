@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,10 +29,12 @@ type Fetcher struct {
 	pages  *http.Client // follows no redirect
 	robotc *http.Client // follows up to 5, as RFC 9309 asks
 
-	mu     sync.Mutex
-	hosts  map[string]*hostState   // by host[:port]
-	robots map[string]*robotsEntry // by scheme://host[:port]
-	flight singleflight.Group      // one robots.txt fetch per origin at a time
+	mu            sync.Mutex
+	hosts         map[string]*hostState   // by host[:port]
+	robots        map[string]*robotsEntry // by scheme://host[:port]
+	pruneHostsAt  int                     // prune hosts when the table reaches this size
+	pruneRobotsAt int                     // prune robots when the table reaches this size
+	flight        singleflight.Group      // one robots.txt fetch per origin at a time
 }
 
 // Option changes how New builds a Fetcher.
@@ -46,12 +49,14 @@ func New(cfg Config, opts ...Option) (*Fetcher, error) {
 		return nil, err
 	}
 	f := &Fetcher{
-		cfg:    cfg,
-		agent:  cfg.Agent(),
-		token:  cfg.ProductToken(),
-		clock:  SystemClock{},
-		hosts:  make(map[string]*hostState),
-		robots: make(map[string]*robotsEntry),
+		cfg:           cfg,
+		agent:         cfg.Agent(),
+		token:         cfg.ProductToken(),
+		clock:         SystemClock{},
+		hosts:         make(map[string]*hostState),
+		robots:        make(map[string]*robotsEntry),
+		pruneHostsAt:  pruneFloor,
+		pruneRobotsAt: pruneFloor,
 	}
 	for _, o := range opts {
 		o(f)
@@ -139,7 +144,9 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) Page {
 	}
 
 	delay := max(f.cfg.MinDelay, min(rb.CrawlDelay, f.cfg.MaxCrawlDelay))
-	release, err := f.host(u.Host).acquire(ctx, f.clock, delay)
+	h := f.hostFor(u.Host)
+	defer f.hostDone(h)
+	release, err := h.acquire(ctx, f.clock, delay)
 	if err != nil {
 		p.Outcome, p.Err = Internal, fmt.Sprintf("waiting for a fetch slot on %s: %v", u.Host, err)
 		return p
@@ -199,8 +206,10 @@ func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 	body := &countingReader{r: io.LimitReader(resp.Body, f.cfg.MaxBodyBytes)}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 && isHTML(p.ContentType) {
 		var r io.Reader = body
-		if cr, err := charset.NewReader(body, p.ContentType); err == nil {
-			r = cr
+		if !declaresUTF8(p.ContentType) { // sniff <meta charset> and convert to UTF-8
+			if cr, err := charset.NewReader(body, p.ContentType); err == nil {
+				r = cr
+			}
 		}
 		doc, err := ExtractLinks(u, r)
 		if err != nil {
@@ -226,6 +235,17 @@ func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 func isHTML(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == "text/html"
+}
+
+// declaresUTF8 reports whether a Content-Type says charset=utf-8, so the
+// body needs no sniffing or conversion (the HTML tokenizer reads UTF-8).
+func declaresUTF8(contentType string) bool {
+	_, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	cs := strings.ToLower(params["charset"])
+	return cs == "utf-8" || cs == "utf8"
 }
 
 // drain reads a little of a body we do not want, so that the connection

@@ -257,19 +257,27 @@ func TestFetchResolvePinsHost(t *testing.T) {
 	}
 }
 
-func TestPageRecord(t *testing.T) {
-	at := time.Date(2026, 11, 29, 13, 0, 0, 0, time.FixedZone("x", 3600))
-	p := Page{URL: "http://h/", FinalURL: "http://h/", Status: 200, ContentType: "text/html",
-		Title: "T", Links: []string{"a", "b"}, Bytes: 10, FetchedAt: at,
-		FetchDuration: 1500 * time.Microsecond, Outcome: OK}
-	r := p.Record(3, "w1", 2)
-	want := Record{URL: "http://h/", FinalURL: "http://h/", Status: 200, ContentType: "text/html",
-		Title: "T", Depth: 3, LinksOut: 2, Bytes: 10, FetchMS: 1.5, Worker: "w1", Attempt: 2,
-		FetchedAt: at.UTC(), Outcome: OK}
-	if r != want {
-		t.Errorf("Record = %+v\nwant     %+v", r, want)
+func TestContentTypeChecks(t *testing.T) {
+	tests := []struct {
+		ct         string
+		html, utf8 bool
+	}{
+		{"text/html", true, false},
+		{"text/html; charset=utf-8", true, true},
+		{"TEXT/HTML; Charset=\"UTF-8\"", true, true},
+		{"text/html;charset=utf8", true, true},
+		{"text/html; charset=iso-8859-1", true, false},
+		{"application/xhtml+xml; charset=utf-8", false, true},
+		{"text/plain", false, false},
+		{"", false, false},
+		{"text/html; charset", false, false},
 	}
-	if s := (Page{Outcome: Internal, Status: 500, URL: "u", Err: "e"}).String(); s != "internal 500 u: e" {
-		t.Errorf("String() = %q", s)
+	for _, tt := range tests {
+		if got := isHTML(tt.ct); got != tt.html {
+			t.Errorf("isHTML(%q) = %v, want %v", tt.ct, got, tt.html)
+		}
+		if got := declaresUTF8(tt.ct); got != tt.utf8 {
+			t.Errorf("declaresUTF8(%q) = %v, want %v", tt.ct, got, tt.utf8)
+		}
 	}
 }

@@ -7,25 +7,70 @@ import (
 	"time"
 )
 
+// pruneFloor is the size of the host and robots tables above which
+// entries nobody uses are dropped, so that a long crawl over many hosts
+// keeps memory bounded by the hosts in use rather than all hosts seen.
+const pruneFloor = 4096
+
 // hostState is the politeness state of one host: a semaphore of PerHost
 // fetch slots and the earliest time the next fetch may start.
 type hostState struct {
 	slots chan struct{}
+	users int // fetches between hostFor and their done; guarded by Fetcher.mu
 
 	mu   sync.Mutex
 	next time.Time // earliest start of the next fetch
 }
 
-// host returns the state of a host, creating it on first use.
-func (f *Fetcher) host(name string) *hostState {
+// hostFor returns the state of a host, creating it on first use, and
+// counts the caller as a user until it calls hostDone.
+func (f *Fetcher) hostFor(name string) *hostState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h := f.hosts[name]
 	if h == nil {
+		if len(f.hosts) >= f.pruneHostsAt {
+			f.pruneHosts()
+		}
 		h = &hostState{slots: make(chan struct{}, f.cfg.PerHost)}
 		f.hosts[name] = h
 	}
+	h.users++
 	return h
+}
+
+// hostDone ends a use of h begun by hostFor.
+func (f *Fetcher) hostDone(h *hostState) {
+	f.mu.Lock()
+	h.users--
+	f.mu.Unlock()
+}
+
+// pruneHosts drops hosts that nobody uses and whose delay has passed:
+// forgetting them changes nothing. Called with f.mu held.
+func (f *Fetcher) pruneHosts() {
+	now := f.clock.Now()
+	for name, h := range f.hosts {
+		h.mu.Lock()
+		idle := h.users == 0 && !h.next.After(now)
+		h.mu.Unlock()
+		if idle {
+			delete(f.hosts, name)
+		}
+	}
+	f.pruneHostsAt = max(pruneFloor, 2*len(f.hosts))
+}
+
+// pruneRobots drops robots.txt entries that have expired. Called with
+// f.mu held.
+func (f *Fetcher) pruneRobots() {
+	now := f.clock.Now()
+	for origin, e := range f.robots {
+		if !now.Before(e.expires) {
+			delete(f.robots, origin)
+		}
+	}
+	f.pruneRobotsAt = max(pruneFloor, 2*len(f.robots))
 }
 
 // acquire waits for a free slot on the host and then for the host's next

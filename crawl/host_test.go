@@ -92,7 +92,8 @@ func TestPerHostConcurrencyLimit(t *testing.T) {
 			for range perHost {
 				g.waitArrival(t)
 			}
-			h := f.host(strings.TrimPrefix(srv.URL, "http://"))
+			h := f.hostFor(strings.TrimPrefix(srv.URL, "http://"))
+			f.hostDone(h)
 			if len(h.slots) != perHost || cap(h.slots) != perHost {
 				t.Fatalf("slots in use %d of %d, want %d of %d", len(h.slots), cap(h.slots), perHost, perHost)
 			}
@@ -255,5 +256,42 @@ func TestPolitenessWaitsHonourContext(t *testing.T) {
 	g.release <- struct{}{}
 	if p := <-waiting; p.Outcome != OK {
 		t.Errorf("D: %v", p)
+	}
+}
+
+func TestHostAndRobotsTablesArePruned(t *testing.T) {
+	clock := newFakeClock()
+	f := newFetcher(t, testConfig(), WithClock(clock))
+	f.mu.Lock()
+	for i := range pruneFloor {
+		f.hosts[fmt.Sprintf("idle-%d", i)] = &hostState{slots: make(chan struct{}, 1)}
+	}
+	f.hosts["busy"] = &hostState{slots: make(chan struct{}, 1), users: 1}
+	f.hosts["delayed"] = &hostState{slots: make(chan struct{}, 1), next: clock.Now().Add(time.Second)}
+	f.mu.Unlock()
+
+	h := f.hostFor("new")
+	f.hostDone(h)
+	f.mu.Lock()
+	if len(f.hosts) != 3 || f.hosts["busy"] == nil || f.hosts["delayed"] == nil || f.hosts["new"] == nil {
+		t.Errorf("after pruning %d hosts remain, want busy, delayed and new", len(f.hosts))
+	}
+	if f.pruneHostsAt != pruneFloor {
+		t.Errorf("next prune at %d, want %d", f.pruneHostsAt, pruneFloor)
+	}
+	for i := range pruneFloor {
+		f.robots[fmt.Sprintf("http://old-%d", i)] = &robotsEntry{rules: &Robots{}, expires: clock.Now()}
+	}
+	f.robots["http://fresh"] = &robotsEntry{rules: &Robots{}, expires: clock.Now().Add(time.Hour)}
+	f.mu.Unlock()
+
+	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	if p := f.Fetch(context.Background(), srv.URL+"/"); p.Outcome != OK {
+		t.Fatalf("fetch: %v", p)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.robots) != 2 || f.robots["http://fresh"] == nil || f.robots[srv.URL] == nil {
+		t.Errorf("after pruning %d robots entries remain, want fresh and the new one", len(f.robots))
 	}
 }

@@ -192,13 +192,19 @@ func matchPattern(pattern, path string) bool {
 	if anchored {
 		pattern = pattern[:len(pattern)-1]
 	}
-	// Fast path: no wildcard.
-	if !strings.Contains(pattern, "*") {
+	star := strings.IndexByte(pattern, '*')
+	if star < 0 { // no wildcard: a plain prefix (or, anchored, the whole path)
 		if anchored {
 			return path == pattern
 		}
 		return strings.HasPrefix(path, pattern)
 	}
+	// The literal part before the first "*" must be a prefix: most rules
+	// fail here, before any position tracking.
+	if !strings.HasPrefix(path, pattern[:star]) {
+		return false
+	}
+	pattern, path = pattern[star:], path[star:]
 	pos := make([]bool, len(path)+1) // pos[i]: the pattern so far can end before path[i]
 	pos[0] = true
 	for i := 0; i < len(pattern); i++ {

@@ -59,6 +59,9 @@ func (f *Fetcher) robotsFor(ctx context.Context, u *url.URL) (*Robots, *Page) {
 		next := f.fetchRobots(ctx, origin, prev)
 		if !next.netErr {
 			f.mu.Lock()
+			if _, ok := f.robots[origin]; !ok && len(f.robots) >= f.pruneRobotsAt {
+				f.pruneRobots()
+			}
 			f.robots[origin] = next
 			f.mu.Unlock()
 		}
