@@ -58,6 +58,7 @@ worker held. Run "drover demo" to watch a local crawl.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newVersionCmd())
+	root.PersistentFlags().String(configFlag, "", "config file (default: $DROVER_CONFIG, ./drover.yaml, $XDG_CONFIG_HOME/drover/drover.yaml, /etc/drover/drover.yaml)")
+	root.AddCommand(newVersionCmd(), newServeCmd(), newConfigCmd())
 	return root
 }

@@ -47,7 +47,7 @@ func (s *Server) onAdmin(frames [][]byte) {
 	case *wire.Disconnect:
 		delete(s.cons, string(ident))
 	case *wire.Status:
-		t := s.c.Totals(now)
+		t := s.totals(now)
 		s.send(s.admin, cs.ident, &wire.Totals{Req: m.Req, Totals: t})
 	case *wire.Query:
 		page, err := s.c.Query(now, m.Query)

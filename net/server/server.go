@@ -41,6 +41,9 @@ type Options struct {
 	// OnEvent is called on the reactor goroutine for every event. It must
 	// not block.
 	OnEvent func(ev admin.Event)
+	// OnTotals is called on the reactor goroutine about once a second
+	// with the current totals (metrics). It must not block.
+	OnTotals func(admin.Totals)
 	// ChangedEvery coalesces CHANGED pushes to consoles (default 100ms).
 	ChangedEvery time.Duration
 	// Server names the software in WELCOME (default "drover").
@@ -69,6 +72,7 @@ type Server struct {
 
 	lastChanged  time.Time
 	lastBeatScan time.Time
+	lastTotals   time.Time
 	dirty        bool
 	batches      map[id.Session]*wire.Job // dispatch scratch
 	order        []id.Session
@@ -248,7 +252,16 @@ func (s *Server) Run(ctx context.Context) error {
 		s.c.Tick(now)
 		s.flush(now)
 		s.heartbeats(now)
+		if s.opts.OnTotals != nil && now.Sub(s.lastTotals) >= time.Second {
+			s.lastTotals = now
+			s.opts.OnTotals(s.totals(now))
+		}
 	}
+}
+
+// totals are the coordinator's totals with the transport's counters.
+func (s *Server) totals(now time.Time) admin.Totals {
+	return s.c.Totals(now)
 }
 
 // drain handles every message waiting on sk, at most a bounded number so

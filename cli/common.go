@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"drover/config"
+	"drover/coord"
+	"drover/coord/broker"
+	"drover/coord/ledger"
+	"drover/obs"
+)
+
+// configFlag is the persistent --config flag shared by every command.
+var configFlag = "config"
+
+// loadConfig builds the effective configuration for cmd from its flags, the
+// environment and the config file. A configuration error exits with status 2
+// and names every bad key.
+func loadConfig(cmd *cobra.Command) (*config.Config, error) {
+	file, _ := cmd.Flags().GetString(configFlag)
+	cfg, err := config.Load(config.LoadOptions{Flags: cmd.Flags(), File: file})
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	return cfg, nil
+}
+
+// usageError exits with status 2.
+func usageError(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+// coordConfig maps the configuration onto the coordinator core's.
+func coordConfig(c *config.Config) coord.Config {
+	return coord.Config{
+		Heartbeat: c.Heartbeat.Interval,
+		Liveness:  c.Heartbeat.Liveness,
+		Ledger: ledger.Config{
+			RequestTTL: c.Ledger.RequestTTL,
+			DoneTTL:    c.Ledger.DoneTTL,
+			FailedTTL:  c.Ledger.FailedTTL,
+		},
+		Broker: broker.Config{
+			MaxRequestFailures: c.Broker.MaxRequestFailures,
+			BackoffStart:       c.Backoff.Start,
+			BackoffCap:         c.Backoff.Cap,
+			BackoffForgive:     c.Backoff.Forgive,
+			Jitter:             c.Backoff.Jitter,
+			UnroutableTimeout:  c.Broker.UnroutableTimeout,
+		},
+	}
+}
+
+// newLogger makes the process logger. When the console owns the terminal
+// and no log.file is set, logs are discarded rather than tearing the screen.
+func newLogger(c *config.Config, stderr io.Writer, consoleOwnsTerminal bool) (*slog.Logger, func() error, error) {
+	w := stderr
+	if consoleOwnsTerminal && c.Log.File == "" {
+		w = io.Discard
+	}
+	log, closeFn, err := obs.NewLogger(c.Log, w)
+	if err != nil {
+		return nil, nil, &exitError{code: 2, err: err}
+	}
+	return log, closeFn, nil
+}
+
+// signalContext is cancelled on SIGINT or SIGTERM.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := file.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// ignoreCanceled turns a context cancellation into a clean exit.
+func ignoreCanceled(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
