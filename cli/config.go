@@ -32,8 +32,8 @@ func newConfigCmd() *cobra.Command {
 			return err
 		},
 	}, &cobra.Command{
-		Use:   "check [FILE]",
-		Short: "Validate a config file (or the one drover would read) and exit 0, or 2 with every problem",
+		Use:     "check [FILE]",
+		Short:   "Validate a config file (or the one drover would read) and exit 0, or 2 with every problem",
 		Example: `  drover config check /etc/drover/drover.yaml`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
