@@ -55,13 +55,17 @@ func (m *Submit) decodeBody(r *reader) {
 }
 
 // Submitted answers SUBMIT (server -> client), one item per job in order.
+// Items with status wait are resolved later by another SUBMITTED with the
+// same request id, carrying only those items (matched by fingerprint), never
+// with status wait.
 type Submitted struct {
 	Req   uint64
 	Items []SubmittedItem
 }
 
 // SubmittedItem is the fate of one submitted job. JobID is set when
-// accepted, may name the existing job of a duplicate, and is 0 on error.
+// accepted, may name the existing job of a duplicate, and is 0 on error and
+// wait.
 type SubmittedItem struct {
 	Status      SubmitStatus
 	JobID       uint64
@@ -104,8 +108,8 @@ func (m *Submitted) decodeBody(r *reader) {
 			switch {
 			case it.Status == SubmitAccepted && it.JobID == 0:
 				r.fail(CodeMalformed, "job id", "0, want the new job's id for accepted")
-			case it.Status == SubmitError && it.JobID != 0:
-				r.fail(CodeMalformed, "job id", "%d, want 0 for error", it.JobID)
+			case (it.Status == SubmitError || it.Status == SubmitWait) && it.JobID != 0:
+				r.fail(CodeMalformed, "job id", "%d, want 0 for %s", it.JobID, it.Status)
 			}
 		}
 		it.Fingerprint = r.fingerprint("fingerprint")

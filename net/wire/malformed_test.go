@@ -134,6 +134,8 @@ func TestDecodeMalformed(t *testing.T) {
 		{"verdict 0", msg("VERDICTS", body{}.u32(1).append(make(body, 16)).u8(0).str("")), CodeMalformed, 7, "verdict"},
 		{"wait in answer", msg("ANSWER", body{}.u32(1).append(make(body, 16)).u8(3).str("")), CodeMalformed, 7, "wait"},
 		{"accepted without job id", msg("SUBMITTED", body{}.u32(1).u8(1).u64(0).append(make(body, 16)).str("")), CodeMalformed, 7, "job id"},
+		{"wait with job id", msg("SUBMITTED", body{}.u32(1).u8(4).u64(4).append(make(body, 16)).str("")), CodeMalformed, 7, "want 0 for wait"},
+		{"submit status 5", msg("SUBMITTED", body{}.u32(1).u8(5).u64(0).append(make(body, 16)).str("")), CodeMalformed, 7, "status"},
 		{"error with job id", msg("SUBMITTED", body{}.u32(1).u8(3).u64(4).append(make(body, 16)).str("")), CodeMalformed, 7, "job id"},
 		{"job id 0", msg("JOB", job(0, 1, body{}.u16(0))), CodeMalformed, 7, "job id"},
 		{"attempt 0", msg("JOB", job(1, 0, body{}.u16(0))), CodeMalformed, 7, "attempt"},

@@ -150,7 +150,8 @@ func TestProtocolDocPythonCodec(t *testing.T) {
 			{fp("https://a.example/"), VerdictOK, ""}, {fp("https://b.example/"), VerdictWait, "requested"}}},
 		"answer": &Answer{Req: 5, Items: []VerdictItem{{fp("https://b.example/"), VerdictOK, "handover"}}},
 		"submitted": &Submitted{Req: 42, Items: []SubmittedItem{
-			{SubmitAccepted, 7, fp("https://example.com/"), ""}, {SubmitDuplicate, 0, fp("https://b/"), "done"}}},
+			{SubmitAccepted, 7, fp("https://example.com/"), ""}, {SubmitDuplicate, 0, fp("https://b/"), "done"},
+			{SubmitWait, 0, fp("https://c/"), "requested"}}},
 		"job": &Job{Jobs: []JobItem{{JobID: 101, Attempt: 2, Key: id.Key{Crawler: "news", Processor: "html", URL: "https://example.com/"},
 			Headers: Headers{{"lang", "en"}}, Payload: []byte("{}")}}},
 		"cancel":    &Cancel{JobIDs: []uint64{101, 102}, Reason: "requeued"},
@@ -240,7 +241,8 @@ func TestProtocolDocPythonCodec(t *testing.T) {
 			map[string]any{"fingerprint": h(fp("https://b.example/")), "verdict": 1, "reason": "handover"}}}},
 		"submitted": map[string]any{"command": "SUBMITTED", "req": 42, "fields": map[string]any{"items": []any{
 			map[string]any{"status": 1, "job_id": 7, "fingerprint": h(fp("https://example.com/")), "reason": ""},
-			map[string]any{"status": 2, "job_id": 0, "fingerprint": h(fp("https://b/")), "reason": "done"}}}},
+			map[string]any{"status": 2, "job_id": 0, "fingerprint": h(fp("https://b/")), "reason": "done"},
+			map[string]any{"status": 4, "job_id": 0, "fingerprint": h(fp("https://c/")), "reason": "requested"}}}},
 		"job": map[string]any{"command": "JOB", "req": 0, "fields": map[string]any{"jobs": []any{
 			map[string]any{"job_id": 101, "attempt": 2, "key": []any{"news", "html", "https://example.com/"},
 				"headers": []any{[]any{"lang", "en"}}, "payload": hex.EncodeToString([]byte("{}"))}}}},

@@ -76,7 +76,7 @@ func samples() []Message {
 		&Submit{Req: 14, Jobs: []SubmitItem{{Key: key(5)}}},
 		&Submitted{Req: 13, Items: []SubmittedItem{
 			{SubmitAccepted, 5001, fp(0), ""}, {SubmitDuplicate, 0, fp(1), "queued"}, {SubmitDuplicate, 4000, fp(1), "queued"},
-			{SubmitError, 0, fp(2), "url-invalid"}}},
+			{SubmitError, 0, fp(2), "url-invalid"}, {SubmitWait, 0, fp(3), "requested"}}},
 		&Job{Jobs: jobItems(2)},
 		&Cancel{JobIDs: []uint64{1000, 1001}, Reason: "requeued by operator"},
 		&Result{Req: 15, Items: []ResultItem{
