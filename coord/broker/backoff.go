@@ -20,11 +20,12 @@ type host struct {
 	queued  hostList // its queued jobs (also in their class queues)
 	backoff jobList  // its jobs in back-off, in the order they entered it
 
-	level     int   // consecutive throttles since the last forgiveness
-	throttles int   // throttles since the last forgiveness
-	until     int64 // back-off in force until (Unix ns); 0 when none
-	lastThr   int64 // last throttle (Unix ns)
-	lastEnd   int64 // end of the latest back-off: the quiet period counts from it
+	level     int    // consecutive throttles since the last forgiveness
+	throttles int    // throttles since the last forgiveness
+	until     int64  // back-off in force until (Unix ns); 0 when none
+	lastThr   int64  // last throttle (Unix ns)
+	lastEnd   int64  // end of the latest back-off: the quiet period counts from it
+	reason    string // "host back-off until ...", for the jobs it holds
 
 	due     int64 // the heap key: next wake-up or forgiveness
 	heapIdx int   // -1 when not in the heap
@@ -71,6 +72,7 @@ func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Ti
 	if extended {
 		h.until = until
 		h.lastEnd = until
+		h.reason = "host back-off until " + tm(until).Format(time.RFC3339)
 	}
 	b.emit(admin.Event{At: now, Kind: "job.throttled", JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: "host " + h.name + " backed off " + d.String()})
 	if extended {

@@ -101,43 +101,52 @@ func BenchmarkDispatch(b *testing.B) {
 	}
 }
 
-// bigBroker builds a broker with n jobs over 1000 hosts in every state:
-// most done, some dispatched, failed, in back-off and queued.
+// bigBroker builds a broker with n jobs over 1000 hosts, every record kept,
+// in every state: about 30% done, 2% failed, 1% dispatched, 0.5% in
+// back-off (the jobs of 5 throttled hosts) and the rest queued.
 func bigBroker(tb testing.TB, n int) *Broker {
-	br := benchBroker(tb)
+	br, err := New(Config{Rand: rand.New(rand.NewPCG(1, 2)), MaxRequestFailures: 1, DoneRetention: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	now := epoch
 	for i := range n {
 		br.Submit(now, benchSpec(i, nil))
+		if i%1024 == 1023 {
+			br.TakeEvents(nil)
+		}
 	}
-	const nw = 100
+	const nw, slots = 100, 100
 	for i := range nw {
-		if err := br.Register(now, id.Session(i+1), WorkerInfo{ID: "w" + strconv.Itoa(i), Slots: 1000}, nil); err != nil {
+		if err := br.Register(now, id.Session(i+1), WorkerInfo{ID: "w" + strconv.Itoa(i), Slots: slots}, nil); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	var as []Assignment
-	for round := 0; round < 8; round++ {
+	finished := 0
+	for finished < n*32/100 {
 		as = br.Dispatch(now, as[:0])
 		for _, a := range as {
 			var o Outcome
-			switch x := r.IntN(100); {
-			case x < 80:
+			switch x := r.IntN(1000); {
+			case a.Spec.Host < "h5." && a.Spec.Host >= "h0" && len(a.Spec.Host) == len("h0.example.com"):
+				o.Kind = Throttled // hosts h0..h4
+			case x < 940:
 				o.Kind = OK
-			case x < 90:
-				o.Kind = Internal
-			case x < 91:
-				o.Kind = Throttled
 			default:
-				continue // stays dispatched
+				o.Kind = Internal
 			}
 			if err := br.Result(now, a.Session, a.Job, o); err != nil {
 				tb.Fatal(err)
 			}
+			finished++
 		}
 		br.TakeEvents(nil)
 		br.TakeFinished(nil)
 	}
+	br.Dispatch(now, nil) // leave every slot busy
+	br.TakeEvents(nil)
 	return br
 }
 
@@ -158,6 +167,7 @@ func BenchmarkJobsWindow(b *testing.B) {
 		{Offset: n - 60},
 		{Filter: "state=queued", Offset: t.Queued - 60},
 		{Filter: "state=failed", Offset: t.Failed / 2},
+		{Filter: "state=done", Desc: true, Offset: t.Done / 3},
 		{Filter: "state=backoff,failed", Desc: true},
 		{Sort: "state", Offset: n / 2},
 		{Sort: "url", Offset: n - 60},
@@ -165,7 +175,7 @@ func BenchmarkJobsWindow(b *testing.B) {
 		{Sort: "attempts", Desc: true, Offset: 1000},
 		{Sort: "failures", Desc: true},
 		{Sort: "retry_at", Filter: "state=backoff", Desc: true},
-		{Filter: "host=h7.example.com", Offset: 1000},
+		{Filter: "host=h7.example.com", Offset: 900},
 		{Filter: "host=h7.example.com state=done", Desc: true},
 		{Filter: "worker=w3"},
 	}
@@ -209,10 +219,13 @@ func BenchmarkMemory(b *testing.B) {
 		runtime.ReadMemStats(&m0)
 		br := benchBroker(b)
 		now := epoch
+		var evs []admin.Event
 		for i := range n {
 			br.Submit(now, benchSpec(i, nil))
+			if i%1024 == 1023 {
+				evs = br.TakeEvents(evs[:0]) // as the coordinator drains them
+			}
 		}
-		br.TakeEvents(nil)
 		runtime.GC()
 		runtime.ReadMemStats(&m1)
 		for k := sortURL; k <= sortRetryAt; k++ {

@@ -345,7 +345,7 @@ func (b *Broker) place(j *job, t int64, now time.Time) {
 		b.setState(j, Backoff, t)
 		b.setRetryAt(j, h.until)
 		h.backoff.push(j)
-		b.emit(admin.Event{At: now, Kind: "job.backoff", JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: "host back-off until " + tm(h.until).Format(time.RFC3339)})
+		b.emit(admin.Event{At: now, Kind: "job.backoff", JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: h.reason})
 		return
 	}
 	if j.state != Queued {
@@ -382,8 +382,12 @@ func (b *Broker) TakeFinished(dst []Finished) []Finished {
 // only: it costs an allocation, and JobID names the job everywhere else.
 func (b *Broker) TakeEvents(dst []admin.Event) []admin.Event {
 	dst = append(dst, b.events...)
-	clear(b.events)
-	b.events = b.events[:0]
+	if cap(b.events) > maxIdleEvents {
+		b.events = nil // a burst (a host's back-off) is over: release it
+	} else {
+		clear(b.events)
+		b.events = b.events[:0]
+	}
 	return dst
 }
 
@@ -413,6 +417,9 @@ func (b *Broker) Resume(now time.Time) {
 
 // Paused reports whether dispatching is paused.
 func (b *Broker) Paused() bool { return b.paused }
+
+// maxIdleEvents is the event buffer capacity kept between drains.
+const maxIdleEvents = 1 << 14
 
 func (b *Broker) emit(e admin.Event) { b.events = append(b.events, e) }
 

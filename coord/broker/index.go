@@ -94,37 +94,67 @@ func (a *ageIndex) move(j JobID, old, st JobState) {
 	a.idx.add(int(j-1), st, 1)
 }
 
-// nth returns the ID of the k-th (from 0) job by age whose state is in m,
-// or 0 when there is none.
-func (a *ageIndex) nth(m stateMask, k int) JobID {
-	pos, r := a.idx.find(m, k)
-	if pos < 0 {
-		return 0
-	}
-	for p := pos; p < len(a.states); p++ {
-		if m.has(a.states[p]) {
-			if r == 0 {
-				return JobID(p + 1)
-			}
-			r--
-		}
-	}
-	return 0
+// posSet is a sequence of job positions with their states: every job by
+// ID, or one host's jobs.
+type posSet interface {
+	len() int
+	state(pos int) JobState
+	id(pos int) JobID
 }
 
-// hostNth is nth over one host's jobs.
-func (b *Broker) hostNth(h *host, m stateMask, k int) JobID {
-	pos, r := h.idx.find(m, k)
-	if pos < 0 {
-		return 0
-	}
-	for p := pos; p < len(h.ids); p++ {
-		if m.has(b.age.states[h.ids[p]-1]) {
-			if r == 0 {
-				return h.ids[p]
+func (a *ageIndex) len() int               { return len(a.states) }
+func (a *ageIndex) state(pos int) JobState { return a.states[pos] }
+func (a *ageIndex) id(pos int) JobID       { return JobID(pos + 1) }
+
+// hostSet is one host's jobs as a posSet.
+type hostSet struct {
+	h   *host
+	age *ageIndex
+}
+
+func (s hostSet) len() int               { return len(s.h.ids) }
+func (s hostSet) state(pos int) JobState { return s.age.states[s.h.ids[pos]-1] }
+func (s hostSet) id(pos int) JobID       { return s.h.ids[pos] }
+
+// scan yields up to lim jobs of ps whose state is in m, from the k-th (from
+// 0, in position order) on, forward (dir 1) or backward (dir -1). It
+// narrows down with the counts once, then walks positions, narrowing again
+// only when it leaves a block of 64 positions.
+func (c *countIdx) scan(ps posSet, m stateMask, k, dir, lim int, yield func(JobID)) {
+	n := ps.len()
+	for lim > 0 && k >= 0 {
+		start, r := c.find(m, k)
+		if start < 0 {
+			return
+		}
+		p := start
+		for ; p < n; p++ {
+			if m.has(ps.state(p)) {
+				if r == 0 {
+					break
+				}
+				r--
 			}
-			r--
+		}
+		if p >= n {
+			return // counts out of step: cannot happen
+		}
+		end := min(start+1<<lvBits, n)
+		for p >= 0 {
+			yield(ps.id(p))
+			lim--
+			k += dir
+			if lim == 0 || k < 0 {
+				return
+			}
+			q := p + dir
+			for q >= start && q < end && !m.has(ps.state(q)) {
+				q += dir
+			}
+			if q < start || q >= end {
+				break // left the block: narrow down again
+			}
+			p = q
 		}
 	}
-	return 0
 }

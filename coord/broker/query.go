@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"drover/admin"
 )
@@ -151,7 +150,7 @@ func (b *Broker) jobsPage(q admin.Query, base stateMask, def sortKey, view admin
 		}
 		if len(f.text) == 0 && (key == sortAge || key == sortState) {
 			p.Total = h.idx.total(m)
-			b.indexWindow(&p, m, key, q.Desc, off, lim, &h.idx, func(m stateMask, k int) JobID { return b.hostNth(h, m, k) })
+			b.indexWindow(&p, m, key, q.Desc, off, lim, &h.idx, hostSet{h, &b.age})
 			return p
 		}
 		hj := make([]*job, 0, len(h.ids))
@@ -172,7 +171,7 @@ func (b *Broker) jobsPage(q admin.Query, base stateMask, def sortKey, view admin
 		rows = b.collect(all, m, f, key, q.Desc)
 	case key == sortAge || key == sortState:
 		p.Total = b.age.idx.total(m)
-		b.indexWindow(&p, m, key, q.Desc, off, lim, &b.age.idx, b.age.nth)
+		b.indexWindow(&p, m, key, q.Desc, off, lim, &b.age.idx, &b.age)
 		return p
 	default:
 		t := b.tree(key)
@@ -180,6 +179,7 @@ func (b *Broker) jobsPage(q admin.Query, base stateMask, def sortKey, view admin
 		if off >= p.Total {
 			return p
 		}
+		p.Jobs = make([]admin.JobRow, 0, min(lim, p.Total-off))
 		k, dir := off, 1
 		if q.Desc {
 			k, dir = p.Total-1-off, -1
@@ -192,6 +192,9 @@ func (b *Broker) jobsPage(q admin.Query, base stateMask, def sortKey, view admin
 		return p
 	}
 	p.Total = len(rows)
+	if off < len(rows) {
+		p.Jobs = make([]admin.JobRow, 0, min(lim, len(rows)-off))
+	}
 	for i := off; i < min(off+lim, len(rows)); i++ {
 		p.Jobs = append(p.Jobs, b.jobRow(rows[i]))
 	}
@@ -199,17 +202,18 @@ func (b *Broker) jobsPage(q admin.Query, base stateMask, def sortKey, view admin
 }
 
 // indexWindow fills a window in age order, or state-then-age order, from a
-// count index and its nth function.
-func (b *Broker) indexWindow(p *admin.Page, m stateMask, key sortKey, desc bool, off, lim int, idx *countIdx, nth func(stateMask, int) JobID) {
+// count index over a position set.
+func (b *Broker) indexWindow(p *admin.Page, m stateMask, key sortKey, desc bool, off, lim int, idx *countIdx, ps posSet) {
+	if off >= p.Total {
+		return
+	}
+	p.Jobs = make([]admin.JobRow, 0, min(lim, p.Total-off))
+	add := func(id JobID) { p.Jobs = append(p.Jobs, b.jobRow(b.jobs.get(id))) }
 	if key == sortAge {
-		for r := off; r < min(off+lim, p.Total); r++ {
-			k := r
-			if desc {
-				k = p.Total - 1 - r
-			}
-			if id := nth(m, k); id != 0 {
-				p.Jobs = append(p.Jobs, b.jobRow(b.jobs.get(id)))
-			}
+		if desc {
+			idx.scan(ps, m, p.Total-1-off, -1, lim, add)
+		} else {
+			idx.scan(ps, m, off, 1, lim, add)
 		}
 		return
 	}
@@ -231,14 +235,10 @@ func (b *Broker) indexWindow(p *admin.Page, m stateMask, key sortKey, desc bool,
 			skip -= n
 			continue
 		}
-		for k := skip; k < n && len(p.Jobs) < lim; k++ {
-			kk := k
-			if desc {
-				kk = n - 1 - k
-			}
-			if id := nth(sm, kk); id != 0 {
-				p.Jobs = append(p.Jobs, b.jobRow(b.jobs.get(id)))
-			}
+		if desc {
+			idx.scan(ps, sm, n-1-skip, -1, lim-len(p.Jobs), add)
+		} else {
+			idx.scan(ps, sm, skip, 1, lim-len(p.Jobs), add)
 		}
 		skip = 0
 		if len(p.Jobs) >= lim {
@@ -285,7 +285,7 @@ func (b *Broker) reason(j *job) string {
 			return "paused"
 		}
 	case Backoff:
-		return "host back-off until " + tm(j.host.until).Format(time.RFC3339)
+		return j.host.reason
 	}
 	return ""
 }

@@ -1,0 +1,388 @@
+package broker
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"drover/admin"
+	"drover/coord/id"
+)
+
+func sess(i int) id.Session { return id.Session(i) }
+
+// oneJob returns a broker with one worker (session 1, "w") holding job 1
+// after `failures` earlier internal failures.
+func oneJob(t *testing.T, cfg Config, failures int) *Broker {
+	t.Helper()
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := epoch
+	if err := b.Register(now, 1, WorkerInfo{ID: "w"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.Submit(now, Spec{Key: id.Key{URL: "http://h/1"}, Host: "h"})
+	for i := 0; ; i++ {
+		if as := b.Dispatch(now, nil); len(as) != 1 {
+			t.Fatalf("dispatch %d: %d assignments", i, len(as))
+		}
+		if i == failures {
+			break
+		}
+		if err := b.Result(now, 1, 1, Outcome{Kind: Internal}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.TakeFinished(nil)
+	return b
+}
+
+func TestOutcomes(t *testing.T) {
+	cases := []struct {
+		name         string
+		kind         OutcomeKind
+		failures     int // earlier internal failures (max is 3)
+		state        JobState
+		finished     bool
+		failedReport bool
+		jobFailures  int
+	}{
+		{"ok is done", OK, 0, Done, true, false, 0},
+		{"ok after failures is done", OK, 2, Done, true, false, 2},
+		{"first internal requeues", Internal, 0, Queued, false, false, 1},
+		{"second internal requeues", Internal, 1, Queued, false, false, 2},
+		{"internal reaching the limit fails", Internal, 2, Failed, true, true, 3},
+		{"external fails at once", External, 0, Failed, true, true, 0},
+		{"throttled backs off, not a failure", Throttled, 2, Backoff, false, false, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := oneJob(t, Config{Jitter: -1}, c.failures)
+			if err := b.Result(epoch, 1, 1, Outcome{Kind: c.kind, Error: "x", Output: []byte("out")}); err != nil {
+				t.Fatal(err)
+			}
+			j := b.jobs.get(1)
+			if j.state != c.state || int(j.failures) != c.jobFailures {
+				t.Fatalf("job %s with %d failures, want %s with %d", j.state, j.failures, c.state, c.jobFailures)
+			}
+			fin := b.TakeFinished(nil)
+			if (len(fin) == 1) != c.finished {
+				t.Fatalf("finished %v, want finished=%v", fin, c.finished)
+			}
+			if c.finished {
+				if fin[0].Failed != c.failedReport || fin[0].Job != 1 {
+					t.Fatalf("finished %+v, want failed=%v", fin[0], c.failedReport)
+				}
+				if !c.failedReport && string(fin[0].Output) != "out" {
+					t.Fatalf("output %q not passed through", fin[0].Output)
+				}
+			}
+			if err := checkInvariants(b); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestBadOutcomeChangesNothing(t *testing.T) {
+	b := oneJob(t, Config{Jitter: -1}, 0)
+	err := b.Result(epoch, 1, 1, Outcome{Kind: 9})
+	if err == nil || IsOrphan(err) {
+		t.Fatalf("bad kind: err %v, want a non-orphan error", err)
+	}
+	if j := b.jobs.get(1); j.state != Dispatched || j.worker == nil {
+		t.Fatalf("job %s after a bad outcome, want dispatched", j.state)
+	}
+}
+
+func TestWorkerDeathCharges(t *testing.T) {
+	cases := []struct {
+		name     string
+		failures int // earlier internal failures, max 3
+		state    JobState
+	}{
+		{"first death requeues", 0, Queued},
+		{"death at the limit fails", 2, Failed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := oneJob(t, Config{Jitter: -1}, c.failures)
+			b.Lost(epoch, 1)
+			if j := b.jobs.get(1); j.state != c.state || int(j.failures) != c.failures+1 {
+				t.Fatalf("job %s with %d failures, want %s with %d", j.state, j.failures, c.state, c.failures+1)
+			}
+			// Leaving or eviction are not charged.
+			b2 := oneJob(t, Config{Jitter: -1}, c.failures)
+			b2.Left(epoch, 1)
+			if j := b2.jobs.get(1); j.state != Queued || int(j.failures) != c.failures {
+				t.Fatalf("after leaving: job %s with %d failures, want queued with %d", j.state, j.failures, c.failures)
+			}
+			b3 := oneJob(t, Config{Jitter: -1}, c.failures)
+			if n, err := b3.Evict(epoch, "w"); err != nil || n != 1 {
+				t.Fatalf("evict: %d, %v", n, err)
+			}
+			if j := b3.jobs.get(1); j.state != Queued || int(j.failures) != c.failures {
+				t.Fatalf("after eviction: job %s with %d failures, want queued with %d", j.state, j.failures, c.failures)
+			}
+		})
+	}
+}
+
+// TestLRU checks that the least recently used ready worker is served first
+// and that a worker never gets more than its free slots.
+func TestLRU(t *testing.T) {
+	s := newScript(t)
+	for i, slots := range []int{1, 2, 1} {
+		if err := s.b.Register(s.now, sess(i+1), WorkerInfo{ID: "w" + strconv.Itoa(i+1), Slots: slots}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit := func(n int) {
+		for range n {
+			s.b.Submit(s.now, Spec{})
+		}
+	}
+	order := func() []string {
+		var out []string
+		for _, a := range s.b.Dispatch(s.now, nil) {
+			out = append(out, a.Worker)
+		}
+		return out
+	}
+	submit(10)
+	if got, want := order(), []string{"w1", "w2", "w3", "w2"}; !slices.Equal(got, want) {
+		t.Fatalf("first round %v, want %v", got, want)
+	}
+	// w3 then w1 finish: w1 was used before w3, so w1 is served first.
+	for _, r := range []struct {
+		s int
+		j JobID
+	}{{3, 3}, {1, 1}} {
+		if err := s.b.Result(s.now, sess(r.s), r.j, Outcome{Kind: OK}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := order(), []string{"w1", "w3"}; !slices.Equal(got, want) {
+		t.Fatalf("second round %v, want %v", got, want)
+	}
+	if got := order(); len(got) != 0 {
+		t.Fatalf("all full, still dispatched to %v", got)
+	}
+}
+
+// TestBackoffSchedule checks the host back-off: exponential from
+// BackoffStart, doubling, capped; Retry-After honoured and capped; jitter
+// within bounds; the level forgiven after a quiet period.
+func TestBackoffSchedule(t *testing.T) {
+	cases := []struct {
+		name        string
+		retryAfter  []time.Duration // per consecutive throttle; 0 = not given
+		wantLast    time.Duration
+		forgiveWait time.Duration // wait before the last throttle, after the previous back-off ended
+	}{
+		{"first throttle", []time.Duration{0}, time.Minute, 0},
+		{"doubling", []time.Duration{0, 0, 0}, 4 * time.Minute, 0},
+		{"capped", []time.Duration{0, 0, 0, 0, 0, 0, 0, 0}, 30 * time.Minute, 0},
+		{"retry-after honoured", []time.Duration{0, 7 * time.Second}, 7 * time.Second, 0},
+		{"retry-after capped", []time.Duration{2 * time.Hour}, 30 * time.Minute, 0},
+		{"level survives a short quiet", []time.Duration{0, 0, 0}, 4 * time.Minute, 59 * time.Minute},
+		{"forgiven after the quiet period", []time.Duration{0, 0, 0}, time.Minute, time.Hour},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := oneJob(t, Config{Jitter: -1, BackoffCap: 30 * time.Minute, BackoffForgive: time.Hour}, 0)
+			now := epoch
+			var got time.Duration
+			for i, ra := range c.retryAfter {
+				if i == len(c.retryAfter)-1 && c.forgiveWait > 0 {
+					now = now.Add(c.forgiveWait)
+					b.Tick(now)
+					if len(b.Dispatch(now, nil)) != 0 {
+						t.Fatal("dispatched a job already held")
+					}
+				}
+				if err := b.Result(now, 1, 1, Outcome{Kind: Throttled, RetryAfter: ra}); err != nil {
+					t.Fatal(err)
+				}
+				got = time.Duration(b.jobs.get(1).retryAt - ns(now))
+				now = tm(b.jobs.get(1).retryAt)
+				b.Tick(now)
+				if as := b.Dispatch(now, nil); len(as) != 1 {
+					t.Fatalf("throttle %d: job not back after its back-off", i)
+				}
+			}
+			if got != c.wantLast {
+				t.Fatalf("last back-off %v, want %v", got, c.wantLast)
+			}
+		})
+	}
+	t.Run("jitter within bounds", func(t *testing.T) {
+		b := oneJob(t, Config{Jitter: 0.2, Rand: rand.New(rand.NewPCG(5, 6)), BackoffForgive: time.Nanosecond}, 0)
+		now := epoch
+		seen := map[time.Duration]bool{}
+		for range 200 {
+			if err := b.Result(now, 1, 1, Outcome{Kind: Throttled}); err != nil {
+				t.Fatal(err)
+			}
+			d := time.Duration(b.jobs.get(1).retryAt - ns(now))
+			if d < 48*time.Second || d > 72*time.Second {
+				t.Fatalf("jittered first back-off %v outside 60s ± 20%%", d)
+			}
+			seen[d] = true
+			now = tm(b.jobs.get(1).retryAt).Add(time.Second) // quiet long enough to be forgiven
+			b.Tick(now)
+			if len(b.Dispatch(now, nil)) != 1 {
+				t.Fatal("job not back")
+			}
+		}
+		if len(seen) < 100 {
+			t.Fatalf("only %d distinct back-offs in 200: no jitter?", len(seen))
+		}
+	})
+}
+
+func TestHostBackoffHoldsQueuedJobs(t *testing.T) {
+	s := newScript(t)
+	if err := s.b.Register(s.now, 1, WorkerInfo{ID: "w"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"a", "a", "b", "a"} {
+		s.b.Submit(s.now, Spec{Host: h})
+	}
+	s.b.Dispatch(s.now, nil) // job 1 (host a)
+	if err := s.b.Result(s.now, 1, 1, Outcome{Kind: Throttled, RetryAfter: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	var tt admin.Totals
+	s.b.Totals(&tt)
+	if tt.Backoff != 3 || tt.Queued != 1 {
+		t.Fatalf("backoff %d queued %d, want 3 and 1 (host b's job)", tt.Backoff, tt.Queued)
+	}
+	// A job submitted for a backed-off host waits too.
+	s.b.Submit(s.now, Spec{Host: "a"})
+	if j := s.b.jobs.get(5); j.state != Backoff {
+		t.Fatalf("new job for a held host is %s, want backoff", j.state)
+	}
+	if as := s.b.Dispatch(s.now, nil); len(as) != 1 || as[0].Job != 3 {
+		t.Fatalf("dispatch %v, want only job 3 (host b)", as)
+	}
+	if d, ok := s.b.NextDeadline(); !ok || !d.Equal(s.now.Add(time.Minute)) {
+		t.Fatalf("next deadline %v %v, want in 1m", d, ok)
+	}
+	s.b.Tick(s.now.Add(time.Minute))
+	s.b.Totals(&tt)
+	if tt.Backoff != 0 || tt.Queued != 4 {
+		t.Fatalf("after the back-off: backoff %d queued %d, want 0 and 4", tt.Backoff, tt.Queued)
+	}
+}
+
+func TestDoneRetention(t *testing.T) {
+	b, err := New(Config{Jitter: -1, DoneRetention: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Register(epoch, 1, WorkerInfo{ID: "w"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3 * chunkSize
+	for i := range n {
+		b.Submit(epoch, Spec{Key: id.Key{URL: "u" + strconv.Itoa(i)}})
+		as := b.Dispatch(epoch, nil)
+		if err := b.Result(epoch, 1, as[0].Job, Outcome{Kind: OK}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tt admin.Totals
+	b.Totals(&tt)
+	if tt.Done != n {
+		t.Fatalf("done %d, want %d", tt.Done, n)
+	}
+	if _, ok := b.Job(1); ok {
+		t.Fatal("job 1 still has a record")
+	}
+	if _, ok := b.Job(n); !ok {
+		t.Fatal("the latest done job lost its record")
+	}
+	if p := b.Jobs(admin.Query{}); p.Total != 2 || len(p.Jobs) != 2 || p.Jobs[0].JobID != n-1 {
+		t.Fatalf("jobs view %+v, want the 2 latest", p)
+	}
+	if b.jobs.chunks[0] != nil || b.jobs.chunks[1] != nil {
+		t.Fatal("chunks of forgotten jobs not released")
+	}
+	if err := b.Requeue(epoch, 1); !IsUnknown(err) {
+		t.Fatalf("requeue of a forgotten job: %v, want unknown", err)
+	}
+	if err := checkInvariants(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLostRecordsKept(t *testing.T) {
+	b, err := New(Config{Jitter: -1, LostWorkers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 4; i++ {
+		if err := b.Register(epoch, sess(i), WorkerInfo{ID: "w" + strconv.Itoa(i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.Lost(epoch, sess(i))
+	}
+	var ids []string
+	for _, r := range b.Workers(admin.Query{}).Workers {
+		ids = append(ids, r.ID+" "+r.State)
+	}
+	if want := []string{"w3 lost", "w4 lost"}; !slices.Equal(ids, want) {
+		t.Fatalf("workers %v, want %v", ids, want)
+	}
+	if err := b.Drain(epoch, "w3"); !IsWrongState(err) {
+		t.Fatalf("drain of a lost worker: %v, want wrong state", err)
+	}
+	if n, err := b.Evict(epoch, "w3"); err != nil || n != 0 {
+		t.Fatalf("evict lost record: %d, %v", n, err)
+	}
+	if got := b.Workers(admin.Query{}).Total; got != 1 {
+		t.Fatalf("%d records after evicting one of 2", got)
+	}
+	if closed := b.TakeClosed(nil); len(closed) != 0 {
+		t.Fatalf("closed %v: a lost worker has no session to close", closed)
+	}
+}
+
+func TestWorkersQuery(t *testing.T) {
+	s := newScript(t)
+	for i, name := range []string{"c", "a", "b"} {
+		if err := s.b.Register(s.now.Add(time.Duration(i)*time.Second), sess(i+1), WorkerInfo{ID: name, Host: "m" + name, Slots: i + 1}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.b.Submit(s.now, Spec{})
+	s.b.Dispatch(s.now, nil) // to c, the first registered
+	cases := []struct {
+		q    admin.Query
+		want []string
+	}{
+		{admin.Query{}, []string{"a", "b", "c"}},
+		{admin.Query{Desc: true}, []string{"c", "b", "a"}},
+		{admin.Query{Sort: "since"}, []string{"c", "a", "b"}},
+		{admin.Query{Sort: "used", Desc: true}, []string{"c", "b", "a"}},
+		{admin.Query{Filter: "state=busy"}, []string{"c"}},
+		{admin.Query{Filter: "state=idle"}, []string{"a", "b"}},
+		{admin.Query{Filter: "host=mb"}, []string{"b"}},
+		{admin.Query{Filter: "ma"}, []string{"a"}},
+		{admin.Query{Offset: 1, Limit: 1}, []string{"b"}},
+	}
+	for _, c := range cases {
+		var got []string
+		for _, r := range s.b.Workers(c.q).Workers {
+			got = append(got, r.ID)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("Workers(%+v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+}
