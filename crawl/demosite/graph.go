@@ -238,19 +238,6 @@ func calendarPage(path string) (*page, bool) {
 	return p, true
 }
 
-// calendarIndex is a month's distance from the entry month.
-func calendarIndex(path string) int {
-	rest := strings.TrimPrefix(path, calendarPrefix)
-	ys, ms, _ := strings.Cut(rest, "/")
-	y, _ := strconv.Atoi(ys)
-	m, _ := strconv.Atoi(ms)
-	d := (y*12 + m - 1) - (calendarYear*12 + calendarMonth - 1)
-	if d < 0 {
-		return -d
-	}
-	return d
-}
-
 func titleCase(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 
 // origin is where the site is served, as the request saw it.
