@@ -112,6 +112,7 @@ type Coordinator struct {
 	brk *broker.Broker
 
 	sessions map[id.Session]*session
+	byName   map[nameKey]id.Session
 	live     livenessHeap
 
 	// pending holds the job specs of SUBMITs that had to wait for a key
@@ -157,6 +158,7 @@ func New(cfg Config) (*Coordinator, error) {
 		led:      led,
 		brk:      brk,
 		sessions: make(map[id.Session]*session),
+		byName:   make(map[nameKey]id.Session),
 		pending:  make(map[pendingKey]pendingSubmit),
 		events:   newEventRing(cfg.EventBuffer),
 	}, nil

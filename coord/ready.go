@@ -71,8 +71,8 @@ func (c *Coordinator) Ready(now time.Time) *Output {
 	// Workers the broker closed (evicted, drained) leave as sessions too.
 	sc.closed = c.brk.TakeClosed(sc.closed[:0])
 	for _, cl := range sc.closed {
-		if _, ok := c.sessions[cl.Session]; ok {
-			delete(c.sessions, cl.Session)
+		if ss, ok := c.sessions[cl.Session]; ok {
+			c.forgetSession(ss)
 			c.led.Release(now, cl.Session)
 			c.dropPending(cl.Session)
 			out.Closes = append(out.Closes, Close{Session: cl.Session, Reason: cl.Reason})

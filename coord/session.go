@@ -61,6 +61,14 @@ func (c *Coordinator) Hello(now time.Time, s id.Session, h Hello) (Welcome, erro
 	if h.ID == "" {
 		return Welcome{}, fmt.Errorf("hello: empty id: want a stable worker or producer id")
 	}
+	// At most one live session per (role, id): a newer HELLO supersedes
+	// the older session. For a worker the broker's Register below moves the
+	// jobs the new HELLO lists as held to the new session and requeues the
+	// others uncharged (the worker is alive: it reconnected).
+	nk := nameKey{h.Role, h.ID}
+	if old, ok := c.byName[nk]; ok {
+		c.supersede(now, old)
+	}
 	beat := h.Beat
 	if beat == 0 {
 		beat = c.cfg.Heartbeat
@@ -81,6 +89,7 @@ func (c *Coordinator) Hello(now time.Time, s id.Session, h Hello) (Welcome, erro
 	}
 	ss := &session{id: s, role: h.Role, name: h.ID, beat: beat, since: now}
 	c.sessions[s] = ss
+	c.byName[nk] = s
 	c.touch(now, ss)
 	w := Welcome{Heartbeat: beat, Liveness: c.cfg.Liveness}
 	for _, j := range h.Held {
@@ -89,6 +98,35 @@ func (c *Coordinator) Hello(now time.Time, s id.Session, h Hello) (Welcome, erro
 		}
 	}
 	return w, nil
+}
+
+// nameKey is a session's stable identity: role and id from its HELLO.
+type nameKey struct {
+	role Role
+	name string
+}
+
+// supersede ends session old because a newer session took its identity.
+// Its ledger keys are released; its broker registration is left for the
+// new HELLO's Register to replace.
+func (c *Coordinator) supersede(now time.Time, old id.Session) {
+	ss, ok := c.sessions[old]
+	if !ok {
+		return
+	}
+	c.forgetSession(ss)
+	c.led.Release(now, old)
+	c.dropPending(old)
+	c.closes = append(c.closes, Close{Session: old, Reason: "superseded by a newer session with the same id"})
+}
+
+// forgetSession removes ss from the session tables.
+func (c *Coordinator) forgetSession(ss *session) {
+	delete(c.sessions, ss.id)
+	nk := nameKey{ss.role, ss.name}
+	if c.byName[nk] == ss.id {
+		delete(c.byName, nk)
+	}
 }
 
 // Known reports whether session s said hello and is still alive.
@@ -137,7 +175,7 @@ func (c *Coordinator) dropSession(now time.Time, s id.Session, lost bool, why st
 	if !ok {
 		return
 	}
-	delete(c.sessions, s)
+	c.forgetSession(ss)
 	c.led.Release(now, s)
 	c.dropPending(s)
 	if ss.role == RoleWorker {

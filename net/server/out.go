@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"time"
 
 	"drover/coord"
@@ -19,16 +20,16 @@ func (s *Server) flush(now time.Time) {
 		if !ok {
 			continue
 		}
-		if !cl.Lost {
-			code := wire.CodeOK
-			switch cl.Reason {
-			case "evicted":
-				code = wire.CodeEvicted
-			}
-			s.send(s.peers, p.ident, &wire.Disconnect{Code: code, Reason: cl.Reason})
-		} else {
-			s.send(s.peers, p.ident, &wire.Disconnect{Code: wire.CodeTimeout, Reason: cl.Reason})
+		code := wire.CodeOK
+		switch {
+		case cl.Lost:
+			code = wire.CodeTimeout
+		case cl.Reason == "evicted":
+			code = wire.CodeEvicted
+		case strings.HasPrefix(cl.Reason, "superseded"):
+			code = wire.CodeConflict
 		}
+		s.send(s.peers, p.ident, &wire.Disconnect{Code: code, Reason: cl.Reason})
 		s.log.Info("session closed", "session", cl.Session, "reason", cl.Reason, "lost", cl.Lost)
 		s.forget(cl.Session)
 	}
