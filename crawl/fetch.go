@@ -213,13 +213,13 @@ func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 		}
 		doc, err := ExtractLinks(u, r)
 		if err != nil {
-			p.Outcome, p.Err = Internal, describeFetchError(ctx, err, f.cfg.Timeout)
+			p.Outcome, p.Err, p.Links, p.Bytes = Internal, describeFetchError(ctx, err, f.cfg.Timeout), nil, body.n
 			return
 		}
 		p.Title, p.Links = doc.Title, doc.Links
 	}
 	if _, err := io.Copy(io.Discard, body); err != nil {
-		p.Outcome, p.Err, p.Links = Internal, "reading body: "+describeFetchError(ctx, err, f.cfg.Timeout), nil
+		p.Outcome, p.Err, p.Links, p.Bytes = Internal, "reading body: "+describeFetchError(ctx, err, f.cfg.Timeout), nil, body.n
 		return
 	}
 	p.Bytes = body.n

@@ -227,8 +227,11 @@ func TestFetchTimeoutIsInternal(t *testing.T) {
 	f := newFetcher(t, cfg)
 	for _, path := range []string{"/hang", "/trickle"} {
 		p := f.Fetch(context.Background(), srv.URL+path)
-		if p.Outcome != Internal || !strings.Contains(p.Err, "timeout") {
+		if p.Outcome != Internal || !strings.Contains(p.Err, "timeout") || len(p.Links) != 0 {
 			t.Errorf("%s: got %s %d %q, want an internal timeout", path, p.Outcome, p.Status, p.Err)
+		}
+		if path == "/trickle" && p.Bytes != int64(len("<title>slow</title>")) {
+			t.Errorf("%s: Bytes = %d, want the bytes read before the timeout", path, p.Bytes)
 		}
 	}
 }

@@ -105,7 +105,7 @@ const pdfBody = "%PDF-1.4\n% drover demo report\n%%EOF\n"
 type Hit struct {
 	Target string    // path and query
 	Status int       // the status it answered
-	At     time.Time // when the answer was sent
+	At     time.Time // when the request arrived (before any answer was sent)
 }
 
 // Site is the demo site. It is safe for concurrent use. Its throttled and
@@ -131,7 +131,8 @@ func New(opts Options) *Site {
 // Options returns the options in force, defaults filled in.
 func (s *Site) Options() Options { return s.opts }
 
-// Hits returns every request answered so far, in order.
+// Hits returns every request answered so far, in the order the answers
+// were sent.
 func (s *Site) Hits() []Hit {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -159,6 +160,7 @@ func (s *Site) lookup(target, path string) (*page, bool) {
 
 // ServeHTTP answers one request.
 func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
 	target := r.URL.RequestURI()
 	s.mu.Lock()
 	s.seen[target]++
@@ -166,7 +168,7 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	status := s.serve(w, r, target, n)
 	s.mu.Lock()
-	s.hits = append(s.hits, Hit{Target: target, Status: status, At: time.Now()})
+	s.hits = append(s.hits, Hit{Target: target, Status: status, At: at})
 	s.mu.Unlock()
 }
 
