@@ -60,6 +60,10 @@ type Config struct {
 	Liveness int
 	// EventBuffer is how many recent events the Events view keeps (default 1000).
 	EventBuffer int
+	// MaxJobs caps how many jobs may ever be submitted (a crawl's
+	// --max-pages); further submits are rejected with reason max-jobs.
+	// 0 means no cap.
+	MaxJobs int
 	Ledger      ledger.Config
 	Broker      broker.Config // Broker.Rand defaults to Config.Rand
 	// Rand is the random source (jitter). Default: a fixed-seed PCG, so
@@ -91,6 +95,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Liveness < 1 {
 		errs = append(errs, fmt.Errorf("coord config liveness %d: want >= 1", c.Liveness))
+	}
+	if c.MaxJobs < 0 {
+		errs = append(errs, fmt.Errorf("coord config max jobs %d: want >= 0 (0: no cap)", c.MaxJobs))
 	}
 	if c.EventBuffer < 1 {
 		errs = append(errs, fmt.Errorf("coord config event buffer %d: want >= 1", c.EventBuffer))

@@ -17,6 +17,9 @@ import (
 // normalise (not http(s), no host, bad escapes ...); Verdict.Detail says why.
 const ReasonBadKey ledger.Reason = "bad-key"
 
+// ReasonMaxJobs rejects a submit over Config.MaxJobs.
+const ReasonMaxJobs ledger.Reason = "max-jobs"
+
 // ErrUnknownSession is returned for input from a session that never said
 // hello or has been dropped since (liveness lost, evicted).
 var ErrUnknownSession = errors.New("unknown session: send HELLO first")
@@ -191,6 +194,15 @@ func (c *Coordinator) submitOne(now time.Time, s id.Session, reqID uint64, js *J
 		return SubmitVerdict{Status: Rejected, Reason: ReasonBadKey, Detail: err.Error()}
 	}
 	spec := broker.Spec{Key: nk, FP: fp, Host: id.Host(nk.URL), Headers: js.Headers, Payload: js.Payload}
+	if c.cfg.MaxJobs > 0 && c.submitted >= uint64(c.cfg.MaxJobs) {
+		// Over the cap (checked at submit time: a submit that waited for a
+		// key may still be enqueued when it is handed over).
+		if rec, ok := c.led.Lookup(now, fp); ok && rec.State != ledger.Requested {
+			c.dedupHits++
+			return SubmitVerdict{FP: fp, Status: Duplicate, Reason: ledger.Reason(rec.State.String())}
+		}
+		return SubmitVerdict{FP: fp, Status: Rejected, Reason: ReasonMaxJobs}
+	}
 	v, r := c.led.Request(now, s, reqID, nk, fp)
 	switch v {
 	case ledger.OK:

@@ -1,0 +1,163 @@
+package coord
+
+import (
+	"testing"
+	"time"
+
+	"drover/admin"
+	"drover/coord/broker"
+	"drover/coord/id"
+	"drover/coord/ledger"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newCoord(t *testing.T, cfg Config) *Coordinator {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func hello(t *testing.T, c *Coordinator, s id.Session, h Hello) Welcome {
+	t.Helper()
+	w, err := c.Hello(t0, s, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func specs(urls ...string) []JobSpec {
+	out := make([]JobSpec, len(urls))
+	for i, u := range urls {
+		out[i] = JobSpec{Key: id.Key{Crawler: "c", Processor: "p", URL: u}}
+	}
+	return out
+}
+
+func TestConfigValidation(t *testing.T) {
+	for _, cfg := range []Config{
+		{Liveness: -1},
+		{Heartbeat: time.Hour, MaxHeartbeat: time.Minute},
+		{MaxJobs: -5},
+		{EventBuffer: -1},
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) accepted an invalid config", cfg)
+		}
+	}
+}
+
+func TestMaxJobsCapsSubmits(t *testing.T) {
+	c := newCoord(t, Config{MaxJobs: 2})
+	hello(t, c, 1, Hello{Role: RoleProducer, ID: "p"})
+	vs, err := c.Submit(t0, 1, 1, specs("http://a.test/1", "http://a.test/2", "http://a.test/3", "http://a.test/1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SubmitStatus{Accepted, Accepted, Rejected, Duplicate}
+	for i, v := range vs {
+		if v.Status != want[i] {
+			t.Errorf("job %d: %v (%s), want %v", i, v.Status, v.Reason, want[i])
+		}
+	}
+	if vs[2].Reason != ReasonMaxJobs {
+		t.Errorf("reason %q, want %q", vs[2].Reason, ReasonMaxJobs)
+	}
+}
+
+// A SUBMIT for a key another session holds in requested waits; when the
+// holder dies the key passes to the submitter and its job is enqueued.
+func TestWaitingSubmitEnqueuedOnHandover(t *testing.T) {
+	c := newCoord(t, Config{})
+	hello(t, c, 1, Hello{Role: RoleProducer, ID: "holder"})
+	hello(t, c, 2, Hello{Role: RoleProducer, ID: "submitter"})
+	hello(t, c, 3, Hello{Role: RoleWorker, ID: "w", Slots: 1})
+	if vs, _ := c.Request(t0, 1, 1, []id.Key{specs("http://a.test/")[0].Key}, nil); vs[0].Verdict != ledger.OK {
+		t.Fatalf("request: %+v", vs)
+	}
+	vs, _ := c.Submit(t0, 2, 7, specs("http://a.test/"), nil)
+	if vs[0].Status != Waiting {
+		t.Fatalf("submit: %v, want waiting", vs[0].Status)
+	}
+	c.Ready(t0)
+	c.Disconnect(t0, 1)
+	out := c.Ready(t0)
+	if len(out.Answers) != 1 || !out.Answers[0].Submit || out.Answers[0].ReqID != 7 || out.Answers[0].Job == 0 {
+		t.Fatalf("answers %+v: want one submit answer for request 7 with a job", out.Answers)
+	}
+	if len(out.Jobs) != 1 || out.Jobs[0].Job != out.Answers[0].Job || out.Jobs[0].Session != 3 {
+		t.Fatalf("jobs %+v: want the new job dispatched to the worker", out.Jobs)
+	}
+}
+
+func TestProgressBecomesEvent(t *testing.T) {
+	c := newCoord(t, Config{})
+	hello(t, c, 1, Hello{Role: RoleWorker, ID: "w"})
+	c.Progress(t0, 1, 42, "fetched 10 kB")
+	out := c.Ready(t0)
+	found := false
+	for _, e := range out.Events {
+		if e.Kind == "job.progress" && e.JobID == 42 && e.Worker == "w" && e.Seq > 0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("events %+v: want a numbered job.progress event", out.Events)
+	}
+	p, err := c.Query(t0, admin.Query{View: admin.ViewEvents, Filter: "progress", Limit: 10})
+	if err != nil || p.Total != 1 {
+		t.Fatalf("events view: %+v, %v: want the progress event", p, err)
+	}
+}
+
+func TestNextDeadlineFollowsLiveness(t *testing.T) {
+	c := newCoord(t, Config{Heartbeat: time.Second, Liveness: 3})
+	if _, ok := c.NextDeadline(); ok {
+		t.Fatal("a coordinator with nothing to do has a deadline")
+	}
+	hello(t, c, 1, Hello{Role: RoleProducer, ID: "p"})
+	d, ok := c.NextDeadline()
+	if !ok || !d.Equal(t0.Add(3*time.Second)) {
+		t.Fatalf("deadline %v %v, want %v", d, ok, t0.Add(3*time.Second))
+	}
+	c.Touch(t0.Add(2*time.Second), 1)
+	c.Tick(t0.Add(3 * time.Second))
+	if !c.Known(1) {
+		t.Fatal("a session that beat at 2s died at 3s")
+	}
+	c.Tick(t0.Add(5 * time.Second))
+	if c.Known(1) {
+		t.Fatal("a session silent for 3s after its last beat is still alive")
+	}
+}
+
+func TestHelloRejectsBadInput(t *testing.T) {
+	c := newCoord(t, Config{})
+	for _, tc := range []struct {
+		s id.Session
+		h Hello
+	}{
+		{0, Hello{Role: RoleProducer, ID: "x"}},
+		{1, Hello{Role: 9, ID: "x"}},
+		{1, Hello{Role: RoleProducer}},
+		{1, Hello{Role: RoleWorker, ID: "w", Slots: -1}},
+	} {
+		if _, err := c.Hello(t0, tc.s, tc.h); err == nil {
+			t.Errorf("Hello(%d, %+v) accepted", tc.s, tc.h)
+		}
+	}
+	hello(t, c, 1, Hello{Role: RoleProducer, ID: "x"})
+	if _, err := c.Hello(t0, 1, Hello{Role: RoleProducer, ID: "y"}); err == nil {
+		t.Error("a second HELLO on one session was accepted")
+	}
+	if _, err := c.Results(t0, 1, []Result{{Job: 1, Outcome: broker.Outcome{Kind: broker.OK}}}, nil); err == nil {
+		t.Error("a producer reported a result")
+	}
+	if _, err := c.Request(t0, 99, 1, nil, nil); err != ErrUnknownSession {
+		t.Errorf("request from an unknown session: %v, want ErrUnknownSession", err)
+	}
+}
