@@ -64,8 +64,8 @@ type Config struct {
 	// --max-pages); further submits are rejected with reason max-jobs.
 	// 0 means no cap.
 	MaxJobs int
-	Ledger      ledger.Config
-	Broker      broker.Config // Broker.Rand defaults to Config.Rand
+	Ledger  ledger.Config
+	Broker  broker.Config // Broker.Rand defaults to Config.Rand
 	// Rand is the random source (jitter). Default: a fixed-seed PCG, so
 	// behaviour is reproducible unless the caller seeds it.
 	Rand *rand.Rand
