@@ -27,47 +27,50 @@ var ErrInvalidConfig = errors.New("invalid crawl config")
 
 // Config holds the settings of a crawl. Start from DefaultConfig and change
 // what you need; Validate checks every field and names the one that is
-// wrong.
+// wrong. The mapstructure tags are the keys viper reads it under
+// (durations as "300ms", "10s").
 type Config struct {
 	// Version is drover's version, used in the default User-Agent.
-	Version string
+	Version string `mapstructure:"version"`
 	// ContactURL is where a site owner learns who is crawling; it appears
 	// in the default User-Agent as "(+URL)".
-	ContactURL string
+	ContactURL string `mapstructure:"contact-url"`
 	// UserAgent is sent with every request. Empty means
 	// "drover/<Version> (+<ContactURL>)". Its product token (the part
 	// before the first "/" or space) selects the robots.txt group.
-	UserAgent string
+	UserAgent string `mapstructure:"user-agent"`
 	// ConnectTimeout bounds establishing a connection (dial and TLS).
-	ConnectTimeout time.Duration
+	ConnectTimeout time.Duration `mapstructure:"connect-timeout"`
 	// Timeout bounds one whole fetch: connect, request, headers and body.
-	Timeout time.Duration
+	Timeout time.Duration `mapstructure:"timeout"`
 	// MaxBodyBytes is how much of a body is read; the rest is dropped and
 	// Page.Truncated is set.
-	MaxBodyBytes int64
+	MaxBodyBytes int64 `mapstructure:"max-body-bytes"`
 	// PerHost is the most concurrent fetches to one host (host:port).
-	PerHost int
+	PerHost int `mapstructure:"per-host"`
 	// MinDelay is the least time between two fetch starts on one host. A
 	// robots.txt Crawl-delay above it wins, up to MaxCrawlDelay.
-	MinDelay time.Duration
+	MinDelay time.Duration `mapstructure:"min-delay"`
 	// MaxCrawlDelay caps a robots.txt Crawl-delay, so that one site cannot
 	// stall a worker's slots for minutes per page.
-	MaxCrawlDelay time.Duration
+	MaxCrawlDelay time.Duration `mapstructure:"max-crawl-delay"`
 	// RobotsTTL is how long a fetched robots.txt is trusted (RFC 9309 asks
 	// for at most 24 hours).
-	RobotsTTL time.Duration
+	RobotsTTL time.Duration `mapstructure:"robots-ttl"`
 	// Scope says which discovered links belong to the crawl.
-	Scope Scope
+	Scope Scope `mapstructure:"scope"`
 	// MaxDepth is the deepest level fetched: the seed is depth 0, and links
 	// found on a page at MaxDepth are not followed. 0 means no limit.
-	MaxDepth int
+	MaxDepth int `mapstructure:"max-depth"`
 	// MaxPages bounds how many pages a crawl fetches; 0 means no limit.
 	// The caller (the coordinator side) counts and enforces it.
-	MaxPages int
+	MaxPages int `mapstructure:"max-pages"`
 	// Resolve pins host:port pairs to other addresses when dialing, like
 	// curl --resolve: {"demo.test:80": "127.0.0.1:8080"}. URLs, Host
 	// headers, robots.txt and politeness still use the original name.
-	Resolve map[string]string
+	// (Viper's default "." key delimiter splits such keys in a config
+	// file; set it from flags or code.)
+	Resolve map[string]string `mapstructure:"resolve"`
 }
 
 // DefaultConfig returns the default settings for drover at the given
@@ -165,16 +168,21 @@ func (c Config) Validate() error {
 }
 
 // Follow returns the links of a page at depth that a crawl seeded at seed
-// should submit (at depth+1): none when the page is at MaxDepth, otherwise
-// those the scope allows. The coordinator deduplicates them.
+// should submit (at depth+1), normalised: none when the page is at
+// MaxDepth, otherwise those the scope allows. The coordinator deduplicates
+// them.
 func (c Config) Follow(seed string, depth int, links []string) []string {
 	if c.MaxDepth > 0 && depth >= c.MaxDepth {
 		return nil
 	}
+	ss, su, err := Parse(seed)
+	if err != nil {
+		return nil
+	}
 	out := make([]string, 0, len(links))
 	for _, l := range links {
-		if c.Scope.Allows(seed, l) {
-			out = append(out, l)
+		if cs, cu, err := Parse(l); err == nil && c.Scope.allows(ss, su, cs, cu) {
+			out = append(out, cs)
 		}
 	}
 	return out

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/viper"
 )
 
 func TestDefaultConfigIsValid(t *testing.T) {
@@ -101,7 +104,7 @@ func TestValidateNamesTheField(t *testing.T) {
 
 func TestFollow(t *testing.T) {
 	seed := "http://h.test/docs/"
-	links := []string{"http://h.test/docs/a", "http://other.test/", "http://h.test/x", "mailto:a@b"}
+	links := []string{"http://h.test/docs/a", "http://other.test/", "HTTP://H.test:80/x#f", "mailto:a@b"}
 	tests := []struct {
 		name     string
 		scope    Scope
@@ -115,6 +118,9 @@ func TestFollow(t *testing.T) {
 		{"beyond max depth", ScopeHost, 3, 4, nil},
 		{"no depth limit", ScopeHost, 0, 1000, []string{"http://h.test/docs/a", "http://h.test/x"}},
 	}
+	if got := DefaultConfig("1").Follow("not a url", 0, links); got != nil {
+		t.Errorf("Follow with a bad seed = %q, want none", got)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := DefaultConfig("1")
@@ -124,5 +130,39 @@ func TestFollow(t *testing.T) {
 				t.Errorf("Follow(depth %d) = %q, want %q", tt.depth, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestConfigFromViper(t *testing.T) {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	err := v.ReadConfig(strings.NewReader(`
+user-agent: "mybot/2 (+https://example.com)"
+connect-timeout: 3s
+timeout: 1m
+max-body-bytes: 2048
+per-host: 4
+min-delay: 250ms
+scope: domain
+max-depth: 7
+max-pages: 1000
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultConfig("1")
+	if err := v.Unmarshal(&c); err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig("1")
+	want.UserAgent = "mybot/2 (+https://example.com)"
+	want.ConnectTimeout, want.Timeout, want.MaxBodyBytes = 3*time.Second, time.Minute, 2048
+	want.PerHost, want.MinDelay, want.Scope = 4, 250*time.Millisecond, ScopeDomain
+	want.MaxDepth, want.MaxPages = 7, 1000
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("config from viper (-want +got):\n%s", diff)
+	}
+	if err := c.Validate(); err != nil {
+		t.Error(err)
 	}
 }
