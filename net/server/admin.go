@@ -27,8 +27,9 @@ func (s *Server) onAdmin(frames [][]byte) {
 		beat = min(max(beat, cfg.MinHeartbeat), cfg.MaxHeartbeat)
 		cs = &console{ident: append([]byte(nil), ident...), readOnly: h.ReadOnly, beat: beat, lastSeen: now, lastSent: now}
 		s.cons[string(ident)] = cs
+		s.next++ // consoles are numbered from the same sequence as peers, for logs
 		s.send(s.admin, cs.ident, &wire.Welcome{
-			Req: h.Req, Heartbeat: beat, Liveness: uint16(cfg.Liveness), Server: s.opts.Server,
+			Req: h.Req, Session: uint64(s.next), Heartbeat: beat, Liveness: uint16(cfg.Liveness), Server: s.opts.Server,
 			Limits: wire.Limits{MaxBody: wire.MaxBody, MaxBatch: wire.MaxBatch, MaxPayload: wire.MaxPayload},
 		})
 		s.log.Info("console attached", "id", h.ID, "host", h.Host, "read_only", h.ReadOnly)

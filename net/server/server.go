@@ -53,14 +53,15 @@ type Options struct {
 // Server is a running coordinator with its sockets. Create with New, then
 // call Run on one goroutine.
 type Server struct {
-	opts   Options
-	log    *slog.Logger
-	now    func() time.Time
-	c      *coord.Coordinator
-	peers  *zmq4.Socket
-	admin  *zmq4.Socket
-	pub    *zmq4.Socket
-	inproc string // admin endpoint for the embedded console
+	opts        Options
+	log         *slog.Logger
+	now         func() time.Time
+	c           *coord.Coordinator
+	peers       *zmq4.Socket
+	admin       *zmq4.Socket
+	pub         *zmq4.Socket
+	inproc      string // admin endpoint for the embedded console
+	inprocPeers string // peers endpoint for in-process workers and producers
 
 	peersEP, adminEP, eventsEP string
 
@@ -164,9 +165,14 @@ func (s *Server) bind() error {
 	if s.adminEP, err = zsock.Endpoint(s.admin); err != nil {
 		return err
 	}
-	s.inproc = fmt.Sprintf("inproc://drover-admin-%d", inprocSeq.Add(1))
+	n := inprocSeq.Add(1)
+	s.inproc = fmt.Sprintf("inproc://drover-admin-%d", n)
 	if err := s.admin.Bind(s.inproc); err != nil {
 		return fmt.Errorf("admin socket: bind %s: %w", s.inproc, err)
+	}
+	s.inprocPeers = fmt.Sprintf("inproc://drover-peers-%d", n)
+	if err := s.peers.Bind(s.inprocPeers); err != nil {
+		return fmt.Errorf("peers socket: bind %s: %w", s.inprocPeers, err)
 	}
 	if s.opts.Events != "-" {
 		if s.pub, err = zsock.Pub(s.opts.Events); err != nil {
@@ -195,6 +201,10 @@ func (s *Server) AdminEndpoint() string { return s.adminEP }
 
 // InprocAdmin is the in-process admin endpoint for an embedded console.
 func (s *Server) InprocAdmin() string { return s.inproc }
+
+// InprocPeers is the in-process peers endpoint for workers and producers
+// running in the same process (drover crawl, drover demo).
+func (s *Server) InprocPeers() string { return s.inprocPeers }
 
 // EventsEndpoint is the events PUB endpoint ("" when disabled).
 func (s *Server) EventsEndpoint() string { return s.eventsEP }
