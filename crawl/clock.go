@@ -31,5 +31,8 @@ func (SystemClock) NewTimer(d time.Duration) Timer { return sysTimer{time.NewTim
 
 type sysTimer struct{ t *time.Timer }
 
+// C returns the timer's channel.
 func (t sysTimer) C() <-chan time.Time { return t.t.C }
-func (t sysTimer) Stop() bool          { return t.t.Stop() }
+
+// Stop stops the timer.
+func (t sysTimer) Stop() bool { return t.t.Stop() }

@@ -273,6 +273,7 @@ type countingReader struct {
 	n int64
 }
 
+// Read reads from the underlying reader and counts what it got.
 func (c *countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.n += int64(n)

@@ -44,8 +44,8 @@ type link struct {
 	tag    string // "a" (default), "link" or "area"
 }
 
-// page is one node of the site's link graph. Apart from the calendar, the
-// graph is a tree (parent) whose extra links go only to ancestors, to
+// page is one node of the site's link graph. The graph is a tree whose
+// extra links go only to ancestors, to
 // children of ancestors, or to the page itself: every page is so first
 // discovered from its parent, whatever order a concurrent crawl fetches
 // pages in, and its depth is its depth in the tree.

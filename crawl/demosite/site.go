@@ -29,8 +29,8 @@
 //     and the previous, forever, until a depth limit stops the crawl.
 //   - "/" links an off-site URL (Options.OffSite) that no scope allows.
 //
-// Apart from the calendar the link graph is a tree whose extra links only
-// go to ancestors, children of ancestors or the page itself, so a crawl
+// The link graph, calendar included, is a tree whose extra links only go
+// to ancestors, children of ancestors or the page itself, so a crawl
 // that submits each page's links in one batch finds every page first from
 // its parent, at the same depth, in whatever order its workers run: the
 // expected set is exact under a depth limit even for a concurrent crawl.
