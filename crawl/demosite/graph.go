@@ -45,10 +45,10 @@ type link struct {
 }
 
 // page is one node of the site's link graph. The graph is a tree whose
-// extra links go only to ancestors, to
-// children of ancestors, or to the page itself: every page is so first
-// discovered from its parent, whatever order a concurrent crawl fetches
-// pages in, and its depth is its depth in the tree.
+// extra links go only to ancestors, to children of ancestors, or to the
+// page itself: every page is so first discovered from its parent,
+// whatever order a concurrent crawl fetches pages in, and its depth is its
+// depth in the tree.
 type page struct {
 	path   string // the target: path, with a query for a few pages
 	title  string
