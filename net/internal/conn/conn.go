@@ -1,0 +1,281 @@
+// Package conn is the client side of a DRV/1 session, shared by drover's
+// worker, producer and admin libraries: one goroutine owns a DEALER
+// (created by net/zsock), says HELLO, waits for WELCOME, heartbeats, watches
+// the server's liveness, and reconnects with a fresh DEALER after a backoff
+// (1 s doubling to 32 s by default, reset after each WELCOME) whenever the
+// session ends. What the session is for lives in a Handler, whose methods
+// all run on that goroutine, so handler state needs no locks.
+//
+// Other goroutines talk to the loop through Post, which queues a function to
+// run on the loop goroutine and rings an in-process "doorbell": a ZeroMQ
+// inproc PAIR whose sending end belongs to a small notifier goroutine, so the
+// loop wakes from its poll at once instead of polling on a timer. Every
+// ZeroMQ socket here is used by exactly one goroutine.
+package conn
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pebbe/zmq4"
+
+	"drover/net/wire"
+	"drover/net/zsock"
+)
+
+// Defaults of Config.
+const (
+	DefaultReconnectMin = time.Second      // first wait after a session ends
+	DefaultReconnectMax = 32 * time.Second // longest wait; also the wait after eviction
+	DefaultGreetTimeout = 5 * time.Second  // no WELCOME within it: the attempt failed
+	DefaultLinger       = time.Second      // how long a final DISCONNECT may take to leave
+)
+
+// ErrClosed is returned for work posted to a connection whose loop has
+// stopped.
+var ErrClosed = errors.New("connection closed")
+
+// ErrSilent says the server sent nothing for heartbeat × liveness.
+var ErrSilent = errors.New("server silent")
+
+// ErrNoWelcome says a HELLO got no WELCOME within the greeting timeout.
+var ErrNoWelcome = errors.New("no WELCOME")
+
+// DisconnectError is how a session ends when the server sends DISCONNECT.
+type DisconnectError struct {
+	Code   wire.Code
+	Reason string
+}
+
+// Error renders the code and the server's reason.
+func (e *DisconnectError) Error() string {
+	return fmt.Sprintf("server disconnected the session: %d %s: %s", uint16(e.Code), e.Code, e.Reason)
+}
+
+// Handler is what a session is for. Every method runs on the loop
+// goroutine, one at a time.
+type Handler interface {
+	// Hello returns the HELLO for a new session, with request id req.
+	Hello(req uint64) *wire.Hello
+	// Up says a session started: w is the server's WELCOME.
+	Up(l *Link, w *wire.Welcome)
+	// Receive handles a message of the live session other than HEARTBEAT,
+	// WELCOME and DISCONNECT; ERROR 401 ends the session instead.
+	Receive(l *Link, m wire.Message)
+	// Flush runs at the end of every loop iteration, after the posted
+	// functions and received messages of that iteration: the place to
+	// send what they produced as one batch.
+	Flush(l *Link)
+	// Down says a session ended (welcomed true) or an attempt to start one
+	// failed (welcomed false), and why. The loop then waits and reconnects,
+	// unless the handler calls l.Stop.
+	Down(l *Link, err error, welcomed bool)
+}
+
+// Config configures a connection. Zero durations take the defaults.
+type Config struct {
+	// Endpoint is the server socket to connect to: tcp://host:port, or an
+	// inproc:// endpoint of a server in this process.
+	Endpoint string
+	// ReconnectMin and ReconnectMax bound the wait before a reconnection:
+	// ReconnectMin after a session ends, doubling after each failed
+	// attempt up to ReconnectMax, ±10 % jitter. After an eviction
+	// (DISCONNECT 410) the wait is ReconnectMax.
+	ReconnectMin, ReconnectMax time.Duration
+	// GreetTimeout is how long an attempt waits for WELCOME.
+	GreetTimeout time.Duration
+	// Linger bounds how long the final DISCONNECT may take to leave.
+	Linger time.Duration
+	// Log receives connection events (default: discard).
+	Log *slog.Logger
+}
+
+func (c *Config) setDefaults() error {
+	if c.Endpoint == "" {
+		return errors.New("conn: empty endpoint: want tcp://host:port or inproc://name")
+	}
+	if c.ReconnectMin == 0 {
+		c.ReconnectMin = DefaultReconnectMin
+	}
+	if c.ReconnectMax == 0 {
+		c.ReconnectMax = max(DefaultReconnectMax, c.ReconnectMin)
+	}
+	if c.GreetTimeout == 0 {
+		c.GreetTimeout = DefaultGreetTimeout
+	}
+	if c.Linger == 0 {
+		c.Linger = DefaultLinger
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.ReconnectMin < 0 || c.ReconnectMax < c.ReconnectMin:
+		return fmt.Errorf("conn: reconnect backoff %v..%v: want 0 < min <= max", c.ReconnectMin, c.ReconnectMax)
+	case c.GreetTimeout < 0:
+		return fmt.Errorf("conn: greet timeout %v: want > 0", c.GreetTimeout)
+	case c.Linger < 0:
+		return fmt.Errorf("conn: linger %v: want >= 0", c.Linger)
+	}
+	return nil
+}
+
+// Conn is one client connection: its loop goroutine and doorbell. Create
+// with Start; stop with Close, or from the handler with Link.Stop.
+type Conn struct {
+	cfg  Config
+	h    Handler
+	link Link
+
+	mu     sync.Mutex
+	posts  []func(*Link)
+	spare  []func(*Link)
+	rung   bool
+	closed bool
+
+	ring chan struct{} // to the notifier: send one byte on the bell
+	quit chan struct{} // closed when the loop has stopped
+	done chan struct{} // closed when the loop and the notifier have stopped
+	err  error         // why the loop stopped; read after done
+}
+
+var bellSeq atomic.Uint64
+
+// Start creates the connection's doorbell and starts its loop, which
+// connects at once. The handler's methods run on the loop goroutine from
+// now on.
+func Start(cfg Config, h Handler) (*Conn, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, errors.New("conn: nil handler")
+	}
+	name := fmt.Sprintf("inproc://drover-conn-bell-%d", bellSeq.Add(1))
+	in, err := zmq4.NewSocket(zmq4.PAIR)
+	if err != nil {
+		return nil, fmt.Errorf("conn: doorbell socket: %w", err)
+	}
+	if err := in.Bind(name); err != nil {
+		in.Close()
+		return nil, fmt.Errorf("conn: doorbell bind %s: %w", name, err)
+	}
+	out, err := zmq4.NewSocket(zmq4.PAIR)
+	if err != nil {
+		in.Close()
+		return nil, fmt.Errorf("conn: doorbell socket: %w", err)
+	}
+	if err := out.Connect(name); err != nil {
+		in.Close()
+		out.Close()
+		return nil, fmt.Errorf("conn: doorbell connect %s: %w", name, err)
+	}
+	c := &Conn{
+		cfg:  cfg,
+		h:    h,
+		ring: make(chan struct{}, 1),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	c.link = Link{c: c, bell: in, backoff: backoff{min: cfg.ReconnectMin, max: cfg.ReconnectMax}}
+	notified := make(chan struct{})
+	go c.notify(out, notified)
+	go func() {
+		c.loop()
+		<-notified
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// notify owns the doorbell's sending end: one byte per ring, never
+// blocking (a full bell means the loop is about to wake anyway).
+func (c *Conn) notify(out *zmq4.Socket, notified chan<- struct{}) {
+	defer close(notified)
+	defer out.Close()
+	for {
+		select {
+		case <-c.ring:
+			out.SendBytes([]byte{1}, zmq4.DONTWAIT)
+		case <-c.quit:
+			return
+		}
+	}
+}
+
+// Post queues f to run on the loop goroutine and wakes the loop. It
+// reports false, without queueing f, when the loop has stopped. Functions
+// posted before the loop stops run, with a Link that is down and closed.
+func (c *Conn) Post(f func(*Link)) bool {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	c.posts = append(c.posts, f)
+	ring := !c.rung
+	c.rung = true
+	c.mu.Unlock()
+	if ring {
+		select {
+		case c.ring <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// Close stops the loop (saying DISCONNECT 200 if a session is up) and
+// waits for it. It returns why the loop stopped: nil after Close, or the
+// error a handler gave Link.Stop.
+func (c *Conn) Close() error {
+	c.Post(func(l *Link) { l.Stop(nil) })
+	<-c.done
+	return c.err
+}
+
+// Done is closed once the loop has stopped.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err is why the loop stopped; valid after Done is closed.
+func (c *Conn) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+// Endpoint is the server endpoint this connection dials.
+func (c *Conn) Endpoint() string { return c.cfg.Endpoint }
+
+// takePosts returns the queued functions; final marks the connection
+// closed so that nothing more is queued.
+func (c *Conn) takePosts(final bool) []func(*Link) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	got := c.posts
+	c.posts = c.spare[:0]
+	c.spare = got
+	c.rung = false
+	if final {
+		c.closed = true
+	}
+	return got
+}
+
+// IsInproc reports whether endpoint is an in-process endpoint.
+func IsInproc(endpoint string) bool { return strings.HasPrefix(endpoint, "inproc://") }
+
+// newDealer is the DEALER of one session attempt.
+func (c *Conn) newDealer() (*zmq4.Socket, error) {
+	return zsock.Dealer(c.cfg.Endpoint, "",
+		zsock.WithReconnect(c.cfg.ReconnectMin, c.cfg.ReconnectMax),
+		zsock.WithLinger(0))
+}

@@ -1,0 +1,444 @@
+package conn
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/pebbe/zmq4"
+
+	"drover/net/wire"
+	"drover/net/zsock"
+)
+
+// ErrNotUp is returned by Link.Send when no session is live.
+var ErrNotUp = errors.New("no live session")
+
+// state is where a connection is in its session's life.
+type state uint8
+
+const (
+	down     state = iota // no DEALER: waiting out the backoff
+	greeting              // HELLO queued or sent, waiting for WELCOME
+	up                    // WELCOME received: the session is live
+)
+
+// Link is the loop goroutine's view of the connection, handed to the
+// Handler and to posted functions. Use it on the loop goroutine only.
+type Link struct {
+	c      *Conn
+	bell   *zmq4.Socket // the doorbell's receiving end
+	dealer *zmq4.Socket // nil while down
+	poller *zmq4.Poller // bell and dealer, per session
+	bellPl *zmq4.Poller // bell alone, while down
+	dItem  int          // the dealer's index in poller
+
+	state    state
+	closed   bool // the loop has stopped: nothing can be sent any more
+	stopping bool
+	stopErr  error
+	drop     error // end the session at the end of this iteration
+
+	enc     wire.Encoder
+	pending [][][]byte // encoded messages waiting for the DEALER to accept them
+	req     uint64     // last request id handed out
+	hello   uint64     // request id of the current HELLO
+	welcome *wire.Welcome
+
+	beat, deadAfter    time.Duration
+	now                time.Time
+	lastRecv, lastSend time.Time
+	greetBy, retryAt   time.Time
+	backoff            backoff
+}
+
+// Up reports whether a session is live (WELCOME received, not ended).
+func (l *Link) Up() bool { return l.state == up }
+
+// Closed reports whether the loop has stopped for good: posted functions
+// that run then must fail what they were asked to do.
+func (l *Link) Closed() bool { return l.closed }
+
+// Welcome is the live session's WELCOME (nil when no session is live).
+func (l *Link) Welcome() *wire.Welcome { return l.welcome }
+
+// Now is the time of the current loop iteration.
+func (l *Link) Now() time.Time { return l.now }
+
+// NextReq returns a fresh request id (ids start at 1 and never repeat on
+// one connection, across sessions).
+func (l *Link) NextReq() uint64 {
+	l.req++
+	return l.req
+}
+
+// Endpoint is the server endpoint.
+func (l *Link) Endpoint() string { return l.c.cfg.Endpoint }
+
+// Stop ends the loop after the current iteration: a live session is told
+// DISCONNECT 200, and Conn.Close and Done report err.
+func (l *Link) Stop(err error) {
+	if !l.stopping {
+		l.stopping = true
+		l.stopErr = err
+	}
+}
+
+// Drop ends the live session at the end of this iteration, telling the
+// server DISCONNECT with code; the loop reconnects after the backoff.
+func (l *Link) Drop(code wire.Code, err error) {
+	if l.state == down || l.drop != nil {
+		return
+	}
+	if l.state == up {
+		l.Send(&wire.Disconnect{Code: code, Reason: clip(err.Error(), wire.MaxText)})
+	}
+	l.drop = err
+}
+
+// Send encodes m and hands it to the DEALER without blocking; a message
+// the DEALER cannot take now (its queue is full) waits in order for it.
+// It fails with ErrNotUp when no session is live (HELLO aside), and with
+// the encoder's error for a message DRV/1 does not allow.
+func (l *Link) Send(m wire.Message) error {
+	if l.dealer == nil || (l.state != up && m.Command() != wire.CmdHello) {
+		return fmt.Errorf("send %s: %w", m.Command(), ErrNotUp)
+	}
+	frames, err := l.enc.Encode(m)
+	if err != nil {
+		return err
+	}
+	l.lastSend = l.now
+	if len(l.pending) == 0 {
+		_, err := l.dealer.SendMessageDontwait(frames)
+		if err == nil {
+			return nil
+		}
+		if !zsock.WouldBlock(err) {
+			return fmt.Errorf("send %s: %w", m.Command(), err)
+		}
+	}
+	owned := make([][]byte, len(frames))
+	for i, f := range frames {
+		owned[i] = append([]byte(nil), f...)
+	}
+	l.pending = append(l.pending, owned)
+	return nil
+}
+
+// flushPending sends queued messages until the DEALER pushes back.
+func (l *Link) flushPending() {
+	n := 0
+	for _, frames := range l.pending {
+		if _, err := l.dealer.SendMessageDontwait(frames); err != nil {
+			if !zsock.WouldBlock(err) {
+				l.c.cfg.Log.Warn("send failed", "endpoint", l.c.cfg.Endpoint, "err", err)
+				n++ // drop it: the session is broken and will be detected
+				continue
+			}
+			break
+		}
+		n++
+	}
+	clear(l.pending[:n])
+	l.pending = l.pending[n:]
+	if len(l.pending) == 0 {
+		l.pending = nil
+	}
+}
+
+// loop is the connection's goroutine.
+func (c *Conn) loop() {
+	l := &c.link
+	l.bellPl = zmq4.NewPoller()
+	l.bellPl.Add(l.bell, zmq4.POLLIN)
+	defer c.stop()
+	for !l.stopping {
+		l.now = time.Now()
+		switch {
+		case l.dealer == nil && l.now.Before(l.retryAt):
+			l.wait(l.bellPl, l.retryAt.Sub(l.now))
+		case l.dealer == nil:
+			l.connect()
+		default:
+			l.poll()
+		}
+		l.now = time.Now()
+		for _, f := range c.takePosts(false) {
+			f(l)
+		}
+		l.timers()
+		if l.drop != nil && l.dealer != nil {
+			l.end(l.drop, c.cfg.Linger) // let the DISCONNECT leave
+		}
+		l.drop = nil
+		c.h.Flush(l)
+	}
+}
+
+// wait polls only the doorbell for up to d.
+func (l *Link) wait(p *zmq4.Poller, d time.Duration) {
+	polled, err := p.Poll(pollTimeout(d))
+	if err != nil {
+		l.fatal(err)
+		return
+	}
+	if len(polled) > 0 {
+		l.drainBell()
+	}
+}
+
+// poll waits for the doorbell, the DEALER, or the next timer.
+func (l *Link) poll() {
+	events := zmq4.POLLIN
+	if len(l.pending) > 0 {
+		events |= zmq4.POLLOUT
+	}
+	if _, err := l.poller.Update(l.dItem, events); err != nil {
+		l.fatal(err)
+		return
+	}
+	polled, err := l.poller.Poll(pollTimeout(l.nextTimer()))
+	if err != nil {
+		l.fatal(err)
+		return
+	}
+	l.now = time.Now()
+	for _, p := range polled {
+		if p.Socket == l.bell {
+			l.drainBell()
+			continue
+		}
+		if p.Events&zmq4.POLLIN != 0 {
+			l.receive()
+		}
+		if l.dealer != nil && p.Events&zmq4.POLLOUT != 0 && len(l.pending) > 0 {
+			l.flushPending()
+		}
+	}
+}
+
+// fatal stops the loop on a polling error (the ZeroMQ context is gone).
+func (l *Link) fatal(err error) {
+	l.c.cfg.Log.Error("poll failed: stopping the connection", "endpoint", l.c.cfg.Endpoint, "err", err)
+	l.Stop(fmt.Errorf("conn: poll: %w", err))
+}
+
+func (l *Link) drainBell() {
+	for {
+		if _, err := l.bell.RecvBytes(zmq4.DONTWAIT); err != nil {
+			return
+		}
+	}
+}
+
+// pollTimeout rounds d up to whole milliseconds, the unit zmq_poll takes,
+// so that a timer a fraction of a millisecond away does not spin.
+func pollTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
+}
+
+// nextTimer is how long until the next timer of the current state.
+func (l *Link) nextTimer() time.Duration {
+	switch l.state {
+	case greeting:
+		return l.greetBy.Sub(l.now)
+	case up:
+		return min(l.lastSend.Add(l.beat).Sub(l.now), l.lastRecv.Add(l.deadAfter).Sub(l.now))
+	}
+	return time.Second
+}
+
+// receive handles what the DEALER has, a bounded number at a time.
+func (l *Link) receive() {
+	for range 1024 {
+		if l.dealer == nil {
+			return
+		}
+		frames, err := l.dealer.RecvMessageBytes(zmq4.DONTWAIT)
+		if err != nil {
+			return // EAGAIN: nothing more now
+		}
+		l.lastRecv = l.now
+		m, err := wire.Decode(frames)
+		if err != nil {
+			l.c.cfg.Log.Warn("undecodable message from the server", "endpoint", l.c.cfg.Endpoint, "err", err)
+			continue
+		}
+		l.handle(m)
+	}
+}
+
+func (l *Link) handle(m wire.Message) {
+	c := l.c
+	switch m := m.(type) {
+	case *wire.Heartbeat:
+	case *wire.Welcome:
+		if l.state != greeting || m.Req != l.hello {
+			c.cfg.Log.Warn("unexpected WELCOME ignored", "endpoint", c.cfg.Endpoint, "req", m.Req)
+			return
+		}
+		l.state = up
+		l.welcome = m
+		l.beat = m.Heartbeat
+		l.deadAfter = m.Heartbeat * time.Duration(m.Liveness)
+		l.backoff.reset()
+		c.cfg.Log.Info("session up", "endpoint", c.cfg.Endpoint, "session", m.Session,
+			"heartbeat", m.Heartbeat, "liveness", m.Liveness, "server", m.Server)
+		c.h.Up(l, m)
+	case *wire.Disconnect:
+		l.lose(&DisconnectError{Code: m.Code, Reason: m.Reason})
+	case *wire.Error:
+		switch {
+		case l.state == greeting && m.Req == l.hello:
+			l.lose(fmt.Errorf("HELLO refused: %w", m))
+		case m.Code == wire.CodeHelloRequired:
+			l.lose(fmt.Errorf("the server has no session for this connection: %w", m))
+		case l.state == up:
+			c.h.Receive(l, m)
+		default:
+			c.cfg.Log.Warn("ERROR before WELCOME", "endpoint", c.cfg.Endpoint, "err", m)
+		}
+	default:
+		if l.state != up {
+			c.cfg.Log.Warn("message before WELCOME ignored", "endpoint", c.cfg.Endpoint, "command", m.Command())
+			return
+		}
+		c.h.Receive(l, m)
+	}
+}
+
+// timers applies the greeting timeout, the server's liveness and our
+// heartbeats.
+func (l *Link) timers() {
+	switch l.state {
+	case greeting:
+		if !l.now.Before(l.greetBy) {
+			l.lose(fmt.Errorf("%w within %v", ErrNoWelcome, l.c.cfg.GreetTimeout))
+		}
+	case up:
+		if l.now.Sub(l.lastRecv) >= l.deadAfter {
+			l.lose(fmt.Errorf("%w for %v (heartbeat %v × liveness %d)", ErrSilent,
+				l.now.Sub(l.lastRecv).Round(time.Millisecond), l.beat, l.welcome.Liveness))
+			return
+		}
+		if l.now.Sub(l.lastSend) >= l.beat {
+			if err := l.Send(&wire.Heartbeat{}); err != nil {
+				l.c.cfg.Log.Warn("heartbeat not sent", "endpoint", l.c.cfg.Endpoint, "err", err)
+			}
+		}
+	}
+}
+
+// connect starts a session attempt: a new DEALER and a HELLO.
+func (l *Link) connect() {
+	c := l.c
+	d, err := c.newDealer()
+	if err != nil {
+		l.retryAt = l.now.Add(l.backoff.next())
+		c.cfg.Log.Warn("connect failed", "endpoint", c.cfg.Endpoint, "err", err)
+		c.h.Down(l, err, false)
+		return
+	}
+	l.dealer = d
+	l.poller = zmq4.NewPoller()
+	l.poller.Add(l.bell, zmq4.POLLIN)
+	l.dItem = l.poller.Add(d, zmq4.POLLIN)
+	l.state = greeting
+	l.greetBy = l.now.Add(c.cfg.GreetTimeout)
+	l.lastRecv, l.lastSend = l.now, l.now
+	l.hello = l.NextReq()
+	if err := l.Send(c.h.Hello(l.hello)); err != nil {
+		l.closeDealer(0)
+		l.state = down
+		l.Stop(fmt.Errorf("conn: HELLO: %w", err))
+	}
+}
+
+// lose ends the session (or the attempt) and schedules a reconnection.
+func (l *Link) lose(err error) { l.end(err, 0) }
+
+// end closes the DEALER, keeping what it still has to send for up to
+// linger, and schedules a reconnection.
+func (l *Link) end(err error, linger time.Duration) {
+	c := l.c
+	welcomed := l.state == up
+	l.closeDealer(linger)
+	l.state = down
+	l.welcome = nil
+	wait := l.backoff.next()
+	var de *DisconnectError
+	if errors.As(err, &de) && de.Code == wire.CodeEvicted {
+		wait = c.cfg.ReconnectMax
+	}
+	l.retryAt = l.now.Add(wait)
+	c.cfg.Log.Info("session down", "endpoint", c.cfg.Endpoint, "welcomed", welcomed, "err", err, "retry_in", wait.Round(time.Millisecond))
+	c.h.Down(l, err, welcomed)
+}
+
+func (l *Link) closeDealer(linger time.Duration) {
+	if l.dealer == nil {
+		return
+	}
+	l.dealer.SetLinger(linger)
+	l.dealer.Close()
+	l.dealer = nil
+	l.poller = nil
+	l.pending = nil
+}
+
+// stop ends the loop: DISCONNECT 200 to a live session, sockets closed,
+// functions still queued run with a closed Link.
+func (c *Conn) stop() {
+	l := &c.link
+	l.now = time.Now()
+	if l.state == up {
+		if err := l.Send(&wire.Disconnect{Code: wire.CodeOK, Reason: "client closing"}); err != nil {
+			c.cfg.Log.Debug("DISCONNECT not sent", "endpoint", c.cfg.Endpoint, "err", err)
+		}
+		if l.dealer != nil && len(l.pending) > 0 {
+			l.flushPending()
+		}
+	}
+	l.closeDealer(c.cfg.Linger)
+	l.state = down
+	l.welcome = nil
+	l.closed = true
+	for _, f := range c.takePosts(true) {
+		f(l)
+	}
+	l.bell.Close()
+	c.err = l.stopErr
+	close(c.quit)
+}
+
+// backoff is the reconnection wait: min, doubling to max, ±10 % jitter.
+type backoff struct {
+	min, max, cur time.Duration
+}
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.min
+	}
+	d := b.cur
+	b.cur = min(b.cur*2, b.max)
+	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
+}
+
+func (b *backoff) reset() { b.cur = 0 }
+
+// clip shortens s to at most n bytes on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
