@@ -35,7 +35,7 @@ func BenchmarkDispatch(b *testing.B) {
 		name    string
 		classes []map[string]string // job header classes, round robin
 		workers []map[string]string // worker headers, round robin
-		indexes bool                // build every sort index first
+		indexes bool                // build every sort index, and query by each every 100 cycles (a console)
 	}{
 		{name: "plain"},
 		{
@@ -78,7 +78,12 @@ func BenchmarkDispatch(b *testing.B) {
 			decisions := 0
 			b.ReportAllocs()
 			b.ResetTimer()
-			for range b.N {
+			for n := range b.N {
+				if c.indexes && n%100 == 0 {
+					for _, s := range []string{"url", "attempts", "failures", "retry_at"} {
+						br.Jobs(admin.Query{Sort: s, Limit: 50})
+					}
+				}
 				for i := range specs {
 					br.Submit(now, specs[i])
 				}

@@ -280,7 +280,8 @@ type Broker struct {
 
 	dispatches, completions, failures, throttles, orphans uint64
 
-	fanout int // order tree node size (otMax; tests make it small)
+	fanout  int    // order tree node size (otMax; tests make it small)
+	changes uint64 // job changes the order trees had to follow
 
 	scratchKeys []string
 	scratchBuf  []byte
@@ -327,6 +328,7 @@ func (b *Broker) Submit(now time.Time, spec Spec) JobID {
 	b.count[Queued]++
 	b.age.add(j.id, Queued)
 	h.idx.add(int(j.hostPos), Queued, 1)
+	b.changes++
 	for _, tr := range b.trees {
 		if tr != nil {
 			tr.insert(j)
@@ -432,6 +434,7 @@ func (b *Broker) setState(j *job, st JobState, t int64) {
 	}
 	b.count[old]--
 	b.count[st]++
+	b.changes++
 	b.age.move(j.id, old, st)
 	j.host.idx.add(int(j.hostPos), old, -1)
 	j.host.idx.add(int(j.hostPos), st, 1)

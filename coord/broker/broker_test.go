@@ -386,3 +386,60 @@ func TestWorkersQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleTreesDropped checks that a sort index nobody queries is dropped
+// after about 2n changes, and rebuilt correctly by the next query.
+func TestIdleTreesDropped(t *testing.T) {
+	b, err := New(Config{Jitter: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Register(epoch, 1, WorkerInfo{ID: "w"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		b.Submit(epoch, Spec{Key: id.Key{URL: "u" + strconv.Itoa(i%7)}})
+	}
+	b.Jobs(admin.Query{Sort: "url"})
+	if b.trees[sortURL] == nil {
+		t.Fatal("query by url built no index")
+	}
+	cycle := func() {
+		as := b.Dispatch(epoch, nil)
+		for _, a := range as {
+			if err := b.Result(epoch, 1, a.Job, Outcome{Kind: Internal}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.Submit(epoch, Spec{Key: id.Key{URL: "v"}})
+	}
+	for b.changes < 1<<16 {
+		cycle()
+		if b.changes%1000 == 0 {
+			b.Jobs(admin.Query{Sort: "url"}) // in use: kept
+		}
+	}
+	if b.trees[sortURL] == nil {
+		t.Fatal("an index in use was dropped")
+	}
+	start := b.changes
+	for b.trees[sortURL] != nil && b.changes-start < 1<<20 {
+		cycle()
+	}
+	idle := b.changes - start
+	if limit := uint64(2*b.jobs.n + 1<<16); b.trees[sortURL] != nil || idle > limit+10 {
+		t.Fatalf("idle index kept for %d changes (dropped: %v), limit %d", idle, b.trees[sortURL] == nil, limit)
+	}
+	for i := 1; i <= b.jobs.n; i++ {
+		if j := b.jobs.get(JobID(i)); j != nil && j.leaf != [4]*otNode{} {
+			t.Fatalf("job %d still points into a dropped index", i)
+		}
+	}
+	p := b.Jobs(admin.Query{Sort: "url", Desc: true, Limit: 3})
+	if b.trees[sortURL] == nil || p.Total != b.jobs.n || p.Jobs[0].URL != "v" {
+		t.Fatalf("rebuilt index answers %+v", p)
+	}
+	if err := checkInvariants(b); err != nil {
+		t.Fatal(err)
+	}
+}

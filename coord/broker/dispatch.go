@@ -46,6 +46,7 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 	if b.paused {
 		return dst
 	}
+	b.dropIdleTrees()
 	t := ns(now)
 	misses := 0
 	for w := b.ready.head; w != nil && b.count[Queued]-b.unrt > 0 && misses < b.ready.n; {

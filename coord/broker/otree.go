@@ -27,19 +27,25 @@ var sortNames = [nSorts]string{"age", "url", "attempts", "failures", "retry_at",
 // updates the counts along one root-to-leaf path without moving the job.
 type orderTree struct {
 	key  sortKey
-	max  int // entries per node before it splits
+	max  int    // entries per node before it splits
+	used uint64 // Broker.changes when a query last used it
 	root *otNode
 }
 
 const otMax = 64 // default entries per node before it splits
 
 type otNode struct {
-	cnt   counts
-	leaf  bool
-	items []*job    // leaf: the jobs, in order
-	kids  []*otNode // internal: the children, in order
-	mins  []*job    // internal: the first job under each child
+	cnt    counts
+	leaf   bool
+	parent *otNode
+	items  []*job    // leaf: the jobs, in order
+	kids   []*otNode // internal: the children, in order
+	mins   []*job    // internal: the first job under each child
 }
+
+// slot is where a job keeps its leaf in this tree, so that state changes and
+// removals walk up from the leaf instead of searching down by key.
+func (t *orderTree) slot(j *job) **otNode { return &j.leaf[t.key-sortURL] }
 
 func (t *orderTree) cmp(a, b *job) int {
 	var c int
@@ -89,6 +95,7 @@ func (t *orderTree) insert(j *job) {
 	if sib := t.ins(t.root, j); sib != nil {
 		old := t.root
 		t.root = &otNode{kids: []*otNode{old, sib}, mins: []*job{old.first(), sib.first()}}
+		old.parent, sib.parent = t.root, t.root
 		t.root.cnt = old.cnt
 		for st := range sib.cnt {
 			t.root.cnt[st] += sib.cnt[st]
@@ -102,6 +109,7 @@ func (t *orderTree) ins(n *otNode, j *job) *otNode {
 	if n.leaf {
 		i, _ := slices.BinarySearchFunc(n.items, j, t.cmp)
 		n.items = slices.Insert(n.items, i, j)
+		*t.slot(j) = n
 		if len(n.items) <= t.max {
 			return nil
 		}
@@ -112,6 +120,7 @@ func (t *orderTree) ins(n *otNode, j *job) *otNode {
 		for _, k := range sib.items {
 			sib.cnt[k.state]++
 			n.cnt[k.state]--
+			*t.slot(k) = sib
 		}
 		return sib
 	}
@@ -121,6 +130,7 @@ func (t *orderTree) ins(n *otNode, j *job) *otNode {
 	if sib == nil {
 		return nil
 	}
+	sib.parent = n
 	n.kids = slices.Insert(n.kids, i+1, sib)
 	n.mins = slices.Insert(n.mins, i+1, sib.first())
 	if len(n.kids) <= t.max {
@@ -132,6 +142,7 @@ func (t *orderTree) ins(n *otNode, j *job) *otNode {
 	clear(n.mins[half:])
 	n.kids, n.mins = n.kids[:half], n.mins[:half]
 	for _, k := range s.kids {
+		k.parent = s
 		for st := range k.cnt {
 			s.cnt[st] += k.cnt[st]
 			n.cnt[st] -= k.cnt[st]
@@ -142,51 +153,43 @@ func (t *orderTree) ins(n *otNode, j *job) *otNode {
 
 // remove takes j out; j's key and state must be those it was counted under.
 func (t *orderTree) remove(j *job) {
-	if t.root == nil || !t.rem(t.root, j) {
+	n := *t.slot(j)
+	if n == nil {
 		return
+	}
+	*t.slot(j) = nil
+	n.items = slices.Delete(n.items, slices.Index(n.items, j), slices.Index(n.items, j)+1)
+	for c := n; c != nil; c = c.parent {
+		c.cnt[j.state]--
+	}
+	// Drop emptied nodes and fix the separators above, bottom-up.
+	for c := n; c.parent != nil; c = c.parent {
+		p := c.parent
+		i := slices.Index(p.kids, c)
+		if c.size() == 0 {
+			p.kids = slices.Delete(p.kids, i, i+1)
+			p.mins = slices.Delete(p.mins, i, i+1)
+			continue
+		}
+		if p.mins[i] == c.first() {
+			break // nothing changes further up
+		}
+		p.mins[i] = c.first()
 	}
 	for !t.root.leaf && len(t.root.kids) == 1 {
 		t.root = t.root.kids[0]
+		t.root.parent = nil
 	}
 	if t.root.size() == 0 {
 		t.root = nil
 	}
 }
 
-func (t *orderTree) rem(n *otNode, j *job) bool {
-	if n.leaf {
-		i, ok := slices.BinarySearchFunc(n.items, j, t.cmp)
-		if !ok || n.items[i] != j {
-			return false
-		}
-		n.items = slices.Delete(n.items, i, i+1)
-		n.cnt[j.state]--
-		return true
-	}
-	i := t.child(n, j)
-	k := n.kids[i]
-	if !t.rem(k, j) {
-		return false
-	}
-	n.cnt[j.state]--
-	if k.size() == 0 {
-		n.kids = slices.Delete(n.kids, i, i+1)
-		n.mins = slices.Delete(n.mins, i, i+1)
-	} else {
-		n.mins[i] = k.first()
-	}
-	return true
-}
-
 // restate moves j's count from state old to st along its path.
 func (t *orderTree) restate(j *job, old, st JobState) {
-	for n := t.root; n != nil; {
+	for n := *t.slot(j); n != nil; n = n.parent {
 		n.cnt[old]--
 		n.cnt[st]++
-		if n.leaf {
-			return
-		}
-		n = n.kids[t.child(n, j)]
 	}
 }
 
@@ -308,20 +311,41 @@ func (it *otIter) descend(n *otNode, dir int) bool {
 // built it is kept up to date by every change, so only the first query by
 // a key pays O(n log n).
 func (b *Broker) tree(k sortKey) *orderTree {
-	if t := b.trees[k]; t != nil {
-		return t
+	t := b.trees[k]
+	if t == nil {
+		t = &orderTree{key: k, max: b.fanout}
+		all := make([]*job, 0, b.jobs.n-b.forgot)
+		for i := 1; i <= b.jobs.n; i++ {
+			if j := b.jobs.get(JobID(i)); j != nil {
+				all = append(all, j)
+			}
+		}
+		slices.SortFunc(all, t.cmp)
+		t.build(all)
+		b.trees[k] = t
 	}
-	t := &orderTree{key: k, max: b.fanout}
-	all := make([]*job, 0, b.jobs.n)
-	for i := 1; i <= b.jobs.n; i++ {
-		if j := b.jobs.get(JobID(i)); j != nil {
-			all = append(all, j)
+	t.used = b.changes
+	return t
+}
+
+// dropIdleTrees drops the sort indexes no query used during the last
+// 2n + 65536 changes (n live jobs): keeping one up to date for that long
+// has cost about as much as rebuilding it, so an operator who sorted once
+// does not slow dispatch for ever, and one who keeps sorting pays at most
+// about twice the maintenance (the ski-rental bound).
+func (b *Broker) dropIdleTrees() {
+	limit := uint64(2*(b.jobs.n-b.forgot) + 1<<16)
+	for k, t := range b.trees {
+		if t == nil || b.changes-t.used <= limit {
+			continue
+		}
+		b.trees[k] = nil
+		for i := 1; i <= b.jobs.n; i++ {
+			if j := b.jobs.get(JobID(i)); j != nil {
+				*t.slot(j) = nil // let the old nodes go
+			}
 		}
 	}
-	slices.SortFunc(all, t.cmp)
-	t.build(all)
-	b.trees[k] = t
-	return t
 }
 
 // build bulk-loads sorted jobs into an empty tree, leaves three-quarters full.
@@ -335,6 +359,7 @@ func (t *orderTree) build(all []*job) {
 		n := &otNode{leaf: true, items: slices.Clone(all[i:min(i+fill, len(all))])}
 		for _, j := range n.items {
 			n.cnt[j.state]++
+			*t.slot(j) = n
 		}
 		level = append(level, n)
 	}
@@ -343,6 +368,7 @@ func (t *orderTree) build(all []*job) {
 		for i := 0; i < len(level); i += fill {
 			n := &otNode{kids: slices.Clone(level[i:min(i+fill, len(level))])}
 			for _, k := range n.kids {
+				k.parent = n
 				n.mins = append(n.mins, k.first())
 				for st := range k.cnt {
 					n.cnt[st] += k.cnt[st]
