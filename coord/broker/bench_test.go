@@ -199,11 +199,29 @@ func BenchmarkJobsWindow(b *testing.B) {
 			}
 		})
 	}
-	// Free text cannot use an index: it scans every job.
-	b.Run("text-scan", func(b *testing.B) {
-		q := admin.Query{Filter: "/page/77", Limit: 50}
+	// Free text cannot use an index: a new text scans every job; the same
+	// text again (scrolling, refreshing) or a narrower one uses the cached
+	// matches.
+	b.Run("text-new", func(b *testing.B) {
+		texts := []string{"/page/77", "/page/88"}
+		for i := range b.N {
+			br.Jobs(admin.Query{Filter: texts[i%2], Limit: 50})
+		}
+	})
+	b.Run("text-again", func(b *testing.B) {
+		q := admin.Query{Filter: "/page/77", Offset: 1000, Limit: 50}
+		br.Jobs(q)
+		b.ResetTimer()
 		for range b.N {
 			br.Jobs(q)
+		}
+	})
+	b.Run("text-narrower", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			br.Jobs(admin.Query{Filter: "/page/7", Limit: 50})
+			b.StartTimer()
+			br.Jobs(admin.Query{Filter: "/page/77", Limit: 50})
 		}
 	})
 	b.Run("retries", func(b *testing.B) {

@@ -282,6 +282,7 @@ type Broker struct {
 
 	fanout  int    // order tree node size (otMax; tests make it small)
 	changes uint64 // job changes the order trees had to follow
+	text    textCache
 
 	scratchKeys []string
 	scratchBuf  []byte

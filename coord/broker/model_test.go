@@ -415,7 +415,9 @@ func (m *model) checkQuery() error {
 	case 1:
 		terms = append(terms, fmt.Sprintf("worker=w%d", r.IntN(6)))
 	case 2:
-		terms = append(terms, fmt.Sprintf("/%d", r.IntN(10)))
+		// Often the same text or a narrower one, as an operator types.
+		texts := []string{"/1", "/12", "/2", "a.test/1", "test", "/1 a.test"}
+		terms = append(terms, texts[r.IntN(len(texts))])
 	}
 	q.Filter = strings.Join(terms, " ")
 	retries := r.IntN(4) == 0

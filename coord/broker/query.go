@@ -114,9 +114,11 @@ func parseSort(s string, def sortKey) sortKey {
 //
 // Costs: without free text, a window costs O(limit × log n) through the
 // indexes (age and state orders always kept; the others built on their
-// first query, then kept); a host= filter with a sort other than age or
-// state, and any free text, scan and sort the matching jobs; worker= scans
-// only that worker's few jobs.
+// first query, then kept while queries use them); a host= filter with a
+// sort other than age or state sorts that host's jobs; worker= sorts only
+// that worker's few jobs. Free text scans every job once, then the matches
+// are cached: the same text again, or a narrower one (as the operator types
+// on), costs O(matches) plus the jobs submitted since.
 func (b *Broker) Jobs(q admin.Query) admin.Page {
 	return b.jobsPage(q, allStates, sortAge, admin.ViewJobs)
 }
@@ -161,14 +163,7 @@ func (b *Broker) jobsPage(q admin.Query, base stateMask, def sortKey, view admin
 		}
 		rows = b.collect(hj, m, f, key, q.Desc)
 	case len(f.text) > 0:
-		var all []*job
-		for i := 1; i <= b.jobs.n; i++ {
-			j := b.jobs.get(JobID(i))
-			if j != nil && m.has(j.state) && f.matchText(j.spec.Key.URL) {
-				all = append(all, j)
-			}
-		}
-		rows = b.collect(all, m, f, key, q.Desc)
+		rows = b.collect(b.textMatches(f.text), m, filter{}, key, q.Desc)
 	case key == sortAge || key == sortState:
 		p.Total = b.age.idx.total(m)
 		b.indexWindow(&p, m, key, q.Desc, off, lim, &b.age.idx, &b.age)
@@ -429,4 +424,60 @@ func (b *Broker) workerRow(w *worker) admin.WorkerRow {
 	}
 	slices.Sort(r.Jobs)
 	return r
+}
+
+// textCache remembers the jobs whose URL matches the last free-text filter.
+// URLs never change, so the set only grows with new jobs; a narrower
+// filter (every old term inside a new one) is a subset of it.
+type textCache struct {
+	terms []string
+	ids   []JobID // ascending
+	upto  JobID   // jobs up to this one were considered
+}
+
+// textMatches returns the live jobs whose URL contains every term, by age.
+func (b *Broker) textMatches(terms []string) []*job {
+	c := &b.text
+	f := filter{text: terms}
+	switch {
+	case slices.Equal(c.terms, terms):
+	case c.terms != nil && narrower(terms, c.terms):
+		kept := c.ids[:0]
+		for _, id := range c.ids {
+			if j := b.jobs.get(id); j != nil && f.matchText(j.spec.Key.URL) {
+				kept = append(kept, id)
+			}
+		}
+		c.ids = kept
+	default:
+		c.ids, c.upto = nil, 0
+	}
+	c.terms = slices.Clone(terms)
+	for id := c.upto + 1; id <= JobID(b.jobs.n); id++ {
+		if j := b.jobs.get(id); j != nil && f.matchText(j.spec.Key.URL) {
+			c.ids = append(c.ids, id)
+		}
+	}
+	c.upto = JobID(b.jobs.n)
+	out := make([]*job, 0, len(c.ids))
+	live := c.ids[:0]
+	for _, id := range c.ids {
+		if j := b.jobs.get(id); j != nil {
+			out = append(out, j)
+			live = append(live, id) // drop forgotten jobs for good
+		}
+	}
+	c.ids = live
+	return out
+}
+
+// narrower reports whether every old term lies inside some new term, so
+// that whatever matches the new terms matched the old ones.
+func narrower(terms, old []string) bool {
+	for _, o := range old {
+		if !slices.ContainsFunc(terms, func(t string) bool { return strings.Contains(t, o) }) {
+			return false
+		}
+	}
+	return true
 }
