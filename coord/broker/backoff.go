@@ -193,8 +193,13 @@ func (b *Broker) NextDeadline() (time.Time, bool) {
 // hostHeap orders hosts by their next timer.
 type hostHeap []*host
 
-func (q hostHeap) Len() int           { return len(q) }
+// Len implements heap.Interface.
+func (q hostHeap) Len() int { return len(q) }
+
+// Less implements heap.Interface.
 func (q hostHeap) Less(i, j int) bool { return q[i].due < q[j].due }
+
+// Swap implements heap.Interface.
 func (q hostHeap) Swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
 	q[i].heapIdx = i

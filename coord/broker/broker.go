@@ -213,7 +213,9 @@ func (c *Config) validate() error {
 
 // Assignment is one dispatch decision: send job Job (with Spec) to the worker
 // on Session. Attempt counts dispatches of this job, 1 for the first. Spec
-// points into the broker and must not be modified.
+// points into the broker: it must not be modified, and is valid until the
+// job is done and its record forgotten (Config.DoneRetention), so encode it
+// before applying that job's result.
 type Assignment struct {
 	Session id.Session
 	Worker  string
