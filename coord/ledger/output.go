@@ -40,21 +40,25 @@ const (
 	EventLeft                           // Session was released while waiting on FP
 )
 
-var eventNames = [...]string{
-	EventRequested: "requested",
-	EventWaiting:   "waiting",
-	EventQueued:    "queued",
-	EventDone:      "done",
-	EventHandover:  "handover",
-	EventExpired:   "expired",
-	EventReleased:  "released",
-	EventLeft:      "left",
-}
-
 // String names the kind ("requested", "waiting", ...).
 func (k EventKind) String() string {
-	if int(k) < len(eventNames) && eventNames[k] != "" {
-		return eventNames[k]
+	switch k {
+	case EventRequested:
+		return "requested"
+	case EventWaiting:
+		return "waiting"
+	case EventQueued:
+		return "queued"
+	case EventDone:
+		return "done"
+	case EventHandover:
+		return "handover"
+	case EventExpired:
+		return "expired"
+	case EventReleased:
+		return "released"
+	case EventLeft:
+		return "left"
 	}
 	return fmt.Sprintf("event(%d)", uint8(k))
 }
