@@ -1,18 +1,3 @@
-// Package broker is drover's job broker as a pure state machine: it keeps
-// the registry of workers, the queue of jobs grouped by the headers they
-// require, per-host throttling back-offs, and hands jobs to capable, live
-// workers in least-recently-used order (DESIGN.md §3).
-//
-// The package does no I/O, starts no goroutine and never reads the clock:
-// every input carries the current time, randomness comes from the
-// *rand.Rand in Config, and outputs are collected as values (Dispatch
-// returns assignments; TakeFinished, TakeEvents and TakeClosed drain what the
-// caller must act on). A Broker is not safe for concurrent use: one reactor
-// goroutine owns it.
-//
-// Every job is in exactly one state: queued, dispatched, backoff, done or
-// failed, so submitted = queued + dispatched + backoff + done + failed at all
-// times.
 package broker
 
 import (

@@ -443,3 +443,64 @@ func TestIdleTreesDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBadInputs feeds malformed or out-of-range inputs; each must be
+// refused or ignored without a panic and leave the broker consistent.
+func TestBadInputs(t *testing.T) {
+	s := newScript(t)
+	b := s.b
+	if err := b.Register(s.now, 1, WorkerInfo{ID: "w", Headers: map[string]string{"threads": "x"}}, []JobID{0, 5, 5, 1 << 60}); err != nil {
+		t.Fatal(err)
+	}
+	j := b.Submit(s.now, Spec{Host: "other", Headers: map[string]string{"threads": "lots", "": ""}})
+	b.Submit(s.now, Spec{})
+	b.Dispatch(s.now, nil)
+	steps := []struct {
+		name string
+		do   func() error
+		ok   func(error) bool
+	}{
+		{"result for job 0", func() error { return b.Result(s.now, 1, 0, Outcome{}) }, IsOrphan},
+		{"result for a huge job id", func() error { return b.Result(s.now, 1, 1<<62, Outcome{}) }, IsOrphan},
+		{"result from session 0", func() error { return b.Result(s.now, 0, 2, Outcome{}) }, IsOrphan},
+		{"negative retry-after", func() error {
+			return b.Result(s.now, 1, 2, Outcome{Kind: Throttled, RetryAfter: -time.Hour})
+		}, func(err error) bool { return err == nil }},
+		{"requeue job 0", func() error { return b.Requeue(s.now, 0) }, IsUnknown},
+		{"evict empty id", func() error { _, err := b.Evict(s.now, ""); return err }, IsUnknown},
+		{"drain unknown", func() error { return b.Drain(s.now, "nobody") }, IsUnknown},
+		{"undrain unknown", func() error { return b.Undrain(s.now, "nobody") }, IsUnknown},
+		{"register with duplicate held jobs", func() error {
+			return b.Register(s.now, 2, WorkerInfo{ID: "v"}, []JobID{j, j, j})
+		}, func(err error) bool { return err == nil }},
+	}
+	for _, st := range steps {
+		if err := st.do(); !st.ok(err) {
+			t.Errorf("%s: unexpected error %v", st.name, err)
+		}
+		if err := checkInvariants(b); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+	}
+	if r, _ := b.Job(j); r.State != "dispatched" || r.Worker != "v" {
+		t.Fatalf("job held three times over is %s on %q, want dispatched on v", r.State, r.Worker)
+	}
+	// Time going backwards and zero times are taken as given.
+	b.Tick(time.Time{})
+	b.Lost(time.Time{}, 2)
+	b.Lost(time.Time{}, 2)
+	b.Tick(s.now.Add(-time.Hour))
+	for _, q := range []admin.Query{
+		{Offset: -5, Limit: -1},
+		{Limit: 1 << 30},
+		{Sort: "nonsense", Filter: "state=bogus host= worker= ="},
+		{Filter: "state=,,, =x"},
+	} {
+		b.Jobs(q)
+		b.Retries(q)
+		b.Workers(q)
+	}
+	if err := checkInvariants(b); err != nil {
+		t.Fatal(err)
+	}
+}
