@@ -179,8 +179,11 @@ func checkInvariants(b *Broker) error {
 		if len(all) != b.jobs.n-b.forgot {
 			return fmt.Errorf("%s index holds %d jobs, want %d", sortNames[k], len(all), b.jobs.n-b.forgot)
 		}
-		if !slices.IsSortedFunc(all, t.cmp) {
+		if !slices.IsSortedFunc(all, t.cmpJobs) {
 			return fmt.Errorf("%s index out of order", sortNames[k])
+		}
+		if err := checkCounts(t, t.root); err != nil {
+			return fmt.Errorf("%s index: %w", sortNames[k], err)
 		}
 	}
 	// Workers: slots, ready list.
@@ -228,7 +231,9 @@ func walkTree(n *otNode, out *[]*job) {
 		return
 	}
 	if n.leaf {
-		*out = append(*out, n.items...)
+		for _, e := range n.items {
+			*out = append(*out, e.j)
+		}
 		return
 	}
 	for _, k := range n.kids {
