@@ -38,51 +38,34 @@ type otNode struct {
 	cnt    counts
 	leaf   bool
 	parent *otNode
-	items  []otEnt   // leaf: the jobs, in order
+	items  []*job    // leaf: the jobs, in order
 	kids   []*otNode // internal: the children, in order
-	mins   []otEnt   // internal: the first job under each child
-}
-
-// otEnt is a job with its sort key inline, so that numeric comparisons
-// need not touch the job record.
-type otEnt struct {
-	k  int64 // attempts, failures or retry time; unused for url
-	id JobID
-	j  *job
-}
-
-func (t *orderTree) ent(j *job) otEnt {
-	e := otEnt{id: j.id, j: j}
-	switch t.key {
-	case sortAttempts:
-		e.k = int64(j.attempts)
-	case sortFailures:
-		e.k = int64(j.failures)
-	case sortRetryAt:
-		e.k = j.retryAt
-	}
-	return e
+	mins   []*job    // internal: the first job under each child
 }
 
 // slot is where a job keeps its leaf in this tree, so that state changes and
 // removals walk up from the leaf instead of searching down by key.
 func (t *orderTree) slot(j *job) **otNode { return &j.leaf[t.key-sortURL] }
 
-func (t *orderTree) cmp(a, b otEnt) int {
-	if t.key == sortURL {
-		if c := strings.Compare(a.j.spec.Key.URL, b.j.spec.Key.URL); c != 0 {
-			return c
-		}
-	} else if a.k != b.k {
-		return cmp.Compare(a.k, b.k)
+func (t *orderTree) cmp(a, b *job) int {
+	var c int
+	switch t.key {
+	case sortURL:
+		c = strings.Compare(a.spec.Key.URL, b.spec.Key.URL)
+	case sortAttempts:
+		c = cmp.Compare(a.attempts, b.attempts)
+	case sortFailures:
+		c = cmp.Compare(a.failures, b.failures)
+	case sortRetryAt:
+		c = cmp.Compare(a.retryAt, b.retryAt)
 	}
-	return cmp.Compare(a.id, b.id)
+	if c == 0 {
+		c = cmp.Compare(a.id, b.id)
+	}
+	return c
 }
 
-// cmpJobs orders two jobs as the tree does.
-func (t *orderTree) cmpJobs(a, b *job) int { return t.cmp(t.ent(a), t.ent(b)) }
-
-func (n *otNode) first() otEnt {
+func (n *otNode) first() *job {
 	if n.leaf {
 		return n.items[0]
 	}
@@ -96,10 +79,10 @@ func (n *otNode) size() int {
 	return len(n.kids)
 }
 
-// child returns the index of the child whose range holds e.
-func (t *orderTree) child(n *otNode, e otEnt) int {
-	i, found := slices.BinarySearchFunc(n.mins, e, t.cmp)
-	if found {
+// child returns the index of the child whose range holds j.
+func (t *orderTree) child(n *otNode, j *job) int {
+	i, _ := slices.BinarySearchFunc(n.mins, j, t.cmp)
+	if i < len(n.mins) && n.mins[i] == j {
 		return i
 	}
 	return max(i-1, 0)
@@ -109,9 +92,9 @@ func (t *orderTree) insert(j *job) {
 	if t.root == nil {
 		t.root = &otNode{leaf: true}
 	}
-	if sib := t.ins(t.root, t.ent(j)); sib != nil {
+	if sib := t.ins(t.root, j); sib != nil {
 		old := t.root
-		t.root = &otNode{kids: []*otNode{old, sib}, mins: []otEnt{old.first(), sib.first()}}
+		t.root = &otNode{kids: []*otNode{old, sib}, mins: []*job{old.first(), sib.first()}}
 		old.parent, sib.parent = t.root, t.root
 		t.root.cnt = old.cnt
 		for st := range sib.cnt {
@@ -120,13 +103,13 @@ func (t *orderTree) insert(j *job) {
 	}
 }
 
-// ins inserts e under n and returns n's new right sibling if n split.
-func (t *orderTree) ins(n *otNode, e otEnt) *otNode {
-	n.cnt[e.j.state]++
+// ins inserts j under n and returns n's new right sibling if n split.
+func (t *orderTree) ins(n *otNode, j *job) *otNode {
+	n.cnt[j.state]++
 	if n.leaf {
-		i, _ := slices.BinarySearchFunc(n.items, e, t.cmp)
-		n.items = slices.Insert(n.items, i, e)
-		*t.slot(e.j) = n
+		i, _ := slices.BinarySearchFunc(n.items, j, t.cmp)
+		n.items = slices.Insert(n.items, i, j)
+		*t.slot(j) = n
 		if len(n.items) <= t.max {
 			return nil
 		}
@@ -135,14 +118,14 @@ func (t *orderTree) ins(n *otNode, e otEnt) *otNode {
 		clear(n.items[half:])
 		n.items = n.items[:half]
 		for _, k := range sib.items {
-			sib.cnt[k.j.state]++
-			n.cnt[k.j.state]--
-			*t.slot(k.j) = sib
+			sib.cnt[k.state]++
+			n.cnt[k.state]--
+			*t.slot(k) = sib
 		}
 		return sib
 	}
-	i := t.child(n, e)
-	sib := t.ins(n.kids[i], e)
+	i := t.child(n, j)
+	sib := t.ins(n.kids[i], j)
 	n.mins[i] = n.kids[i].first()
 	if sib == nil {
 		return nil
@@ -175,8 +158,7 @@ func (t *orderTree) remove(j *job) {
 		return
 	}
 	*t.slot(j) = nil
-	i := slices.IndexFunc(n.items, func(e otEnt) bool { return e.j == j })
-	n.items = slices.Delete(n.items, i, i+1)
+	n.items = slices.Delete(n.items, slices.Index(n.items, j), slices.Index(n.items, j)+1)
 	for c := n; c != nil; c = c.parent {
 		c.cnt[j.state]--
 	}
@@ -251,8 +233,8 @@ func (t *orderTree) seek(m stateMask, k int, path []otPos) (otIter, bool) {
 		it.path = append(it.path, otPos{n, i})
 		n = n.kids[i]
 	}
-	for i, e := range n.items {
-		if m.has(e.j.state) {
+	for i, j := range n.items {
+		if m.has(j.state) {
 			if k == 0 {
 				it.path = append(it.path, otPos{n, i})
 				return it, true
@@ -265,7 +247,7 @@ func (t *orderTree) seek(m stateMask, k int, path []otPos) (otIter, bool) {
 
 func (it *otIter) job() *job {
 	p := it.path[len(it.path)-1]
-	return p.n.items[p.i].j
+	return p.n.items[p.i]
 }
 
 // step moves to the next (dir 1) or previous (dir -1) job in the mask.
@@ -273,7 +255,7 @@ func (it *otIter) step(dir int) bool {
 	d := len(it.path) - 1
 	leaf := &it.path[d]
 	for i := leaf.i + dir; i >= 0 && i < len(leaf.n.items); i += dir {
-		if it.m.has(leaf.n.items[i].j.state) {
+		if it.m.has(leaf.n.items[i].state) {
 			leaf.i = i
 			return true
 		}
@@ -317,7 +299,7 @@ func (it *otIter) descend(n *otNode, dir int) bool {
 		if dir < 0 {
 			i = len(n.items) - 1 - k
 		}
-		if it.m.has(n.items[i].j.state) {
+		if it.m.has(n.items[i].state) {
 			it.path = append(it.path, otPos{n, i})
 			return true
 		}
@@ -332,10 +314,10 @@ func (b *Broker) tree(k sortKey) *orderTree {
 	t := b.trees[k]
 	if t == nil {
 		t = &orderTree{key: k, max: b.fanout}
-		all := make([]otEnt, 0, b.jobs.n-b.forgot)
+		all := make([]*job, 0, b.jobs.n-b.forgot)
 		for i := 1; i <= b.jobs.n; i++ {
 			if j := b.jobs.get(JobID(i)); j != nil {
-				all = append(all, t.ent(j))
+				all = append(all, j)
 			}
 		}
 		slices.SortFunc(all, t.cmp)
@@ -367,7 +349,7 @@ func (b *Broker) dropIdleTrees() {
 }
 
 // build bulk-loads sorted jobs into an empty tree, leaves three-quarters full.
-func (t *orderTree) build(all []otEnt) {
+func (t *orderTree) build(all []*job) {
 	if len(all) == 0 {
 		return
 	}
@@ -375,9 +357,9 @@ func (t *orderTree) build(all []otEnt) {
 	var level []*otNode
 	for i := 0; i < len(all); i += fill {
 		n := &otNode{leaf: true, items: slices.Clone(all[i:min(i+fill, len(all))])}
-		for _, e := range n.items {
-			n.cnt[e.j.state]++
-			*t.slot(e.j) = n
+		for _, j := range n.items {
+			n.cnt[j.state]++
+			*t.slot(j) = n
 		}
 		level = append(level, n)
 	}

@@ -65,13 +65,13 @@ func TestOrderTree(t *testing.T) {
 
 func checkTree(tr *orderTree, in []*job, r *rand.Rand) error {
 	want := slices.Clone(in)
-	slices.SortFunc(want, tr.cmpJobs)
+	slices.SortFunc(want, tr.cmp)
 	var got []*job
 	walkTree(tr.root, &got)
 	if !slices.Equal(got, want) {
 		return fmt.Errorf("tree holds %d jobs out of order or wrong (want %d)", len(got), len(want))
 	}
-	if err := checkCounts(tr, tr.root); err != nil {
+	if err := checkCounts(tr.root); err != nil {
 		return err
 	}
 	for range 5 {
@@ -108,26 +108,22 @@ func checkTree(tr *orderTree, in []*job, r *rand.Rand) error {
 	return nil
 }
 
-// checkCounts verifies every node's per-state counts, separators and
-// inline keys.
-func checkCounts(t *orderTree, n *otNode) error {
+// checkCounts verifies every node's per-state counts and separator keys.
+func checkCounts(n *otNode) error {
 	if n == nil {
 		return nil
 	}
 	var c counts
 	if n.leaf {
-		for _, e := range n.items {
-			c[e.j.state]++
-			if e != t.ent(e.j) {
-				return fmt.Errorf("entry of job %d has a stale key", e.id)
-			}
+		for _, j := range n.items {
+			c[j.state]++
 		}
 	} else {
 		if len(n.kids) == 0 {
 			return fmt.Errorf("internal node without children")
 		}
 		for i, k := range n.kids {
-			if err := checkCounts(t, k); err != nil {
+			if err := checkCounts(k); err != nil {
 				return err
 			}
 			if n.mins[i] != k.first() {
@@ -234,7 +230,7 @@ func TestJobsWindowsLarge(t *testing.T) {
 					case sortState:
 						c = cmp.Compare(x.state, y.state)
 					default:
-						c = (&orderTree{key: key}).cmpJobs(x, y)
+						c = (&orderTree{key: key}).cmp(x, y)
 					}
 					c = cmp.Or(c, cmp.Compare(x.id, y.id))
 					if desc {

@@ -260,7 +260,7 @@ func (b *Broker) collect(in []*job, m stateMask, f filter, key sortKey, desc boo
 		case sortState:
 			c = cmp.Or(cmp.Compare(x.state, y.state), cmp.Compare(x.id, y.id))
 		default:
-			c = t.cmpJobs(x, y)
+			c = t.cmp(x, y)
 		}
 		if desc {
 			c = -c
