@@ -114,7 +114,7 @@ func (t *orderTree) ins(n *otNode, j *job) *otNode {
 			return nil
 		}
 		half := len(n.items) / 2
-		sib := &otNode{leaf: true, items: slices.Clone(n.items[half:])}
+		sib := &otNode{leaf: true, items: append(make([]*job, 0, t.max+1), n.items[half:]...)}
 		clear(n.items[half:])
 		n.items = n.items[:half]
 		for _, k := range sib.items {
@@ -137,7 +137,7 @@ func (t *orderTree) ins(n *otNode, j *job) *otNode {
 		return nil
 	}
 	half := len(n.kids) / 2
-	s := &otNode{kids: slices.Clone(n.kids[half:]), mins: slices.Clone(n.mins[half:])}
+	s := &otNode{kids: append(make([]*otNode, 0, t.max+1), n.kids[half:]...), mins: append(make([]*job, 0, t.max+1), n.mins[half:]...)}
 	clear(n.kids[half:])
 	clear(n.mins[half:])
 	n.kids, n.mins = n.kids[:half], n.mins[:half]
