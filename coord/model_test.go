@@ -2,6 +2,10 @@ package coord
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"maps"
+	"slices"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -22,6 +26,9 @@ import (
 //   - every live broker job's key is queued in the ledger.
 func TestModelRandomized(t *testing.T) {
 	seeds := 300
+	if s := os.Getenv("DROVER_MODEL_SEEDS"); s != "" {
+		seeds, _ = strconv.Atoi(s)
+	}
 	if testing.Short() {
 		seeds = 50
 	}
@@ -61,6 +68,11 @@ type modelRun struct {
 	external map[id.Fingerprint]bool // keys marked done from outside the broker
 	jobKeys  map[broker.JobID]id.Fingerprint
 	step     int
+	trace    []string // what each step did, printed when a check fails
+}
+
+func (m *modelRun) logf(format string, args ...any) {
+	m.trace = append(m.trace, fmt.Sprintf("%d: ", m.step)+fmt.Sprintf(format, args...))
 }
 
 func runModel(t *testing.T, seed uint64, steps int) {
@@ -116,6 +128,9 @@ func (m *modelRun) keys(n int) []id.Key {
 
 func (m *modelRun) fatalf(format string, args ...any) {
 	m.t.Helper()
+	for _, l := range m.trace[max(0, len(m.trace)-40):] {
+		m.t.Log(l)
+	}
 	m.t.Fatalf("step %d: "+format, append([]any{m.step}, args...)...)
 }
 
@@ -140,7 +155,9 @@ func (m *modelRun) randomStep() {
 	case r < 25:
 		s, _ := m.pickLive(false)
 		m.nextReq++
-		vs, err := m.c.Request(m.now, s, m.nextReq, m.keys(1+m.rng.IntN(3)), nil)
+		ks := m.keys(1 + m.rng.IntN(3))
+		vs, err := m.c.Request(m.now, s, m.nextReq, ks, nil)
+		m.logf("request %d by s%d: %v -> %v", m.nextReq, s, ks, vs)
 		if err != nil {
 			m.fatalf("request: %v", err)
 		}
@@ -157,6 +174,7 @@ func (m *modelRun) randomStep() {
 	case r < 35:
 		s, _ := m.pickLive(false)
 		ks := m.keys(1)
+		m.logf("done %v by s%d", ks[0].URL, s)
 		if _, err := m.c.Done(m.now, s, []DoneItem{{Key: ks[0], Failed: m.rng.IntN(4) == 0}}, nil); err != nil {
 			m.fatalf("done: %v", err)
 		}
@@ -174,6 +192,7 @@ func (m *modelRun) randomStep() {
 			js = append(js, spec)
 		}
 		vs, err := m.c.Submit(m.now, s, m.nextReq, js, nil)
+		m.logf("submit by s%d: %v", s, vs)
 		if err != nil {
 			m.fatalf("submit: %v", err)
 		}
@@ -191,7 +210,7 @@ func (m *modelRun) randomStep() {
 			return
 		}
 		w := m.workers[s]
-		for j := range w.held {
+		for _, j := range slices.Sorted(maps.Keys(w.held)) { // sorted: runs must replay
 			delete(w.held, j)
 			kinds := []broker.OutcomeKind{broker.OK, broker.OK, broker.Internal, broker.External, broker.Throttled}
 			res := Result{Job: j, Outcome: broker.Outcome{Kind: kinds[m.rng.IntN(len(kinds))]}}
@@ -201,6 +220,7 @@ func (m *modelRun) randomStep() {
 			for _, k := range m.keys(m.rng.IntN(3)) {
 				res.Discovered = append(res.Discovered, JobSpec{Key: k})
 			}
+			m.logf("result job %d from s%d: %v links %d", j, s, res.Outcome.Kind, len(res.Discovered))
 			if _, err := m.c.Results(m.now, s, []Result{res}, nil); err != nil {
 				m.fatalf("results: %v", err)
 			}
@@ -236,7 +256,8 @@ func (m *modelRun) randomStep() {
 		for _, w := range m.workers {
 			names = append(names, w.name)
 		}
-		acts := []admin.Action{{Kind: admin.ActPause}, {Kind: admin.ActResume}}
+		slices.Sort(names)
+		acts := []admin.Action{{Kind: admin.ActPause}, {Kind: admin.ActResume}, {Kind: admin.ActRequeueFailed}}
 		if len(names) > 0 {
 			n := names[m.rng.IntN(len(names))]
 			acts = append(acts, admin.Action{Kind: admin.ActDrain, Targets: []string{n}},
@@ -244,6 +265,7 @@ func (m *modelRun) randomStep() {
 				admin.Action{Kind: admin.ActEvict, Targets: []string{n}})
 		}
 		a := acts[m.rng.IntN(len(acts))]
+		m.logf("act %v", a)
 		if _, err := m.c.Act(m.now, a); err != nil {
 			m.fatalf("act %v: %v", a, err)
 		}
@@ -260,6 +282,7 @@ func (m *modelRun) randomStep() {
 func (m *modelRun) checkReady() {
 	out := m.c.Ready(m.now)
 	for _, a := range out.Answers {
+		m.logf("answer %+v", a)
 		k := waitKey{a.Session, a.ReqID, a.FP}
 		if a.ReqID == 0 && a.Submit {
 			continue // a discovered link that waited: nobody to tell
@@ -273,6 +296,7 @@ func (m *modelRun) checkReady() {
 		}
 	}
 	for _, cl := range out.Closes {
+		m.logf("close %+v", cl)
 		delete(m.live, cl.Session)
 		delete(m.workers, cl.Session)
 		for k := range m.waits {
@@ -282,6 +306,7 @@ func (m *modelRun) checkReady() {
 		}
 	}
 	for _, j := range out.Jobs {
+		m.logf("dispatch job %d %s to s%d", j.Job, j.Spec.Key.URL, j.Session)
 		w := m.workers[j.Session]
 		switch {
 		case !m.live[j.Session] || w == nil:

@@ -200,10 +200,25 @@ func (c *Coordinator) Act(now time.Time, a admin.Action) (admin.ActionResult, er
 			if err != nil {
 				return fmt.Errorf("requeue %q: want a decimal job id", t)
 			}
-			return c.brk.Requeue(now, broker.JobID(n))
+			return c.requeue(now, broker.JobID(n))
 		})
 	case admin.ActRequeueFailed:
-		res.Affected = c.brk.RequeueFailed(now)
+		// One by one, so each key goes back to queued in the ledger too.
+		// Refused jobs stay failed: skip past them.
+		for skip := 0; ; {
+			page := c.brk.Jobs(admin.Query{View: admin.ViewJobs, Filter: "state=failed", Offset: skip, Limit: MaxWindow})
+			if len(page.Jobs) == 0 {
+				break
+			}
+			for _, row := range page.Jobs {
+				if err := c.requeue(now, broker.JobID(row.JobID)); err != nil {
+					res.Errors = append(res.Errors, err.Error())
+					skip++
+					continue
+				}
+				res.Affected++
+			}
+		}
 	case admin.ActPause:
 		if !c.brk.Paused() {
 			c.brk.Pause(now)
@@ -218,6 +233,32 @@ func (c *Coordinator) Act(now time.Time, a admin.Action) (admin.ActionResult, er
 		return res, fmt.Errorf("action %q: unknown: want evict, drain, undrain, requeue, requeue-failed, pause or resume", a.Kind)
 	}
 	return res, nil
+}
+
+// requeue puts job j back in the queue now and its key back to queued in
+// the ledger (it may have been marked done or failed): every broker job's
+// key is queued in the ledger while the job is live.
+//
+// A finished job whose key is being worked again (a newer job, or a session
+// holding it in requested) is refused: requeueing it would let two workers
+// do the same work.
+func (c *Coordinator) requeue(now time.Time, j broker.JobID) error {
+	row, ok := c.brk.Job(j)
+	if !ok {
+		return fmt.Errorf("requeue job %d: no such job", j)
+	}
+	k := id.Key{Crawler: row.Crawler, Processor: row.Processor, URL: row.URL}
+	fp := k.Fingerprint()
+	if row.State == "done" || row.State == "failed" {
+		if rec, ok := c.led.Lookup(now, fp); ok && rec.State != ledger.Done {
+			return fmt.Errorf("requeue job %d: its key %s is %s again by other work; not requeued", j, row.URL, rec.State)
+		}
+	}
+	if err := c.brk.Requeue(now, j); err != nil {
+		return err
+	}
+	c.led.Requeue(now, k, fp)
+	return nil
 }
 
 // eventRing keeps the most recent events for the Events view.

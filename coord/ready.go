@@ -81,15 +81,11 @@ func (c *Coordinator) Ready(now time.Time) *Output {
 
 	// Deferred ledger answers; waiting submits that got their key enqueue.
 	sc.answers = c.led.TakeAnswers(sc.answers[:0])
-	for _, a := range sc.answers {
-		out.Answers = append(out.Answers, c.answer(now, a))
-	}
+	c.addAnswers(now, sc.answers)
 	// Enqueueing a granted submit queues its key, which answers that key's
 	// other waiters No: pass those on too.
 	for more := c.led.TakeAnswers(sc.answers[:0]); len(more) > 0; more = c.led.TakeAnswers(more[:0]) {
-		for _, a := range more {
-			out.Answers = append(out.Answers, c.answer(now, a))
-		}
+		c.addAnswers(now, more)
 		sc.answers = more
 	}
 
@@ -113,6 +109,19 @@ func (c *Coordinator) dropPending(s id.Session) {
 
 // answer turns a ledger answer into the coordinator's, enqueueing the job of
 // a waiting SUBMIT that has just been granted its key.
+// addAnswers passes ledger answers on. An answer to a session that has
+// gone since (a key handed over to it, then released again by its death in
+// the same step) is dropped: nobody is there to hear it, and its pending
+// submits went with it.
+func (c *Coordinator) addAnswers(now time.Time, as []ledger.Answer) {
+	for _, a := range as {
+		if _, ok := c.sessions[a.Session]; !ok {
+			continue
+		}
+		c.out.Answers = append(c.out.Answers, c.answer(now, a))
+	}
+}
+
 func (c *Coordinator) answer(now time.Time, a ledger.Answer) Answer {
 	out := Answer{Session: a.Session, ReqID: a.ReqID, FP: a.FP, Verdict: a.Verdict, Reason: a.Reason}
 	pk := pendingKey{a.Session, a.FP}
