@@ -2,11 +2,11 @@ package coord
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"maps"
-	"slices"
 	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
