@@ -1,0 +1,159 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"drover/coord/id"
+)
+
+// Batch is a set of changes that Apply writes atomically: after a crash
+// either all of them are in the store or none. Build one with NewBatch; a
+// Batch is not safe for concurrent use and belongs to the store after
+// Apply.
+//
+// A method given an invalid record returns an error and changes nothing;
+// the batch remembers the first such error and Apply then fails with it,
+// writing nothing, so callers may check once at Apply.
+type Batch struct {
+	s    *Store
+	pb   *pebble.Batch
+	n    int
+	err  error
+	buf  []byte
+	used bool
+}
+
+// errBatchUsed is the error of a batch used after Apply.
+var errBatchUsed = errors.New("store: batch used after Apply; want a new batch")
+
+// NewBatch returns an empty batch for this store.
+func (s *Store) NewBatch() *Batch {
+	return &Batch{s: s, pb: s.db.NewBatch()}
+}
+
+// Len is the number of changes in the batch.
+func (b *Batch) Len() int { return b.n }
+
+// Err is the first error a method of the batch returned, nil if none.
+func (b *Batch) Err() error { return b.err }
+
+func (b *Batch) check(err error) error {
+	if b.used {
+		err = errBatchUsed
+	}
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	return err
+}
+
+func (b *Batch) set(k, v []byte) error {
+	if err := b.pb.Set(k, v, nil); err != nil {
+		return b.check(fmt.Errorf("store: batch set: %w", err))
+	}
+	b.n++
+	return nil
+}
+
+func (b *Batch) del(k []byte) error {
+	if err := b.pb.Delete(k, nil); err != nil {
+		return b.check(fmt.Errorf("store: batch delete: %w", err))
+	}
+	b.n++
+	return nil
+}
+
+// PutKey writes the ledger record of r.FP, replacing any previous one. The
+// state must be queued, done or failed and At must be set.
+func (b *Batch) PutKey(r *KeyRecord) error {
+	var err error
+	switch {
+	case r.State == 0 || r.State >= nKeyStates:
+		err = fmt.Errorf("store: key record %s: state %d, want queued, done or failed", r.FP, r.State)
+	case r.At.IsZero():
+		err = fmt.Errorf("store: key record %s: At is zero, want when it was %s", r.FP, r.State)
+	}
+	if err := b.check(err); err != nil {
+		return err
+	}
+	b.buf = encodeKey(b.buf[:0], r)
+	if err := b.set(keyKey(r.FP), b.buf); err != nil {
+		return err
+	}
+	switch r.State {
+	case KeyDone:
+		return b.set(expiryKey(classKeyDone, stamp(r.At), r.FP[:]), nil)
+	case KeyFailed:
+		return b.set(expiryKey(classKeyFailed, stamp(r.At), r.FP[:]), nil)
+	}
+	return nil
+}
+
+// DeleteKey forgets the ledger record of fp (absent or not).
+func (b *Batch) DeleteKey(fp id.Fingerprint) error {
+	if err := b.check(nil); err != nil {
+		return err
+	}
+	return b.del(keyKey(fp))
+}
+
+// PutJob writes the record of job r.ID, replacing any previous one. The ID
+// must not be 0, the state must be one of the job states, and a done or
+// failed job must have Updated set (its TTL runs from it).
+func (b *Batch) PutJob(r *JobRecord) error {
+	var err error
+	switch {
+	case r.ID == 0:
+		err = errors.New("store: job record: ID is 0, want the broker's job id")
+	case r.State == 0 || r.State >= nJobStates:
+		err = fmt.Errorf("store: job record %d: state %d, want queued, dispatched, backoff, done or failed", r.ID, r.State)
+	case (r.State == JobDone || r.State == JobFailed) && r.Updated.IsZero():
+		err = fmt.Errorf("store: job record %d: %s with a zero Updated, want when it ended", r.ID, r.State)
+	}
+	if err := b.check(err); err != nil {
+		return err
+	}
+	b.buf = encodeJob(b.buf[:0], r)
+	k := jobKey(r.ID)
+	if err := b.set(k, b.buf); err != nil {
+		return err
+	}
+	switch r.State {
+	case JobDone:
+		return b.set(expiryKey(classJobDone, stamp(r.Updated), k[1:]), nil)
+	case JobFailed:
+		return b.set(expiryKey(classJobFailed, stamp(r.Updated), k[1:]), nil)
+	}
+	return nil
+}
+
+// DeleteJob forgets the record of job j (absent or not).
+func (b *Batch) DeleteJob(j uint64) error {
+	if err := b.check(nil); err != nil {
+		return err
+	}
+	return b.del(jobKey(j))
+}
+
+// PutMeta sets the named counter. The name must not be empty.
+func (b *Batch) PutMeta(name string, v uint64) error {
+	var err error
+	if name == "" {
+		err = errors.New("store: meta record: empty name, want one")
+	}
+	if err := b.check(err); err != nil {
+		return err
+	}
+	return b.set(metaKey(name), be64(v))
+}
+
+// DeleteMeta forgets the named counter.
+func (b *Batch) DeleteMeta(name string) error {
+	if err := b.check(nil); err != nil {
+		return err
+	}
+	return b.del(metaKey(name))
+}

@@ -1,0 +1,367 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"drover/coord/id"
+)
+
+// Key layout. Every key starts with a one-byte prefix naming its space:
+//
+//	0x00 name                      internal values (format version, epoch)
+//	0x01 name                      meta records (MetaRecord)
+//	0x02 fp[16]                    key records (KeyRecord)
+//	0x03 id[8, big-endian]         job records (JobRecord)
+//	0x04 class[1] at[8] ident      expiry index: one empty value per done or
+//	                               failed record, ordered by time (ident is
+//	                               the fp of a key or the id of a job)
+//
+// Recover walks 0x01..0x03 in key order, so meta comes first, then keys by
+// fingerprint, then jobs by id. The expiry index may hold stale entries (a
+// record re-done later, requeued or deleted): Sweep checks each entry
+// against its record and drops the stale ones.
+const (
+	pfxInternal byte = 0x00
+	pfxMeta     byte = 0x01
+	pfxKey      byte = 0x02
+	pfxJob      byte = 0x03
+	pfxExpiry   byte = 0x04
+	pfxEnd      byte = 0x05
+)
+
+// Expiry classes, one per TTL.
+const (
+	classKeyDone   byte = 1
+	classKeyFailed byte = 2
+	classJobDone   byte = 3
+	classJobFailed byte = 4
+)
+
+// Internal value names.
+const (
+	internalFormat = "format"
+	internalEpoch  = "epoch"
+)
+
+// formatVersion is the layout above; a store with another version is
+// refused rather than misread.
+const formatVersion = 1
+
+// valueVersion is the first byte of every key and job value.
+const valueVersion = 1
+
+func internalKey(name string) []byte { return append([]byte{pfxInternal}, name...) }
+
+func metaKey(name string) []byte { return append([]byte{pfxMeta}, name...) }
+
+func keyKey(fp id.Fingerprint) []byte {
+	var k [17]byte
+	k[0] = pfxKey
+	copy(k[1:], fp[:])
+	return k[:]
+}
+
+func jobKey(j uint64) []byte {
+	var k [9]byte
+	k[0] = pfxJob
+	binary.BigEndian.PutUint64(k[1:], j)
+	return k[:]
+}
+
+// stamp encodes a time for values: the zero time is 0, any other time its
+// Unix nanoseconds (so the instant 1970-01-01T00:00:00Z reads back as the
+// zero time). Times beyond what int64 nanoseconds hold are clamped.
+func stamp(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	switch {
+	case t.Year() < 1678:
+		return math.MinInt64
+	case t.Year() > 2261:
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// unstamp is the inverse of stamp, in UTC.
+func unstamp(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// expiryKey is the index entry of a done or failed record stamped at.
+func expiryKey(class byte, at int64, ident []byte) []byte {
+	k := make([]byte, 0, 10+len(ident))
+	k = append(k, pfxExpiry, class)
+	k = binary.BigEndian.AppendUint64(k, uint64(at)^(1<<63)) // order-preserving for negatives
+	return append(k, ident...)
+}
+
+// expiryBound is the first index key of class at or after at.
+func expiryBound(class byte, at int64) []byte { return expiryKey(class, at, nil) }
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// encodeKey appends the value of a key record.
+func encodeKey(b []byte, r *KeyRecord) []byte {
+	b = append(b, valueVersion, byte(r.State))
+	b = binary.AppendVarint(b, stamp(r.At))
+	b = appendString(b, r.Key.Crawler)
+	b = appendString(b, r.Key.Processor)
+	return appendString(b, r.Key.URL)
+}
+
+// encodeJob appends the value of a job record. State and the times come
+// first so that Sweep reads them without decoding the rest.
+func encodeJob(b []byte, r *JobRecord) []byte {
+	b = append(b, valueVersion, byte(r.State))
+	b = binary.AppendVarint(b, stamp(r.Updated))
+	b = binary.AppendVarint(b, stamp(r.Created))
+	b = binary.AppendVarint(b, stamp(r.RetryAt))
+	b = binary.AppendVarint(b, int64(r.Attempts))
+	b = binary.AppendVarint(b, int64(r.Failures))
+	b = binary.AppendVarint(b, int64(r.Throttles))
+	b = append(b, r.FP[:]...)
+	b = appendString(b, r.Key.Crawler)
+	b = appendString(b, r.Key.Processor)
+	b = appendString(b, r.Key.URL)
+	b = appendString(b, r.Host)
+	b = binary.AppendUvarint(b, uint64(len(r.Headers)))
+	names := make([]string, 0, len(r.Headers))
+	for k := range r.Headers {
+		names = append(names, k)
+	}
+	slices.Sort(names) // one spelling per record
+	for _, k := range names {
+		b = appendString(b, k)
+		b = appendString(b, r.Headers[k])
+	}
+	b = appendBytes(b, r.Payload)
+	b = appendString(b, r.Worker)
+	b = appendString(b, r.LastError)
+	b = binary.AppendUvarint(b, uint64(len(r.History)))
+	for i := range r.History {
+		a := &r.History[i]
+		b = appendString(b, a.Worker)
+		b = binary.AppendVarint(b, stamp(a.At))
+		b = appendString(b, a.Outcome)
+		b = appendString(b, a.Error)
+	}
+	return b
+}
+
+var (
+	errShort = errors.New("value ends early")
+	errLong  = errors.New("trailing bytes after the value")
+)
+
+// decoder reads a value; the first error sticks and every later read
+// returns zero.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil || len(d.b) == 0 {
+		d.fail(errShort)
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail(errors.New("bad unsigned varint"))
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail(errors.New("bad varint"))
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads a number of entries each taking at least minSize bytes, and
+// refuses one the rest of the value cannot hold (so garbage cannot make us
+// allocate).
+func (d *decoder) count(minSize int) int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)/minSize) {
+		d.fail(fmt.Errorf("count %d: more entries than the %d bytes left can hold", n, len(d.b)))
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) int() int {
+	v := d.varint()
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		d.fail(fmt.Errorf("counter %d: out of the int32 range", v))
+		return 0
+	}
+	return int(v)
+}
+
+func (d *decoder) raw(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n > len(d.b) {
+		d.fail(errShort)
+		return nil
+	}
+	s := d.b[:n]
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)) {
+		d.fail(fmt.Errorf("length %d: only %d bytes left", n, len(d.b)))
+		return nil
+	}
+	return d.raw(int(n))
+}
+
+func (d *decoder) string() string { return string(d.bytes()) }
+
+func (d *decoder) time() time.Time { return unstamp(d.varint()) }
+
+// head reads the version and state bytes common to key and job values and
+// checks both.
+func (d *decoder) head(nStates byte) byte {
+	if v := d.byte(); d.err == nil && v != valueVersion {
+		d.fail(fmt.Errorf("value version %d: want %d", v, valueVersion))
+	}
+	s := d.byte()
+	if d.err == nil && (s == 0 || s >= nStates) {
+		d.fail(fmt.Errorf("state %d: want 1..%d", s, nStates-1))
+	}
+	return s
+}
+
+func (d *decoder) end() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.fail(errLong)
+	}
+	return d.err
+}
+
+// keyHead decodes the state and time of a key value, without its key.
+func keyHead(v []byte) (KeyState, int64, error) {
+	d := decoder{b: v}
+	s := KeyState(d.head(byte(nKeyStates)))
+	at := d.varint()
+	return s, at, d.err
+}
+
+// jobHead decodes the state and update time of a job value.
+func jobHead(v []byte) (JobState, int64, error) {
+	d := decoder{b: v}
+	s := JobState(d.head(byte(nJobStates)))
+	at := d.varint()
+	return s, at, d.err
+}
+
+// decodeKey decodes a key value into r (r.FP is set by the caller).
+func decodeKey(v []byte, r *KeyRecord) error {
+	d := decoder{b: v}
+	r.State = KeyState(d.head(byte(nKeyStates)))
+	r.At = d.time()
+	r.Key.Crawler = d.string()
+	r.Key.Processor = d.string()
+	r.Key.URL = d.string()
+	return d.end()
+}
+
+// decodeJob decodes a job value into r (r.ID is set by the caller). Nothing
+// in r aliases v.
+func decodeJob(v []byte, r *JobRecord) error {
+	d := decoder{b: v}
+	r.State = JobState(d.head(byte(nJobStates)))
+	r.Updated = d.time()
+	r.Created = d.time()
+	r.RetryAt = d.time()
+	r.Attempts = d.int()
+	r.Failures = d.int()
+	r.Throttles = d.int()
+	copy(r.FP[:], d.raw(len(r.FP)))
+	r.Key.Crawler = d.string()
+	r.Key.Processor = d.string()
+	r.Key.URL = d.string()
+	r.Host = d.string()
+	r.Headers = nil
+	if n := d.count(2); n > 0 {
+		r.Headers = make(map[string]string, n)
+		for range n {
+			k := d.string()
+			r.Headers[k] = d.string()
+		}
+	}
+	r.Payload = nil
+	if p := d.bytes(); len(p) > 0 {
+		r.Payload = slices.Clone(p)
+	}
+	r.Worker = d.string()
+	r.LastError = d.string()
+	r.History = nil
+	if n := d.count(4); n > 0 {
+		r.History = make([]Attempt, n)
+		for i := range r.History {
+			a := &r.History[i]
+			a.Worker = d.string()
+			a.At = d.time()
+			a.Outcome = d.string()
+			a.Error = d.string()
+		}
+	}
+	return d.end()
+}
+
+// decodeUint64 decodes an 8-byte big-endian meta or internal value.
+func decodeUint64(v []byte) (uint64, error) {
+	if len(v) != 8 {
+		return 0, fmt.Errorf("value of %d bytes: want 8", len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}

@@ -1,0 +1,258 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"drover/coord/id"
+)
+
+func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// badRecord is the error of a record that does not decode.
+func (s *Store) badRecord(kind RecordKind, key []byte, err error) error {
+	return fmt.Errorf("store %s: %w: %s record %x: %w", s.where(), ErrCorrupt, kind, key, err)
+}
+
+func (s *Store) where() string {
+	if s.opts.Memory {
+		return "(memory)"
+	}
+	return s.path
+}
+
+// get calls fn with the value of k, reporting whether there was one.
+func (s *Store) get(k []byte, fn func(v []byte) error) (bool, error) {
+	v, closer, err := s.db.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store %s: read %x: %w", s.where(), k, corrupt(err))
+	}
+	err = fn(v)
+	if cerr := closer.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("store %s: read %x: %w", s.where(), k, corrupt(cerr))
+	}
+	return true, err
+}
+
+func (s *Store) getUint64(k []byte) (v uint64, ok bool, err error) {
+	ok, err = s.get(k, func(b []byte) error {
+		var derr error
+		if v, derr = decodeUint64(b); derr != nil {
+			return s.badRecord(KindMeta, k, derr)
+		}
+		return nil
+	})
+	return v, ok, err
+}
+
+// LookupKey answers the done-set question for fp without decoding its work
+// key: its persisted state and time, ok false when the store has no record
+// of it. A miss usually costs only bloom filter probes.
+func (s *Store) LookupKey(fp id.Fingerprint) (state KeyState, at time.Time, ok bool, err error) {
+	if err := s.enter(); err != nil {
+		return 0, time.Time{}, false, err
+	}
+	defer s.leave()
+	k := keyKey(fp)
+	ok, err = s.get(k, func(v []byte) error {
+		st, n, derr := keyHead(v)
+		if derr != nil {
+			return s.badRecord(KindKey, k, derr)
+		}
+		state, at = st, unstamp(n)
+		return nil
+	})
+	return state, at, ok, err
+}
+
+// GetKey returns the ledger record of fp, ok false when there is none.
+func (s *Store) GetKey(fp id.Fingerprint) (r KeyRecord, ok bool, err error) {
+	if err := s.enter(); err != nil {
+		return r, false, err
+	}
+	defer s.leave()
+	k := keyKey(fp)
+	ok, err = s.get(k, func(v []byte) error {
+		r.FP = fp
+		if derr := decodeKey(v, &r); derr != nil {
+			return s.badRecord(KindKey, k, derr)
+		}
+		return nil
+	})
+	return r, ok, err
+}
+
+// GetJob returns the record of job j, ok false when there is none.
+func (s *Store) GetJob(j uint64) (r JobRecord, ok bool, err error) {
+	if err := s.enter(); err != nil {
+		return r, false, err
+	}
+	defer s.leave()
+	k := jobKey(j)
+	ok, err = s.get(k, func(v []byte) error {
+		r.ID = j
+		if derr := decodeJob(v, &r); derr != nil {
+			return s.badRecord(KindJob, k, derr)
+		}
+		return nil
+	})
+	return r, ok, err
+}
+
+// GetMeta returns the named counter, ok false when it was never set.
+func (s *Store) GetMeta(name string) (v uint64, ok bool, err error) {
+	if err := s.enter(); err != nil {
+		return 0, false, err
+	}
+	defer s.leave()
+	return s.getUint64(metaKey(name))
+}
+
+// Stats counts what Recover returned, by kind and state.
+type Stats struct {
+	Meta                                                          int
+	KeysQueued, KeysDone, KeysFailed                              int
+	JobsQueued, JobsDispatched, JobsBackoff, JobsDone, JobsFailed int
+	Elapsed                                                       time.Duration // how long Recover took
+}
+
+// Keys is the number of key records.
+func (st Stats) Keys() int { return st.KeysQueued + st.KeysDone + st.KeysFailed }
+
+// Jobs is the number of job records.
+func (st Stats) Jobs() int {
+	return st.JobsQueued + st.JobsDispatched + st.JobsBackoff + st.JobsDone + st.JobsFailed
+}
+
+// LogValue renders the counts for slog (zero counts left out).
+func (st Stats) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.Int("keys", st.Keys()), slog.Int("jobs", st.Jobs())}
+	for _, c := range []struct {
+		name string
+		n    int
+	}{
+		{"meta", st.Meta},
+		{"keys_queued", st.KeysQueued}, {"keys_done", st.KeysDone}, {"keys_failed", st.KeysFailed},
+		{"jobs_queued", st.JobsQueued}, {"jobs_dispatched", st.JobsDispatched}, {"jobs_backoff", st.JobsBackoff},
+		{"jobs_done", st.JobsDone}, {"jobs_failed", st.JobsFailed},
+	} {
+		if c.n != 0 {
+			attrs = append(attrs, slog.Int(c.name, c.n))
+		}
+	}
+	attrs = append(attrs, slog.Duration("elapsed", st.Elapsed))
+	return slog.GroupValue(attrs...)
+}
+
+func (st *Stats) count(r *Record) {
+	switch r.Kind {
+	case KindMeta:
+		st.Meta++
+	case KindKey:
+		switch r.Key.State {
+		case KeyQueued:
+			st.KeysQueued++
+		case KeyDone:
+			st.KeysDone++
+		case KeyFailed:
+			st.KeysFailed++
+		}
+	case KindJob:
+		switch r.Job.State {
+		case JobQueued:
+			st.JobsQueued++
+		case JobDispatched:
+			st.JobsDispatched++
+		case JobBackoff:
+			st.JobsBackoff++
+		case JobDone:
+			st.JobsDone++
+		case JobFailed:
+			st.JobsFailed++
+		}
+	}
+}
+
+// Recover calls fn with every persisted record, one per key (the last
+// write wins), in a fixed order: meta records by name, then key records by
+// fingerprint, then job records by id. It reads a consistent snapshot, so
+// writes applied meanwhile are not seen. An error from fn stops it and is
+// returned wrapped; a record that does not decode stops it with ErrCorrupt.
+func (s *Store) Recover(fn func(Record) error) (Stats, error) {
+	var st Stats
+	if err := s.enter(); err != nil {
+		return st, err
+	}
+	defer s.leave()
+	start := time.Now()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxMeta}, UpperBound: []byte{pfxExpiry}})
+	if err != nil {
+		return st, fmt.Errorf("store %s: recover: %w", s.where(), corrupt(err))
+	}
+	var rec Record
+	for valid := it.First(); valid; valid = it.Next() {
+		k := it.Key()
+		v, verr := it.ValueAndErr()
+		if verr != nil {
+			err = fmt.Errorf("store %s: recover: read %x: %w", s.where(), k, corrupt(verr))
+			break
+		}
+		rec = Record{}
+		if err = s.decodeRecord(k, v, &rec); err != nil {
+			break
+		}
+		st.count(&rec)
+		if err = fn(rec); err != nil {
+			err = fmt.Errorf("store %s: recover stopped at %s record %x: %w", s.where(), rec.Kind, k, err)
+			break
+		}
+	}
+	if ierr := it.Close(); ierr != nil && err == nil {
+		err = fmt.Errorf("store %s: recover: %w", s.where(), corrupt(ierr))
+	}
+	st.Elapsed = time.Since(start)
+	return st, err
+}
+
+// decodeRecord decodes the record stored at k.
+func (s *Store) decodeRecord(k, v []byte, rec *Record) error {
+	switch k[0] {
+	case pfxMeta:
+		rec.Kind = KindMeta
+		rec.Meta.Name = string(k[1:])
+		n, err := decodeUint64(v)
+		if err != nil {
+			return s.badRecord(KindMeta, k, err)
+		}
+		rec.Meta.Value = n
+	case pfxKey:
+		rec.Kind = KindKey
+		if len(k) != 1+len(rec.Key.FP) {
+			return s.badRecord(KindKey, k, fmt.Errorf("key of %d bytes, want %d", len(k), 1+len(rec.Key.FP)))
+		}
+		copy(rec.Key.FP[:], k[1:])
+		if err := decodeKey(v, &rec.Key); err != nil {
+			return s.badRecord(KindKey, k, err)
+		}
+	case pfxJob:
+		rec.Kind = KindJob
+		if len(k) != 9 {
+			return s.badRecord(KindJob, k, fmt.Errorf("key of %d bytes, want 9", len(k)))
+		}
+		rec.Job.ID = binary.BigEndian.Uint64(k[1:])
+		if err := decodeJob(v, &rec.Job); err != nil {
+			return s.badRecord(KindJob, k, err)
+		}
+	default:
+		return fmt.Errorf("store %s: %w: key %x outside every record space", s.where(), ErrCorrupt, k)
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// sweepStep bounds the index entries one sweep step examines: a step runs
+// on the writer goroutine between groups of batches, so it is the longest
+// a writer waits for the sweeper.
+const sweepStep = 512
+
+// Sweep deletes the done and failed records whose TTL has run out at now:
+// a done key record expires when now >= At + doneTTL, a done job record
+// when now >= Updated + doneTTL, and failed ones with failedTTL. A TTL of 0
+// keeps records forever. It walks the expiry index in time order, in steps
+// of at most 512 entries, each written on the writer goroutine between
+// groups of Apply, so writes never wait for more than one step. It returns
+// the number of records deleted.
+//
+// Deletions are written without an fsync of their own (a lost deletion
+// is redone by the next sweep).
+func (s *Store) Sweep(now time.Time, doneTTL, failedTTL time.Duration) (int, error) {
+	if doneTTL < 0 || failedTTL < 0 {
+		return 0, fmt.Errorf("store: sweep with TTLs done %v, failed %v: want 0 (forever) or positive", doneTTL, failedTTL)
+	}
+	total := 0
+	for _, c := range []struct {
+		class byte
+		ttl   time.Duration
+	}{
+		{classKeyDone, doneTTL}, {classKeyFailed, failedTTL},
+		{classJobDone, doneTTL}, {classJobFailed, failedTTL},
+	} {
+		if c.ttl == 0 {
+			continue
+		}
+		cutoff := stamp(now)
+		if cutoff < math.MinInt64+int64(c.ttl) {
+			continue // nothing can be that old
+		}
+		cutoff = cutoff - int64(c.ttl) + 1 // expired: at <= now - ttl
+		for {
+			var st sweepResult
+			if err := s.do(func(w *writer) { st = s.sweepStep(w, c.class, cutoff) }); err != nil {
+				return total, err
+			}
+			total += st.deleted
+			if st.err != nil {
+				return total, st.err
+			}
+			if !st.more {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+type sweepResult struct {
+	deleted int
+	more    bool
+	err     error
+}
+
+// sweepStep examines up to sweepStep index entries of class older than
+// cutoff: each whose record is still in the indexed state at the indexed
+// time deletes the record; every examined entry is deleted (one range
+// deletion). It runs on the writer goroutine, so no batch lands between
+// its reads and its writes.
+func (s *Store) sweepStep(w *writer, class byte, cutoff int64) (res sweepResult) {
+	lower := []byte{pfxExpiry, class}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: expiryBound(class, cutoff)})
+	if err != nil {
+		res.err = fmt.Errorf("store %s: sweep: %w", s.where(), corrupt(err))
+		return res
+	}
+	identLen := 16
+	if class == classJobDone || class == classJobFailed {
+		identLen = 8
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	var last []byte
+	n := 0
+	valid := it.First()
+	for ; valid && n < sweepStep; valid = it.Next() {
+		k := it.Key()
+		if len(k) != 10+identLen {
+			res.err = fmt.Errorf("store %s: %w: expiry entry %x of %d bytes, want %d", s.where(), ErrCorrupt, k, len(k), 10+identLen)
+			break
+		}
+		at := int64(binary.BigEndian.Uint64(k[2:10]) ^ (1 << 63))
+		rk, live, err := s.expired(class, at, k[10:])
+		if err != nil {
+			res.err = err
+			break
+		}
+		if live {
+			_ = b.Delete(rk, nil)
+			res.deleted++
+		}
+		last = append(last[:0], k...)
+		n++
+	}
+	res.more = valid && res.err == nil
+	if err := it.Close(); err != nil && res.err == nil {
+		res.err = fmt.Errorf("store %s: sweep: %w", s.where(), corrupt(err))
+	}
+	if n == 0 {
+		return res
+	}
+	_ = b.DeleteRange(lower, append(last, 0), nil)
+	if err := s.pebbleApply(b, pebble.NoSync); err != nil {
+		w.fail(err)
+		res.deleted, res.err = 0, s.sticky()
+		return res
+	}
+	if !s.opts.Memory {
+		w.dirty = true // synced with the next batch, or at Close
+	}
+	return res
+}
+
+// expired looks up the record an expiry entry points at and reports
+// whether it is still in the entry's state at the entry's time (so it is
+// the record to delete), with the record's key.
+func (s *Store) expired(class byte, at int64, ident []byte) (rk []byte, live bool, err error) {
+	rk = make([]byte, 0, 1+len(ident))
+	kind := KindKey
+	if class == classKeyDone || class == classKeyFailed {
+		rk = append(rk, pfxKey)
+	} else {
+		rk = append(rk, pfxJob)
+		kind = KindJob
+	}
+	rk = append(rk, ident...)
+	_, err = s.get(rk, func(v []byte) error {
+		var st byte
+		var n int64
+		var derr error
+		if kind == KindKey {
+			var ks KeyState
+			ks, n, derr = keyHead(v)
+			st = byte(ks)
+		} else {
+			var js JobState
+			js, n, derr = jobHead(v)
+			st = byte(js)
+		}
+		if derr != nil {
+			return s.badRecord(kind, rk, derr)
+		}
+		live = st == classState(class) && n == at
+		return nil
+	})
+	return rk, live, err
+}
+
+// classState is the state an expiry class indexes.
+func classState(class byte) byte {
+	switch class {
+	case classKeyDone:
+		return byte(KeyDone)
+	case classKeyFailed:
+		return byte(KeyFailed)
+	case classJobDone:
+		return byte(JobDone)
+	case classJobFailed:
+		return byte(JobFailed)
+	}
+	return 0
+}
