@@ -20,8 +20,8 @@ func TestOrderTree(t *testing.T) {
 	}{
 		{4, 3000, sortAttempts},
 		{5, 3000, sortURL},
-		{otMax, 60000, sortAttempts},
-		{otMax, 60000, sortRetryAt},
+		{otMax, 20000, sortAttempts},
+		{otMax, 20000, sortRetryAt},
 	} {
 		t.Run(fmt.Sprintf("fanout=%d,%s", c.fanout, sortNames[c.key]), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(c.fanout), uint64(c.ops)))
