@@ -76,6 +76,10 @@ func (l *Link) NextReq() uint64 {
 // Endpoint is the server endpoint.
 func (l *Link) Endpoint() string { return l.c.cfg.Endpoint }
 
+// Conn is the connection, for goroutines the handler starts that must
+// Post back to the loop.
+func (l *Link) Conn() *Conn { return l.c }
+
 // Stop ends the loop after the current iteration: a live session is told
 // DISCONNECT 200, and Conn.Close and Done report err.
 func (l *Link) Stop(err error) {

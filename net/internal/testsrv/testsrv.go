@@ -1,0 +1,210 @@
+// Package testsrv starts real drover servers (net/server) on 127.0.0.1
+// for the tests and benchmarks of drover's client libraries, and collects
+// what they report (finished jobs, events, log records) so that tests can
+// wait for them with a deadline instead of sleeping.
+package testsrv
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"drover/admin"
+	"drover/coord/broker"
+	"drover/net/server"
+	"drover/net/zsock"
+)
+
+// Options configure a test server. Zero values take the defaults.
+type Options struct {
+	// Peers and Admin are the endpoints to bind (default: ephemeral
+	// loopback ports); give the endpoints of a stopped server to restart
+	// "it" on the same ports.
+	Peers, Admin string
+	// Heartbeat is the server's heartbeat (default 100ms); liveness is 3.
+	Heartbeat time.Duration
+	// MaxRequestFailures is the broker's failure budget (default 3).
+	MaxRequestFailures int
+	// Log, when set, also receives the server's log records.
+	Log *slog.Logger
+	// OnFinished, when set, receives finished jobs instead of the records
+	// (benchmarks, which finish too many to keep).
+	OnFinished func(broker.Finished)
+}
+
+// Server is a running test server.
+type Server struct {
+	*server.Server
+	stop   func()
+	runErr error
+
+	mu       sync.Mutex
+	finished []broker.Finished
+	events   []admin.Event
+	logs     []slog.Record
+	notify   chan struct{}
+}
+
+// Start runs a server until Stop or the end of the test.
+func Start(tb testing.TB, o Options) *Server {
+	tb.Helper()
+	s, err := New(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			tb.Errorf("server run: %v", err)
+		}
+	})
+	return s
+}
+
+// New runs a server until Stop; the caller must call Stop.
+func New(o Options) (*Server, error) {
+	if o.Peers == "" {
+		o.Peers = zsock.Ephemeral
+	}
+	if o.Admin == "" {
+		o.Admin = zsock.Ephemeral
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = 100 * time.Millisecond
+	}
+	ts := &Server{notify: make(chan struct{}, 1)}
+	opts := server.Options{
+		Peers: o.Peers, Admin: o.Admin, Events: "-",
+		OnFinished: func(f broker.Finished) { ts.add(func() { ts.finished = append(ts.finished, f) }) },
+		OnEvent:    func(ev admin.Event) { ts.add(func() { ts.events = append(ts.events, ev) }) },
+		Log:        slog.New(&capture{s: ts, next: o.Log}),
+	}
+	if o.OnFinished != nil {
+		opts.OnFinished = o.OnFinished
+	}
+	opts.Coord.Heartbeat = o.Heartbeat
+	opts.Coord.MinHeartbeat = min(10*time.Millisecond, o.Heartbeat)
+	opts.Coord.Broker.MaxRequestFailures = o.MaxRequestFailures
+	s, err := server.New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("test server: %w", err)
+	}
+	ts.Server = s
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	var once sync.Once
+	ts.stop = func() {
+		once.Do(func() {
+			cancel()
+			ts.runErr = <-done
+		})
+	}
+	return ts, nil
+}
+
+// Stop stops the server (it says DISCONNECT 503 to everyone) and waits
+// for it; its sockets are closed when it returns.
+func (s *Server) Stop() error {
+	s.stop()
+	return s.runErr
+}
+
+func (s *Server) add(f func()) {
+	s.mu.Lock()
+	f()
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// WaitFor waits until cond, called with the server's records locked, is
+// true, or fails the test after d.
+func (s *Server) WaitFor(tb testing.TB, d time.Duration, what string, cond func(r *Records) bool) {
+	tb.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		ok := cond(&Records{Finished: s.finished, Events: s.events, Logs: s.logs})
+		s.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-s.notify:
+		case <-deadline.C:
+			tb.Fatalf("%s: not within %v", what, d)
+		}
+	}
+}
+
+// Records are what a server reported so far.
+type Records struct {
+	Finished []broker.Finished // terminal job outcomes, in order
+	Events   []admin.Event     // state changes, in order
+	Logs     []slog.Record     // log records, in order
+}
+
+// Snapshot returns a copy of the records.
+func (s *Server) Snapshot() Records {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Records{
+		Finished: append([]broker.Finished(nil), s.finished...),
+		Events:   append([]admin.Event(nil), s.events...),
+		Logs:     append([]slog.Record(nil), s.logs...),
+	}
+}
+
+// Attr returns the value of a record's attribute.
+func Attr(r slog.Record, key string) (slog.Value, bool) {
+	var v slog.Value
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v, found = a.Value, true
+			return false
+		}
+		return true
+	})
+	return v, found
+}
+
+// capture keeps every log record of the server and passes it on.
+type capture struct {
+	s    *Server
+	next *slog.Logger
+}
+
+func (c *capture) Enabled(context.Context, slog.Level) bool { return true }
+
+func (c *capture) Handle(ctx context.Context, r slog.Record) error {
+	c.s.add(func() { c.s.logs = append(c.s.logs, r.Clone()) })
+	if c.next != nil {
+		return c.next.Handler().Handle(ctx, r)
+	}
+	return nil
+}
+
+func (c *capture) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *capture) WithGroup(string) slog.Handler      { return c }
+
+// Eventually polls cond every 10ms until it is true, or fails the test
+// after d.
+func Eventually(tb testing.TB, d time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: not within %v", what, d)
+		}
+		<-tick.C
+	}
+}
