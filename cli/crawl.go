@@ -1,0 +1,308 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"drover/admin"
+	"drover/config"
+	"drover/crawl"
+	"drover/net/client"
+	"drover/net/server"
+	"drover/net/wire"
+	"drover/net/worker"
+	"drover/net/zsock"
+	"drover/tui"
+)
+
+// crawlOptions are the flags of drover crawl (and the demo's fixed choices).
+type crawlOptions struct {
+	workers  int
+	slots    int
+	maxPages int
+	maxDepth int
+	scope    string
+	perHost  int
+	minDelay time.Duration
+	out      string
+	noTUI    bool
+	// ephemeral binds the sockets to free loopback ports (the demo).
+	ephemeral bool
+	// resolve pins host:port names to addresses (the demo's site).
+	resolve map[string]string
+	// check runs after the crawl with the results (the demo compares them
+	// with its site); a non-nil error fails the command.
+	check func(records []crawl.Record, t admin.Totals, w io.Writer) error
+	title string
+}
+
+func newCrawlCmd() *cobra.Command {
+	var o crawlOptions
+	cmd := &cobra.Command{
+		Use:   "crawl URL",
+		Short: "Crawl a site from a seed URL: coordinator, local workers and console in one process",
+		Long: `crawl runs the coordinator, N local workers and (on a terminal) the console in one
+process, starting from URL. Every page is fetched once: links go back to the
+coordinator with each result and are deduplicated there. Remote workers may join
+with "drover worker --connect" on the peers endpoint it prints. It ends when the
+frontier is empty and nothing is in flight, and prints a summary. Results are
+written as JSON lines to --out.`,
+		Example: `  drover crawl https://example.com/ --workers 4 --max-pages 500 --out pages.jsonl
+  drover crawl https://example.com/docs/ --scope prefix --max-depth 3 --no-tui`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			seed, err := crawl.Normalize(args[0])
+			if err != nil {
+				return usageError("crawl: seed URL %q: %v", args[0], err)
+			}
+			return runCrawl(cmd, cfg, seed, o)
+		},
+	}
+	addCrawlFlags(cmd, &o)
+	addServerFlags(cmd)
+	return cmd
+}
+
+func addCrawlFlags(cmd *cobra.Command, o *crawlOptions) {
+	fs := cmd.Flags()
+	fs.IntVar(&o.workers, "workers", 4, "local workers to run")
+	fs.IntVar(&o.slots, "slots", 2, "concurrent fetches per local worker")
+	fs.IntVar(&o.maxPages, "max-pages", 0, "stop submitting new pages after this many (0: no limit)")
+	fs.IntVar(&o.maxDepth, "max-depth", crawl.DefaultMaxDepth, "links followed from the seed (0: no limit)")
+	fs.StringVar(&o.scope, "scope", "host", "which links to follow: host (same host), domain (host and subdomains) or prefix (under the seed's directory)")
+	fs.StringVar(&o.out, "out", "", "write one JSON object per fetched page to this file (JSON lines)")
+	fs.BoolVar(&o.noTUI, "no-tui", false, "print progress lines and a summary instead of the console")
+	must(config.AddFlag(fs, "crawl.per_host", "per-host", ""))
+	must(config.AddFlags(fs, "crawl.user_agent", "crawl.timeout", "crawl.min_delay"))
+}
+
+// crawlConfig builds the fetcher's configuration from the config keys and
+// the command's flags.
+func crawlConfig(cfg *config.Config, o crawlOptions) (crawl.Config, error) {
+	c := crawl.DefaultConfig(version)
+	if cfg.Source("crawl.user_agent").Kind != config.FromDefault {
+		c.UserAgent = cfg.Crawl.UserAgent // else drover/VERSION (+URL)
+	}
+	c.PerHost = cfg.Crawl.PerHost
+	c.Timeout = cfg.Crawl.Timeout
+	c.ConnectTimeout = cfg.Crawl.ConnectTimeout
+	c.MaxBodyBytes = cfg.Crawl.MaxBody
+	c.MinDelay = cfg.Crawl.MinDelay
+	if o.minDelay != 0 && cfg.Source("crawl.min_delay").Kind == config.FromDefault {
+		c.MinDelay = o.minDelay // the demo's own default
+	}
+	c.MaxDepth = o.maxDepth
+	c.MaxPages = o.maxPages
+	c.Resolve = o.resolve
+	scope, err := crawl.ParseScope(o.scope)
+	if err != nil {
+		return c, usageError("crawl: --scope %q: %v", o.scope, err)
+	}
+	c.Scope = scope
+	if err := c.Validate(); err != nil {
+		return c, usageError("crawl: %v", err)
+	}
+	return c, nil
+}
+
+func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOptions) error {
+	if o.workers < 1 || o.slots < 1 || o.maxPages < 0 || o.maxDepth < 0 {
+		return usageError("crawl: --workers %d, --slots %d, --max-pages %d, --max-depth %d: want workers and slots >= 1, limits >= 0", o.workers, o.slots, o.maxPages, o.maxDepth)
+	}
+	ccfg, err := crawlConfig(cfg, o)
+	if err != nil {
+		return err
+	}
+	useTUI := !o.noTUI && isTerminal(cmd.OutOrStdout()) && isTerminal(cmd.InOrStdin())
+	if cfg.Source("log.level").Kind == config.FromDefault {
+		cfg.Log.Level = "warn" // progress lines say what matters; -v style detail on request
+	}
+	log, closeLog, err := newLogger(cfg, cmd.ErrOrStderr(), useTUI)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	ctx, stop := signalContext(cmd.Context())
+	defer stop()
+	out := cmd.OutOrStdout()
+
+	var jsonl *crawl.JSONLWriter
+	if o.out != "" {
+		if jsonl, err = crawl.OpenJSONL(o.out); err != nil {
+			return fmt.Errorf("crawl: --out: %w", err)
+		}
+	}
+	sink := newResultSink(jsonl, o.check != nil)
+
+	opts := server.Options{
+		Peers: cfg.Peers.Listen, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
+		Coord: coordConfig(cfg), Log: log, Server: "drover " + version, OnFinished: sink.add,
+	}
+	if o.ephemeral {
+		opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
+	}
+	opts.Coord.MaxJobs = o.maxPages
+	srv, err := server.New(opts)
+	if err != nil {
+		sink.close()
+		return fmt.Errorf("crawl: %w (another drover running? choose other addresses with --bind, --admin and --events)", err)
+	}
+	fetcher, err := crawl.New(ccfg)
+	if err != nil {
+		sink.close()
+		return usageError("crawl: %v", err)
+	}
+	defer fetcher.Close()
+
+	// The reactor, then the workers, each on its own goroutine; all stop
+	// when runCtx ends. The server stops last so the workers' final
+	// results and DISCONNECTs reach it.
+	srvCtx, stopSrv := context.WithCancel(context.Background())
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.Run(srvCtx) }()
+	defer func() {
+		stopSrv()
+		<-srvDone
+	}()
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var wg sync.WaitGroup
+	for i := range o.workers {
+		wid := fmt.Sprintf("local-%d", i+1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := worker.Run(runCtx, worker.Options{
+				Connect: srv.InprocPeers(), ID: wid, Host: hostname(), Slots: o.slots,
+				Heartbeat: cfg.Heartbeat.Interval, Log: log.With("worker", wid),
+			}, crawlHandler(fetcher, ccfg, wid))
+			if err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("local worker stopped", "worker", wid, "err", err)
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer stopRun()
+
+	start := time.Now()
+	if err := submitSeed(runCtx, srv.InprocPeers(), seed); err != nil {
+		return err
+	}
+	adm, err := client.DialAdmin(runCtx, client.AdminOptions{Connect: srv.InprocAdmin(), ID: "crawl"})
+	if err != nil {
+		return fmt.Errorf("crawl: attaching to the coordinator: %w", err)
+	}
+	defer adm.Close()
+
+	if !useTUI {
+		fmt.Fprintf(out, "crawling %s with %d workers (peers %s, admin %s)\n", seed, o.workers, srv.PeersEndpoint(), srv.AdminEndpoint())
+	}
+	finished := make(chan admin.Totals, 1)
+	go watchCrawl(runCtx, adm, sink, useTUI, out, finished)
+
+	var final admin.Totals
+	completed := false
+	if useTUI {
+		topts := tui.Options{Embedded: true, Version: version, Theme: cfg.Console.Theme, Refresh: cfg.Console.Refresh, ReadOnly: cfg.Console.ReadOnly}
+		if err := tui.Run(runCtx, adm, topts, cmd.InOrStdin(), out); err != nil {
+			return fmt.Errorf("console: %w", err)
+		}
+		select {
+		case final = <-finished:
+			completed = true
+		default:
+			final, _ = adm.Totals(context.Background())
+		}
+	} else {
+		select {
+		case final = <-finished:
+			completed = true
+		case <-ctx.Done():
+			final, _ = adm.Totals(context.Background())
+		}
+	}
+	elapsed := time.Since(start)
+	stopRun()
+	wg.Wait()
+	if err := sink.close(); err != nil {
+		return err
+	}
+	if o.title != "" {
+		fmt.Fprintln(out, o.title)
+	}
+	sink.summary(out, final, elapsed, completed)
+	if o.out != "" {
+		fmt.Fprintf(out, "  results:           %s\n", o.out)
+	}
+	if o.check != nil && completed {
+		return o.check(sink.records, final, out)
+	}
+	return nil
+}
+
+// submitSeed submits the crawl's first page through a producer session.
+func submitSeed(ctx context.Context, endpoint, seed string) error {
+	item, err := seedItem(seed)
+	if err != nil {
+		return err
+	}
+	p, err := client.Dial(ctx, client.Options{Connect: endpoint, ID: "crawl-seed"})
+	if err != nil {
+		return fmt.Errorf("crawl: connecting the producer: %w", err)
+	}
+	defer p.Close()
+	if _, err := p.Submit(ctx, []wire.SubmitItem{item}); err != nil {
+		return fmt.Errorf("crawl: submitting the seed %s: %w", seed, err)
+	}
+	return nil
+}
+
+// watchCrawl polls the totals until the frontier is empty and nothing is in
+// flight, printing a progress line a second when there is no console.
+func watchCrawl(ctx context.Context, adm *client.Admin, sink *resultSink, quiet bool, out io.Writer, finished chan<- admin.Totals) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	lastLine := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t, err := adm.Totals(ctx)
+		if err != nil {
+			continue
+		}
+		active := t.Queued + t.Dispatched + t.Backoff + t.KeysRequested
+		settled := t.Done + t.Failed
+		if !quiet && time.Since(lastLine) >= time.Second {
+			lastLine = time.Now()
+			pages, _, failed := sink.counts()
+			fmt.Fprintf(out, "pages %d  queued %d  in flight %d  backoff %d  failed %d  duplicates avoided %d\n",
+				pages, t.Queued, t.Dispatched, t.Backoff, failed, t.DedupHits)
+		}
+		if active == 0 && settled > 0 {
+			finished <- t
+			return
+		}
+	}
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "localhost"
+	}
+	return h
+}

@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"drover/admin"
+	"drover/coord/broker"
+	"drover/crawl"
+)
+
+// resultSink receives finished jobs from the reactor goroutine (which must
+// never block on it), writes them as JSONL from a goroutine of its own and
+// keeps the counts the crawl summary reports.
+type resultSink struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []broker.Finished
+	closed  bool
+	done    chan struct{}
+	w       *crawl.JSONLWriter // nil: records are only counted
+	err     error
+	records []crawl.Record // kept for the demo's check against the site (nil unless keep)
+	keep    bool
+
+	pages      int
+	failed     int
+	disallowed int
+	statuses   map[int]int
+}
+
+func newResultSink(w *crawl.JSONLWriter, keep bool) *resultSink {
+	s := &resultSink{w: w, keep: keep, done: make(chan struct{}), statuses: map[int]int{}}
+	s.cond = sync.NewCond(&s.mu)
+	go s.run()
+	return s
+}
+
+// add queues a finished job; it never blocks for I/O.
+func (s *resultSink) add(f broker.Finished) {
+	s.mu.Lock()
+	s.queue = append(s.queue, f)
+	s.mu.Unlock()
+	s.cond.Signal()
+}
+
+func (s *resultSink) run() {
+	defer close(s.done)
+	var batch []broker.Finished
+	for {
+		s.mu.Lock()
+		for len(s.queue) == 0 && !s.closed {
+			s.cond.Wait()
+		}
+		batch, s.queue = s.queue, batch[:0]
+		closed := s.closed
+		s.mu.Unlock()
+		for _, f := range batch {
+			s.write(f)
+		}
+		if closed && len(batch) == 0 {
+			return
+		}
+	}
+}
+
+func (s *resultSink) write(f broker.Finished) {
+	var rec crawl.Record
+	if f.Failed || len(f.Output) == 0 {
+		rec = crawl.Record{URL: f.Key.URL, Outcome: "failed", Error: f.Error}
+	} else if err := json.Unmarshal(f.Output, &rec); err != nil {
+		rec = crawl.Record{URL: f.Key.URL, Outcome: "failed", Error: fmt.Sprintf("undecodable page record: %v", err)}
+	}
+	s.mu.Lock()
+	switch {
+	case rec.Outcome == "failed":
+		s.failed++
+	case rec.Disallowed:
+		s.disallowed++
+	default:
+		s.pages++
+		s.statuses[rec.Status]++
+	}
+	if s.keep {
+		s.records = append(s.records, rec)
+	}
+	s.mu.Unlock()
+	if s.w != nil && s.err == nil {
+		if err := s.w.Write(rec); err != nil {
+			s.err = fmt.Errorf("writing results: %w", err)
+		}
+	}
+}
+
+// close writes what is queued and stops the writer.
+func (s *resultSink) close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cond.Signal()
+	<-s.done
+	if s.w != nil {
+		if err := s.w.Close(); err != nil && s.err == nil {
+			s.err = err
+		}
+	}
+	return s.err
+}
+
+// counts returns pages fetched, disallowed and failed so far.
+func (s *resultSink) counts() (pages, disallowed, failed int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pages, s.disallowed, s.failed
+}
+
+// summary prints the crawl's closing report.
+func (s *resultSink) summary(w io.Writer, t admin.Totals, elapsed time.Duration, completed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	codes := slices.Sorted(maps.Keys(s.statuses))
+	var parts []string
+	for _, c := range codes {
+		parts = append(parts, fmt.Sprintf("%d×%d", s.statuses[c], c))
+	}
+	rate := float64(s.pages) / max(elapsed.Seconds(), 1e-3)
+	retries := int64(t.Dispatches) - int64(t.Completions) - int64(t.Failed)
+	how := "crawl finished in"
+	if !completed {
+		how = "crawl stopped before the frontier was empty, after"
+	}
+	fmt.Fprintf(w, "%s %s: %d pages fetched (%.1f pages/s), %d disallowed by robots.txt, %d failed\n",
+		how, elapsed.Round(10*time.Millisecond), s.pages, rate, s.disallowed, s.failed)
+	fmt.Fprintf(w, "  statuses:          %s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(w, "  duplicates avoided: %d\n", t.DedupHits)
+	fmt.Fprintf(w, "  retries:           %d (throttled %d times, %d internal failures)\n", max(retries, 0), t.Throttles, t.Failures)
+}

@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildDrover builds the drover binary once per test run.
+func buildDrover(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "drover")
+	cmd := exec.Command("go", "build", "-o", bin, "..")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("building drover: %v", err)
+	}
+	return bin
+}
+
+// tmuxSession runs a command in a detached tmux session of the given size
+// with its own server socket, so tests never touch a user's tmux.
+type tmuxSession struct {
+	t      *testing.T
+	socket string
+	name   string
+}
+
+func requireTmux(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is missing: make test installs it (scripts/deps.sh test)")
+		}
+		t.Skip("tmux not installed: run make test, which installs it")
+	}
+}
+
+func newTmux(t *testing.T, width, height int, command string) *tmuxSession {
+	t.Helper()
+	s := &tmuxSession{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock"), name: "drover-test"}
+	s.run("new-session", "-d", "-s", s.name, "-x", fmt.Sprint(width), "-y", fmt.Sprint(height),
+		"env", "TERM=xterm-256color", "sh", "-c", command+"; echo EXITED $?; sleep 30")
+	t.Cleanup(func() { exec.Command("tmux", "-S", s.socket, "kill-server").Run() })
+	return s
+}
+
+func (s *tmuxSession) run(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", s.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %v: %v: %s", args, err, out)
+	}
+	return string(out)
+}
+
+func (s *tmuxSession) screen() string { return s.run("capture-pane", "-p", "-t", s.name) }
+
+func (s *tmuxSession) keys(keys ...string) { s.run(append([]string{"send-keys", "-t", s.name}, keys...)...) }
+
+// waitFor polls the screen until every want string is on it.
+func (s *tmuxSession) waitFor(what string, want ...string) string {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var scr string
+	for time.Now().Before(deadline) {
+		scr = s.screen()
+		ok := true
+		for _, w := range want {
+			if !strings.Contains(scr, w) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return scr
+		}
+		time.Sleep(50 * time.Millisecond) // polling the screen with a deadline, not waiting for a condition blind
+	}
+	s.t.Fatalf("%s: %q not on screen within 20s; screen:\n%s", what, want, scr)
+	return ""
+}
+
+// TestTmuxDemo runs drover demo in a 120x40 tmux pane as an operator would:
+// the header and the Workers view appear, 2 switches to Jobs, ? opens the
+// help, q quits (asking first while work is in flight), and the summary is
+// printed.
+func TestTmuxDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a crawl")
+	}
+	requireTmux(t)
+	bin := buildDrover(t)
+	s := newTmux(t, 120, 40, bin+" demo")
+	s.waitFor("header and workers view", "drover", "local-1")
+	s.keys("2")
+	s.waitFor("jobs view", "http://demo.drover.test/")
+	s.keys("?")
+	s.waitFor("help", "quit")
+	s.keys("Escape")
+	s.keys("q")
+	scr := s.screen()
+	if strings.Contains(scr, "Cancel") { // still crawling: the quit dialog asks first
+		s.keys("Tab", "Enter")
+	}
+	s.waitFor("summary after quitting", "crawl ", "pages fetched", "EXITED 0")
+}
