@@ -60,7 +60,9 @@ func (s *tmuxSession) run(args ...string) string {
 
 func (s *tmuxSession) screen() string { return s.run("capture-pane", "-p", "-t", s.name) }
 
-func (s *tmuxSession) keys(keys ...string) { s.run(append([]string{"send-keys", "-t", s.name}, keys...)...) }
+func (s *tmuxSession) keys(keys ...string) {
+	s.run(append([]string{"send-keys", "-t", s.name}, keys...)...)
+}
 
 // waitFor polls the screen until every want string is on it.
 func (s *tmuxSession) waitFor(what string, want ...string) string {
