@@ -17,6 +17,8 @@ import (
 	"drover/coord/broker"
 	"drover/coord/ledger"
 	"drover/obs"
+	"drover/themes"
+	"drover/tui"
 )
 
 // configFlag is the persistent --config flag shared by every command.
@@ -95,4 +97,30 @@ func ignoreCanceled(err error) error {
 		return nil
 	}
 	return err
+}
+
+// consoleOptions maps the console.* keys onto the console's options. A
+// custom palette becomes a theme named "custom" on top of the configured
+// base theme, and is where the console starts.
+func consoleOptions(c *config.Config, embedded, readOnly bool) (tui.Options, error) {
+	o := tui.Options{
+		Embedded: embedded, Version: version, Refresh: c.Console.Refresh,
+		ReadOnly: readOnly || c.Console.ReadOnly,
+	}
+	if c.Console.Theme != "auto" {
+		o.Theme = c.Console.Theme
+	}
+	if len(c.Console.Palette) > 0 {
+		base := o.Theme
+		if base == "" {
+			base = "dark"
+		}
+		th, err := themes.Custom("custom", base, c.Console.Palette)
+		if err != nil {
+			return o, &exitError{code: 2, err: fmt.Errorf("console.palette: %w", err)}
+		}
+		o.Themes = []themes.Theme{th}
+		o.Theme = "custom"
+	}
+	return o, nil
 }

@@ -214,7 +214,10 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	var final admin.Totals
 	completed := false
 	if useTUI {
-		topts := tui.Options{Embedded: true, Version: version, Theme: cfg.Console.Theme, Refresh: cfg.Console.Refresh, ReadOnly: cfg.Console.ReadOnly}
+		topts, err := consoleOptions(cfg, true, false)
+		if err != nil {
+			return err
+		}
 		if err := tui.Run(runCtx, adm, topts, cmd.InOrStdin(), out); err != nil {
 			return fmt.Errorf("console: %w", err)
 		}

@@ -154,6 +154,9 @@ func (c *Coordinator) Touch(now time.Time, s id.Session) bool {
 }
 
 func (c *Coordinator) touch(now time.Time, ss *session) {
+	if ss.role == RoleWorker {
+		c.brk.Seen(now, ss.id) // the console's heartbeat age
+	}
 	d := now.Add(ss.beat * time.Duration(c.cfg.Liveness))
 	if d.After(ss.deadline) {
 		ss.deadline = d
