@@ -59,6 +59,7 @@ worker held. Run "drover demo" to watch a local crawl.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().String(configFlag, "", "config file (default: $DROVER_CONFIG, ./drover.yaml, $XDG_CONFIG_HOME/drover/drover.yaml, /etc/drover/drover.yaml)")
-	root.AddCommand(newVersionCmd(), newServeCmd(), newConfigCmd(), newCrawlCmd(), newDemoCmd())
+	root.AddCommand(newVersionCmd(), newServeCmd(), newConfigCmd(), newCrawlCmd(), newDemoCmd(),
+		newWorkerCmd(), newSubmitCmd(), newStatusCmd(), newConsoleCmd())
 	return root
 }

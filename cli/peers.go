@@ -1,0 +1,339 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"drover/admin"
+	"drover/config"
+	"drover/coord/id"
+	"drover/crawl"
+	"drover/net/client"
+	"drover/net/wire"
+	"drover/net/worker"
+	"drover/tui"
+)
+
+// parseHeaders turns repeated --header k=v flags into a map.
+func parseHeaders(hs []string) (map[string]string, error) {
+	if len(hs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(hs))
+	for _, h := range hs {
+		k, v, ok := strings.Cut(h, "=")
+		if !ok || k == "" {
+			return nil, usageError("--header %q: want name=value", h)
+		}
+		if _, dup := m[k]; dup {
+			return nil, usageError("--header %q: %s given twice", h, k)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// connectOr returns the --connect flag, or the endpoint the configuration
+// says the coordinator listens on.
+func connectOr(cmd *cobra.Command, listen string) string {
+	if c, _ := cmd.Flags().GetString("connect"); c != "" {
+		return c
+	}
+	return listen
+}
+
+func newWorkerCmd() *cobra.Command {
+	var (
+		slots   int
+		headers []string
+		execCmd string
+		wid     string
+	)
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run a worker: the crawl handler, or a command per job (--exec)",
+		Long: `worker connects to a coordinator's peers endpoint, announces its capabilities
+(--header k=v) and slots, and runs the jobs it is given. Without --exec it runs the
+crawl handler (fetch the URL politely, report the page and its links). With --exec
+it runs the command through /bin/sh for each job: the payload on stdin,
+DROVER_JOB_ID, DROVER_URL and DROVER_ATTEMPT in the environment; exit 0 is ok,
+75 (EX_TEMPFAIL) a retryable failure, 65 (EX_DATAERR) a bad job, anything else a
+retryable failure; stdout becomes the job's output. It reconnects by itself
+(1s doubling to 32s) and re-announces the jobs it holds.`,
+		Example: `  drover worker --connect tcp://10.0.0.5:5570 --slots 8
+  drover worker --header hwgroup=gpu --exec 'render "$DROVER_URL"'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			hm, err := parseHeaders(headers)
+			if err != nil {
+				return err
+			}
+			if slots < 1 || slots > wire.MaxSlots {
+				return usageError("--slots %d: want 1 to %d", slots, wire.MaxSlots)
+			}
+			log, closeLog, err := newLogger(cfg, cmd.ErrOrStderr(), false)
+			if err != nil {
+				return err
+			}
+			defer closeLog()
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			opts := worker.Options{
+				Connect: connectOr(cmd, cfg.Peers.Listen), ID: wid, Slots: slots, Headers: hm,
+				Heartbeat: cfg.Heartbeat.Interval, Log: log,
+			}
+			var h worker.Handler
+			if execCmd != "" {
+				h = worker.Exec([]string{"/bin/sh", "-c", execCmd})
+			} else {
+				ccfg, err := crawlConfig(cfg, crawlOptions{maxDepth: crawl.DefaultMaxDepth, scope: "host"})
+				if err != nil {
+					return err
+				}
+				f, err := crawl.New(ccfg)
+				if err != nil {
+					return usageError("worker: %v", err)
+				}
+				defer f.Close()
+				name := wid
+				if name == "" {
+					name = hostname()
+				}
+				h = crawlHandler(f, ccfg, name)
+			}
+			log.Info("worker starting", "connect", opts.Connect, "slots", slots, "exec", execCmd != "")
+			err = worker.Run(ctx, opts, h)
+			if errors.Is(err, context.Canceled) || errors.Is(err, worker.ErrDrained) {
+				return nil
+			}
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	fs.String("connect", "", "the coordinator's peers endpoint (default: peers.listen)")
+	fs.IntVar(&slots, "slots", 1, "jobs run at once")
+	fs.StringArrayVar(&headers, "header", nil, "a capability name=value (repeatable), e.g. hwgroup=gpu, threads=8")
+	fs.StringVar(&execCmd, "exec", "", "run this shell command per job instead of the crawl handler")
+	fs.StringVar(&wid, "id", "", "stable worker id (default: host-pid); a reconnect with the same id keeps its jobs")
+	must(config.AddFlags(fs, "crawl.user_agent", "crawl.per_host", "crawl.timeout", "crawl.min_delay", "heartbeat.interval"))
+	return cmd
+}
+
+func newSubmitCmd() *cobra.Command {
+	var (
+		headers   []string
+		crawler   string
+		processor string
+		depth     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "submit URL... | -",
+		Short: "Submit work (deduplicated by the coordinator) and print what became of it",
+		Example: `  drover submit https://example.com/a https://example.com/b
+  cat urls.txt | drover submit - --header hwgroup=gpu`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			hm, err := parseHeaders(headers)
+			if err != nil {
+				return err
+			}
+			urls, err := readURLs(cmd.InOrStdin(), args)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			c, err := client.Dial(ctx, client.Options{Connect: connectOr(cmd, cfg.Peers.Listen)})
+			if err != nil {
+				return fmt.Errorf("submit: %w", err)
+			}
+			defer c.Close()
+			items := make([]wire.SubmitItem, len(urls))
+			for i, u := range urls {
+				items[i] = wire.SubmitItem{Key: id.Key{Crawler: crawler, Processor: processor, URL: u}, Headers: toHeaders(hm)}
+				if crawler == crawlCrawler && processor == crawlProcessor && depth {
+					it, _ := seedItem(u)
+					items[i].Payload = it.Payload
+				}
+			}
+			res, err := c.Submit(ctx, items)
+			if err != nil {
+				return fmt.Errorf("submit: %w", err)
+			}
+			counts := map[wire.SubmitStatus]int{}
+			out := cmd.OutOrStdout()
+			for i, r := range res {
+				counts[r.Status]++
+				if r.Status == wire.SubmitError {
+					fmt.Fprintf(cmd.ErrOrStderr(), "rejected %s: %s\n", urls[i], r.Reason)
+				}
+			}
+			fmt.Fprintf(out, "%d submitted: %d accepted, %d duplicates, %d waiting, %d rejected\n",
+				len(res), counts[wire.SubmitAccepted], counts[wire.SubmitDuplicate], counts[wire.SubmitWait], counts[wire.SubmitError])
+			if counts[wire.SubmitError] > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%d URLs rejected", counts[wire.SubmitError])}
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.String("connect", "", "the coordinator's peers endpoint (default: peers.listen)")
+	fs.StringArrayVar(&headers, "header", nil, "a requirement name=value workers must satisfy (repeatable)")
+	fs.StringVar(&crawler, "crawler", crawlCrawler, "the crawler part of the work key")
+	fs.StringVar(&processor, "processor", crawlProcessor, "the processor part of the work key")
+	fs.BoolVar(&depth, "seed", true, "give crawl jobs a crawl payload (depth 0, the URL as the scope's seed) so crawl workers follow their links")
+	return cmd
+}
+
+func toHeaders(m map[string]string) wire.Headers {
+	var h wire.Headers
+	for k, v := range m {
+		h = append(h, wire.Header{Name: k, Value: v})
+	}
+	return h
+}
+
+// readURLs takes URLs from the arguments, or one per line from stdin for "-".
+func readURLs(stdin io.Reader, args []string) ([]string, error) {
+	if len(args) == 1 && args[0] == "-" {
+		var urls []string
+		sc := bufio.NewScanner(stdin)
+		sc.Buffer(make([]byte, 64<<10), wire.MaxURL+1)
+		for sc.Scan() {
+			if u := strings.TrimSpace(sc.Text()); u != "" && !strings.HasPrefix(u, "#") {
+				urls = append(urls, u)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("submit: reading URLs from stdin: %w", err)
+		}
+		if len(urls) == 0 {
+			return nil, usageError("submit: no URLs on stdin")
+		}
+		return urls, nil
+	}
+	return args, nil
+}
+
+func newStatusCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "status",
+		Short:   "Print the coordinator's totals and workers",
+		Example: "  drover status\n  drover status --connect tcp://10.0.0.5:5571 --json | jq .totals",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+			defer cancel()
+			a, err := client.DialAdmin(ctx, client.AdminOptions{Connect: connectOr(cmd, cfg.Admin.Listen), ReadOnly: true})
+			if err != nil {
+				return fmt.Errorf("status: %w", err)
+			}
+			defer a.Close()
+			t, err := a.Totals(ctx)
+			if err != nil {
+				return fmt.Errorf("status: %w", err)
+			}
+			page, err := a.Query(ctx, admin.Query{View: admin.ViewWorkers, Limit: 1000})
+			if err != nil {
+				return fmt.Errorf("status: %w", err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(struct {
+					Totals  admin.Totals      `json:"totals"`
+					Workers []admin.WorkerRow `json:"workers"`
+				}{t, page.Workers})
+			}
+			printStatus(out, t, page.Workers)
+			return nil
+		},
+	}
+	cmd.Flags().String("connect", "", "the coordinator's admin endpoint (default: admin.listen)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printStatus(w io.Writer, t admin.Totals, workers []admin.WorkerRow) {
+	paused := ""
+	if t.Paused {
+		paused = "  (dispatch PAUSED)"
+	}
+	fmt.Fprintf(w, "jobs:    queued %d, dispatched %d, backoff %d, done %d, failed %d, unroutable %d%s\n",
+		t.Queued, t.Dispatched, t.Backoff, t.Done, t.Failed, t.Unroutable, paused)
+	fmt.Fprintf(w, "keys:    requested %d, queued %d, done %d, waiters %d, duplicates avoided %d\n",
+		t.KeysRequested, t.KeysQueued, t.KeysDone, t.Waiters, t.DedupHits)
+	fmt.Fprintf(w, "workers: idle %d, busy %d, draining %d, lost %d\n", t.WorkersIdle, t.WorkersBusy, t.WorkersDraining, t.WorkersLost)
+	if len(workers) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nWORKER\tHOST\tSTATE\tSLOTS\tJOBS\tDONE\tFAILURES\tHEARTBEAT")
+	for _, r := range workers {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%v\t%d\t%d\t%s ago\n", r.ID, r.Host, r.State, r.Used, r.Slots, r.Jobs, r.Done, r.Failures,
+			time.Since(r.LastHeartbeat).Round(100*time.Millisecond))
+	}
+	tw.Flush()
+}
+
+func newConsoleCmd() *cobra.Command {
+	var readOnly bool
+	cmd := &cobra.Command{
+		Use:   "console",
+		Short: "Attach the console to a running drover serve",
+		Long: `console attaches the operations console to a coordinator's admin endpoint.
+Closing it leaves the coordinator running. The header shows STALE while the
+coordinator does not answer, and the console recovers by itself when it returns.`,
+		Example: "  drover console --connect tcp://127.0.0.1:5571\n  ssh ops@crawler -t drover console --read-only",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			topts, err := consoleOptions(cfg, false, readOnly)
+			if err != nil {
+				return err
+			}
+			log, closeLog, err := newLogger(cfg, cmd.ErrOrStderr(), true)
+			if err != nil {
+				return err
+			}
+			defer closeLog()
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			a, err := client.DialAdmin(ctx, client.AdminOptions{Connect: connectOr(cmd, cfg.Admin.Listen), ReadOnly: topts.ReadOnly, Log: log})
+			if err != nil {
+				return fmt.Errorf("console: %w", err)
+			}
+			defer a.Close()
+			return ignoreCanceled(tui.Run(ctx, a, topts, cmd.InOrStdin(), cmd.OutOrStdout()))
+		},
+	}
+	cmd.Flags().String("connect", "", "the coordinator's admin endpoint (default: admin.listen)")
+	cmd.Flags().BoolVar(&readOnly, "read-only", false, "look without acting: evict, drain, requeue and pause are refused")
+	return cmd
+}
