@@ -221,7 +221,7 @@ func (w *writer) commit() {
 	switch {
 	case err != nil:
 		w.fail(err)
-		w.ack(dones, err)
+		w.ack(dones, s.sticky())
 	case s.opts.Sync == SyncBatch && (w.dirty || len(w.pending) > 0):
 		w.pending = append(w.pending, dones...)
 		if !w.armed {

@@ -1,0 +1,222 @@
+package store
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+func TestSweepExpiresByTTL(t *testing.T) {
+	const hour = time.Hour
+	type rec struct {
+		key  *KeyRecord
+		job  *JobRecord
+		name string
+	}
+	k := func(i int, st KeyState) rec {
+		r := keyRec(i, st, base)
+		return rec{key: &r, name: "key " + st.String()}
+	}
+	j := func(i uint64, st JobState) rec {
+		r := jobRec(i, st, base)
+		return rec{job: &r, name: "job " + st.String()}
+	}
+	all := []rec{
+		k(1, KeyQueued), k(2, KeyDone), k(3, KeyFailed),
+		j(1, JobQueued), j(2, JobDispatched), j(3, JobBackoff), j(4, JobDone), j(5, JobFailed),
+	}
+	for _, tc := range []struct {
+		name              string
+		now               time.Time
+		doneTTL, failTTL  time.Duration
+		wantGone          []string
+		wantDeletedRecord int
+	}{
+		{"just before the done TTL", base.Add(hour - 1), hour, 2 * hour, nil, 0},
+		{"at the done TTL", base.Add(hour), hour, 2 * hour, []string{"key done", "job done"}, 2},
+		{"at the failed TTL", base.Add(2 * hour), hour, 2 * hour, []string{"key done", "job done", "key failed", "job failed"}, 4},
+		{"done kept forever", base.Add(100 * hour), 0, 2 * hour, []string{"key failed", "job failed"}, 2},
+		{"nothing expires", base.Add(100 * hour), 0, 0, nil, 0},
+		{"a clock before the records", base.Add(-hour), time.Nanosecond, time.Nanosecond, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := memT(t)
+			commitT(t, s, func(b *Batch) error {
+				var errs []error
+				for _, r := range all {
+					if r.key != nil {
+						errs = append(errs, b.PutKey(r.key))
+					} else {
+						errs = append(errs, b.PutJob(r.job))
+					}
+				}
+				return errors.Join(errs...)
+			})
+			n, err := s.Sweep(tc.now, tc.doneTTL, tc.failTTL)
+			if err != nil || n != tc.wantDeletedRecord {
+				t.Fatalf("Sweep = %d, %v; want %d", n, err, tc.wantDeletedRecord)
+			}
+			gone := map[string]bool{}
+			for _, g := range tc.wantGone {
+				gone[g] = true
+			}
+			for _, r := range all {
+				var ok bool
+				if r.key != nil {
+					_, _, ok, err = s.LookupKey(r.key.FP)
+				} else {
+					_, ok, err = s.GetJob(r.job.ID)
+				}
+				if err != nil || ok == gone[r.name] {
+					t.Errorf("%s: present %v (%v); want present %v", r.name, ok, err, !gone[r.name])
+				}
+			}
+		})
+	}
+}
+
+// countExpiry counts the expiry index entries.
+func countExpiry(t *testing.T, s *Store) int {
+	t.Helper()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxExpiry}, UpperBound: []byte{pfxEnd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for v := it.First(); v; v = it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A record changed after its index entry was written (re-done later,
+// requeued, deleted) is not deleted by the stale entry; the entry goes.
+func TestSweepSkipsStaleEntries(t *testing.T) {
+	s := memT(t)
+	put := func(i int, st KeyState, at time.Time) {
+		r := keyRec(i, st, at)
+		commitT(t, s, func(b *Batch) error { return b.PutKey(&r) })
+	}
+	put(1, KeyDone, base)
+	put(1, KeyDone, base.Add(2*time.Hour)) // re-done later
+	put(2, KeyDone, base)
+	put(2, KeyQueued, base.Add(time.Minute)) // requeued
+	put(3, KeyDone, base)
+	commitT(t, s, func(b *Batch) error { return b.DeleteKey(testFP(3)) })
+	put(3, KeyQueued, base.Add(time.Minute)) // deleted, then queued again
+	put(4, KeyDone, base)
+	put(4, KeyFailed, base) // same time, other state
+
+	n, err := s.Sweep(base.Add(90*time.Minute), time.Hour, 24*time.Hour)
+	if err != nil || n != 0 {
+		t.Fatalf("Sweep = %d, %v; want 0 (every entry is stale or young)", n, err)
+	}
+	for i, want := range map[int]KeyState{1: KeyDone, 2: KeyQueued, 3: KeyQueued, 4: KeyFailed} {
+		if st, _, ok, err := s.LookupKey(testFP(i)); !ok || err != nil || st != want {
+			t.Errorf("key %d: %v, %v, %v; want %v", i, st, ok, err, want)
+		}
+	}
+	// Left: key 1's second done entry and key 4's failed entry (young
+	// under 24h); the stale ones are gone.
+	if got := countExpiry(t, s); got != 2 {
+		t.Errorf("%d expiry entries left, want 2 (key 1 re-done, key 4 failed)", got)
+	}
+	n, err = s.Sweep(base.Add(3*time.Hour), time.Hour, 24*time.Hour)
+	if err != nil || n != 1 {
+		t.Fatalf("second Sweep = %d, %v; want 1 (key 1)", n, err)
+	}
+	if _, _, ok, _ := s.LookupKey(testFP(1)); ok {
+		t.Errorf("key 1 still present")
+	}
+}
+
+// A sweep of many records works in steps and leaves an empty index.
+func TestSweepInSteps(t *testing.T) {
+	s := openT(t, Options{Path: t.TempDir(), Sync: SyncNone})
+	const n = 5*sweepStep + 17
+	b := s.NewBatch()
+	for i := range n {
+		r := keyRec(i, KeyDone, base.Add(time.Duration(i)*time.Millisecond))
+		_ = b.PutKey(&r)
+	}
+	if err := s.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Sweep(base.Add(time.Hour+time.Duration(n)*time.Millisecond), time.Hour, 0)
+	if err != nil || got != n {
+		t.Fatalf("Sweep = %d, %v; want %d", got, err, n)
+	}
+	if recs, _ := recoverAll(t, s); len(recs) != 0 {
+		t.Errorf("%d records left", len(recs))
+	}
+	if c := countExpiry(t, s); c != 0 {
+		t.Errorf("%d expiry entries left", c)
+	}
+	if got, err := s.Sweep(base.Add(48*time.Hour), time.Hour, time.Hour); err != nil || got != 0 {
+		t.Errorf("sweeping again = %d, %v; want 0", got, err)
+	}
+}
+
+// Writes racing a sweep are never lost: a key requeued while the sweep runs
+// stays, whether its write lands before or after the step that examines it.
+func TestSweepRacingWrites(t *testing.T) {
+	s := openT(t, Options{Path: t.TempDir(), Sync: SyncNone})
+	const n = 6000
+	b := s.NewBatch()
+	for i := range n {
+		r := keyRec(i, KeyDone, base)
+		_ = b.PutKey(&r)
+	}
+	if err := s.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	swept := 0
+	var sweepErr error
+	go func() {
+		defer wg.Done()
+		swept, sweepErr = s.Sweep(base.Add(2*time.Hour), time.Hour, 0)
+	}()
+	for i := 0; i < n; i += 2 {
+		r := keyRec(i, KeyQueued, base.Add(2*time.Hour))
+		b := s.NewBatch()
+		_ = b.PutKey(&r)
+		s.Apply(b, nil)
+	}
+	commitT(t, s, func(*Batch) error { return nil }) // after every requeue
+	wg.Wait()
+	if sweepErr != nil {
+		t.Fatal(sweepErr)
+	}
+	for i := range n {
+		st, _, ok, err := s.LookupKey(testFP(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 && (!ok || st != KeyQueued) {
+			t.Fatalf("requeued key %d: %v, present %v; want queued", i, st, ok)
+		}
+		if i%2 == 1 && ok {
+			t.Fatalf("expired key %d survived the sweep", i)
+		}
+	}
+	// A requeue that landed after its key's step re-created the record.
+	if swept < n/2 || swept > n {
+		t.Errorf("Sweep deleted %d, want %d to %d", swept, n/2, n)
+	}
+	t.Logf("sweep deleted %d records while %d were requeued", swept, n/2)
+}
+
+func TestSweepRejectsNegativeTTL(t *testing.T) {
+	s := memT(t)
+	if _, err := s.Sweep(base, -time.Second, 0); err == nil {
+		t.Error("Sweep with a negative TTL succeeded")
+	}
+}
