@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"drover/admin"
+	"drover/crawl"
+	"drover/crawl/demosite"
+)
+
+// The end-to-end tests run the real binary as a user would: processes,
+// loopback sockets, real files.
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// drover builds the binary once for all tests of the package.
+func drover(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: builds and runs the binary")
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "drover-e2e")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "drover")
+		out, err := exec.Command("go", "build", "-o", binPath, "..").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v: %s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// freeEndpoints returns n tcp://127.0.0.1:PORT endpoints that were free a
+// moment ago.
+func freeEndpoints(t *testing.T, n int) []string {
+	t.Helper()
+	var eps []string
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		eps = append(eps, "tcp://"+ln.Addr().String())
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return eps
+}
+
+// start runs the binary with args in the background; its output is kept.
+func start(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(drover(t), args...)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, &out
+}
+
+// run runs the binary to completion and returns its output and exit code.
+func run(t *testing.T, stdin string, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, drover(t), args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("drover %v: %v", args, err)
+	}
+	return string(out), code
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+}
+
+func statusJSON(t *testing.T, adminEP string) (admin.Totals, []admin.WorkerRow, bool) {
+	out, code := run(t, "", "status", "--json", "--connect", adminEP)
+	if code != 0 {
+		return admin.Totals{}, nil, false
+	}
+	var st struct {
+		Totals  admin.Totals      `json:"totals"`
+		Workers []admin.WorkerRow `json:"workers"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json printed %q: %v", out, err)
+	}
+	return st.Totals, st.Workers, true
+}
+
+// TestServeWorkerSubmitStatus drives the headless server with a real
+// --exec worker process, submit and status, then stops it with SIGTERM.
+func TestServeWorkerSubmitStatus(t *testing.T) {
+	eps := freeEndpoints(t, 3)
+	peers, adminEP, events := eps[0], eps[1], eps[2]
+	srv, srvOut := start(t, "serve", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "100ms")
+	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
+	start(t, "worker", "--connect", peers, "--slots", "2", "--id", "w-exec", "--heartbeat-interval", "100ms",
+		"--exec", `echo "page $DROVER_URL"; case "$DROVER_URL" in *bad*) exit 65;; *retry*) exit 75;; esac`)
+
+	out, code := run(t, "http://x.test/a\nhttp://x.test/b\nhttp://X.TEST:80/a#top\nhttp://x.test/bad\nhttp://x.test/retry\nnot a url\n",
+		"submit", "-", "--connect", peers)
+	if code != 1 || !strings.Contains(out, "6 submitted: 4 accepted, 1 duplicates, 0 waiting, 1 rejected") {
+		t.Fatalf("submit: exit %d, output %q: want exit 1 (one rejected) and the counts", code, out)
+	}
+	var tot admin.Totals
+	eventually(t, "all jobs settled", 20*time.Second, func() bool {
+		tt, _, ok := statusJSON(t, adminEP)
+		tot = tt
+		return ok && tt.Done+tt.Failed == 4
+	})
+	// bad: external, failed at once; retry: internal 3 times, then failed.
+	if tot.Done != 2 || tot.Failed != 2 || tot.DedupHits != 1 {
+		t.Fatalf("totals %+v: want 2 done, 2 failed, 1 duplicate", tot)
+	}
+	_, workers, _ := statusJSON(t, adminEP)
+	if len(workers) != 1 || workers[0].ID != "w-exec" || workers[0].Slots != 2 {
+		t.Fatalf("workers %+v: want w-exec with 2 slots", workers)
+	}
+	srv.Process.Signal(syscall.SIGTERM)
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v (want exit 0); output:\n%s", err, srvOut.String())
+	}
+}
+
+func TestConfigErrorsExitTwo(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "drover.yaml")
+	os.WriteFile(bad, []byte("heartbeat:\n  intervall: 2s\n  liveness: 0\n"), 0o644)
+	out, code := run(t, "", "config", "check", bad)
+	if code != 2 || !strings.Contains(out, "heartbeat.intervall") || !strings.Contains(out, "heartbeat.interval") || !strings.Contains(out, "heartbeat.liveness") {
+		t.Fatalf("config check: exit %d, %q: want exit 2 naming the unknown key, its suggestion and the bad value", code, out)
+	}
+	out, code = run(t, "", "serve", "--heartbeat-interval", "-1s")
+	if code != 2 || !strings.Contains(out, "heartbeat.interval") {
+		t.Fatalf("serve with a bad flag: exit %d, %q: want exit 2 naming the key", code, out)
+	}
+}
+
+// TestDemoNoTUI is the README's main job without a terminal: it must run to
+// completion and match the built-in site's expected pages.
+func TestDemoNoTUI(t *testing.T) {
+	out, code := run(t, "", "demo", "--no-tui")
+	if code != 0 || !strings.Contains(out, "check:             matches the site") {
+		t.Fatalf("demo --no-tui: exit %d:\n%s", code, out)
+	}
+}
+
+// TestCrawlSurvivesWorkerKill crawls the demo site served by this test with
+// one local worker and two worker processes, SIGKILLs one of those in the
+// middle, and checks the final set of pages equals the site's expected set.
+func TestCrawlSurvivesWorkerKill(t *testing.T) {
+	site := demosite.New(demosite.Options{SlowDelay: 50 * time.Millisecond})
+	hs := httptest.NewServer(site)
+	defer hs.Close()
+	want, err := site.Expect(hs.URL, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := freeEndpoints(t, 3)
+	peers := eps[0]
+	out := filepath.Join(t.TempDir(), "pages.jsonl")
+	common := []string{"--heartbeat-interval", "100ms", "--crawl-min-delay", "5ms"}
+	crawlCmd, crawlOut := start(t, append([]string{"crawl", hs.URL + "/", "--no-tui", "--workers", "1", "--slots", "1",
+		"--bind", peers, "--admin", eps[1], "--events", eps[2], "--metrics", "", "--out", out,
+		"--broker-max-request-failures", "6"}, common...)...)
+	eventually(t, "crawl listening", 10*time.Second, func() bool { return strings.Contains(crawlOut.String(), "crawling") })
+	victim, _ := start(t, append([]string{"worker", "--connect", peers, "--slots", "3", "--id", "victim"}, common...)...)
+	start(t, append([]string{"worker", "--connect", peers, "--slots", "3", "--id", "survivor"}, common...)...)
+
+	eventually(t, "a third of the site fetched", 30*time.Second, func() bool { return len(site.Hits()) > len(want.Pages)/3 })
+	victim.Process.Signal(syscall.SIGKILL)
+	victim.Wait()
+
+	done := make(chan error, 1)
+	go func() { done <- crawlCmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("crawl: %v\n%s", err, crawlOut.String())
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("crawl did not finish:\n%s", crawlOut.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := map[string]crawl.Record{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r crawl.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("results line %q: %v", sc.Text(), err)
+		}
+		if _, dup := got[r.URL]; dup {
+			t.Errorf("%s recorded twice", r.URL)
+		}
+		got[r.URL] = r
+	}
+	for u, fact := range want.Pages {
+		r, ok := got[u]
+		switch {
+		case !ok:
+			t.Errorf("missing after the kill: %s", u)
+		case fact.Outcome == demosite.Failed && r.Outcome != "failed":
+			t.Errorf("%s: %s, want failed", u, r.Outcome)
+		case fact.Outcome == demosite.Fetched && r.Status != fact.Status:
+			t.Errorf("%s: status %d, want %d", u, r.Status, fact.Status)
+		}
+	}
+	if len(got) != len(want.Pages) {
+		t.Errorf("%d pages recorded, want %d", len(got), len(want.Pages))
+	}
+}
