@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -167,9 +169,9 @@ func statusJSON(t *testing.T, adminEP string) (admin.Totals, []admin.WorkerRow, 
 // TestServeWorkerSubmitStatus drives the headless server with a real
 // --exec worker process, submit and status, then stops it with SIGTERM.
 func TestServeWorkerSubmitStatus(t *testing.T) {
-	eps := freeEndpoints(t, 3)
-	peers, adminEP, events := eps[0], eps[1], eps[2]
-	srv, srvOut := start(t, "serve", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "100ms")
+	eps := freeEndpoints(t, 4)
+	peers, adminEP, events, metrics := eps[0], eps[1], eps[2], strings.TrimPrefix(eps[3], "tcp://")
+	srv, srvOut := start(t, "serve", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", metrics, "--heartbeat-interval", "100ms")
 	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
 	start(t, "worker", "--connect", peers, "--slots", "2", "--id", "w-exec", "--heartbeat-interval", "100ms",
 		"--exec", `echo "page $DROVER_URL"; case "$DROVER_URL" in *bad*) exit 65;; *retry*) exit 75;; esac`)
@@ -192,6 +194,26 @@ func TestServeWorkerSubmitStatus(t *testing.T) {
 	_, workers, _ := statusJSON(t, adminEP)
 	if len(workers) != 1 || workers[0].ID != "w-exec" || workers[0].Slots != 2 {
 		t.Fatalf("workers %+v: want w-exec with 2 slots", workers)
+	}
+	// The metrics endpoint shows the same run (totals reach it once a second).
+	var scrape string
+	eventually(t, "metrics updated", 10*time.Second, func() bool {
+		resp, err := http.Get("http://" + metrics + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		scrape = string(b)
+		return strings.Contains(scrape, `drover_jobs{state="done"} 2`)
+	})
+	for _, series := range []string{`drover_jobs{state="failed"} 2`, "drover_dedup_hits_total 1", `drover_workers{state="idle"} 1`, "drover_dispatches_total"} {
+		if !strings.Contains(scrape, series) {
+			t.Errorf("metrics lack %s", series)
+		}
+	}
+	if resp, err := http.Get("http://" + metrics + "/readyz"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("/readyz: %v %v, want 200", resp, err)
 	}
 	srv.Process.Signal(syscall.SIGTERM)
 	if err := srv.Wait(); err != nil {

@@ -11,7 +11,7 @@ func TestVersion(t *testing.T) {
 	if code := Main([]string{"version"}, strings.NewReader(""), &out, &errb); code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
-	if !strings.HasPrefix(out.String(), "drover dev (commit none") {
+	if !strings.HasPrefix(out.String(), "drover dev (commit none") || !strings.Contains(out.String(), "libzmq 4.") || !strings.Contains(out.String(), "CURVE security available: ") {
 		t.Fatalf("unexpected version output %q", out.String())
 	}
 }

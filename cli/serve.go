@@ -85,7 +85,7 @@ func runServe(cmd *cobra.Command, cfg *config.Config) error {
 	if notifier != nil {
 		opts.OnEvent = func(ev admin.Event) {
 			switch ev.Kind {
-			case "job.done", "job.failed", "job.throttled", "job.internal", "worker.lost":
+			case "job.done", "job.failed", "job.retry", "job.throttled", "job.orphan-result", "worker.lost", "worker.evicted":
 				notifier.Notify(ev)
 			}
 		}
