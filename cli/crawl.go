@@ -29,7 +29,6 @@ type crawlOptions struct {
 	maxPages int
 	maxDepth int
 	scope    string
-	perHost  int
 	minDelay time.Duration
 	out      string
 	noTUI    bool

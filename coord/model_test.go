@@ -210,21 +210,22 @@ func (m *modelRun) randomStep() {
 			return
 		}
 		w := m.workers[s]
-		for _, j := range slices.Sorted(maps.Keys(w.held)) { // sorted: runs must replay
-			delete(w.held, j)
-			kinds := []broker.OutcomeKind{broker.OK, broker.OK, broker.Internal, broker.External, broker.Throttled}
-			res := Result{Job: j, Outcome: broker.Outcome{Kind: kinds[m.rng.IntN(len(kinds))]}}
-			if res.Outcome.Kind == broker.Throttled && m.rng.IntN(2) == 0 {
-				res.Outcome.RetryAfter = time.Duration(1+m.rng.IntN(5)) * time.Second
-			}
-			for _, k := range m.keys(m.rng.IntN(3)) {
-				res.Discovered = append(res.Discovered, JobSpec{Key: k})
-			}
-			m.logf("result job %d from s%d: %v links %d", j, s, res.Outcome.Kind, len(res.Discovered))
-			if _, err := m.c.Results(m.now, s, []Result{res}, nil); err != nil {
-				m.fatalf("results: %v", err)
-			}
-			break
+		if len(w.held) == 0 {
+			return
+		}
+		j := slices.Min(slices.Collect(maps.Keys(w.held))) // the oldest: runs must replay
+		delete(w.held, j)
+		kinds := []broker.OutcomeKind{broker.OK, broker.OK, broker.Internal, broker.External, broker.Throttled}
+		res := Result{Job: j, Outcome: broker.Outcome{Kind: kinds[m.rng.IntN(len(kinds))]}}
+		if res.Outcome.Kind == broker.Throttled && m.rng.IntN(2) == 0 {
+			res.Outcome.RetryAfter = time.Duration(1+m.rng.IntN(5)) * time.Second
+		}
+		for _, k := range m.keys(m.rng.IntN(3)) {
+			res.Discovered = append(res.Discovered, JobSpec{Key: k})
+		}
+		m.logf("result job %d from s%d: %v links %d", j, s, res.Outcome.Kind, len(res.Discovered))
+		if _, err := m.c.Results(m.now, s, []Result{res}, nil); err != nil {
+			m.fatalf("results: %v", err)
 		}
 	case r < 80: // a session dies or leaves
 		s, _ := m.pickLive(false)

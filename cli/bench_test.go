@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"drover/crawl"
+)
+
+// treeSite serves n small HTML pages /p/0 .. /p/(n-1); page i links to
+// pages 10i+1 .. 10i+10, so a crawl from /p/0 reaches all n, each found
+// once and linked from nowhere else. robots.txt is absent (404: allow all).
+func treeSite(n int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p/"))
+		if err != nil || i < 0 || i >= n || !strings.HasPrefix(r.URL.Path, "/p/") {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		var b strings.Builder
+		fmt.Fprintf(&b, "<html><head><title>page %d</title></head><body><h1>page %d</h1>", i, i)
+		for c := 10*i + 1; c <= 10*i+10 && c < n; c++ {
+			fmt.Fprintf(&b, `<a href="/p/%d">page %d</a> `, c, c)
+		}
+		b.WriteString("</body></html>")
+		io.WriteString(w, b.String())
+	})
+}
+
+const (
+	benchPages   = 10000
+	benchWorkers = 8
+	benchSlots   = "4"
+)
+
+// BenchmarkCrawlLocal compares, on the same local site of 10k small pages:
+//   - plain-loop: the ceiling, 8 goroutines fetching the known list of URLs
+//     with one shared crawl.Fetcher (same politeness settings), no
+//     coordination at all;
+//   - drover: `drover crawl` in-process with 8 local workers (1 slot each),
+//     discovering the pages through the coordinator (dedup, dispatch,
+//     results with links, JSONL sink) over the inproc transport.
+//
+// Both report pages/s; docs/BENCHMARKS.md gives the ratio.
+func BenchmarkCrawlLocal(b *testing.B) {
+	hs := httptest.NewServer(treeSite(benchPages))
+	defer hs.Close()
+	cfg := crawl.DefaultConfig("bench")
+	cfg.PerHost, cfg.MinDelay, cfg.MaxDepth = benchWorkers, 0, 0
+
+	b.Run("plain-loop", func(b *testing.B) {
+		f, err := crawl.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		urls := make([]string, benchPages)
+		for i := range urls {
+			urls[i] = fmt.Sprintf("%s/p/%d", hs.URL, i)
+		}
+		b.ResetTimer()
+		start := time.Now()
+		for range b.N {
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for range benchWorkers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := next.Add(1) - 1
+						if i >= int64(len(urls)) {
+							return
+						}
+						if p := f.Fetch(context.Background(), urls[i]); p.Outcome != crawl.OK {
+							b.Errorf("%s: %s %s", urls[i], p.Outcome, p.Err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		}
+		b.ReportMetric(float64(benchPages*b.N)/time.Since(start).Seconds(), "pages/s")
+	})
+
+	b.Run("drover", func(b *testing.B) {
+		b.Setenv("DROVER_CONFIG", "")
+		b.Setenv("DROVER_PEERS_LISTEN", "tcp://127.0.0.1:*")
+		b.Setenv("DROVER_ADMIN_LISTEN", "tcp://127.0.0.1:*")
+		b.Setenv("DROVER_EVENTS_LISTEN", "tcp://127.0.0.1:*")
+		b.Setenv("DROVER_METRICS_LISTEN", "")
+		b.Setenv("DROVER_CRAWL_MIN_DELAY", "0s")
+		start := time.Now()
+		for range b.N {
+			var out, errb strings.Builder
+			code := Main([]string{"crawl", hs.URL + "/p/0", "--no-tui", "--workers", strconv.Itoa(benchWorkers), "--slots", benchSlots,
+				"--per-host", strconv.Itoa(benchWorkers), "--max-depth", "0"}, strings.NewReader(""), &out, &errb)
+			if code != 0 || !strings.Contains(out.String(), fmt.Sprintf("%d pages fetched", benchPages)) {
+				b.Fatalf("crawl exit %d:\n%s\n%s", code, out.String(), errb.String())
+			}
+		}
+		b.ReportMetric(float64(benchPages*b.N)/time.Since(start).Seconds(), "pages/s")
+	})
+}
