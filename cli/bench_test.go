@@ -40,7 +40,7 @@ func treeSite(n int) http.Handler {
 const (
 	benchPages   = 10000
 	benchWorkers = 8
-	benchSlots   = "4"
+	benchSlots   = "1"
 )
 
 // BenchmarkCrawlLocal compares, on the same local site of 10k small pages:
