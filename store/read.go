@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -53,24 +54,45 @@ func (s *Store) getUint64(k []byte) (v uint64, ok bool, err error) {
 	return v, ok, err
 }
 
+// lookupOptions are LookupKey's iterator options (NewIter copies them).
+var lookupOptions = pebble.IterOptions{UseL6Filters: true}
+
 // LookupKey answers the done-set question for fp without decoding its work
 // key: its persisted state and time, ok false when the store has no record
-// of it. A miss usually costs only bloom filter probes.
+// of it. A miss usually costs only bloom filter probes: unlike Pebble's Get,
+// it consults the filters of the last level too, which holds most keys.
 func (s *Store) LookupKey(fp id.Fingerprint) (state KeyState, at time.Time, ok bool, err error) {
 	if err := s.enter(); err != nil {
 		return 0, time.Time{}, false, err
 	}
 	defer s.leave()
-	k := keyKey(fp)
-	ok, err = s.get(k, func(v []byte) error {
-		st, n, derr := keyHead(v)
-		if derr != nil {
-			return s.badRecord(KindKey, k, derr)
+	var kb [17]byte
+	kb[0] = pfxKey
+	copy(kb[1:], fp[:])
+	k := kb[:]
+	it, err := s.db.NewIter(&lookupOptions)
+	if err != nil {
+		return 0, time.Time{}, false, fmt.Errorf("store %s: lookup %s: %w", s.where(), fp, corrupt(err))
+	}
+	if it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k) {
+		v, verr := it.ValueAndErr()
+		if verr != nil {
+			err = fmt.Errorf("store %s: lookup %s: %w", s.where(), fp, corrupt(verr))
+		} else {
+			st, n, derr := keyHead(v)
+			if derr != nil {
+				err = s.badRecord(KindKey, k, derr)
+			}
+			state, at, ok = st, unstamp(n), derr == nil
 		}
-		state, at = st, unstamp(n)
-		return nil
-	})
-	return state, at, ok, err
+	}
+	if cerr := it.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("store %s: lookup %s: %w", s.where(), fp, corrupt(cerr))
+	}
+	if err != nil {
+		return 0, time.Time{}, false, err
+	}
+	return state, at, ok, nil
 }
 
 // GetKey returns the ledger record of fp, ok false when there is none.
@@ -187,6 +209,22 @@ func (st *Stats) count(r *Record) {
 // writes applied meanwhile are not seen. An error from fn stops it and is
 // returned wrapped; a record that does not decode stops it with ErrCorrupt.
 func (s *Store) Recover(fn func(Record) error) (Stats, error) {
+	return s.RecoverWith(RecoverOptions{}, fn)
+}
+
+// RecoverOptions select records Recover leaves out. Skipped records are
+// still counted in Stats, and still checked for corruption as far as their
+// state; they are not decoded further.
+type RecoverOptions struct {
+	// SkipDoneKeys leaves out done and failed key records: a coordinator
+	// that answers for them with LookupKey need not hold them in memory.
+	SkipDoneKeys bool
+	// SkipFinishedJobs leaves out done and failed job records.
+	SkipFinishedJobs bool
+}
+
+// RecoverWith is Recover leaving out the records o skips.
+func (s *Store) RecoverWith(o RecoverOptions, fn func(Record) error) (Stats, error) {
 	var st Stats
 	if err := s.enter(); err != nil {
 		return st, err
@@ -205,6 +243,14 @@ func (s *Store) Recover(fn func(Record) error) (Stats, error) {
 			err = fmt.Errorf("store %s: recover: read %x: %w", s.where(), k, corrupt(verr))
 			break
 		}
+		skip, serr := s.skipped(&o, k, v, &st)
+		if serr != nil {
+			err = serr
+			break
+		}
+		if skip {
+			continue
+		}
 		rec = Record{}
 		if err = s.decodeRecord(k, v, &rec); err != nil {
 			break
@@ -220,6 +266,32 @@ func (s *Store) Recover(fn func(Record) error) (Stats, error) {
 	}
 	st.Elapsed = time.Since(start)
 	return st, err
+}
+
+// skipped reports whether o leaves out the record at k, counting it in st
+// when it does.
+func (s *Store) skipped(o *RecoverOptions, k, v []byte, st *Stats) (bool, error) {
+	switch {
+	case o.SkipDoneKeys && k[0] == pfxKey:
+		ks, _, err := keyHead(v)
+		if err != nil {
+			return false, s.badRecord(KindKey, k, err)
+		}
+		if ks == KeyDone || ks == KeyFailed {
+			st.count(&Record{Kind: KindKey, Key: KeyRecord{State: ks}})
+			return true, nil
+		}
+	case o.SkipFinishedJobs && k[0] == pfxJob:
+		js, _, err := jobHead(v)
+		if err != nil {
+			return false, s.badRecord(KindJob, k, err)
+		}
+		if js == JobDone || js == JobFailed {
+			st.count(&Record{Kind: KindJob, Job: JobRecord{State: js}})
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // decodeRecord decodes the record stored at k.

@@ -312,3 +312,67 @@ func TestStatsCountByState(t *testing.T) {
 		t.Errorf("empty LogValue")
 	}
 }
+
+func TestRecoverWithSkips(t *testing.T) {
+	s := memT(t)
+	commitT(t, s, func(b *Batch) error {
+		var errs []error
+		for i, st := range []KeyState{KeyQueued, KeyDone, KeyFailed, KeyQueued} {
+			r := keyRec(i, st, base)
+			errs = append(errs, b.PutKey(&r))
+		}
+		for i, st := range []JobState{JobQueued, JobDispatched, JobDone, JobFailed, JobBackoff} {
+			r := jobRec(uint64(i+1), st, base)
+			errs = append(errs, b.PutJob(&r))
+		}
+		return errors.Join(errs...)
+	})
+	all, full := recoverAll(t, s)
+	for _, tc := range []struct {
+		name string
+		o    RecoverOptions
+		keep func(r Record) bool
+	}{
+		{"nothing skipped", RecoverOptions{}, func(Record) bool { return true }},
+		{"done keys", RecoverOptions{SkipDoneKeys: true}, func(r Record) bool {
+			return r.Kind != KindKey || r.Key.State == KeyQueued
+		}},
+		{"finished jobs", RecoverOptions{SkipFinishedJobs: true}, func(r Record) bool {
+			return r.Kind != KindJob || (r.Job.State != JobDone && r.Job.State != JobFailed)
+		}},
+		{"both", RecoverOptions{SkipDoneKeys: true, SkipFinishedJobs: true}, func(r Record) bool {
+			return (r.Kind != KindKey || r.Key.State == KeyQueued) && (r.Kind != KindJob || (r.Job.State != JobDone && r.Job.State != JobFailed))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want, got []Record
+			for _, r := range all {
+				if tc.keep(r) {
+					want = append(want, r)
+				}
+			}
+			st, err := s.RecoverWith(tc.o, func(r Record) error { got = append(got, r); return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("records (-want +got):\n%s", d)
+			}
+			st.Elapsed, full.Elapsed = 0, 0
+			if st != full {
+				t.Errorf("stats %+v, want every record counted: %+v", st, full)
+			}
+		})
+	}
+}
+
+// A skipped record with a bad head is still reported.
+func TestRecoverWithSkipsStillChecks(t *testing.T) {
+	s := memT(t)
+	if err := s.db.Set(keyKey(testFP(1)), []byte{7, 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RecoverWith(RecoverOptions{SkipDoneKeys: true}, func(Record) error { return nil }); !IsCorrupt(err) {
+		t.Errorf("RecoverWith = %v, want ErrCorrupt", err)
+	}
+}

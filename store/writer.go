@@ -179,6 +179,9 @@ func (w *writer) commit() {
 	var merged *pebble.Batch
 	var records int
 	err := s.sticky()
+	if err == nil && len(w.group) > 1 {
+		merged = s.db.NewBatchWithSize(w.size) // one allocation for the group
+	}
 	for i := range w.group {
 		r := &w.group[i]
 		dones = append(dones, r.done)

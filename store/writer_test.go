@@ -530,3 +530,25 @@ func ExampleStore_Apply() {
 	// acknowledged: <nil>
 	// done 2025-03-01T12:00:00Z true
 }
+
+// SyncNone acknowledges without fsync, but Close makes everything durable.
+func TestSyncNoneCloseSyncs(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	s, err := Open(Options{Path: "/db", Sync: SyncNone, fs: mem, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 500 {
+		r := keyRec(i, KeyDone, base)
+		b := s.NewBatch()
+		_ = b.PutKey(&r)
+		s.Apply(b, nil)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := openT(t, Options{Path: "/db", fs: mem.CrashClone(vfs.CrashCloneCfg{})}) // power cut after Close
+	if _, st := recoverAll(t, c); st.KeysDone != 500 {
+		t.Errorf("%d of 500 keys survived a crash after Close", st.KeysDone)
+	}
+}
