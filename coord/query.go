@@ -80,12 +80,18 @@ func (c *Coordinator) jobDetail(now time.Time, q admin.Query) (admin.Page, error
 	if err != nil {
 		return page, fmt.Errorf("query jobs: key %q: want a job id or a key fingerprint: %w", q.Key, err)
 	}
+	page.Waiters = c.waiterRows(now, fp)
+	if j, ok := c.brk.JobOfKey(fp); ok {
+		if row, ok := c.brk.Job(j); ok {
+			page.Jobs, page.Total = []admin.JobRow{row}, 1
+			return page, nil
+		}
+	}
 	rec, ok := c.led.Lookup(now, fp)
 	if !ok {
 		return page, fmt.Errorf("query jobs: no key %s", fp)
 	}
 	page.Jobs, page.Total = []admin.JobRow{c.keyRow(fp, rec)}, 1
-	page.Waiters = c.waiterRows(now, fp)
 	return page, nil
 }
 

@@ -237,15 +237,16 @@ type Broker struct {
 
 	jobs   jobStore
 	count  [nStates]int
-	age    ageIndex           // every job by ID, with per-state counts
-	trees  [nSorts]*orderTree // lazily built sort indexes (nil until first used)
-	hosts  map[string]*host   // every host a job named
-	fails  jobList            // failed jobs, oldest failure first
-	dones  jobList            // done jobs whose records are kept, oldest first
-	forgot int                // done jobs whose records were forgotten
-	heap   hostHeap           // hosts with a pending timer (wake-up or forgiveness)
-	thr    map[*host]struct{} // hosts with a back-off level > 0 (HostRows)
-	unrt   int                // queued jobs in classes no capable worker matches
+	age    ageIndex                 // every job by ID, with per-state counts
+	trees  [nSorts]*orderTree       // lazily built sort indexes (nil until first used)
+	hosts  map[string]*host         // every host a job named
+	fails  jobList                  // failed jobs, oldest failure first
+	dones  jobList                  // done jobs whose records are kept, oldest first
+	forgot int                      // done jobs whose records were forgotten
+	byKey  map[id.Fingerprint]JobID // the newest job of each key whose record is kept
+	heap   hostHeap                 // hosts with a pending timer (wake-up or forgiveness)
+	thr    map[*host]struct{}       // hosts with a back-off level > 0 (HostRows)
+	unrt   int                      // queued jobs in classes no capable worker matches
 
 	classes  map[string]*class // by canonical header key
 	classAll []*class          // in creation order
@@ -287,6 +288,7 @@ func New(cfg Config) (*Broker, error) {
 		classes:  make(map[string]*class),
 		workers:  make(map[string]*worker),
 		sessions: make(map[id.Session]*worker),
+		byKey:    make(map[id.Fingerprint]JobID),
 		fanout:   otMax,
 	}
 	b.noHdr = b.newClass("", nil)
@@ -311,6 +313,7 @@ func (b *Broker) Submit(now time.Time, spec Spec) JobID {
 	j.heldIdx = -1
 	j.hostPos = int32(len(h.ids))
 	h.ids = append(h.ids, j.id)
+	b.byKey[spec.FP] = j.id
 	// Enter the indexes in state queued, then move if the host is held.
 	j.state = Queued
 	b.count[Queued]++

@@ -1,5 +1,7 @@
 package broker
 
+import "drover/coord/id"
+
 // retain forgets the oldest done jobs beyond Config.DoneRetention: their
 // records leave every index and their memory is released (a chunk of
 // records is freed once all of its jobs are forgotten). They stay counted
@@ -19,6 +21,17 @@ func (b *Broker) retain() {
 			}
 		}
 		b.forgot++
+		if b.byKey[j.spec.FP] == j.id {
+			delete(b.byKey, j.spec.FP)
+		}
 		b.jobs.forget(j)
 	}
+}
+
+// JobOfKey returns the newest job submitted for the key with fingerprint
+// fp whose record is still kept (a key is submitted again once its done or
+// failed TTL has passed, so older jobs of the key may exist too).
+func (b *Broker) JobOfKey(fp id.Fingerprint) (JobID, bool) {
+	j, ok := b.byKey[fp]
+	return j, ok
 }
