@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -18,12 +19,30 @@ import (
 // the batch remembers the first such error and Apply then fails with it,
 // writing nothing, so callers may check once at Apply.
 type Batch struct {
-	s    *Store
-	pb   *pebble.Batch
-	n    int
-	err  error
-	buf  []byte
-	used bool
+	s     *Store
+	pb    *pebble.Batch
+	n     int
+	err   error
+	buf   []byte
+	used  bool
+	floor *expiryFloor // the smallest expiry entries written, nil if none
+}
+
+// expiryFloor holds, per expiry class, the smallest expiry index key of a
+// batch (or, in the writer, the key below which the index is empty); nil
+// means none (in the writer: the start of the class).
+type expiryFloor [nClasses][]byte
+
+// expire adds the expiry index entry of a done or failed record.
+func (b *Batch) expire(class byte, at int64, ident []byte) error {
+	k := expiryKey(class, at, ident)
+	if b.floor == nil {
+		b.floor = new(expiryFloor)
+	}
+	if f := b.floor[class]; f == nil || bytes.Compare(k, f) < 0 {
+		b.floor[class] = k
+	}
+	return b.set(k, nil)
 }
 
 // errBatchUsed is the error of a batch used after Apply.
@@ -85,9 +104,9 @@ func (b *Batch) PutKey(r *KeyRecord) error {
 	}
 	switch r.State {
 	case KeyDone:
-		return b.set(expiryKey(classKeyDone, stamp(r.At), r.FP[:]), nil)
+		return b.expire(classKeyDone, stamp(r.At), r.FP[:])
 	case KeyFailed:
-		return b.set(expiryKey(classKeyFailed, stamp(r.At), r.FP[:]), nil)
+		return b.expire(classKeyFailed, stamp(r.At), r.FP[:])
 	}
 	return nil
 }
@@ -123,9 +142,9 @@ func (b *Batch) PutJob(r *JobRecord) error {
 	}
 	switch r.State {
 	case JobDone:
-		return b.set(expiryKey(classJobDone, stamp(r.Updated), k[1:]), nil)
+		return b.expire(classJobDone, stamp(r.Updated), k[1:])
 	case JobFailed:
-		return b.set(expiryKey(classJobFailed, stamp(r.Updated), k[1:]), nil)
+		return b.expire(classJobFailed, stamp(r.Updated), k[1:])
 	}
 	return nil
 }

@@ -40,6 +40,7 @@ const (
 	classKeyFailed byte = 2
 	classJobDone   byte = 3
 	classJobFailed byte = 4
+	nClasses            = 5
 )
 
 // Internal value names.

@@ -49,6 +49,7 @@ func corrupt(err error) error {
 // an operator. The whole error stays reachable through Unwrap.
 type pebbleError struct{ err error }
 
+// Error is the first line of the Pebble error.
 func (e pebbleError) Error() string {
 	msg := e.err.Error()
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
@@ -57,4 +58,5 @@ func (e pebbleError) Error() string {
 	return msg
 }
 
+// Unwrap returns the Pebble error.
 func (e pebbleError) Unwrap() error { return e.err }

@@ -35,6 +35,7 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 // fatalError is the panic value of pebbleLogger.Fatalf.
 type fatalError string
 
+// Error names the error as Pebble's.
 func (e fatalError) Error() string { return "store: fatal pebble error: " + string(e) }
 
 // eventListener logs what an operator should hear about: background

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -12,13 +13,13 @@ import (
 // sweepStep bounds the index entries one sweep step examines: a step runs
 // on the writer goroutine between groups of batches, so it is the longest
 // a writer waits for the sweeper.
-const sweepStep = 512
+const sweepStep = 256
 
 // Sweep deletes the done and failed records whose TTL has run out at now:
 // a done key record expires when now >= At + doneTTL, a done job record
 // when now >= Updated + doneTTL, and failed ones with failedTTL. A TTL of 0
 // keeps records forever. It walks the expiry index in time order, in steps
-// of at most 512 entries, each written on the writer goroutine between
+// of at most 256 entries, each written on the writer goroutine between
 // groups of Apply, so writes never wait for more than one step. It returns
 // the number of records deleted.
 //
@@ -68,13 +69,22 @@ type sweepResult struct {
 }
 
 // sweepStep examines up to sweepStep index entries of class older than
-// cutoff: each whose record is still in the indexed state at the indexed
-// time deletes the record; every examined entry is deleted (one range
-// deletion). It runs on the writer goroutine, so no batch lands between
-// its reads and its writes.
+// cutoff, from the writer's floor on: each whose record is still in the
+// indexed state at the indexed time deletes the record; every examined
+// entry is deleted by one range deletion from the floor, and the floor
+// moves past them, so later steps and sweeps start after the tombstones.
+// It runs on the writer goroutine, so no batch lands between its reads and
+// its writes.
 func (s *Store) sweepStep(w *writer, class byte, cutoff int64) (res sweepResult) {
-	lower := []byte{pfxExpiry, class}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: expiryBound(class, cutoff)})
+	lower := w.floor[class]
+	if lower == nil {
+		lower = []byte{pfxExpiry, class}
+	}
+	upper := expiryBound(class, cutoff)
+	if bytes.Compare(lower, upper) >= 0 {
+		return res // everything that old is gone already
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		res.err = fmt.Errorf("store %s: sweep: %w", s.where(), corrupt(err))
 		return res
@@ -114,12 +124,14 @@ func (s *Store) sweepStep(w *writer, class byte, cutoff int64) (res sweepResult)
 	if n == 0 {
 		return res
 	}
-	_ = b.DeleteRange(lower, append(last, 0), nil)
+	next := append(last, 0)
+	_ = b.DeleteRange(lower, next, nil)
 	if err := s.pebbleApply(b, pebble.NoSync); err != nil {
 		w.fail(err)
 		res.deleted, res.err = 0, s.sticky()
 		return res
 	}
+	w.floor[class] = next
 	if !s.opts.Memory {
 		w.dirty = true // synced with the next batch, or at Close
 	}

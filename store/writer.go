@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -20,10 +21,11 @@ const (
 // and its done function, or a function to run between groups (a sweep
 // step), serialised with the writes.
 type request struct {
-	b    *pebble.Batch
-	n    int
-	done func(error)
-	fn   func(*writer)
+	b     *pebble.Batch
+	n     int
+	floor *expiryFloor
+	done  func(error)
+	fn    func(*writer)
 }
 
 // writeCounters back WriteStats.
@@ -85,7 +87,7 @@ func (s *Store) Apply(b *Batch, done func(error)) {
 		return
 	}
 	defer s.leave()
-	s.reqs <- request{b: b.pb, n: b.n, done: done}
+	s.reqs <- request{b: b.pb, n: b.n, floor: b.floor, done: done}
 }
 
 // Commit applies b and waits until it is durable (see Apply).
@@ -113,6 +115,10 @@ type writer struct {
 	timer   *time.Timer   // SyncBatch: the next fsync
 	armed   bool          // timer is running
 	scratch []func(error) // reused by commit
+	// floor: per expiry class, the index is empty below this key (nil: no
+	// such key known, sweep from the class start). Batches lower it, sweep
+	// steps raise it, so a sweep never walks the tombstones of the last.
+	floor expiryFloor
 }
 
 func (w *writer) loop() {
@@ -185,6 +191,7 @@ func (w *writer) commit() {
 	for i := range w.group {
 		r := &w.group[i]
 		dones = append(dones, r.done)
+		w.lowerFloor(r.floor)
 		switch {
 		case err != nil || r.b.Empty():
 			_ = r.b.Close()
@@ -236,6 +243,18 @@ func (w *writer) commit() {
 	}
 	clear(dones)
 	w.scratch = dones[:0]
+}
+
+// lowerFloor takes the expiry entries of a batch into account.
+func (w *writer) lowerFloor(f *expiryFloor) {
+	if f == nil {
+		return
+	}
+	for c, k := range f {
+		if k != nil && w.floor[c] != nil && bytes.Compare(k, w.floor[c]) < 0 {
+			w.floor[c] = k
+		}
+	}
 }
 
 // sync fsyncs the write-ahead log and acknowledges what waited for it.
