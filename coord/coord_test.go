@@ -161,3 +161,28 @@ func TestHelloRejectsBadInput(t *testing.T) {
 		t.Errorf("request from an unknown session: %v, want ErrUnknownSession", err)
 	}
 }
+
+func TestEventsFilter(t *testing.T) {
+	c := newCoord(t, Config{})
+	hello(t, c, 1, Hello{Role: RoleProducer, ID: "p"})
+	hello(t, c, 2, Hello{Role: RoleWorker, ID: "W-One", Slots: 1})
+	if _, err := c.Submit(t0, 1, 1, specs("http://a.test/x", "http://b.test/y"), nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Ready(t0)
+	for _, tc := range []struct {
+		filter string
+		want   int
+	}{
+		{"kind=job.submitted", 2},
+		{"kind=JOB.SUBMITTED host=b.test", 1},
+		{"kind=job.dispatched worker=w-one", 1},
+		{"A.TEST", 2}, // submitted and dispatched, case-insensitive
+		{"kind=worker.lost", 0},
+	} {
+		p, err := c.Query(t0, admin.Query{View: admin.ViewEvents, Filter: tc.filter, Limit: 50})
+		if err != nil || p.Total != tc.want {
+			t.Errorf("filter %q: %d events (%v), want %d: %+v", tc.filter, p.Total, err, tc.want, p.Events)
+		}
+	}
+}

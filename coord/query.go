@@ -267,6 +267,28 @@ func (c *Coordinator) requeue(now time.Time, j broker.JobID) error {
 	return nil
 }
 
+// eventMatches reports whether e satisfies every filter term (lower case).
+func eventMatches(e *admin.Event, terms []string) bool {
+	for _, t := range terms {
+		field, val, isField := strings.Cut(t, "=")
+		var ok bool
+		switch {
+		case isField && field == "kind":
+			ok = strings.HasPrefix(strings.ToLower(e.Kind), val)
+		case isField && field == "worker":
+			ok = strings.ToLower(e.Worker) == val
+		case isField && (field == "host" || field == "url"):
+			ok = strings.Contains(strings.ToLower(e.URL), val)
+		default:
+			ok = strings.Contains(strings.ToLower(e.Kind+" "+e.URL+" "+e.Worker+" "+e.Detail), t)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // eventRing keeps the most recent events for the Events view.
 type eventRing struct {
 	buf  []admin.Event
@@ -284,15 +306,16 @@ func (r *eventRing) add(e admin.Event) {
 	}
 }
 
-// window returns events newest first, filtered by free text on kind, URL,
-// worker and detail.
+// window returns events newest first. The filter's terms must all match:
+// kind=PREFIX (job., worker.lost), worker=ID, host=TEXT or url=TEXT, and
+// free text matched case-insensitively against kind, URL, worker and detail.
 func (r *eventRing) window(q admin.Query) admin.Page {
 	page := admin.Page{View: admin.ViewEvents, Offset: q.Offset}
-	f := strings.ToLower(strings.TrimSpace(q.Filter))
+	terms := strings.Fields(strings.ToLower(q.Filter))
 	skipped := 0
 	for i := 0; i < r.n; i++ {
 		e := r.buf[(r.next-1-i+2*len(r.buf))%len(r.buf)]
-		if f != "" && !strings.Contains(strings.ToLower(e.Kind+" "+e.URL+" "+e.Worker+" "+e.Detail), f) {
+		if !eventMatches(&e, terms) {
 			continue
 		}
 		page.Total++
