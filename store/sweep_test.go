@@ -220,3 +220,29 @@ func TestSweepRejectsNegativeTTL(t *testing.T) {
 		t.Error("Sweep with a negative TTL succeeded")
 	}
 }
+
+// Records written with times below where the last sweep stopped are still
+// swept: a batch lowers the sweep's starting point.
+func TestSweepFindsRecordsOlderThanItsLastPosition(t *testing.T) {
+	s := memT(t)
+	put := func(i int, st KeyState, at time.Time) {
+		r := keyRec(i, st, at)
+		commitT(t, s, func(b *Batch) error { return b.PutKey(&r) })
+	}
+	put(1, KeyDone, base)
+	put(2, KeyFailed, base)
+	if n, err := s.Sweep(base.Add(2*time.Hour), time.Hour, time.Hour); err != nil || n != 2 {
+		t.Fatalf("first Sweep = %d, %v; want 2", n, err)
+	}
+	put(3, KeyDone, base.Add(-time.Hour)) // older than anything swept
+	put(4, KeyDone, base.Add(10*time.Minute))
+	put(5, KeyFailed, base.Add(-time.Hour))
+	j := jobRec(6, JobDone, base.Add(-time.Hour))
+	commitT(t, s, func(b *Batch) error { return b.PutJob(&j) })
+	if n, err := s.Sweep(base.Add(3*time.Hour), time.Hour, time.Hour); err != nil || n != 4 {
+		t.Fatalf("second Sweep = %d, %v; want 4", n, err)
+	}
+	if recs, _ := recoverAll(t, s); len(recs) != 0 {
+		t.Errorf("left after the sweeps: %+v", recs)
+	}
+}
