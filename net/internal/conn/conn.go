@@ -252,6 +252,13 @@ func (c *Conn) Err() error {
 	}
 }
 
+// Queued reports how many posted functions wait to run on the loop.
+func (c *Conn) Queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.posts)
+}
+
 // Endpoint is the server endpoint this connection dials.
 func (c *Conn) Endpoint() string { return c.cfg.Endpoint }
 

@@ -181,7 +181,9 @@ type capture struct {
 	next *slog.Logger
 }
 
-func (c *capture) Enabled(context.Context, slog.Level) bool { return true }
+// Enabled keeps Info and above: debug records (one per undeliverable
+// send) would slow a server under a flood down.
+func (c *capture) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
 
 func (c *capture) Handle(ctx context.Context, r slog.Record) error {
 	c.s.add(func() { c.s.logs = append(c.s.logs, r.Clone()) })

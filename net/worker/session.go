@@ -1,0 +1,268 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+
+	"drover/net/internal/conn"
+	"drover/net/wire"
+)
+
+// running is one job the worker holds: from the JOB that carried it until
+// the RESULT-OK that acknowledges its result, or until it is abandoned.
+type running struct {
+	cancel context.CancelCauseFunc
+	done   bool             // the handler returned
+	result *wire.ResultItem // what to report, once done
+	sentIn uint64           // request id of the RESULT carrying it this session; 0: not sent
+	// abandoned: the server no longer wants it (WELCOME's cancel list,
+	// eviction): not listed as held, its result is dropped.
+	abandoned bool
+}
+
+// session is the worker's conn.Handler. Its fields are used on the loop
+// goroutine only (and by Run once the loop has stopped).
+type session struct {
+	opts Options
+	h    Handler
+	sem  chan struct{} // one token per slot
+
+	jobs     map[uint64]*running
+	busy     int                 // handlers that have not returned
+	outbox   []uint64            // jobs whose results are to be sent
+	inflight map[uint64][]uint64 // RESULT request id -> job ids it carried
+	stopping bool
+	enc      wire.Encoder // for checking results one by one
+}
+
+func newSession(opts Options, h Handler) *session {
+	return &session{
+		opts:     opts,
+		h:        h,
+		sem:      make(chan struct{}, opts.Slots),
+		jobs:     make(map[uint64]*running),
+		inflight: make(map[uint64][]uint64),
+	}
+}
+
+// Hello lists every job received and not yet acknowledged, unless
+// abandoned.
+func (s *session) Hello(req uint64) *wire.Hello {
+	var held []uint64
+	for id, r := range s.jobs {
+		if !r.abandoned {
+			held = append(held, id)
+		}
+	}
+	slices.Sort(held)
+	return hello(s.opts, req, held)
+}
+
+// Up abandons what WELCOME says to and queues every unacknowledged result
+// to be sent again.
+func (s *session) Up(l *conn.Link, w *wire.Welcome) {
+	for _, id := range w.Cancel {
+		if r := s.jobs[id]; r != nil {
+			s.abandon(id, r, fmt.Errorf("%w: the server no longer assigns it to this worker (after reconnecting)", ErrCancelled))
+		}
+	}
+	s.outbox = s.outbox[:0]
+	clear(s.inflight)
+	for id, r := range s.jobs {
+		if r.result != nil && !r.abandoned {
+			r.sentIn = 0
+			s.outbox = append(s.outbox, id)
+		}
+	}
+	slices.Sort(s.outbox)
+	s.opts.Log.Debug("worker session up", "held", len(s.jobs), "cancel", len(w.Cancel), "resend", len(s.outbox))
+}
+
+// abandon cancels a job the server no longer wants and forgets it once
+// its handler has returned.
+func (s *session) abandon(id uint64, r *running, cause error) {
+	r.abandoned = true
+	if r.done {
+		delete(s.jobs, id)
+		return
+	}
+	r.cancel(cause)
+}
+
+// Receive handles JOB, CANCEL, RESULT-OK and ERROR.
+func (s *session) Receive(l *conn.Link, m wire.Message) {
+	switch m := m.(type) {
+	case *wire.Job:
+		for i := range m.Jobs {
+			s.start(l, &m.Jobs[i])
+		}
+	case *wire.Cancel:
+		for _, id := range m.JobIDs {
+			if r := s.jobs[id]; r != nil && !r.done {
+				r.cancel(fmt.Errorf("%w: %s", ErrCancelled, m.Reason))
+			}
+		}
+	case *wire.ResultOK:
+		delete(s.inflight, m.Req)
+		for _, it := range m.Items {
+			r := s.jobs[it.JobID]
+			if r == nil || r.result == nil || r.sentIn == 0 {
+				continue
+			}
+			delete(s.jobs, it.JobID)
+			if it.Status != wire.ResultRecorded {
+				s.opts.Log.Debug("result not recorded", "job", it.JobID, "status", it.Status)
+			}
+		}
+	case *wire.Error:
+		ids, ok := s.inflight[m.Req]
+		if !ok {
+			s.opts.Log.Warn("server error", "err", m)
+			return
+		}
+		// The server refused a RESULT: those results can never be
+		// delivered. Drop them and end the session so that the server
+		// takes the jobs back instead of leaving them held forever.
+		delete(s.inflight, m.Req)
+		for _, id := range ids {
+			delete(s.jobs, id)
+		}
+		s.opts.Log.Error("the server refused a RESULT: dropping its results and reconnecting", "jobs", len(ids), "err", m)
+		l.Drop(m.Code, fmt.Errorf("RESULT refused: %w", m))
+	default:
+		s.opts.Log.Debug("ignored", "command", m.Command())
+	}
+}
+
+// start runs one dispatched job in its own goroutine, within the slots.
+func (s *session) start(l *conn.Link, it *wire.JobItem) {
+	if _, dup := s.jobs[it.JobID]; dup {
+		s.opts.Log.Warn("job dispatched twice: ignoring the second", "job", it.JobID)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	r := &running{cancel: cancel}
+	s.jobs[it.JobID] = r
+	s.busy++
+	if s.stopping {
+		cancel(ErrShutdown)
+	}
+	j := Job{ID: it.JobID, Attempt: int(it.Attempt), Key: it.Key, Headers: it.Headers.Map(), Payload: it.Payload}
+	c := l.Conn()
+	go func() {
+		res := s.execute(ctx, j)
+		cause := context.Cause(ctx)
+		cancel(nil)
+		c.Post(func(l *conn.Link) { s.finished(j.ID, r, res, cause) })
+	}()
+}
+
+// execute runs the handler in a slot, turning a panic into an internal
+// failure.
+func (s *session) execute(ctx context.Context, j Job) (res Result) {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return Internal(fmt.Errorf("not started: %w", context.Cause(ctx)))
+	}
+	defer func() { <-s.sem }()
+	defer func() {
+		if p := recover(); p != nil {
+			s.opts.Log.Error("handler panicked", "job", j.ID, "panic", p, "stack", string(debug.Stack()))
+			res = Internal(fmt.Errorf("handler panicked: %v", p))
+		}
+	}()
+	return s.h(ctx, j)
+}
+
+// finished records a handler's result (on the loop goroutine).
+func (s *session) finished(id uint64, r *running, res Result, cause error) {
+	r.done = true
+	s.busy--
+	if s.jobs[id] != r {
+		return
+	}
+	if r.abandoned {
+		delete(s.jobs, id)
+		return
+	}
+	if errors.Is(cause, ErrShutdown) && res.outcome() != wire.OutcomeOK {
+		// Abandoned for the shutdown: the DISCONNECT gives it back to the
+		// server uncharged, which a failure report would not.
+		delete(s.jobs, id)
+		return
+	}
+	item := toItem(id, res)
+	r.result = &item
+	s.outbox = append(s.outbox, id)
+}
+
+// Flush sends the results gathered this iteration and ends a shutdown
+// once nothing is left to wait for.
+func (s *session) Flush(l *conn.Link) {
+	if l.Up() && len(s.outbox) > 0 {
+		s.sendResults(l)
+	}
+	if s.stopping && s.busy == 0 && (!l.Up() || !s.unacknowledged()) {
+		l.Stop(nil)
+	}
+}
+
+func (s *session) unacknowledged() bool {
+	for _, r := range s.jobs {
+		if r.result != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Down handles the end of a session: eviction abandons every job, a
+// server that lets the worker go stops it, anything else keeps the jobs
+// running and their results for the next session.
+func (s *session) Down(l *conn.Link, err error, welcomed bool) {
+	s.outbox = s.outbox[:0]
+	clear(s.inflight)
+	var de *conn.DisconnectError
+	if !errors.As(err, &de) {
+		return
+	}
+	switch de.Code {
+	case wire.CodeEvicted:
+		s.abandonAll(fmt.Errorf("%w: %s", ErrEvicted, de.Reason))
+	case wire.CodeOK:
+		s.abandonAll(fmt.Errorf("%w: %s", ErrDrained, de.Reason))
+		l.Stop(fmt.Errorf("%w: the server ended the session: %s", ErrDrained, de.Reason))
+	case wire.CodeConflict:
+		s.abandonAll(fmt.Errorf("%w: %s", ErrSuperseded, de.Reason))
+		l.Stop(fmt.Errorf("%w: %s", ErrSuperseded, de.Reason))
+	}
+}
+
+func (s *session) abandonAll(cause error) {
+	for id, r := range s.jobs {
+		s.abandon(id, r, cause)
+	}
+}
+
+// beginStop starts the shutdown: every running job is cancelled.
+func (s *session) beginStop(l *conn.Link) {
+	s.stopping = true
+	for _, r := range s.jobs {
+		if !r.done {
+			r.cancel(ErrShutdown)
+		}
+	}
+}
+
+// cancelAll cancels whatever still runs once the loop has stopped.
+func (s *session) cancelAll(cause error) {
+	for _, r := range s.jobs {
+		if !r.done {
+			r.cancel(cause)
+		}
+	}
+}

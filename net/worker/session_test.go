@@ -1,0 +1,195 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"drover/net/internal/conn"
+	"drover/net/wire"
+)
+
+// TestResultsResentAfterReconnect: a result the server did not
+// acknowledge is listed as held in the next HELLO and sent again; once
+// acknowledged it is forgotten.
+func TestResultsResentAfterReconnect(t *testing.T) {
+	srv := newScripted(t)
+	runWorker(t, srv.ep, Options{ID: "w", Slots: 2, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 20 * time.Millisecond},
+		func(ctx context.Context, j Job) Result { return OK([]byte("out")) })
+	if h := srv.greet(); h.Role != wire.RoleWorker || h.Slots != 2 || len(h.Held) != 0 {
+		t.Fatalf("first HELLO %+v: want a worker with 2 slots holding nothing", h)
+	}
+	srv.send(&wire.Job{Jobs: []wire.JobItem{jobItem(41, "http://r.test/")}})
+	r1 := expect[*wire.Result](t, srv.next())
+	if len(r1.Items) != 1 || r1.Items[0].JobID != 41 || string(r1.Items[0].Output) != "out" {
+		t.Fatalf("RESULT %+v: want job 41 ok with its output", r1.Items)
+	}
+	srv.send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "restarting"})
+	if h := srv.greet(); !slices.Equal(h.Held, []uint64{41}) {
+		t.Fatalf("HELLO after reconnecting holds %v, want [41] (result not acknowledged)", h.Held)
+	}
+	r2 := expect[*wire.Result](t, srv.next())
+	if len(r2.Items) != 1 || r2.Items[0].JobID != 41 || string(r2.Items[0].Output) != "out" || r2.Req == r1.Req {
+		t.Fatalf("re-sent RESULT %+v (req %d): want job 41 again under a new request id", r2.Items, r2.Req)
+	}
+	srv.send(&wire.ResultOK{Req: r2.Req, Items: []wire.ResultOKItem{{JobID: 41, Status: wire.ResultRecorded}}})
+	srv.send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "again"})
+	if h := srv.greet(); len(h.Held) != 0 {
+		t.Fatalf("HELLO after the acknowledgement holds %v, want nothing", h.Held)
+	}
+}
+
+// TestCancelStopsJob: CANCEL cancels the job's context (ErrCancelled) and
+// its result is still reported.
+func TestCancelStopsJob(t *testing.T) {
+	srv := newScripted(t)
+	cause := make(chan error, 1)
+	started := make(chan struct{})
+	runWorker(t, srv.ep, Options{ID: "w"}, func(ctx context.Context, j Job) Result {
+		close(started)
+		<-ctx.Done()
+		cause <- context.Cause(ctx)
+		return Internal(context.Cause(ctx))
+	})
+	srv.greet()
+	srv.send(&wire.Job{Jobs: []wire.JobItem{jobItem(5, "http://c.test/")}})
+	// (A job cancelled before its handler starts never starts.)
+	recvT(t, started, "handler start")
+	srv.send(&wire.Cancel{JobIDs: []uint64{5}, Reason: "requeued by the operator"})
+	if err := recvT(t, cause, "cancellation"); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("cause %v, want ErrCancelled", err)
+	}
+	r := expect[*wire.Result](t, srv.next())
+	if len(r.Items) != 1 || r.Items[0].JobID != 5 || r.Items[0].Outcome != wire.OutcomeInternal {
+		t.Fatalf("RESULT %+v: want job 5, internal", r.Items)
+	}
+	srv.send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 5, Status: wire.ResultStale}}})
+}
+
+// TestWelcomeCancelAbandons: jobs WELCOME lists in cancel are cancelled
+// and their results dropped; the others carry on.
+func TestWelcomeCancelAbandons(t *testing.T) {
+	srv := newScripted(t)
+	causes := make(chan error, 2)
+	release := make(chan struct{})
+	runWorker(t, srv.ep, Options{ID: "w", Slots: 2, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 20 * time.Millisecond},
+		func(ctx context.Context, j Job) Result {
+			if j.ID == 1 {
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return OK([]byte("too late"))
+			}
+			<-release
+			return OK([]byte("two"))
+		})
+	srv.greet()
+	srv.send(&wire.Job{Jobs: []wire.JobItem{jobItem(1, "http://a.test/1"), jobItem(2, "http://a.test/2")}})
+	srv.send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "restarting"})
+	if h := srv.greet(1); !slices.Equal(h.Held, []uint64{1, 2}) {
+		t.Fatalf("HELLO holds %v, want [1 2]", h.Held)
+	}
+	if err := recvT(t, causes, "cancellation of job 1"); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("job 1 cause %v, want ErrCancelled", err)
+	}
+	close(release)
+	r := expect[*wire.Result](t, srv.next())
+	if len(r.Items) != 1 || r.Items[0].JobID != 2 {
+		t.Fatalf("RESULT %+v: want only job 2", r.Items)
+	}
+	srv.send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 2, Status: wire.ResultRecorded}}})
+	srv.send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "again"})
+	if h := srv.greet(); len(h.Held) != 0 {
+		t.Fatalf("HELLO holds %v, want nothing (job 1 abandoned, job 2 acknowledged)", h.Held)
+	}
+}
+
+// TestResultsBatched: results of jobs that finish together go in one
+// RESULT. The loop is held while the handlers return, so that their
+// results are all waiting when it next runs.
+func TestResultsBatched(t *testing.T) {
+	srv := newScripted(t)
+	const n = 8
+	release := make(chan struct{})
+	opts, err := Options{Connect: srv.ep, ID: "w", Slots: n}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(opts, func(ctx context.Context, j Job) Result {
+		<-release
+		return OK(nil)
+	})
+	c, err := conn.Start(conn.Config{Endpoint: srv.ep}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	srv.greet()
+	items := make([]wire.JobItem, n)
+	for i := range items {
+		items[i] = jobItem(uint64(i+1), "http://batch.test/")
+	}
+	srv.send(&wire.Job{Jobs: items})
+	busy := make(chan int, 1)
+	testEventually(t, "all jobs started", func() bool {
+		c.Post(func(*conn.Link) { busy <- s.busy })
+		return recvT(t, busy, "busy count") == n
+	})
+	// Hold the loop, then let the handlers return.
+	gate, held := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	defer open()
+	c.Post(func(*conn.Link) {
+		close(held)
+		<-gate
+	})
+	recvT(t, held, "loop held")
+	close(release)
+	testEventually(t, "every result posted", func() bool { return c.Queued() == n })
+	open()
+	r := expect[*wire.Result](t, srv.next())
+	if len(r.Items) != n {
+		t.Fatalf("first RESULT carries %d results, want all %d", len(r.Items), n)
+	}
+}
+
+func testEventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, wait)
+		}
+		<-tick.C
+	}
+}
+
+// TestHandlerPanic: a panicking handler is reported as an internal
+// failure and the worker carries on.
+func TestHandlerPanic(t *testing.T) {
+	srv := newScripted(t)
+	runWorker(t, srv.ep, Options{ID: "w"}, func(ctx context.Context, j Job) Result {
+		if j.ID == 1 {
+			panic("handler bug")
+		}
+		return OK(nil)
+	})
+	srv.greet()
+	srv.send(&wire.Job{Jobs: []wire.JobItem{jobItem(1, "http://p.test/")}})
+	r := expect[*wire.Result](t, srv.next())
+	if r.Items[0].Outcome != wire.OutcomeInternal || r.Items[0].Error != "handler panicked: handler bug" {
+		t.Fatalf("RESULT %+v: want internal naming the panic", r.Items[0])
+	}
+	srv.send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 1, Status: wire.ResultRecorded}}})
+	srv.send(&wire.Job{Jobs: []wire.JobItem{jobItem(2, "http://p.test/2")}})
+	r = expect[*wire.Result](t, srv.next())
+	if r.Items[0].JobID != 2 || r.Items[0].Outcome != wire.OutcomeOK {
+		t.Fatalf("RESULT %+v: want job 2 ok", r.Items[0])
+	}
+	srv.send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 2, Status: wire.ResultRecorded}}})
+}

@@ -1,0 +1,294 @@
+// Package worker is drover's Go worker library: it connects to a drover
+// coordinator's peers socket over DRV/1 (docs/PROTOCOL.md), announces the
+// worker's capabilities and slots, runs the jobs it is sent with a Handler,
+// and reports their results.
+//
+// What it takes care of:
+//
+//   - Slots: up to Options.Slots jobs run at once, each in its own
+//     goroutine with its own context.
+//   - Results are batched (results of jobs finishing together go in one
+//     RESULT), kept until the server acknowledges them with RESULT-OK, and
+//     sent again after a reconnection.
+//   - Liveness: heartbeats both ways; a server silent for heartbeat ×
+//     liveness is dropped and the library reconnects with a fresh DEALER,
+//     after 1 s doubling to 32 s (reset after each WELCOME).
+//   - After a reconnection HELLO lists the jobs still held (running, or
+//     finished and not acknowledged); jobs WELCOME tells it to abandon
+//     have their contexts cancelled and their results dropped.
+//   - A job's context is cancelled (see context.Cause) with ErrCancelled
+//     when the server sends CANCEL, ErrEvicted when an operator evicts the
+//     worker (DISCONNECT 410; the library then waits 32 s before
+//     reconnecting), and ErrShutdown when Run's context ends.
+//
+// Shutdown: when Run's context ends, every running job's context is
+// cancelled (the jobs are abandoned, not waited for to completion). Run
+// waits up to Options.StopTimeout for the handlers to return: results they
+// return as ok are still sent and acknowledged; other results of abandoned
+// jobs are dropped, since the clean DISCONNECT that follows makes the
+// server put those jobs back in its queue uncharged. Handlers still running
+// after StopTimeout are left behind (their goroutines end when they
+// return).
+//
+// A server that drains the worker lets it go with DISCONNECT 200 once its
+// jobs are done: Run then returns an error wrapping ErrDrained.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"time"
+
+	"drover/coord/id"
+	"drover/net/internal/conn"
+	"drover/net/wire"
+)
+
+// Job is one job to run.
+type Job struct {
+	ID      uint64 // the server's job id
+	Attempt int    // 1 for the first dispatch, 2 after one retry, ...
+	Key     id.Key // what to do: crawler, processor, URL
+	// Headers are the job's requirements (as submitted); the worker's own
+	// headers satisfy them.
+	Headers map[string]string
+	Payload []byte // opaque, as submitted
+}
+
+// Result is how a job ended, as a Handler reports it. Build one with OK,
+// Internal, External or Throttled, or fill it in.
+type Result struct {
+	// Outcome is ok, internal (the worker's fault: retried elsewhere up to
+	// the server's failure budget), external (the job's fault: failed at
+	// once) or throttled (the site said slow down: requeued after a per-host
+	// back-off, not charged). The zero value means ok when Error is empty
+	// and internal otherwise.
+	Outcome wire.Outcome
+	// RetryAfter is the site's Retry-After for throttled (0: the server's
+	// default back-off); ignored for other outcomes.
+	RetryAfter time.Duration
+	// Error says what went wrong (clipped to wire.MaxText bytes).
+	Error string
+	// Output is the job's output (at most wire.MaxOutput bytes; a larger
+	// one turns the result into an internal failure saying so).
+	Output []byte
+	// Links are discovered jobs, submitted atomically with an ok result (at
+	// most wire.MaxLinksPerResult; ignored for other outcomes).
+	Links []wire.SubmitItem
+}
+
+// OK is a successful result with an output.
+func OK(output []byte, links ...wire.SubmitItem) Result {
+	return Result{Outcome: wire.OutcomeOK, Output: output, Links: links}
+}
+
+// Internal is a failure that is the worker's fault (fetch error, timeout):
+// the job is retried, up to the server's failure budget.
+func Internal(err error) Result {
+	return Result{Outcome: wire.OutcomeInternal, Error: errText(err)}
+}
+
+// External is a failure that is the job's fault (malformed job): the job
+// fails at once.
+func External(err error) Result {
+	return Result{Outcome: wire.OutcomeExternal, Error: errText(err)}
+}
+
+// Throttled says the site asked to slow down (HTTP 429 or 503): the job is
+// requeued after retryAfter (0: the server's back-off), uncharged.
+func Throttled(retryAfter time.Duration, err error) Result {
+	return Result{Outcome: wire.OutcomeThrottled, RetryAfter: retryAfter, Error: errText(err)}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Handler runs one job. It should return soon after ctx is done; the
+// context's cause (context.Cause) says why: ErrCancelled, ErrEvicted or
+// ErrShutdown. A handler that panics has the job reported as an internal
+// failure naming the panic.
+type Handler func(ctx context.Context, j Job) Result
+
+// Why a job's context was cancelled, and why Run ended.
+var (
+	// ErrCancelled: the server cancelled the job (CANCEL, or WELCOME's
+	// cancel list after a reconnection).
+	ErrCancelled = errors.New("job cancelled by the server")
+	// ErrEvicted: an operator evicted the worker; its jobs went back to the
+	// queue.
+	ErrEvicted = errors.New("worker evicted by an operator")
+	// ErrShutdown: Run's context ended.
+	ErrShutdown = errors.New("worker shutting down")
+	// ErrDrained: the server let the worker go (DISCONNECT 200) after an
+	// operator drained it; Run returns it wrapped.
+	ErrDrained = errors.New("worker drained")
+	// ErrSuperseded: another worker connected with the same id (DISCONNECT
+	// 409); Run returns it wrapped.
+	ErrSuperseded = errors.New("worker superseded by another with the same id")
+)
+
+// Options configure a worker. Zero values take the defaults.
+type Options struct {
+	// Connect is the coordinator's peers endpoint (default
+	// tcp://127.0.0.1:5570).
+	Connect string
+	// ID is the stable worker id, the same across reconnections and
+	// restarts (default hostname-pid).
+	ID string
+	// Host is shown to operators (default the host name).
+	Host string
+	// Slots is how many jobs run at once (default 1, at most
+	// wire.MaxSlots).
+	Slots int
+	// Headers are the worker's capabilities, matched against jobs'
+	// requirements (threads=8, hwgroup=gpu, lang=en).
+	Headers map[string]string
+	// Heartbeat is the proposed heartbeat interval (0: the server's).
+	Heartbeat time.Duration
+	// Log receives the library's events (default: discard).
+	Log *slog.Logger
+	// ReconnectMin and ReconnectMax bound the reconnection backoff
+	// (defaults 1 s and 32 s).
+	ReconnectMin, ReconnectMax time.Duration
+	// StopTimeout bounds how long Run waits, after its context ends, for
+	// handlers to return and their ok results to be acknowledged (default
+	// 10 s).
+	StopTimeout time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultConnect     = "tcp://127.0.0.1:5570"
+	DefaultStopTimeout = 10 * time.Second
+)
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Connect == "" {
+		o.Connect = DefaultConnect
+	}
+	if o.Host == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "unknown"
+		}
+		o.Host = clipString(h, wire.MaxHost)
+	}
+	if o.ID == "" {
+		o.ID = clipString(o.Host, wire.MaxID-12) + "-" + strconv.Itoa(os.Getpid())
+	}
+	if o.Slots == 0 {
+		o.Slots = 1
+	}
+	if o.StopTimeout == 0 {
+		o.StopTimeout = DefaultStopTimeout
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	var errs []error
+	if o.Slots < 1 || o.Slots > wire.MaxSlots {
+		errs = append(errs, fmt.Errorf("worker option Slots %d: want 1 to %d", o.Slots, wire.MaxSlots))
+	}
+	if o.Heartbeat < 0 {
+		errs = append(errs, fmt.Errorf("worker option Heartbeat %v: want >= 0 (0: the server's)", o.Heartbeat))
+	}
+	if o.StopTimeout < 0 {
+		errs = append(errs, fmt.Errorf("worker option StopTimeout %v: want > 0", o.StopTimeout))
+	}
+	if o.ReconnectMin < 0 || o.ReconnectMax < 0 || (o.ReconnectMax != 0 && o.ReconnectMax < o.ReconnectMin) {
+		errs = append(errs, fmt.Errorf("worker options ReconnectMin %v, ReconnectMax %v: want 0 < min <= max (0: defaults)", o.ReconnectMin, o.ReconnectMax))
+	}
+	if len(errs) == 0 {
+		// Every other rule (id, host, header names and values) is DRV/1's:
+		// check the HELLO this worker will send.
+		h := hello(o, 1, nil)
+		if _, err := wire.Encode(h); err != nil {
+			errs = append(errs, fmt.Errorf("worker options: %w", err))
+		}
+	}
+	return o, errors.Join(errs...)
+}
+
+// hello is the worker's HELLO listing held job ids.
+func hello(o Options, req uint64, held []uint64) *wire.Hello {
+	return &wire.Hello{
+		Req: req, Role: wire.RoleWorker, ID: o.ID, Host: o.Host, Slots: uint32(o.Slots),
+		Heartbeat: o.Heartbeat, Headers: toHeaders(o.Headers), Held: held,
+	}
+}
+
+// toHeaders turns a map into a header list sorted by name.
+func toHeaders(m map[string]string) wire.Headers {
+	if len(m) == 0 {
+		return nil
+	}
+	h := make(wire.Headers, 0, len(m))
+	for k, v := range m {
+		h = append(h, wire.Header{Name: k, Value: v})
+	}
+	sort.Slice(h, func(i, j int) bool { return h[i].Name < h[j].Name })
+	return h
+}
+
+// Run connects to the coordinator and runs jobs with h until ctx ends (it
+// then shuts down as the package documentation says and returns nil), or
+// until the server lets the worker go (an error wrapping ErrDrained or
+// ErrSuperseded). Bad options are reported at once, naming the option.
+func Run(ctx context.Context, opts Options, h Handler) error {
+	if h == nil {
+		return errors.New("worker: nil handler")
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return err
+	}
+	s := newSession(opts, h)
+	c, err := conn.Start(conn.Config{
+		Endpoint:     opts.Connect,
+		ReconnectMin: opts.ReconnectMin,
+		ReconnectMax: opts.ReconnectMax,
+		Log:          opts.Log,
+	}, s)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	select {
+	case <-ctx.Done():
+		c.Post(s.beginStop)
+		timer := time.NewTimer(opts.StopTimeout)
+		defer timer.Stop()
+		select {
+		case <-c.Done():
+		case <-timer.C:
+			c.Post(func(l *conn.Link) {
+				opts.Log.Warn("stop timeout: leaving handlers behind", "running", s.busy, "timeout", opts.StopTimeout)
+				l.Stop(nil)
+			})
+			<-c.Done()
+		}
+	case <-c.Done():
+	}
+	// The loop has stopped: its state is ours now. Jobs still running are
+	// abandoned.
+	s.cancelAll(ErrShutdown)
+	return c.Err()
+}
+
+func clipString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
