@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -42,6 +43,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
+	if isUsage(err) {
+		return 2
+	}
 	return 1
 }
 
@@ -51,15 +55,37 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Short: "Work coordinator and job broker for distributed crawls, with an operations console",
 		Long: `drover stops two workers from doing the same work and hands jobs to live,
 capable workers, requeueing whatever a crashed, disconnected or throttled
-worker held. Run "drover demo" to watch a local crawl.`,
+worker held. With no command it runs the coordinator (as "drover serve") under
+the operations console. Run "drover demo" to watch a local crawl.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			return runEmbedded(cmd, cfg)
+		},
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	addServerFlags(root)
 	root.PersistentFlags().String(configFlag, "", "config file (default: $DROVER_CONFIG, ./drover.yaml, $XDG_CONFIG_HOME/drover/drover.yaml, /etc/drover/drover.yaml)")
 	root.AddCommand(newVersionCmd(), newServeCmd(), newConfigCmd(), newCrawlCmd(), newDemoCmd(),
 		newWorkerCmd(), newSubmitCmd(), newStatusCmd(), newConsoleCmd())
 	return root
+}
+
+// isUsage recognises cobra's errors for a bad command line (it has no
+// typed errors for them): they exit 2, like configuration errors.
+func isUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "invalid argument", "flag needs an argument", "accepts ", "requires at least", "requires exactly"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }

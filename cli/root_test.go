@@ -18,8 +18,8 @@ func TestVersion(t *testing.T) {
 
 func TestUnknownCommandFails(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := Main([]string{"no-such-command"}, strings.NewReader(""), &out, &errb); code == 0 {
-		t.Fatal("unknown command exited 0")
+	if code := Main([]string{"no-such-command"}, strings.NewReader(""), &out, &errb); code != 2 {
+		t.Fatalf("unknown command exited %d, want 2", code)
 	}
 	if !strings.Contains(errb.String(), "no-such-command") {
 		t.Fatalf("error does not name the command: %q", errb.String())
