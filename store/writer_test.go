@@ -151,11 +151,13 @@ func TestAckedBatchesSurviveACrash(t *testing.T) {
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			mem := vfs.NewCrashableMem()
-			s := openT(t, Options{Path: "/db", Sync: tc.policy, SyncInterval: 2 * time.Millisecond, fs: mem})
+			s := openT(t, Options{Path: "/db", Sync: tc.policy, fs: mem}) // batch: every 10 ms
 			// 4 writers, at most 64 batches in flight each, 6000 in all;
-			// crashes at 4 random acknowledgement counts.
+			// crashes after 4 random numbers of Apply calls, wherever the
+			// writer is between fsyncs.
 			const writers, each, inflight = 4, 1500, 64
-			var acks ackLog
+			var applied [writers * each]atomic.Int64 // Apply time, unix ns
+			var acks, sent ackLog
 			var stop atomic.Bool
 			var wg sync.WaitGroup
 			for w := range writers {
@@ -172,12 +174,14 @@ func TestAckedBatchesSurviveACrash(t *testing.T) {
 						b := s.NewBatch()
 						_ = b.PutKey(&r)
 						sem <- struct{}{}
+						applied[i].Store(time.Now().UnixNano())
 						s.Apply(b, func(err error) {
 							<-sem
 							if err == nil {
 								acks.add(i)
 							}
 						})
+						sent.add(i)
 					}
 				}()
 			}
@@ -185,10 +189,11 @@ func TestAckedBatchesSurviveACrash(t *testing.T) {
 			points := []int{rng.IntN(1500), 1500 + rng.IntN(1500), 3000 + rng.IntN(1500), 4500 + rng.IntN(1400)}
 			lost := 0
 			for crash, at := range points {
-				if !acks.waitFor(at, 20*time.Second) {
-					t.Fatalf("crash %d: %d acknowledgements in 20s, want %d", crash, acks.len(), at)
+				if !sent.waitFor(at, 20*time.Second) {
+					t.Fatalf("crash %d: %d Apply calls in 20s, want %d", crash, sent.len(), at)
 				}
 				snap := acks.snapshot()
+				crashAt := time.Now().UnixNano()
 				clone := mem.CrashClone(vfs.CrashCloneCfg{})
 				c, err := Open(Options{Path: "/db", fs: clone, Log: quiet})
 				if err != nil {
@@ -204,7 +209,17 @@ func TestAckedBatchesSurviveACrash(t *testing.T) {
 						lost++
 					}
 				}
-				t.Logf("crash %d: %d acknowledged, %d recovered", crash, len(snap), len(have))
+				// What was applied before the crash but not recovered, and
+				// how long before the crash its Apply was.
+				unsynced, oldest := 0, time.Duration(0)
+				for i := range applied {
+					if at := applied[i].Load(); at != 0 && at < crashAt && !have[testFP(i)] {
+						unsynced++
+						oldest = max(oldest, time.Duration(crashAt-at))
+					}
+				}
+				t.Logf("crash %d: %d acknowledged, %d recovered; %d applied but lost, the oldest applied %v before the crash",
+					crash, len(snap), len(have), unsynced, oldest.Round(time.Microsecond))
 			}
 			stop.Store(true)
 			wg.Wait()
