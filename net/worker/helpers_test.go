@@ -42,7 +42,7 @@ func workerHelper() int {
 	return 1
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	t.Cleanup(cancel)
 	return ctx
@@ -57,7 +57,7 @@ type runningWorker struct {
 }
 
 // stop ends the worker and returns what Run returned.
-func (w *runningWorker) stop(t *testing.T) error {
+func (w *runningWorker) stop(t testing.TB) error {
 	t.Helper()
 	w.cancel()
 	select {
@@ -71,7 +71,7 @@ func (w *runningWorker) stop(t *testing.T) error {
 }
 
 // runWorker runs a worker against endpoint until the test ends.
-func runWorker(t *testing.T, endpoint string, opts Options, h Handler) *runningWorker {
+func runWorker(t testing.TB, endpoint string, opts Options, h Handler) *runningWorker {
 	t.Helper()
 	opts.Connect = endpoint
 	ctx, cancel := context.WithCancel(context.Background())
@@ -81,7 +81,7 @@ func runWorker(t *testing.T, endpoint string, opts Options, h Handler) *runningW
 	return w
 }
 
-func dialProducer(t *testing.T, s *testsrv.Server) *client.Client {
+func dialProducer(t testing.TB, s *testsrv.Server) *client.Client {
 	t.Helper()
 	c, err := client.Dial(ctxT(t), client.Options{Connect: s.PeersEndpoint(), ID: "producer"})
 	if err != nil {
@@ -91,7 +91,7 @@ func dialProducer(t *testing.T, s *testsrv.Server) *client.Client {
 	return c
 }
 
-func dialAdmin(t *testing.T, s *testsrv.Server, opts client.AdminOptions) *client.Admin {
+func dialAdmin(t testing.TB, s *testsrv.Server, opts client.AdminOptions) *client.Admin {
 	t.Helper()
 	opts.Connect = s.AdminEndpoint()
 	a, err := client.DialAdmin(ctxT(t), opts)
@@ -120,7 +120,7 @@ func submit(t *testing.T, p *client.Client, items ...wire.SubmitItem) []uint64 {
 }
 
 // totals waits until cond holds for the coordinator's totals.
-func totals(t *testing.T, a *client.Admin, what string, cond func(admin.Totals) bool) admin.Totals {
+func totals(t testing.TB, a *client.Admin, what string, cond func(admin.Totals) bool) admin.Totals {
 	t.Helper()
 	var last admin.Totals
 	defer func() {

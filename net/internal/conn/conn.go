@@ -132,10 +132,13 @@ type Conn struct {
 	h    Handler
 	link Link
 
-	mu     sync.Mutex
-	posts  []func(*Link)
-	spare  []func(*Link)
-	rung   bool
+	mu    sync.Mutex
+	posts []func(*Link)
+	spare []func(*Link)
+	rung  bool // the doorbell was rung since the loop last took posts
+	// asleep: the loop is (about to be) blocked in zmq_poll; only then
+	// does a post ring the doorbell.
+	asleep bool
 	closed bool
 
 	ring chan struct{} // to the notifier: send one byte on the bell
@@ -218,8 +221,10 @@ func (c *Conn) Post(f func(*Link)) bool {
 		return false
 	}
 	c.posts = append(c.posts, f)
-	ring := !c.rung
-	c.rung = true
+	ring := c.asleep && !c.rung
+	if ring {
+		c.rung = true
+	}
 	c.mu.Unlock()
 	if ring {
 		select {
@@ -275,6 +280,25 @@ func (c *Conn) takePosts(final bool) []func(*Link) {
 		c.closed = true
 	}
 	return got
+}
+
+// sleep marks the loop asleep unless posts are waiting, and reports
+// whether it may block.
+func (c *Conn) sleep() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.posts) > 0 {
+		return false
+	}
+	c.asleep = true
+	return true
+}
+
+// wake marks the loop awake: posts need not ring.
+func (c *Conn) wake() {
+	c.mu.Lock()
+	c.asleep = false
+	c.mu.Unlock()
 }
 
 // IsInproc reports whether endpoint is an in-process endpoint.

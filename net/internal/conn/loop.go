@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"time"
 
 	"github.com/pebbe/zmq4"
@@ -181,9 +182,27 @@ func (c *Conn) loop() {
 	}
 }
 
+// yield lets the goroutines this iteration made runnable (callers whose
+// calls completed, jobs just started) run before the loop blocks in
+// zmq_poll. A goroutine blocked in a cgo call keeps its P until the
+// runtime's sysmon takes it back, which can take milliseconds when the
+// process is mostly idle, and goroutines readied onto that P wait as long.
+func yield() { runtime.Gosched() }
+
+// block polls p for up to d, or not at all when posts are waiting.
+func (l *Link) block(p *zmq4.Poller, d time.Duration) ([]zmq4.Polled, error) {
+	yield()
+	if !l.c.sleep() {
+		d = 0
+	}
+	polled, err := p.Poll(pollTimeout(d))
+	l.c.wake()
+	return polled, err
+}
+
 // wait polls only the doorbell for up to d.
 func (l *Link) wait(p *zmq4.Poller, d time.Duration) {
-	polled, err := p.Poll(pollTimeout(d))
+	polled, err := l.block(p, d)
 	if err != nil {
 		l.fatal(err)
 		return
@@ -203,7 +222,7 @@ func (l *Link) poll() {
 		l.fatal(err)
 		return
 	}
-	polled, err := l.poller.Poll(pollTimeout(l.nextTimer()))
+	polled, err := l.block(l.poller, l.nextTimer())
 	if err != nil {
 		l.fatal(err)
 		return

@@ -33,6 +33,8 @@ type Options struct {
 	// OnFinished, when set, receives finished jobs instead of the records
 	// (benchmarks, which finish too many to keep).
 	OnFinished func(broker.Finished)
+	// NoEvents drops events instead of recording them (benchmarks).
+	NoEvents bool
 }
 
 // Server is a running test server.
@@ -83,6 +85,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.OnFinished != nil {
 		opts.OnFinished = o.OnFinished
+	}
+	if o.NoEvents {
+		opts.OnEvent = nil
 	}
 	opts.Coord.Heartbeat = o.Heartbeat
 	opts.Coord.MinHeartbeat = min(10*time.Millisecond, o.Heartbeat)
