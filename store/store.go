@@ -133,7 +133,7 @@ type Store struct {
 	lock  *pebble.Lock
 	epoch uint64
 
-	registered bool // s.path is in openPaths
+	realPath string // the path without symlinks, as registered in openPaths; "" if not
 
 	mu     sync.Mutex // guards closed and the Add side of active
 	closed bool
@@ -214,20 +214,27 @@ func (s *Store) openDisk() (err error) {
 	fsys := s.opts.fs
 	if fsys == nil {
 		fsys = vfs.Default
-		if _, loaded := openPaths.LoadOrStore(path, true); loaded {
-			return fmt.Errorf("store %s: %w: already open in this process (pid %d)", path, ErrLocked, os.Getpid())
-		}
-		s.registered = true
-		defer func() {
-			if err != nil {
-				openPaths.Delete(path)
-				s.registered = false
-			}
-		}()
 	}
 	fresh, err := prepareDir(fsys, path)
 	if err != nil {
 		return err
+	}
+	if s.opts.fs == nil {
+		// One name per directory, whatever symlinks led to it.
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			s.realPath = real
+		} else {
+			s.realPath = path
+		}
+		if _, loaded := openPaths.LoadOrStore(s.realPath, true); loaded {
+			return fmt.Errorf("store %s: %w: already open in this process (pid %d)", path, ErrLocked, os.Getpid())
+		}
+		defer func() {
+			if err != nil {
+				openPaths.Delete(s.realPath)
+				s.realPath = ""
+			}
+		}()
 	}
 	lock, err := pebble.LockDirectory(path, fsys)
 	if err != nil {
@@ -422,8 +429,8 @@ func (s *Store) Close() error {
 			err = fmt.Errorf("store %s: release the lock: %w", s.path, lerr)
 		}
 	}
-	if s.registered {
-		openPaths.Delete(s.path)
+	if s.realPath != "" {
+		openPaths.Delete(s.realPath)
 	}
 	return err
 }

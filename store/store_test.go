@@ -115,12 +115,16 @@ func TestMemoryStore(t *testing.T) {
 func TestSecondOpenInProcessIsLocked(t *testing.T) {
 	dir := t.TempDir()
 	openT(t, Options{Path: dir})
-	for _, p := range []string{dir, dir + "/.", filepath.Join(dir, "..", filepath.Base(dir))} {
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, dir + "/.", filepath.Join(dir, "..", filepath.Base(dir)), link} {
 		_, err := Open(Options{Path: p, Log: quiet})
 		if !IsLocked(err) {
 			t.Fatalf("second Open(%q) = %v; want ErrLocked", p, err)
 		}
-		if !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), strconv.Itoa(os.Getpid())) {
+		if !strings.Contains(err.Error(), filepath.Clean(p)) || !strings.Contains(err.Error(), strconv.Itoa(os.Getpid())) {
 			t.Errorf("error %q does not name the path and this pid", err)
 		}
 	}
