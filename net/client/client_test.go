@@ -217,7 +217,10 @@ func TestWaitResolvedByQueue(t *testing.T) {
 // TestBatchesSplitAndPipelined: inputs over wire.MaxBatch are split, and
 // the verdicts come back in input order.
 func TestBatchesSplitAndPipelined(t *testing.T) {
-	s := testsrv.Start(t, testsrv.Options{})
+	// A 10,000-job SUBMIT keeps a race-enabled server busy for longer than
+	// 100ms × 3: use a heartbeat that outlasts it, or the session is lost
+	// and the batch re-sent (then reported duplicate).
+	s := testsrv.Start(t, testsrv.Options{Heartbeat: time.Second})
 	c := dial(t, s, Options{Timeout: 30 * time.Second})
 	ctx := ctxT(t)
 	n := 2*wire.MaxBatch + 17
