@@ -7,14 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pebbe/zmq4"
-
 	"drover/admin"
 	"drover/coord/id"
 	"drover/net/client"
 	"drover/net/internal/testsrv"
 	"drover/net/wire"
-	"drover/net/zsock"
 )
 
 // wait bounds waits in these tests; they finish far sooner.
@@ -162,82 +159,12 @@ func recvT[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-// scripted is a bare ROUTER playing the coordinator, for exact control of
-// what the worker library is sent.
-type scripted struct {
-	t     *testing.T
-	sock  *zmq4.Socket
-	ep    string
-	ident []byte // routing id of the last message
-}
-
-func newScripted(t *testing.T) *scripted {
-	t.Helper()
-	sk, ep, err := zsock.Loopback(zsock.Router)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sk.Close() })
-	return &scripted{t: t, sock: sk, ep: ep}
-}
-
-// next returns the next message other than HEARTBEAT.
-func (s *scripted) next() wire.Message {
-	s.t.Helper()
-	p := zmq4.NewPoller()
-	p.Add(s.sock, zmq4.POLLIN)
-	for {
-		polled, err := p.Poll(wait)
-		if err != nil || len(polled) == 0 {
-			s.t.Fatalf("scripted server: nothing received within %v (%v)", wait, err)
-		}
-		frames, err := s.sock.RecvMessageBytes(0)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		m, err := wire.Decode(frames[1:])
-		if err != nil {
-			s.t.Fatalf("scripted server: worker sent an undecodable message: %v", err)
-		}
-		s.ident = frames[0]
-		if _, hb := m.(*wire.Heartbeat); hb {
-			continue
-		}
-		return m
-	}
-}
-
-func (s *scripted) send(m wire.Message) {
-	s.t.Helper()
-	frames, err := wire.Encode(m)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if _, err := s.sock.SendMessage(s.ident, frames); err != nil {
-		s.t.Fatal(err)
-	}
-}
-
-// greet expects a HELLO, answers WELCOME (with cancel) and returns it.
-func (s *scripted) greet(cancel ...uint64) *wire.Hello {
-	s.t.Helper()
-	m := s.next()
-	h, ok := m.(*wire.Hello)
-	if !ok {
-		s.t.Fatalf("got %s, want HELLO", m.Command())
-	}
-	s.send(&wire.Welcome{Req: h.Req, Session: 1, Heartbeat: time.Second, Liveness: 3, Slots: h.Slots,
-		Limits: wire.ProtocolLimits, Cancel: cancel})
-	return h
-}
+// newScripted is a scripted coordinator for the test.
+func newScripted(t *testing.T) *testsrv.Scripted { return testsrv.NewScripted(t) }
 
 func expect[T wire.Message](t *testing.T, m wire.Message) T {
 	t.Helper()
-	v, ok := m.(T)
-	if !ok {
-		t.Fatalf("got %s %+v, want %T", m.Command(), m, *new(T))
-	}
-	return v
+	return testsrv.Expect[T](t, m)
 }
 
 func jobItem(id uint64, u string) wire.JobItem {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,27 +18,27 @@ import (
 // acknowledged it is forgotten.
 func TestResultsResentAfterReconnect(t *testing.T) {
 	srv := newScripted(t)
-	runWorker(t, srv.ep, Options{ID: "w", Slots: 2, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 20 * time.Millisecond},
+	runWorker(t, srv.EP, Options{ID: "w", Slots: 2, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 20 * time.Millisecond},
 		func(ctx context.Context, j Job) Result { return OK([]byte("out")) })
-	if h := srv.greet(); h.Role != wire.RoleWorker || h.Slots != 2 || len(h.Held) != 0 {
+	if h := srv.Greet(); h.Role != wire.RoleWorker || h.Slots != 2 || len(h.Held) != 0 {
 		t.Fatalf("first HELLO %+v: want a worker with 2 slots holding nothing", h)
 	}
-	srv.send(&wire.Job{Jobs: []wire.JobItem{jobItem(41, "http://r.test/")}})
-	r1 := expect[*wire.Result](t, srv.next())
+	srv.Send(&wire.Job{Jobs: []wire.JobItem{jobItem(41, "http://r.test/")}})
+	r1 := expect[*wire.Result](t, srv.Next())
 	if len(r1.Items) != 1 || r1.Items[0].JobID != 41 || string(r1.Items[0].Output) != "out" {
 		t.Fatalf("RESULT %+v: want job 41 ok with its output", r1.Items)
 	}
-	srv.send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "restarting"})
-	if h := srv.greet(); !slices.Equal(h.Held, []uint64{41}) {
+	srv.Send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "restarting"})
+	if h := srv.Greet(); !slices.Equal(h.Held, []uint64{41}) {
 		t.Fatalf("HELLO after reconnecting holds %v, want [41] (result not acknowledged)", h.Held)
 	}
-	r2 := expect[*wire.Result](t, srv.next())
+	r2 := expect[*wire.Result](t, srv.Next())
 	if len(r2.Items) != 1 || r2.Items[0].JobID != 41 || string(r2.Items[0].Output) != "out" || r2.Req == r1.Req {
 		t.Fatalf("re-sent RESULT %+v (req %d): want job 41 again under a new request id", r2.Items, r2.Req)
 	}
-	srv.send(&wire.ResultOK{Req: r2.Req, Items: []wire.ResultOKItem{{JobID: 41, Status: wire.ResultRecorded}}})
-	srv.send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "again"})
-	if h := srv.greet(); len(h.Held) != 0 {
+	srv.Send(&wire.ResultOK{Req: r2.Req, Items: []wire.ResultOKItem{{JobID: 41, Status: wire.ResultRecorded}}})
+	srv.Send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "again"})
+	if h := srv.Greet(); len(h.Held) != 0 {
 		t.Fatalf("HELLO after the acknowledgement holds %v, want nothing", h.Held)
 	}
 }
@@ -48,25 +49,25 @@ func TestCancelStopsJob(t *testing.T) {
 	srv := newScripted(t)
 	cause := make(chan error, 1)
 	started := make(chan struct{})
-	runWorker(t, srv.ep, Options{ID: "w"}, func(ctx context.Context, j Job) Result {
+	runWorker(t, srv.EP, Options{ID: "w"}, func(ctx context.Context, j Job) Result {
 		close(started)
 		<-ctx.Done()
 		cause <- context.Cause(ctx)
 		return Internal(context.Cause(ctx))
 	})
-	srv.greet()
-	srv.send(&wire.Job{Jobs: []wire.JobItem{jobItem(5, "http://c.test/")}})
+	srv.Greet()
+	srv.Send(&wire.Job{Jobs: []wire.JobItem{jobItem(5, "http://c.test/")}})
 	// (A job cancelled before its handler starts never starts.)
 	recvT(t, started, "handler start")
-	srv.send(&wire.Cancel{JobIDs: []uint64{5}, Reason: "requeued by the operator"})
+	srv.Send(&wire.Cancel{JobIDs: []uint64{5}, Reason: "requeued by the operator"})
 	if err := recvT(t, cause, "cancellation"); !errors.Is(err, ErrCancelled) {
 		t.Fatalf("cause %v, want ErrCancelled", err)
 	}
-	r := expect[*wire.Result](t, srv.next())
+	r := expect[*wire.Result](t, srv.Next())
 	if len(r.Items) != 1 || r.Items[0].JobID != 5 || r.Items[0].Outcome != wire.OutcomeInternal {
 		t.Fatalf("RESULT %+v: want job 5, internal", r.Items)
 	}
-	srv.send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 5, Status: wire.ResultStale}}})
+	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 5, Status: wire.ResultStale}}})
 }
 
 // TestWelcomeCancelAbandons: jobs WELCOME lists in cancel are cancelled
@@ -75,7 +76,7 @@ func TestWelcomeCancelAbandons(t *testing.T) {
 	srv := newScripted(t)
 	causes := make(chan error, 2)
 	release := make(chan struct{})
-	runWorker(t, srv.ep, Options{ID: "w", Slots: 2, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 20 * time.Millisecond},
+	runWorker(t, srv.EP, Options{ID: "w", Slots: 2, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 20 * time.Millisecond},
 		func(ctx context.Context, j Job) Result {
 			if j.ID == 1 {
 				<-ctx.Done()
@@ -85,23 +86,23 @@ func TestWelcomeCancelAbandons(t *testing.T) {
 			<-release
 			return OK([]byte("two"))
 		})
-	srv.greet()
-	srv.send(&wire.Job{Jobs: []wire.JobItem{jobItem(1, "http://a.test/1"), jobItem(2, "http://a.test/2")}})
-	srv.send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "restarting"})
-	if h := srv.greet(1); !slices.Equal(h.Held, []uint64{1, 2}) {
+	srv.Greet()
+	srv.Send(&wire.Job{Jobs: []wire.JobItem{jobItem(1, "http://a.test/1"), jobItem(2, "http://a.test/2")}})
+	srv.Send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "restarting"})
+	if h := srv.Greet(1); !slices.Equal(h.Held, []uint64{1, 2}) {
 		t.Fatalf("HELLO holds %v, want [1 2]", h.Held)
 	}
 	if err := recvT(t, causes, "cancellation of job 1"); !errors.Is(err, ErrCancelled) {
 		t.Fatalf("job 1 cause %v, want ErrCancelled", err)
 	}
 	close(release)
-	r := expect[*wire.Result](t, srv.next())
+	r := expect[*wire.Result](t, srv.Next())
 	if len(r.Items) != 1 || r.Items[0].JobID != 2 {
 		t.Fatalf("RESULT %+v: want only job 2", r.Items)
 	}
-	srv.send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 2, Status: wire.ResultRecorded}}})
-	srv.send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "again"})
-	if h := srv.greet(); len(h.Held) != 0 {
+	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 2, Status: wire.ResultRecorded}}})
+	srv.Send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "again"})
+	if h := srv.Greet(); len(h.Held) != 0 {
 		t.Fatalf("HELLO holds %v, want nothing (job 1 abandoned, job 2 acknowledged)", h.Held)
 	}
 }
@@ -113,7 +114,7 @@ func TestResultsBatched(t *testing.T) {
 	srv := newScripted(t)
 	const n = 8
 	release := make(chan struct{})
-	opts, err := Options{Connect: srv.ep, ID: "w", Slots: n}.withDefaults()
+	opts, err := Options{Connect: srv.EP, ID: "w", Slots: n}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,17 +122,17 @@ func TestResultsBatched(t *testing.T) {
 		<-release
 		return OK(nil)
 	})
-	c, err := conn.Start(conn.Config{Endpoint: srv.ep}, s)
+	c, err := conn.Start(conn.Config{Endpoint: srv.EP}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	srv.greet()
+	srv.Greet()
 	items := make([]wire.JobItem, n)
 	for i := range items {
 		items[i] = jobItem(uint64(i+1), "http://batch.test/")
 	}
-	srv.send(&wire.Job{Jobs: items})
+	srv.Send(&wire.Job{Jobs: items})
 	busy := make(chan int, 1)
 	testEventually(t, "all jobs started", func() bool {
 		c.Post(func(*conn.Link) { busy <- s.busy })
@@ -150,7 +151,7 @@ func TestResultsBatched(t *testing.T) {
 	close(release)
 	testEventually(t, "every result posted", func() bool { return c.Queued() == n })
 	open()
-	r := expect[*wire.Result](t, srv.next())
+	r := expect[*wire.Result](t, srv.Next())
 	if len(r.Items) != n {
 		t.Fatalf("first RESULT carries %d results, want all %d", len(r.Items), n)
 	}
@@ -173,23 +174,75 @@ func testEventually(t *testing.T, what string, cond func() bool) {
 // failure and the worker carries on.
 func TestHandlerPanic(t *testing.T) {
 	srv := newScripted(t)
-	runWorker(t, srv.ep, Options{ID: "w"}, func(ctx context.Context, j Job) Result {
+	runWorker(t, srv.EP, Options{ID: "w"}, func(ctx context.Context, j Job) Result {
 		if j.ID == 1 {
 			panic("handler bug")
 		}
 		return OK(nil)
 	})
-	srv.greet()
-	srv.send(&wire.Job{Jobs: []wire.JobItem{jobItem(1, "http://p.test/")}})
-	r := expect[*wire.Result](t, srv.next())
+	srv.Greet()
+	srv.Send(&wire.Job{Jobs: []wire.JobItem{jobItem(1, "http://p.test/")}})
+	r := expect[*wire.Result](t, srv.Next())
 	if r.Items[0].Outcome != wire.OutcomeInternal || r.Items[0].Error != "handler panicked: handler bug" {
 		t.Fatalf("RESULT %+v: want internal naming the panic", r.Items[0])
 	}
-	srv.send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 1, Status: wire.ResultRecorded}}})
-	srv.send(&wire.Job{Jobs: []wire.JobItem{jobItem(2, "http://p.test/2")}})
-	r = expect[*wire.Result](t, srv.next())
+	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 1, Status: wire.ResultRecorded}}})
+	srv.Send(&wire.Job{Jobs: []wire.JobItem{jobItem(2, "http://p.test/2")}})
+	r = expect[*wire.Result](t, srv.Next())
 	if r.Items[0].JobID != 2 || r.Items[0].Outcome != wire.OutcomeOK {
 		t.Fatalf("RESULT %+v: want job 2 ok", r.Items[0])
 	}
-	srv.send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 2, Status: wire.ResultRecorded}}})
+	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 2, Status: wire.ResultRecorded}}})
+}
+
+// TestEvictedWaitsBeforeReconnecting: after DISCONNECT 410 the running
+// job is cancelled (ErrEvicted) and abandoned, and the worker does not
+// come back before ReconnectMax.
+func TestEvictedWaitsBeforeReconnecting(t *testing.T) {
+	const max = 300 * time.Millisecond
+	srv := newScripted(t)
+	cause := make(chan error, 1)
+	started := make(chan struct{})
+	runWorker(t, srv.EP, Options{ID: "w", ReconnectMin: 10 * time.Millisecond, ReconnectMax: max},
+		func(ctx context.Context, j Job) Result {
+			close(started)
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return Internal(context.Cause(ctx))
+		})
+	srv.Greet()
+	srv.Send(&wire.Job{Jobs: []wire.JobItem{jobItem(9, "http://ev.test/")}})
+	recvT(t, started, "handler start")
+	evicted := time.Now()
+	srv.Send(&wire.Disconnect{Code: wire.CodeEvicted, Reason: "operator"})
+	if err := recvT(t, cause, "cancellation"); !errors.Is(err, ErrEvicted) {
+		t.Fatalf("cause %v, want ErrEvicted", err)
+	}
+	h := srv.Greet()
+	if gap := time.Since(evicted); gap < max*9/10 {
+		t.Fatalf("reconnected %v after the eviction, want no sooner than ReconnectMax %v (less 10%% jitter)", gap, max)
+	}
+	if len(h.Held) != 0 {
+		t.Fatalf("HELLO after eviction holds %v, want nothing", h.Held)
+	}
+}
+
+// TestResultRefused: a RESULT the server answers with ERROR is dropped and
+// the session ended (DISCONNECT), so that the server takes the jobs back;
+// the next HELLO does not list them.
+func TestResultRefused(t *testing.T) {
+	srv := newScripted(t)
+	runWorker(t, srv.EP, Options{ID: "w", ReconnectMin: 10 * time.Millisecond, ReconnectMax: 20 * time.Millisecond},
+		func(ctx context.Context, j Job) Result { return OK(nil) })
+	srv.Greet()
+	srv.Send(&wire.Job{Jobs: []wire.JobItem{jobItem(3, "http://ref.test/")}})
+	r := expect[*wire.Result](t, srv.Next())
+	srv.Send(&wire.Error{Req: r.Req, Code: wire.CodeMalformed, Msg: "no"})
+	d := expect[*wire.Disconnect](t, srv.Next())
+	if d.Code != wire.CodeMalformed || !strings.Contains(d.Reason, "RESULT refused") {
+		t.Fatalf("DISCONNECT %+v: want code 400 saying the RESULT was refused", d)
+	}
+	if h := srv.Greet(); len(h.Held) != 0 {
+		t.Fatalf("HELLO after the refusal holds %v, want nothing", h.Held)
+	}
 }

@@ -1,7 +1,6 @@
 package conn
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -10,7 +9,7 @@ import (
 
 	"github.com/pebbe/zmq4"
 
-	"drover/net/server"
+	"drover/net/internal/testsrv"
 	"drover/net/wire"
 	"drover/net/zsock"
 )
@@ -57,34 +56,16 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-// startServer runs a drover server on loopback until stop is called or the
-// test ends. peers "" binds an ephemeral port.
-func startServer(t *testing.T, peers string) (s *server.Server, stop func()) {
+// startServer runs a drover server on loopback (100ms heartbeat) until
+// stop is called or the test ends. peers "" binds an ephemeral port.
+func startServer(t *testing.T, peers string) (s *testsrv.Server, stop func()) {
 	t.Helper()
-	if peers == "" {
-		peers = zsock.Ephemeral
+	s = testsrv.Start(t, testsrv.Options{Peers: peers})
+	return s, func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("server run: %v", err)
+		}
 	}
-	opts := server.Options{Peers: peers, Admin: zsock.Ephemeral, Events: "-"}
-	opts.Coord.Heartbeat = 100 * time.Millisecond
-	opts.Coord.MinHeartbeat = 10 * time.Millisecond
-	s, err := server.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("server run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return s, stop
 }
 
 func start(t *testing.T, cfg Config, h Handler) *Conn {

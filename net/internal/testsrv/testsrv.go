@@ -6,11 +6,14 @@ package testsrv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pebbe/zmq4"
 
 	"drover/admin"
 	"drover/coord/broker"
@@ -92,7 +95,7 @@ func New(o Options) (*Server, error) {
 	opts.Coord.Heartbeat = o.Heartbeat
 	opts.Coord.MinHeartbeat = min(10*time.Millisecond, o.Heartbeat)
 	opts.Coord.Broker.MaxRequestFailures = o.MaxRequestFailures
-	s, err := server.New(opts)
+	s, err := newServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("test server: %w", err)
 	}
@@ -108,6 +111,22 @@ func New(o Options) (*Server, error) {
 		})
 	}
 	return ts, nil
+}
+
+// newServer creates the server, retrying for a while when a fixed port is
+// still held: ZeroMQ closes a stopped server's listening socket on its own
+// I/O thread, a little after Run returns.
+func newServer(opts server.Options) (*server.Server, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s, err := server.New(opts)
+		if err == nil || !errors.Is(err, zmq4.EADDRINUSE) || time.Now().After(deadline) {
+			return s, err
+		}
+		<-tick.C
+	}
 }
 
 // Stop stops the server (it says DISCONNECT 503 to everyone) and waits

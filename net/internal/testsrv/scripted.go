@@ -1,0 +1,98 @@
+package testsrv
+
+import (
+	"testing"
+	"time"
+
+	"github.com/pebbe/zmq4"
+
+	"drover/net/wire"
+	"drover/net/zsock"
+)
+
+// scriptWait bounds each wait of a Scripted server.
+const scriptWait = 10 * time.Second
+
+// Scripted is a bare ROUTER on 127.0.0.1 playing the coordinator, for
+// tests that need exact control of what a client library is sent. Use it
+// from one goroutine (the test's).
+type Scripted struct {
+	tb    testing.TB
+	sock  *zmq4.Socket
+	EP    string // its endpoint
+	ident []byte // routing id of the last message received
+}
+
+// NewScripted binds a scripted server for the test.
+func NewScripted(tb testing.TB) *Scripted {
+	tb.Helper()
+	sk, ep, err := zsock.Loopback(zsock.Router)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { sk.Close() })
+	return &Scripted{tb: tb, sock: sk, EP: ep}
+}
+
+// Next returns the next message other than HEARTBEAT, and remembers its
+// sender for Send; it fails the test after 10 s without one.
+func (s *Scripted) Next() wire.Message {
+	s.tb.Helper()
+	p := zmq4.NewPoller()
+	p.Add(s.sock, zmq4.POLLIN)
+	for {
+		polled, err := p.Poll(scriptWait)
+		if err != nil || len(polled) == 0 {
+			s.tb.Fatalf("scripted server: nothing received within %v (%v)", scriptWait, err)
+		}
+		frames, err := s.sock.RecvMessageBytes(0)
+		if err != nil {
+			s.tb.Fatal(err)
+		}
+		m, err := wire.Decode(frames[1:])
+		if err != nil {
+			s.tb.Fatalf("scripted server: client sent an undecodable message: %v", err)
+		}
+		s.ident = frames[0]
+		if _, hb := m.(*wire.Heartbeat); hb {
+			continue
+		}
+		return m
+	}
+}
+
+// Send sends m to the sender of the last message received.
+func (s *Scripted) Send(m wire.Message) {
+	s.tb.Helper()
+	frames, err := wire.Encode(m)
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	if _, err := s.sock.SendMessage(s.ident, frames); err != nil {
+		s.tb.Fatal(err)
+	}
+}
+
+// Greet expects a HELLO, answers WELCOME (heartbeat 1 s, liveness 3,
+// listing cancel) and returns the HELLO.
+func (s *Scripted) Greet(cancel ...uint64) *wire.Hello {
+	s.tb.Helper()
+	m := s.Next()
+	h, ok := m.(*wire.Hello)
+	if !ok {
+		s.tb.Fatalf("scripted server: got %s, want HELLO", m.Command())
+	}
+	s.Send(&wire.Welcome{Req: h.Req, Session: 1, Heartbeat: time.Second, Liveness: 3, Slots: h.Slots,
+		Limits: wire.ProtocolLimits, Cancel: cancel})
+	return h
+}
+
+// Expect fails the test unless m is a T, and returns it.
+func Expect[T wire.Message](tb testing.TB, m wire.Message) T {
+	tb.Helper()
+	v, ok := m.(T)
+	if !ok {
+		tb.Fatalf("got %s %+v, want %T", m.Command(), m, *new(T))
+	}
+	return v
+}
