@@ -502,3 +502,5 @@ func TestSpans(t *testing.T) {
 		}
 	}
 }
+
+func keysOf(ks ...id.Key) []id.Key { return ks }
