@@ -85,6 +85,7 @@ type capped struct {
 	over bool
 }
 
+// Write keeps what fits and reports all of p written.
 func (c *capped) Write(p []byte) (int, error) {
 	if room := c.max - c.buf.Len(); room < len(p) {
 		c.over = true
@@ -101,6 +102,7 @@ type tail struct {
 	max int
 }
 
+// Write appends p and keeps the last max bytes.
 func (t *tail) Write(p []byte) (int, error) {
 	t.b = append(t.b, p...)
 	if len(t.b) > t.max {

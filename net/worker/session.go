@@ -58,6 +58,16 @@ func (s *session) Hello(req uint64) *wire.Hello {
 		}
 	}
 	slices.Sort(held)
+	if len(held) > wire.MaxSlots {
+		// More than DRV/1 can list (only a server that over-sent jobs
+		// gets here): the server takes back the ones not listed, so drop
+		// them here too.
+		s.opts.Log.Warn("holding more jobs than HELLO can list: abandoning the rest", "held", len(held), "max", wire.MaxSlots)
+		for _, id := range held[wire.MaxSlots:] {
+			s.abandon(id, s.jobs[id], fmt.Errorf("%w: more held jobs than a HELLO can list", ErrCancelled))
+		}
+		held = held[:wire.MaxSlots]
+	}
 	return hello(s.opts, req, held)
 }
 

@@ -246,3 +246,27 @@ func TestResultRefused(t *testing.T) {
 		t.Fatalf("HELLO after the refusal holds %v, want nothing", h.Held)
 	}
 }
+
+// TestHelloListsAtMostMaxSlots: a worker holding more jobs than a HELLO
+// can list lists the first wire.MaxSlots and abandons the rest.
+func TestHelloListsAtMostMaxSlots(t *testing.T) {
+	opts, err := Options{Connect: "tcp://127.0.0.1:1", ID: "w"}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(opts, func(context.Context, Job) Result { return OK(nil) })
+	cancelled := 0
+	for id := range uint64(wire.MaxSlots + 3) {
+		s.jobs[id+1] = &running{cancel: func(error) { cancelled++ }}
+	}
+	h := s.Hello(1)
+	if len(h.Held) != wire.MaxSlots || h.Held[0] != 1 || h.Held[wire.MaxSlots-1] != wire.MaxSlots {
+		t.Fatalf("HELLO lists %d jobs (%d..), want the first %d", len(h.Held), h.Held[0], wire.MaxSlots)
+	}
+	if cancelled != 3 {
+		t.Fatalf("%d jobs cancelled, want the 3 not listed", cancelled)
+	}
+	if _, err := wire.Encode(h); err != nil {
+		t.Fatalf("HELLO does not encode: %v", err)
+	}
+}

@@ -209,6 +209,7 @@ type capture struct {
 // send) would slow a server under a flood down.
 func (c *capture) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
 
+// Handle keeps a copy of r and passes it on.
 func (c *capture) Handle(ctx context.Context, r slog.Record) error {
 	c.s.add(func() { c.s.logs = append(c.s.logs, r.Clone()) })
 	if c.next != nil {
@@ -217,8 +218,11 @@ func (c *capture) Handle(ctx context.Context, r slog.Record) error {
 	return nil
 }
 
+// WithAttrs ignores the attributes: the server logs without them.
 func (c *capture) WithAttrs([]slog.Attr) slog.Handler { return c }
-func (c *capture) WithGroup(string) slog.Handler      { return c }
+
+// WithGroup ignores the group: the server logs without one.
+func (c *capture) WithGroup(string) slog.Handler { return c }
 
 // Eventually polls cond every 10ms until it is true, or fails the test
 // after d.
