@@ -51,10 +51,10 @@ func toItem(id uint64, res Result) wire.ResultItem {
 }
 
 // text makes s valid UTF-8 within wire.MaxText bytes.
-func text(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	return clipString(s, wire.MaxText)
-}
+func text(s string) string { return clipString(toValid(s), wire.MaxText) }
+
+// toValid replaces invalid UTF-8 in s.
+func toValid(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // itemSize is a result's encoded size.
 func itemSize(it *wire.ResultItem) int {

@@ -153,7 +153,8 @@ func (s *session) start(l *conn.Link, it *wire.JobItem) {
 		s.opts.Log.Warn("job dispatched twice: ignoring the second", "job", it.JobID)
 		return
 	}
-	ctx, cancel := context.WithCancelCause(context.Background())
+	c := l.Conn()
+	ctx, cancel := context.WithCancelCause(context.WithValue(context.Background(), progressKey{}, &reporter{job: it.JobID, c: c}))
 	r := &running{cancel: cancel}
 	s.jobs[it.JobID] = r
 	s.busy++
@@ -161,7 +162,6 @@ func (s *session) start(l *conn.Link, it *wire.JobItem) {
 		cancel(ErrShutdown)
 	}
 	j := Job{ID: it.JobID, Attempt: int(it.Attempt), Key: it.Key, Headers: it.Headers.Map(), Payload: it.Payload}
-	c := l.Conn()
 	go func() {
 		res := s.execute(ctx, j)
 		cause := context.Cause(ctx)

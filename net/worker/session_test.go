@@ -270,3 +270,23 @@ func TestHelloListsAtMostMaxSlots(t *testing.T) {
 		t.Fatalf("HELLO does not encode: %v", err)
 	}
 }
+
+// TestProgress: a handler's progress reaches the server as PROGRESS, at
+// most one per ProgressEvery (the second, too soon, is dropped).
+func TestProgress(t *testing.T) {
+	srv := newScripted(t)
+	runWorker(t, srv.EP, Options{ID: "w"}, func(ctx context.Context, j Job) Result {
+		Progress(ctx, "fetching")
+		Progress(ctx, "too soon")
+		return OK(nil)
+	})
+	srv.Greet()
+	srv.Send(&wire.Job{Jobs: []wire.JobItem{jobItem(12, "http://prog.test/")}})
+	p := expect[*wire.Progress](t, srv.Next())
+	if p.JobID != 12 || p.Text != "fetching" {
+		t.Fatalf("PROGRESS %+v, want job 12 fetching", p)
+	}
+	r := expect[*wire.Result](t, srv.Next())
+	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 12, Status: wire.ResultRecorded}}})
+	Progress(context.Background(), "not a job") // does nothing
+}

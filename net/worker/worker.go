@@ -16,6 +16,8 @@
 //   - After a reconnection HELLO lists the jobs still held (running, or
 //     finished and not acknowledged); jobs WELCOME tells it to abandon
 //     have their contexts cancelled and their results dropped.
+//   - Progress(ctx, text) reports how a running job is doing (PROGRESS,
+//     shown in the console), at most once a second per job.
 //   - A job's context is cancelled (see context.Cause) with ErrCancelled
 //     when the server sends CANCEL, ErrEvicted when an operator evicts the
 //     worker (DISCONNECT 410; the library then waits 32 s before
