@@ -66,6 +66,15 @@ type Config struct {
 	MaxJobs int
 	Ledger  ledger.Config
 	Broker  broker.Config // Broker.Rand defaults to Config.Rand
+	// Persist makes Ready report every durable change in Output.Writes
+	// (ledger keys, jobs, meta counters; see persist.go). It sets
+	// Ledger.Persist.
+	Persist bool
+	// ReclaimTimeout is how long jobs that were dispatched when the
+	// coordinator stopped wait, after a restore, for their workers to
+	// reconnect and reclaim them before they are requeued uncharged.
+	// Default Heartbeat × Liveness × 2.
+	ReclaimTimeout time.Duration
 	// Rand is the random source (jitter). Default: a fixed-seed PCG, so
 	// behaviour is reproducible unless the caller seeds it.
 	Rand *rand.Rand
@@ -102,6 +111,16 @@ func (c *Config) setDefaults() error {
 	if c.EventBuffer < 1 {
 		errs = append(errs, fmt.Errorf("coord config event buffer %d: want >= 1", c.EventBuffer))
 	}
+	// Durability (persist.go).
+	if c.Persist {
+		c.Ledger.Persist = true
+	}
+	if c.ReclaimTimeout == 0 && c.Liveness > 0 && c.Heartbeat > 0 {
+		c.ReclaimTimeout = c.Heartbeat * time.Duration(c.Liveness) * 2
+	}
+	if c.ReclaimTimeout < 0 {
+		errs = append(errs, fmt.Errorf("coord config reclaim timeout %v: want > 0 (or 0 for heartbeat × liveness × 2)", c.ReclaimTimeout))
+	}
 	if c.Rand == nil {
 		c.Rand = rand.New(rand.NewPCG(1, 2))
 	}
@@ -137,6 +156,8 @@ type Coordinator struct {
 	dedupHits uint64
 	malformed uint64
 	submitted uint64
+
+	dur durability // durability hook (persist.go): writes, restore, reclaim wait
 }
 
 // scratch holds reusable buffers for draining the sub-machines.
@@ -192,6 +213,7 @@ func (c *Coordinator) NextDeadline() (time.Time, bool) {
 	consider(c.live.next())
 	consider(c.led.NextDeadline())
 	consider(c.brk.NextDeadline())
+	consider(c.reclaimDeadline()) // durability hook (persist.go)
 	return best, ok
 }
 
@@ -208,4 +230,5 @@ func (c *Coordinator) Tick(now time.Time) {
 	}
 	c.led.Tick(now)
 	c.brk.Tick(now)
+	c.tickReclaim(now) // durability hook (persist.go): the reclaim wait after a restore
 }

@@ -38,7 +38,10 @@ type Output struct {
 	Closes   []Close
 	Finished []broker.Finished // terminal job outcomes (for result sinks)
 	Events   []admin.Event     // numbered state changes (monitor stream)
-	Writes   []ledger.Write    // ledger records to persist, when enabled
+	// Writes are the durable changes of the step, to persist as one
+	// atomic batch (Config.Persist; see persist.go): ledger keys, then
+	// jobs, then meta counters. With Ledger.Persist alone, ledger keys only.
+	Writes []Record
 	// Changed says state visible to a console changed since the last Ready.
 	Changed bool
 }
@@ -94,7 +97,7 @@ func (c *Coordinator) Ready(now time.Time) *Output {
 	}
 
 	c.collectEvents(now)
-	out.Writes = c.led.TakeWrites(out.Writes)
+	out.Writes = c.collectWrites(now, out.Writes) // durability hook (persist.go); after collectEvents, which it reads
 	out.Changed = len(out.Events) > 0 || len(out.Jobs) > 0 || len(out.Closes) > 0
 	return out
 }

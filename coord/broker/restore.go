@@ -1,0 +1,477 @@
+package broker
+
+import (
+	"cmp"
+	"container/heap"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"drover/admin"
+	"drover/coord/id"
+)
+
+// Durability (issue 7): the broker's side of persisting jobs and rebuilding
+// the broker from them after a restart.
+//
+// Record snapshots one job as a JobRecord for the store; Restore reinserts
+// one persisted job into every index, in ascending ID order, without
+// emitting events or charging anything; FinishRestore orders the queues,
+// re-arms host back-offs, applies done-record retention and the persisted
+// counters, and advances the next job ID.
+//
+// Jobs that were dispatched when the coordinator died are held, during the
+// reclaim wait, by a placeholder record of their worker: a worker record
+// with the worker's ID, no session, and the lost flag (it takes no jobs, is
+// in no ready list and counts as no capable worker). When that worker says
+// HELLO again, Register treats the placeholder as the worker's old record:
+// the jobs its held list names stay with it, the others are requeued
+// uncharged. EndReclaim requeues, uncharged, whatever no worker reclaimed.
+
+// JobRecord is the persisted form of one job: its spec, state, counters and
+// attempt history. The values and names of State are those of JobState.
+// Headers and Payload are shared with the broker (Record) or taken over by
+// it (Restore): nobody may modify them.
+type JobRecord struct {
+	ID        JobID             // never 0; never reused
+	FP        id.Fingerprint    // the work key's fingerprint
+	Key       id.Key            // the work key
+	Host      string            // the per-host back-off key
+	Headers   map[string]string // required worker headers
+	Payload   []byte            // opaque payload (nil once done)
+	State     JobState          // queued, dispatched, backoff, done or failed
+	Attempts  int               // dispatches so far
+	Failures  int               // failures charged to the job's budget
+	Throttles int               // throttled outcomes so far
+	RetryAt   time.Time         // backoff: when the job may run again
+	Worker    string            // dispatched: the worker holding it
+	LastError string            // the last failure or throttle message
+	Created   time.Time         // when it was submitted
+	Updated   time.Time         // its last state change (also: when it was queued, entered back-off, ended)
+	History   []admin.Attempt   // the newest attempts, oldest first
+}
+
+// Record returns job jid as a JobRecord; false when there is no such job or
+// its record was forgotten (Config.DoneRetention).
+func (b *Broker) Record(jid JobID) (JobRecord, bool) {
+	j := b.jobs.get(jid)
+	if j == nil {
+		return JobRecord{}, false
+	}
+	r := JobRecord{
+		ID:        j.id,
+		FP:        j.spec.FP,
+		Key:       j.spec.Key,
+		Host:      j.spec.Host,
+		Headers:   j.spec.Headers,
+		Payload:   j.spec.Payload,
+		State:     j.state,
+		Attempts:  int(j.attempts),
+		Failures:  int(j.failures),
+		Throttles: int(j.throttles),
+		RetryAt:   tm(j.retryAt),
+		LastError: j.lastError,
+		Created:   tm(j.created),
+		Updated:   tm(j.updated),
+		History:   j.adminHistory(),
+	}
+	if j.worker != nil {
+		r.Worker = j.worker.id
+	}
+	return r, true
+}
+
+// HostBackoffJobs appends to dst the jobs in back-off on the host of job
+// jid (in the order they entered it). A throttle that extends a host's
+// back-off moves the retry time of all of them without an event per job;
+// the coordinator persists them again when it sees one.
+func (b *Broker) HostBackoffJobs(jid JobID, dst []JobID) []JobID {
+	j := b.jobs.get(jid)
+	if j == nil {
+		return dst
+	}
+	for k := j.host.backoff.head; k != nil; k = k.next {
+		dst = append(dst, k.id)
+	}
+	return dst
+}
+
+// Counters are the broker's running totals, persisted as the coordinator's
+// meta records so that a restarted coordinator continues them.
+type Counters struct {
+	LastID      JobID // the highest job ID ever allocated: the next is LastID+1
+	Dispatches  uint64
+	Completions uint64
+	Failures    uint64
+	Throttles   uint64
+	Orphans     uint64
+	Paused      bool
+}
+
+// Counters returns the running totals in constant time.
+func (b *Broker) Counters() Counters {
+	return Counters{
+		LastID:      JobID(b.jobs.n),
+		Dispatches:  b.dispatches,
+		Completions: b.completions,
+		Failures:    b.failures,
+		Throttles:   b.throttles,
+		Orphans:     b.orphans,
+		Paused:      b.paused,
+	}
+}
+
+// ErrRestore: Restore or FinishRestore was given a record that cannot be
+// restored, or was called when the broker can no longer be restored into.
+var ErrRestore = errors.New("cannot restore")
+
+// maxRestoreID bounds the job IDs a restore accepts: the age index costs a
+// byte per ID, so a corrupt ID must not make it allocate without bound.
+const maxRestoreID = 1 << 32
+
+// isPlaceholder reports whether w holds restored jobs for a worker that has
+// not reconnected since the restart.
+func isPlaceholder(w *worker) bool { return w != nil && w.lost && w.session == 0 }
+
+// Restore reinserts a persisted job with its state, counters and history
+// into every index, keeping its ID, without emitting events, charging it or
+// dispatching it. Records must come in ascending ID order (as the store
+// returns them), before any worker registers; IDs skipped are treated as
+// forgotten done jobs and never reused. A dispatched job is held by a
+// placeholder record of its worker until the worker reclaims it (Register
+// with it in held) or EndReclaim requeues it. Call FinishRestore after the
+// last record.
+func (b *Broker) Restore(r *JobRecord) error {
+	switch {
+	case len(b.sessions) > 0:
+		return fmt.Errorf("restore job %d: %w: %d workers registered already, want to restore before any registers", r.ID, ErrRestore, len(b.sessions))
+	case r.ID == 0:
+		return fmt.Errorf("restore job: %w: ID 0, want the job's persisted ID", ErrRestore)
+	case r.ID <= JobID(b.jobs.n):
+		return fmt.Errorf("restore job %d: %w: IDs up to %d are taken, want ascending IDs", r.ID, ErrRestore, b.jobs.n)
+	case r.ID > maxRestoreID:
+		return fmt.Errorf("restore job %d: %w: ID out of range, want at most %d", r.ID, ErrRestore, maxRestoreID)
+	case r.State < Queued || r.State >= nStates:
+		return fmt.Errorf("restore job %d: %w: state %d, want queued, dispatched, backoff, done or failed", r.ID, ErrRestore, r.State)
+	case r.State == Dispatched && r.Worker == "":
+		return fmt.Errorf("restore job %d: %w: dispatched to no worker, want the worker's id", r.ID, ErrRestore)
+	case r.Attempts < 0 || r.Failures < 0 || r.Throttles < 0 ||
+		r.Attempts > math.MaxInt32 || r.Failures > math.MaxInt32 || r.Throttles > math.MaxInt32:
+		return fmt.Errorf("restore job %d: %w: counters attempts %d, failures %d, throttles %d, want 0..%d", r.ID, ErrRestore, r.Attempts, r.Failures, r.Throttles, math.MaxInt32)
+	}
+	if r.State == Dispatched {
+		if w := b.workers[r.Worker]; w != nil && !isPlaceholder(w) {
+			return fmt.Errorf("restore job %d: %w: worker %q has a live or lost record, want only restored placeholders", r.ID, ErrRestore, r.Worker)
+		}
+	}
+	b.skipTo(int(r.ID) - 1)
+	c := b.classFor(r.Headers)
+	h := b.hostFor(r.Host)
+	j := b.jobs.alloc()
+	j.id = JobID(b.jobs.n)
+	j.spec = Spec{Key: r.Key, FP: r.FP, Host: r.Host, Headers: c.headers, Payload: r.Payload}
+	j.class = c
+	j.host = h
+	j.created = ns(r.Created)
+	j.updated = ns(r.Updated)
+	j.heldIdx = -1
+	j.attempts, j.failures, j.throttles = int32(r.Attempts), int32(r.Failures), int32(r.Throttles)
+	j.lastError = r.LastError
+	hist := r.History
+	if len(hist) > b.cfg.HistoryLimit {
+		hist = hist[len(hist)-b.cfg.HistoryLimit:]
+	}
+	for _, a := range hist {
+		j.addAttempt(a.Worker, ns(a.At), b.cfg.HistoryLimit)
+		j.history[len(j.history)-1].outcome = a.Outcome
+		j.history[len(j.history)-1].err = a.Error
+	}
+	if r.State == Backoff {
+		j.retryAt = ns(r.RetryAt)
+	}
+	j.hostPos = int32(len(h.ids))
+	h.ids = append(h.ids, j.id)
+	b.byKey[r.FP] = j.id
+	j.state = r.State
+	b.count[r.State]++
+	b.age.add(j.id, r.State)
+	h.idx.add(int(j.hostPos), r.State, 1)
+	b.changes++
+	for _, tr := range b.trees {
+		if tr != nil {
+			tr.insert(j)
+		}
+	}
+	switch r.State {
+	case Queued:
+		// In ID order for now: FinishRestore sorts the queues by the time
+		// each job was queued.
+		j.queuedAt = j.updated
+		c.push(b, j)
+		h.queued.push(j)
+	case Dispatched:
+		b.hold(b.placeholder(r.Worker), j)
+	case Backoff:
+		h.backoff.push(j)
+	case Done:
+		j.spec.Payload = nil
+		b.dones.push(j)
+	case Failed:
+		b.fails.push(j)
+	}
+	return nil
+}
+
+// placeholder returns the placeholder record of worker wid, creating it.
+func (b *Broker) placeholder(wid string) *worker {
+	if w := b.workers[wid]; w != nil {
+		return w
+	}
+	w := &worker{id: wid, lost: true}
+	b.workers[wid] = w
+	i, _ := slices.BinarySearchFunc(b.wsorted, wid, func(w *worker, id string) int { return strings.Compare(w.id, id) })
+	b.wsorted = slices.Insert(b.wsorted, i, w)
+	return w
+}
+
+// skipTo advances the ID allocator to n: IDs not restored are forgotten
+// jobs (their records are absent) and are never handed out again. Whole
+// chunks of forgotten IDs take no record memory.
+func (b *Broker) skipTo(n int) {
+	s := &b.jobs
+	if n <= s.n {
+		return
+	}
+	b.age.states = append(b.age.states, make([]JobState, n-s.n)...)
+	for s.n < n {
+		i := s.n
+		c := i >> chunkBits
+		if c == len(s.chunks) {
+			if i&(chunkSize-1) == 0 && n-i >= chunkSize {
+				s.chunks = append(s.chunks, nil)
+				s.alive = append(s.alive, 0)
+				s.n += chunkSize
+				continue
+			}
+			var ch *[chunkSize]job
+			if k := len(s.spare); k > 0 {
+				ch, s.spare = s.spare[k-1], s.spare[:k-1]
+			} else {
+				ch = new([chunkSize]job)
+			}
+			s.chunks = append(s.chunks, ch)
+			s.alive = append(s.alive, 0)
+		}
+		s.n = min(n, (c+1)<<chunkBits)
+	}
+}
+
+// RestoreState is what FinishRestore applies besides the job records.
+type RestoreState struct {
+	// Counters as persisted. LastID advances the allocator: IDs up to it
+	// are never reused, even when their records are gone.
+	Counters Counters
+}
+
+// RestoreSummary says what FinishRestore rebuilt.
+type RestoreSummary struct {
+	// Jobs restored by state (done before retention).
+	Queued, Dispatched, Backoff, Done, Failed int
+	// Reclaim lists the restored dispatched jobs, ascending: they wait for
+	// their workers to reclaim them until EndReclaim.
+	Reclaim []JobID
+	// Workers names the workers they wait for, sorted.
+	Workers []string
+	// Forgotten is how many done jobs are counted without a record.
+	Forgotten int
+}
+
+// FinishRestore ends a restore at time now: queued jobs are ordered by the
+// time they were queued (then by ID), each host with jobs in back-off is
+// backed off until the latest retry time among them (its back-off level
+// restarts at 1, which is not persisted), jobs no worker can take count as
+// unroutable from now (workers have had no chance to reconnect), done
+// records beyond Config.DoneRetention are forgotten, and the persisted
+// counters and pause are applied. Nothing is dispatched and no event is
+// emitted.
+func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, error) {
+	var sum RestoreSummary
+	if len(b.sessions) > 0 {
+		return sum, fmt.Errorf("finish restore: %w: %d workers registered already, want to restore before any registers", ErrRestore, len(b.sessions))
+	}
+	t := ns(now)
+	if last := st.Counters.LastID; last > JobID(b.jobs.n) {
+		if last > maxRestoreID {
+			return sum, fmt.Errorf("finish restore: %w: last job id %d out of range, want at most %d", ErrRestore, last, maxRestoreID)
+		}
+		b.skipTo(int(last))
+	}
+	sum.Queued, sum.Dispatched, sum.Backoff = b.count[Queued], b.count[Dispatched], b.count[Backoff]
+	sum.Done, sum.Failed = b.count[Done], b.count[Failed]
+
+	// Queues in the order jobs were queued, across classes and hosts.
+	var queued []*job
+	for _, c := range b.classAll {
+		for j := c.queue.head; j != nil; j = j.next {
+			queued = append(queued, j)
+		}
+	}
+	byTime := func(x, y *job) int { return cmp.Or(cmp.Compare(x.queuedAt, y.queuedAt), cmp.Compare(x.id, y.id)) }
+	slices.SortFunc(queued, byTime)
+	for _, c := range b.classAll {
+		c.queue = jobList{}
+		if c.capable == 0 {
+			c.unrtAt = t
+		}
+	}
+	for _, h := range b.hosts {
+		h.queued = hostList{}
+	}
+	for _, j := range queued {
+		b.seq++
+		j.seq = b.seq
+		j.class.queue.push(j) // unrt already counts it (class.push in Restore)
+		j.host.queued.push(j)
+	}
+
+	// Host back-offs, from the retry times of their jobs.
+	byUpdated := func(x, y *job) int { return cmp.Or(cmp.Compare(x.updated, y.updated), cmp.Compare(x.id, y.id)) }
+	hosts := make([]*host, 0, len(b.hosts))
+	for _, h := range b.hosts {
+		if h.backoff.n > 0 {
+			hosts = append(hosts, h)
+		}
+	}
+	slices.SortFunc(hosts, func(x, y *host) int { return strings.Compare(x.name, y.name) })
+	for _, h := range hosts {
+		var js []*job
+		until := int64(0)
+		for j := h.backoff.head; j != nil; j = j.next {
+			js = append(js, j)
+			until = max(until, j.retryAt)
+		}
+		if until == 0 {
+			until = t // no retry time persisted: wake at the first tick
+		}
+		slices.SortFunc(js, byUpdated)
+		h.backoff = jobList{}
+		for _, j := range js {
+			h.backoff.push(j)
+			b.setRetryAt(j, until)
+		}
+		h.until, h.lastEnd = until, until
+		h.level, h.throttles = max(h.level, 1), max(h.throttles, 1)
+		h.lastThr = max(h.lastThr, js[len(js)-1].updated)
+		h.reason = "host back-off until " + tm(until).Format(time.RFC3339)
+		b.thr[h] = struct{}{}
+		// Due at its end, even when that has passed: Tick then wakes its jobs.
+		h.due = until
+		if h.heapIdx >= 0 {
+			heap.Fix(&b.heap, h.heapIdx)
+		} else {
+			heap.Push(&b.heap, h)
+		}
+	}
+
+	// Finished jobs in the order they finished; retention as usual.
+	relink := func(l *jobList) {
+		var js []*job
+		for j := l.head; j != nil; j = j.next {
+			js = append(js, j)
+		}
+		slices.SortFunc(js, byUpdated)
+		*l = jobList{}
+		for _, j := range js {
+			l.push(j)
+		}
+	}
+	relink(&b.dones)
+	relink(&b.fails)
+	b.retain()
+	// IDs without a record are jobs whose records are gone: done records
+	// forgotten beyond the retention before the restart, or done and
+	// failed records the store swept after their TTL. They count as
+	// forgotten done jobs, so that the states still add up to the jobs
+	// submitted.
+	gaps := b.jobs.n
+	for st := Queued; st < nStates; st++ {
+		gaps -= b.count[st]
+	}
+	b.count[Done] += gaps
+	b.forgot += gaps
+	sum.Forgotten = b.forgot
+
+	// Counters and pause.
+	c := st.Counters
+	b.dispatches, b.completions, b.failures, b.throttles, b.orphans = c.Dispatches, c.Completions, c.Failures, c.Throttles, c.Orphans
+	b.paused = c.Paused
+
+	for _, w := range b.wsorted {
+		if !isPlaceholder(w) {
+			continue
+		}
+		w.since = t
+		sum.Workers = append(sum.Workers, w.id)
+		for _, j := range w.held {
+			sum.Reclaim = append(sum.Reclaim, j.id)
+		}
+	}
+	slices.Sort(sum.Reclaim)
+	return sum, nil
+}
+
+// Reclaiming reports whether job jid is a restored dispatched job still
+// waiting for its worker to reclaim it, and which worker that is.
+func (b *Broker) Reclaiming(jid JobID) (string, bool) {
+	j := b.jobs.get(jid)
+	if j == nil || j.state != Dispatched || !isPlaceholder(j.worker) {
+		return "", false
+	}
+	return j.worker.id, true
+}
+
+// EndReclaim ends the reclaim wait: every restored job still dispatched to
+// a worker that has not reconnected is requeued uncharged (the coordinator
+// failed, not the job), with why in its history, and the placeholder
+// records are dropped. jobs lists the restored dispatched jobs
+// (RestoreSummary.Reclaim): it also finds those whose placeholder an
+// operator evicted meanwhile. Jobs reclaimed, requeued or finished
+// meanwhile are left alone. It returns how many jobs went back.
+func (b *Broker) EndReclaim(now time.Time, jobs []JobID, why string) int {
+	t := ns(now)
+	n := 0
+	requeue := func(j *job) {
+		w := j.worker
+		b.release(j)
+		j.endAttempt("requeued", why)
+		b.emit(admin.Event{At: now, Kind: "job.requeued", JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: why})
+		b.place(j, t, now)
+		n++
+	}
+	for _, jid := range jobs {
+		if j := b.jobs.get(jid); j != nil && j.state == Dispatched && isPlaceholder(j.worker) {
+			requeue(j)
+		}
+	}
+	for i := 0; i < len(b.wsorted); {
+		w := b.wsorted[i]
+		if !isPlaceholder(w) {
+			i++
+			continue
+		}
+		held := slices.Clone(w.held)
+		slices.SortFunc(held, func(x, y *job) int { return cmp.Compare(x.id, y.id) })
+		for _, j := range held {
+			requeue(j)
+		}
+		b.dropRecord(w) // removes it from wsorted
+	}
+	if n > 0 {
+		b.emit(admin.Event{At: now, Kind: "broker.reclaim-ended", Detail: strconv.Itoa(n) + " unreclaimed jobs requeued uncharged: " + why})
+	}
+	return n
+}
