@@ -117,6 +117,7 @@ type durability struct {
 
 	phase    restorePhase
 	restored [nMeta]uint64
+	seen     [nMeta]bool
 	stats    RestoreStats
 
 	// The reclaim wait after a restore: restored dispatched jobs wait for
@@ -255,7 +256,11 @@ func (s RestoreStats) String() string {
 	fmt.Fprintf(&b, "; jobs: %d queued, %d dispatched, %d backoff, %d done, %d failed; last job id %d",
 		s.JobsQueued, s.JobsDispatched, s.JobsBackoff, s.JobsDone, s.JobsFailed, s.LastJob)
 	if len(s.Reclaim) > 0 {
-		fmt.Fprintf(&b, "; %d jobs await reclaim by %s until %s", len(s.Reclaim), strings.Join(s.Workers, ", "), s.ReclaimUntil.Format(time.RFC3339))
+		ws := strings.Join(s.Workers[:min(len(s.Workers), 5)], ", ")
+		if len(s.Workers) > 5 {
+			ws += fmt.Sprintf(" and %d more workers", len(s.Workers)-5)
+		}
+		fmt.Fprintf(&b, "; %d jobs await reclaim by %s until %s", len(s.Reclaim), ws, s.ReclaimUntil.Format(time.RFC3339))
 	}
 	return b.String()
 }
@@ -309,6 +314,9 @@ func (c *Coordinator) RestoreRecord(rec Record) error {
 		}
 		c.led.Restore(w)
 	case RecordJob:
+		if last := d.restored[mLastJob]; d.seen[mLastJob] && uint64(rec.Job.ID) > last {
+			return fmt.Errorf("restore job record %d: beyond the last job id %d (%s), want at most that", rec.Job.ID, last, MetaLastJob)
+		}
 		if err := c.brk.Restore(&rec.Job); err != nil {
 			return fmt.Errorf("coord: %w", err)
 		}
@@ -330,7 +338,7 @@ func (c *Coordinator) RestoreRecord(rec Record) error {
 			d.stats.MetaIgnored++
 			return nil
 		}
-		d.restored[i] = rec.Meta.Value
+		d.restored[i], d.seen[i] = rec.Meta.Value, true
 		d.stats.Meta++
 	default:
 		return fmt.Errorf("restore record: kind %v, want key, job or meta", rec.Kind)

@@ -517,13 +517,13 @@ func TestRestoreRefused(t *testing.T) {
 	good := Record{Kind: RecordKey, Key: ledger.Write{Op: ledger.PutQueued, At: t0, Key: specs("http://a.test/")[0].Key}}
 	cases := []struct {
 		name string
-		prep func(c *Coordinator)
+		prep func(t *testing.T, c *Coordinator)
 		rec  Record
 		want string
 	}{
-		{"after a hello", func(c *Coordinator) { must(t)(c.Hello(t0, 1, Hello{Role: RoleProducer, ID: "p"})) }, good, "sessions"},
-		{"after finishing", func(c *Coordinator) { must(t)(c.FinishRestore(t0)) }, good, "finished"},
-		{"into a used coordinator", func(c *Coordinator) {
+		{"after a hello", func(t *testing.T, c *Coordinator) { must(t)(c.Hello(t0, 1, Hello{Role: RoleProducer, ID: "p"})) }, good, "sessions"},
+		{"after finishing", func(t *testing.T, c *Coordinator) { must(t)(c.FinishRestore(t0)) }, good, "finished"},
+		{"into a used coordinator", func(t *testing.T, c *Coordinator) {
 			must(t)(c.Hello(t0, 1, Hello{Role: RoleProducer, ID: "p"}))
 			must(t)(c.Submit(t0, 1, 1, specs("http://a.test/"), nil))
 			c.Disconnect(t0, 1)
@@ -532,12 +532,15 @@ func TestRestoreRefused(t *testing.T) {
 		{"bad key op", nil, Record{Kind: RecordKey, Key: ledger.Write{Op: 9, At: t0}}, "op"},
 		{"key without time", nil, Record{Kind: RecordKey, Key: ledger.Write{Op: ledger.PutDone}}, "zero time"},
 		{"job without id", nil, Record{Kind: RecordJob, Job: JobRecord{State: broker.Queued}}, "ID 0"},
+		{"job beyond the last id", func(t *testing.T, c *Coordinator) {
+			must(t)(nil, c.RestoreRecord(Record{Kind: RecordMeta, Meta: MetaRecord{Name: MetaLastJob, Value: 4}}))
+		}, Record{Kind: RecordJob, Job: JobRecord{ID: 5, State: broker.Queued}}, "beyond the last job id 4"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCoord(t, persistCfg())
 			if tc.prep != nil {
-				tc.prep(c)
+				tc.prep(t, c)
 			}
 			if err := c.RestoreRecord(tc.rec); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("RestoreRecord: %v, want an error naming %q", err, tc.want)
@@ -611,5 +614,112 @@ func TestBackoffExtensionPersisted(t *testing.T) {
 	r, _ := restoreFrom(t, cfg, st, t0)
 	if row := jobState(t, r, 1); row.State != "backoff" || !row.RetryAt.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("restored job 1 %+v, want backoff until %v", row, t0.Add(time.Hour))
+	}
+}
+
+// BenchmarkJobCycle measures whole job lifecycles (submit in batches of
+// 100, dispatch, result, with every Ready) with and without Persist: the
+// cost of collecting the writes.
+func BenchmarkJobCycle(b *testing.B) {
+	for _, persist := range []bool{false, true} {
+		b.Run("persist="+strconv.FormatBool(persist), func(b *testing.B) {
+			c, err := New(Config{Persist: persist, Broker: broker.Config{Jitter: -1}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := t0
+			if _, err := c.Hello(now, 1, Hello{Role: RoleProducer, ID: "p"}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.Hello(now, 2, Hello{Role: RoleWorker, ID: "w", Slots: 100}); err != nil {
+				b.Fatal(err)
+			}
+			const batch = 100
+			js := make([]JobSpec, batch)
+			var (
+				vs      []SubmitVerdict
+				rs      []Result
+				rv      []ResultVerdict
+				records int
+			)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += batch {
+				for k := range js {
+					js[k] = JobSpec{Key: id.Key{Crawler: "c", Processor: "p", URL: "http://h" + strconv.Itoa(k%10) + ".test/" + strconv.Itoa(i+k)}}
+				}
+				vs, _ = c.Submit(now, 1, uint64(i), js, vs[:0])
+				out := c.Ready(now)
+				records += len(out.Writes)
+				rs = rs[:0]
+				for _, a := range out.Jobs {
+					rs = append(rs, Result{Job: a.Job, Outcome: broker.Outcome{Kind: broker.OK}})
+				}
+				rv, _ = c.Results(now, 2, rs, rv[:0])
+				records += len(c.Ready(now).Writes)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+			b.ReportMetric(float64(records)/float64(b.N), "records/job")
+		})
+	}
+}
+
+// BenchmarkRestore measures rebuilding a coordinator from a store of 100k
+// jobs (40% done, 40% queued, 20% dispatched to 50 workers) and their keys.
+func BenchmarkRestore(b *testing.B) {
+	const n = 100_000
+	var recs []Record
+	recs = append(recs, Record{Kind: RecordMeta, Meta: MetaRecord{Name: MetaLastJob, Value: n}})
+	var jobs []Record
+	for i := 1; i <= n; i++ {
+		k := id.Key{Crawler: "c", Processor: "p", URL: "http://h" + strconv.Itoa(i%100) + ".test/" + strconv.Itoa(i)}
+		fp := k.Fingerprint()
+		at := t0.Add(time.Duration(i) * time.Millisecond)
+		jr := JobRecord{ID: broker.JobID(i), FP: fp, Key: k, Host: id.Host(k.URL), Created: at, Updated: at, Attempts: 1,
+			History: []admin.Attempt{{Worker: "w" + strconv.Itoa(i%50), At: at}}}
+		kw := ledger.Write{Op: ledger.PutQueued, FP: fp, Key: k, At: at}
+		switch i % 5 {
+		case 0, 1:
+			jr.State, jr.History[0].Outcome = broker.Done, "ok"
+			kw.Op = ledger.PutDone
+		case 2:
+			jr.State, jr.Worker = broker.Dispatched, "w"+strconv.Itoa(i%50)
+		default:
+			jr.State, jr.Attempts, jr.History = broker.Queued, 0, nil
+		}
+		recs = append(recs, Record{Kind: RecordKey, Key: kw})
+		jobs = append(jobs, Record{Kind: RecordJob, Job: jr})
+	}
+	recs = append(recs, jobs...)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		c, err := New(Config{Persist: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := c.Restore(t0.Add(time.Hour), recs)
+		if err != nil || st.JobsDispatched != n/5 {
+			b.Fatalf("restore: %+v %v", st, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(recs)), "ns/record")
+}
+
+func TestRestoreStatsString(t *testing.T) {
+	cases := []struct {
+		st   RestoreStats
+		want string
+	}{
+		{RestoreStats{}, "keys: 0 queued, 0 done, 0 failed; jobs: 0 queued, 0 dispatched, 0 backoff, 0 done, 0 failed; last job id 0"},
+		{RestoreStats{KeysQueued: 2, KeysDeleted: 1, JobsDispatched: 3, LastJob: 9, Reclaim: []broker.JobID{1, 2, 3},
+			Workers: []string{"a", "b", "c", "d", "e", "f", "g"}, ReclaimUntil: t0},
+			"keys: 2 queued, 0 done, 0 failed, 1 deleted; jobs: 0 queued, 3 dispatched, 0 backoff, 0 done, 0 failed; last job id 9; " +
+				"3 jobs await reclaim by a, b, c, d, e and 2 more workers until 2026-01-01T00:00:00Z"},
+	}
+	for _, tc := range cases {
+		if got := tc.st.String(); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
+		}
 	}
 }
