@@ -165,8 +165,8 @@ func (c *Coordinator) collectWrites(now time.Time, dst []Record) []Record {
 		dst = append(dst, Record{Kind: RecordKey, Key: w})
 	}
 	clear(d.lwrites)
-	if !c.cfg.Persist {
-		return dst
+	if !c.cfg.Persist || d.phase == restoring {
+		return dst // (while restoring, the state is not whole yet: nothing to write)
 	}
 
 	// Jobs changed in the step. A throttle that extended its host's

@@ -723,3 +723,41 @@ func TestRestoreStatsString(t *testing.T) {
 		}
 	}
 }
+
+// Jobs finished in a step whose records the broker's done retention forgot
+// before Ready are still written as done: a restart must not run them again.
+func TestForgottenInStepWrittenDone(t *testing.T) {
+	cfg := persistCfg()
+	cfg.Broker.DoneRetention = 1
+	c := newCoord(t, cfg)
+	st := newMemStore()
+	must(t)(c.Hello(t0, 1, Hello{Role: RoleProducer, ID: "p"}))
+	must(t)(c.Hello(t0, 2, Hello{Role: RoleWorker, ID: "w", Slots: 3}))
+	must(t)(c.Submit(t0, 1, 1, specs("http://a.test/1", "http://a.test/2", "http://a.test/3"), nil))
+	st.apply(t, c.Ready(t0).Writes)
+	var rs []Result
+	for j := broker.JobID(1); j <= 3; j++ {
+		rs = append(rs, Result{Job: j, Outcome: broker.Outcome{Kind: broker.OK}})
+	}
+	must(t)(c.Results(t0, 2, rs, nil))
+	if _, ok := c.brk.Job(1); ok {
+		t.Fatal("job 1's record kept: the test needs it forgotten")
+	}
+	st.apply(t, c.Ready(t0).Writes)
+	for j := broker.JobID(1); j <= 3; j++ {
+		if st.jobs[j].State != broker.Done {
+			t.Fatalf("job %d persisted as %v, want done", j, st.jobs[j].State)
+		}
+	}
+	r, stats := restoreFrom(t, cfg, st, t0)
+	if stats.JobsDone != 3 {
+		t.Fatalf("stats %+v", stats)
+	}
+	must(t)(r.Hello(t0, 3, Hello{Role: RoleWorker, ID: "w", Slots: 3}))
+	if out := r.Ready(t0); len(out.Jobs) != 0 {
+		t.Fatalf("restored coordinator ran %+v again", out.Jobs)
+	}
+	if tt := r.Totals(t0); tt.Done != 3 || tt.Queued+tt.Dispatched != 0 {
+		t.Fatalf("totals %+v", tt)
+	}
+}
