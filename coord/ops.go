@@ -212,7 +212,11 @@ func (c *Coordinator) submitOne(now time.Time, s id.Session, reqID uint64, js *J
 		return SubmitVerdict{FP: fp, Status: Waiting, Reason: r}
 	case ledger.No:
 		c.dedupHits++
-		return SubmitVerdict{FP: fp, Status: Duplicate, Reason: r}
+		sv := SubmitVerdict{FP: fp, Status: Duplicate, Reason: r}
+		if j, ok := c.brk.JobOfKey(fp); ok {
+			sv.Job = j // the existing job, for the producer's records
+		}
+		return sv
 	default:
 		return SubmitVerdict{FP: fp, Status: Rejected, Reason: r}
 	}

@@ -82,6 +82,7 @@ const (
 	ReasonNotOwner   Reason = "not-owner"   // queue by a session that does not hold the key
 	ReasonUnknown    Reason = "unknown"     // queue of a key the ledger does not have
 	ReasonWrongState Reason = "wrong-state" // queue of a key already queued or done
+	ReasonOwner      Reason = "owner"       // OK again: the session already holds the key (idempotent re-request)
 	ReasonHandover   Reason = "handover"    // deferred OK: the previous owner died or its lease expired
 	ReasonExpired    Reason = "expired"     // a request lease ran out (events)
 	ReasonReleased   Reason = "released"    // the owner's session was released (events)
@@ -255,7 +256,7 @@ func (l *Ledger) request(t int64, s id.Session, reqID uint64, k *id.Key, fp id.F
 		case r.state == Queued:
 			return No, ReasonQueued
 		case r.owner == s:
-			return OK, ReasonNone
+			return OK, ReasonOwner
 		}
 		l.wait(t, s, reqID, ri)
 		return Wait, ReasonNone

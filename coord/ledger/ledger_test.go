@@ -58,7 +58,7 @@ func TestRequestRules(t *testing.T) {
 		wantR   Reason
 	}{
 		{"absent: ok", func(h *harness) {}, 2, OK, ReasonNone},
-		{"requested by self: ok again", func(h *harness) { h.request(2, 1, "k") }, 2, OK, ReasonNone},
+		{"requested by self: ok again", func(h *harness) { h.request(2, 1, "k") }, 2, OK, ReasonOwner},
 		{"requested by another: wait", func(h *harness) { h.request(1, 1, "k") }, 2, Wait, ReasonNone},
 		{"already waiting: wait again", func(h *harness) { h.request(1, 1, "k"); h.request(2, 1, "k") }, 2, Wait, ReasonNone},
 		{"queued: no", func(h *harness) { h.request(1, 1, "k"); h.queue(1, "k") }, 2, No, ReasonQueued},

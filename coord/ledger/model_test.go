@@ -126,7 +126,7 @@ func (m *model) request(now time.Time, s id.Session, req uint64, fp id.Fingerpri
 	case k.state == Done:
 		return No, k.outcome.reason()
 	case k.owner == s:
-		return OK, ReasonNone
+		return OK, ReasonOwner
 	default:
 		for i := range k.waiters {
 			if k.waiters[i].s == s {

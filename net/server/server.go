@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -243,6 +244,10 @@ func (s *Server) Run(ctx context.Context) error {
 		if d, ok := s.c.NextDeadline(); ok {
 			wait = min(wait, max(d.Sub(now), 0))
 		}
+		// Let goroutines this iteration woke (result sinks, event
+		// consumers) run before this one blocks in a cgo call holding its
+		// P, where they would wait for the runtime's sysmon to free it.
+		runtime.Gosched()
 		polled, err := poller.Poll(wait)
 		if err != nil {
 			if errors.Is(err, zmq4.ETERM) {
@@ -326,7 +331,31 @@ func (s *Server) shutdown() {
 			s.opts.OnFinished(f)
 		}
 	}
-	// Give the DISCONNECTs a moment to leave (linger is bounded by zsock).
+	// Keep the connections open a moment so the peers read the
+	// DISCONNECTs: a client DEALER with IMMEDIATE discards unread input
+	// when its connection drops. Input meanwhile is read and dropped.
+	poller := zmq4.NewPoller()
+	poller.Add(s.peers, zmq4.POLLIN)
+	poller.Add(s.admin, zmq4.POLLIN)
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for {
+		// A negative timeout would make zmq_poll wait forever.
+		d := time.Until(deadline)
+		if d < time.Millisecond {
+			break
+		}
+		polled, err := poller.Poll(d)
+		if err != nil {
+			break
+		}
+		for _, p := range polled {
+			for range 1024 {
+				if _, err := p.Socket.RecvMessageBytes(zmq4.DONTWAIT); err != nil {
+					break
+				}
+			}
+		}
+	}
 	for _, sk := range []*zmq4.Socket{s.peers, s.admin} {
 		sk.SetLinger(500 * time.Millisecond)
 	}

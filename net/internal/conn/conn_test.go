@@ -115,7 +115,7 @@ func TestReconnectAfterServerRestart(t *testing.T) {
 	stop()
 	// The server says DISCONNECT 503 as it stops; a DEALER with IMMEDIATE
 	// set (zsock's) may lose it when the server closes the connection
-	// right after (see TestKnownBugShutdownDisconnectLost), and then the
+	// right after (see TestShutdownDisconnectDelivered), and then the
 	// silence ends the session.
 	err := recv(t, r.downs, "session end")
 	var de *DisconnectError

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -14,25 +13,10 @@ import (
 	"drover/net/wire"
 )
 
-// knownBug skips a test that shows a bug outside this package (in the
-// coordinator or server) unless DROVER_KNOWN_BUGS is set, so the package
-// stays green while the test documents the bug and fails until it is
-// fixed.
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("DROVER_KNOWN_BUGS") == "" {
-		t.Skipf("known bug outside net/worker (set DROVER_KNOWN_BUGS=1 to run): %s", what)
-	}
-}
-
-// TestKnownBugRequeueSendsNoCancel: PROTOCOL.md §6.13 — an operator who
-// requeues a dispatched job takes it from its worker, which must be told
-// CANCEL (and keeps the slot until its RESULT). The broker's Requeue
-// releases the job and the slot silently and the server never sends
-// CANCEL: the worker keeps running a job that is no longer its own, and
-// may be sent more jobs than it has slots.
-func TestKnownBugRequeueSendsNoCancel(t *testing.T) {
-	knownBug(t, "requeue of a dispatched job sends no CANCEL")
+// TestRequeueSendsCancel: PROTOCOL.md §6.13 — an operator who requeues a
+// dispatched job takes it from its worker, which is told CANCEL: the job's
+// context ends with ErrCancelled (its late RESULT is stale and ignored).
+func TestRequeueSendsCancel(t *testing.T) {
 	s := testsrv.Start(t, testsrv.Options{})
 	adm := dialAdmin(t, s, client.AdminOptions{})
 	started := make(chan Job, 1)

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"os"
 	"testing"
 
 	"drover/coord/id"
@@ -9,23 +8,11 @@ import (
 	"drover/net/wire"
 )
 
-// knownBug skips a test that shows a bug outside this package (in the
-// coordinator or server) unless DROVER_KNOWN_BUGS is set, so the package
-// stays green while the test documents the bug and fails until it is
-// fixed.
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("DROVER_KNOWN_BUGS") == "" {
-		t.Skipf("known bug outside net/client (set DROVER_KNOWN_BUGS=1 to run): %s", what)
-	}
-}
-
-// TestKnownBugDuplicateJobID: PROTOCOL.md §6.11 — a duplicate SUBMITTED
+// TestDuplicateCarriesJobID: PROTOCOL.md §6.11 — a duplicate SUBMITTED
 // item carries "the existing job's id, or 0 if there is none (the key is
 // done)"; coord.submitOne answers Duplicate without the job id, so the
 // server sends 0 for a key whose job is queued.
-func TestKnownBugDuplicateJobID(t *testing.T) {
-	knownBug(t, "SUBMITTED duplicate of a queued job carries job id 0")
+func TestDuplicateCarriesJobID(t *testing.T) {
 	s := testsrv.Start(t, testsrv.Options{})
 	c := dial(t, s, Options{})
 	item := []wire.SubmitItem{{Key: key("http://dup.test/")}}
@@ -42,12 +29,11 @@ func TestKnownBugDuplicateJobID(t *testing.T) {
 	}
 }
 
-// TestKnownBugOwnerReason: PROTOCOL.md §6.6 — a REQUEST for a key the
+// TestOwnerReason: PROTOCOL.md §6.6 — a REQUEST for a key the
 // session already owns is ok with reason "owner"; the ledger gives no
 // reason (ledger.ReasonNone), so the client cannot tell it from a fresh
 // grant.
-func TestKnownBugOwnerReason(t *testing.T) {
-	knownBug(t, "idempotent REQUEST verdict has no \"owner\" reason")
+func TestOwnerReason(t *testing.T) {
 	s := testsrv.Start(t, testsrv.Options{})
 	c := dial(t, s, Options{})
 	k := []id.Key{key("http://owner.test/")}
