@@ -281,6 +281,10 @@ func (b *Broker) reason(j *job) string {
 		}
 	case Backoff:
 		return j.host.reason
+	case Dispatched:
+		if isPlaceholder(j.worker) {
+			return "awaiting reclaim by " + j.worker.id // restored after a coordinator restart
+		}
 	}
 	return ""
 }

@@ -64,6 +64,13 @@ func sameJobs(a, b *Broker) error {
 		if ra.State == "queued" {
 			ra.Reason, rb.Reason = "", ""
 		}
+		if ra.State == "dispatched" && ra.Reason == "" {
+			// A job running at the crash waits for its worker to reclaim it.
+			if want := "awaiting reclaim by " + ra.Worker; rb.Reason != want {
+				return fmt.Errorf("job %d: reason %q after restore, want %q", i, rb.Reason, want)
+			}
+			rb.Reason = ""
+		}
 		if d := rowDiff(ra, rb); d != "" {
 			return fmt.Errorf("job %d differs after restore: %s", i, d)
 		}
