@@ -273,6 +273,8 @@ func submitSeed(ctx context.Context, endpoint, seed string) error {
 // watchCrawl polls the totals until the frontier is empty and nothing is in
 // flight, printing a progress line a second when there is no console.
 func watchCrawl(ctx context.Context, adm *client.Admin, sink *resultSink, quiet bool, out io.Writer, finished chan<- admin.Totals) {
+	// Check on every change the coordinator signals (CHANGED, coalesced
+	// to ten a second), and at least every 200ms.
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	lastLine := time.Now()
@@ -281,6 +283,7 @@ func watchCrawl(ctx context.Context, adm *client.Admin, sink *resultSink, quiet 
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-adm.Changed():
 		}
 		t, err := adm.Totals(ctx)
 		if err != nil {
