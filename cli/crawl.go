@@ -38,7 +38,7 @@ type crawlOptions struct {
 	resolve map[string]string
 	// check runs after the crawl with the results (the demo compares them
 	// with its site); a non-nil error fails the command.
-	check func(records []crawl.Record, t admin.Totals, w io.Writer) error
+	check func(records map[string]crawl.Record, dups []string, w io.Writer) error
 	title string
 }
 
@@ -235,6 +235,9 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		}
 	}
 	elapsed := time.Since(start)
+	if completed && final.At.After(start) {
+		elapsed = final.At.Sub(start) // when the frontier emptied, not when the console closed
+	}
 	stopRun()
 	wg.Wait()
 	if err := sink.close(); err != nil {
@@ -248,7 +251,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		fmt.Fprintf(out, "  results:           %s\n", o.out)
 	}
 	if o.check != nil && completed {
-		return o.check(sink.records, final, out)
+		return o.check(sink.records, sink.dups, out)
 	}
 	return nil
 }

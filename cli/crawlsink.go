@@ -26,7 +26,13 @@ type resultSink struct {
 	done    chan struct{}
 	w       *crawl.JSONLWriter // nil: records are only counted
 	err     error
-	records []crawl.Record // kept for the demo's check against the site (nil unless keep)
+	// For the demo's check against the site (unless keep is false): the
+	// latest record of each URL, the job that fetched it, and the URLs two
+	// different jobs fetched (a dedup failure; one job finishing twice, after
+	// an operator requeued it, is not one).
+	records map[string]crawl.Record
+	jobOf   map[string]uint64
+	dups    []string
 	keep    bool
 
 	pages      int
@@ -36,7 +42,8 @@ type resultSink struct {
 }
 
 func newResultSink(w *crawl.JSONLWriter, keep bool) *resultSink {
-	s := &resultSink{w: w, keep: keep, done: make(chan struct{}), statuses: map[int]int{}}
+	s := &resultSink{w: w, keep: keep, done: make(chan struct{}), statuses: map[int]int{},
+		records: map[string]crawl.Record{}, jobOf: map[string]uint64{}}
 	s.cond = sync.NewCond(&s.mu)
 	go s.run()
 	return s
@@ -88,7 +95,11 @@ func (s *resultSink) write(f broker.Finished) {
 		s.statuses[rec.Status]++
 	}
 	if s.keep {
-		s.records = append(s.records, rec)
+		if j, seen := s.jobOf[rec.URL]; seen && j != uint64(f.Job) {
+			s.dups = append(s.dups, rec.URL)
+		}
+		s.jobOf[rec.URL] = uint64(f.Job)
+		s.records[rec.URL] = rec
 	}
 	s.mu.Unlock()
 	if s.w != nil && s.err == nil {
@@ -124,6 +135,20 @@ func (s *resultSink) counts() (pages, disallowed, failed int) {
 func (s *resultSink) summary(w io.Writer, t admin.Totals, elapsed time.Duration, completed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.keep { // count each page once, by its last record (a requeue adds one)
+		s.pages, s.disallowed, s.failed, s.statuses = 0, 0, 0, map[int]int{}
+		for _, rec := range s.records {
+			switch {
+			case rec.Outcome == "failed":
+				s.failed++
+			case rec.Disallowed:
+				s.disallowed++
+			default:
+				s.pages++
+				s.statuses[rec.Status]++
+			}
+		}
+	}
 	codes := slices.Sorted(maps.Keys(s.statuses))
 	var parts []string
 	for _, c := range codes {
