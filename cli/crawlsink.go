@@ -19,13 +19,13 @@ import (
 // never block on it), writes them as JSONL from a goroutine of its own and
 // keeps the counts the crawl summary reports.
 type resultSink struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	queue   []broker.Finished
-	closed  bool
-	done    chan struct{}
-	w       *crawl.JSONLWriter // nil: records are only counted
-	err     error
+	mu     sync.Mutex
+	cond   *sync.Cond
+	queue  []broker.Finished
+	closed bool
+	done   chan struct{}
+	w      *crawl.JSONLWriter // nil: records are only counted
+	err    error
 	// For the demo's check against the site (unless keep is false): the
 	// latest record of each URL, the job that fetched it, and the URLs two
 	// different jobs fetched (a dedup failure; one job finishing twice, after
