@@ -14,6 +14,7 @@ import (
 func (s *Server) flush(now time.Time) {
 	out := s.c.Ready(now)
 	s.answers(out.Answers)
+	s.persist(out.Writes) // before anything is sent: the step's acknowledgements wait for it
 	s.dispatch(now, out)
 	for _, cl := range out.Closes {
 		p, ok := s.peer[cl.Session]
@@ -91,7 +92,7 @@ func (s *Server) answerGroup(as []coord.Answer) {
 			}
 			items[i] = it
 		}
-		s.send(s.peers, p.ident, &wire.Submitted{Req: a0.ReqID, Items: items})
+		s.ack(p.ident, &wire.Submitted{Req: a0.ReqID, Items: items})
 		return
 	}
 	items := make([]wire.VerdictItem, len(as))

@@ -92,17 +92,17 @@ func (s *Server) onPeer(frames [][]byte) {
 		s.forget(sid)
 	case *wire.Request:
 		vs, err := s.c.Request(now, sid, m.Req, m.Keys, nil)
-		s.verdicts(p, m.Req, vs, err)
+		s.verdicts(p, m.Req, vs, err, false)
 	case *wire.Queue:
 		vs, err := s.c.Queue(now, sid, m.Keys, nil)
-		s.verdicts(p, m.Req, vs, err)
+		s.verdicts(p, m.Req, vs, err, true)
 	case *wire.Done:
 		items := make([]coord.DoneItem, len(m.Items))
 		for i, it := range m.Items {
 			items[i] = coord.DoneItem{Key: it.Key, Failed: it.Outcome == wire.DoneFailed}
 		}
 		vs, err := s.c.Done(now, sid, items, nil)
-		s.verdicts(p, m.Req, vs, err)
+		s.verdicts(p, m.Req, vs, err, true)
 	case *wire.Submit:
 		s.submit(now, p, m)
 	case *wire.Result:
@@ -208,7 +208,9 @@ func clipReason(s string, n int) string {
 	return s[:n]
 }
 
-func (s *Server) verdicts(p *peer, req uint64, vs []coord.Verdict, err error) {
+// verdicts answers REQUEST, QUEUE or DONE with VERDICTS; durable says the
+// answer promises durability (QUEUE, DONE) and waits for the step's batch.
+func (s *Server) verdicts(p *peer, req uint64, vs []coord.Verdict, err error, durable bool) {
 	if err != nil {
 		s.reject(onPeers, p.ident, req, wire.CodeConflict, "%v", err)
 		return
@@ -216,6 +218,10 @@ func (s *Server) verdicts(p *peer, req uint64, vs []coord.Verdict, err error) {
 	items := make([]wire.VerdictItem, len(vs))
 	for i, v := range vs {
 		items[i] = wire.VerdictItem{Fingerprint: v.FP, Verdict: wireVerdict(v.Verdict), Reason: reasonText(v.Reason, v.Detail)}
+	}
+	if durable {
+		s.ack(p.ident, &wire.Verdicts{Req: req, Items: items})
+		return
 	}
 	s.send(s.peers, p.ident, &wire.Verdicts{Req: req, Items: items})
 }
@@ -249,7 +255,7 @@ func (s *Server) submit(now time.Time, p *peer, m *wire.Submit) {
 		}
 		items[i] = it
 	}
-	s.send(s.peers, p.ident, &wire.Submitted{Req: m.Req, Items: items})
+	s.ack(p.ident, &wire.Submitted{Req: m.Req, Items: items})
 }
 
 func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
@@ -291,5 +297,5 @@ func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
 		}
 		items[i] = it
 	}
-	s.send(s.peers, p.ident, &wire.ResultOK{Req: m.Req, Items: items})
+	s.ack(p.ident, &wire.ResultOK{Req: m.Req, Items: items})
 }

@@ -25,6 +25,7 @@ import (
 	"drover/coord/id"
 	"drover/net/wire"
 	"drover/net/zsock"
+	"drover/store"
 )
 
 // Options configure a Server. Zero values mean the defaults.
@@ -49,6 +50,12 @@ type Options struct {
 	ChangedEvery time.Duration
 	// Server names the software in WELCOME (default "drover").
 	Server string
+	// Store makes the coordinator durable (issue 7): New restores the
+	// coordinator from it, every step's writes are applied to it as one
+	// batch, and acknowledgements that promise durability wait for their
+	// batch. Nil keeps everything in memory. The caller opens the store and
+	// closes it after Run returns.
+	Store *store.Store
 }
 
 // Server is a running coordinator with its sockets. Create with New, then
@@ -81,6 +88,10 @@ type Server struct {
 
 	stats Stats
 	ready atomic.Bool
+
+	dur      *durable // nil without a store
+	restored coord.RestoreStats
+	storeSt  store.Stats
 }
 
 // peer is one session on the peers socket.
@@ -130,6 +141,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Coord.Rand == nil {
 		opts.Coord.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
+	if opts.Store != nil {
+		opts.Coord.Persist = true
+	}
 	c, err := coord.New(opts.Coord)
 	if err != nil {
 		return nil, err
@@ -144,6 +158,15 @@ func New(opts Options) (*Server, error) {
 		cons:  make(map[string]*console),
 
 		batches: make(map[id.Session]*wire.Job),
+	}
+	if opts.Store != nil {
+		// Restore before binding: no session may say HELLO mid-restore.
+		s.dur = &durable{st: opts.Store}
+		if s.restored, s.storeSt, err = restore(c, opts.Store, opts.Clock); err != nil {
+			return nil, err
+		}
+		s.log.Info("restored from the store", "path", opts.Store.Path(), "sync", opts.Store.SyncPolicy(),
+			"elapsed", s.storeSt.Elapsed, "summary", s.restored.String())
 	}
 	if err := s.bind(); err != nil {
 		s.closeSockets()
@@ -210,6 +233,9 @@ func (s *Server) InprocPeers() string { return s.inprocPeers }
 // EventsEndpoint is the events PUB endpoint ("" when disabled).
 func (s *Server) EventsEndpoint() string { return s.eventsEP }
 
+// Restored says what New restored from Options.Store (zero without one).
+func (s *Server) Restored() coord.RestoreStats { return s.restored }
+
 // Ready reports whether Run is serving (for /readyz).
 func (s *Server) Ready() bool { return s.ready.Load() }
 
@@ -230,14 +256,20 @@ func (s *Server) Run(ctx context.Context) error {
 	poller := zmq4.NewPoller()
 	poller.Add(s.peers, zmq4.POLLIN)
 	poller.Add(s.admin, zmq4.POLLIN)
+	if s.dur != nil {
+		if err := s.dur.start(); err != nil {
+			return fmt.Errorf("reactor: %w", err)
+		}
+		defer s.dur.stop()
+		poller.Add(s.dur.bell, zmq4.POLLIN)
+	}
 	s.ready.Store(true)
 	defer s.ready.Store(false)
 	s.log.Info("serving", "peers", s.peersEP, "admin", s.adminEP, "events", s.eventsEP)
 	const maxWait = 100 * time.Millisecond // also how often ctx is checked
 	for {
 		if ctx.Err() != nil {
-			s.shutdown()
-			return nil
+			return s.shutdown()
 		}
 		now := s.now()
 		wait := maxWait
@@ -261,11 +293,17 @@ func (s *Server) Run(ctx context.Context) error {
 				s.drain(s.peers, s.onPeer)
 			case s.admin:
 				s.drain(s.admin, s.onAdmin)
+			default:
+				s.dur.drainBell()
 			}
 		}
 		now = s.now()
 		s.c.Tick(now)
 		s.flush(now)
+		if err := s.release(); err != nil {
+			s.shutdown()
+			return fmt.Errorf("reactor: %w", err)
+		}
 		s.heartbeats(now)
 		if s.opts.OnTotals != nil && now.Sub(s.lastTotals) >= time.Second {
 			s.lastTotals = now
@@ -314,8 +352,13 @@ func (s *Server) send(sk *zmq4.Socket, ident []byte, m wire.Message) bool {
 	return true
 }
 
-// shutdown stops dispatching and tells every session DISCONNECT.
-func (s *Server) shutdown() {
+// shutdown stops dispatching and tells every session DISCONNECT. With a
+// store, it waits (a bounded time) for the last batches, so that what was
+// acknowledged is durable and what the disconnects changed is written; it
+// returns an error if they could not be.
+func (s *Server) shutdown() error {
+	// What was acknowledged goes out before the DISCONNECTs.
+	serr := s.settle(time.Now().Add(5 * time.Second))
 	now := s.now()
 	s.log.Info("shutting down", "sessions", len(s.peer), "consoles", len(s.cons))
 	for _, p := range s.peer {
@@ -326,6 +369,13 @@ func (s *Server) shutdown() {
 		s.send(s.admin, cs.ident, &wire.Disconnect{Code: wire.CodeUnavailable, Reason: "server shutting down"})
 	}
 	out := s.c.Ready(now)
+	s.persist(out.Writes) // the disconnects' writes: jobs back in the queue
+	if serr == nil {
+		serr = s.settle(time.Now().Add(5 * time.Second))
+	}
+	if serr != nil {
+		s.log.Error("store: the last writes are not durable", "err", serr)
+	}
 	for _, f := range out.Finished {
 		if s.opts.OnFinished != nil {
 			s.opts.OnFinished(f)
@@ -359,4 +409,8 @@ func (s *Server) shutdown() {
 	for _, sk := range []*zmq4.Socket{s.peers, s.admin} {
 		sk.SetLinger(500 * time.Millisecond)
 	}
+	if serr != nil {
+		return fmt.Errorf("shutdown: %w", serr)
+	}
+	return nil
 }

@@ -1,0 +1,267 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pebbe/zmq4"
+
+	"drover/coord"
+	"drover/net/wire"
+	"drover/store"
+)
+
+// Durability (issue 7), the transport's half. With Options.Store, every
+// flush turns the step's Output.Writes into one store batch and Applies it;
+// acknowledgements that promise durability (SUBMITTED, VERDICTS answering
+// QUEUE and DONE, RESULT-OK) are held and sent only once their step's batch
+// is durable under the store's sync policy. The store calls back on its own
+// goroutine, in order; the callback records how far the store got and asks
+// a small notifier goroutine to ring a doorbell (an inproc PAIR) that the
+// reactor polls beside its ROUTERs. The notifier owns the doorbell's sending
+// end, the reactor its receiving end: no socket is shared.
+
+// heldAck is an acknowledgement waiting for its step's batch.
+type heldAck struct {
+	seq   uint64 // the batch it waits for
+	ident []byte
+	msg   wire.Message
+}
+
+// durable is the reactor's link to the store.
+type durable struct {
+	st *store.Store
+
+	// Shared with the store's callbacks.
+	mu   sync.Mutex
+	done uint64 // the last batch the store finished (durable or failed)
+	err  error  // the first failure; the store is sticky-failed after it
+
+	// Reactor only.
+	applied uint64    // the last batch applied
+	step    []heldAck // acknowledgements of the current step
+	waiting []heldAck // acknowledgements of applied batches, in batch order
+	failed  error     // the failure, once the reactor saw it
+	bell    *zmq4.Socket
+	ring    chan struct{}
+	quit    chan struct{}
+	stopped chan struct{}
+}
+
+var bellSeq atomic.Uint64
+
+// start creates the doorbell and its notifier goroutine.
+func (d *durable) start() error {
+	name := fmt.Sprintf("inproc://drover-store-bell-%d", bellSeq.Add(1))
+	in, err := zmq4.NewSocket(zmq4.PAIR)
+	if err != nil {
+		return fmt.Errorf("store doorbell socket: %w", err)
+	}
+	if err := in.Bind(name); err != nil {
+		in.Close()
+		return fmt.Errorf("store doorbell bind %s: %w", name, err)
+	}
+	out, err := zmq4.NewSocket(zmq4.PAIR)
+	if err != nil {
+		in.Close()
+		return fmt.Errorf("store doorbell socket: %w", err)
+	}
+	if err := out.Connect(name); err != nil {
+		in.Close()
+		out.Close()
+		return fmt.Errorf("store doorbell connect %s: %w", name, err)
+	}
+	d.bell = in
+	d.ring = make(chan struct{}, 1)
+	d.quit = make(chan struct{})
+	d.stopped = make(chan struct{})
+	go d.notify(out)
+	return nil
+}
+
+// notify owns the doorbell's sending end: one byte per ring, never
+// blocking (a full doorbell means the reactor is about to wake anyway).
+func (d *durable) notify(out *zmq4.Socket) {
+	defer close(d.stopped)
+	defer out.Close()
+	for {
+		select {
+		case <-d.ring:
+			out.SendBytes([]byte{1}, zmq4.DONTWAIT)
+		case <-d.quit:
+			return
+		}
+	}
+}
+
+// stop ends the notifier and closes the doorbell.
+func (d *durable) stop() {
+	if d.bell == nil {
+		return
+	}
+	close(d.quit)
+	<-d.stopped
+	d.bell.Close()
+	d.bell = nil
+}
+
+// callback is the done function of batch seq: it runs on the store's
+// goroutine, in batch order.
+func (d *durable) callback(seq uint64) func(error) {
+	return func(err error) {
+		d.mu.Lock()
+		if err != nil && d.err == nil {
+			d.err = fmt.Errorf("store batch %d: %w", seq, err)
+		}
+		d.done = max(d.done, seq)
+		d.mu.Unlock()
+		select {
+		case d.ring <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// progress is how far the store got and its failure, if any.
+func (d *durable) progress() (uint64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.done, d.err
+}
+
+// ack sends m to ident on the peers socket: at once without a store, else
+// once the current step's writes are durable.
+func (s *Server) ack(ident []byte, m wire.Message) {
+	d := s.dur
+	if d == nil {
+		s.send(s.peers, ident, m)
+		return
+	}
+	if d.failed != nil {
+		s.send(s.peers, ident, storeFailedError(m.RequestID(), d.failed))
+		return
+	}
+	d.step = append(d.step, heldAck{ident: ident, msg: m})
+}
+
+func storeFailedError(req uint64, err error) *wire.Error {
+	return &wire.Error{Req: req, Code: wire.CodeInternal, Msg: clipReason("not recorded: the store failed: "+err.Error(), wire.MaxText)}
+}
+
+// persist applies the step's writes as one batch; the step's held
+// acknowledgements wait for it. A step without writes has its
+// acknowledgements wait for the last batch applied (they may name jobs
+// accepted by it), or sends them at once when that one is durable.
+func (s *Server) persist(writes []coord.Record) {
+	d := s.dur
+	if d == nil || d.failed != nil {
+		return
+	}
+	if len(writes) > 0 {
+		b := d.st.NewBatch()
+		for i := range writes {
+			if err := addWrite(b, &writes[i]); err != nil {
+				s.log.Error("store write refused", "err", err) // the batch fails as a whole in Apply
+				break
+			}
+		}
+		d.applied++
+		seq := d.applied
+		for i := range d.step {
+			d.step[i].seq = seq
+		}
+		d.waiting = append(d.waiting, d.step...)
+		clear(d.step)
+		d.step = d.step[:0]
+		d.st.Apply(b, d.callback(seq))
+		return
+	}
+	if len(d.step) == 0 {
+		return
+	}
+	for i := range d.step {
+		d.step[i].seq = d.applied
+	}
+	d.waiting = append(d.waiting, d.step...)
+	clear(d.step)
+	d.step = d.step[:0]
+}
+
+// release sends the held acknowledgements whose batches are durable. It
+// returns the store's failure, if one happened: then every held
+// acknowledgement was answered ERROR 500 instead.
+func (s *Server) release() error {
+	d := s.dur
+	if d == nil {
+		return nil
+	}
+	if d.failed != nil {
+		return d.failed
+	}
+	done, err := d.progress()
+	if err != nil {
+		d.failed = err
+		s.log.Error("store failed: held acknowledgements answered with ERROR 500; the coordinator stops", "err", err, "held", len(d.waiting)+len(d.step))
+		for _, h := range d.waiting {
+			s.send(s.peers, h.ident, storeFailedError(h.msg.RequestID(), err))
+		}
+		for _, h := range d.step {
+			s.send(s.peers, h.ident, storeFailedError(h.msg.RequestID(), err))
+		}
+		clear(d.waiting)
+		clear(d.step)
+		d.waiting, d.step = d.waiting[:0], d.step[:0]
+		return err
+	}
+	n := 0
+	for n < len(d.waiting) && d.waiting[n].seq <= done {
+		s.send(s.peers, d.waiting[n].ident, d.waiting[n].msg)
+		n++
+	}
+	if n > 0 {
+		m := copy(d.waiting, d.waiting[n:])
+		clear(d.waiting[m:])
+		d.waiting = d.waiting[:m]
+	}
+	return nil
+}
+
+// drainBell empties the doorbell.
+func (d *durable) drainBell() {
+	for {
+		if _, err := d.bell.RecvBytes(zmq4.DONTWAIT); err != nil {
+			return
+		}
+	}
+}
+
+// settle waits, until deadline, for every applied batch to finish, and
+// releases what they held (on shutdown).
+func (s *Server) settle(deadline time.Time) error {
+	d := s.dur
+	if d == nil {
+		return nil
+	}
+	s.persist(nil) // acks of a step without writes join the last batch
+	poller := zmq4.NewPoller()
+	poller.Add(d.bell, zmq4.POLLIN)
+	for {
+		if err := s.release(); err != nil {
+			return err
+		}
+		if done, _ := d.progress(); done >= d.applied {
+			return s.release()
+		}
+		left := time.Until(deadline)
+		if left < time.Millisecond {
+			return errors.New("store: batches still not durable at shutdown")
+		}
+		if _, err := poller.Poll(left); err != nil {
+			return fmt.Errorf("store doorbell: poll: %w", err)
+		}
+		d.drainBell()
+	}
+}

@@ -1,0 +1,157 @@
+package server
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"drover/net/wire"
+	"drover/net/zsock"
+	"drover/store"
+)
+
+// openStore opens a store in dir with the given sync policy.
+func openStore(t *testing.T, dir string, sync store.Sync) *store.Store {
+	t.Helper()
+	st, err := store.Open(store.Options{Path: dir, Sync: sync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// runServer starts a server on ephemeral loopback ports; stop cancels Run
+// and returns what it returned (also called at cleanup, once).
+func runServer(t *testing.T, opts Options) (*Server, func() error) {
+	t.Helper()
+	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
+	if opts.Coord.Heartbeat == 0 {
+		opts.Coord.Heartbeat = 100 * time.Millisecond
+		opts.Coord.MinHeartbeat = 10 * time.Millisecond
+	}
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	var stopped bool
+	var runErr error
+	stop := func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			runErr = <-done
+		}
+		return runErr
+	}
+	t.Cleanup(func() { stop() })
+	return s, stop
+}
+
+func hello(t *testing.T, c *rawClient, role wire.Role, name string, slots uint32, held ...uint64) {
+	t.Helper()
+	c.send(&wire.Hello{Req: 1, Role: role, ID: name, Host: "test", Slots: slots, Held: held})
+	expect[*wire.Welcome](t, c.recv())
+}
+
+// TestStoreRestartRestoresSubmits submits jobs to a server with a store,
+// stops it, starts a new one on the same store and has a worker complete
+// the restored jobs; the keys stay deduplicated across the restart.
+func TestStoreRestartRestoresSubmits(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	urls := []string{"http://a.test/1", "http://a.test/2", "http://a.test/3"}
+
+	st := openStore(t, dir, store.SyncAlways)
+	s1, stop1 := runServer(t, Options{Store: st})
+	if r := s1.Restored(); r.JobsQueued != 0 || r.KeysQueued != 0 {
+		t.Fatalf("fresh store restored %s: want nothing", r)
+	}
+	p := dial(t, s1.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, "p1", 0)
+	items := make([]wire.SubmitItem, len(urls))
+	for i, u := range urls {
+		items[i] = wire.SubmitItem{Key: key(u), Payload: []byte(u)}
+	}
+	p.send(&wire.Submit{Req: 2, Jobs: items})
+	sub := expect[*wire.Submitted](t, p.recv())
+	for i, it := range sub.Items {
+		if it.Status != wire.SubmitAccepted {
+			t.Fatalf("item %d: %s, want accepted", i, it.Status)
+		}
+	}
+	if err := stop1(); err != nil {
+		t.Fatalf("first server: %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st2 := openStore(t, dir, store.SyncAlways)
+	t.Cleanup(func() { st2.Close() })
+	s2, stop2 := runServer(t, Options{Store: st2})
+	if r := s2.Restored(); r.JobsQueued != 3 || r.KeysQueued != 3 || r.LastJob != 3 {
+		t.Fatalf("restored %s: want 3 queued jobs and keys, last job id 3", r)
+	}
+	w := dial(t, s2.PeersEndpoint())
+	hello(t, w, wire.RoleWorker, "w1", 3)
+	var jobs []wire.JobItem
+	for len(jobs) < 3 {
+		jobs = append(jobs, expect[*wire.Job](t, w.recv()).Jobs...)
+	}
+	res := make([]wire.ResultItem, len(jobs))
+	for i, j := range jobs {
+		if string(j.Payload) != j.Key.URL {
+			t.Errorf("job %d: payload %q, want the restored %q", j.JobID, j.Payload, j.Key.URL)
+		}
+		res[i] = wire.ResultItem{JobID: j.JobID, Outcome: wire.OutcomeOK}
+	}
+	w.send(&wire.Result{Req: 5, Items: res})
+	ok := expect[*wire.ResultOK](t, w.recv())
+	for _, it := range ok.Items {
+		if it.Status != wire.ResultRecorded {
+			t.Fatalf("result-ok %+v: want every result recorded", ok.Items)
+		}
+	}
+	p2 := dial(t, s2.PeersEndpoint())
+	hello(t, p2, wire.RoleProducer, "p2", 0)
+	p2.send(&wire.Submit{Req: 3, Jobs: items[:1]})
+	dup := expect[*wire.Submitted](t, p2.recv())
+	if dup.Items[0].Status != wire.SubmitDuplicate {
+		t.Fatalf("resubmit after restart: %+v, want duplicate", dup.Items[0])
+	}
+	if err := stop2(); err != nil {
+		t.Fatalf("second server: %v", err)
+	}
+	// The third start sees the jobs done.
+	st2.Close()
+	st3 := openStore(t, dir, store.SyncAlways)
+	t.Cleanup(func() { st3.Close() })
+	s3, _ := runServer(t, Options{Store: st3})
+	if r := s3.Restored(); r.JobsDone != 3 || r.KeysDone != 3 || r.JobsQueued != 0 {
+		t.Fatalf("restored after completion %s: want 3 done jobs and keys", r)
+	}
+}
+
+// TestStoreFailureAnswersError closes the store under a running server: the
+// SUBMIT's acknowledgement, held for a batch that cannot be written, becomes
+// ERROR 500 and Run stops with the store's error.
+func TestStoreFailureAnswersError(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncAlways)
+	s, stop := runServer(t, Options{Store: st})
+	p := dial(t, s.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, "p1", 0)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p.send(&wire.Submit{Req: 7, Jobs: []wire.SubmitItem{{Key: key("http://a.test/")}}})
+	e := expect[*wire.Error](t, p.recv())
+	if e.Req != 7 || e.Code != wire.CodeInternal {
+		t.Fatalf("error %+v: want request 7, code 500", e)
+	}
+	if err := stop(); err == nil {
+		t.Fatal("Run returned nil after the store failed, want the store's error")
+	}
+}
