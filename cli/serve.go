@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 
@@ -13,6 +14,7 @@ import (
 	"drover/config"
 	"drover/net/server"
 	"drover/obs"
+	"drover/store"
 )
 
 func newServeCmd() *cobra.Command {
@@ -23,8 +25,19 @@ func newServeCmd() *cobra.Command {
 producers connect to the peers socket (--bind), consoles and the CLI to the admin
 socket (--admin), and the events socket (--events) publishes every state change.
 Everything binds to loopback unless told otherwise. SIGINT or SIGTERM stops
-dispatching, tells every worker, and exits 0.`,
+dispatching, tells every worker, and exits 0.
+
+With --store DIR (or store.path set in the config file or DROVER_STORE_PATH),
+queued and done keys and every job live in an embedded store in DIR: a restart,
+even after kill -9, loses nothing that was acknowledged under --store-sync
+(always: each acknowledgement waits for an fsync; batch: for the fsync every
+store.sync_interval; none: the OS decides). Jobs running at a crash wait for
+their workers to reconnect and reclaim them, then go back to the queue.
+Without it, or with --store memory, serve keeps everything in memory (the
+config default store.path applies only when set explicitly). A store that is
+locked by another process, corrupt or unreadable is an error, never a fresh start.`,
 		Example: `  drover serve
+  drover serve --store /var/lib/drover/store --store-sync always
   drover serve --bind tcp://0.0.0.0:5570 --metrics 127.0.0.1:9570
   drover console --connect tcp://127.0.0.1:5571   # in another terminal`,
 		Args: cobra.NoArgs,
@@ -37,7 +50,41 @@ dispatching, tells every worker, and exits 0.`,
 		},
 	}
 	addServerFlags(cmd)
+	fs := cmd.Flags()
+	must(config.AddFlag(fs, "store.path", "store", ""))
+	must(config.AddFlag(fs, "store.sync", "store-sync", ""))
+	must(config.AddFlag(fs, "store.sync_interval", "store-sync-interval", ""))
 	return cmd
+}
+
+// storePath is the store directory serve uses: "" (in memory) when
+// store.path is "memory" or empty, or was not set explicitly (its default
+// is a directory relative to wherever serve happens to start).
+func storePath(cfg *config.Config) string {
+	p := cfg.Store.Path
+	if p == "memory" || cfg.Source("store.path").Kind == config.FromDefault {
+		return ""
+	}
+	return p
+}
+
+// openStore opens the store serve was told to use; nil for memory.
+func openStore(cfg *config.Config, log *slog.Logger) (*store.Store, error) {
+	path := storePath(cfg)
+	if path == "" {
+		log.Info("no store: everything is kept in memory and lost on exit")
+		return nil, nil
+	}
+	sync, err := store.ParseSync(cfg.Store.Sync)
+	if err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("store.sync: %w", err)}
+	}
+	st, err := store.Open(store.Options{Path: path, Sync: sync, SyncInterval: cfg.Store.SyncInterval, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("store open", "path", st.Path(), "sync", sync, "epoch", st.Epoch())
+	return st, nil
 }
 
 // addServerFlags registers the listen-address flags of a command that runs
@@ -77,10 +124,21 @@ func runServe(cmd *cobra.Command, cfg *config.Config) error {
 			return err
 		}
 	}
+	st, err := openStore(cfg, log)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if st != nil {
+		defer func() {
+			if cerr := st.Close(); cerr != nil {
+				log.Error("store close", "err", cerr)
+			}
+		}()
+	}
 	opts := server.Options{
 		Peers: cfg.Peers.Listen, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
 		Coord: coordConfig(cfg), Log: log, Server: "drover " + version,
-		OnTotals: metrics.Update,
+		OnTotals: metrics.Update, Store: st,
 	}
 	if notifier != nil {
 		opts.OnEvent = func(ev admin.Event) {
@@ -109,6 +167,9 @@ func runServe(cmd *cobra.Command, cfg *config.Config) error {
 				log.Error("metrics server", "err", err)
 			}
 		}()
+	}
+	if st != nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "drover store %s (sync %s): restored %s\n", st.Path(), st.SyncPolicy(), srv.Restored())
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "drover serving: peers %s, admin %s, events %s\n", srv.PeersEndpoint(), srv.AdminEndpoint(), srv.EventsEndpoint())
 	err = srv.Run(ctx)

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServeStoreSurvivesKill runs `drover serve --store DIR --store-sync
+// always` with a worker process whose job blocks until the test releases
+// it, submits 20 URLs, SIGKILLs the server with one job running, and starts
+// a new server on the same store: every acknowledged submit is restored,
+// the running job is reclaimed by the reconnecting worker (it is not run
+// twice), and all 20 complete exactly once.
+func TestServeStoreSurvivesKill(t *testing.T) {
+	dir := t.TempDir()
+	storeDir := filepath.Join(dir, "store")
+	gate := filepath.Join(dir, "go")
+	runs := filepath.Join(dir, "runs")
+	eps := freeEndpoints(t, 3)
+	peers, adminEP, events := eps[0], eps[1], eps[2]
+	serveArgs := []string{"serve", "--store", storeDir, "--store-sync", "always",
+		"--bind", peers, "--admin", adminEP, "--events", events, "--heartbeat-interval", "1s"}
+
+	srv, srvOut := start(t, serveArgs...)
+	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
+	// The handler records each run, then blocks until the gate file exists.
+	start(t, "worker", "--connect", peers, "--slots", "1", "--id", "w-hold", "--heartbeat-interval", "1s",
+		"--exec", `echo "$DROVER_URL" >> `+runs+`; while [ ! -f `+gate+` ]; do sleep 0.02; done; echo ok`)
+
+	var urls strings.Builder
+	for i := range 20 {
+		urls.WriteString("http://k.test/" + string(rune('a'+i)) + "\n")
+	}
+	out, code := run(t, urls.String(), "submit", "-", "--connect", peers)
+	if code != 0 || !strings.Contains(out, "20 accepted") {
+		t.Fatalf("submit: exit %d, %q: want 20 accepted", code, out)
+	}
+	eventually(t, "one job running", 20*time.Second, func() bool {
+		tot, _, ok := statusJSON(t, adminEP)
+		return ok && tot.Dispatched == 1 && tot.Queued == 19
+	})
+	if err := srv.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Wait()
+
+	srv2, out2 := start(t, serveArgs...)
+	eventually(t, "restarted serve listening", 10*time.Second, func() bool { return strings.Contains(out2.String(), "drover serving") })
+	if !strings.Contains(out2.String(), "keys: 20 queued") || !strings.Contains(out2.String(), "jobs: 19 queued, 1 dispatched") {
+		t.Fatalf("restart output:\n%s\nwant 20 queued keys, 19 queued jobs and 1 dispatched job restored", out2.String())
+	}
+	eventually(t, "worker reclaims its job", 20*time.Second, func() bool {
+		_, ws, ok := statusJSON(t, adminEP)
+		return ok && len(ws) == 1 && ws[0].ID == "w-hold" && ws[0].Used == 1
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "all jobs done", 30*time.Second, func() bool {
+		tot, _, ok := statusJSON(t, adminEP)
+		return ok && tot.Done == 20
+	})
+	tot, _, _ := statusJSON(t, adminEP)
+	if tot.Failed != 0 || tot.KeysDone != 20 {
+		t.Fatalf("totals %+v: want 20 done keys, none failed", tot)
+	}
+	b, err := os.ReadFile(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, u := range strings.Fields(string(b)) {
+		seen[u]++
+	}
+	if len(seen) != 20 {
+		t.Fatalf("%d distinct URLs ran, want 20:\n%s", len(seen), b)
+	}
+	for u, n := range seen {
+		if n != 1 {
+			t.Errorf("%s ran %d times, want once (the running job is reclaimed, not rerun)", u, n)
+		}
+	}
+	srv2.Process.Kill()
+	srv2.Wait()
+
+	// A third start on the same store sees the work done and nothing queued.
+	_, out3 := start(t, serveArgs...)
+	eventually(t, "third serve listening", 10*time.Second, func() bool { return strings.Contains(out3.String(), "drover serving") })
+	if !strings.Contains(out3.String(), "keys: 0 queued, 20 done") {
+		t.Fatalf("third start output:\n%s\nwant 20 done keys restored", out3.String())
+	}
+}
+
+// TestServeStoreLocked: a second serve on a store in use exits non-zero
+// naming the lock, and a store directory that is not a store is refused.
+func TestServeStoreLocked(t *testing.T) {
+	dir := t.TempDir()
+	storeDir := filepath.Join(dir, "store")
+	eps := freeEndpoints(t, 6)
+	_, out := start(t, "serve", "--store", storeDir, "--bind", eps[0], "--admin", eps[1], "--events", eps[2])
+	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(out.String(), "drover serving") })
+	got, code := run(t, "", "serve", "--store", storeDir, "--bind", eps[3], "--admin", eps[4], "--events", eps[5])
+	if code == 0 || !strings.Contains(got, "locked") {
+		t.Fatalf("second serve on a locked store: exit %d, %q: want non-zero naming the lock", code, got)
+	}
+	junk := filepath.Join(dir, "junk")
+	os.MkdirAll(junk, 0o755)
+	os.WriteFile(filepath.Join(junk, "notes.txt"), []byte("x"), 0o644)
+	got, code = run(t, "", "serve", "--store", junk, "--bind", eps[3], "--admin", eps[4], "--events", eps[5])
+	if code == 0 || !strings.Contains(got, "not empty") {
+		t.Fatalf("serve on a directory that is not a store: exit %d, %q: want non-zero saying why", code, got)
+	}
+}
