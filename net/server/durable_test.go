@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"drover/coord"
+	"drover/coord/id"
 	"drover/net/wire"
 	"drover/net/zsock"
 	"drover/store"
@@ -135,23 +137,109 @@ func TestStoreRestartRestoresSubmits(t *testing.T) {
 	}
 }
 
-// TestStoreFailureAnswersError closes the store under a running server: the
-// SUBMIT's acknowledgement, held for a batch that cannot be written, becomes
-// ERROR 500 and Run stops with the store's error.
-func TestStoreFailureAnswersError(t *testing.T) {
-	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncAlways)
-	s, stop := runServer(t, Options{Store: st})
-	p := dial(t, s.PeersEndpoint())
-	hello(t, p, wire.RoleProducer, "p1", 0)
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
+// TestStoreAcksHeldUntilDurable closes the store under a running server
+// and sends each message whose acknowledgement promises durability: the
+// acknowledgement, held for a batch that cannot be written, becomes ERROR
+// 500, and Run stops with the store's error.
+func TestStoreAcksHeldUntilDurable(t *testing.T) {
+	u := key("http://a.test/")
+	cases := []struct {
+		name string
+		msg  func(c *rawClient) wire.Message // sent after the store is closed
+	}{
+		{"submit", func(*rawClient) wire.Message {
+			return &wire.Submit{Req: 7, Jobs: []wire.SubmitItem{{Key: u}}}
+		}},
+		{"queue", func(c *rawClient) wire.Message {
+			c.send(&wire.Request{Req: 6, Keys: []id.Key{u}})
+			expect[*wire.Verdicts](c.t, c.recv()) // a REQUEST verdict is not held: no write
+			return &wire.Queue{Req: 7, Keys: []id.Key{u}}
+		}},
+		{"done", func(*rawClient) wire.Message {
+			return &wire.Done{Req: 7, Items: []wire.DoneItem{{Key: u, Outcome: wire.DoneOK}}}
+		}},
 	}
-	p.send(&wire.Submit{Req: 7, Jobs: []wire.SubmitItem{{Key: key("http://a.test/")}}})
-	e := expect[*wire.Error](t, p.recv())
-	if e.Req != 7 || e.Code != wire.CodeInternal {
-		t.Fatalf("error %+v: want request 7, code 500", e)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncAlways)
+			s, stop := runServer(t, Options{Store: st})
+			p := dial(t, s.PeersEndpoint())
+			hello(t, p, wire.RoleProducer, "p1", 0)
+			m := tc.msg(p)
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+			p.send(m)
+			e := expect[*wire.Error](t, p.recv())
+			if e.Req != 7 || e.Code != wire.CodeInternal {
+				t.Fatalf("error %+v: want request 7, code 500", e)
+			}
+			if err := stop(); err == nil {
+				t.Fatal("Run returned nil after the store failed, want the store's error")
+			}
+		})
 	}
-	if err := stop(); err == nil {
-		t.Fatal("Run returned nil after the store failed, want the store's error")
+}
+
+// TestStoreReclaim restores a job that was dispatched to worker w-gone when
+// the coordinator died: w-gone reconnecting with the job held gets it back
+// (its RESULT is recorded, the job is not dispatched again); with nobody
+// reclaiming it, another worker gets it after the reclaim timeout,
+// uncharged.
+func TestStoreReclaim(t *testing.T) {
+	cases := []struct {
+		name   string
+		worker string
+		held   []uint64
+	}{
+		{"reclaimed by its worker", "w-gone", []uint64{1}},
+		{"requeued after the timeout", "w-other", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			st := openStore(t, dir, store.SyncAlways)
+			t.Cleanup(func() { st.Close() })
+			at := time.Now().Add(-time.Minute).UTC()
+			k := key("http://a.test/")
+			b := st.NewBatch()
+			b.PutMeta(coord.MetaLastJob, 1)
+			b.PutKey(&store.KeyRecord{FP: k.Fingerprint(), Key: k, State: store.KeyQueued, At: at})
+			b.PutJob(&store.JobRecord{ID: 1, FP: k.Fingerprint(), Key: k, Host: "a.test", State: store.JobDispatched,
+				Attempts: 1, Worker: "w-gone", Created: at, Updated: at,
+				History: []store.Attempt{{Worker: "w-gone", At: at}}})
+			if err := st.Commit(b); err != nil {
+				t.Fatal(err)
+			}
+			s, stop := runServer(t, Options{Store: st, Coord: coord.Config{
+				Heartbeat: 100 * time.Millisecond, MinHeartbeat: 10 * time.Millisecond, ReclaimTimeout: 300 * time.Millisecond}})
+			if r := s.Restored(); len(r.Reclaim) != 1 || r.Reclaim[0] != 1 || r.Workers[0] != "w-gone" {
+				t.Fatalf("restored %s: want job 1 awaiting reclaim by w-gone", r)
+			}
+			w := dial(t, s.PeersEndpoint())
+			hello(t, w, wire.RoleWorker, tc.worker, 1, tc.held...)
+			if tc.held == nil {
+				j := expect[*wire.Job](t, w.recv())
+				if len(j.Jobs) != 1 || j.Jobs[0].JobID != 1 {
+					t.Fatalf("job %+v: want job 1 requeued after the reclaim timeout", j.Jobs)
+				}
+			}
+			w.send(&wire.Result{Req: 3, Items: []wire.ResultItem{{JobID: 1, Outcome: wire.OutcomeOK}}})
+			// A JOB here would mean job 1 was dispatched again.
+			ok := expect[*wire.ResultOK](t, w.recv())
+			if ok.Items[0].Status != wire.ResultRecorded {
+				t.Fatalf("result-ok %+v: want recorded (a stale result means job 1 was not reclaimed)", ok.Items)
+			}
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			r, found, err := st.GetJob(1)
+			if err != nil || !found {
+				t.Fatalf("job 1 in the store: %v %v", found, err)
+			}
+			if r.State != store.JobDone || r.Failures != 0 {
+				t.Fatalf("job 1 stored as %s with %d failures, want done, uncharged", r.State, r.Failures)
+			}
+		})
 	}
 }
