@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"drover/coord"
+	"drover/coord/broker"
+	"drover/coord/id"
+	"drover/net/client"
+	"drover/net/wire"
+	"drover/net/worker"
+	"drover/net/zsock"
+	"drover/store"
+)
+
+// BenchmarkEndToEndStore is BenchmarkEndToEnd of net/worker (one producer
+// submits b.N jobs, 4 no-op workers with 64 slots do them, over TCP
+// loopback) with the coordinator in memory and durable on a store in a
+// temporary directory under each sync policy, in the same run:
+//
+//	go test -run '^$' -bench EndToEndStore ./net/server
+func BenchmarkEndToEndStore(b *testing.B) {
+	for _, policy := range []string{"memory", "none", "batch", "always"} {
+		b.Run("store="+policy, func(b *testing.B) {
+			opts := Options{Peers: zsock.Ephemeral, Admin: zsock.Ephemeral, Events: "-",
+				Coord: coord.Config{Heartbeat: time.Second}}
+			if policy != "memory" {
+				st, err := store.Open(store.Options{Path: filepath.Join(b.TempDir(), "store"), Sync: store.Sync(policy)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer st.Close()
+				opts.Store = st
+			}
+			var n atomic.Int64
+			want := int64(b.N)
+			done := make(chan struct{}, 1)
+			opts.OnFinished = func(broker.Finished) {
+				if n.Add(1) == want {
+					done <- struct{}{}
+				}
+			}
+			s, err := New(opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			ran := make(chan error, 1)
+			go func() { ran <- s.Run(ctx) }()
+			defer func() { cancel(); <-ran }()
+
+			adm, err := client.DialAdmin(ctx, client.AdminOptions{Connect: s.AdminEndpoint()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer adm.Close()
+			wctx, wcancel := context.WithCancel(ctx)
+			workers := make(chan error, 4)
+			for i := range 4 {
+				go func() {
+					workers <- worker.Run(wctx, worker.Options{Connect: s.PeersEndpoint(), ID: fmt.Sprintf("noop-%d", i), Slots: 64},
+						func(context.Context, worker.Job) worker.Result { return worker.Result{} })
+				}()
+			}
+			defer func() {
+				wcancel()
+				for range 4 {
+					<-workers
+				}
+			}()
+			for deadline := time.Now().Add(time.Minute); ; {
+				tot, err := adm.Totals(ctx)
+				if err == nil && tot.WorkersIdle == 4 {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatalf("4 workers not registered within a minute: %+v %v", tot, err)
+				}
+				time.Sleep(10 * time.Millisecond) // polling with a deadline
+			}
+			p, err := client.Dial(ctx, client.Options{Connect: s.PeersEndpoint(), ID: "producer"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			items := make([]wire.SubmitItem, b.N)
+			for i := range items {
+				items[i] = wire.SubmitItem{Key: id.Key{Crawler: "bench", Processor: "noop", URL: fmt.Sprintf("http://bench.test/%d", i)}}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if _, err := p.Submit(ctx, items); err != nil {
+				b.Fatal(err)
+			}
+			select {
+			case <-done:
+			case <-ctx.Done():
+				b.Fatal("jobs not done in time")
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
+}
