@@ -265,3 +265,42 @@ func (s *Server) settle(deadline time.Time) error {
 		d.drainBell()
 	}
 }
+
+// startSweeper starts the goroutine that expires the store's done and
+// failed records (Options.SweepEvery) and returns the function that stops
+// it and waits for it.
+func (s *Server) startSweeper() (stop func()) {
+	every := s.opts.SweepEvery
+	if every == 0 {
+		every = time.Minute
+	}
+	led := s.c.Config().Ledger
+	if every < 0 || (led.DoneTTL == 0 && led.FailedTTL == 0) {
+		return func() {}
+	}
+	quit, exited := make(chan struct{}), make(chan struct{})
+	st, now, log := s.dur.st, s.now, s.log
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			n, err := st.Sweep(now(), led.DoneTTL, led.FailedTTL)
+			switch {
+			case err != nil:
+				log.Error("store sweep", "err", err, "deleted", n)
+			case n > 0:
+				log.Info("store sweep: expired records deleted", "deleted", n)
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-exited
+	}
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -241,5 +242,42 @@ func TestStoreReclaim(t *testing.T) {
 				t.Fatalf("job 1 stored as %s with %d failures, want done, uncharged", r.State, r.Failures)
 			}
 		})
+	}
+}
+
+// TestStoreSweep: done job records past the ledger's done TTL are deleted
+// from the store by the server's sweeper; younger ones stay.
+func TestStoreSweep(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncNone)
+	t.Cleanup(func() { st.Close() })
+	now := time.Now().UTC()
+	b := st.NewBatch()
+	b.PutMeta(coord.MetaLastJob, 2)
+	for i, age := range []time.Duration{2 * time.Hour, time.Minute} {
+		k := key(fmt.Sprintf("http://a.test/%d", i))
+		b.PutJob(&store.JobRecord{ID: uint64(i + 1), FP: k.Fingerprint(), Key: k, Host: "a.test", State: store.JobDone,
+			Attempts: 1, Created: now.Add(-age), Updated: now.Add(-age)})
+	}
+	if err := st.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	cfg := coord.Config{Heartbeat: 100 * time.Millisecond, MinHeartbeat: 10 * time.Millisecond}
+	cfg.Ledger.DoneTTL = time.Hour
+	runServer(t, Options{Store: st, Coord: cfg, SweepEvery: 20 * time.Millisecond})
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, found, err := st.GetJob(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the expired done job 1 is still in the store")
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+	if _, found, err := st.GetJob(2); err != nil || !found {
+		t.Fatalf("job 2, done a minute ago: found %v, %v; want it kept (TTL 1h)", found, err)
 	}
 }

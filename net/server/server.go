@@ -56,6 +56,11 @@ type Options struct {
 	// batch. Nil keeps everything in memory. The caller opens the store and
 	// closes it after Run returns.
 	Store *store.Store
+	// SweepEvery is how often, with a Store, a goroutine deletes the
+	// store's done and failed records past Coord.Ledger.DoneTTL and
+	// FailedTTL (default 1 minute; negative: never). Clock must then be
+	// safe to call from that goroutine.
+	SweepEvery time.Duration
 }
 
 // Server is a running coordinator with its sockets. Create with New, then
@@ -262,6 +267,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		defer s.dur.stop()
 		poller.Add(s.dur.bell, zmq4.POLLIN)
+		defer s.startSweeper()()
 	}
 	s.ready.Store(true)
 	defer s.ready.Store(false)
