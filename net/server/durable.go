@@ -161,11 +161,22 @@ func (s *Server) persist(writes []coord.Record) {
 		return
 	}
 	if len(writes) > 0 {
+		if err := checkWrites(writes); err != nil {
+			// Nothing of the step is written: fail as the store would.
+			d.mu.Lock()
+			if d.err == nil {
+				d.err = fmt.Errorf("persist the step's writes: %w", err)
+			}
+			d.mu.Unlock()
+			d.waiting = append(d.waiting, d.step...)
+			clear(d.step)
+			d.step = d.step[:0]
+			return
+		}
 		b := d.st.NewBatch()
 		for i := range writes {
 			if err := addWrite(b, &writes[i]); err != nil {
-				s.log.Error("store write refused", "err", err) // the batch fails as a whole in Apply
-				break
+				break // recorded in the batch: Apply fails it as a whole
 			}
 		}
 		d.applied++

@@ -44,6 +44,26 @@ func addWrite(b *store.Batch, w *coord.Record) error {
 	return fmt.Errorf("persist write: kind %v, want key, job or meta", w.Kind)
 }
 
+// checkWrites reports the first write addWrite cannot map (an unknown
+// kind or key operation), before anything goes into a batch.
+func checkWrites(ws []coord.Record) error {
+	for i := range ws {
+		w := &ws[i]
+		switch w.Kind {
+		case coord.RecordJob, coord.RecordMeta:
+		case coord.RecordKey:
+			switch w.Key.Op {
+			case ledger.PutQueued, ledger.PutDone, ledger.Delete:
+			default:
+				return fmt.Errorf("write %d: key %s: op %v, want put-queued, put-done or delete", i, w.Key.FP, w.Key.Op)
+			}
+		default:
+			return fmt.Errorf("write %d: kind %v, want key, job or meta", i, w.Kind)
+		}
+	}
+	return nil
+}
+
 // toStoreJob is the store's form of a broker job record.
 func toStoreJob(j *coord.JobRecord) store.JobRecord {
 	r := store.JobRecord{

@@ -78,5 +78,10 @@ func TestRecordsRefused(t *testing.T) {
 		if err := addWrite(st.NewBatch(), &rec); err == nil {
 			t.Errorf("record %+v: accepted, want an error", rec)
 		}
+		if rec.Kind != coord.RecordJob {
+			if err := checkWrites([]coord.Record{{Kind: coord.RecordMeta}, rec}); err == nil {
+				t.Errorf("checkWrites with %+v: nil, want an error", rec)
+			}
+		}
 	}
 }
