@@ -1,11 +1,17 @@
 package cli
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"drover/admin"
 )
 
 // TestServeStoreSurvivesKill runs `drover serve --store DIR --store-sync
@@ -113,4 +119,89 @@ func TestServeStoreLocked(t *testing.T) {
 	if code == 0 || !strings.Contains(got, "not empty") {
 		t.Fatalf("serve on a directory that is not a store: exit %d, %q: want non-zero saying why", code, got)
 	}
+}
+
+// TestServeStoreKilledTwice is the issue's crash test at a size the test
+// budget allows (SOAK_JOBS overrides the 1,000 jobs): a real serve
+// with a store (sync batch) and two --exec worker processes work through
+// the jobs while the server is SIGKILLed twice at random moments and
+// restarted on the same store. At the end every key is done exactly once
+// in the ledger (one completion per job), none is lost or stuck; the
+// executions beyond one per job are reported (they can only come from jobs
+// in flight at a kill).
+func TestServeStoreKilledTwice(t *testing.T) {
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("SOAK_JOBS")); err == nil && v > 0 {
+		n = v
+	}
+	dir := t.TempDir()
+	storeDir := filepath.Join(dir, "store")
+	runs := filepath.Join(dir, "runs")
+	eps := freeEndpoints(t, 3)
+	peers, adminEP, events := eps[0], eps[1], eps[2]
+	serveArgs := []string{"serve", "--store", storeDir, "--store-sync", "batch",
+		"--bind", peers, "--admin", adminEP, "--events", events, "--heartbeat-interval", "250ms"}
+	serve := func() *exec.Cmd {
+		cmd, out := start(t, serveArgs...)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("serve output:\n%s", out.String())
+			}
+		})
+		eventually(t, "serve listening", 20*time.Second, func() bool { return strings.Contains(out.String(), "drover serving") })
+		return cmd
+	}
+	srv := serve()
+	for i := range 2 {
+		start(t, "worker", "--connect", peers, "--slots", "4", "--id", fmt.Sprintf("w%d", i), "--heartbeat-interval", "250ms",
+			"--exec", `echo "$DROVER_URL" >> `+runs)
+	}
+	var urls strings.Builder
+	for i := range n {
+		fmt.Fprintf(&urls, "http://soak.test/%d\n", i)
+	}
+	out, code := run(t, urls.String(), "submit", "-", "--connect", peers)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("%d accepted", n)) {
+		t.Fatalf("submit: exit %d, %q: want %d accepted", code, out, n)
+	}
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	t.Logf("seed %d", seed)
+	lo := 0
+	for kill := range 2 {
+		at := lo + 1 + rng.IntN(max(n/3, 1))
+		eventually(t, fmt.Sprintf("kill %d: %d keys done", kill+1, at), 60*time.Second, func() bool {
+			tot, _, ok := statusJSON(t, adminEP)
+			return ok && (tot.KeysDone >= at || tot.KeysDone == n)
+		})
+		tot, _, _ := statusJSON(t, adminEP)
+		t.Logf("kill %d with %d keys done, %d jobs dispatched", kill+1, tot.KeysDone, tot.Dispatched)
+		lo = tot.KeysDone
+		srv.Process.Kill()
+		srv.Wait()
+		srv = serve()
+	}
+	var tot admin.Totals
+	eventually(t, "every key done", 90*time.Second, func() bool {
+		tt, _, ok := statusJSON(t, adminEP)
+		tot = tt
+		return ok && tt.KeysDone == n && tt.Queued+tt.Dispatched+tt.Backoff == 0
+	})
+	if tot.Failed != 0 || tot.KeysQueued != 0 || tot.Completions != uint64(n) {
+		t.Fatalf("totals %+v: want %d completions (each job done once), none failed or queued", tot, n)
+	}
+	b, err := os.ReadFile(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	execs := 0
+	for _, u := range strings.Fields(string(b)) {
+		seen[u]++
+		execs++
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct URLs ran, want %d", len(seen), n)
+	}
+	t.Logf("%d jobs, %d executions: %d beyond one per job (jobs in flight at the kills)", n, execs, execs-n)
 }
