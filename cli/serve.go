@@ -33,9 +33,9 @@ even after kill -9, loses nothing that was acknowledged under --store-sync
 (always: each acknowledgement waits for an fsync; batch: for the fsync every
 store.sync_interval; none: the OS decides). Jobs running at a crash wait for
 their workers to reconnect and reclaim them, then go back to the queue.
-Without it, or with --store memory, serve keeps everything in memory (the
-config default store.path applies only when set explicitly). A store that is
-locked by another process, corrupt or unreadable is an error, never a fresh start.`,
+Without any of those, or with --store memory, serve keeps everything in memory
+(lost on exit). A store that is locked by another process, corrupt or
+unreadable is an error with a non-zero exit, never a fresh start.`,
 		Example: `  drover serve
   drover serve --store /var/lib/drover/store --store-sync always
   drover serve --bind tcp://0.0.0.0:5570 --metrics 127.0.0.1:9570
@@ -52,6 +52,11 @@ locked by another process, corrupt or unreadable is an error, never a fresh star
 	addServerFlags(cmd)
 	fs := cmd.Flags()
 	must(config.AddFlag(fs, "store.path", "store", ""))
+	// serve's default is memory: the schema's default directory would be
+	// relative to wherever serve happens to start (see storePath).
+	f := fs.Lookup("store")
+	f.DefValue = "memory"
+	f.Usage = "directory of the embedded store, or memory: keep everything in RAM, lost on exit [" + config.EnvName("store.path") + "]"
 	must(config.AddFlag(fs, "store.sync", "store-sync", ""))
 	must(config.AddFlag(fs, "store.sync_interval", "store-sync-interval", ""))
 	return cmd

@@ -167,6 +167,10 @@ func TestStoreAcksHeldUntilDurable(t *testing.T) {
 			p := dial(t, s.PeersEndpoint())
 			hello(t, p, wire.RoleProducer, "p1", 0)
 			m := tc.msg(p)
+			// Every batch so far is durable once a held acknowledgement
+			// comes: the store closes with nothing left to write.
+			p.send(&wire.Done{Req: 5, Items: []wire.DoneItem{{Key: key("http://barrier.test/"), Outcome: wire.DoneOK}}})
+			expect[*wire.Verdicts](t, p.recv())
 			if err := st.Close(); err != nil {
 				t.Fatal(err)
 			}
