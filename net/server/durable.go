@@ -154,7 +154,7 @@ func storeFailedError(req uint64, err error) *wire.Error {
 // persist applies the step's writes as one batch; the step's held
 // acknowledgements wait for it. A step without writes has its
 // acknowledgements wait for the last batch applied (they may name jobs
-// accepted by it), or sends them at once when that one is durable.
+// accepted by it); release sends them at once if that one is durable.
 func (s *Server) persist(writes []coord.Record) {
 	d := s.dur
 	if d == nil || d.failed != nil {
