@@ -19,6 +19,7 @@ import (
 	"drover/net/wire"
 	"drover/net/worker"
 	"drover/net/zsock"
+	"drover/store"
 	"drover/tui"
 )
 
@@ -31,6 +32,7 @@ type crawlOptions struct {
 	scope    string
 	minDelay time.Duration
 	out      string
+	state    string // store directory: the crawl resumes from it
 	noTUI    bool
 	// ephemeral binds the sockets to free loopback ports (the demo).
 	ephemeral bool
@@ -81,6 +83,7 @@ func addCrawlFlags(cmd *cobra.Command, o *crawlOptions) {
 	fs.IntVar(&o.maxDepth, "max-depth", crawl.DefaultMaxDepth, "links followed from the seed (0: no limit)")
 	fs.StringVar(&o.scope, "scope", "host", "which links to follow: host (same host), domain (host and subdomains) or prefix (under the seed's directory)")
 	fs.StringVar(&o.out, "out", "", "write one JSON object per fetched page to this file (JSON lines)")
+	fs.StringVar(&o.state, "state", "", "keep the crawl's state (frontier, done pages) in this directory: the same command run again resumes where a stopped or killed crawl left off")
 	fs.BoolVar(&o.noTUI, "no-tui", false, "print progress lines and a summary instead of the console")
 	must(config.AddFlag(fs, "crawl.per_host", "per-host", ""))
 	must(config.AddFlags(fs, "crawl.user_agent", "crawl.timeout", "crawl.min_delay"))
@@ -152,6 +155,16 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
 	}
 	opts.Coord.MaxJobs = o.maxPages
+	if o.state != "" {
+		// Closed after the server has stopped (defers run last-first).
+		st, err := store.Open(store.Options{Path: o.state, Sync: store.SyncBatch, Log: log})
+		if err != nil {
+			sink.close()
+			return fmt.Errorf("crawl: --state: %w", err)
+		}
+		defer st.Close()
+		opts.Store = st
+	}
 	srv, err := server.New(opts)
 	if err != nil {
 		sink.close()
@@ -206,6 +219,9 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 
 	if !useTUI {
 		fmt.Fprintf(out, "crawling %s with %d workers (peers %s, admin %s)\n", seed, o.workers, srv.PeersEndpoint(), srv.AdminEndpoint())
+		if o.state != "" {
+			fmt.Fprintf(out, "state in %s: %s\n", o.state, srv.Restored())
+		}
 	}
 	finished := make(chan admin.Totals, 1)
 	go watchCrawl(runCtx, adm, sink, useTUI, out, finished)
