@@ -7,9 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"drover/config"
-	"drover/net/client"
 	"drover/net/server"
-	"drover/tui"
 )
 
 // runEmbedded is drover with no command: the coordinator and broker (as
@@ -44,10 +42,5 @@ func runEmbedded(cmd *cobra.Command, cfg *config.Config) error {
 		stopSrv()
 		<-srvDone
 	}()
-	adm, err := client.DialAdmin(ctx, client.AdminOptions{Connect: srv.InprocAdmin(), ID: "console", Log: log})
-	if err != nil {
-		return fmt.Errorf("drover: attaching the console: %w", err)
-	}
-	defer adm.Close()
-	return ignoreCanceled(tui.Run(ctx, adm, topts, cmd.InOrStdin(), cmd.OutOrStdout()))
+	return runConsole(ctx, cmd, srv.InprocAdmin(), topts, log)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -325,15 +326,22 @@ coordinator does not answer, and the console recovers by itself when it returns.
 			defer closeLog()
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			a, err := client.DialAdmin(ctx, client.AdminOptions{Connect: connectOr(cmd, cfg.Admin.Listen), ReadOnly: topts.ReadOnly, Log: log})
-			if err != nil {
-				return fmt.Errorf("console: %w", err)
-			}
-			defer a.Close()
-			return ignoreCanceled(tui.Run(ctx, a, topts, cmd.InOrStdin(), cmd.OutOrStdout()))
+			return runConsole(ctx, cmd, connectOr(cmd, cfg.Admin.Listen), topts, log)
 		},
 	}
 	cmd.Flags().String("connect", "", "the coordinator's admin endpoint (default: admin.listen)")
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "look without acting: evict, drain, requeue and pause are refused")
 	return cmd
+}
+
+// runConsole attaches the console to the admin endpoint (tcp://, or the
+// inproc:// one of a coordinator in this process) and runs it until the
+// operator quits or ctx ends.
+func runConsole(ctx context.Context, cmd *cobra.Command, endpoint string, topts tui.Options, log *slog.Logger) error {
+	a, err := client.DialAdmin(ctx, client.AdminOptions{Connect: endpoint, ID: "console", ReadOnly: topts.ReadOnly, Log: log})
+	if err != nil {
+		return fmt.Errorf("console: attaching to %s: %w", endpoint, err)
+	}
+	defer a.Close()
+	return ignoreCanceled(tui.Run(ctx, a, topts, cmd.InOrStdin(), cmd.OutOrStdout()))
 }
