@@ -38,6 +38,9 @@ type crawlOptions struct {
 	ephemeral bool
 	// resolve pins host:port names to addresses (the demo's site).
 	resolve map[string]string
+	// beforeSeed runs just before the seed is submitted, with the
+	// in-process peers endpoint (the demo's rival crawler).
+	beforeSeed func(ctx context.Context, peers string)
 	// check runs after the crawl with the results (the demo compares them
 	// with its site); a non-nil error fails the command.
 	check func(records map[string]crawl.Record, dups []string, w io.Writer) error
@@ -208,6 +211,9 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	defer stopRun()
 
 	start := time.Now()
+	if o.beforeSeed != nil {
+		o.beforeSeed(runCtx, srv.InprocPeers())
+	}
 	if err := submitSeed(runCtx, srv.InprocPeers(), seed); err != nil {
 		return err
 	}

@@ -1,17 +1,22 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"drover/coord/id"
 	"drover/crawl"
 	"drover/crawl/demosite"
+	"drover/net/client"
 )
 
 // demoHost is the name the demo site is crawled under; the fetcher pins it
@@ -28,8 +33,11 @@ func newDemoCmd() *cobra.Command {
 cycles, the same page under several spellings, a robots.txt with a disallowed
 section, pages that answer 429 with Retry-After for a while, flapping 500s, a page
 that always fails, a slow page, a 404 and an infinite calendar trap — and crawls it
-with local workers under the console. It needs nothing but this binary and libzmq.
-At the end it checks what it found against the site's own link graph.`,
+with local workers under the console. For its first seconds a rival crawler holds
+three of the pages (filter Jobs with state=requested, then press 3 for their waiter
+queues) and then dies, handing each page to the next waiting worker. It needs
+nothing but this binary and libzmq. At the end it checks what it found against the
+site's own link graph.`,
 		Example: `  drover demo            # with the console (q quits)
   drover demo --no-tui   # progress lines and a summary`,
 		Args: cobra.NoArgs,
@@ -56,6 +64,7 @@ At the end it checks what it found against the site's own link graph.`,
 			o.check = func(records map[string]crawl.Record, dups []string, w io.Writer) error {
 				return checkDemo(want, records, dups, w)
 			}
+			o.beforeSeed = func(ctx context.Context, peers string) { rivalCrawler(ctx, peers, want, rivalHold) }
 			return runCrawl(cmd, cfg, want.Seed, o)
 		},
 	}
@@ -102,4 +111,39 @@ func checkDemo(want demosite.Expected, got map[string]crawl.Record, dups []strin
 	fmt.Fprintf(w, "  check:             matches the site: %d pages fetched (%d answered 404, %d redirects), %d disallowed, %d failed, %d throttled first, %d calendar pages before the depth limit\n",
 		want.Fetched, want.NotFound, want.Redirects, want.Disallowed, want.Failed, want.Throttled, want.Calendar)
 	return nil
+}
+
+// rivalHold is how long the demo's rival crawler holds its keys before it
+// "dies".
+const rivalHold = 4 * time.Second
+
+// rivalCrawler plays seed 000's scenario inside the demo: another crawler
+// requests a few of the site's pages first and holds them; the crawl's
+// workers that discover those links wait in the keys' FIFO queues (the
+// console's Waiters view shows them); then the rival's process dies
+// without queueing anything, and each key passes to the next waiter, which
+// crawls it. The demo's check proves no page was lost or fetched twice.
+func rivalCrawler(ctx context.Context, peers string, want demosite.Expected, hold time.Duration) {
+	var keys []id.Key
+	for _, u := range slices.Sorted(maps.Keys(want.Pages)) {
+		f := want.Pages[u]
+		if f.Depth == 1 && f.Outcome == demosite.Fetched && f.Status == 200 && f.Refusals == 0 && f.Failures == 0 && len(keys) < 3 {
+			keys = append(keys, id.Key{Crawler: crawlCrawler, Processor: crawlProcessor, URL: u})
+		}
+	}
+	c, err := client.Dial(ctx, client.Options{Connect: peers, ID: "rival-crawler"})
+	if err != nil {
+		return // the demo goes on without its rival
+	}
+	if _, err := c.Request(ctx, keys); err != nil {
+		c.Close()
+		return
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-time.After(hold):
+		}
+		c.Close() // the rival "dies": its keys pass to their waiters
+	}()
 }

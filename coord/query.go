@@ -125,6 +125,11 @@ func (c *Coordinator) waiters(now time.Time, q admin.Query) (admin.Page, error) 
 		return page, nil
 	}
 	page.Waiters = c.waiterRows(now, fp)
+	// The view's rows are the waiters of that key: window them, and count
+	// them, not the requested keys listed beside them.
+	page.Total = len(page.Waiters)
+	page.Waiters = page.Waiters[min(q.Offset, len(page.Waiters)):]
+	page.Waiters = page.Waiters[:min(q.Limit, len(page.Waiters))]
 	return page, nil
 }
 
