@@ -44,8 +44,9 @@ func usageError(format string, args ...any) error {
 // coordConfig maps the configuration onto the coordinator core's.
 func coordConfig(c *config.Config) coord.Config {
 	return coord.Config{
-		Heartbeat: c.Heartbeat.Interval,
-		Liveness:  c.Heartbeat.Liveness,
+		Heartbeat:      c.Heartbeat.Interval,
+		Liveness:       c.Heartbeat.Liveness,
+		ReclaimTimeout: c.Broker.ReclaimTimeout,
 		Ledger: ledger.Config{
 			RequestTTL: c.Ledger.RequestTTL,
 			DoneTTL:    c.Ledger.DoneTTL,

@@ -47,6 +47,7 @@ type Heartbeat struct {
 type Broker struct {
 	MaxRequestFailures int           `yaml:"max_request_failures"`
 	UnroutableTimeout  time.Duration `yaml:"unroutable_timeout"` // 0: wait forever
+	ReclaimTimeout     time.Duration `yaml:"reclaim_timeout"`    // 0: heartbeat x liveness x 2
 }
 
 // Ledger configures the work-key ledger.

@@ -231,6 +231,8 @@ var schema = []Key{
 		"internal failures and worker deaths charged to a job before it fails", ints(1, 1000)),
 	key("broker.unroutable_timeout", KindDuration, time.Duration(0),
 		"how long a job no live worker can take waits before it fails; 0 waits forever", dur(0, forever)),
+	key("broker.reclaim_timeout", KindDuration, time.Duration(0),
+		"after a restart from the store, how long a job that was running waits for its worker to reconnect and reclaim it before it is requeued uncharged; 0 means heartbeat interval x liveness x 2", dur(0, forever)),
 
 	key("ledger.request_ttl", KindDuration, 5*time.Minute,
 		"lease of a requested key; when it ends the key passes to the next waiter even if its owner lives",
