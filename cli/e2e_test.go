@@ -171,7 +171,7 @@ func statusJSON(t *testing.T, adminEP string) (admin.Totals, []admin.WorkerRow, 
 func TestServeWorkerSubmitStatus(t *testing.T) {
 	eps := freeEndpoints(t, 4)
 	peers, adminEP, events, metrics := eps[0], eps[1], eps[2], strings.TrimPrefix(eps[3], "tcp://")
-	srv, srvOut := start(t, "serve", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", metrics, "--heartbeat-interval", "100ms")
+	srv, srvOut := start(t, "serve", "--store", "memory", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", metrics, "--heartbeat-interval", "100ms")
 	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
 	start(t, "worker", "--connect", peers, "--slots", "2", "--id", "w-exec", "--heartbeat-interval", "100ms",
 		"--exec", `echo "page $DROVER_URL"; case "$DROVER_URL" in *bad*) exit 65;; *retry*) exit 75;; esac`)

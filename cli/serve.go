@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -27,14 +29,15 @@ socket (--admin), and the events socket (--events) publishes every state change.
 Everything binds to loopback unless told otherwise. SIGINT or SIGTERM stops
 dispatching, tells every worker, and exits 0.
 
-With --store DIR (or store.path set in the config file or DROVER_STORE_PATH),
-queued and done keys and every job live in an embedded store in DIR: a restart,
+Queued and done keys and every job live in an embedded store, by default in
+$XDG_STATE_HOME/drover/store (~/.local/state/drover/store), or in --store DIR
+(store.path, DROVER_STORE_PATH): a restart,
 even after kill -9, loses nothing that was acknowledged under --store-sync
 (always: each acknowledgement waits for an fsync; batch: for the fsync every
 store.sync_interval; none: the OS decides). Jobs running at a crash wait for
 their workers to reconnect and reclaim them, then go back to the queue.
-Without any of those, or with --store memory, serve keeps everything in memory
-(lost on exit). A store that is locked by another process, corrupt or
+With --store memory serve keeps everything in memory instead (lost on exit).
+A store that is locked by another process, corrupt or
 unreadable is an error with a non-zero exit, never a fresh start.`,
 		Example: `  drover serve
   drover serve --store /var/lib/drover/store --store-sync always
@@ -52,30 +55,42 @@ unreadable is an error with a non-zero exit, never a fresh start.`,
 	addServerFlags(cmd)
 	fs := cmd.Flags()
 	must(config.AddFlag(fs, "store.path", "store", ""))
-	// serve's default is memory: the schema's default directory would be
-	// relative to wherever serve happens to start (see storePath).
 	f := fs.Lookup("store")
-	f.DefValue = "memory"
+	f.DefValue = "$XDG_STATE_HOME/drover/store"
 	f.Usage = "directory of the embedded store, or memory: keep everything in RAM, lost on exit [" + config.EnvName("store.path") + "]"
 	must(config.AddFlag(fs, "store.sync", "store-sync", ""))
 	must(config.AddFlag(fs, "store.sync_interval", "store-sync-interval", ""))
 	return cmd
 }
 
-// storePath is the store directory serve uses: "" (in memory) when
-// store.path is "memory" or empty, or was not set explicitly (its default
-// is a directory relative to wherever serve happens to start).
-func storePath(cfg *config.Config) string {
-	p := cfg.Store.Path
-	if p == "memory" || cfg.Source("store.path").Kind == config.FromDefault {
-		return ""
+// storePath is the store directory serve uses: store.path, or
+// $XDG_STATE_HOME/drover/store when it is empty; "" (in memory) for
+// "memory".
+func storePath(cfg *config.Config) (string, error) {
+	switch p := cfg.Store.Path; p {
+	case "memory":
+		return "", nil
+	case "":
+		dir := os.Getenv("XDG_STATE_HOME")
+		if dir == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("store.path is empty and there is no $XDG_STATE_HOME or home directory to default to: %w", err)
+			}
+			dir = filepath.Join(home, ".local", "state")
+		}
+		return filepath.Join(dir, "drover", "store"), nil
+	default:
+		return p, nil
 	}
-	return p
 }
 
 // openStore opens the store serve was told to use; nil for memory.
 func openStore(cfg *config.Config, log *slog.Logger) (*store.Store, error) {
-	path := storePath(cfg)
+	path, err := storePath(cfg)
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
 	if path == "" {
 		log.Info("no store: everything is kept in memory and lost on exit")
 		return nil, nil

@@ -252,8 +252,8 @@ var schema = []Key{
 	key("backoff.forgive", KindDuration, 10*time.Minute,
 		"quiet time after which a host's next back-off starts again from backoff.start", dur(0, forever)),
 
-	key("store.path", KindString, "drover-data",
-		"directory of the embedded store; empty keeps everything in memory (lost on restart)"),
+	key("store.path", KindString, "",
+		"directory of drover serve's embedded store; empty: $XDG_STATE_HOME/drover/store (~/.local/state/drover/store); memory: keep everything in RAM, lost on restart"),
 	enum("store.sync", SyncBatch, []string{SyncAlways, SyncBatch, SyncNone},
 		"when writes reach the disk: always (each write), batch (every store.sync_interval), none (the OS decides)"),
 	key("store.sync_interval", KindDuration, 10*time.Millisecond,
