@@ -148,6 +148,7 @@ type Coordinator struct {
 
 	out     Output
 	closes  []Close       // sessions dropped since the last Ready
+	cancels []Cancel      // running jobs requeued since the last Ready
 	extra   []admin.Event // events of the coordinator's own since the last Ready
 	scratch scratch
 	events  eventRing

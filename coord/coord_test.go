@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -184,5 +185,29 @@ func TestEventsFilter(t *testing.T) {
 		if err != nil || p.Total != tc.want {
 			t.Errorf("filter %q: %d events (%v), want %d: %+v", tc.filter, p.Total, err, tc.want, p.Events)
 		}
+	}
+}
+
+// An operator who requeues a running job takes it from its worker, which
+// the transport is asked to tell CANCEL; a queued job needs no CANCEL.
+func TestRequeueOfRunningJobCancelsIt(t *testing.T) {
+	c := newCoord(t, Config{})
+	hello(t, c, 1, Hello{Role: RoleProducer, ID: "p"})
+	hello(t, c, 2, Hello{Role: RoleWorker, ID: "w", Slots: 1})
+	vs, _ := c.Submit(t0, 1, 1, specs("http://a.test/1", "http://a.test/2"), nil)
+	out := c.Ready(t0)
+	if len(out.Jobs) != 1 || out.Jobs[0].Job != vs[0].Job {
+		t.Fatalf("jobs %+v: want job %d dispatched", out.Jobs, vs[0].Job)
+	}
+	res, err := c.Act(t0, admin.Action{Kind: admin.ActRequeue, Targets: []string{fmt.Sprint(vs[0].Job), fmt.Sprint(vs[1].Job)}})
+	if err != nil || res.Affected != 2 {
+		t.Fatalf("requeue: %+v %v", res, err)
+	}
+	out = c.Ready(t0)
+	if len(out.Cancels) != 1 || out.Cancels[0] != (Cancel{Session: 2, Job: vs[0].Job}) {
+		t.Fatalf("cancels %+v: want job %d on session 2 only", out.Cancels, vs[0].Job)
+	}
+	if out = c.Ready(t0); len(out.Cancels) != 0 {
+		t.Fatalf("cancels repeated: %+v", out.Cancels)
 	}
 }

@@ -269,6 +269,12 @@ func (c *Coordinator) requeue(now time.Time, j broker.JobID) error {
 		return err
 	}
 	c.led.Requeue(now, k, fp)
+	if row.State == "dispatched" {
+		// Taken from a running worker: it must be told to stop the job.
+		if s, ok := c.workerSession(row.Worker); ok {
+			c.cancels = append(c.cancels, Cancel{Session: s, Job: j})
+		}
+	}
 	return nil
 }
 

@@ -30,12 +30,20 @@ type Close struct {
 	Lost    bool
 }
 
+// Cancel asks the transport to tell a worker session CANCEL for a job an
+// operator took from it (its late RESULT will be stale).
+type Cancel struct {
+	Session id.Session
+	Job     broker.JobID
+}
+
 // Output is everything the transport has to carry out after a step. It is
 // valid until the next call to Ready.
 type Output struct {
 	Answers  []Answer
 	Jobs     []broker.Assignment // dispatches into free worker slots
 	Closes   []Close
+	Cancels  []Cancel          // jobs taken from running workers
 	Finished []broker.Finished // terminal job outcomes (for result sinks)
 	Events   []admin.Event     // numbered state changes (monitor stream)
 	// Writes are the durable changes of the step, to persist as one
@@ -57,6 +65,8 @@ func (c *Coordinator) Ready(now time.Time) *Output {
 	out.Events = out.Events[:0]
 	out.Writes = out.Writes[:0]
 	out.Closes = append(out.Closes[:0], c.closes...)
+	out.Cancels = append(out.Cancels[:0], c.cancels...)
+	c.cancels = c.cancels[:0]
 	c.closes = c.closes[:0]
 
 	// Terminal jobs mark their keys done or failed in the ledger.

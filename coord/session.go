@@ -191,8 +191,8 @@ func (c *Coordinator) dropSession(now time.Time, s id.Session, lost bool, why st
 	c.closes = append(c.closes, Close{Session: s, Reason: why, Lost: lost})
 }
 
-// WorkerSession returns the live session of the worker with stable id name.
-func (c *Coordinator) WorkerSession(name string) (id.Session, bool) {
+// workerSession returns the live session of the worker with stable id name.
+func (c *Coordinator) workerSession(name string) (id.Session, bool) {
 	s, ok := c.byName[nameKey{RoleWorker, name}]
 	return s, ok
 }

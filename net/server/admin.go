@@ -3,8 +3,6 @@ package server
 import (
 	"time"
 
-	"drover/admin"
-
 	"drover/net/wire"
 )
 
@@ -64,13 +62,11 @@ func (s *Server) onAdmin(frames [][]byte) {
 			s.reject(onAdmin, ident, m.Req, wire.CodeForbidden, "action %s refused: this console attached read-only", m.Action.Kind)
 			return
 		}
-		running := s.runningTargets(now, m.Action)
 		res, err := s.c.Act(now, m.Action)
 		if err != nil {
 			s.reject(onAdmin, ident, m.Req, wire.CodeMalformed, "%v", err)
 			return
 		}
-		s.cancelMoved(now, running)
 		s.log.Info("operator action", "kind", m.Action.Kind, "targets", m.Action.Targets, "affected", res.Affected, "errors", len(res.Errors))
 		s.send(s.admin, cs.ident, &wire.Acted{Req: m.Req, Result: res})
 		s.dirty = true
@@ -90,41 +86,6 @@ func (s *Server) notifyConsoles(now time.Time) {
 	for _, cs := range s.cons {
 		if s.send(s.admin, cs.ident, &wire.Changed{}) {
 			cs.lastSent = now
-		}
-	}
-}
-
-// runningTargets finds, before a requeue, which of its target jobs are
-// running and on which worker: those workers are told CANCEL after it.
-func (s *Server) runningTargets(now time.Time, a admin.Action) map[string][]uint64 {
-	if a.Kind != admin.ActRequeue {
-		return nil
-	}
-	var running map[string][]uint64
-	for _, t := range a.Targets {
-		page, err := s.c.Query(now, admin.Query{View: admin.ViewJobs, Key: t})
-		if err != nil || len(page.Jobs) != 1 || page.Jobs[0].State != "dispatched" || page.Jobs[0].Worker == "" {
-			continue
-		}
-		if running == nil {
-			running = map[string][]uint64{}
-		}
-		w := page.Jobs[0].Worker
-		running[w] = append(running[w], page.Jobs[0].JobID)
-	}
-	return running
-}
-
-// cancelMoved tells each worker to stop the jobs an operator took from it.
-// Their RESULTs, when they come, are stale and ignored.
-func (s *Server) cancelMoved(now time.Time, running map[string][]uint64) {
-	for w, jobs := range running {
-		sid, ok := s.c.WorkerSession(w)
-		if !ok {
-			continue
-		}
-		if p, ok := s.peer[sid]; ok && s.send(s.peers, p.ident, &wire.Cancel{JobIDs: jobs, Reason: "requeued by an operator"}) {
-			p.lastSent = now
 		}
 	}
 }

@@ -16,6 +16,7 @@ func (s *Server) flush(now time.Time) {
 	s.answers(out.Answers)
 	s.persist(out.Writes) // before anything is sent: the step's acknowledgements wait for it
 	s.dispatch(now, out)
+	s.cancel(now, out.Cancels)
 	for _, cl := range out.Closes {
 		p, ok := s.peer[cl.Session]
 		if !ok {
@@ -179,5 +180,24 @@ func (s *Server) heartbeats(now time.Time) {
 				cs.lastSent = now
 			}
 		}
+	}
+}
+
+// cancel tells each worker to stop the jobs an operator took from it, one
+// CANCEL per worker. Their RESULTs, when they come, are stale and ignored.
+func (s *Server) cancel(now time.Time, cs []coord.Cancel) {
+	for i := 0; i < len(cs); {
+		j := i + 1
+		for j < len(cs) && cs[j].Session == cs[i].Session {
+			j++
+		}
+		msg := &wire.Cancel{Reason: "requeued by an operator"}
+		for _, c := range cs[i:j] {
+			msg.JobIDs = append(msg.JobIDs, uint64(c.Job))
+		}
+		if p, ok := s.peer[cs[i].Session]; ok && s.send(s.peers, p.ident, msg) {
+			p.lastSent = now
+		}
+		i = j
 	}
 }
