@@ -4,10 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/pebbe/zmq4"
 
 	"drover/coord"
 	"drover/net/wire"
@@ -19,10 +16,9 @@ import (
 // acknowledgements that promise durability (SUBMITTED, VERDICTS answering
 // QUEUE and DONE, RESULT-OK) are held and sent only once their step's batch
 // is durable under the store's sync policy. The store calls back on its own
-// goroutine, in order; the callback records how far the store got and asks
-// a small notifier goroutine to ring a doorbell (an inproc PAIR) that the
-// reactor polls beside its ROUTERs. The notifier owns the doorbell's sending
-// end, the reactor its receiving end: no socket is shared.
+// goroutine, in order; the callback records how far the store got and
+// rings a doorbell (a channel) that the reactor waits on beside its
+// sockets' signals.
 
 // heldAck is an acknowledgement waiting for its step's batch.
 type heldAck struct {
@@ -41,71 +37,11 @@ type durable struct {
 	err  error  // the first failure; the store is sticky-failed after it
 
 	// Reactor only.
-	applied uint64    // the last batch applied
-	step    []heldAck // acknowledgements of the current step
-	waiting []heldAck // acknowledgements of applied batches, in batch order
-	failed  error     // the failure, once the reactor saw it
-	bell    *zmq4.Socket
-	ring    chan struct{}
-	quit    chan struct{}
-	stopped chan struct{}
-}
-
-var bellSeq atomic.Uint64
-
-// start creates the doorbell and its notifier goroutine.
-func (d *durable) start() error {
-	name := fmt.Sprintf("inproc://drover-store-bell-%d", bellSeq.Add(1))
-	in, err := zmq4.NewSocket(zmq4.PAIR)
-	if err != nil {
-		return fmt.Errorf("store doorbell socket: %w", err)
-	}
-	if err := in.Bind(name); err != nil {
-		in.Close()
-		return fmt.Errorf("store doorbell bind %s: %w", name, err)
-	}
-	out, err := zmq4.NewSocket(zmq4.PAIR)
-	if err != nil {
-		in.Close()
-		return fmt.Errorf("store doorbell socket: %w", err)
-	}
-	if err := out.Connect(name); err != nil {
-		in.Close()
-		out.Close()
-		return fmt.Errorf("store doorbell connect %s: %w", name, err)
-	}
-	d.bell = in
-	d.ring = make(chan struct{}, 1)
-	d.quit = make(chan struct{})
-	d.stopped = make(chan struct{})
-	go d.notify(out)
-	return nil
-}
-
-// notify owns the doorbell's sending end: one byte per ring, never
-// blocking (a full doorbell means the reactor is about to wake anyway).
-func (d *durable) notify(out *zmq4.Socket) {
-	defer close(d.stopped)
-	defer out.Close()
-	for {
-		select {
-		case <-d.ring:
-			out.SendBytes([]byte{1}, zmq4.DONTWAIT)
-		case <-d.quit:
-			return
-		}
-	}
-}
-
-// stop ends the notifier and closes the doorbell.
-func (d *durable) stop() {
-	if d.bell == nil {
-		return
-	}
-	close(d.quit)
-	<-d.stopped
-	d.bell.Close()
-	d.bell = nil
+	applied uint64        // the last batch applied
+	step    []heldAck     // acknowledgements of the current step
+	waiting []heldAck     // acknowledgements of applied batches, in batch order
+	failed  error         // the failure, once the reactor saw it
+	ring    chan struct{} // the store got further (a buffer of one)
 }
 
 // callback is the done function of batch seq: it runs on the store's
@@ -240,15 +176,6 @@ func (s *Server) release() error {
 	return nil
 }
 
-// drainBell empties the doorbell.
-func (d *durable) drainBell() {
-	for {
-		if _, err := d.bell.RecvBytes(zmq4.DONTWAIT); err != nil {
-			return
-		}
-	}
-}
-
 // settle waits, until deadline, for every applied batch to finish, and
 // releases what they held (on shutdown).
 func (s *Server) settle(deadline time.Time) error {
@@ -257,8 +184,8 @@ func (s *Server) settle(deadline time.Time) error {
 		return nil
 	}
 	s.persist(nil) // acks of a step without writes join the last batch
-	poller := zmq4.NewPoller()
-	poller.Add(d.bell, zmq4.POLLIN)
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
 	for {
 		if err := s.release(); err != nil {
 			return err
@@ -266,14 +193,11 @@ func (s *Server) settle(deadline time.Time) error {
 		if done, _ := d.progress(); done >= d.applied {
 			return s.release()
 		}
-		left := time.Until(deadline)
-		if left < time.Millisecond {
+		select {
+		case <-d.ring:
+		case <-timer.C:
 			return errors.New("store: batches still not durable at shutdown")
 		}
-		if _, err := poller.Poll(left); err != nil {
-			return fmt.Errorf("store doorbell: poll: %w", err)
-		}
-		d.drainBell()
 	}
 }
 

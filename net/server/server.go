@@ -9,11 +9,9 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -80,9 +78,11 @@ type Server struct {
 
 	enc   wire.Encoder
 	ident map[string]id.Session // routing id -> session
-	peer  map[id.Session]*peer
-	cons  map[string]*console // admin routing id -> console session
-	next  id.Session
+	// signals: a socket may have changed state (zsock.Watch).
+	signals chan struct{}
+	peer    map[id.Session]*peer
+	cons    map[string]*console // admin routing id -> console session
+	next    id.Session
 
 	lastChanged  time.Time
 	lastBeatScan time.Time
@@ -166,7 +166,7 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Store != nil {
 		// Restore before binding: no session may say HELLO mid-restore.
-		s.dur = &durable{st: opts.Store}
+		s.dur = &durable{st: opts.Store, ring: make(chan struct{}, 1)}
 		if s.restored, s.storeSt, err = restore(c, opts.Store, opts.Clock); err != nil {
 			return nil, err
 		}
@@ -258,52 +258,35 @@ type Stats struct {
 // It must be called once, from one goroutine, which owns the sockets.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.closeSockets()
-	poller := zmq4.NewPoller()
-	poller.Add(s.peers, zmq4.POLLIN)
-	poller.Add(s.admin, zmq4.POLLIN)
-	if s.dur != nil {
-		if err := s.dur.start(); err != nil {
+	// The reactor waits on Go channels, never in a cgo call (see
+	// zsock.Watch): the sockets' signals, the store's doorbell, the next
+	// timer and ctx.
+	s.signals = make(chan struct{}, 1)
+	for _, sk := range []*zmq4.Socket{s.peers, s.admin} {
+		w, err := zsock.NewWatch(sk, s.signals)
+		if err != nil {
 			return fmt.Errorf("reactor: %w", err)
 		}
-		defer s.dur.stop()
-		poller.Add(s.dur.bell, zmq4.POLLIN)
+		defer w.Close()
+	}
+	var stored chan struct{} // nil without a store: never ready
+	if s.dur != nil {
+		stored = s.dur.ring
 		defer s.startSweeper()()
 	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	s.ready.Store(true)
 	defer s.ready.Store(false)
 	s.log.Info("serving", "peers", s.peersEP, "admin", s.adminEP, "events", s.eventsEP)
-	const maxWait = 100 * time.Millisecond // also how often ctx is checked
+	const maxWait = 100 * time.Millisecond
 	for {
 		if ctx.Err() != nil {
 			return s.shutdown()
 		}
+		s.drain(s.peers, s.onPeer)
+		s.drain(s.admin, s.onAdmin)
 		now := s.now()
-		wait := maxWait
-		if d, ok := s.c.NextDeadline(); ok {
-			wait = min(wait, max(d.Sub(now), 0))
-		}
-		// Let goroutines this iteration woke (result sinks, event
-		// consumers) run before this one blocks in a cgo call holding its
-		// P, where they would wait for the runtime's sysmon to free it.
-		runtime.Gosched()
-		polled, err := poller.Poll(wait)
-		if err != nil {
-			if errors.Is(err, zmq4.ETERM) {
-				return fmt.Errorf("reactor: %w", err)
-			}
-			return fmt.Errorf("reactor: poll: %w", err)
-		}
-		for _, p := range polled {
-			switch p.Socket {
-			case s.peers:
-				s.drain(s.peers, s.onPeer)
-			case s.admin:
-				s.drain(s.admin, s.onAdmin)
-			default:
-				s.dur.drainBell()
-			}
-		}
-		now = s.now()
 		s.c.Tick(now)
 		s.flush(now)
 		if err := s.release(); err != nil {
@@ -315,12 +298,52 @@ func (s *Server) Run(ctx context.Context) error {
 			s.lastTotals = now
 			s.opts.OnTotals(s.totals(now))
 		}
+		// Wait only when no socket has a message left (drain stops after a
+		// bounded number, and the sockets signal changes, not levels).
+		busy, err := s.pending()
+		if err != nil {
+			return fmt.Errorf("reactor: %w", err)
+		}
+		if busy {
+			continue
+		}
+		wait := maxWait
+		if d, ok := s.c.NextDeadline(); ok {
+			wait = min(wait, d.Sub(s.now()))
+		}
+		if wait <= 0 {
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-s.signals:
+		case <-stored:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
 	}
 }
 
 // totals are the coordinator's totals with the transport's counters.
 func (s *Server) totals(now time.Time) admin.Totals {
 	return s.c.Totals(now)
+}
+
+// pending reports whether a socket still has messages waiting (drain
+// stops after a bounded number): then the reactor must not wait, since
+// the sockets signal only changes.
+func (s *Server) pending() (bool, error) {
+	for _, sk := range []*zmq4.Socket{s.peers, s.admin} {
+		read, _, err := zsock.Ready(sk)
+		if err != nil {
+			return false, err
+		}
+		if read {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // drain handles every message waiting on sk, at most a bounded number so
@@ -390,26 +413,32 @@ func (s *Server) shutdown() error {
 	// Keep the connections open a moment so the peers read the
 	// DISCONNECTs: a client DEALER with IMMEDIATE discards unread input
 	// when its connection drops. Input meanwhile is read and dropped.
-	poller := zmq4.NewPoller()
-	poller.Add(s.peers, zmq4.POLLIN)
-	poller.Add(s.admin, zmq4.POLLIN)
-	deadline := time.Now().Add(200 * time.Millisecond)
-	for {
-		// A negative timeout would make zmq_poll wait forever.
-		d := time.Until(deadline)
-		if d < time.Millisecond {
-			break
-		}
-		polled, err := poller.Poll(d)
-		if err != nil {
-			break
-		}
-		for _, p := range polled {
+	keep := time.NewTimer(200 * time.Millisecond)
+	defer keep.Stop()
+	for open := true; open; {
+		for _, sk := range []*zmq4.Socket{s.peers, s.admin} {
 			for range 1024 {
-				if _, err := p.Socket.RecvMessageBytes(zmq4.DONTWAIT); err != nil {
+				if _, err := sk.RecvMessageBytes(zmq4.DONTWAIT); err != nil {
 					break
 				}
 			}
+		}
+		busy, err := s.pending()
+		if err != nil {
+			break
+		}
+		if busy {
+			select {
+			case <-keep.C:
+				open = false
+			default:
+			}
+			continue
+		}
+		select {
+		case <-s.signals:
+		case <-keep.C:
+			open = false
 		}
 	}
 	for _, sk := range []*zmq4.Socket{s.peers, s.admin} {

@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pebbe/zmq4"
@@ -136,20 +135,17 @@ type Conn struct {
 	posts []func(*Link)
 	spare []func(*Link)
 	rung  bool // the doorbell was rung since the loop last took posts
-	// asleep: the loop is (about to be) blocked in zmq_poll; only then
-	// does a post ring the doorbell.
+	// asleep: the loop is (about to be) waiting; only then does a post
+	// ring the doorbell.
 	asleep bool
 	closed bool
 
-	ring chan struct{} // to the notifier: send one byte on the bell
-	quit chan struct{} // closed when the loop has stopped
-	done chan struct{} // closed when the loop and the notifier have stopped
+	bell chan struct{} // wakes the loop when it sleeps and a post arrives
+	done chan struct{} // closed when the loop has stopped
 	err  error         // why the loop stopped; read after done
 }
 
-var bellSeq atomic.Uint64
-
-// Start creates the connection's doorbell and starts its loop, which
+// Start starts the connection's loop, which
 // connects at once. The handler's methods run on the loop goroutine from
 // now on.
 func Start(cfg Config, h Handler) (*Conn, error) {
@@ -159,56 +155,18 @@ func Start(cfg Config, h Handler) (*Conn, error) {
 	if h == nil {
 		return nil, errors.New("conn: nil handler")
 	}
-	name := fmt.Sprintf("inproc://drover-conn-bell-%d", bellSeq.Add(1))
-	in, err := zmq4.NewSocket(zmq4.PAIR)
-	if err != nil {
-		return nil, fmt.Errorf("conn: doorbell socket: %w", err)
-	}
-	if err := in.Bind(name); err != nil {
-		in.Close()
-		return nil, fmt.Errorf("conn: doorbell bind %s: %w", name, err)
-	}
-	out, err := zmq4.NewSocket(zmq4.PAIR)
-	if err != nil {
-		in.Close()
-		return nil, fmt.Errorf("conn: doorbell socket: %w", err)
-	}
-	if err := out.Connect(name); err != nil {
-		in.Close()
-		out.Close()
-		return nil, fmt.Errorf("conn: doorbell connect %s: %w", name, err)
-	}
 	c := &Conn{
 		cfg:  cfg,
 		h:    h,
-		ring: make(chan struct{}, 1),
-		quit: make(chan struct{}),
+		bell: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
-	c.link = Link{c: c, bell: in, backoff: backoff{min: cfg.ReconnectMin, max: cfg.ReconnectMax}}
-	notified := make(chan struct{})
-	go c.notify(out, notified)
+	c.link = Link{c: c, ready: make(chan struct{}, 1), backoff: backoff{min: cfg.ReconnectMin, max: cfg.ReconnectMax}}
 	go func() {
 		c.loop()
-		<-notified
 		close(c.done)
 	}()
 	return c, nil
-}
-
-// notify owns the doorbell's sending end: one byte per ring, never
-// blocking (a full bell means the loop is about to wake anyway).
-func (c *Conn) notify(out *zmq4.Socket, notified chan<- struct{}) {
-	defer close(notified)
-	defer out.Close()
-	for {
-		select {
-		case <-c.ring:
-			out.SendBytes([]byte{1}, zmq4.DONTWAIT)
-		case <-c.quit:
-			return
-		}
-	}
 }
 
 // Post queues f to run on the loop goroutine and wakes the loop. It
@@ -228,7 +186,7 @@ func (c *Conn) Post(f func(*Link)) bool {
 	c.mu.Unlock()
 	if ring {
 		select {
-		case c.ring <- struct{}{}:
+		case c.bell <- struct{}{}:
 		default:
 		}
 	}

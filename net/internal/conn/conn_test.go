@@ -323,18 +323,3 @@ func TestBackoff(t *testing.T) {
 		t.Fatalf("after reset: %v, want about 1s", got)
 	}
 }
-
-func TestPollTimeout(t *testing.T) {
-	cases := []struct{ in, want time.Duration }{
-		{-time.Second, 0},
-		{0, 0},
-		{time.Microsecond, time.Millisecond},
-		{time.Millisecond, time.Millisecond},
-		{1500 * time.Microsecond, 2 * time.Millisecond},
-	}
-	for _, tc := range cases {
-		if got := pollTimeout(tc.in); got != tc.want {
-			t.Errorf("pollTimeout(%v) = %v, want %v", tc.in, got, tc.want)
-		}
-	}
-}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"time"
 
 	"github.com/pebbe/zmq4"
@@ -29,11 +28,10 @@ const (
 // Handler and to posted functions. Use it on the loop goroutine only.
 type Link struct {
 	c      *Conn
-	bell   *zmq4.Socket // the doorbell's receiving end
-	dealer *zmq4.Socket // nil while down
-	poller *zmq4.Poller // bell and dealer, per session
-	bellPl *zmq4.Poller // bell alone, while down
-	dItem  int          // the dealer's index in poller
+	dealer *zmq4.Socket  // nil while down
+	watch  *zsock.Watch  // the dealer's signals, into ready
+	ready  chan struct{} // the dealer may have changed state
+	timer  *time.Timer   // the loop's wait
 
 	state    state
 	closed   bool // the loop has stopped: nothing can be sent any more
@@ -156,14 +154,14 @@ func (l *Link) flushPending() {
 // loop is the connection's goroutine.
 func (c *Conn) loop() {
 	l := &c.link
-	l.bellPl = zmq4.NewPoller()
-	l.bellPl.Add(l.bell, zmq4.POLLIN)
+	l.timer = time.NewTimer(time.Hour)
+	l.timer.Stop()
 	defer c.stop()
 	for !l.stopping {
 		l.now = time.Now()
 		switch {
 		case l.dealer == nil && l.now.Before(l.retryAt):
-			l.wait(l.bellPl, l.retryAt.Sub(l.now))
+			l.block(l.retryAt.Sub(l.now))
 		case l.dealer == nil:
 			l.connect()
 		default:
@@ -182,87 +180,57 @@ func (c *Conn) loop() {
 	}
 }
 
-// yield lets the goroutines this iteration made runnable (callers whose
-// calls completed, jobs just started) run before the loop blocks in
-// zmq_poll. A goroutine blocked in a cgo call keeps its P until the
-// runtime's sysmon takes it back, which can take milliseconds when the
-// process is mostly idle, and goroutines readied onto that P wait as long.
-func yield() { runtime.Gosched() }
-
-// block polls p for up to d, or not at all when posts are waiting.
-func (l *Link) block(p *zmq4.Poller, d time.Duration) ([]zmq4.Polled, error) {
-	yield()
-	if !l.c.sleep() {
-		d = 0
+// block waits up to d for a post, a signal from the DEALER, or the timer;
+// not at all when posts are waiting. It parks the goroutine on Go's
+// scheduler (see zsock.Watch), never in a cgo call.
+func (l *Link) block(d time.Duration) {
+	if !l.c.sleep() || d <= 0 {
+		l.c.wake()
+		return
 	}
-	polled, err := p.Poll(pollTimeout(d))
+	l.timer.Reset(d)
+	select {
+	case <-l.c.bell:
+	case <-l.ready:
+	case <-l.timer.C:
+	}
+	l.timer.Stop()
 	l.c.wake()
-	return polled, err
 }
 
-// wait polls only the doorbell for up to d.
-func (l *Link) wait(p *zmq4.Poller, d time.Duration) {
-	polled, err := l.block(p, d)
-	if err != nil {
-		l.fatal(err)
-		return
-	}
-	if len(polled) > 0 {
-		l.drainBell()
-	}
-}
-
-// poll waits for the doorbell, the DEALER, or the next timer.
+// poll works the DEALER (receiving what it has, sending what waits for it)
+// and, when it has nothing more to do, waits for a post, its next signal
+// or the next timer.
 func (l *Link) poll() {
-	events := zmq4.POLLIN
-	if len(l.pending) > 0 {
-		events |= zmq4.POLLOUT
-	}
-	if _, err := l.poller.Update(l.dItem, events); err != nil {
-		l.fatal(err)
+	l.work()
+	if l.dealer == nil || l.stopping {
 		return
 	}
-	polled, err := l.block(l.poller, l.nextTimer())
+	read, write, err := zsock.Ready(l.dealer)
 	if err != nil {
 		l.fatal(err)
 		return
 	}
+	if read || (write && len(l.pending) > 0) {
+		return // more to do: the next iteration works it
+	}
+	l.block(l.nextTimer())
 	l.now = time.Now()
-	for _, p := range polled {
-		if p.Socket == l.bell {
-			l.drainBell()
-			continue
-		}
-		if p.Events&zmq4.POLLIN != 0 {
-			l.receive()
-		}
-		if l.dealer != nil && p.Events&zmq4.POLLOUT != 0 && len(l.pending) > 0 {
-			l.flushPending()
-		}
+	l.work()
+}
+
+// work receives what the DEALER has and sends what waits for it.
+func (l *Link) work() {
+	l.receive()
+	if l.dealer != nil && len(l.pending) > 0 {
+		l.flushPending()
 	}
 }
 
-// fatal stops the loop on a polling error (the ZeroMQ context is gone).
+// fatal stops the loop on a socket error (the ZeroMQ context is gone).
 func (l *Link) fatal(err error) {
-	l.c.cfg.Log.Error("poll failed: stopping the connection", "endpoint", l.c.cfg.Endpoint, "err", err)
-	l.Stop(fmt.Errorf("conn: poll: %w", err))
-}
-
-func (l *Link) drainBell() {
-	for {
-		if _, err := l.bell.RecvBytes(zmq4.DONTWAIT); err != nil {
-			return
-		}
-	}
-}
-
-// pollTimeout rounds d up to whole milliseconds, the unit zmq_poll takes,
-// so that a timer a fraction of a millisecond away does not spin.
-func pollTimeout(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
+	l.c.cfg.Log.Error("socket failed: stopping the connection", "endpoint", l.c.cfg.Endpoint, "err", err)
+	l.Stop(fmt.Errorf("conn: %w", err))
 }
 
 // nextTimer is how long until the next timer of the current state.
@@ -367,10 +335,15 @@ func (l *Link) connect() {
 		c.h.Down(l, err, false)
 		return
 	}
-	l.dealer = d
-	l.poller = zmq4.NewPoller()
-	l.poller.Add(l.bell, zmq4.POLLIN)
-	l.dItem = l.poller.Add(d, zmq4.POLLIN)
+	w, err := zsock.NewWatch(d, l.ready)
+	if err != nil {
+		d.Close()
+		l.retryAt = l.now.Add(l.backoff.next())
+		c.cfg.Log.Warn("connect failed", "endpoint", c.cfg.Endpoint, "err", err)
+		c.h.Down(l, err, false)
+		return
+	}
+	l.dealer, l.watch = d, w
 	l.state = greeting
 	l.greetBy = l.now.Add(c.cfg.GreetTimeout)
 	l.lastRecv, l.lastSend = l.now, l.now
@@ -407,10 +380,11 @@ func (l *Link) closeDealer(linger time.Duration) {
 	if l.dealer == nil {
 		return
 	}
+	l.watch.Close()
+	l.watch = nil
 	l.dealer.SetLinger(linger)
 	l.dealer.Close()
 	l.dealer = nil
-	l.poller = nil
 	l.pending = nil
 }
 
@@ -434,9 +408,7 @@ func (c *Conn) stop() {
 	for _, f := range c.takePosts(true) {
 		f(l)
 	}
-	l.bell.Close()
 	c.err = l.stopErr
-	close(c.quit)
 }
 
 // backoff is the reconnection wait: min, doubling to max, ±10 % jitter.
