@@ -23,6 +23,9 @@ import (
 // fingerprint so that the deletion can be persisted. At 1M keys the set
 // costs about 36 bytes per key without a TTL and 56 with one (see
 // BenchmarkDoneSetMemory).
+//
+// With Config.DoneCache the set is bounded instead: the store behind the
+// ledger holds every record, memory only the newest (donecache.go).
 
 // stampEpoch is 2020-01-01T00:00:00Z: stamps cover it to early 2088.
 const stampEpoch = int64(1577836800) * int64(time.Second)
@@ -57,14 +60,21 @@ type doneKey [12]byte
 func dkey(fp id.Fingerprint) doneKey { return doneKey(fp[:12]) }
 
 type doneSet struct {
+	// m maps a key to its stamp; in a bounded set (c != nil) to the
+	// position of its newest entry in c's FIFO, which holds the stamp.
 	m   map[doneKey]uint32
 	ttl [2]int64    // per outcome, ns; 0 = forever
-	q   [2]doneFIFO // per outcome with a TTL: keys in the order they were done
+	q   [2]doneFIFO // unbounded, per outcome with a TTL: keys in the order they were done
+	c   *doneCache  // the bound (Config.DoneCache); nil: unbounded
 }
 
-func (d *doneSet) init(doneTTL, failedTTL time.Duration) {
+// init makes an empty set; limit > 0 bounds it (see doneCache).
+func (d *doneSet) init(doneTTL, failedTTL time.Duration, limit int) {
 	d.m = make(map[doneKey]uint32)
 	d.ttl = [2]int64{int64(doneTTL), int64(failedTTL)}
+	if limit > 0 {
+		d.c = &doneCache{limit: limit, inAir: make(map[id.Fingerprint]uint64)}
+	}
 }
 
 // size is the number of done records held, expired ones not yet swept
@@ -74,11 +84,20 @@ func (d *doneSet) size() int { return len(d.m) }
 // lookup returns the stamp of fp, expired or not.
 func (d *doneSet) lookup(fp id.Fingerprint) (uint32, bool) {
 	v, ok := d.m[dkey(fp)]
+	if ok && d.c != nil {
+		v = d.c.stamp(v)
+	}
 	return v, ok
 }
 
-// remove forgets fp; its FIFO entry, if any, goes stale.
-func (d *doneSet) remove(fp id.Fingerprint) { delete(d.m, dkey(fp)) }
+// remove forgets fp; its FIFO entry, if any, goes stale (a bounded set
+// drops stale entries from its front at once).
+func (d *doneSet) remove(fp id.Fingerprint) {
+	delete(d.m, dkey(fp))
+	if d.c != nil {
+		d.c.evict(d.m)
+	}
+}
 
 // expired reports whether the record with stamp v is older than its TTL at t.
 func (d *doneSet) expired(v uint32, t int64) bool {
@@ -95,9 +114,16 @@ func (d *doneSet) get(fp id.Fingerprint, t int64) (Outcome, bool) {
 	return stampOutcome(v), true
 }
 
-// put marks fp done at t with outcome o (replacing any earlier record).
-func (d *doneSet) put(fp id.Fingerprint, t int64, o Outcome) {
+// put marks fp done at t with outcome o (replacing any earlier record);
+// its write goes in write batch batch (0: durable already). A bounded set
+// then evicts what it may.
+func (d *doneSet) put(fp id.Fingerprint, t int64, o Outcome, batch uint64) {
 	v := makeStamp(t, o)
+	if d.c != nil {
+		d.m[dkey(fp)] = d.c.push(fp, v, batch)
+		d.c.evict(d.m)
+		return
+	}
 	d.m[dkey(fp)] = v
 	if d.ttl[o&1] != 0 {
 		d.q[o&1].push(doneEntry{fp, v})
@@ -105,7 +131,10 @@ func (d *doneSet) put(fp id.Fingerprint, t int64, o Outcome) {
 }
 
 // sweep pops at most limit entries per outcome whose TTL has passed at t and
-// deletes their records, calling gone for each record deleted.
+// deletes their records, calling gone for each record deleted. A bounded
+// set keeps no sweep queues: its expired records are answered as absent,
+// deleted by a request (as in an unbounded set) or evicted, and the store
+// expires its own copies.
 func (d *doneSet) sweep(t int64, limit int, gone func(id.Fingerprint)) {
 	for o := range d.q {
 		q := &d.q[o]
@@ -124,31 +153,34 @@ func (d *doneSet) sweep(t int64, limit int, gone func(id.Fingerprint)) {
 	}
 }
 
-// doneFIFO is a queue of done entries in fixed-size chunks: it costs the
-// size of its entries plus at most two chunks, and never copies them.
-type doneFIFO struct {
-	chunks [][]doneEntry // the front is chunks[0][head], the back chunks[last][tail-1]
+// doneFIFO is the sweep queue of an unbounded set.
+type doneFIFO = fifo[doneEntry]
+
+// fifo is a queue in fixed-size chunks: it costs the size of its entries
+// plus at most two chunks, and never copies them.
+type fifo[T any] struct {
+	chunks [][]T // the front is chunks[0][head], the back chunks[last][tail-1]
 	head   int
 	tail   int
 	n      int
-	spare  []doneEntry // a drained chunk kept for the next push
+	spare  []T // a drained chunk kept for the next push
 }
 
 const fifoChunk = 1024
 
-func (q *doneFIFO) front() doneEntry { return q.chunks[0][q.head] }
+func (q *fifo[T]) front() T { return q.chunks[0][q.head] }
 
 // at returns the i-th entry from the front.
-func (q *doneFIFO) at(i int) doneEntry {
+func (q *fifo[T]) at(i int) T {
 	i += q.head
 	return q.chunks[i/fifoChunk][i%fifoChunk]
 }
 
-func (q *doneFIFO) push(e doneEntry) {
+func (q *fifo[T]) push(e T) {
 	if len(q.chunks) == 0 || q.tail == fifoChunk {
 		c := q.spare
 		if c == nil {
-			c = make([]doneEntry, fifoChunk)
+			c = make([]T, fifoChunk)
 		}
 		q.spare = nil
 		q.chunks = append(q.chunks, c)
@@ -159,7 +191,7 @@ func (q *doneFIFO) push(e doneEntry) {
 	q.n++
 }
 
-func (q *doneFIFO) pop() {
+func (q *fifo[T]) pop() {
 	q.head++
 	q.n--
 	switch {

@@ -72,10 +72,10 @@ func TestDoneSetTruncatedKey(t *testing.T) {
 	// Two fingerprints that differ only past the 96 bits kept share a record
 	// (the documented, negligible risk); ones that differ within them do not.
 	var d doneSet
-	d.init(0, 0)
+	d.init(0, 0, 0)
 	var a, b, c id.Fingerprint
 	b[15], c[11] = 1, 1
-	d.put(a, base.UnixNano(), DoneOK)
+	d.put(a, base.UnixNano(), DoneOK, 0)
 	if _, ok := d.get(b, base.UnixNano()); !ok {
 		t.Fatal("fingerprints equal in their first 96 bits do not share a done record")
 	}

@@ -164,6 +164,9 @@ func (l *Ledger) check() error {
 		return fmt.Errorf("sessions: %d free + %d used != %d slots", f, len(l.sessIdx), len(l.sess)-1)
 	}
 
+	if c := l.done.c; c != nil {
+		return checkDoneCache(l)
+	}
 	// The done sweep queues cover every expiring done record.
 	for k, v := range l.done.m {
 		o := v & 1
@@ -179,6 +182,37 @@ func (l *Ledger) check() error {
 		if !found {
 			return fmt.Errorf("done key %x (stamp %d) is not in its sweep queue", k, v)
 		}
+	}
+	return nil
+}
+
+// checkDoneCache checks a bounded done set: every record points at an entry
+// of its own key in the FIFO, the FIFO keeps its bound unless its front
+// entry is a record whose write is not durable yet, and no sweep queue is
+// used.
+func checkDoneCache(l *Ledger) error {
+	c := l.done.c
+	for k, pos := range l.done.m {
+		i := int(pos - c.head)
+		if i < 0 || i >= c.q.n {
+			return fmt.Errorf("done key %x: position %d outside the FIFO [%d, %d)", k, pos, c.head, c.head+uint32(c.q.n))
+		}
+		if e := c.q.at(i); dkey(e.fp) != k {
+			return fmt.Errorf("done key %x: position %d holds key %x", k, pos, dkey(e.fp))
+		}
+	}
+	if c.q.n > c.limit {
+		e := c.q.front()
+		pos, ok := l.done.m[dkey(e.fp)]
+		if !ok || pos != c.head || c.isDurable(e.batch) {
+			return fmt.Errorf("done cache holds %d entries over its bound %d, but its front (batch %d, durable %d) could go", c.q.n, c.limit, e.batch, c.durable)
+		}
+	}
+	if c.q.n < len(l.done.m) {
+		return fmt.Errorf("done cache: %d records, only %d FIFO entries", len(l.done.m), c.q.n)
+	}
+	if l.done.q[0].n+l.done.q[1].n != 0 {
+		return fmt.Errorf("bounded done set uses its sweep queues (%d, %d entries)", l.done.q[0].n, l.done.q[1].n)
 	}
 	return nil
 }

@@ -157,6 +157,12 @@ type Config struct {
 	// SweepLimit bounds how many done records one Tick examines for expiry.
 	// 0 means 4096.
 	SweepLimit int
+	// DoneCache bounds the done and failed records kept in memory when a
+	// store holds them all (it needs Persist): beyond it, the oldest whose
+	// writes are durable (WritesDurable) are evicted, and the caller
+	// answers for them from its store (Known, KnownDone; see donecache.go).
+	// 0: unbounded, every record stays in memory until its TTL.
+	DoneCache int
 }
 
 // maxTTL keeps expiry times well inside the 31-bit seconds of a done stamp.
@@ -181,6 +187,12 @@ func (c *Config) validate() error {
 	}
 	if c.SweepLimit < 0 {
 		return fmt.Errorf("ledger config: SweepLimit is %d; want 0 (default 4096) or a positive count", c.SweepLimit)
+	}
+	switch {
+	case c.DoneCache < 0:
+		return fmt.Errorf("ledger config: DoneCache is %d; want 0 (unbounded) or a positive count", c.DoneCache)
+	case c.DoneCache > 0 && !c.Persist:
+		return fmt.Errorf("ledger config: DoneCache is %d without Persist: evicted records would be lost; want Persist (a store behind the ledger) or DoneCache 0", c.DoneCache)
 	}
 	return nil
 }
@@ -212,7 +224,8 @@ type Ledger struct {
 	answers []Answer
 	events  []Event
 	writes  []Write
-	quiet   bool // while restoring: no events, no writes
+	wbatch  uint64 // the write batch being collected: TakeWrites calls so far + 1
+	quiet   bool   // while restoring: no events, no writes
 }
 
 // New returns an empty ledger, or an error naming the first bad field of cfg.
@@ -229,10 +242,11 @@ func New(cfg Config) (*Ledger, error) {
 		live:     make(map[id.Fingerprint]int32),
 		sessIdx:  make(map[id.Session]int32),
 		sess:     make([]session, 1, 16),
+		wbatch:   1,
 	}
 	l.recs.grow() // reserve index 0
 	l.ws.grow()
-	l.done.init(cfg.DoneTTL, cfg.FailedTTL)
+	l.done.init(cfg.DoneTTL, cfg.FailedTTL, cfg.DoneCache)
 	return l, nil
 }
 
@@ -267,7 +281,7 @@ func (l *Ledger) request(t int64, s id.Session, reqID uint64, k *id.Key, fp id.F
 		}
 		l.done.remove(fp) // as if absent
 		if l.cfg.Persist && !l.quiet {
-			l.writes = append(l.writes, Write{Op: Delete, FP: fp, At: time.Unix(0, t).UTC()})
+			l.addWrite(Write{Op: Delete, FP: fp, At: time.Unix(0, t).UTC()})
 		}
 	}
 	ri := l.allocRec()
@@ -373,7 +387,7 @@ func (l *Ledger) markDone(t int64, k *id.Key, fp id.Fingerprint, o Outcome) {
 		delete(l.live, fp)
 		l.freeRec(ri)
 	}
-	l.done.put(fp, t, o)
+	l.done.put(fp, t, o, l.batch())
 	l.event(EventDone, 0, fp, o.reason())
 	l.write(PutDone, fp, k, t, o)
 }
@@ -493,7 +507,7 @@ func (l *Ledger) NextDeadline() (time.Time, bool) {
 func (l *Ledger) sweepDone(t int64, limit int) {
 	l.done.sweep(t, limit, func(fp id.Fingerprint) {
 		if l.cfg.Persist && !l.quiet {
-			l.writes = append(l.writes, Write{Op: Delete, FP: fp, At: time.Unix(0, t).UTC()})
+			l.addWrite(Write{Op: Delete, FP: fp, At: time.Unix(0, t).UTC()})
 		}
 	})
 }

@@ -121,13 +121,15 @@ type Write struct {
 
 func (l *Ledger) write(op WriteOp, fp id.Fingerprint, k *id.Key, t int64, o Outcome) {
 	if l.cfg.Persist && !l.quiet {
-		l.writes = append(l.writes, Write{Op: op, FP: fp, Key: *k, At: time.Unix(0, t).UTC(), Outcome: o})
+		l.addWrite(Write{Op: op, FP: fp, Key: *k, At: time.Unix(0, t).UTC(), Outcome: o})
 	}
 }
 
 // TakeWrites appends to dst the records to persist since the last call, in
-// order, and forgets them. Without Config.Persist there are none.
+// order, and forgets them. Without Config.Persist there are none. Each call
+// closes a write batch (see WriteBatch and WritesDurable).
 func (l *Ledger) TakeWrites(dst []Write) []Write {
+	l.wbatch++
 	dst = append(dst, l.writes...)
 	clear(l.writes) // drop the keys' strings
 	l.writes = l.writes[:0]

@@ -34,7 +34,9 @@ type Counts struct {
 	Requested int // keys held by sessions
 	Queued    int // keys handed to a queue
 	// Done counts done records held in memory, including expired ones the
-	// sweep has not reached yet.
+	// sweep has not reached yet, and, with a bounded done set
+	// (Config.DoneCache), those evicted to the store or left there by the
+	// restore (DoneCache says how many of each).
 	Done    int
 	Waiters int // waiters over all keys
 }
@@ -81,7 +83,11 @@ func (l *Ledger) Waiters(fp id.Fingerprint) []Waiter {
 
 // Counts returns the sizes of the ledger's tables, in constant time.
 func (l *Ledger) Counts() Counts {
-	return Counts{Requested: l.lease.n, Queued: l.queue.n, Done: l.done.size(), Waiters: l.nWaiters}
+	done := l.done.size()
+	if l.done.c != nil {
+		done += l.done.c.stored
+	}
+	return Counts{Requested: l.lease.n, Queued: l.queue.n, Done: done, Waiters: l.nWaiters}
 }
 
 // Requested returns up to limit requested keys starting at offset, oldest
