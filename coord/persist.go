@@ -230,6 +230,10 @@ func (c *Coordinator) forgottenDone(now time.Time, j broker.JobID) (JobRecord, b
 type RestoreStats struct {
 	// Key records by what they put (KeysDeleted: Delete records).
 	KeysQueued, KeysDone, KeysFailed, KeysDeleted int
+	// KeysInStore counts the done and failed key records (included in
+	// KeysDone and KeysFailed) the restore left in the store: with a
+	// bounded done set they are looked up when a key is asked for.
+	KeysInStore int
 	// Job records by state.
 	JobsQueued, JobsDispatched, JobsBackoff, JobsDone, JobsFailed int
 	Meta                                                          int          // meta records applied
@@ -250,6 +254,9 @@ type RestoreStats struct {
 func (s RestoreStats) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "keys: %d queued, %d done, %d failed", s.KeysQueued, s.KeysDone, s.KeysFailed)
+	if s.KeysInStore > 0 {
+		fmt.Fprintf(&b, " (%d of them left in the store, looked up on demand)", s.KeysInStore)
+	}
 	if s.KeysDeleted > 0 {
 		fmt.Fprintf(&b, ", %d deleted", s.KeysDeleted)
 	}
@@ -343,6 +350,32 @@ func (c *Coordinator) RestoreRecord(rec Record) error {
 	default:
 		return fmt.Errorf("restore record: kind %v, want key, job or meta", rec.Kind)
 	}
+	return nil
+}
+
+// RestoreStored counts done and failed key records a restore left in the
+// store instead of passing them to RestoreRecord (the store's recovery
+// skipped them): with a bounded done set (Config.Ledger.DoneCache) the
+// reactor looks them up on demand (Unknown, KnownDone). They are counted in
+// RestoreStats and in the done keys of the totals. Call it before
+// FinishRestore; an unbounded done set refuses it.
+func (c *Coordinator) RestoreStored(done, failed int) error {
+	d := &c.dur
+	switch {
+	case d.phase == restoreDone:
+		return fmt.Errorf("restore %d done and %d failed keys left in the store: the restore is finished, want them before FinishRestore", done, failed)
+	case len(c.sessions) > 0:
+		return fmt.Errorf("restore %d done and %d failed keys left in the store: %d sessions said hello already, want to restore before any session", done, failed, len(c.sessions))
+	case done < 0 || failed < 0:
+		return fmt.Errorf("restore %d done and %d failed keys left in the store: want counts >= 0", done, failed)
+	}
+	if err := c.led.RestoreStored(done + failed); err != nil {
+		return fmt.Errorf("coord: %w", err)
+	}
+	d.phase = restoring
+	d.stats.KeysDone += done
+	d.stats.KeysFailed += failed
+	d.stats.KeysInStore += done + failed
 	return nil
 }
 

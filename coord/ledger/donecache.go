@@ -57,6 +57,7 @@ type doneCache struct {
 	durable uint64                    // write batches 1..durable are durable
 	stored  int                       // done records in the store and not in memory (evicted, or left there at restore)
 	evicted uint64                    // records evicted since New
+	over    int                       // entries KnownDone added since the last eviction (beyond the bound until then)
 }
 
 // stamp is the stamp of the entry at position pos.
@@ -78,6 +79,7 @@ func (c *doneCache) isDurable(b uint32) bool {
 // records of durable ones, until the front entry is a record whose write is
 // not durable yet.
 func (c *doneCache) evict(m map[doneKey]uint32) {
+	c.over = 0
 	for c.q.n > c.limit {
 		e := c.q.front()
 		k := dkey(e.fp)
@@ -176,7 +178,8 @@ func (l *Ledger) Known(fp id.Fingerprint) bool {
 // the record had never left: a request answers No "done" or "failed"
 // until the outcome's TTL, measured from at, has passed, and as absent
 // after (deleting the record, with a Delete write). It produces no events
-// and no writes, and reports whether the record was taken.
+// and no writes, and reports whether the record was taken. The record
+// stays in memory at least until the current write batch is durable.
 func (l *Ledger) KnownDone(fp id.Fingerprint, at time.Time, o Outcome) bool {
 	if l.Known(fp) {
 		return false
@@ -184,8 +187,18 @@ func (l *Ledger) KnownDone(fp id.Fingerprint, at time.Time, o Outcome) bool {
 	if o != DoneOK {
 		o = DoneFailed
 	}
-	l.done.put(fp, at.UnixNano(), o, 0)
-	if c := l.done.c; c != nil && c.stored > 0 {
+	k := dkey(fp)
+	c := l.done.c
+	if c == nil { // unbounded: nothing was evicted, but take it all the same
+		l.done.put(fp, at.UnixNano(), o, 0)
+		return true
+	}
+	// No eviction now: the keys of the message being looked up, brought
+	// back or known before, must all stay for its operation. The next put
+	// or WritesDurable evicts.
+	l.done.m[k] = c.push(fp, makeStamp(at.UnixNano(), o), l.batch())
+	c.over++
+	if c.stored > 0 {
 		c.stored--
 	}
 	return true

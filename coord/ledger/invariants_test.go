@@ -201,7 +201,7 @@ func checkDoneCache(l *Ledger) error {
 			return fmt.Errorf("done key %x: position %d holds key %x", k, pos, dkey(e.fp))
 		}
 	}
-	if c.q.n > c.limit {
+	if c.q.n > c.limit+c.over {
 		e := c.q.front()
 		pos, ok := l.done.m[dkey(e.fp)]
 		if !ok || pos != c.head || c.isDurable(e.batch) {

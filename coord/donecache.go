@@ -1,0 +1,76 @@
+package coord
+
+import (
+	"time"
+
+	"drover/coord/id"
+	"drover/coord/ledger"
+)
+
+// The bounded done set (issue 7), the core's half. With
+// Config.Ledger.DoneCache > 0 (and Persist) the ledger keeps at most that
+// many done and failed keys in memory; it evicts the oldest, but only once
+// the edge has said their writes are durable (WritesDurable, numbering
+// batches as WriteBatch does). An evicted key is still done: before it
+// hands a message to the core, the edge asks Unknown which of its keys the
+// ledger has no record of, looks those up in the store, and gives back the
+// done and failed ones with KnownDone; the operation then answers exactly
+// as if the record had stayed in memory. coord itself does no I/O.
+
+// KnownKey is a done or failed key record the store holds, given back to
+// the core with KnownDone.
+type KnownKey struct {
+	FP     id.Fingerprint // the key's fingerprint
+	At     time.Time      // when it was done (its TTL runs from here)
+	Failed bool           // done with outcome failed
+}
+
+// Unknown appends to dst the fingerprints of keys the ledger has no record
+// of (see ledger.Ledger.Known): with a bounded done set they may be done
+// keys it evicted, to look up in the store. Keys whose URL does not
+// normalise are left out (the operation rejects them). With an unbounded
+// done set every record is in memory and Unknown appends nothing.
+func (c *Coordinator) Unknown(keys []id.Key, dst []id.Fingerprint) []id.Fingerprint {
+	if c.cfg.Ledger.DoneCache == 0 {
+		return dst
+	}
+	for _, k := range keys {
+		_, fp, err := normalize(k)
+		if err == nil && !c.led.Known(fp) {
+			dst = append(dst, fp)
+		}
+	}
+	return dst
+}
+
+// KnownDone gives the ledger back done and failed records the store holds
+// for keys Unknown named, before the operation on them; a record of a key
+// the ledger knows meanwhile is ignored. It returns how many were taken.
+// Records past their TTL are taken too, and answer as absent, as in memory.
+func (c *Coordinator) KnownDone(recs []KnownKey) int {
+	n := 0
+	for _, r := range recs {
+		o := ledger.DoneOK
+		if r.Failed {
+			o = ledger.DoneFailed
+		}
+		if c.led.KnownDone(r.FP, r.At, o) {
+			n++
+		}
+	}
+	return n
+}
+
+// WriteBatch is the number of the last Ready's Output.Writes, counting
+// every Ready from 1, with writes or without: tell WritesDurable once they
+// are durable.
+func (c *Coordinator) WriteBatch() uint64 { return c.led.WriteBatch() }
+
+// WritesDurable says the Output.Writes of every Ready up to number n (see
+// WriteBatch) are durable, so the bounded done set may evict what they
+// put. Without a bounded done set it does nothing.
+func (c *Coordinator) WritesDurable(n uint64) { c.led.WritesDurable(n) }
+
+// DoneCache describes the bounded done set; ok is false when it is
+// unbounded.
+func (c *Coordinator) DoneCache() (ledger.DoneCacheStats, bool) { return c.led.DoneCache() }

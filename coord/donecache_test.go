@@ -1,0 +1,186 @@
+package coord
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"drover/coord/broker"
+	"drover/coord/id"
+	"drover/coord/ledger"
+)
+
+// edgeLookup is what the reactor does before handing keys to the core:
+// the keys the ledger has no record of are looked up in the store and the
+// done and failed ones given back.
+func edgeLookup(c *Coordinator, st *memStore, keys []id.Key) {
+	var back []KnownKey
+	for _, fp := range c.Unknown(keys, nil) {
+		if w, ok := st.keys[fp]; ok && w.Op == ledger.PutDone {
+			back = append(back, KnownKey{FP: fp, At: w.At, Failed: w.Outcome != ledger.DoneOK})
+		}
+	}
+	c.KnownDone(back)
+}
+
+// doneAll submits urls, has a worker complete them and applies every
+// step's writes to st; with durable the edge then reports them durable.
+func doneAll(t *testing.T, c *Coordinator, st *memStore, urls []string, durable bool) time.Time {
+	t.Helper()
+	now := t0
+	must(t)(c.Hello(now, 1, Hello{Role: RoleProducer, ID: "p"}))
+	must(t)(c.Hello(now, 2, Hello{Role: RoleWorker, ID: "w", Slots: len(urls)}))
+	must(t)(c.Submit(now, 1, 1, specs(urls...), nil))
+	out := c.Ready(now)
+	st.apply(t, out.Writes)
+	var rs []Result
+	for _, a := range out.Jobs {
+		rs = append(rs, Result{Job: a.Job, Outcome: broker.Outcome{Kind: broker.OK}})
+	}
+	if len(rs) != len(urls) {
+		t.Fatalf("%d jobs dispatched, want %d", len(rs), len(urls))
+	}
+	now = now.Add(time.Second)
+	must(t)(c.Results(now, 2, rs, nil))
+	st.apply(t, c.Ready(now).Writes)
+	if durable {
+		c.WritesDurable(c.WriteBatch())
+	}
+	return now
+}
+
+// TestDoneCacheAnsweredFromStore: with a bounded done set, keys done long
+// ago are evicted once durable, and a later SUBMIT or REQUEST of them is
+// answered "done" through the store lookup, exactly as from memory; the
+// rows show why each half is needed.
+func TestDoneCacheAnsweredFromStore(t *testing.T) {
+	urls := []string{"http://a.test/1", "http://a.test/2", "http://a.test/3", "http://a.test/4", "http://a.test/5"}
+	tests := []struct {
+		name     string
+		durable  bool // the edge reported the writes durable
+		lookup   bool // the edge looks unknown keys up in the store
+		inMemory int  // done keys held in memory after the work
+		wantDup  int  // resubmits answered duplicate "done"
+	}{
+		{"durable, looked up", true, true, 2, 5},
+		{"durable, no lookup: evicted keys would run again", true, false, 2, 2},
+		{"not durable: nothing evicted", false, false, 5, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := persistCfg()
+			cfg.Ledger.DoneCache = 2
+			c := newCoord(t, cfg)
+			st := newMemStore()
+			now := doneAll(t, c, st, urls, tt.durable)
+			dc, ok := c.DoneCache()
+			if !ok || dc.InMemory != tt.inMemory || dc.InMemory+dc.Stored != len(urls) {
+				t.Fatalf("DoneCache() = %+v, %v; want %d in memory, %d in all", dc, ok, tt.inMemory, len(urls))
+			}
+			if tot := c.Totals(now); tot.KeysDone != len(urls) {
+				t.Fatalf("Totals().KeysDone = %d, want %d (evicted keys count)", tot.KeysDone, len(urls))
+			}
+			must(t)(c.Hello(now, 3, Hello{Role: RoleProducer, ID: "again"}))
+			js := specs(urls...)
+			if tt.lookup {
+				keys := make([]id.Key, len(js))
+				for i := range js {
+					keys[i] = js[i].Key
+				}
+				edgeLookup(c, st, keys)
+			}
+			vs, err := c.Submit(now, 3, 7, js, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dup := 0
+			for _, v := range vs {
+				if v.Status == Duplicate && v.Reason == ledger.ReasonDone {
+					dup++
+				}
+			}
+			if dup != tt.wantDup {
+				t.Fatalf("%d of %d resubmits duplicate done, want %d (%+v)", dup, len(vs), tt.wantDup, vs)
+			}
+		})
+	}
+}
+
+// TestDoneCacheRequestHonoursTTL: a key answered from the store refuses
+// requests until its TTL, counted from its done time, has passed.
+func TestDoneCacheRequestHonoursTTL(t *testing.T) {
+	urls := []string{"http://a.test/1", "http://a.test/2", "http://a.test/3"}
+	tests := []struct {
+		name  string
+		after time.Duration
+		want  ledger.Verdict
+	}{
+		{"within the TTL", 30 * time.Second, ledger.No},
+		{"past the TTL", 2 * time.Minute, ledger.OK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := persistCfg()
+			cfg.Ledger.DoneCache = 1
+			cfg.Ledger.DoneTTL = time.Minute
+			c := newCoord(t, cfg)
+			st := newMemStore()
+			now := doneAll(t, c, st, urls, true).Add(tt.after)
+			k := specs(urls[0])[0].Key
+			if got := c.Unknown([]id.Key{k}, nil); len(got) != 1 {
+				t.Fatalf("Unknown(%s) = %v, want it (evicted)", k.URL, got)
+			}
+			edgeLookup(c, st, []id.Key{k})
+			must(t)(c.Hello(now, 3, Hello{Role: RoleProducer, ID: "r"}))
+			vs, err := c.Request(now, 3, 9, []id.Key{k}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if vs[0].Verdict != tt.want {
+				t.Fatalf("request %s %v after done: %v %q, want %v", k.URL, tt.after, vs[0].Verdict, vs[0].Reason, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnknownUnbounded(t *testing.T) {
+	c := newCoord(t, persistCfg())
+	if got := c.Unknown([]id.Key{specs("http://a.test/never")[0].Key}, nil); len(got) != 0 {
+		t.Fatalf("Unknown with an unbounded done set = %v, want nothing (every record is in memory)", got)
+	}
+	if _, ok := c.DoneCache(); ok {
+		t.Fatal("DoneCache() ok with an unbounded done set")
+	}
+}
+
+// TestRestoreStored: a restore that leaves done and failed keys in the
+// store counts them in its stats and the totals; an unbounded done set
+// refuses.
+func TestRestoreStored(t *testing.T) {
+	cfg := persistCfg()
+	cfg.Ledger.DoneCache = 10
+	c := newCoord(t, cfg)
+	if err := c.RestoreStored(7, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RestoreStored(-1, 0); err == nil {
+		t.Fatal("RestoreStored(-1, 0): no error")
+	}
+	st, err := c.FinishRestore(t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.KeysDone != 7 || st.KeysFailed != 2 || !strings.Contains(st.String(), "7 done, 2 failed (9 of them left in the store") {
+		t.Fatalf("stats %+v (%s): want 7 done and 2 failed keys, left in the store", st, st)
+	}
+	if tot := c.Totals(t0); tot.KeysDone != 9 {
+		t.Fatalf("Totals().KeysDone = %d, want 9", tot.KeysDone)
+	}
+	if err := c.RestoreStored(1, 0); err == nil {
+		t.Fatal("RestoreStored after FinishRestore: no error")
+	}
+	u := newCoord(t, persistCfg())
+	if err := u.RestoreStored(1, 0); err == nil {
+		t.Fatal("an unbounded done set accepted keys left in the store")
+	}
+}
