@@ -41,6 +41,7 @@ type durable struct {
 	step    []heldAck     // acknowledgements of the current step
 	waiting []heldAck     // acknowledgements of applied batches, in batch order
 	failed  error         // the failure, once the reactor saw it
+	look    doneLookup    // the bounded done set's marks and scratch (donelookup.go)
 	ring    chan struct{} // the store got further (a buffer of one)
 }
 
@@ -117,6 +118,7 @@ func (s *Server) persist(writes []coord.Record) {
 		}
 		d.applied++
 		seq := d.applied
+		s.markBatch(seq) // donelookup.go
 		for i := range d.step {
 			d.step[i].seq = seq
 		}
@@ -163,6 +165,7 @@ func (s *Server) release() error {
 		d.waiting, d.step = d.waiting[:0], d.step[:0]
 		return err
 	}
+	s.durableUpTo(done) // donelookup.go
 	n := 0
 	for n < len(d.waiting) && d.waiting[n].seq <= done {
 		s.send(s.peers, d.waiting[n].ident, d.waiting[n].msg)

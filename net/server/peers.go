@@ -84,6 +84,9 @@ func (s *Server) onPeer(frames [][]byte) {
 		s.reject(onPeers, ident, m.RequestID(), wire.CodeHelloRequired, "session expired: send HELLO again")
 		return
 	}
+	if !s.lookupDone(ident, m) { // donelookup.go: evicted done keys back from the store
+		return
+	}
 	p := s.peer[sid]
 	switch m := m.(type) {
 	case *wire.Heartbeat:

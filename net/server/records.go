@@ -124,14 +124,20 @@ func fromStore(r *store.Record) (coord.Record, error) {
 
 // restore rebuilds the fresh coordinator c from st: every record in the
 // store's order (meta, keys, jobs by ascending id), then FinishRestore.
+// With a bounded done set the done and failed keys stay in the store
+// (looked up on demand, donelookup.go) and are only counted.
 func restore(c *coord.Coordinator, st *store.Store, now func() time.Time) (coord.RestoreStats, store.Stats, error) {
-	sst, err := st.Recover(func(r store.Record) error {
+	bounded := c.Config().Ledger.DoneCache > 0
+	sst, err := st.RecoverWith(store.RecoverOptions{SkipDoneKeys: bounded}, func(r store.Record) error {
 		rec, err := fromStore(&r)
 		if err != nil {
 			return err
 		}
 		return c.RestoreRecord(rec)
 	})
+	if err == nil && bounded {
+		err = c.RestoreStored(sst.KeysDone, sst.KeysFailed)
+	}
 	if err != nil {
 		return coord.RestoreStats{}, sst, fmt.Errorf("restore from the store: %w", err)
 	}

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"drover/coord"
+	"drover/coord/id"
+	"drover/coord/ledger"
+	"drover/net/wire"
+	"drover/store"
+)
+
+// doneCacheOpts are server options with a real store and a done set of
+// ten keys.
+func doneCacheOpts(st *store.Store) Options {
+	return Options{Store: st, Coord: coord.Config{Ledger: ledger.Config{DoneCache: 10}}}
+}
+
+// checkAllDone re-requests and resubmits every key over a real socket:
+// each must be answered done, none accepted (so none dispatched again).
+func checkAllDone(t *testing.T, s *Server, keys []id.Key, name string) {
+	t.Helper()
+	p := dial(t, s.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, name, 0)
+	p.send(&wire.Request{Req: 2, Keys: keys})
+	vs := expect[*wire.Verdicts](t, p.recv())
+	if len(vs.Items) != len(keys) {
+		t.Fatalf("%s: %d verdicts for %d keys", name, len(vs.Items), len(keys))
+	}
+	for i, it := range vs.Items {
+		if it.Verdict != wire.VerdictNo || it.Reason != string(ledger.ReasonDone) {
+			t.Fatalf("%s: request %s: %s %q, want no done", name, keys[i].URL, it.Verdict, it.Reason)
+		}
+	}
+	items := make([]wire.SubmitItem, len(keys))
+	for i, k := range keys {
+		items[i] = wire.SubmitItem{Key: k}
+	}
+	p.send(&wire.Submit{Req: 3, Jobs: items})
+	sub := expect[*wire.Submitted](t, p.recv())
+	for i, it := range sub.Items {
+		if it.Status != wire.SubmitDuplicate || it.Reason != string(ledger.ReasonDone) {
+			t.Fatalf("%s: resubmit %s: %s %q, want duplicate done", name, keys[i].URL, it.Status, it.Reason)
+		}
+	}
+	// A key never seen is a miss in the store and is granted.
+	p.send(&wire.Request{Req: 4, Keys: []id.Key{key("http://never.test/" + name)}})
+	if v := expect[*wire.Verdicts](t, p.recv()); v.Items[0].Verdict != wire.VerdictOK {
+		t.Fatalf("%s: request of a new key: %+v, want ok", name, v.Items[0])
+	}
+}
+
+// TestDoneCacheOverSocket works 1,000 keys through a server whose done set
+// keeps ten in memory, then asks for every one again over the peers
+// socket: each is answered done from the store, none is dispatched again;
+// a server restarted on the same store with the same tiny cache answers
+// the same without restoring the done keys into memory.
+func TestDoneCacheOverSocket(t *testing.T) {
+	const n = 1000
+	dir := filepath.Join(t.TempDir(), "store")
+	keys := make([]id.Key, n)
+	items := make([]wire.SubmitItem, n)
+	for i := range keys {
+		keys[i] = key(fmt.Sprintf("http://cache.test/%d", i))
+		items[i] = wire.SubmitItem{Key: keys[i]}
+	}
+
+	st := openStore(t, dir, store.SyncBatch)
+	s1, stop1 := runServer(t, doneCacheOpts(st))
+	p := dial(t, s1.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, "p", 0)
+	w := dial(t, s1.PeersEndpoint())
+	hello(t, w, wire.RoleWorker, "w", n)
+	p.send(&wire.Submit{Req: 2, Jobs: items})
+	for i, it := range expect[*wire.Submitted](t, p.recv()).Items {
+		if it.Status != wire.SubmitAccepted {
+			t.Fatalf("submit %d: %s, want accepted", i, it.Status)
+		}
+	}
+	var jobs []wire.JobItem
+	for len(jobs) < n {
+		jobs = append(jobs, expect[*wire.Job](t, w.recv()).Jobs...)
+	}
+	res := make([]wire.ResultItem, len(jobs))
+	for i, j := range jobs {
+		res[i] = wire.ResultItem{JobID: j.JobID, Outcome: wire.OutcomeOK}
+	}
+	w.send(&wire.Result{Req: 3, Items: res})
+	for _, it := range expect[*wire.ResultOK](t, w.recv()).Items {
+		if it.Status != wire.ResultRecorded {
+			t.Fatalf("result %+v: want recorded", it)
+		}
+	}
+	checkAllDone(t, s1, keys, "again")
+	if err := stop1(); err != nil {
+		t.Fatalf("first server: %v", err)
+	}
+	// Run has returned: its state may be read.
+	if look := s1.dur.look.stats; look.Hits < n-10 || look.Lookups < look.Hits {
+		t.Fatalf("store lookups %+v: want at least %d done keys answered from the store (the cache holds 10)", look, n-10)
+	}
+	dc, _ := s1.c.DoneCache()
+	if dc.InMemory > 10+n/10 {
+		t.Fatalf("done cache %+v: want about 10 keys in memory", dc)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st2 := openStore(t, dir, store.SyncBatch)
+	t.Cleanup(func() { st2.Close() })
+	s2, stop2 := runServer(t, doneCacheOpts(st2))
+	if r := s2.Restored(); r.KeysDone != n || r.KeysInStore != n || r.JobsDone != n {
+		t.Fatalf("restored %s: want %d done keys left in the store and %d done jobs", r, n, n)
+	}
+	if dc, _ := s2.c.DoneCache(); dc.InMemory != 0 || dc.Stored != n {
+		t.Fatalf("after the restore, done cache %+v: want none in memory, %d in the store", dc, n)
+	}
+	checkAllDone(t, s2, keys, "restarted")
+	if err := stop2(); err != nil {
+		t.Fatalf("second server: %v", err)
+	}
+	if look := s2.dur.look.stats; look.Hits < n {
+		t.Fatalf("store lookups after the restart %+v: want all %d answered from the store", look, n)
+	}
+}
