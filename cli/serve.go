@@ -36,6 +36,9 @@ even after kill -9, loses nothing that was acknowledged under --store-sync
 (always: each acknowledgement waits for an fsync; batch: for the fsync every
 store.sync_interval; none: the OS decides). Jobs running at a crash wait for
 their workers to reconnect and reclaim them, then go back to the queue.
+Only the newest --store-done-cache done keys (store.done_cache) stay in memory;
+older ones are looked up in the store when asked for, and a restart does not
+read them back.
 With --store memory serve keeps everything in memory instead (lost on exit).
 A store that is locked by another process, corrupt or
 unreadable is an error with a non-zero exit, never a fresh start.`,
@@ -60,6 +63,7 @@ unreadable is an error with a non-zero exit, never a fresh start.`,
 	f.Usage = "directory of the embedded store, or memory: keep everything in RAM, lost on exit [" + config.EnvName("store.path") + "]"
 	must(config.AddFlag(fs, "store.sync", "store-sync", ""))
 	must(config.AddFlag(fs, "store.sync_interval", "store-sync-interval", ""))
+	must(config.AddFlag(fs, "store.done_cache", "store-done-cache", ""))
 	return cmd
 }
 
@@ -155,9 +159,14 @@ func runServe(cmd *cobra.Command, cfg *config.Config) error {
 			}
 		}()
 	}
+	cc := coordConfig(cfg)
+	if st != nil {
+		// Done keys beyond the cache stay in the store (none without one).
+		cc.Ledger.DoneCache = cfg.Store.DoneCache
+	}
 	opts := server.Options{
 		Peers: cfg.Peers.Listen, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
-		Coord: coordConfig(cfg), Log: log, Server: "drover " + version,
+		Coord: cc, Log: log, Server: "drover " + version,
 		OnTotals: metrics.Update, Store: st,
 	}
 	if notifier != nil {

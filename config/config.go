@@ -70,6 +70,7 @@ type Store struct {
 	Path         string        `yaml:"path"` // empty: in memory
 	Sync         string        `yaml:"sync"` // SyncAlways, SyncBatch or SyncNone
 	SyncInterval time.Duration `yaml:"sync_interval"`
+	DoneCache    int           `yaml:"done_cache"` // done keys kept in memory; 0: all
 }
 
 // Notifier configures HTTP status reports.

@@ -258,6 +258,9 @@ var schema = []Key{
 		"when writes reach the disk: always (each write), batch (every store.sync_interval), none (the OS decides)"),
 	key("store.sync_interval", KindDuration, 10*time.Millisecond,
 		"interval between syncs of the batch policy", dur(0, 10*time.Second)),
+	key("store.done_cache", KindInt, 1_000_000,
+		"done and failed keys serve keeps in memory; older ones are evicted once on disk and looked up in the store when asked for; 0 keeps every one in memory",
+		ints(0, 1<<30)),
 
 	key("notifier.url", KindURL, "",
 		"URL job results and errors are POSTed to as JSON; empty disables"),
