@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,7 +40,7 @@ func treeSite(n int) http.Handler {
 const (
 	benchPages   = 10000
 	benchWorkers = 8
-	benchSlots   = "1"
+	benchSlots   = "4"
 )
 
 // BenchmarkCrawlLocal compares, on the same local site of 10k small pages:
@@ -52,8 +51,7 @@ const (
 //     discovering the pages through the coordinator (dedup, dispatch,
 //     results with links, JSONL sink) over the inproc transport.
 //
-// Both report pages/s; docs/BENCHMARKS.md gives the ratio. Both run with
-// the GOMAXPROCS drover's Main sets.
+// Both report pages/s; docs/BENCHMARKS.md gives the ratio.
 func BenchmarkCrawlLocal(b *testing.B) {
 	hs := httptest.NewServer(treeSite(benchPages))
 	defer hs.Close()
@@ -61,7 +59,6 @@ func BenchmarkCrawlLocal(b *testing.B) {
 	cfg.PerHost, cfg.MinDelay, cfg.MaxDepth = benchWorkers, 0, 0
 
 	b.Run("plain-loop", func(b *testing.B) {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(tunedProcs())) // as drover's Main
 		f, err := crawl.New(cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -98,7 +95,6 @@ func BenchmarkCrawlLocal(b *testing.B) {
 	})
 
 	b.Run("drover", func(b *testing.B) {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0)) // Main sets it
 		b.Setenv("DROVER_CONFIG", "")
 		b.Setenv("DROVER_PEERS_LISTEN", "tcp://127.0.0.1:*")
 		b.Setenv("DROVER_ADMIN_LISTEN", "tcp://127.0.0.1:*")

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -34,7 +32,6 @@ func (e *exitError) Unwrap() error { return e.err }
 // process exit status: 0 on success, 2 for usage or configuration errors,
 // 1 for anything else.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	tuneProcs()
 	root := newRoot(stdin, stdout, stderr)
 	root.SetArgs(args)
 	err := root.Execute()
@@ -92,16 +89,3 @@ func isUsage(err error) bool {
 	}
 	return false
 }
-
-// tuneProcs gives the Go scheduler two Ps more than CPUs (at least 4)
-// unless GOMAXPROCS is set: every ZeroMQ loop blocks in a cgo call
-// (zmq_poll) holding its P, and goroutines it wakes wait until the
-// runtime's sysmon takes that P back. Spare Ps let them run at once; on 2
-// CPUs this makes a crawl ~35% faster (docs/BENCHMARKS.md).
-func tuneProcs() {
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(tunedProcs())
-	}
-}
-
-func tunedProcs() int { return max(4, runtime.NumCPU()+2) }

@@ -42,12 +42,13 @@ func (s *Server) flush(now time.Time) {
 	}
 	for i := range out.Events {
 		ev := out.Events[i]
-		if s.pub != nil {
+		if s.pub != nil && s.subscribed(ev.Kind) {
 			if frames, err := wire.EncodeEvent(ev); err == nil {
 				parts := make([]any, len(frames))
 				for j, f := range frames {
 					parts[j] = f
 				}
+				s.published.Add(1) // first: a test may read it as soon as the event arrives
 				s.pub.SendMessageDontwait(parts...) // best effort: PUB drops for slow subscribers
 			}
 		}

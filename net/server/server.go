@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -80,9 +81,13 @@ type Server struct {
 	ident map[string]id.Session // routing id -> session
 	// signals: a socket may have changed state (zsock.Watch).
 	signals chan struct{}
-	peer    map[id.Session]*peer
-	cons    map[string]*console // admin routing id -> console session
-	next    id.Session
+	subs    map[string]bool // topic prefixes the events XPUB has subscribers for
+	// published counts events sent on the events socket (atomic: tests
+	// read it while the reactor runs).
+	published atomic.Uint64
+	peer      map[id.Session]*peer
+	cons      map[string]*console // admin routing id -> console session
+	next      id.Session
 
 	lastChanged  time.Time
 	lastBeatScan time.Time
@@ -161,6 +166,7 @@ func New(opts Options) (*Server, error) {
 		ident: make(map[string]id.Session),
 		peer:  make(map[id.Session]*peer),
 		cons:  make(map[string]*console),
+		subs:  make(map[string]bool),
 
 		batches: make(map[id.Session]*wire.Job),
 	}
@@ -262,7 +268,7 @@ func (s *Server) Run(ctx context.Context) error {
 	// zsock.Watch): the sockets' signals, the store's doorbell, the next
 	// timer and ctx.
 	s.signals = make(chan struct{}, 1)
-	for _, sk := range []*zmq4.Socket{s.peers, s.admin} {
+	for _, sk := range s.inputs() {
 		w, err := zsock.NewWatch(sk, s.signals)
 		if err != nil {
 			return fmt.Errorf("reactor: %w", err)
@@ -286,6 +292,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		s.drain(s.peers, s.onPeer)
 		s.drain(s.admin, s.onAdmin)
+		s.subscriptions()
 		now := s.now()
 		s.c.Tick(now)
 		s.flush(now)
@@ -330,11 +337,54 @@ func (s *Server) totals(now time.Time) admin.Totals {
 	return s.c.Totals(now)
 }
 
+// inputs are the sockets the reactor reads: the ROUTERs, and the events
+// XPUB for its subscriptions.
+func (s *Server) inputs() []*zmq4.Socket {
+	if s.pub == nil {
+		return []*zmq4.Socket{s.peers, s.admin}
+	}
+	return []*zmq4.Socket{s.peers, s.admin, s.pub}
+}
+
+// subscriptions reads what the events XPUB passes up: a frame per topic
+// prefix that gained its first subscriber (1, prefix) or lost its last
+// (0, prefix). Events nobody subscribes to are not encoded at all.
+func (s *Server) subscriptions() {
+	if s.pub == nil {
+		return
+	}
+	for range 1024 {
+		msg, err := s.pub.RecvBytes(zmq4.DONTWAIT)
+		if err != nil {
+			return
+		}
+		if len(msg) == 0 {
+			continue
+		}
+		switch prefix := string(msg[1:]); msg[0] {
+		case 1:
+			s.subs[prefix] = true
+		case 0:
+			delete(s.subs, prefix)
+		}
+	}
+}
+
+// subscribed reports whether some subscriber wants events of this kind.
+func (s *Server) subscribed(kind string) bool {
+	for prefix := range s.subs {
+		if strings.HasPrefix(kind, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // pending reports whether a socket still has messages waiting (drain
 // stops after a bounded number): then the reactor must not wait, since
 // the sockets signal only changes.
 func (s *Server) pending() (bool, error) {
-	for _, sk := range []*zmq4.Socket{s.peers, s.admin} {
+	for _, sk := range s.inputs() {
 		read, _, err := zsock.Ready(sk)
 		if err != nil {
 			return false, err
@@ -386,10 +436,16 @@ func (s *Server) send(sk *zmq4.Socket, ident []byte, m wire.Message) bool {
 // acknowledged is durable and what the disconnects changed is written; it
 // returns an error if they could not be.
 func (s *Server) shutdown() error {
+	// First what has already arrived (typically the DISCONNECTs of
+	// clients that closed before the server): peers that said goodbye are
+	// neither told nor waited for.
+	s.drain(s.peers, s.onPeer)
+	s.drain(s.admin, s.onAdmin)
 	// What was acknowledged goes out before the DISCONNECTs.
 	serr := s.settle(time.Now().Add(5 * time.Second))
 	now := s.now()
 	s.log.Info("shutting down", "sessions", len(s.peer), "consoles", len(s.cons))
+	told := len(s.peer) + len(s.cons)
 	for _, p := range s.peer {
 		s.send(s.peers, p.ident, &wire.Disconnect{Code: wire.CodeUnavailable, Reason: "server shutting down"})
 		s.c.Disconnect(now, p.s)
@@ -413,10 +469,11 @@ func (s *Server) shutdown() error {
 	// Keep the connections open a moment so the peers read the
 	// DISCONNECTs: a client DEALER with IMMEDIATE discards unread input
 	// when its connection drops. Input meanwhile is read and dropped.
+	// With nobody told (every peer had left), there is nothing to wait for.
 	keep := time.NewTimer(200 * time.Millisecond)
 	defer keep.Stop()
-	for open := true; open; {
-		for _, sk := range []*zmq4.Socket{s.peers, s.admin} {
+	for open := told > 0; open; {
+		for _, sk := range s.inputs() {
 			for range 1024 {
 				if _, err := sk.RecvMessageBytes(zmq4.DONTWAIT); err != nil {
 					break

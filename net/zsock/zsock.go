@@ -193,7 +193,7 @@ func Dealer(connect, identity string, opts ...Option) (*zmq4.Socket, error) {
 // subscriber, linger 0 (events are best effort), DefaultMaxMsgSize.
 func Pub(bind string, opts ...Option) (*zmq4.Socket, error) {
 	c := newConfig(DefaultEventsHWM, append([]Option{WithLinger(0)}, opts...))
-	return build(zmq4.PUB, "pub bind", bind, c.server,
+	return build(zmq4.XPUB, "pub bind", bind, c.server,
 		func(s *zmq4.Socket) error { return s.Bind(bind) })
 }
 
