@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,7 +70,7 @@ func BenchmarkCrawlLocal(b *testing.B) {
 			urls[i] = fmt.Sprintf("%s/p/%d", hs.URL, i)
 		}
 		b.ResetTimer()
-		start := time.Now()
+		start, cpu := time.Now(), cpuTime(b)
 		for range b.N {
 			var next atomic.Int64
 			var wg sync.WaitGroup
@@ -92,6 +93,7 @@ func BenchmarkCrawlLocal(b *testing.B) {
 			wg.Wait()
 		}
 		b.ReportMetric(float64(benchPages*b.N)/time.Since(start).Seconds(), "pages/s")
+		b.ReportMetric(float64((cpuTime(b)-cpu).Microseconds())/float64(benchPages*b.N), "cpu-µs/page")
 	})
 
 	b.Run("drover", func(b *testing.B) {
@@ -101,7 +103,7 @@ func BenchmarkCrawlLocal(b *testing.B) {
 		b.Setenv("DROVER_EVENTS_LISTEN", "tcp://127.0.0.1:*")
 		b.Setenv("DROVER_METRICS_LISTEN", "")
 		b.Setenv("DROVER_CRAWL_MIN_DELAY", "0s")
-		start := time.Now()
+		start, cpu := time.Now(), cpuTime(b)
 		for range b.N {
 			var out, errb strings.Builder
 			code := Main([]string{"crawl", hs.URL + "/p/0", "--no-tui", "--workers", strconv.Itoa(benchWorkers), "--slots", benchSlots,
@@ -111,5 +113,16 @@ func BenchmarkCrawlLocal(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(benchPages*b.N)/time.Since(start).Seconds(), "pages/s")
+		b.ReportMetric(float64((cpuTime(b)-cpu).Microseconds())/float64(benchPages*b.N), "cpu-µs/page")
 	})
+}
+
+// cpuTime is the CPU time (user and system) the process has used so far:
+// per page, it says what each side costs whatever else the machine runs.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

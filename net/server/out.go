@@ -7,6 +7,8 @@ import (
 	"drover/coord"
 	"drover/coord/id"
 	"drover/net/wire"
+
+	"github.com/pebbe/zmq4"
 )
 
 // flush carries out what the coordinator returned: deferred answers, jobs
@@ -44,12 +46,9 @@ func (s *Server) flush(now time.Time) {
 		ev := out.Events[i]
 		if s.pub != nil && s.subscribed(ev.Kind) {
 			if frames, err := wire.EncodeEvent(ev); err == nil {
-				parts := make([]any, len(frames))
-				for j, f := range frames {
-					parts[j] = f
-				}
 				s.published.Add(1) // first: a test may read it as soon as the event arrives
-				s.pub.SendMessageDontwait(parts...) // best effort: PUB drops for slow subscribers
+				s.sent(s.pub)
+				s.io.Send(s.pub, zmq4.DONTWAIT, frames...) // best effort: PUB drops for slow subscribers
 			}
 		}
 		if s.opts.OnEvent != nil {

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -77,11 +76,12 @@ type Server struct {
 
 	peersEP, adminEP, eventsEP string
 
-	enc   wire.Encoder
-	ident map[string]id.Session // routing id -> session
-	// signals: a socket may have changed state (zsock.Watch).
-	signals chan struct{}
-	subs    map[string]bool // topic prefixes the events XPUB has subscribers for
+	enc    wire.Encoder
+	ident  map[string]id.Session // routing id -> session
+	inputs []*input              // the sockets the reactor reads (inputs.go)
+	subs   map[string]bool       // topic prefixes the events XPUB has subscribers for
+	io     zsock.MsgIO           // whole-message sends and receives
+	frames [][]byte              // scratch for send
 	// published counts events sent on the events socket (atomic: tests
 	// read it while the reactor runs).
 	published atomic.Uint64
@@ -267,14 +267,10 @@ func (s *Server) Run(ctx context.Context) error {
 	// The reactor waits on Go channels, never in a cgo call (see
 	// zsock.Watch): the sockets' signals, the store's doorbell, the next
 	// timer and ctx.
-	s.signals = make(chan struct{}, 1)
-	for _, sk := range s.inputs() {
-		w, err := zsock.NewWatch(sk, s.signals)
-		if err != nil {
-			return fmt.Errorf("reactor: %w", err)
-		}
-		defer w.Close()
+	if err := s.openInputs(); err != nil {
+		return err
 	}
+	defer s.closeInputs()
 	var stored chan struct{} // nil without a store: never ready
 	if s.dur != nil {
 		stored = s.dur.ring
@@ -290,9 +286,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return s.shutdown()
 		}
-		s.drain(s.peers, s.onPeer)
-		s.drain(s.admin, s.onAdmin)
-		s.subscriptions()
+		s.readInputs()
 		now := s.now()
 		s.c.Tick(now)
 		s.flush(now)
@@ -305,9 +299,8 @@ func (s *Server) Run(ctx context.Context) error {
 			s.lastTotals = now
 			s.opts.OnTotals(s.totals(now))
 		}
-		// Wait only when no socket has a message left (drain stops after a
-		// bounded number, and the sockets signal changes, not levels).
-		busy, err := s.pending()
+		// Wait only when no socket has a message left (see inputs.go).
+		busy, err := s.busy()
 		if err != nil {
 			return fmt.Errorf("reactor: %w", err)
 		}
@@ -322,12 +315,7 @@ func (s *Server) Run(ctx context.Context) error {
 			continue
 		}
 		timer.Reset(wait)
-		select {
-		case <-s.signals:
-		case <-stored:
-		case <-timer.C:
-		case <-ctx.Done():
-		}
+		s.wait(stored, timer.C, ctx.Done())
 		timer.Stop()
 	}
 }
@@ -335,78 +323,6 @@ func (s *Server) Run(ctx context.Context) error {
 // totals are the coordinator's totals with the transport's counters.
 func (s *Server) totals(now time.Time) admin.Totals {
 	return s.c.Totals(now)
-}
-
-// inputs are the sockets the reactor reads: the ROUTERs, and the events
-// XPUB for its subscriptions.
-func (s *Server) inputs() []*zmq4.Socket {
-	if s.pub == nil {
-		return []*zmq4.Socket{s.peers, s.admin}
-	}
-	return []*zmq4.Socket{s.peers, s.admin, s.pub}
-}
-
-// subscriptions reads what the events XPUB passes up: a frame per topic
-// prefix that gained its first subscriber (1, prefix) or lost its last
-// (0, prefix). Events nobody subscribes to are not encoded at all.
-func (s *Server) subscriptions() {
-	if s.pub == nil {
-		return
-	}
-	for range 1024 {
-		msg, err := s.pub.RecvBytes(zmq4.DONTWAIT)
-		if err != nil {
-			return
-		}
-		if len(msg) == 0 {
-			continue
-		}
-		switch prefix := string(msg[1:]); msg[0] {
-		case 1:
-			s.subs[prefix] = true
-		case 0:
-			delete(s.subs, prefix)
-		}
-	}
-}
-
-// subscribed reports whether some subscriber wants events of this kind.
-func (s *Server) subscribed(kind string) bool {
-	for prefix := range s.subs {
-		if strings.HasPrefix(kind, prefix) {
-			return true
-		}
-	}
-	return false
-}
-
-// pending reports whether a socket still has messages waiting (drain
-// stops after a bounded number): then the reactor must not wait, since
-// the sockets signal only changes.
-func (s *Server) pending() (bool, error) {
-	for _, sk := range s.inputs() {
-		read, _, err := zsock.Ready(sk)
-		if err != nil {
-			return false, err
-		}
-		if read {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// drain handles every message waiting on sk, at most a bounded number so
-// that one busy socket cannot starve the other or the timers.
-func (s *Server) drain(sk *zmq4.Socket, handle func(frames [][]byte)) {
-	for range 4096 {
-		frames, err := sk.RecvMessageBytes(zmq4.DONTWAIT)
-		if err != nil {
-			return // EAGAIN: nothing more now
-		}
-		s.stats.Received++
-		handle(frames)
-	}
 }
 
 // send encodes m and sends it to the peer with routing id ident on sk. It
@@ -417,12 +333,9 @@ func (s *Server) send(sk *zmq4.Socket, ident []byte, m wire.Message) bool {
 		s.log.Error("encode failed", "command", m.Command(), "err", err)
 		return false
 	}
-	parts := make([]any, 0, len(frames)+1)
-	parts = append(parts, ident)
-	for _, f := range frames {
-		parts = append(parts, f)
-	}
-	if _, err := sk.SendMessageDontwait(parts...); err != nil {
+	s.frames = append(append(s.frames[:0], ident), frames...)
+	s.sent(sk)
+	if err := s.io.Send(sk, zmq4.DONTWAIT, s.frames...); err != nil {
 		s.stats.Undeliverable++
 		s.log.Debug("send failed", "command", m.Command(), "err", err, "unroutable", zsock.Unroutable(err), "full", zsock.WouldBlock(err))
 		return false
@@ -439,8 +352,10 @@ func (s *Server) shutdown() error {
 	// First what has already arrived (typically the DISCONNECTs of
 	// clients that closed before the server): peers that said goodbye are
 	// neither told nor waited for.
-	s.drain(s.peers, s.onPeer)
-	s.drain(s.admin, s.onAdmin)
+	for _, in := range s.inputs {
+		in.dirty = true
+	}
+	s.readInputs()
 	// What was acknowledged goes out before the DISCONNECTs.
 	serr := s.settle(time.Now().Add(5 * time.Second))
 	now := s.now()
@@ -470,33 +385,8 @@ func (s *Server) shutdown() error {
 	// DISCONNECTs: a client DEALER with IMMEDIATE discards unread input
 	// when its connection drops. Input meanwhile is read and dropped.
 	// With nobody told (every peer had left), there is nothing to wait for.
-	keep := time.NewTimer(200 * time.Millisecond)
-	defer keep.Stop()
-	for open := told > 0; open; {
-		for _, sk := range s.inputs() {
-			for range 1024 {
-				if _, err := sk.RecvMessageBytes(zmq4.DONTWAIT); err != nil {
-					break
-				}
-			}
-		}
-		busy, err := s.pending()
-		if err != nil {
-			break
-		}
-		if busy {
-			select {
-			case <-keep.C:
-				open = false
-			default:
-			}
-			continue
-		}
-		select {
-		case <-s.signals:
-		case <-keep.C:
-			open = false
-		}
+	if told > 0 {
+		s.linger(200 * time.Millisecond)
 	}
 	for _, sk := range []*zmq4.Socket{s.peers, s.admin} {
 		sk.SetLinger(500 * time.Millisecond)

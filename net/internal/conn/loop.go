@@ -32,6 +32,10 @@ type Link struct {
 	watch  *zsock.Watch  // the dealer's signals, into ready
 	ready  chan struct{} // the dealer may have changed state
 	timer  *time.Timer   // the loop's wait
+	// dirty: the dealer may have a message waiting without a signal to
+	// come (it signalled, a receive stopped at its bound, or a send may
+	// have taken a signal): look before waiting.
+	dirty bool
 
 	state    state
 	closed   bool // the loop has stopped: nothing can be sent any more
@@ -40,6 +44,7 @@ type Link struct {
 	drop     error // end the session at the end of this iteration
 
 	enc     wire.Encoder
+	io      zsock.MsgIO
 	pending [][][]byte // encoded messages waiting for the DEALER to accept them
 	req     uint64     // last request id handed out
 	hello   uint64     // request id of the current HELLO
@@ -113,8 +118,9 @@ func (l *Link) Send(m wire.Message) error {
 		return err
 	}
 	l.lastSend = l.now
+	l.dirty = true // a send may take the signal of a message that came meanwhile
 	if len(l.pending) == 0 {
-		_, err := l.dealer.SendMessageDontwait(frames)
+		err := l.io.Send(l.dealer, zmq4.DONTWAIT, frames...)
 		if err == nil {
 			return nil
 		}
@@ -132,9 +138,10 @@ func (l *Link) Send(m wire.Message) error {
 
 // flushPending sends queued messages until the DEALER pushes back.
 func (l *Link) flushPending() {
+	l.dirty = true
 	n := 0
 	for _, frames := range l.pending {
-		if _, err := l.dealer.SendMessageDontwait(frames); err != nil {
+		if err := l.io.Send(l.dealer, zmq4.DONTWAIT, frames...); err != nil {
 			if !zsock.WouldBlock(err) {
 				l.c.cfg.Log.Warn("send failed", "endpoint", l.c.cfg.Endpoint, "err", err)
 				n++ // drop it: the session is broken and will be detected
@@ -192,6 +199,7 @@ func (l *Link) block(d time.Duration) {
 	select {
 	case <-l.c.bell:
 	case <-l.ready:
+		l.dirty = true
 	case <-l.timer.C:
 	}
 	l.timer.Stop()
@@ -202,21 +210,21 @@ func (l *Link) block(d time.Duration) {
 // and, when it has nothing more to do, waits for a post, its next signal
 // or the next timer.
 func (l *Link) poll() {
-	l.work()
-	if l.dealer == nil || l.stopping {
-		return
+	if l.dirty {
+		read, write, err := zsock.Ready(l.dealer)
+		if err != nil {
+			l.fatal(err)
+			return
+		}
+		l.dirty = read || (write && len(l.pending) > 0)
 	}
-	read, write, err := zsock.Ready(l.dealer)
-	if err != nil {
-		l.fatal(err)
-		return
+	if !l.dirty {
+		l.block(l.nextTimer())
+		l.now = time.Now()
 	}
-	if read || (write && len(l.pending) > 0) {
-		return // more to do: the next iteration works it
+	if l.dirty {
+		l.work()
 	}
-	l.block(l.nextTimer())
-	l.now = time.Now()
-	l.work()
 }
 
 // work receives what the DEALER has and sends what waits for it.
@@ -250,9 +258,12 @@ func (l *Link) receive() {
 		if l.dealer == nil {
 			return
 		}
-		frames, err := l.dealer.RecvMessageBytes(zmq4.DONTWAIT)
+		frames, err := l.io.Recv(l.dealer, zmq4.DONTWAIT)
 		if err != nil {
-			return // EAGAIN: nothing more now
+			// EAGAIN: nothing more now, and libzmq will signal the next
+			// message (until something is sent: see Send).
+			l.dirty = false
+			return
 		}
 		l.lastRecv = l.now
 		m, err := wire.Decode(frames)
@@ -344,6 +355,7 @@ func (l *Link) connect() {
 		return
 	}
 	l.dealer, l.watch = d, w
+	l.dirty = true
 	l.state = greeting
 	l.greetBy = l.now.Add(c.cfg.GreetTimeout)
 	l.lastRecv, l.lastSend = l.now, l.now

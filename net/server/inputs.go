@@ -1,0 +1,204 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pebbe/zmq4"
+
+	"drover/net/zsock"
+)
+
+// How the reactor waits. Each socket it reads (peers ROUTER, admin ROUTER,
+// events XPUB) has a zsock.Watch putting a token on the socket's own
+// channel when libzmq signals it. Signals are edges: a socket must be
+// worked until a receive would block before the reactor may wait for its
+// next signal, and a send may take a signal meant for an arriving message.
+// So each input is dirty (it may hold a message with no signal to come)
+// from its signal, or a send on it, until a receive finds it empty or
+// ZMQ_EVENTS says it has nothing. Only dirty inputs cost a libzmq call;
+// each such call looks at libzmq's command pipe with a poll(2), so an
+// input that is known to be empty is left alone.
+
+// input is one socket the reactor reads.
+type input struct {
+	sk     *zmq4.Socket
+	sig    chan struct{} // the watch's tokens
+	watch  *zsock.Watch
+	handle func(frames [][]byte)
+	dirty  bool
+}
+
+// drainBound is how many messages one input may hand the reactor in one
+// iteration, so that a busy socket cannot starve the others or the timers.
+const drainBound = 4096
+
+// openInputs starts watching the sockets the reactor reads; closeInputs
+// stops the watches (before the sockets close).
+func (s *Server) openInputs() error {
+	add := func(sk *zmq4.Socket, handle func([][]byte)) error {
+		in := &input{sk: sk, sig: make(chan struct{}, 1), handle: handle, dirty: true}
+		w, err := zsock.NewWatch(sk, in.sig)
+		if err != nil {
+			return fmt.Errorf("reactor: %w", err)
+		}
+		in.watch = w
+		s.inputs = append(s.inputs, in)
+		return nil
+	}
+	if err := add(s.peers, s.onPeer); err != nil {
+		return err
+	}
+	if err := add(s.admin, s.onAdmin); err != nil {
+		return err
+	}
+	if s.pub != nil {
+		return add(s.pub, s.onSubscription)
+	}
+	return nil
+}
+
+func (s *Server) closeInputs() {
+	for _, in := range s.inputs {
+		in.watch.Close()
+	}
+	s.inputs = nil
+}
+
+// sent marks the input of sk dirty: the send may have taken its signal.
+func (s *Server) sent(sk *zmq4.Socket) {
+	for _, in := range s.inputs {
+		if in.sk == sk {
+			in.dirty = true
+			return
+		}
+	}
+}
+
+// readInputs hands the reactor what the dirty inputs hold.
+func (s *Server) readInputs() {
+	for _, in := range s.inputs {
+		if in.dirty {
+			in.dirty = s.drain(in.sk, in.handle)
+		}
+	}
+}
+
+// drain handles the messages waiting on sk, at most drainBound; it
+// reports whether it stopped at the bound (more may wait).
+func (s *Server) drain(sk *zmq4.Socket, handle func(frames [][]byte)) bool {
+	for range drainBound {
+		frames, err := s.io.Recv(sk, zmq4.DONTWAIT)
+		if err != nil {
+			return false // EAGAIN: nothing more now, and a signal will come
+		}
+		s.stats.Received++
+		handle(frames)
+	}
+	return true
+}
+
+// busy looks at each dirty input (ZMQ_EVENTS) and reports whether one has
+// a message: then the reactor must not wait. Inputs found empty are clean.
+func (s *Server) busy() (bool, error) {
+	busy := false
+	for _, in := range s.inputs {
+		if !in.dirty {
+			continue
+		}
+		read, _, err := zsock.Ready(in.sk)
+		if err != nil {
+			return false, err
+		}
+		in.dirty = read
+		busy = busy || read
+	}
+	return busy, nil
+}
+
+// wait blocks until an input signals, the store rings, timer fires or
+// done closes, and marks every input that signalled dirty. It reports
+// false when timer fired or done closed.
+func (s *Server) wait(stored <-chan struct{}, timer <-chan time.Time, done <-chan struct{}) bool {
+	var sig [3]chan struct{} // nil: never ready
+	for i, in := range s.inputs {
+		sig[i] = in.sig
+	}
+	woke := true
+	select {
+	case <-sig[0]:
+		s.inputs[0].dirty = true
+	case <-sig[1]:
+		s.inputs[1].dirty = true
+	case <-sig[2]:
+		s.inputs[2].dirty = true
+	case <-stored:
+	case <-timer:
+		woke = false
+	case <-done:
+		woke = false
+	}
+	for _, in := range s.inputs {
+		select {
+		case <-in.sig:
+			in.dirty = true
+		default:
+		}
+	}
+	return woke
+}
+
+// linger keeps the sockets open until d has passed, reading and dropping
+// what arrives, so that peers read the DISCONNECTs just sent.
+func (s *Server) linger(d time.Duration) {
+	for _, in := range s.inputs {
+		in.handle = func([][]byte) {}
+	}
+	keep := time.NewTimer(d)
+	defer keep.Stop()
+	for {
+		s.readInputs()
+		busy, err := s.busy()
+		if err != nil {
+			return
+		}
+		if busy {
+			select {
+			case <-keep.C:
+				return
+			default:
+				continue
+			}
+		}
+		if !s.wait(nil, keep.C, nil) {
+			return
+		}
+	}
+}
+
+// onSubscription handles what the events XPUB passes up: a frame per
+// topic prefix that gained its first subscriber (1, prefix) or lost its
+// last (0, prefix). Events nobody subscribes to are not encoded at all.
+func (s *Server) onSubscription(frames [][]byte) {
+	if len(frames) != 1 || len(frames[0]) == 0 {
+		return
+	}
+	msg := frames[0]
+	switch prefix := string(msg[1:]); msg[0] {
+	case 1:
+		s.subs[prefix] = true
+	case 0:
+		delete(s.subs, prefix)
+	}
+}
+
+// subscribed reports whether some subscriber wants events of this kind.
+func (s *Server) subscribed(kind string) bool {
+	for prefix := range s.subs {
+		if strings.HasPrefix(kind, prefix) {
+			return true
+		}
+	}
+	return false
+}
