@@ -129,9 +129,6 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	if err != nil {
 		return err
 	}
-	t0 := time.Now()
-	mark := func(w string) { fmt.Fprintf(os.Stderr, "T %-12s %v\n", w, time.Since(t0).Round(time.Millisecond)) }
-	defer mark("return")
 	useTUI := !o.noTUI && isTerminal(cmd.OutOrStdout()) && isTerminal(cmd.InOrStdin())
 	if cfg.Source("log.level").Kind == config.FromDefault {
 		cfg.Log.Level = "warn" // progress lines say what matters; -v style detail on request
@@ -190,10 +187,8 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Run(srvCtx) }()
 	defer func() {
-		mark("srvstop")
 		stopSrv()
 		<-srvDone
-		mark("srvdone")
 	}()
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -215,7 +210,6 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	defer wg.Wait()
 	defer stopRun()
 
-	mark("workers")
 	start := time.Now()
 	if o.beforeSeed != nil {
 		o.beforeSeed(runCtx, srv.InprocPeers())
@@ -262,14 +256,12 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 			final, _ = adm.Totals(context.Background())
 		}
 	}
-	mark("finished")
 	elapsed := time.Since(start)
 	if completed && final.At.After(start) {
 		elapsed = final.At.Sub(start) // when the frontier emptied, not when the console closed
 	}
 	stopRun()
 	wg.Wait()
-	mark("workersdown")
 	if err := sink.close(); err != nil {
 		return err
 	}
