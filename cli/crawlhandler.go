@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"drover/coord/id"
 	"drover/crawl"
@@ -37,10 +39,11 @@ func seedItem(seed string) (wire.SubmitItem, error) {
 // page record as the job's output, and the in-scope links one level deeper
 // as discovered work, submitted with the result in one batch.
 func crawlHandler(f *crawl.Fetcher, cfg crawl.Config, workerID string) worker.Handler {
+	var payloads payloadCache
 	return func(ctx context.Context, j worker.Job) worker.Result {
-		var p crawlPayload
-		if err := json.Unmarshal(j.Payload, &p); err != nil || p.Seed == "" {
-			return worker.Result{Outcome: wire.OutcomeExternal, Error: fmt.Sprintf("crawl payload %q: want {\"depth\":N,\"seed\":URL}", clip(string(j.Payload), 80))}
+		p, err := payloads.decode(j.Payload)
+		if err != nil {
+			return worker.Result{Outcome: wire.OutcomeExternal, Error: err.Error()}
 		}
 		page := f.Fetch(ctx, j.Key.URL)
 		rec := page.Record(p.Depth, workerID, j.Attempt)
@@ -52,14 +55,14 @@ func crawlHandler(f *crawl.Fetcher, cfg crawl.Config, workerID string) worker.Ha
 		case crawl.External:
 			return worker.Result{Outcome: wire.OutcomeExternal, Error: page.Err}
 		}
-		out, err := json.Marshal(rec)
+		out, err := encodeRecord(rec)
 		if err != nil {
 			return worker.Result{Outcome: wire.OutcomeInternal, Error: fmt.Sprintf("encoding the page record: %v", err)}
 		}
 		res := worker.Result{Outcome: wire.OutcomeOK, Output: out}
 		links := cfg.Follow(p.Seed, p.Depth, page.Links)
 		if len(links) > 0 {
-			child, _ := json.Marshal(crawlPayload{Depth: p.Depth + 1, Seed: p.Seed})
+			child := payloads.encode(crawlPayload{Depth: p.Depth + 1, Seed: p.Seed})
 			res.Links = make([]wire.SubmitItem, len(links))
 			for i, l := range links {
 				res.Links[i] = wire.SubmitItem{Key: id.Key{Crawler: j.Key.Crawler, Processor: j.Key.Processor, URL: l}, Payload: child}
@@ -67,6 +70,72 @@ func crawlHandler(f *crawl.Fetcher, cfg crawl.Config, workerID string) worker.Ha
 		}
 		return res
 	}
+}
+
+// encodeRecord is rec as one line of JSON, as the results file has it
+// (& < > kept readable), without the newline.
+func encodeRecord(rec crawl.Record) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rec); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// payloadCache decodes and encodes crawl payloads, remembering the ones it
+// has seen: a crawl has one per seed and depth, and decoding the same few
+// bytes of JSON for every page was a visible part of a worker's time.
+type payloadCache struct {
+	mu  sync.Mutex
+	dec map[string]crawlPayload
+	enc map[crawlPayload][]byte
+}
+
+// maxCachedPayloads bounds the cache (many seeds, deep crawls): past it,
+// payloads are decoded and encoded every time.
+const maxCachedPayloads = 4096
+
+func (c *payloadCache) decode(b []byte) (crawlPayload, error) {
+	c.mu.Lock()
+	p, ok := c.dec[string(b)]
+	c.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	if err := json.Unmarshal(b, &p); err != nil || p.Seed == "" {
+		return p, fmt.Errorf("crawl payload %q: want {\"depth\":N,\"seed\":URL}", clip(string(b), 80))
+	}
+	c.mu.Lock()
+	if c.dec == nil {
+		c.dec = make(map[string]crawlPayload)
+	}
+	if len(c.dec) < maxCachedPayloads {
+		c.dec[string(b)] = p
+	}
+	c.mu.Unlock()
+	return p, nil
+}
+
+// encode returns p's JSON; the bytes are shared: do not modify them.
+func (c *payloadCache) encode(p crawlPayload) []byte {
+	c.mu.Lock()
+	b, ok := c.enc[p]
+	c.mu.Unlock()
+	if ok {
+		return b
+	}
+	b, _ = json.Marshal(p) // two plain fields: cannot fail
+	c.mu.Lock()
+	if c.enc == nil {
+		c.enc = make(map[crawlPayload][]byte)
+	}
+	if len(c.enc) < maxCachedPayloads {
+		c.enc[p] = b
+	}
+	c.mu.Unlock()
+	return b
 }
 
 func clip(s string, n int) string {

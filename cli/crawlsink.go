@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -77,12 +78,40 @@ func (s *resultSink) run() {
 	}
 }
 
+// recordHead is what the sink needs of a page record for its counts: a
+// decode into it skips the fields only the results file wants (and their
+// allocations, the fetch time's parse).
+type recordHead struct {
+	URL        string        `json:"url"`
+	Status     int           `json:"status"`
+	Outcome    crawl.Outcome `json:"outcome"`
+	Disallowed bool          `json:"disallowed"`
+}
+
 func (s *resultSink) write(f broker.Finished) {
-	var rec crawl.Record
-	if f.Failed || len(f.Output) == 0 {
+	var (
+		rec  crawl.Record
+		head recordHead
+		line []byte // the record as the worker encoded it, written as is
+	)
+	switch {
+	case f.Failed || len(f.Output) == 0:
 		rec = crawl.Record{URL: f.Key.URL, Outcome: "failed", Error: f.Error}
-	} else if err := json.Unmarshal(f.Output, &rec); err != nil {
-		rec = crawl.Record{URL: f.Key.URL, Outcome: "failed", Error: fmt.Sprintf("undecodable page record: %v", err)}
+	case s.keep:
+		if err := json.Unmarshal(f.Output, &rec); err != nil {
+			rec = crawl.Record{URL: f.Key.URL, Outcome: "failed", Error: fmt.Sprintf("undecodable page record: %v", err)}
+		}
+	default:
+		if err := json.Unmarshal(f.Output, &head); err != nil {
+			rec = crawl.Record{URL: f.Key.URL, Outcome: "failed", Error: fmt.Sprintf("undecodable page record: %v", err)}
+		} else {
+			rec = crawl.Record{URL: head.URL, Status: head.Status, Outcome: head.Outcome, Disallowed: head.Disallowed}
+			line = f.Output
+			if bytes.IndexByte(line, '\n') >= 0 { // valid but indented: re-encode it
+				line = nil
+				json.Unmarshal(f.Output, &rec)
+			}
+		}
 	}
 	s.mu.Lock()
 	switch {
@@ -103,7 +132,13 @@ func (s *resultSink) write(f broker.Finished) {
 	}
 	s.mu.Unlock()
 	if s.w != nil && s.err == nil {
-		if err := s.w.Write(rec); err != nil {
+		var err error
+		if line != nil {
+			err = s.w.WriteLine(line)
+		} else {
+			err = s.w.Write(rec)
+		}
+		if err != nil {
 			s.err = fmt.Errorf("writing results: %w", err)
 		}
 	}

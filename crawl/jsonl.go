@@ -95,6 +95,11 @@ func (j *JSONLWriter) Write(rec Record) error {
 	if err := j.enc.Encode(rec); err != nil { // Encode appends the newline
 		return fmt.Errorf("encoding record for %s: %w", rec.URL, err)
 	}
+	return j.flush("record for " + rec.URL)
+}
+
+// flush writes the buffered line (j.mu held).
+func (j *JSONLWriter) flush(what string) error {
 	n, err := j.w.Write(j.buf.Bytes())
 	if err == nil && n < j.buf.Len() {
 		err = io.ErrShortWrite
@@ -106,9 +111,26 @@ func (j *JSONLWriter) Write(rec Record) error {
 	}
 	if err != nil {
 		j.err = err
-		return fmt.Errorf("writing record for %s: %w", rec.URL, err)
+		return fmt.Errorf("writing %s: %w", what, err)
 	}
 	return nil
+}
+
+// WriteLine appends one record already encoded as a JSON object on one
+// line (no newline in it; WriteLine adds the one that ends it).
+func (j *JSONLWriter) WriteLine(line []byte) error {
+	if bytes.IndexByte(line, '\n') >= 0 || !json.Valid(line) {
+		return fmt.Errorf("JSONL record %.40q: want one JSON value on one line", line)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return fmt.Errorf("results writer failed earlier: %w", j.err)
+	}
+	j.buf.Reset()
+	j.buf.Write(line)
+	j.buf.WriteByte('\n')
+	return j.flush("record")
 }
 
 // Sync commits the file to stable storage (fsync) when the writer was

@@ -185,6 +185,36 @@ func TestJSONLWriterFlushes(t *testing.T) {
 	}
 }
 
+// WriteLine writes an encoded record as its own line (flushed), and refuses
+// what would break the one-record-per-line format.
+func TestJSONLWriterWriteLine(t *testing.T) {
+	var sink bytes.Buffer
+	bw := bufio.NewWriterSize(&sink, 64<<10)
+	w := NewJSONLWriter(bw)
+	line, err := json.Marshal(sampleRecord(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteLine(line); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(sampleRecord(8)); err != nil {
+		t.Fatal(err)
+	}
+	recs := readRecords(t, sink.Bytes())
+	if len(recs) != 2 || recs[0].URL != sampleRecord(7).URL || recs[1].URL != sampleRecord(8).URL {
+		t.Fatalf("records %+v: want samples 7 and 8, one per line", recs)
+	}
+	for _, bad := range []string{"{\"url\":\"a\",\n\"status\":200}", `{"url":`, ``} {
+		if err := w.WriteLine([]byte(bad)); err == nil {
+			t.Errorf("WriteLine(%q) accepted", bad)
+		}
+	}
+	if n := len(readRecords(t, sink.Bytes())); n != 2 {
+		t.Fatalf("%d records after refused lines, want 2", n)
+	}
+}
+
 // TestJSONLSurvivesKill runs a child that writes records as fast as it can
 // and kills it with SIGKILL mid-stream: every complete line of the file
 // must parse, and at most the last line may be incomplete.

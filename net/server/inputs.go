@@ -21,10 +21,11 @@ import (
 // each such call looks at libzmq's command pipe with a poll(2), so an
 // input that is known to be empty is left alone.
 
-// input is one socket the reactor reads.
+// input is one socket the reactor reads, or the pipe hub of in-process
+// peers (package pipe; sk is then nil).
 type input struct {
 	sk     *zmq4.Socket
-	sig    chan struct{} // the watch's tokens
+	sig    chan struct{} // the watch's (or the hub's) tokens
 	watch  *zsock.Watch
 	handle func(frames [][]byte)
 	dirty  bool
@@ -54,14 +55,21 @@ func (s *Server) openInputs() error {
 		return err
 	}
 	if s.pub != nil {
-		return add(s.pub, s.onSubscription)
+		if err := add(s.pub, s.onSubscription); err != nil {
+			return err
+		}
+	}
+	if s.hub != nil {
+		s.inputs = append(s.inputs, &input{sig: s.hubSig, handle: s.onPeer, dirty: true})
 	}
 	return nil
 }
 
 func (s *Server) closeInputs() {
 	for _, in := range s.inputs {
-		in.watch.Close()
+		if in.watch != nil {
+			in.watch.Close()
+		}
 	}
 	s.inputs = nil
 }
@@ -79,7 +87,11 @@ func (s *Server) sent(sk *zmq4.Socket) {
 // readInputs hands the reactor what the dirty inputs hold.
 func (s *Server) readInputs() {
 	for _, in := range s.inputs {
-		if in.dirty {
+		switch {
+		case !in.dirty:
+		case in.sk == nil:
+			in.dirty = s.drainHub(in.handle)
+		default:
 			in.dirty = s.drain(in.sk, in.handle)
 		}
 	}
@@ -99,6 +111,19 @@ func (s *Server) drain(sk *zmq4.Socket, handle func(frames [][]byte)) bool {
 	return true
 }
 
+// drainHub handles what in-process peers sent, at most drainBound; it
+// reports whether more wait.
+func (s *Server) drainHub(handle func(frames [][]byte)) bool {
+	msgs, more := s.hub.Take(s.taken[:0], drainBound)
+	for i, frames := range msgs {
+		msgs[i] = nil
+		s.stats.Received++
+		handle(frames)
+	}
+	s.taken = msgs[:0]
+	return more
+}
+
 // busy looks at each dirty input (ZMQ_EVENTS) and reports whether one has
 // a message: then the reactor must not wait. Inputs found empty are clean.
 func (s *Server) busy() (bool, error) {
@@ -107,9 +132,14 @@ func (s *Server) busy() (bool, error) {
 		if !in.dirty {
 			continue
 		}
-		read, _, err := zsock.Ready(in.sk)
-		if err != nil {
-			return false, err
+		read := false
+		if in.sk == nil {
+			read = s.hub.Pending()
+		} else {
+			var err error
+			if read, _, err = zsock.Ready(in.sk); err != nil {
+				return false, err
+			}
 		}
 		in.dirty = read
 		busy = busy || read
@@ -121,7 +151,7 @@ func (s *Server) busy() (bool, error) {
 // done closes, and marks every input that signalled dirty. It reports
 // false when timer fired or done closed.
 func (s *Server) wait(stored <-chan struct{}, timer <-chan time.Time, done <-chan struct{}) bool {
-	var sig [3]chan struct{} // nil: never ready
+	var sig [4]chan struct{} // nil: never ready
 	for i, in := range s.inputs {
 		sig[i] = in.sig
 	}
@@ -133,6 +163,8 @@ func (s *Server) wait(stored <-chan struct{}, timer <-chan time.Time, done <-cha
 		s.inputs[1].dirty = true
 	case <-sig[2]:
 		s.inputs[2].dirty = true
+	case <-sig[3]:
+		s.inputs[3].dirty = true
 	case <-stored:
 	case <-timer:
 		woke = false

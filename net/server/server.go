@@ -21,6 +21,7 @@ import (
 	"drover/coord"
 	"drover/coord/broker"
 	"drover/coord/id"
+	"drover/net/internal/pipe"
 	"drover/net/wire"
 	"drover/net/zsock"
 	"drover/store"
@@ -79,9 +80,12 @@ type Server struct {
 	enc    wire.Encoder
 	ident  map[string]id.Session // routing id -> session
 	inputs []*input              // the sockets the reactor reads (inputs.go)
-	subs   map[string]bool       // topic prefixes the events XPUB has subscribers for
-	io     zsock.MsgIO           // whole-message sends and receives
-	frames [][]byte              // scratch for send
+	hub    *pipe.Hub             // in-process peers on the inproc peers endpoint
+	hubSig chan struct{}
+	taken  [][][]byte      // scratch for drainHub
+	subs   map[string]bool // topic prefixes the events XPUB has subscribers for
+	io     zsock.MsgIO     // whole-message sends and receives
+	frames [][]byte        // scratch for send
 	// published counts events sent on the events socket (atomic: tests
 	// read it while the reactor runs).
 	published atomic.Uint64
@@ -209,6 +213,10 @@ func (s *Server) bind() error {
 	if err := s.peers.Bind(s.inprocPeers); err != nil {
 		return fmt.Errorf("peers socket: bind %s: %w", s.inprocPeers, err)
 	}
+	s.hubSig = make(chan struct{}, 1)
+	if s.hub, err = pipe.Listen(s.inprocPeers, s.hubSig); err != nil {
+		return fmt.Errorf("peers: %w", err)
+	}
 	if s.opts.Events != "-" {
 		if s.pub, err = zsock.Pub(s.opts.Events); err != nil {
 			return fmt.Errorf("events socket: %w", err)
@@ -221,6 +229,9 @@ func (s *Server) bind() error {
 }
 
 func (s *Server) closeSockets() {
+	if s.hub != nil {
+		s.hub.Close()
+	}
 	for _, sk := range []*zmq4.Socket{s.peers, s.admin, s.pub} {
 		if sk != nil {
 			sk.Close()
@@ -334,8 +345,13 @@ func (s *Server) send(sk *zmq4.Socket, ident []byte, m wire.Message) bool {
 		return false
 	}
 	s.frames = append(append(s.frames[:0], ident), frames...)
-	s.sent(sk)
-	if err := s.io.Send(sk, zmq4.DONTWAIT, s.frames...); err != nil {
+	if sk == s.peers && s.hub != nil && pipe.IsClient(ident) {
+		err = s.hub.Send(ident, frames)
+	} else {
+		s.sent(sk)
+		err = s.io.Send(sk, zmq4.DONTWAIT, s.frames...)
+	}
+	if err != nil {
 		s.stats.Undeliverable++
 		s.log.Debug("send failed", "command", m.Command(), "err", err, "unroutable", zsock.Unroutable(err), "full", zsock.WouldBlock(err))
 		return false

@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/pebbe/zmq4"
-
 	"drover/net/wire"
 	"drover/net/zsock"
 )
@@ -27,12 +25,11 @@ const (
 // Link is the loop goroutine's view of the connection, handed to the
 // Handler and to posted functions. Use it on the loop goroutine only.
 type Link struct {
-	c      *Conn
-	dealer *zmq4.Socket  // nil while down
-	watch  *zsock.Watch  // the dealer's signals, into ready
-	ready  chan struct{} // the dealer may have changed state
-	timer  *time.Timer   // the loop's wait
-	// dirty: the dealer may have a message waiting without a signal to
+	c     *Conn
+	sock  socket        // the session's transport; nil while down
+	ready chan struct{} // the socket may have changed state
+	timer *time.Timer   // the loop's wait
+	// dirty: the socket may have a message waiting without a signal to
 	// come (it signalled, a receive stopped at its bound, or a send may
 	// have taken a signal): look before waiting.
 	dirty bool
@@ -44,7 +41,6 @@ type Link struct {
 	drop     error // end the session at the end of this iteration
 
 	enc     wire.Encoder
-	io      zsock.MsgIO
 	pending [][][]byte // encoded messages waiting for the DEALER to accept them
 	req     uint64     // last request id handed out
 	hello   uint64     // request id of the current HELLO
@@ -110,7 +106,7 @@ func (l *Link) Drop(code wire.Code, err error) {
 // It fails with ErrNotUp when no session is live (HELLO aside), and with
 // the encoder's error for a message DRV/1 does not allow.
 func (l *Link) Send(m wire.Message) error {
-	if l.dealer == nil || (l.state != up && m.Command() != wire.CmdHello) {
+	if l.sock == nil || (l.state != up && m.Command() != wire.CmdHello) {
 		return fmt.Errorf("send %s: %w", m.Command(), ErrNotUp)
 	}
 	frames, err := l.enc.Encode(m)
@@ -120,7 +116,7 @@ func (l *Link) Send(m wire.Message) error {
 	l.lastSend = l.now
 	l.dirty = true // a send may take the signal of a message that came meanwhile
 	if len(l.pending) == 0 {
-		err := l.io.Send(l.dealer, zmq4.DONTWAIT, frames...)
+		err := l.sock.send(frames)
 		if err == nil {
 			return nil
 		}
@@ -141,7 +137,7 @@ func (l *Link) flushPending() {
 	l.dirty = true
 	n := 0
 	for _, frames := range l.pending {
-		if err := l.io.Send(l.dealer, zmq4.DONTWAIT, frames...); err != nil {
+		if err := l.sock.send(frames); err != nil {
 			if !zsock.WouldBlock(err) {
 				l.c.cfg.Log.Warn("send failed", "endpoint", l.c.cfg.Endpoint, "err", err)
 				n++ // drop it: the session is broken and will be detected
@@ -167,9 +163,9 @@ func (c *Conn) loop() {
 	for !l.stopping {
 		l.now = time.Now()
 		switch {
-		case l.dealer == nil && l.now.Before(l.retryAt):
+		case l.sock == nil && l.now.Before(l.retryAt):
 			l.block(l.retryAt.Sub(l.now))
-		case l.dealer == nil:
+		case l.sock == nil:
 			l.connect()
 		default:
 			l.poll()
@@ -179,7 +175,7 @@ func (c *Conn) loop() {
 			f(l)
 		}
 		l.timers()
-		if l.drop != nil && l.dealer != nil {
+		if l.drop != nil && l.sock != nil {
 			l.end(l.drop, c.cfg.Linger) // let the DISCONNECT leave
 		}
 		l.drop = nil
@@ -211,7 +207,7 @@ func (l *Link) block(d time.Duration) {
 // or the next timer.
 func (l *Link) poll() {
 	if l.dirty {
-		read, write, err := zsock.Ready(l.dealer)
+		read, write, err := l.sock.ready()
 		if err != nil {
 			l.fatal(err)
 			return
@@ -230,7 +226,7 @@ func (l *Link) poll() {
 // work receives what the DEALER has and sends what waits for it.
 func (l *Link) work() {
 	l.receive()
-	if l.dealer != nil && len(l.pending) > 0 {
+	if l.sock != nil && len(l.pending) > 0 {
 		l.flushPending()
 	}
 }
@@ -255,14 +251,18 @@ func (l *Link) nextTimer() time.Duration {
 // receive handles what the DEALER has, a bounded number at a time.
 func (l *Link) receive() {
 	for range 1024 {
-		if l.dealer == nil {
+		if l.sock == nil {
 			return
 		}
-		frames, err := l.io.Recv(l.dealer, zmq4.DONTWAIT)
-		if err != nil {
-			// EAGAIN: nothing more now, and libzmq will signal the next
+		frames, err := l.sock.recv()
+		if errors.Is(err, errEmpty) {
+			// Nothing more now, and the socket will signal the next
 			// message (until something is sent: see Send).
 			l.dirty = false
+			return
+		}
+		if err != nil {
+			l.lose(err)
 			return
 		}
 		l.lastRecv = l.now
@@ -339,29 +339,21 @@ func (l *Link) timers() {
 // connect starts a session attempt: a new DEALER and a HELLO.
 func (l *Link) connect() {
 	c := l.c
-	d, err := c.newDealer()
+	sk, err := c.dial(l.ready)
 	if err != nil {
 		l.retryAt = l.now.Add(l.backoff.next())
 		c.cfg.Log.Warn("connect failed", "endpoint", c.cfg.Endpoint, "err", err)
 		c.h.Down(l, err, false)
 		return
 	}
-	w, err := zsock.NewWatch(d, l.ready)
-	if err != nil {
-		d.Close()
-		l.retryAt = l.now.Add(l.backoff.next())
-		c.cfg.Log.Warn("connect failed", "endpoint", c.cfg.Endpoint, "err", err)
-		c.h.Down(l, err, false)
-		return
-	}
-	l.dealer, l.watch = d, w
+	l.sock = sk
 	l.dirty = true
 	l.state = greeting
 	l.greetBy = l.now.Add(c.cfg.GreetTimeout)
 	l.lastRecv, l.lastSend = l.now, l.now
 	l.hello = l.NextReq()
 	if err := l.Send(c.h.Hello(l.hello)); err != nil {
-		l.closeDealer(0)
+		l.closeSocket(0)
 		l.state = down
 		l.Stop(fmt.Errorf("conn: HELLO: %w", err))
 	}
@@ -375,7 +367,7 @@ func (l *Link) lose(err error) { l.end(err, 0) }
 func (l *Link) end(err error, linger time.Duration) {
 	c := l.c
 	welcomed := l.state == up
-	l.closeDealer(linger)
+	l.closeSocket(linger)
 	l.state = down
 	l.welcome = nil
 	wait := l.backoff.next()
@@ -388,15 +380,12 @@ func (l *Link) end(err error, linger time.Duration) {
 	c.h.Down(l, err, welcomed)
 }
 
-func (l *Link) closeDealer(linger time.Duration) {
-	if l.dealer == nil {
+func (l *Link) closeSocket(linger time.Duration) {
+	if l.sock == nil {
 		return
 	}
-	l.watch.Close()
-	l.watch = nil
-	l.dealer.SetLinger(linger)
-	l.dealer.Close()
-	l.dealer = nil
+	l.sock.close(linger)
+	l.sock = nil
 	l.pending = nil
 }
 
@@ -409,11 +398,11 @@ func (c *Conn) stop() {
 		if err := l.Send(&wire.Disconnect{Code: wire.CodeOK, Reason: "client closing"}); err != nil {
 			c.cfg.Log.Debug("DISCONNECT not sent", "endpoint", c.cfg.Endpoint, "err", err)
 		}
-		if l.dealer != nil && len(l.pending) > 0 {
+		if l.sock != nil && len(l.pending) > 0 {
 			l.flushPending()
 		}
 	}
-	l.closeDealer(c.cfg.Linger)
+	l.closeSocket(c.cfg.Linger)
 	l.state = down
 	l.welcome = nil
 	l.closed = true
