@@ -1,0 +1,65 @@
+package conn
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"drover/net/internal/pipe"
+	"drover/net/wire"
+)
+
+// A connection to an inproc endpoint that a server in this process listens
+// on goes over a pipe, not ZeroMQ: the test plays the server on the pipe
+// hub itself. A server that stops ends the session (the client sees the
+// pipe close) instead of leaving it to the heartbeat.
+func TestInprocGoesOverPipe(t *testing.T) {
+	name := "inproc://conn-test-pipe"
+	sig := make(chan struct{}, 1)
+	hub, err := pipe.Listen(name, sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRecorder()
+	start(t, Config{Endpoint: name, ReconnectMin: time.Hour}, r)
+
+	recv(t, sig, "HELLO over the pipe")
+	msgs, _ := hub.Take(nil, 10)
+	if len(msgs) != 1 || !pipe.IsClient(msgs[0][0]) {
+		t.Fatalf("hub got %q, want one message from a pipe client", msgs)
+	}
+	ident := msgs[0][0]
+	m, err := wire.Decode(msgs[0][1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	hello, ok := m.(*wire.Hello)
+	if !ok {
+		t.Fatalf("first message %s, want HELLO", m.Command())
+	}
+	frames, err := wire.Encode(welcome(hello.Req, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Send(ident, frames); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, r.ups, "WELCOME")
+
+	hub.Close()
+	if err := recv(t, r.downs, "the session's end"); !errors.Is(err, pipe.ErrClosed) {
+		t.Fatalf("session ended with %v, want the pipe closed", err)
+	}
+}
+
+// A real server's inproc peers endpoint serves a connection over the pipe
+// end to end.
+func TestInprocPeersOfARealServer(t *testing.T) {
+	s, _ := startServer(t, "")
+	r := newRecorder()
+	c := start(t, Config{Endpoint: s.InprocPeers()}, r)
+	recv(t, r.ups, "WELCOME")
+	if err := c.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+}
