@@ -81,6 +81,13 @@ type Totals struct {
 	Malformed     uint64 `json:"malformed"`
 }
 
+// Settled reports whether work was finished and none is left: nothing
+// queued, running, backing off, or requested by a live session. A crawl is
+// over when its totals are settled.
+func (t Totals) Settled() bool {
+	return t.Queued+t.Dispatched+t.Backoff+t.KeysRequested == 0 && t.Done+t.Failed > 0
+}
+
 // WorkerRow is one registered worker.
 type WorkerRow struct {
 	ID            string            `json:"id"`   // stable worker id from HELLO

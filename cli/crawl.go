@@ -149,10 +149,17 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		}
 	}
 	sink := newResultSink(jsonl, o.check != nil)
+	settled := make(chan struct{}, 1) // the reactor saw the crawl settle
 
 	opts := server.Options{
 		Peers: cfg.Peers.Listen, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
 		Coord: coordConfig(cfg), Log: log, Server: "drover " + version, OnFinished: sink.add,
+		OnSettled: func(admin.Totals) {
+			select {
+			case settled <- struct{}{}:
+			default:
+			}
+		},
 	}
 	if o.ephemeral {
 		opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
@@ -230,7 +237,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		}
 	}
 	finished := make(chan admin.Totals, 1)
-	go watchCrawl(runCtx, adm, sink, useTUI, out, finished)
+	go watchCrawl(runCtx, adm, sink, useTUI, out, settled, finished)
 
 	var final admin.Totals
 	completed := false
@@ -297,9 +304,10 @@ func submitSeed(ctx context.Context, endpoint, seed string) error {
 
 // watchCrawl polls the totals until the frontier is empty and nothing is in
 // flight, printing a progress line a second when there is no console.
-func watchCrawl(ctx context.Context, adm *client.Admin, sink *resultSink, quiet bool, out io.Writer, finished chan<- admin.Totals) {
-	// Check on every change the coordinator signals (CHANGED, coalesced
-	// to ten a second), and at least every 200ms.
+func watchCrawl(ctx context.Context, adm *client.Admin, sink *resultSink, quiet bool, out io.Writer, settled <-chan struct{}, finished chan<- admin.Totals) {
+	// Check at once when the reactor sees the crawl settle, on every
+	// change the coordinator signals (CHANGED, coalesced to ten a second),
+	// and at least every 200ms.
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	lastLine := time.Now()
@@ -309,20 +317,19 @@ func watchCrawl(ctx context.Context, adm *client.Admin, sink *resultSink, quiet 
 			return
 		case <-tick.C:
 		case <-adm.Changed():
+		case <-settled:
 		}
 		t, err := adm.Totals(ctx)
 		if err != nil {
 			continue
 		}
-		active := t.Queued + t.Dispatched + t.Backoff + t.KeysRequested
-		settled := t.Done + t.Failed
 		if !quiet && time.Since(lastLine) >= time.Second {
 			lastLine = time.Now()
 			pages, _, failed := sink.counts()
 			fmt.Fprintf(out, "pages %d  queued %d  in flight %d  backoff %d  failed %d  duplicates avoided %d\n",
 				pages, t.Queued, t.Dispatched, t.Backoff, failed, t.DedupHits)
 		}
-		if active == 0 && settled > 0 {
+		if t.Settled() {
 			finished <- t
 			return
 		}

@@ -57,6 +57,11 @@ func (s *Server) flush(now time.Time) {
 	}
 	if out.Changed {
 		s.dirty = true
+		if s.opts.OnSettled != nil {
+			if t := s.c.Totals(now); t.Settled() {
+				s.opts.OnSettled(t)
+			}
+		}
 	}
 	s.notifyConsoles(now)
 }

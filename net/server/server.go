@@ -45,6 +45,10 @@ type Options struct {
 	// OnTotals is called on the reactor goroutine about once a second
 	// with the current totals (metrics). It must not block.
 	OnTotals func(admin.Totals)
+	// OnSettled is called on the reactor goroutine, at once, after each
+	// change that leaves the coordinator settled (admin.Totals.Settled):
+	// how `drover crawl` knows it is over. It must not block.
+	OnSettled func(admin.Totals)
 	// ChangedEvery coalesces CHANGED pushes to consoles (default 100ms).
 	ChangedEvery time.Duration
 	// Server names the software in WELCOME (default "drover").

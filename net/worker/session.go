@@ -28,7 +28,7 @@ type running struct {
 type session struct {
 	opts Options
 	h    Handler
-	sem  chan struct{} // one token per slot
+	pool *slots
 
 	jobs     map[uint64]*running
 	busy     int                 // handlers that have not returned
@@ -42,7 +42,7 @@ func newSession(opts Options, h Handler) *session {
 	return &session{
 		opts:     opts,
 		h:        h,
-		sem:      make(chan struct{}, opts.Slots),
+		pool:     startSlots(opts.Slots),
 		jobs:     make(map[uint64]*running),
 		inflight: make(map[uint64][]uint64),
 	}
@@ -162,23 +162,16 @@ func (s *session) start(l *conn.Link, it *wire.JobItem) {
 		cancel(ErrShutdown)
 	}
 	j := Job{ID: it.JobID, Attempt: int(it.Attempt), Key: it.Key, Headers: it.Headers.Map(), Payload: it.Payload}
-	go func() {
-		res := s.execute(ctx, j)
+	s.pool.push(&task{ctx: ctx, j: j, run: s.execute, done: func(res Result) {
 		cause := context.Cause(ctx)
 		cancel(nil)
 		c.Post(func(l *conn.Link) { s.finished(j.ID, r, res, cause) })
-	}()
+	}})
 }
 
 // execute runs the handler in a slot, turning a panic into an internal
 // failure.
 func (s *session) execute(ctx context.Context, j Job) (res Result) {
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		return Internal(fmt.Errorf("not started: %w", context.Cause(ctx)))
-	}
-	defer func() { <-s.sem }()
 	defer func() {
 		if p := recover(); p != nil {
 			s.opts.Log.Error("handler panicked", "job", j.ID, "panic", p, "stack", string(debug.Stack()))

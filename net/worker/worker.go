@@ -261,6 +261,7 @@ func Run(ctx context.Context, opts Options, h Handler) error {
 		Log:          opts.Log,
 	}, s)
 	if err != nil {
+		s.pool.close()
 		return fmt.Errorf("worker: %w", err)
 	}
 	select {
@@ -282,6 +283,7 @@ func Run(ctx context.Context, opts Options, h Handler) error {
 	// The loop has stopped: its state is ours now. Jobs still running are
 	// abandoned.
 	s.cancelAll(ErrShutdown)
+	s.pool.close()
 	return c.Err()
 }
 

@@ -1,0 +1,88 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"drover/net/wire"
+)
+
+// At most n jobs run at once, in the order they came, each reported once.
+func TestSlotsBoundAndOrder(t *testing.T) {
+	const n, jobs = 3, 60
+	p := startSlots(n)
+	defer p.close()
+	var running, peak atomic.Int32
+	var mu sync.Mutex
+	var started []uint64
+	results := make(chan uint64, jobs)
+	for i := range jobs {
+		p.push(&task{ctx: context.Background(), j: Job{ID: uint64(i)},
+			run: func(ctx context.Context, j Job) Result {
+				mu.Lock()
+				started = append(started, j.ID)
+				mu.Unlock()
+				if r := running.Add(1); r > peak.Load() {
+					peak.Store(r)
+				}
+				time.Sleep(time.Millisecond) // the work itself, not a wait for a condition
+				running.Add(-1)
+				return OK([]byte{byte(j.ID)})
+			},
+			done: func(r Result) { results <- uint64(r.Output[0]) }})
+	}
+	seen := map[uint64]bool{}
+	for range jobs {
+		select {
+		case id := <-results:
+			if seen[id] {
+				t.Fatalf("job %d reported twice", id)
+			}
+			seen[id] = true
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d of %d jobs reported within 5s", len(seen), jobs)
+		}
+	}
+	if peak.Load() > n {
+		t.Fatalf("%d jobs ran at once, want at most %d", peak.Load(), n)
+	}
+	// Slots take jobs in order: a job never starts before one queued n or
+	// more places ahead of it.
+	for i, id := range started {
+		if int(id) > i+n-1 || int(id) < i-n+1 {
+			t.Fatalf("job %d started %dth: not in queue order", id, i)
+		}
+	}
+}
+
+// A job cancelled while it waits for a slot is reported at once as not
+// started, with its cause, and never runs.
+func TestSlotsCancelWhileQueued(t *testing.T) {
+	p := startSlots(1)
+	defer p.close()
+	release := make(chan struct{})
+	p.push(&task{ctx: context.Background(), run: func(context.Context, Job) Result { <-release; return OK(nil) }, done: func(Result) {}})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	got := make(chan Result, 1)
+	ran := atomic.Bool{}
+	p.push(&task{ctx: ctx, run: func(context.Context, Job) Result { ran.Store(true); return OK(nil) }, done: func(r Result) { got <- r }})
+	cancel(ErrCancelled)
+	select {
+	case r := <-got:
+		if r.outcome() != wire.OutcomeInternal {
+			t.Fatalf("outcome %v, want internal", r.outcome())
+		}
+		if r.Error != "not started: "+ErrCancelled.Error() {
+			t.Fatalf("error %q, want not started with the cause", r.Error)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a job cancelled in the queue was not reported while the slot stayed busy")
+	}
+	close(release)
+	if ran.Load() {
+		t.Fatal("the cancelled job ran")
+	}
+}
