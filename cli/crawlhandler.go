@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,10 +54,7 @@ func crawlHandler(f *crawl.Fetcher, cfg crawl.Config, workerID string) worker.Ha
 		case crawl.External:
 			return worker.Result{Outcome: wire.OutcomeExternal, Error: page.Err}
 		}
-		out, err := encodeRecord(rec)
-		if err != nil {
-			return worker.Result{Outcome: wire.OutcomeInternal, Error: fmt.Sprintf("encoding the page record: %v", err)}
-		}
+		out := rec.AppendJSON(nil)
 		res := worker.Result{Outcome: wire.OutcomeOK, Output: out}
 		links := cfg.Follow(p.Seed, p.Depth, page.Links)
 		if len(links) > 0 {
@@ -70,18 +66,6 @@ func crawlHandler(f *crawl.Fetcher, cfg crawl.Config, workerID string) worker.Ha
 		}
 		return res
 	}
-}
-
-// encodeRecord is rec as one line of JSON, as the results file has it
-// (& < > kept readable), without the newline.
-func encodeRecord(rec crawl.Record) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(rec); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // payloadCache decodes and encodes crawl payloads, remembering the ones it

@@ -21,17 +21,14 @@ type JSONLWriter struct {
 	w    io.Writer
 	file *os.File // set by OpenJSONL
 	buf  bytes.Buffer
-	enc  *json.Encoder
+	line []byte
 	err  error // sticky: the first write error
 }
 
 // NewJSONLWriter writes records to w. If w has a Flush() error method (a
 // *bufio.Writer) it is called after every record.
 func NewJSONLWriter(w io.Writer) *JSONLWriter {
-	j := &JSONLWriter{w: w}
-	j.enc = json.NewEncoder(&j.buf)
-	j.enc.SetEscapeHTML(false) // keep & < > in URLs and titles readable
-	return j
+	return &JSONLWriter{w: w} // records as Record.AppendJSON makes them
 }
 
 // OpenJSONL opens (creating it if needed) the JSONL file at path for
@@ -91,10 +88,9 @@ func (j *JSONLWriter) Write(rec Record) error {
 	if j.err != nil {
 		return fmt.Errorf("results writer failed earlier: %w", j.err)
 	}
+	j.line = append(rec.AppendJSON(j.line[:0]), '\n')
 	j.buf.Reset()
-	if err := j.enc.Encode(rec); err != nil { // Encode appends the newline
-		return fmt.Errorf("encoding record for %s: %w", rec.URL, err)
-	}
+	j.buf.Write(j.line)
 	return j.flush("record for " + rec.URL)
 }
 

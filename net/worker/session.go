@@ -15,6 +15,7 @@ import (
 // the RESULT-OK that acknowledges its result, or until it is abandoned.
 type running struct {
 	cancel context.CancelCauseFunc
+	task   *task            // in the slots' queue until a slot takes it
 	done   bool             // the handler returned
 	result *wire.ResultItem // what to report, once done
 	sentIn uint64           // request id of the RESULT carrying it this session; 0: not sent
@@ -99,7 +100,16 @@ func (s *session) abandon(id uint64, r *running, cause error) {
 		delete(s.jobs, id)
 		return
 	}
+	s.cancelJob(r, cause)
+}
+
+// cancelJob cancels a job's context; a job still waiting for a slot
+// leaves the queue at once, reported as not started.
+func (s *session) cancelJob(r *running, cause error) {
 	r.cancel(cause)
+	if r.task != nil && s.pool.remove(r.task) {
+		r.task.done(Internal(fmt.Errorf("not started: %w", cause)))
+	}
 }
 
 // Receive handles JOB, CANCEL, RESULT-OK and ERROR.
@@ -112,7 +122,7 @@ func (s *session) Receive(l *conn.Link, m wire.Message) {
 	case *wire.Cancel:
 		for _, id := range m.JobIDs {
 			if r := s.jobs[id]; r != nil && !r.done {
-				r.cancel(fmt.Errorf("%w: %s", ErrCancelled, m.Reason))
+				s.cancelJob(r, fmt.Errorf("%w: %s", ErrCancelled, m.Reason))
 			}
 		}
 	case *wire.ResultOK:
@@ -162,11 +172,12 @@ func (s *session) start(l *conn.Link, it *wire.JobItem) {
 		cancel(ErrShutdown)
 	}
 	j := Job{ID: it.JobID, Attempt: int(it.Attempt), Key: it.Key, Headers: it.Headers.Map(), Payload: it.Payload}
-	s.pool.push(&task{ctx: ctx, j: j, run: s.execute, done: func(res Result) {
+	r.task = &task{ctx: ctx, j: j, run: s.execute, done: func(res Result) {
 		cause := context.Cause(ctx)
 		cancel(nil)
 		c.Post(func(l *conn.Link) { s.finished(j.ID, r, res, cause) })
-	}})
+	}}
+	s.pool.push(r.task)
 }
 
 // execute runs the handler in a slot, turning a panic into an internal
@@ -256,7 +267,7 @@ func (s *session) beginStop(l *conn.Link) {
 	s.stopping = true
 	for _, r := range s.jobs {
 		if !r.done {
-			r.cancel(ErrShutdown)
+			s.cancelJob(r, ErrShutdown)
 		}
 	}
 }

@@ -23,7 +23,6 @@ type task struct {
 	j    Job
 	run  func(ctx context.Context, j Job) Result
 	done func(Result) // called once: with the handler's result, or "not started"
-	stop func() bool  // stops the cancellation watch once a slot takes it
 }
 
 // startSlots starts n slot goroutines.
@@ -37,7 +36,7 @@ func startSlots(n int) *slots {
 }
 
 // push queues t. A job cancelled while it waits (CANCEL, eviction,
-// shutdown) leaves the queue at once, reported as not started.
+// shutdown) is taken out with remove by whoever cancels it.
 func (p *slots) push(t *task) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -46,11 +45,6 @@ func (p *slots) push(t *task) {
 		return
 	}
 	p.queue = append(p.queue, t)
-	t.stop = context.AfterFunc(t.ctx, func() {
-		if p.remove(t) {
-			t.done(Internal(fmt.Errorf("not started: %w", context.Cause(t.ctx))))
-		}
-	})
 	p.cond.Signal()
 }
 
@@ -85,7 +79,6 @@ func (p *slots) next() *task {
 
 func (p *slots) serve() {
 	for t := p.next(); t != nil; t = p.next() {
-		t.stop()
 		if t.ctx.Err() != nil {
 			t.done(Internal(fmt.Errorf("not started: %w", context.Cause(t.ctx))))
 			continue

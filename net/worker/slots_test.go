@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -68,8 +69,13 @@ func TestSlotsCancelWhileQueued(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	got := make(chan Result, 1)
 	ran := atomic.Bool{}
-	p.push(&task{ctx: ctx, run: func(context.Context, Job) Result { ran.Store(true); return OK(nil) }, done: func(r Result) { got <- r }})
+	queued := &task{ctx: ctx, run: func(context.Context, Job) Result { ran.Store(true); return OK(nil) }, done: func(r Result) { got <- r }}
+	p.push(queued)
+	// What session.cancelJob does.
 	cancel(ErrCancelled)
+	if p.remove(queued) {
+		queued.done(Internal(fmt.Errorf("not started: %w", ErrCancelled)))
+	}
 	select {
 	case r := <-got:
 		if r.outcome() != wire.OutcomeInternal {
