@@ -41,14 +41,15 @@ func treeSite(n int) http.Handler {
 const (
 	benchPages   = 10000
 	benchWorkers = 8
-	benchSlots   = "4"
+	benchSlots   = "2"
 )
 
 // BenchmarkCrawlLocal compares, on the same local site of 10k small pages:
 //   - plain-loop: the ceiling, 8 goroutines fetching the known list of URLs
 //     with one shared crawl.Fetcher (same politeness settings), no
 //     coordination at all;
-//   - drover: `drover crawl` in-process with 8 local workers (1 slot each),
+//   - drover: `drover crawl` in-process with 8 local workers (2 slots each,
+//     the default: the next job waits while a page is fetched),
 //     discovering the pages through the coordinator (dedup, dispatch,
 //     results with links, JSONL sink) over the inproc transport.
 //

@@ -12,6 +12,9 @@ import (
 // > kept readable in URLs and titles), which TestRecordAppendJSON checks,
 // at a fraction of the cost (every crawled page is encoded once).
 func (r Record) AppendJSON(b []byte) []byte {
+	if b == nil {
+		b = make([]byte, 0, 256+len(r.URL)+len(r.FinalURL)+len(r.Title)+len(r.Error))
+	}
 	b = append(b, `{"url":`...)
 	b = appendJSONString(b, r.URL)
 	b = append(b, `,"final_url":`...)
