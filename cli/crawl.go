@@ -174,6 +174,9 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		}
 		defer st.Close()
 		opts.Store = st
+		// A resumable crawl keeps only the newest done pages in memory;
+		// the store answers for the others (store.done_cache).
+		opts.Coord.Ledger.DoneCache = cfg.Store.DoneCache
 	}
 	srv, err := server.New(opts)
 	if err != nil {

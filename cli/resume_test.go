@@ -20,6 +20,22 @@ import (
 // two runs' results together cover exactly the site's expected pages, with
 // at most the pages in flight at the kill fetched twice.
 func TestCrawlResumesFromState(t *testing.T) {
+	for _, tc := range []struct{ name, doneCache string }{
+		{"default done cache", ""},
+		// Five done pages in memory: the resumed crawl answers for the
+		// others from the store (store.done_cache).
+		{"done cache of 5", "5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.doneCache != "" {
+				t.Setenv("DROVER_STORE_DONE_CACHE", tc.doneCache)
+			}
+			crawlResumesFromState(t)
+		})
+	}
+}
+
+func crawlResumesFromState(t *testing.T) {
 	site := demosite.New(demosite.Options{SlowDelay: 50 * time.Millisecond})
 	hs := httptest.NewServer(site)
 	defer hs.Close()
