@@ -249,6 +249,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		if err != nil {
 			return err
 		}
+		topts.DoneText = "crawl finished · q for the summary"
 		if err := tui.Run(runCtx, adm, topts, cmd.InOrStdin(), out); err != nil {
 			return fmt.Errorf("console: %w", err)
 		}

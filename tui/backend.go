@@ -96,6 +96,11 @@ type Options struct {
 	Embedded bool
 	// Version is shown in the header.
 	Version string
+	// DoneText is what the header says once the work is finished (nothing
+	// queued, running, backing off or requested, something done): default
+	// "all done"; `drover crawl` says the crawl finished and how to see the
+	// summary.
+	DoneText string
 }
 
 // Defaults of Options.

@@ -109,6 +109,13 @@ func (m *model) header() []string {
 	if m.totals.Paused {
 		l1 += sep + s.Paused.Render(" ‖ PAUSED ")
 	}
+	if m.haveTotals && m.totals.Settled() {
+		done := m.opts.DoneText
+		if done == "" {
+			done = "all done"
+		}
+		l1 += sep + s.OK.Render("✓ "+common.Sanitize(done))
+	}
 	t := m.totals
 	count := func(label string, n int, st lipgloss.Style) string {
 		return s.Muted.Render(label+" ") + st.Render(common.Compact(uint64(max(n, 0))))

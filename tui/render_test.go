@@ -297,3 +297,28 @@ func TestEventsFollowNewest(t *testing.T) {
 		t.Errorf("selection %s, want event 25 kept", h.selected())
 	}
 }
+
+// Once nothing is queued, running, backing off or requested and something
+// was done, the header says the work is finished (in the caller's words
+// when given); while work remains it does not.
+func TestHeaderSaysWhenAllDone(t *testing.T) {
+	for _, tc := range []struct {
+		name, doneText, want string
+	}{
+		{"default", "", "✓ all done"},
+		{"crawl", "crawl finished · q for the summary", "✓ crawl finished · q for the summary"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newMemBackend(fixedClock)
+			b.addJob(admin.JobRow{JobID: 1, Key: "k1", URL: "https://a.example.com/", State: "done"})
+			b.addJob(admin.JobRow{JobID: 2, Key: "k2", URL: "https://a.example.com/b", State: "queued"})
+			h := newHarness(t, b, Options{DoneText: tc.doneText}, 120, 30)
+			if strings.Contains(h.screen(), "✓") {
+				t.Fatalf("finished shown with a job queued:\n%s", h.screen())
+			}
+			b.mutate(func(b *memBackend) { b.jobs[1].State = "done" })
+			h.refresh()
+			h.mustContain(tc.want)
+		})
+	}
+}
