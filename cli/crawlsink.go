@@ -78,20 +78,10 @@ func (s *resultSink) run() {
 	}
 }
 
-// recordHead is what the sink needs of a page record for its counts: a
-// decode into it skips the fields only the results file wants (and their
-// allocations, the fetch time's parse).
-type recordHead struct {
-	URL        string        `json:"url"`
-	Status     int           `json:"status"`
-	Outcome    crawl.Outcome `json:"outcome"`
-	Disallowed bool          `json:"disallowed"`
-}
-
 func (s *resultSink) write(f broker.Finished) {
 	var (
 		rec  crawl.Record
-		head recordHead
+		head crawl.RecordHead
 		line []byte // the record as the worker encoded it, written as is
 	)
 	switch {
@@ -102,7 +92,8 @@ func (s *resultSink) write(f broker.Finished) {
 			rec = crawl.Record{URL: f.Key.URL, Outcome: "failed", Error: fmt.Sprintf("undecodable page record: %v", err)}
 		}
 	default:
-		if err := json.Unmarshal(f.Output, &head); err != nil {
+		var err error
+		if head, err = crawl.ReadRecordHead(f.Output); err != nil {
 			rec = crawl.Record{URL: f.Key.URL, Outcome: "failed", Error: fmt.Sprintf("undecodable page record: %v", err)}
 		} else {
 			rec = crawl.Record{URL: head.URL, Status: head.Status, Outcome: head.Outcome, Disallowed: head.Disallowed}

@@ -103,7 +103,8 @@ func Normalize(raw string) (string, error) {
 		path, query, hasQuery = tail[:q], tail[q+1:], true
 	}
 
-	b := make([]byte, 0, len(s)+8)
+	var buf [256]byte // most URLs: no allocation unless the result differs
+	b := buf[:0]
 	b = append(b, scheme...)
 	b = append(b, "://"...)
 	if b, err = appendAuthority(b, raw, scheme, authority); err != nil {
@@ -117,6 +118,9 @@ func Normalize(raw string) (string, error) {
 		if b, err = appendEscaped(b, raw, "query", query, isQueryChar); err != nil {
 			return "", err
 		}
+	}
+	if string(b) == raw {
+		return raw, nil // already normal: share the caller's string
 	}
 	return string(b), nil
 }

@@ -301,3 +301,33 @@ func FuzzNormalize(f *testing.F) {
 		checkAgainstNetURL(t, in)
 	})
 }
+
+// BenchmarkNormalize: a URL already in normal form (the common case: links
+// a worker normalised) costs no allocation; one that changes costs one.
+func BenchmarkNormalize(b *testing.B) {
+	for _, tc := range []struct{ name, url string }{
+		{"normal", "http://a.example.com/section/page-123?x=1"},
+		{"changes", "HTTP://A.Example.COM:80/section/./page-123?x=1#top"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Normalize(tc.url); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// An already normal URL comes back as the very string given.
+func TestNormalizeSharesNormalInput(t *testing.T) {
+	in := "http://a.example.com/p?q=1"
+	out, err := Normalize(in)
+	if err != nil || out != in {
+		t.Fatalf("Normalize(%q) = %q, %v", in, out, err)
+	}
+	if n := testing.AllocsPerRun(100, func() { Normalize(in) }); n != 0 {
+		t.Fatalf("%v allocations for a normal URL, want 0", n)
+	}
+}
