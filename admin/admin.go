@@ -28,7 +28,7 @@ type Query struct {
 	View   View   `json:"view"`
 	Offset int    `json:"offset"`
 	Limit  int    `json:"limit"`
-	Sort   string `json:"sort,omitempty"` // a column name of the view; empty: the view's default
+	Sort   string `json:"sort,omitempty"` // one of Sorts[View]; empty: the view's default
 	Desc   bool   `json:"desc,omitempty"`
 	// Filter is the console's filter text: free text matched against the
 	// row's main column (URL, worker id), or field=value terms separated by
@@ -79,6 +79,17 @@ type Totals struct {
 	DedupHits     uint64 `json:"dedup_hits"`
 	OrphanResults uint64 `json:"orphan_results"`
 	Malformed     uint64 `json:"malformed"`
+}
+
+// Sorts names, per view, the orders the coordinator answers queries in
+// (Query.Sort; Query.Desc reverses them); the first is the view's default,
+// which any other name also gets.
+var Sorts = map[View][]string{
+	ViewWorkers: {"id", "host", "state", "used", "done", "failures", "since", "last_heartbeat"},
+	ViewJobs:    {"age", "url", "state", "attempts", "failures", "retry_at", "throttles", "worker"},
+	ViewRetries: {"retry_at", "url", "state", "attempts", "failures", "throttles", "worker", "age"},
+	ViewWaiters: {"position", "session", "since"},
+	ViewEvents:  {"seq"},
 }
 
 // Settled reports whether work was finished and none is left: nothing

@@ -2,6 +2,7 @@ package coord
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,4 +211,70 @@ func TestRequeueOfRunningJobCancelsIt(t *testing.T) {
 	if out = c.Ready(t0); len(out.Cancels) != 0 {
 		t.Fatalf("cancels repeated: %+v", out.Cancels)
 	}
+}
+
+// The Waiters view orders a key's waiters by position (the FIFO), session
+// or waiting time, either way round; the Events view newest first, or
+// oldest first reversed.
+func TestWaitersAndEventsOrders(t *testing.T) {
+	c := newCoord(t, Config{})
+	k := []id.Key{specs("http://a.test/")[0].Key}
+	names := map[id.Session]string{1: "holder", 2: "zed", 3: "amy"}
+	for s := id.Session(1); s <= 3; s++ {
+		hello(t, c, s, Hello{Role: RoleProducer, ID: names[s]})
+		if _, err := c.Request(t0.Add(time.Duration(s)*time.Second), s, 1, k, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Ready(t0)
+	sessions := func(q admin.Query) []string {
+		q.View, q.Limit = admin.ViewWaiters, 10
+		p, err := c.Query(t0.Add(5*time.Second), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, w := range p.Waiters {
+			got = append(got, w.Session)
+		}
+		return got
+	}
+	fifo := sessions(admin.Query{})
+	if len(fifo) != 2 || !strings.Contains(fifo[0], "zed") || !strings.Contains(fifo[1], "amy") {
+		t.Fatalf("waiters in FIFO order: %v, want zed then amy", fifo)
+	}
+	for _, tc := range []struct {
+		q     admin.Query
+		first string
+	}{
+		{admin.Query{Sort: "position", Desc: true}, "amy"},
+		{admin.Query{Sort: "session"}, "zed"}, // by the session's label: s2 (zed), s3 (amy)
+		{admin.Query{Sort: "session", Desc: true}, "amy"},
+		{admin.Query{Sort: "since", Desc: true}, "amy"},
+		{admin.Query{Sort: "since"}, "zed"},
+	} {
+		if got := sessions(tc.q); len(got) != 2 || !strings.Contains(got[0], tc.first) {
+			t.Errorf("waiters %+v: %v, want %s first", tc.q, got, tc.first)
+		}
+	}
+	newest, err := c.Query(t0, admin.Query{View: admin.ViewEvents, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldest, err := c.Query(t0, admin.Query{View: admin.ViewEvents, Limit: 100, Desc: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(newest.Events) < 2 || len(oldest.Events) != len(newest.Events) ||
+		newest.Events[0].Seq <= newest.Events[1].Seq || oldest.Events[0].Seq != newest.Events[len(newest.Events)-1].Seq {
+		t.Fatalf("events newest first %v, reversed %v", seqs(newest.Events), seqs(oldest.Events))
+	}
+}
+
+func seqs(evs []admin.Event) []uint64 {
+	var out []uint64
+	for _, e := range evs {
+		out = append(out, e.Seq)
+	}
+	return out
 }

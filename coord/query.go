@@ -1,7 +1,9 @@
 package coord
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -125,6 +127,22 @@ func (c *Coordinator) waiters(now time.Time, q admin.Query) (admin.Page, error) 
 		return page, nil
 	}
 	page.Waiters = c.waiterRows(now, fp)
+	// A key's waiters are a short FIFO: sorted here, by position (their
+	// order, the default), session or waiting time.
+	slices.SortStableFunc(page.Waiters, func(a, b admin.WaiterRow) int {
+		var c int
+		switch q.Sort {
+		case "session":
+			c = strings.Compare(a.Session, b.Session)
+		case "since":
+			c = a.Since.Compare(b.Since)
+		}
+		c = cmp.Or(c, cmp.Compare(a.Position, b.Position))
+		if q.Desc {
+			c = -c
+		}
+		return c
+	})
 	// The view's rows are the waiters of that key: window them, and count
 	// them, not the requested keys listed beside them.
 	page.Total = len(page.Waiters)
@@ -317,7 +335,8 @@ func (r *eventRing) add(e admin.Event) {
 	}
 }
 
-// window returns events newest first. The filter's terms must all match:
+// window returns events newest first (by seq; Desc: oldest first). The
+// filter's terms must all match:
 // kind=PREFIX (job., worker.lost), worker=ID, host=TEXT or url=TEXT, and
 // free text matched case-insensitively against kind, URL, worker and detail.
 func (r *eventRing) window(q admin.Query) admin.Page {
@@ -325,7 +344,11 @@ func (r *eventRing) window(q admin.Query) admin.Page {
 	terms := strings.Fields(strings.ToLower(q.Filter))
 	skipped := 0
 	for i := 0; i < r.n; i++ {
-		e := r.buf[(r.next-1-i+2*len(r.buf))%len(r.buf)]
+		k := i
+		if q.Desc {
+			k = r.n - 1 - i
+		}
+		e := r.buf[(r.next-1-k+2*len(r.buf))%len(r.buf)]
 		if !eventMatches(&e, terms) {
 			continue
 		}

@@ -54,7 +54,8 @@ type Backend interface {
 	// and the counters since start.
 	Totals(ctx context.Context) (admin.Totals, error)
 	// Query returns one window of one view, filtered and sorted by the
-	// coordinator: the console asks only for the rows it can show.
+	// coordinator (sort names: admin.Sorts): the console asks only for the
+	// rows it can show.
 	Query(ctx context.Context, q admin.Query) (admin.Page, error)
 	// Act performs an operator action (evict, drain, requeue, pause, ...)
 	// and says what it did, target by target.

@@ -180,6 +180,8 @@ func BenchmarkJobsWindow(b *testing.B) {
 		{Sort: "attempts", Desc: true, Offset: 1000},
 		{Sort: "failures", Desc: true},
 		{Sort: "retry_at", Filter: "state=backoff", Desc: true},
+		{Sort: "worker", Filter: "state=dispatched"},
+		{Sort: "throttles", Desc: true},
 		{Filter: "host=h7.example.com", Offset: 900},
 		{Filter: "host=h7.example.com state=done", Desc: true},
 		{Filter: "worker=w3"},

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -431,7 +432,7 @@ func TestIdleTreesDropped(t *testing.T) {
 		t.Fatalf("idle index kept for %d changes (dropped: %v), limit %d", idle, b.trees[sortURL] == nil, limit)
 	}
 	for i := 1; i <= b.jobs.n; i++ {
-		if j := b.jobs.get(JobID(i)); j != nil && j.leaf != [4]*otNode{} {
+		if j := b.jobs.get(JobID(i)); j != nil && j.leaf != [len(j.leaf)]*otNode{} {
 			t.Fatalf("job %d still points into a dropped index", i)
 		}
 	}
@@ -502,5 +503,60 @@ func TestBadInputs(t *testing.T) {
 	}
 	if err := checkInvariants(b); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Every job order the console may ask for is served (admin.Sorts), and the
+// worker and throttles orders are the jobs' own: dispatched jobs by their
+// worker's id with the jobs no worker runs last; throttled jobs by count.
+func TestJobSorts(t *testing.T) {
+	for _, v := range []admin.View{admin.ViewJobs, admin.ViewRetries} {
+		for _, name := range admin.Sorts[v] {
+			if !slices.Contains(sortNames[:], name) {
+				t.Errorf("%s sort %q is not a broker order", v, name)
+			}
+		}
+	}
+	s := newScript(t)
+	for i, name := range []string{"wb", "wa"} {
+		if err := s.b.Register(s.now, sess(i+1), WorkerInfo{ID: name, Slots: 1}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range []string{"http://a.test/1", "http://b.test/2", "http://c.test/3"} {
+		s.b.Submit(s.now, Spec{Key: id.Key{URL: u}, Host: u[7:13]})
+	}
+	s.b.Dispatch(s.now, nil) // jobs 1 and 2 to the two workers, job 3 waits
+	urls := func(q admin.Query) []string {
+		var got []string
+		for _, r := range s.b.Jobs(q).Jobs {
+			got = append(got, r.URL+"@"+r.Worker)
+		}
+		return got
+	}
+	byWorker := urls(admin.Query{Sort: "worker"})
+	if len(byWorker) != 3 || !strings.HasSuffix(byWorker[0], "@wa") || !strings.HasSuffix(byWorker[1], "@wb") || !strings.HasSuffix(byWorker[2], "@") {
+		t.Fatalf("by worker: %v, want wa's job, wb's job, then the queued one", byWorker)
+	}
+	if got := urls(admin.Query{Sort: "worker", Desc: true}); got[0] != byWorker[2] || got[2] != byWorker[0] {
+		t.Fatalf("by worker, reversed: %v", got)
+	}
+	// Throttle the job wa runs: it leads the throttles order, reversed.
+	var waJob JobID
+	for _, r := range s.b.Jobs(admin.Query{}).Jobs {
+		if r.Worker == "wa" {
+			waJob = JobID(r.JobID)
+		}
+	}
+	if err := s.b.Result(s.now, sess(2), waJob, Outcome{Kind: Throttled, RetryAfter: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	p := s.b.Jobs(admin.Query{Sort: "throttles", Desc: true, Limit: 1})
+	if len(p.Jobs) != 1 || JobID(p.Jobs[0].JobID) != waJob || p.Jobs[0].Throttles != 1 {
+		t.Fatalf("most throttled: %+v, want job %d with 1 throttle", p.Jobs, waJob)
+	}
+	// The job left wa: no longer first by worker.
+	if got := urls(admin.Query{Sort: "worker"}); strings.HasSuffix(got[0], "@wa") {
+		t.Fatalf("by worker after the throttle: %v, want wa's job gone", got)
 	}
 }

@@ -83,6 +83,19 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 	return dst
 }
 
+// reorder applies change, which alters j's place in the sort k, keeping
+// that index (when built).
+func (b *Broker) reorder(j *job, k sortKey, change func()) {
+	tr := b.trees[k]
+	if tr != nil {
+		tr.remove(j)
+	}
+	change()
+	if tr != nil {
+		tr.insert(j)
+	}
+}
+
 // countAttempt adds one to a job's attempts, keeping the attempts index.
 func (b *Broker) countAttempt(j *job) {
 	tr := b.trees[sortAttempts]
@@ -175,7 +188,7 @@ func (b *Broker) Result(now time.Time, s id.Session, jid JobID, o Outcome) error
 		b.fail(j, t, now, "external failure: "+o.Error)
 	case Throttled:
 		b.throttles++
-		j.throttles++
+		b.reorder(j, sortThrottles, func() { j.throttles++ })
 		b.throttle(j, o.RetryAfter, t, now)
 	}
 	b.syncReady(w)

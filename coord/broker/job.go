@@ -31,8 +31,8 @@ type job struct {
 	seq                                 uint64 // FIFO order across class queues
 	created, updated, queuedAt, retryAt int64  // Unix ns
 	lastError                           string
-	leaf                                [sortRetryAt - sortURL + 1]*otNode // per order tree (sortURL...sortRetryAt)
-	history                             []attempt                          // newest last; starts in hist0
+	leaf                                [sortWorker - sortURL + 1]*otNode // per order tree (sortURL...sortWorker)
+	history                             []attempt                         // newest last; starts in hist0
 	hist0                               [1]attempt
 }
 

@@ -49,7 +49,7 @@ var (
 		{"hwgroup": "gpu", "threads": "8"},
 		{"hwgroup": "cpu", "threads": "16"},
 	}
-	modelSorts = []string{"", "age", "url", "attempts", "failures", "retry_at", "state"}
+	modelSorts = []string{"", "age", "url", "attempts", "failures", "retry_at", "throttles", "worker", "state"}
 )
 
 type model struct {
@@ -462,6 +462,17 @@ func (m *model) checkQuery() error {
 			c = cmp.Compare(x.failures, y.failures)
 		case "retry_at":
 			c = cmp.Compare(x.retryAt, y.retryAt)
+		case "throttles":
+			c = cmp.Compare(x.throttles, y.throttles)
+		case "worker": // by worker id; jobs no worker runs after all others
+			wx, wy := "\xff", "\xff"
+			if x.worker != nil {
+				wx = x.worker.id
+			}
+			if y.worker != nil {
+				wy = y.worker.id
+			}
+			c = strings.Compare(wx, wy)
 		case "state":
 			c = cmp.Compare(x.state, y.state)
 		}

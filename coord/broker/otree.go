@@ -15,11 +15,13 @@ const (
 	sortAttempts
 	sortFailures
 	sortRetryAt
-	sortState // state, then age
+	sortThrottles
+	sortWorker // the worker running it (by id), jobs no worker runs last
+	sortState  // state, then age
 	nSorts
 )
 
-var sortNames = [nSorts]string{"age", "url", "attempts", "failures", "retry_at", "state"}
+var sortNames = [nSorts]string{"age", "url", "attempts", "failures", "retry_at", "throttles", "worker", "state"}
 
 // orderTree is an order-statistic B+ tree of jobs under one sort key (ties
 // broken by ID), where every node counts its jobs per state: the k-th job
@@ -58,6 +60,18 @@ func (t *orderTree) cmp(a, b *job) int {
 		c = cmp.Compare(a.failures, b.failures)
 	case sortRetryAt:
 		c = cmp.Compare(a.retryAt, b.retryAt)
+	case sortThrottles:
+		c = cmp.Compare(a.throttles, b.throttles)
+	case sortWorker:
+		switch {
+		case a.worker == nil && b.worker == nil:
+		case a.worker == nil:
+			c = 1
+		case b.worker == nil:
+			c = -1
+		default:
+			c = strings.Compare(a.worker.id, b.worker.id)
+		}
 	}
 	if c == 0 {
 		c = cmp.Compare(a.id, b.id)

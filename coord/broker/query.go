@@ -336,7 +336,7 @@ func (b *Broker) hostRows() []admin.HostRow {
 	return rows
 }
 
-var workerSorts = []string{"id", "host", "state", "used", "done", "failures", "since", "last_heartbeat"}
+var workerSorts = admin.Sorts[admin.ViewWorkers]
 
 // Workers answers a window of the workers view (lost records included).
 // Sorts: id (default), host, state, used, done, failures, since,

@@ -197,7 +197,7 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []J
 
 // hold gives a dispatched job to w.
 func (b *Broker) hold(w *worker, j *job) {
-	j.worker = w
+	b.reorder(j, sortWorker, func() { j.worker = w })
 	j.heldIdx = int32(len(w.held))
 	w.held = append(w.held, j)
 }
@@ -211,7 +211,7 @@ func (b *Broker) release(j *job) {
 	w.held[i].heldIdx = int32(i)
 	w.held[last] = nil
 	w.held = w.held[:last]
-	j.worker = nil
+	b.reorder(j, sortWorker, func() { j.worker = nil })
 	j.heldIdx = -1
 }
 
