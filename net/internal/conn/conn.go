@@ -1,16 +1,16 @@
 // Package conn is the client side of a DRV/1 session, shared by drover's
 // worker, producer and admin libraries: one goroutine owns a DEALER
-// (created by net/zsock), says HELLO, waits for WELCOME, heartbeats, watches
-// the server's liveness, and reconnects with a fresh DEALER after a backoff
+// (created by net/zsock; or, to a server in this process, a pipe from
+// net/internal/pipe), says HELLO, waits for WELCOME, heartbeats, watches
+// the server's liveness, and reconnects with a fresh socket after a backoff
 // (1 s doubling to 32 s by default, reset after each WELCOME) whenever the
 // session ends. What the session is for lives in a Handler, whose methods
 // all run on that goroutine, so handler state needs no locks.
 //
-// Other goroutines talk to the loop through Post, which queues a function to
-// run on the loop goroutine and rings an in-process "doorbell": a ZeroMQ
-// inproc PAIR whose sending end belongs to a small notifier goroutine, so the
-// loop wakes from its poll at once instead of polling on a timer. Every
-// ZeroMQ socket here is used by exactly one goroutine.
+// The loop never blocks in libzmq: it waits on channels, for the DEALER's
+// signals (zsock.Watch), for Post, which queues a function to run on the
+// loop goroutine and rings a doorbell channel, and for its next timer.
+// Every ZeroMQ socket here is used by exactly one goroutine.
 package conn
 
 import (

@@ -17,7 +17,7 @@ var ErrNotUp = errors.New("no live session")
 type state uint8
 
 const (
-	down     state = iota // no DEALER: waiting out the backoff
+	down     state = iota // no socket: waiting out the backoff
 	greeting              // HELLO queued or sent, waiting for WELCOME
 	up                    // WELCOME received: the session is live
 )
@@ -41,7 +41,7 @@ type Link struct {
 	drop     error // end the session at the end of this iteration
 
 	enc     wire.Encoder
-	pending [][][]byte // encoded messages waiting for the DEALER to accept them
+	pending [][][]byte // encoded messages waiting for the socket to accept them
 	req     uint64     // last request id handed out
 	hello   uint64     // request id of the current HELLO
 	welcome *wire.Welcome
@@ -101,8 +101,8 @@ func (l *Link) Drop(code wire.Code, err error) {
 	l.drop = err
 }
 
-// Send encodes m and hands it to the DEALER without blocking; a message
-// the DEALER cannot take now (its queue is full) waits in order for it.
+// Send encodes m and hands it to the socket without blocking; a message
+// the socket cannot take now (its queue is full) waits in order for it.
 // It fails with ErrNotUp when no session is live (HELLO aside), and with
 // the encoder's error for a message DRV/1 does not allow.
 func (l *Link) Send(m wire.Message) error {
@@ -132,7 +132,7 @@ func (l *Link) Send(m wire.Message) error {
 	return nil
 }
 
-// flushPending sends queued messages until the DEALER pushes back.
+// flushPending sends queued messages until the socket pushes back.
 func (l *Link) flushPending() {
 	l.dirty = true
 	n := 0
@@ -183,7 +183,7 @@ func (c *Conn) loop() {
 	}
 }
 
-// block waits up to d for a post, a signal from the DEALER, or the timer;
+// block waits up to d for a post, a signal from the socket, or the timer;
 // not at all when posts are waiting. It parks the goroutine on Go's
 // scheduler (see zsock.Watch), never in a cgo call.
 func (l *Link) block(d time.Duration) {
@@ -202,7 +202,7 @@ func (l *Link) block(d time.Duration) {
 	l.c.wake()
 }
 
-// poll works the DEALER (receiving what it has, sending what waits for it)
+// poll works the socket (receiving what it has, sending what waits for it)
 // and, when it has nothing more to do, waits for a post, its next signal
 // or the next timer.
 func (l *Link) poll() {
@@ -223,7 +223,7 @@ func (l *Link) poll() {
 	}
 }
 
-// work receives what the DEALER has and sends what waits for it.
+// work receives what the socket has and sends what waits for it.
 func (l *Link) work() {
 	l.receive()
 	if l.sock != nil && len(l.pending) > 0 {
@@ -248,7 +248,7 @@ func (l *Link) nextTimer() time.Duration {
 	return time.Second
 }
 
-// receive handles what the DEALER has, a bounded number at a time.
+// receive handles what the socket has, a bounded number at a time.
 func (l *Link) receive() {
 	for range 1024 {
 		if l.sock == nil {
@@ -336,7 +336,8 @@ func (l *Link) timers() {
 	}
 }
 
-// connect starts a session attempt: a new DEALER and a HELLO.
+// connect starts a session attempt: a new socket (a DEALER, or a pipe to
+// a server in this process) and a HELLO.
 func (l *Link) connect() {
 	c := l.c
 	sk, err := c.dial(l.ready)
@@ -362,7 +363,7 @@ func (l *Link) connect() {
 // lose ends the session (or the attempt) and schedules a reconnection.
 func (l *Link) lose(err error) { l.end(err, 0) }
 
-// end closes the DEALER, keeping what it still has to send for up to
+// end closes the socket, keeping what it still has to send for up to
 // linger, and schedules a reconnection.
 func (l *Link) end(err error, linger time.Duration) {
 	c := l.c
