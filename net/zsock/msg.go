@@ -130,8 +130,10 @@ func handle(s *zmq4.Socket) (p unsafe.Pointer, ok bool) {
 	return *(*unsafe.Pointer)(unsafe.Add(base, raw.soc)), true
 }
 
-// MsgIO sends and receives whole messages. It holds scratch space: use
-// one per goroutine (the one that owns the sockets it is used on).
+// MsgIO sends and receives whole messages. It holds scratch space (libzmq
+// message structures among it): use one per goroutine (the one that owns
+// the sockets it is used on), keep it in a long-lived struct, and do not
+// copy it.
 type MsgIO struct {
 	msgs  [maxMsgFrames + 1]C.zmq_msg_t // the last one receives dropped frames
 	sizes [maxMsgFrames]C.size_t
