@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -102,4 +104,35 @@ func TestEventsNotPublishedWithoutSubscribers(t *testing.T) {
 func (s *Server) eventsPublished(t *testing.T) uint64 {
 	t.Helper()
 	return s.published.Load()
+}
+
+// A server that stopped leaves no goroutine behind (its sockets' watches
+// among them), with or without events and in-process peers.
+func TestStoppedServerLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for range 5 {
+		s, err := New(Options{Peers: zsock.Ephemeral, Admin: zsock.Ephemeral, Events: zsock.Ephemeral})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		p := dial(t, s.PeersEndpoint())
+		p.send(&wire.Hello{Req: 1, Role: wire.RoleProducer, ID: "p"})
+		expect[*wire.Welcome](t, p.recv())
+		p.sock.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines after the servers stopped, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
 }

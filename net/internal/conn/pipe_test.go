@@ -2,6 +2,7 @@ package conn
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -61,5 +62,41 @@ func TestInprocPeersOfARealServer(t *testing.T) {
 	recv(t, r.ups, "WELCOME")
 	if err := c.Close(); err != nil {
 		t.Fatalf("close: %v", err)
+	}
+}
+
+// Connections leave nothing behind: after 40 connections over TCP and over
+// a pipe are opened, used and closed, the goroutines (each DEALER's watch
+// among them) are back to what they were.
+func TestClosedConnectionsLeaveNoGoroutines(t *testing.T) {
+	s, _ := startServer(t, "")
+	var before int
+	for i := range 41 {
+		if i == 1 {
+			// After one connection: the server's reactor is up with its
+			// own watches.
+			before = runtime.NumGoroutine()
+		}
+		ep := s.PeersEndpoint()
+		if i%2 == 1 {
+			ep = s.InprocPeers()
+		}
+		r := newRecorder()
+		c, err := Start(Config{Endpoint: ep}, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recv(t, r.ups, "WELCOME")
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines after closing every connection, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
 }
