@@ -179,8 +179,23 @@ func (c *Coordinator) collectEvents(now time.Time) {
 	}
 }
 
+// keyKinds are the kinds of ledger events as the Events view names them,
+// made once.
+var keyKinds = func() (k [ledger.EventLeft + 1]string) {
+	for i := range k {
+		k[i] = "key." + ledger.EventKind(i).String()
+	}
+	return k
+}()
+
 func ledgerEvent(now time.Time, e ledger.Event) admin.Event {
-	ev := admin.Event{At: now, Kind: "key." + e.Kind.String(), Key: e.FP.String()}
+	var kind string
+	if int(e.Kind) < len(keyKinds) {
+		kind = keyKinds[e.Kind]
+	} else {
+		kind = "key." + e.Kind.String()
+	}
+	ev := admin.Event{At: now, Kind: kind, Key: e.FP.String()}
 	if e.Session != 0 {
 		ev.Detail = "session " + sessionName(e.Session)
 	}

@@ -15,7 +15,8 @@ import (
 // the RESULT-OK that acknowledges its result, or until it is abandoned.
 type running struct {
 	cancel context.CancelCauseFunc
-	task   *task            // in the slots' queue until a slot takes it
+	task   task             // in the slots' queue until a slot takes it
+	rep    reporter         // the job's progress reporter (in its context)
 	done   bool             // the handler returned
 	result *wire.ResultItem // what to report, once done
 	sentIn uint64           // request id of the RESULT carrying it this session; 0: not sent
@@ -30,6 +31,9 @@ type session struct {
 	opts Options
 	h    Handler
 	pool *slots
+	// runFn and doneFn are execute and taskDone, bound once for every task.
+	runFn  func(ctx context.Context, j Job) Result
+	doneFn func(t *task, res Result)
 
 	jobs     map[uint64]*running
 	busy     int                 // handlers that have not returned
@@ -40,13 +44,15 @@ type session struct {
 }
 
 func newSession(opts Options, h Handler) *session {
-	return &session{
+	s := &session{
 		opts:     opts,
 		h:        h,
 		pool:     startSlots(opts.Slots),
 		jobs:     make(map[uint64]*running),
 		inflight: make(map[uint64][]uint64),
 	}
+	s.runFn, s.doneFn = s.execute, s.taskDone
+	return s
 }
 
 // Hello lists every job received and not yet acknowledged, unless
@@ -107,8 +113,8 @@ func (s *session) abandon(id uint64, r *running, cause error) {
 // leaves the queue at once, reported as not started.
 func (s *session) cancelJob(r *running, cause error) {
 	r.cancel(cause)
-	if r.task != nil && s.pool.remove(r.task) {
-		r.task.done(Internal(fmt.Errorf("not started: %w", cause)))
+	if s.pool.remove(&r.task) {
+		r.task.finish(Internal(fmt.Errorf("not started: %w", cause)))
 	}
 }
 
@@ -163,21 +169,27 @@ func (s *session) start(l *conn.Link, it *wire.JobItem) {
 		s.opts.Log.Warn("job dispatched twice: ignoring the second", "job", it.JobID)
 		return
 	}
-	c := l.Conn()
-	ctx, cancel := context.WithCancelCause(context.WithValue(context.Background(), progressKey{}, &reporter{job: it.JobID, c: c}))
-	r := &running{cancel: cancel}
+	// One allocation for the job's record, its slot task and its progress
+	// reporter; the task's functions are the session's, made once.
+	r := &running{rep: reporter{job: it.JobID, c: l.Conn()}}
+	ctx, cancel := context.WithCancelCause(context.WithValue(context.Background(), progressKey{}, &r.rep))
+	r.cancel = cancel
 	s.jobs[it.JobID] = r
 	s.busy++
 	if s.stopping {
 		cancel(ErrShutdown)
 	}
-	j := Job{ID: it.JobID, Attempt: int(it.Attempt), Key: it.Key, Headers: it.Headers.Map(), Payload: it.Payload}
-	r.task = &task{ctx: ctx, j: j, run: s.execute, done: func(res Result) {
-		cause := context.Cause(ctx)
-		cancel(nil)
-		c.Post(func(l *conn.Link) { s.finished(j.ID, r, res, cause) })
-	}}
-	s.pool.push(r.task)
+	r.task = task{ctx: ctx, r: r, run: s.runFn, done: s.doneFn,
+		j: Job{ID: it.JobID, Attempt: int(it.Attempt), Key: it.Key, Headers: it.Headers.Map(), Payload: it.Payload}}
+	s.pool.push(&r.task)
+}
+
+// taskDone reports a finished (or never started) job to the loop.
+func (s *session) taskDone(t *task, res Result) {
+	cause := context.Cause(t.ctx)
+	t.r.cancel(nil)
+	r, id := t.r, t.j.ID
+	r.rep.c.Post(func(l *conn.Link) { s.finished(id, r, res, cause) })
 }
 
 // execute runs the handler in a slot, turning a panic into an internal

@@ -21,9 +21,13 @@ type slots struct {
 type task struct {
 	ctx  context.Context
 	j    Job
+	r    *running // the session's record of the job (nil in tests)
 	run  func(ctx context.Context, j Job) Result
-	done func(Result) // called once: with the handler's result, or "not started"
+	done func(t *task, res Result) // called once: with the handler's result, or "not started"
 }
+
+// finish reports how t ended.
+func (t *task) finish(res Result) { t.done(t, res) }
 
 // startSlots starts n slot goroutines.
 func startSlots(n int) *slots {
@@ -41,7 +45,7 @@ func (p *slots) push(t *task) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		go t.done(Internal(fmt.Errorf("not started: %w", ErrShutdown)))
+		go t.finish(Internal(fmt.Errorf("not started: %w", ErrShutdown)))
 		return
 	}
 	p.queue = append(p.queue, t)
@@ -80,10 +84,10 @@ func (p *slots) next() *task {
 func (p *slots) serve() {
 	for t := p.next(); t != nil; t = p.next() {
 		if t.ctx.Err() != nil {
-			t.done(Internal(fmt.Errorf("not started: %w", context.Cause(t.ctx))))
+			t.finish(Internal(fmt.Errorf("not started: %w", context.Cause(t.ctx))))
 			continue
 		}
-		t.done(t.run(t.ctx, t.j))
+		t.finish(t.run(t.ctx, t.j))
 	}
 }
 

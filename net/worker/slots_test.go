@@ -33,7 +33,7 @@ func TestSlotsBoundAndOrder(t *testing.T) {
 				running.Add(-1)
 				return OK([]byte{byte(j.ID)})
 			},
-			done: func(r Result) { results <- uint64(r.Output[0]) }})
+			done: func(_ *task, r Result) { results <- uint64(r.Output[0]) }})
 	}
 	seen := map[uint64]bool{}
 	for range jobs {
@@ -65,16 +65,16 @@ func TestSlotsCancelWhileQueued(t *testing.T) {
 	p := startSlots(1)
 	defer p.close()
 	release := make(chan struct{})
-	p.push(&task{ctx: context.Background(), run: func(context.Context, Job) Result { <-release; return OK(nil) }, done: func(Result) {}})
+	p.push(&task{ctx: context.Background(), run: func(context.Context, Job) Result { <-release; return OK(nil) }, done: func(*task, Result) {}})
 	ctx, cancel := context.WithCancelCause(context.Background())
 	got := make(chan Result, 1)
 	ran := atomic.Bool{}
-	queued := &task{ctx: ctx, run: func(context.Context, Job) Result { ran.Store(true); return OK(nil) }, done: func(r Result) { got <- r }}
+	queued := &task{ctx: ctx, run: func(context.Context, Job) Result { ran.Store(true); return OK(nil) }, done: func(_ *task, r Result) { got <- r }}
 	p.push(queued)
 	// What session.cancelJob does.
 	cancel(ErrCancelled)
 	if p.remove(queued) {
-		queued.done(Internal(fmt.Errorf("not started: %w", ErrCancelled)))
+		queued.finish(Internal(fmt.Errorf("not started: %w", ErrCancelled)))
 	}
 	select {
 	case r := <-got:
