@@ -25,10 +25,16 @@ import (
 //
 //	go test -run '^$' -bench EndToEndStore ./net/server
 func BenchmarkEndToEndStore(b *testing.B) {
-	for _, policy := range []string{"memory", "none", "batch", "always"} {
+	// batch+cache is serve's default: sync=batch and a bounded done set
+	// (store.done_cache), so every new key is also looked up in the store.
+	for _, policy := range []string{"memory", "none", "batch", "always", "batch+cache"} {
 		b.Run("store="+policy, func(b *testing.B) {
 			opts := Options{Peers: zsock.Ephemeral, Admin: zsock.Ephemeral, Events: "-",
 				Coord: coord.Config{Heartbeat: time.Second}}
+			if policy == "batch+cache" {
+				policy = "batch"
+				opts.Coord.Ledger.DoneCache = 1_000_000
+			}
 			if policy != "memory" {
 				st, err := store.Open(store.Options{Path: filepath.Join(b.TempDir(), "store"), Sync: store.Sync(policy)})
 				if err != nil {
