@@ -135,6 +135,11 @@ func (s *jobStore) forget(j *job) {
 	}
 }
 
+// The intrusive lists (jobList and hostList here, workerList in worker.go)
+// are written out once per link field on purpose: one list type taking an
+// accessor for the links measured 4-8% fewer dispatch decisions per second
+// (BenchmarkDispatch, the two versions interleaved).
+
 // jobList is an intrusive FIFO through job.prev/next.
 type jobList struct {
 	head, tail *job

@@ -149,6 +149,10 @@ func (l *Ledger) gcSession(si int32) {
 	l.freeS = si
 }
 
+// The list operations below are written out once per link field on
+// purpose, as the broker's are (see coord/broker/job.go): they sit on every
+// request, queue and done.
+
 func (l *Ledger) listAppend(ls *list, ri int32) {
 	r := l.recs.at(ri)
 	r.prev, r.next = ls.tail, 0
