@@ -74,3 +74,8 @@ func (c *Coordinator) WritesDurable(n uint64) { c.led.WritesDurable(n) }
 // DoneCache describes the bounded done set; ok is false when it is
 // unbounded.
 func (c *Coordinator) DoneCache() (ledger.DoneCacheStats, bool) { return c.led.DoneCache() }
+
+// StoredExpired tells the core the store deleted these done and failed key
+// records (expired by TTL; the store's sweeper reports them): keys the
+// ledger had left in the store stop counting as done. It returns how many.
+func (c *Coordinator) StoredExpired(fps []id.Fingerprint) int { return c.led.StoredExpired(fps) }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"drover/coord/id"
 )
 
 // sweepStep bounds the index entries one sweep step examines: a step runs
@@ -26,6 +28,14 @@ const sweepStep = 256
 // Deletions are written without an fsync of their own (a lost deletion
 // is redone by the next sweep).
 func (s *Store) Sweep(now time.Time, doneTTL, failedTTL time.Duration) (int, error) {
+	return s.SweepKeys(now, doneTTL, failedTTL, nil)
+}
+
+// SweepKeys is Sweep, calling keys (on the caller's goroutine) with the
+// fingerprints of the done and failed key records each step deleted: a
+// coordinator that keeps only some done keys in memory counts the others
+// by them.
+func (s *Store) SweepKeys(now time.Time, doneTTL, failedTTL time.Duration, keys func([]id.Fingerprint)) (int, error) {
 	if doneTTL < 0 || failedTTL < 0 {
 		return 0, fmt.Errorf("store: sweep with TTLs done %v, failed %v: want 0 (forever) or positive", doneTTL, failedTTL)
 	}
@@ -51,6 +61,9 @@ func (s *Store) Sweep(now time.Time, doneTTL, failedTTL time.Duration) (int, err
 				return total, err
 			}
 			total += st.deleted
+			if keys != nil && len(st.keys) > 0 {
+				keys(st.keys)
+			}
 			if st.err != nil {
 				return total, st.err
 			}
@@ -64,6 +77,7 @@ func (s *Store) Sweep(now time.Time, doneTTL, failedTTL time.Duration) (int, err
 
 type sweepResult struct {
 	deleted int
+	keys    []id.Fingerprint // of the key records deleted (key classes)
 	more    bool
 	err     error
 }
@@ -113,6 +127,9 @@ func (s *Store) sweepStep(w *writer, class byte, cutoff int64) (res sweepResult)
 		if live {
 			_ = b.Delete(rk, nil)
 			res.deleted++
+			if identLen == len(id.Fingerprint{}) {
+				res.keys = append(res.keys, id.Fingerprint(k[10:]))
+			}
 		}
 		last = append(last[:0], k...)
 		n++
@@ -128,7 +145,7 @@ func (s *Store) sweepStep(w *writer, class byte, cutoff int64) (res sweepResult)
 	_ = b.DeleteRange(lower, next, nil)
 	if err := s.pebbleApply(b, pebble.NoSync); err != nil {
 		w.fail(err)
-		res.deleted, res.err = 0, s.sticky()
+		res.deleted, res.keys, res.err = 0, nil, s.sticky()
 		return res
 	}
 	w.floor[class] = next

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"drover/coord/id"
 	"errors"
 	"sync"
 	"testing"
@@ -244,5 +245,50 @@ func TestSweepFindsRecordsOlderThanItsLastPosition(t *testing.T) {
 	}
 	if recs, _ := recoverAll(t, s); len(recs) != 0 {
 		t.Errorf("left after the sweeps: %+v", recs)
+	}
+}
+
+// SweepKeys reports the fingerprints of the key records it deleted (not
+// the jobs', not the records it kept), however many steps it took.
+func TestSweepKeysReportsDeletedKeys(t *testing.T) {
+	s := memT(t)
+	const n = 2*sweepStep + 10
+	want := map[string]bool{}
+	commitT(t, s, func(b *Batch) error {
+		var errs []error
+		for i := range n {
+			st := KeyDone
+			if i%3 == 0 {
+				st = KeyFailed
+			}
+			r := keyRec(i, st, base)
+			want[r.FP.String()] = true
+			errs = append(errs, b.PutKey(&r))
+		}
+		kept := keyRec(n, KeyDone, base.Add(10*time.Hour)) // too young to expire
+		j := jobRec(1, JobDone, base)
+		return errors.Join(append(errs, b.PutKey(&kept), b.PutJob(&j))...)
+	})
+	got := map[string]bool{}
+	calls := 0
+	deleted, err := s.SweepKeys(base.Add(2*time.Hour), time.Hour, time.Hour, func(fps []id.Fingerprint) {
+		calls++
+		for _, fp := range fps {
+			if got[fp.String()] {
+				t.Errorf("%s reported twice", fp)
+			}
+			got[fp.String()] = true
+		}
+	})
+	if err != nil || deleted != n+1 { // the keys and the job
+		t.Fatalf("SweepKeys = %d, %v; want %d", deleted, err, n+1)
+	}
+	if len(got) != len(want) || calls < 2 {
+		t.Fatalf("%d keys reported in %d calls, want the %d deleted, in steps", len(got), calls, len(want))
+	}
+	for fp := range want {
+		if !got[fp] {
+			t.Fatalf("deleted key %s not reported", fp)
+		}
 	}
 }

@@ -218,6 +218,27 @@ func (l *Ledger) RestoreStored(n int) error {
 	return nil
 }
 
+// StoredExpired takes note that the store deleted these done and failed
+// key records (their TTL ran out): those the ledger does not hold in memory
+// were counted as stored only, for Counts.Done, and no longer are. (Those
+// it holds expire in memory by the same TTL.) It returns how many it
+// uncounted; an unbounded ledger has none.
+func (l *Ledger) StoredExpired(fps []id.Fingerprint) int {
+	c := l.done.c
+	if c == nil {
+		return 0
+	}
+	n := 0
+	for _, fp := range fps {
+		if _, inMemory := l.done.lookup(fp); inMemory || c.stored == 0 {
+			continue
+		}
+		c.stored--
+		n++
+	}
+	return n
+}
+
 // DoneCacheStats describes a bounded done set.
 type DoneCacheStats struct {
 	Limit    int    // Config.DoneCache

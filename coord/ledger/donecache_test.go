@@ -236,3 +236,29 @@ func TestDoneCacheRestoreStored(t *testing.T) {
 		t.Fatal("an unbounded ledger accepted records left in the store")
 	}
 }
+
+// Keys the store expires stop counting as done when they were counted as
+// stored only; keys held in memory are counted by the ledger's own expiry,
+// and the count never goes below zero.
+func TestDoneCacheStoredExpired(t *testing.T) {
+	h := newHarness(t, Config{Persist: true, DoneCache: 4})
+	if err := h.l.RestoreStored(3); err != nil {
+		t.Fatal(err)
+	}
+	h.l.KnownDone(fpOf("a"), h.now, DoneOK) // back in memory: 1 in memory, 2 stored
+	if c := h.l.Counts(); c.Done != 3 {
+		t.Fatalf("Counts().Done = %d before the sweep, want 3", c.Done)
+	}
+	if n := h.l.StoredExpired([]id.Fingerprint{fpOf("a"), fpOf("b")}); n != 1 {
+		t.Fatalf("StoredExpired(a in memory, b stored) uncounted %d, want 1 (b)", n)
+	}
+	if c := h.l.Counts(); c.Done != 2 {
+		t.Fatalf("Counts().Done = %d after the sweep, want 2", c.Done)
+	}
+	if n := h.l.StoredExpired([]id.Fingerprint{fpOf("c"), fpOf("d"), fpOf("e")}); n != 1 {
+		t.Fatalf("StoredExpired of three with one left stored uncounted %d, want 1", n)
+	}
+	if n := newHarness(t, Config{}).l.StoredExpired([]id.Fingerprint{fpOf("a")}); n != 0 {
+		t.Fatalf("an unbounded ledger uncounted %d", n)
+	}
+}

@@ -143,3 +143,28 @@ func (s *Server) lookupDone(ident []byte, m wire.Message) bool {
 	l.back = back[:0]
 	return true
 }
+
+// noteExpired keeps the keys the store's sweeper deleted for the reactor
+// (it runs on the sweeper's goroutine) and wakes it. Only a bounded done
+// set needs them: keys it left in the store stop counting as done.
+func (d *durable) noteExpired(fps []id.Fingerprint) {
+	d.mu.Lock()
+	d.expired = append(d.expired, fps...)
+	d.mu.Unlock()
+	select {
+	case d.ring <- struct{}{}:
+	default:
+	}
+}
+
+// storeExpired hands the coordinator the keys the sweeper deleted.
+func (s *Server) storeExpired() {
+	d := s.dur
+	d.mu.Lock()
+	fps := d.expired
+	d.expired = nil
+	d.mu.Unlock()
+	if len(fps) > 0 && s.bounded() {
+		s.c.StoredExpired(fps)
+	}
+}

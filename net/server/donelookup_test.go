@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"drover/coord"
 	"drover/coord/id"
@@ -124,5 +125,48 @@ func TestDoneCacheOverSocket(t *testing.T) {
 	}
 	if look := s2.dur.look.stats; look.Hits < n {
 		t.Fatalf("store lookups after the restart %+v: want all %d answered from the store", look, n)
+	}
+}
+
+// Done keys left in the store by a bounded done set stop counting once the
+// store's sweeper expires them: the totals' done keys follow the TTL
+// instead of growing for ever.
+func TestStoredDoneKeysExpireFromTheTotals(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncNone)
+	t.Cleanup(func() { st.Close() })
+	now := time.Now().UTC()
+	b := st.NewBatch()
+	for i, age := range []time.Duration{3 * time.Hour, 2 * time.Hour, time.Minute} {
+		k := key(fmt.Sprintf("http://a.test/%d", i))
+		if err := b.PutKey(&store.KeyRecord{FP: k.Fingerprint(), Key: k, State: store.KeyDone, At: now.Add(-age)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	cfg := coord.Config{Heartbeat: 100 * time.Millisecond, MinHeartbeat: 10 * time.Millisecond}
+	cfg.Ledger.DoneTTL, cfg.Ledger.DoneCache = time.Hour, 10
+	s, _ := runServer(t, Options{Store: st, Coord: cfg, SweepEvery: 20 * time.Millisecond})
+	con := dial(t, s.AdminEndpoint())
+	con.send(&wire.Hello{Req: 1, Role: wire.RoleConsole, ID: "watch", ReadOnly: true})
+	expect[*wire.Welcome](t, con.recv())
+	req := uint64(1)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		req++
+		con.send(&wire.Status{Req: req})
+		var tot *wire.Totals
+		for tot == nil {
+			if m, ok := con.recv().(*wire.Totals); ok {
+				tot = m
+			}
+		}
+		if tot.Totals.KeysDone == 1 {
+			break // the two expired keys are gone, the young one stays
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("done keys %d 10 s after start, want 1 (two of three expired by the sweep)", tot.Totals.KeysDone)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
 }

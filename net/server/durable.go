@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"drover/coord"
+	"drover/coord/id"
 	"drover/net/wire"
 	"drover/store"
 )
@@ -32,9 +33,10 @@ type durable struct {
 	st *store.Store
 
 	// Shared with the store's callbacks.
-	mu   sync.Mutex
-	done uint64 // the last batch the store finished (durable or failed)
-	err  error  // the first failure; the store is sticky-failed after it
+	mu      sync.Mutex
+	done    uint64           // the last batch the store finished (durable or failed)
+	err     error            // the first failure; the store is sticky-failed after it
+	expired []id.Fingerprint // done and failed keys the sweeper deleted, for the reactor
 
 	// Reactor only.
 	applied uint64        // the last batch applied
@@ -166,6 +168,7 @@ func (s *Server) release() error {
 		return err
 	}
 	s.durableUpTo(done) // donelookup.go
+	s.storeExpired()    // donelookup.go
 	n := 0
 	for n < len(d.waiting) && d.waiting[n].seq <= done {
 		s.send(s.peers, d.waiting[n].ident, d.waiting[n].msg)
@@ -218,6 +221,10 @@ func (s *Server) startSweeper() (stop func()) {
 	}
 	quit, exited := make(chan struct{}), make(chan struct{})
 	st, now, log := s.dur.st, s.now, s.log
+	var onKeys func([]id.Fingerprint) // only a bounded done set counts them
+	if s.bounded() {
+		onKeys = s.dur.noteExpired
+	}
 	go func() {
 		defer close(exited)
 		t := time.NewTicker(every)
@@ -228,7 +235,7 @@ func (s *Server) startSweeper() (stop func()) {
 				return
 			case <-t.C:
 			}
-			n, err := st.Sweep(now(), led.DoneTTL, led.FailedTTL)
+			n, err := st.SweepKeys(now(), led.DoneTTL, led.FailedTTL, onKeys)
 			switch {
 			case err != nil:
 				log.Error("store sweep", "err", err, "deleted", n)
