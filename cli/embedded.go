@@ -7,12 +7,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"drover/config"
-	"drover/net/server"
 )
 
-// runEmbedded is drover with no command: the coordinator and broker (as
-// serve) with the console in the same process, attached over the
-// in-process admin transport. Quitting the console stops the coordinator.
+// runEmbedded is drover with no command: the coordinator and broker as
+// serve runs them (the same store, metrics and notifier) with the console
+// in the same process, attached over the in-process admin transport.
+// Quitting the console stops the coordinator.
 func runEmbedded(cmd *cobra.Command, cfg *config.Config) error {
 	if !isTerminal(cmd.OutOrStdout()) || !isTerminal(cmd.InOrStdin()) {
 		return usageError("drover with no command runs the coordinator under the console and needs a terminal; use \"drover serve\" for a headless coordinator, or \"drover --help\"")
@@ -28,19 +28,20 @@ func runEmbedded(cmd *cobra.Command, cfg *config.Config) error {
 	defer closeLog()
 	ctx, stop := signalContext(cmd.Context())
 	defer stop()
-	srv, err := server.New(server.Options{
-		Peers: cfg.Peers.Listen, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
-		Coord: coordConfig(cfg), Log: log, Server: "drover " + version,
-	})
+	// The coordinator as serve runs it (store, metrics, notifier); it stops
+	// after the console, so the console's last queries are answered.
+	srvCtx, stopSrv := context.WithCancel(context.Background())
+	c, err := startCoordinator(srvCtx, cfg, log)
 	if err != nil {
+		stopSrv()
 		return fmt.Errorf("drover: %w", err)
 	}
-	srvCtx, stopSrv := context.WithCancel(context.Background())
+	defer c.close()
 	srvDone := make(chan error, 1)
-	go func() { srvDone <- srv.Run(srvCtx) }()
+	go func() { srvDone <- c.srv.Run(srvCtx) }()
 	defer func() {
 		stopSrv()
 		<-srvDone
 	}()
-	return runConsole(ctx, cmd, srv.InprocAdmin(), topts, log)
+	return runConsole(ctx, cmd, c.srv.InprocAdmin(), topts, log)
 }

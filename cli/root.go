@@ -55,8 +55,10 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Short: "Work coordinator and job broker for distributed crawls, with an operations console",
 		Long: `drover stops two workers from doing the same work and hands jobs to live,
 capable workers, requeueing whatever a crashed, disconnected or throttled
-worker held. With no command it runs the coordinator (as "drover serve") under
-the operations console. Run "drover demo" to watch a local crawl.`,
+worker held. With no command it runs the coordinator (as "drover serve", with
+the same store, so the next start picks up where it stopped; --store memory for
+a throwaway session) under the operations console. Run "drover demo" to watch a
+local crawl.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
@@ -72,6 +74,7 @@ the operations console. Run "drover demo" to watch a local crawl.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	addServerFlags(root)
+	addStoreFlags(root)
 	root.PersistentFlags().String(configFlag, "", "config file (default: $DROVER_CONFIG, ./drover.yaml, $XDG_CONFIG_HOME/drover/drover.yaml, /etc/drover/drover.yaml)")
 	root.AddCommand(newVersionCmd(), newServeCmd(), newConfigCmd(), newCrawlCmd(), newDemoCmd(),
 		newWorkerCmd(), newSubmitCmd(), newStatusCmd(), newConsoleCmd())

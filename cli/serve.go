@@ -56,6 +56,13 @@ unreadable is an error with a non-zero exit, never a fresh start.`,
 		},
 	}
 	addServerFlags(cmd)
+	addStoreFlags(cmd)
+	return cmd
+}
+
+// addStoreFlags registers the store flags of a command that runs a
+// coordinator with serve's store.
+func addStoreFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	must(config.AddFlag(fs, "store.path", "store", ""))
 	f := fs.Lookup("store")
@@ -64,7 +71,6 @@ unreadable is an error with a non-zero exit, never a fresh start.`,
 	must(config.AddFlag(fs, "store.sync", "store-sync", ""))
 	must(config.AddFlag(fs, "store.sync_interval", "store-sync-interval", ""))
 	must(config.AddFlag(fs, "store.done_cache", "store-done-cache", ""))
-	return cmd
 }
 
 // storePath is the store directory serve uses: store.path, or
@@ -128,66 +134,64 @@ func must(err error) {
 	}
 }
 
-func runServe(cmd *cobra.Command, cfg *config.Config) error {
-	log, closeLog, err := newLogger(cfg, cmd.ErrOrStderr(), false)
-	if err != nil {
-		return err
-	}
-	defer closeLog()
-	ctx, stop := signalContext(cmd.Context())
-	defer stop()
+// coordinator is a coordinator as serve runs it: the reactor on its store,
+// with metrics (and their HTTP endpoint) and the notifier. serve runs it
+// headless, drover with no command under the console.
+type coordinator struct {
+	srv      *server.Server
+	st       *store.Store
+	notifier *obs.Notifier
+	log      *slog.Logger
+	wg       sync.WaitGroup
+}
 
+// startCoordinator opens the store and creates the server, and serves
+// metrics until ctx ends. Close it when the server has stopped.
+func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger) (*coordinator, error) {
+	c := &coordinator{log: log}
 	metrics := obs.NewMetrics()
-	var notifier *obs.Notifier
+	var err error
 	if cfg.Notifier.URL != "" {
-		if notifier, err = obs.NewNotifier(obs.NotifierOptionsFrom(cfg.Notifier)); err != nil {
-			return &exitError{code: 2, err: err}
+		if c.notifier, err = obs.NewNotifier(obs.NotifierOptionsFrom(cfg.Notifier)); err != nil {
+			return nil, &exitError{code: 2, err: err}
 		}
-		defer notifier.Close(context.Background())
-		if err := metrics.RegisterNotifier(notifier); err != nil {
-			return err
+		if err := metrics.RegisterNotifier(c.notifier); err != nil {
+			c.close()
+			return nil, err
 		}
 	}
-	st, err := openStore(cfg, log)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	if st != nil {
-		defer func() {
-			if cerr := st.Close(); cerr != nil {
-				log.Error("store close", "err", cerr)
-			}
-		}()
+	if c.st, err = openStore(cfg, log); err != nil {
+		c.close()
+		return nil, err
 	}
 	cc := coordConfig(cfg)
-	if st != nil {
+	if c.st != nil {
 		// Done keys beyond the cache stay in the store (none without one).
 		cc.Ledger.DoneCache = cfg.Store.DoneCache
 	}
 	opts := server.Options{
 		Peers: cfg.Peers.Listen, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
 		Coord: cc, Log: log, Server: "drover " + version,
-		OnTotals: metrics.Update, Store: st,
+		OnTotals: metrics.Update, Store: c.st,
 	}
-	if notifier != nil {
+	if n := c.notifier; n != nil {
 		opts.OnEvent = func(ev admin.Event) {
 			switch ev.Kind {
 			case "job.done", "job.failed", "job.retry", "job.throttled", "job.orphan-result", "worker.lost", "worker.evicted":
-				notifier.Notify(ev)
+				n.Notify(ev)
 			}
 		}
 	}
-	srv, err := server.New(opts)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+	if c.srv, err = server.New(opts); err != nil {
+		c.close()
+		return nil, err
 	}
-	var wg sync.WaitGroup
 	if cfg.Metrics.Listen != "" {
-		wg.Add(1)
+		c.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer c.wg.Done()
 			h := obs.Handler(metrics, func() error {
-				if !srv.Ready() {
+				if !c.srv.Ready() {
 					return errors.New("the reactor is not serving")
 				}
 				return nil
@@ -197,12 +201,40 @@ func runServe(cmd *cobra.Command, cfg *config.Config) error {
 			}
 		}()
 	}
-	if st != nil {
-		fmt.Fprintf(cmd.OutOrStdout(), "drover store %s (sync %s): restored %s\n", st.Path(), st.SyncPolicy(), srv.Restored())
+	return c, nil
+}
+
+// close waits for the metrics endpoint (its ctx must have ended) and closes
+// the notifier and the store.
+func (c *coordinator) close() {
+	c.wg.Wait()
+	if c.notifier != nil {
+		c.notifier.Close(context.Background())
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "drover serving: peers %s, admin %s, events %s\n", srv.PeersEndpoint(), srv.AdminEndpoint(), srv.EventsEndpoint())
-	err = srv.Run(ctx)
-	stop()
-	wg.Wait()
-	return err
+	if c.st != nil {
+		if err := c.st.Close(); err != nil {
+			c.log.Error("store close", "err", err)
+		}
+	}
+}
+
+func runServe(cmd *cobra.Command, cfg *config.Config) error {
+	log, closeLog, err := newLogger(cfg, cmd.ErrOrStderr(), false)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	ctx, stop := signalContext(cmd.Context())
+	defer stop()
+	c, err := startCoordinator(ctx, cfg, log)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer c.close()
+	defer stop() // before close: the metrics endpoint ends with ctx
+	if c.st != nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "drover store %s (sync %s): restored %s\n", c.st.Path(), c.st.SyncPolicy(), c.srv.Restored())
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "drover serving: peers %s, admin %s, events %s\n", c.srv.PeersEndpoint(), c.srv.AdminEndpoint(), c.srv.EventsEndpoint())
+	return c.srv.Run(ctx)
 }

@@ -109,3 +109,39 @@ func TestTmuxDemo(t *testing.T) {
 	}
 	s.waitFor("summary after quitting", "crawl ", "pages fetched", "EXITED 0")
 }
+
+// drover with no command is serve with a console: its store keeps what was
+// submitted across a quit and a new start (XDG_STATE_HOME points the
+// default store into the test's directory).
+func TestTmuxEmbeddedKeepsItsStore(t *testing.T) {
+	requireTmux(t)
+	bin := drover(t)
+	state := t.TempDir()
+	eps := freeEndpoints(t, 3)
+	cmd := fmt.Sprintf("XDG_STATE_HOME=%s DROVER_CONFIG= NO_COLOR=1 %s --bind %s --admin %s --events %s --metrics ''",
+		state, bin, eps[0], eps[1], eps[2])
+
+	first := newTmux(t, 120, 30, cmd)
+	first.waitFor("the console", "drover", "embedded", "live")
+	if out, code := run(t, "http://kept.test/a\nhttp://kept.test/b\n", "submit", "--connect", eps[0], "-"); code != 0 || !strings.Contains(out, "2 accepted") {
+		t.Fatalf("submit: exit %d: %s", code, out)
+	}
+	first.waitFor("the two jobs queued (no worker)", "queued 2")
+	first.keys("q") // work in flight: the quit dialog asks, Cancel focused
+	first.waitFor("the quit dialog", "esc cancel")
+	first.keys("Tab", "Enter")
+	first.waitFor("exit", "EXITED 0")
+	if _, err := os.Stat(filepath.Join(state, "drover", "store")); err != nil {
+		t.Fatalf("no store under XDG_STATE_HOME: %v", err)
+	}
+
+	second := newTmux(t, 120, 30, cmd)
+	second.waitFor("the jobs restored", "embedded", "queued 2")
+	if out, code := run(t, "http://kept.test/a\n", "submit", "--connect", eps[0], "-"); code != 0 || !strings.Contains(out, "1 duplicates") {
+		t.Fatalf("submit after the restart: exit %d: %s", code, out)
+	}
+	second.keys("q")
+	second.waitFor("the quit dialog", "esc cancel")
+	second.keys("Tab", "Enter")
+	second.waitFor("exit", "EXITED 0")
+}
