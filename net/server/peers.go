@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/pebbe/zmq4"
 
@@ -262,7 +263,14 @@ func (s *Server) submit(now time.Time, p *peer, m *wire.Submit) {
 }
 
 func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
-	rs := make([]coord.Result, len(m.Items))
+	// Scratch reused across results: the core copies what it keeps.
+	rs := slices.Grow(s.scratch.results[:0], len(m.Items))[:len(m.Items)]
+	specs := s.scratch.specs[:0]
+	defer func() {
+		clear(rs)
+		clear(specs)
+		s.scratch.results, s.scratch.specs = rs[:0], specs[:0]
+	}()
 	for i := range m.Items {
 		it := &m.Items[i]
 		r := coord.Result{Job: broker.JobID(it.JobID), Outcome: broker.Outcome{RetryAfter: it.RetryAfter, Error: it.Error, Output: it.Output}}
@@ -277,14 +285,16 @@ func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
 			r.Outcome.Kind = broker.Throttled
 		}
 		if len(it.Links) > 0 {
-			r.Discovered = make([]coord.JobSpec, len(it.Links))
+			start := len(specs)
 			for j := range it.Links {
-				r.Discovered[j] = fromWireSpec(&it.Links[j])
+				specs = append(specs, fromWireSpec(&it.Links[j]))
 			}
+			r.Discovered = specs[start:len(specs):len(specs)]
 		}
 		rs[i] = r
 	}
-	vs, err := s.c.Results(now, p.s, rs, nil)
+	vs, err := s.c.Results(now, p.s, rs, s.scratch.verdicts[:0])
+	s.scratch.verdicts = vs[:0]
 	if err != nil {
 		s.reject(onPeers, p.ident, m.Req, wire.CodeForbidden, "%v", err)
 		return

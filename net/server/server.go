@@ -86,7 +86,13 @@ type Server struct {
 	inputs []*input              // the sockets the reactor reads (inputs.go)
 	hub    *pipe.Hub             // in-process peers on the inproc peers endpoint
 	hubSig chan struct{}
-	taken  [][][]byte      // scratch for drainHub
+	taken  [][][]byte // scratch for drainHub
+	// scratch for result: reused, cleared after each use
+	scratch struct {
+		results  []coord.Result
+		specs    []coord.JobSpec
+		verdicts []coord.ResultVerdict
+	}
 	subs   map[string]bool // topic prefixes the events XPUB has subscribers for
 	io     zsock.MsgIO     // whole-message sends and receives
 	frames [][]byte        // scratch for send
