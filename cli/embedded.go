@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -34,7 +33,7 @@ func runEmbedded(cmd *cobra.Command, cfg *config.Config) error {
 	c, err := startCoordinator(srvCtx, cfg, log)
 	if err != nil {
 		stopSrv()
-		return fmt.Errorf("drover: %w", err)
+		return err // Main says "drover: " before it
 	}
 	defer c.close()
 	srvDone := make(chan error, 1)
