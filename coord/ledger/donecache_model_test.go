@@ -22,11 +22,7 @@ func TestModelBoundedDoneSet(t *testing.T) {
 	if testing.Short() {
 		sequences = 200
 	}
-	labels := []string{"a", "b", "c", "d", "e", "f"}
-	fps := make([]id.Fingerprint, len(labels))
-	for i, s := range labels {
-		fps[i] = fpOf(s)
-	}
+	labels, fps := modelKeys()
 	for seq := 0; seq < sequences; seq++ {
 		rng := rand.New(rand.NewPCG(uint64(seq), 0xcac4e))
 		cfg := Config{

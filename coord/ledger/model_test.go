@@ -214,6 +214,16 @@ func (m *model) lookup(now time.Time, fp id.Fingerprint) (Record, bool) {
 	return Record{FP: fp, State: k.state, Key: k.key, Owner: k.owner, Waiters: len(k.waiters), Since: k.since}, true
 }
 
+// modelKeys are the few keys the randomized tests work on (so that they
+// collide often), with their fingerprints.
+func modelKeys() (labels []string, fps []id.Fingerprint) {
+	labels = []string{"a", "b", "c", "d", "e", "f"}
+	for _, s := range labels {
+		fps = append(fps, fpOf(s))
+	}
+	return labels, fps
+}
+
 type pendingKey struct {
 	s  id.Session
 	fp id.Fingerprint
@@ -229,11 +239,7 @@ func TestModelRandomized(t *testing.T) {
 	if testing.Short() {
 		sequences = 300
 	}
-	labels := []string{"a", "b", "c", "d", "e", "f"}
-	fps := make([]id.Fingerprint, len(labels))
-	for i, s := range labels {
-		fps[i] = fpOf(s)
-	}
+	labels, fps := modelKeys()
 	for seq := 0; seq < sequences; seq++ {
 		rng := rand.New(rand.NewPCG(uint64(seq), 0x5eed))
 		cfg := Config{

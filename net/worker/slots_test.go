@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,13 +13,16 @@ import (
 )
 
 // At most n jobs run at once, in the order they came, each reported once.
+// Every handler holds its slot until the test lets one go, so the check is
+// made with the slots full each time, not left to timing.
 func TestSlotsBoundAndOrder(t *testing.T) {
 	const n, jobs = 3, 60
 	p := startSlots(n)
 	defer p.close()
-	var running, peak atomic.Int32
+	var running atomic.Int32
 	var mu sync.Mutex
 	var started []uint64
+	release := make(chan struct{})
 	results := make(chan uint64, jobs)
 	for i := range jobs {
 		p.push(&task{ctx: context.Background(), j: Job{ID: uint64(i)},
@@ -26,17 +30,29 @@ func TestSlotsBoundAndOrder(t *testing.T) {
 				mu.Lock()
 				started = append(started, j.ID)
 				mu.Unlock()
-				if r := running.Add(1); r > peak.Load() {
-					peak.Store(r)
-				}
-				time.Sleep(time.Millisecond) // the work itself, not a wait for a condition
+				running.Add(1)
+				<-release
 				running.Add(-1)
 				return OK([]byte{byte(j.ID)})
 			},
 			done: func(_ *task, r Result) { results <- uint64(r.Output[0]) }})
 	}
 	seen := map[uint64]bool{}
-	for range jobs {
+	for left := jobs; left > 0; left-- {
+		// The slots fill up to n (fewer at the end), and no further.
+		want := int32(min(n, left))
+		for deadline := time.Now().Add(5 * time.Second); running.Load() != want; {
+			if running.Load() > n || time.Now().After(deadline) {
+				t.Fatalf("%d jobs running with %d left, want %d", running.Load(), left, want)
+			}
+			runtime.Gosched() // polling with a deadline
+		}
+		mu.Lock()
+		if len(started) != jobs-left+int(want) {
+			t.Fatalf("%d jobs started with %d running and %d done, want %d", len(started), want, jobs-left, jobs-left+int(want))
+		}
+		mu.Unlock()
+		release <- struct{}{}
 		select {
 		case id := <-results:
 			if seen[id] {
@@ -46,9 +62,6 @@ func TestSlotsBoundAndOrder(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("%d of %d jobs reported within 5s", len(seen), jobs)
 		}
-	}
-	if peak.Load() > n {
-		t.Fatalf("%d jobs ran at once, want at most %d", peak.Load(), n)
 	}
 	// Slots take jobs in order: a job never starts before one queued n or
 	// more places ahead of it.
