@@ -189,6 +189,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		return usageError("crawl: %v", err)
 	}
 	defer fetcher.Close()
+	pages := fetcherFor(fetcher)
 
 	// The reactor, then the workers, each on its own goroutine; all stop
 	// when runCtx ends. The server stops last so the workers' final
@@ -211,7 +212,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 			err := worker.Run(runCtx, worker.Options{
 				Connect: srv.InprocPeers(), ID: wid, Host: hostname(), Slots: o.slots,
 				Heartbeat: cfg.Heartbeat.Interval, Log: log.With("worker", wid),
-			}, crawlHandler(fetcher, ccfg, wid))
+			}, crawlHandler(pages, ccfg, wid))
 			if err != nil && !errors.Is(err, context.Canceled) {
 				log.Error("local worker stopped", "worker", wid, "err", err)
 			}

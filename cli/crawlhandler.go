@@ -34,10 +34,20 @@ func seedItem(seed string) (wire.SubmitItem, error) {
 	return wire.SubmitItem{Key: id.Key{Crawler: crawlCrawler, Processor: crawlProcessor, URL: seed}, Payload: p}, nil
 }
 
+// pageFetcher fetches one page: a *crawl.Fetcher (see fetcherFor).
+type pageFetcher interface {
+	Fetch(ctx context.Context, rawURL string) crawl.Page
+}
+
+// fetcherFor is what the crawl handlers fetch with: the shared Fetcher.
+// BenchmarkCrawlCoordination replaces it to measure everything but the
+// fetch.
+var fetcherFor = func(f *crawl.Fetcher) pageFetcher { return f }
+
 // crawlHandler fetches a job's page with the shared fetcher, returns the
 // page record as the job's output, and the in-scope links one level deeper
 // as discovered work, submitted with the result in one batch.
-func crawlHandler(f *crawl.Fetcher, cfg crawl.Config, workerID string) worker.Handler {
+func crawlHandler(f pageFetcher, cfg crawl.Config, workerID string) worker.Handler {
 	var payloads payloadCache
 	return func(ctx context.Context, j worker.Job) worker.Result {
 		p, err := payloads.decode(j.Payload)

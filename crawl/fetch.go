@@ -204,9 +204,9 @@ func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 	}
 
 	body := &countingReader{r: io.LimitReader(resp.Body, f.cfg.MaxBodyBytes)}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 && isHTML(p.ContentType) {
+	if html, utf8 := mediaType(p.ContentType); html && resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		var r io.Reader = body
-		if !declaresUTF8(p.ContentType) { // sniff <meta charset> and convert to UTF-8
+		if !utf8 { // sniff <meta charset> and convert to UTF-8
 			if cr, err := charset.NewReader(body, p.ContentType); err == nil {
 				r = cr
 			}
@@ -231,21 +231,25 @@ func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 	}
 }
 
-// isHTML reports whether a Content-Type names text/html.
-func isHTML(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "text/html"
-}
-
-// declaresUTF8 reports whether a Content-Type says charset=utf-8, so the
-// body needs no sniffing or conversion (the HTML tokenizer reads UTF-8).
-func declaresUTF8(contentType string) bool {
-	_, params, err := mime.ParseMediaType(contentType)
+// mediaType reports whether a Content-Type names text/html, and whether it
+// says charset=utf-8 (then the body needs no sniffing or conversion: the
+// HTML tokenizer reads UTF-8). The usual spellings are recognised without
+// parsing (mime.ParseMediaType builds a map for every call); anything else
+// is parsed.
+func mediaType(contentType string) (html, utf8 bool) {
+	switch {
+	case strings.EqualFold(contentType, "text/html; charset=utf-8"),
+		strings.EqualFold(contentType, "text/html;charset=utf-8"):
+		return true, true
+	case strings.EqualFold(contentType, "text/html"):
+		return true, false
+	}
+	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil {
-		return false
+		return false, false
 	}
 	cs := strings.ToLower(params["charset"])
-	return cs == "utf-8" || cs == "utf8"
+	return mt == "text/html", cs == "utf-8" || cs == "utf8"
 }
 
 // drain reads a little of a body we do not want, so that the connection

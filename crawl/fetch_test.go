@@ -274,13 +274,14 @@ func TestContentTypeChecks(t *testing.T) {
 		{"text/plain", false, false},
 		{"", false, false},
 		{"text/html; charset", false, false},
+		{"text/html;charset=UTF-8", true, true},
+		{"text/html ; charset=utf-8", true, true},
+		{"text/htmlx", false, false},
+		{"text/html; charset=utf-8; x", false, false},
 	}
 	for _, tt := range tests {
-		if got := isHTML(tt.ct); got != tt.html {
-			t.Errorf("isHTML(%q) = %v, want %v", tt.ct, got, tt.html)
-		}
-		if got := declaresUTF8(tt.ct); got != tt.utf8 {
-			t.Errorf("declaresUTF8(%q) = %v, want %v", tt.ct, got, tt.utf8)
+		if html, utf8 := mediaType(tt.ct); html != tt.html || utf8 != tt.utf8 {
+			t.Errorf("mediaType(%q) = %v, %v, want %v, %v", tt.ct, html, utf8, tt.html, tt.utf8)
 		}
 	}
 }
