@@ -175,13 +175,13 @@ func (c Config) Follow(seed string, depth int, links []string) []string {
 	if c.MaxDepth > 0 && depth >= c.MaxDepth {
 		return nil
 	}
-	ss, su, err := Parse(seed)
+	ss, err := Normalize(seed)
 	if err != nil {
 		return nil
 	}
 	out := make([]string, 0, len(links))
 	for _, l := range links {
-		if cs, cu, err := Parse(l); err == nil && c.Scope.allows(ss, su, cs, cu) {
+		if cs, err := Normalize(l); err == nil && c.Scope.allows(ss, cs) {
 			out = append(out, cs)
 		}
 	}

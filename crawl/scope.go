@@ -2,8 +2,9 @@ package crawl
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
+
+	"drover/coord/id"
 )
 
 // Scope says which discovered links belong to a crawl, relative to its seed.
@@ -58,37 +59,54 @@ func (s *Scope) Type() string { return "scope" }
 // are normalised first (see Normalize); a URL that is not http(s) is never
 // allowed. An unknown scope is treated as ScopeHost, the narrowest.
 func (s Scope) Allows(seed, candidate string) bool {
-	ss, su, err := Parse(seed)
+	ss, err := Normalize(seed)
 	if err != nil {
 		return false
 	}
-	cs, cu, err := Parse(candidate)
+	cs, err := Normalize(candidate)
 	if err != nil {
 		return false
 	}
-	return s.allows(ss, su, cs, cu)
+	return s.allows(ss, cs)
 }
 
-// allows is Allows on URLs in normal form, as strings and parsed.
-func (s Scope) allows(seedStr string, seed *url.URL, candStr string, cand *url.URL) bool {
+// allows is Allows on URLs in normal form. It reads their hosts off the
+// strings (id.Host) rather than parsing them: a crawl asks it for every
+// link of every page.
+func (s Scope) allows(seed, cand string) bool {
 	switch s {
 	case ScopeDomain:
-		base := strings.TrimPrefix(seed.Hostname(), "www.")
-		h := cand.Hostname()
-		return h == base || h == seed.Hostname() ||
+		sh := hostname(id.Host(seed))
+		base := strings.TrimPrefix(sh, "www.")
+		h := hostname(id.Host(cand))
+		return h == base || h == sh ||
 			(isDomainName(base) && strings.HasSuffix(h, "."+base))
 	case ScopePrefix:
 		// The seed's directory: its normal form up to the last "/" before
 		// any query ("http://h/docs/" for "http://h/docs/a?x=/").
-		dir := seedStr
+		dir := seed
 		if q := strings.IndexByte(dir, '?'); q >= 0 {
 			dir = dir[:q]
 		}
 		dir = dir[:strings.LastIndexByte(dir, '/')+1]
-		return strings.HasPrefix(candStr, dir)
+		return strings.HasPrefix(cand, dir)
 	default:
-		return cand.Host == seed.Host
+		return id.Host(cand) == id.Host(seed)
 	}
+}
+
+// hostname is the host of a host[:port] as id.Host gives it, without the
+// port and without an IPv6 literal's brackets (as url.URL.Hostname).
+func hostname(hostport string) string {
+	if strings.HasPrefix(hostport, "[") {
+		if i := strings.IndexByte(hostport, ']'); i >= 0 {
+			return hostport[1:i]
+		}
+	}
+	if i := strings.LastIndexByte(hostport, ':'); i >= 0 {
+		return hostport[:i]
+	}
+	return hostport
 }
 
 // isDomainName reports whether h is a name rather than an IP literal, so

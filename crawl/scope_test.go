@@ -1,6 +1,11 @@
 package crawl
 
-import "testing"
+import (
+	"net/url"
+	"testing"
+
+	"drover/coord/id"
+)
 
 func TestScopeAllows(t *testing.T) {
 	tests := []struct {
@@ -37,6 +42,11 @@ func TestScopeAllows(t *testing.T) {
 		{ScopePrefix, "http://example.com/docs/", "http://EXAMPLE.com:80/docs/./y#f", true},
 		{ScopePrefix, "http://example.com/docs/", "https://example.com/docs/y", false},
 		{ScopePrefix, "http://example.com/docs/", "http://example.com/docs/../etc", false},
+		{ScopeHost, "http://user:pw@example.com/", "http://example.com/a", true},
+		{ScopeHost, "http://[::1]:8080/", "http://[0:0::1]:8080/x", true},
+		{ScopeHost, "http://[::1]:8080/", "http://[::1]:8081/x", false},
+		{ScopeDomain, "http://[::1]/", "http://[::1]:81/", true},
+		{ScopeDomain, "http://www.example.com:8080/", "http://u@blog.example.com/", true},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.scope)+" "+tt.seed+" "+tt.url, func(t *testing.T) {
@@ -67,6 +77,32 @@ func TestParseScope(t *testing.T) {
 		var s Scope
 		if err := s.Set(tt.in); (err != nil) != tt.bad || (!tt.bad && s != tt.want) {
 			t.Errorf("Set(%q) gave %q, %v", tt.in, s, err)
+		}
+	}
+}
+
+// TestHostnameMatchesURLParse checks the string reading of hosts that the
+// scopes use against net/url on URLs in normal form.
+func TestHostnameMatchesURLParse(t *testing.T) {
+	for _, raw := range []string{
+		"http://example.com/", "http://example.com:8080/a?b#c", "https://u:p@Example.com:444/",
+		"http://[::1]/", "http://[2001:DB8::1]:8080/x", "http://127.0.0.1:5000", "http://a%40b@c.example/",
+		"http://xn--bcher-kva.example/", "http://example.com?q=/x", "http://h:65535#f",
+	} {
+		norm, err := Normalize(raw)
+		if err != nil {
+			t.Errorf("Normalize(%q): %v", raw, err)
+			continue
+		}
+		u, err := url.Parse(norm)
+		if err != nil {
+			t.Fatalf("url.Parse(%q): %v", norm, err)
+		}
+		if got := id.Host(norm); got != u.Host {
+			t.Errorf("id.Host(%q) = %q, url.Parse says %q", norm, got, u.Host)
+		}
+		if got := hostname(id.Host(norm)); got != u.Hostname() {
+			t.Errorf("hostname(%q) = %q, url.Parse says %q", norm, got, u.Hostname())
 		}
 	}
 }
