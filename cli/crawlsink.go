@@ -79,57 +79,63 @@ func (s *resultSink) run() {
 }
 
 func (s *resultSink) write(f broker.Finished) {
-	var (
-		rec  crawl.Record
-		head crawl.RecordHead
-		line []byte // the record as the worker encoded it, written as is
-	)
-	switch {
-	case f.Failed || len(f.Output) == 0:
-		rec = crawl.Record{URL: f.Key.URL, Outcome: "failed", Error: f.Error}
-	case s.keep:
-		if err := json.Unmarshal(f.Output, &rec); err != nil {
-			rec = crawl.Record{URL: f.Key.URL, Outcome: "failed", Error: fmt.Sprintf("undecodable page record: %v", err)}
-		}
-	default:
-		var err error
-		if head, err = crawl.ReadRecordHead(f.Output); err != nil {
-			rec = crawl.Record{URL: f.Key.URL, Outcome: "failed", Error: fmt.Sprintf("undecodable page record: %v", err)}
-		} else {
-			rec = crawl.Record{URL: head.URL, Status: head.Status, Outcome: head.Outcome, Disallowed: head.Disallowed}
-			line = f.Output
-			if bytes.IndexByte(line, '\n') >= 0 { // valid but indented: re-encode it
-				line = nil
-				json.Unmarshal(f.Output, &rec)
+	// The common case (a page record, nothing kept) reads only the
+	// record's head and writes the worker's line as is; a whole Record
+	// (which escapes to the heap) is built only when needed.
+	if !f.Failed && len(f.Output) > 0 && !s.keep {
+		head, err := crawl.ReadRecordHead(f.Output)
+		if err == nil && bytes.IndexByte(f.Output, '\n') < 0 {
+			s.count(head.Outcome, head.Disallowed, head.Status)
+			if s.w != nil && s.err == nil {
+				if err := s.w.WriteLine(f.Output); err != nil {
+					s.err = fmt.Errorf("writing results: %w", err)
+				}
 			}
+			return
 		}
 	}
+	s.writeRecord(f)
+}
+
+// count counts one record for the summary.
+func (s *resultSink) count(outcome crawl.Outcome, disallowed bool, status int) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	switch {
-	case rec.Outcome == "failed":
+	case outcome == "failed":
 		s.failed++
-	case rec.Disallowed:
+	case disallowed:
 		s.disallowed++
 	default:
 		s.pages++
-		s.statuses[rec.Status]++
+		s.statuses[status]++
 	}
+}
+
+// writeRecord counts, keeps (for the demo's check) and writes f's record:
+// a failure, a record to keep, or one that needs re-encoding.
+func (s *resultSink) writeRecord(f broker.Finished) {
+	var rec crawl.Record
+	switch {
+	case f.Failed || len(f.Output) == 0:
+		rec = crawl.Record{URL: f.Key.URL, Outcome: "failed", Error: f.Error}
+	default:
+		if err := json.Unmarshal(f.Output, &rec); err != nil {
+			rec = crawl.Record{URL: f.Key.URL, Outcome: "failed", Error: fmt.Sprintf("undecodable page record: %v", err)}
+		}
+	}
+	s.count(rec.Outcome, rec.Disallowed, rec.Status)
 	if s.keep {
+		s.mu.Lock()
 		if j, seen := s.jobOf[rec.URL]; seen && j != uint64(f.Job) {
 			s.dups = append(s.dups, rec.URL)
 		}
 		s.jobOf[rec.URL] = uint64(f.Job)
 		s.records[rec.URL] = rec
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 	if s.w != nil && s.err == nil {
-		var err error
-		if line != nil {
-			err = s.w.WriteLine(line)
-		} else {
-			err = s.w.Write(rec)
-		}
-		if err != nil {
+		if err := s.w.Write(rec); err != nil {
 			s.err = fmt.Errorf("writing results: %w", err)
 		}
 	}

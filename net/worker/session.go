@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"sync"
 
 	"drover/net/internal/conn"
 	"drover/net/wire"
@@ -18,8 +19,9 @@ type running struct {
 	task   task             // in the slots' queue until a slot takes it
 	rep    reporter         // the job's progress reporter (in its context)
 	done   bool             // the handler returned
-	result *wire.ResultItem // what to report, once done
-	sentIn uint64           // request id of the RESULT carrying it this session; 0: not sent
+	result *wire.ResultItem // what to report, once done (&item)
+	item   wire.ResultItem
+	sentIn uint64 // request id of the RESULT carrying it this session; 0: not sent
 	// abandoned: the server no longer wants it (WELCOME's cancel list,
 	// eviction): not listed as held, its result is dropped.
 	abandoned bool
@@ -31,16 +33,24 @@ type session struct {
 	opts Options
 	h    Handler
 	pool *slots
-	// runFn and doneFn are execute and taskDone, bound once for every task.
-	runFn  func(ctx context.Context, j Job) Result
-	doneFn func(t *task, res Result)
+	// runFn, doneFn and drainFn are execute, taskDone and drainFinished,
+	// bound once for every task.
+	runFn   func(ctx context.Context, j Job) Result
+	doneFn  func(t *task, res Result)
+	drainFn func(l *conn.Link)
+
+	// Handlers that returned, for the loop (taskDone, drainFinished).
+	finMu    sync.Mutex
+	fin      []finishedTask
+	finSpare []finishedTask
 
 	jobs     map[uint64]*running
 	busy     int                 // handlers that have not returned
 	outbox   []uint64            // jobs whose results are to be sent
 	inflight map[uint64][]uint64 // RESULT request id -> job ids it carried
 	stopping bool
-	enc      wire.Encoder // for checking results one by one
+	enc      wire.Encoder      // for checking results one by one
+	batch    []wire.ResultItem // sendResults' scratch
 }
 
 func newSession(opts Options, h Handler) *session {
@@ -51,7 +61,7 @@ func newSession(opts Options, h Handler) *session {
 		jobs:     make(map[uint64]*running),
 		inflight: make(map[uint64][]uint64),
 	}
-	s.runFn, s.doneFn = s.execute, s.taskDone
+	s.runFn, s.doneFn, s.drainFn = s.execute, s.taskDone, s.drainFinished
 	return s
 }
 
@@ -184,12 +194,40 @@ func (s *session) start(l *conn.Link, it *wire.JobItem) {
 	s.pool.push(&r.task)
 }
 
-// taskDone reports a finished (or never started) job to the loop.
+// finishedTask is a handler's result on its way to the loop.
+type finishedTask struct {
+	id    uint64
+	r     *running
+	res   Result
+	cause error
+}
+
+// taskDone reports a finished (or never started) job to the loop: the
+// first result of a batch posts drainFinished, which takes every result
+// that came meanwhile (one wake-up, and no closure, per batch).
 func (s *session) taskDone(t *task, res Result) {
 	cause := context.Cause(t.ctx)
 	t.r.cancel(nil)
-	r, id := t.r, t.j.ID
-	r.rep.c.Post(func(l *conn.Link) { s.finished(id, r, res, cause) })
+	s.finMu.Lock()
+	first := len(s.fin) == 0
+	s.fin = append(s.fin, finishedTask{id: t.j.ID, r: t.r, res: res, cause: cause})
+	s.finMu.Unlock()
+	if first {
+		t.r.rep.c.Post(s.drainFn)
+	}
+}
+
+// drainFinished records the results taskDone queued (on the loop).
+func (s *session) drainFinished(*conn.Link) {
+	s.finMu.Lock()
+	got := s.fin
+	s.fin, s.finSpare = s.finSpare[:0], got
+	s.finMu.Unlock()
+	for i := range got {
+		f := &got[i]
+		s.finished(f.id, f.r, f.res, f.cause)
+		got[i] = finishedTask{}
+	}
 }
 
 // execute runs the handler in a slot, turning a panic into an internal
@@ -221,8 +259,8 @@ func (s *session) finished(id uint64, r *running, res Result, cause error) {
 		delete(s.jobs, id)
 		return
 	}
-	item := toItem(id, res)
-	r.result = &item
+	r.item = toItem(id, res)
+	r.result = &r.item
 	s.outbox = append(s.outbox, id)
 }
 

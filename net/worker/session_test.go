@@ -149,7 +149,14 @@ func TestResultsBatched(t *testing.T) {
 	})
 	recvT(t, held, "loop held")
 	close(release)
-	testEventually(t, "every result posted", func() bool { return c.Queued() == n })
+	testEventually(t, "every result handed to the loop", func() bool {
+		s.finMu.Lock()
+		defer s.finMu.Unlock()
+		return len(s.fin) == n
+	})
+	if q := c.Queued(); q != 1 {
+		t.Errorf("%d posts for %d results, want 1", q, n)
+	}
 	open()
 	r := expect[*wire.Result](t, srv.Next())
 	if len(r.Items) != n {
