@@ -7,6 +7,8 @@ import (
 
 	"github.com/pebbe/zmq4"
 
+	"drover/net/internal/pipe"
+	"drover/net/wire"
 	"drover/net/zsock"
 )
 
@@ -28,7 +30,10 @@ type input struct {
 	sig    chan struct{} // the watch's (or the hub's) tokens
 	watch  *zsock.Watch
 	handle func(frames [][]byte)
-	dirty  bool
+	// value handles a message a pipe client handed over as a value (the
+	// hub's input only).
+	value func(ident []byte, m wire.Message)
+	dirty bool
 }
 
 // drainBound is how many messages one input may hand the reactor in one
@@ -60,7 +65,7 @@ func (s *Server) openInputs() error {
 		}
 	}
 	if s.hub != nil {
-		s.inputs = append(s.inputs, &input{sig: s.hubSig, handle: s.onPeer, dirty: true})
+		s.inputs = append(s.inputs, &input{sig: s.hubSig, handle: s.onPeer, value: s.onPeerValue, dirty: true})
 	}
 	return nil
 }
@@ -90,7 +95,7 @@ func (s *Server) readInputs() {
 		switch {
 		case !in.dirty:
 		case in.sk == nil:
-			in.dirty = s.drainHub(in.handle)
+			in.dirty = s.drainHub(in)
 		default:
 			in.dirty = s.drain(in.sk, in.handle)
 		}
@@ -113,12 +118,16 @@ func (s *Server) drain(sk *zmq4.Socket, handle func(frames [][]byte)) bool {
 
 // drainHub handles what in-process peers sent, at most drainBound; it
 // reports whether more wait.
-func (s *Server) drainHub(handle func(frames [][]byte)) bool {
+func (s *Server) drainHub(in *input) bool {
 	msgs, more := s.hub.Take(s.taken[:0], drainBound)
-	for i, frames := range msgs {
-		msgs[i] = nil
+	for i, m := range msgs {
+		msgs[i] = pipe.Msg{}
 		s.stats.Received++
-		handle(frames)
+		if m.Value != nil {
+			in.value(m.Ident, m.Value)
+		} else {
+			in.handle(m.Frames)
+		}
 	}
 	s.taken = msgs[:0]
 	return more
@@ -186,6 +195,7 @@ func (s *Server) wait(stored <-chan struct{}, timer <-chan time.Time, done <-cha
 func (s *Server) linger(d time.Duration) {
 	for _, in := range s.inputs {
 		in.handle = func([][]byte) {}
+		in.value = func([]byte, wire.Message) {}
 	}
 	keep := time.NewTimer(d)
 	defer keep.Stop()

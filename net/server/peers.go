@@ -67,6 +67,12 @@ func (s *Server) onPeer(frames [][]byte) {
 	if !ok {
 		return
 	}
+	s.onPeerValue(ident, m)
+}
+
+// onPeerValue handles one message from the peer with routing id ident:
+// decoded from the peers socket, or handed over by a pipe client.
+func (s *Server) onPeerValue(ident []byte, m wire.Message) {
 	now := s.now()
 	sid, known := s.ident[string(ident)]
 	if h, isHello := m.(*wire.Hello); isHello {

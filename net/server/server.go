@@ -86,7 +86,7 @@ type Server struct {
 	inputs []*input              // the sockets the reactor reads (inputs.go)
 	hub    *pipe.Hub             // in-process peers on the inproc peers endpoint
 	hubSig chan struct{}
-	taken  [][][]byte // scratch for drainHub
+	taken  []pipe.Msg // scratch for drainHub
 	// scratch for result: reused, cleared after each use
 	scratch struct {
 		results  []coord.Result
@@ -356,7 +356,10 @@ func (s *Server) send(sk *zmq4.Socket, ident []byte, m wire.Message) bool {
 	}
 	s.frames = append(append(s.frames[:0], ident), frames...)
 	if sk == s.peers && s.hub != nil && pipe.IsClient(ident) {
-		err = s.hub.Send(ident, frames)
+		// Encoded above all the same: a pipe client gets exactly what
+		// DRV/1 can carry. Every message the server sends is made for
+		// that one send and never changed after, so it is handed over.
+		err = s.hub.SendValue(ident, m)
 	} else {
 		s.sent(sk)
 		err = s.io.Send(sk, zmq4.DONTWAIT, s.frames...)

@@ -81,8 +81,10 @@ func (s *session) sendResults(l *conn.Link) {
 		maxBatch, maxBody = int(w.Limits.MaxBatch), int(w.Limits.MaxBody)
 	}
 	var (
-		batch = s.batch[:0] // encoded by Send before it returns: reused
-		ids   []uint64      // kept in inflight until the RESULT-OK
+		// A RESULT's items are its own (a pipe hands the message to the
+		// server as it is); ids stay in inflight until the RESULT-OK.
+		batch []wire.ResultItem
+		ids   []uint64
 		size  = 4
 		links int
 	)
@@ -94,8 +96,7 @@ func (s *session) sendResults(l *conn.Link) {
 		sz, nl := itemSize(r.result), len(r.result.Links)
 		if len(batch) > 0 && (len(batch) >= maxBatch || size+sz > maxBody || links+nl > wire.MaxLinks) {
 			s.sendBatch(l, batch, ids, true)
-			clear(batch)
-			batch, ids, size, links = batch[:0], nil, 4, 0
+			batch, ids, size, links = nil, nil, 4, 0
 		}
 		batch = append(batch, *r.result)
 		ids = append(ids, id)
@@ -105,8 +106,6 @@ func (s *session) sendResults(l *conn.Link) {
 	if len(batch) > 0 {
 		s.sendBatch(l, batch, ids, true)
 	}
-	clear(batch) // drop the outputs and links it refers to
-	s.batch = batch[:0]
 	s.outbox = s.outbox[:0]
 }
 

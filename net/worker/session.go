@@ -190,7 +190,7 @@ func (s *session) start(l *conn.Link, it *wire.JobItem) {
 		cancel(ErrShutdown)
 	}
 	r.task = task{ctx: ctx, r: r, run: s.runFn, done: s.doneFn,
-		j: Job{ID: it.JobID, Attempt: int(it.Attempt), Key: it.Key, Headers: it.Headers.Map(), Payload: it.Payload}}
+		j: Job{ID: it.JobID, Attempt: int(it.Attempt), Key: it.Key, Headers: it.Headers.Map(), Payload: clonePayload(it.Payload)}}
 	s.pool.push(&r.task)
 }
 
@@ -200,6 +200,16 @@ type finishedTask struct {
 	r     *running
 	res   Result
 	cause error
+}
+
+// clonePayload gives the handler a payload of its own: a JOB from a
+// server in this process shares its memory with the coordinator's copy of
+// the job (package pipe), and a handler may write to what it is given.
+func clonePayload(p []byte) []byte {
+	if p == nil {
+		return nil
+	}
+	return append(make([]byte, 0, len(p)), p...)
 }
 
 // taskDone reports a finished (or never started) job to the loop: the

@@ -82,6 +82,10 @@ type Result struct {
 	// Links are discovered jobs, submitted atomically with an ok result (at
 	// most wire.MaxLinksPerResult; ignored for other outcomes).
 	Links []wire.SubmitItem
+	// A handler gives Output and Links up when it returns: the worker
+	// keeps them until the server has the result (to send again after a
+	// reconnection), and a server in the same process reads them where
+	// they are. Do not change them afterwards.
 }
 
 // OK is a successful result with an output.

@@ -116,7 +116,7 @@ func (l *Link) Send(m wire.Message) error {
 	l.lastSend = l.now
 	l.dirty = true // a send may take the signal of a message that came meanwhile
 	if len(l.pending) == 0 {
-		err := l.sock.send(frames)
+		err := l.sock.send(m, frames)
 		if err == nil {
 			return nil
 		}
@@ -137,7 +137,7 @@ func (l *Link) flushPending() {
 	l.dirty = true
 	n := 0
 	for _, frames := range l.pending {
-		if err := l.sock.send(frames); err != nil {
+		if err := l.sock.send(nil, frames); err != nil {
 			if !zsock.WouldBlock(err) {
 				l.c.cfg.Log.Warn("send failed", "endpoint", l.c.cfg.Endpoint, "err", err)
 				n++ // drop it: the session is broken and will be detected
@@ -254,7 +254,7 @@ func (l *Link) receive() {
 		if l.sock == nil {
 			return
 		}
-		frames, err := l.sock.recv()
+		frames, m, err := l.sock.recv()
 		if errors.Is(err, errEmpty) {
 			// Nothing more now, and the socket will signal the next
 			// message (until something is sent: see Send).
@@ -266,10 +266,11 @@ func (l *Link) receive() {
 			return
 		}
 		l.lastRecv = l.now
-		m, err := wire.Decode(frames)
-		if err != nil {
-			l.c.cfg.Log.Warn("undecodable message from the server", "endpoint", l.c.cfg.Endpoint, "err", err)
-			continue
+		if m == nil {
+			if m, err = wire.Decode(frames); err != nil {
+				l.c.cfg.Log.Warn("undecodable message from the server", "endpoint", l.c.cfg.Endpoint, "err", err)
+				continue
+			}
 		}
 		l.handle(m)
 	}

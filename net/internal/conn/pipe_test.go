@@ -26,11 +26,11 @@ func TestInprocGoesOverPipe(t *testing.T) {
 
 	recv(t, sig, "HELLO over the pipe")
 	msgs, _ := hub.Take(nil, 10)
-	if len(msgs) != 1 || !pipe.IsClient(msgs[0][0]) {
-		t.Fatalf("hub got %q, want one message from a pipe client", msgs)
+	if len(msgs) != 1 || !pipe.IsClient(msgs[0].Ident) || msgs[0].Value != nil {
+		t.Fatalf("hub got %+v, want one message in frames from a pipe client", msgs)
 	}
-	ident := msgs[0][0]
-	m, err := wire.Decode(msgs[0][1:])
+	ident := msgs[0].Ident
+	m, err := wire.Decode(msgs[0].Frames[1:])
 	if err != nil {
 		t.Fatal(err)
 	}

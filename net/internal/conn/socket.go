@@ -8,18 +8,22 @@ import (
 	"github.com/pebbe/zmq4"
 
 	"drover/net/internal/pipe"
+	"drover/net/wire"
 	"drover/net/zsock"
 )
 
 // socket is one session attempt's transport: a ZeroMQ DEALER, or a pipe to
 // a server in this process (package pipe). Used by the loop goroutine only.
 type socket interface {
-	// send hands frames over without blocking; zsock.WouldBlock(err) when
-	// the socket cannot take them now.
-	send(frames [][]byte) error
-	// recv returns the next message, errEmpty when none waits, or another
-	// error when the session's transport is gone.
-	recv() ([][]byte, error)
+	// send hands a message over without blocking; zsock.WouldBlock(err)
+	// when the socket cannot take it now. frames are its encoding; m, when
+	// not nil, is the message itself, which a pipe may hand over instead
+	// (see byValue).
+	send(m wire.Message, frames [][]byte) error
+	// recv returns the next message, as frames to decode or as a value;
+	// errEmpty when none waits, or another error when the session's
+	// transport is gone.
+	recv() ([][]byte, wire.Message, error)
 	// ready reports, without blocking, whether a message waits and whether
 	// a message would be taken.
 	ready() (read, write bool, err error)
@@ -55,16 +59,16 @@ type dealerSocket struct {
 	io zsock.MsgIO
 }
 
-func (s *dealerSocket) send(frames [][]byte) error {
+func (s *dealerSocket) send(_ wire.Message, frames [][]byte) error {
 	return s.io.Send(s.d, zmq4.DONTWAIT, frames...)
 }
 
-func (s *dealerSocket) recv() ([][]byte, error) {
+func (s *dealerSocket) recv() ([][]byte, wire.Message, error) {
 	frames, err := s.io.Recv(s.d, zmq4.DONTWAIT)
 	if zsock.WouldBlock(err) {
-		return nil, errEmpty
+		return nil, nil, errEmpty
 	}
-	return frames, err
+	return frames, nil, err
 }
 
 func (s *dealerSocket) ready() (bool, bool, error) { return zsock.Ready(s.d) }
@@ -77,23 +81,42 @@ func (s *dealerSocket) close(linger time.Duration) {
 
 type pipeSocket struct {
 	c   *pipe.Client
-	got [][][]byte
+	got []pipe.Msg
 }
 
-func (s *pipeSocket) send(frames [][]byte) error { return s.c.Send(frames) }
+func (s *pipeSocket) send(m wire.Message, frames [][]byte) error {
+	if m != nil && byValue(m.Command()) {
+		return s.c.SendValue(m)
+	}
+	return s.c.Send(frames)
+}
 
-func (s *pipeSocket) recv() ([][]byte, error) {
+func (s *pipeSocket) recv() ([][]byte, wire.Message, error) {
 	got, _, err := s.c.Take(s.got[:0], 1)
 	s.got = got
 	if err != nil {
-		return nil, fmt.Errorf("the server in this process stopped: %w", err)
+		return nil, nil, fmt.Errorf("the server in this process stopped: %w", err)
 	}
 	if len(got) == 0 {
-		return nil, errEmpty
+		return nil, nil, errEmpty
 	}
 	m := got[0]
-	got[0] = nil
-	return m, nil
+	got[0] = pipe.Msg{}
+	return m.Frames, m.Value, nil
+}
+
+// byValue reports whether a client's message of command c goes through a
+// pipe as a value rather than as copied frames: the messages whose memory
+// the client library owns and gives up once sent (a RESULT's items stay
+// unchanged until acknowledged; see worker.Result). Messages carrying a
+// caller's data that the caller may reuse once the call returns (SUBMIT's
+// payloads, say) are copied.
+func byValue(c wire.Command) bool {
+	switch c {
+	case wire.CmdResult, wire.CmdHeartbeat, wire.CmdDisconnect:
+		return true
+	}
+	return false
 }
 
 func (s *pipeSocket) ready() (bool, bool, error) { return s.c.Pending(), true, nil }

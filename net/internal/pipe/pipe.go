@@ -5,17 +5,24 @@
 // inproc ZeroMQ socket each message costs libzmq calls on both ends (with
 // a poll(2) each time a socket is found empty) and a wake-up through the
 // file-descriptor signal ZeroMQ uses. A pipe is a pair of queues and
-// channel tokens: the same encoded frames, validated the same way by the
-// same code on both ends, at a fraction of the cost. Remote peers are
-// unaffected; the server serves both at once.
+// channel tokens, at a fraction of the cost. Remote peers are unaffected;
+// the server serves both at once.
+//
+// A message goes through a pipe either as encoded frames, copied on send
+// (the sender may reuse its buffers at once, and the receiver owns what
+// it gets), or as a wire.Message value handed over whole: then nothing is
+// encoded, copied or decoded, and the sender gives the message up with
+// everything it refers to (it must not change them afterwards). Senders
+// validate a value as they would encode it (net/internal/conn and
+// net/server encode it and drop the frames), so both ends see exactly the
+// messages DRV/1 can carry.
 //
 // A server listens on its inproc peers endpoint name; a client (the
 // connection loop of net/internal/conn) dials that name and falls back to
 // ZeroMQ when no server in this process listens on it. Queues are
 // unbounded: every client in the process is drover's own library, which
 // bounds what it has in flight (slots, request windows), so there is no
-// high-water mark to hit. Messages are copied on send: the sender may
-// reuse its buffers at once, and the receiver owns what it gets.
+// high-water mark to hit.
 package pipe
 
 import (
@@ -23,6 +30,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"drover/net/wire"
 )
 
 // Errors of Send.
@@ -50,18 +59,27 @@ var (
 	clientSeq atomic.Uint64
 )
 
+// Msg is one message through a pipe: Frames (copies) or Value (handed
+// over). At the server, Ident is the sending client's routing id, and
+// Frames start with it.
+type Msg struct {
+	Ident  []byte
+	Frames [][]byte
+	Value  wire.Message
+}
+
 // queue is a FIFO of messages with a token channel that is given a token
 // on every push (coalesced: one waiting token is enough).
 type queue struct {
 	mu     sync.Mutex
-	items  [][][]byte
+	items  []Msg
 	closed bool
 	sig    chan struct{}
 }
 
 func newQueue(sig chan struct{}) *queue { return &queue{sig: sig} }
 
-func (q *queue) push(m [][]byte) error {
+func (q *queue) push(m Msg) error {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -77,7 +95,7 @@ func (q *queue) push(m [][]byte) error {
 }
 
 // take moves up to max messages into dst and reports whether more wait.
-func (q *queue) take(dst [][][]byte, max int) ([][][]byte, bool) {
+func (q *queue) take(dst []Msg, max int) ([]Msg, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := min(len(q.items), max)
@@ -152,22 +170,32 @@ func Listen(endpoint string, sig chan struct{}) (*Hub, error) {
 	return h, nil
 }
 
-// Take moves up to max received messages into dst (each: the client's
-// routing id, then its frames) and reports whether more wait.
-func (h *Hub) Take(dst [][][]byte, max int) ([][][]byte, bool) { return h.in.take(dst, max) }
+// Take moves up to max received messages into dst and reports whether
+// more wait.
+func (h *Hub) Take(dst []Msg, max int) ([]Msg, bool) { return h.in.take(dst, max) }
 
 // Pending reports whether messages wait to be taken.
 func (h *Hub) Pending() bool { return h.in.pending() }
 
-// Send queues frames for the client with routing id ident.
+// Send queues a copy of frames for the client with routing id ident.
 func (h *Hub) Send(ident []byte, frames [][]byte) error {
+	return h.send(ident, Msg{Frames: copyFrames(nil, frames)})
+}
+
+// SendValue hands m to the client with routing id ident (see the package
+// comment: the server gives m up).
+func (h *Hub) SendValue(ident []byte, m wire.Message) error {
+	return h.send(ident, Msg{Value: m})
+}
+
+func (h *Hub) send(ident []byte, m Msg) error {
 	h.mu.Lock()
 	c := h.clients[string(ident)]
 	h.mu.Unlock()
 	if c == nil {
 		return ErrUnroutable
 	}
-	return c.in.push(copyFrames(nil, frames))
+	return c.in.push(m)
 }
 
 // Close stops listening: clients' sends fail with ErrClosed from now on,
@@ -225,18 +253,27 @@ func Dial(endpoint string, sig chan struct{}) (c *Client, ok bool) {
 // Ident is the client's routing id, as the server sees it.
 func (c *Client) Ident() []byte { return c.ident }
 
-// Send queues frames for the server.
+// Send queues a copy of frames for the server.
 func (c *Client) Send(frames [][]byte) error {
 	if c.hubClosed.Load() {
 		return ErrClosed
 	}
-	return c.hub.in.push(copyFrames(c.ident, frames))
+	return c.hub.in.push(Msg{Ident: c.ident, Frames: copyFrames(c.ident, frames)})
+}
+
+// SendValue hands m to the server (see the package comment: the client
+// gives m up).
+func (c *Client) SendValue(m wire.Message) error {
+	if c.hubClosed.Load() {
+		return ErrClosed
+	}
+	return c.hub.in.push(Msg{Ident: c.ident, Value: m})
 }
 
 // Take moves up to max messages from the server into dst and reports
 // whether more wait; err is ErrClosed once the server has closed and
 // everything it sent was taken.
-func (c *Client) Take(dst [][][]byte, max int) ([][][]byte, bool, error) {
+func (c *Client) Take(dst []Msg, max int) ([]Msg, bool, error) {
 	dst, more := c.in.take(dst, max)
 	if len(dst) == 0 && c.hubClosed.Load() {
 		return dst, false, ErrClosed

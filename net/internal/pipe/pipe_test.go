@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"drover/net/wire"
 )
 
 func listen(t *testing.T) (*Hub, chan struct{}, string) {
@@ -58,7 +60,10 @@ func TestRoundTrip(t *testing.T) {
 	if more || len(got) != 1 {
 		t.Fatalf("took %d messages (more %v), want 1", len(got), more)
 	}
-	m := got[0]
+	m := got[0].Frames
+	if string(got[0].Ident) != string(c.Ident()) || got[0].Value != nil {
+		t.Fatalf("server got ident %q value %v, want the client's ident and frames", got[0].Ident, got[0].Value)
+	}
 	if len(m) != 3 || string(m[0]) != string(c.Ident()) || string(m[1]) != "DRV/1" || string(m[2]) != "body" {
 		t.Fatalf("server got %q, want [ident DRV/1 body]", m)
 	}
@@ -69,11 +74,39 @@ func TestRoundTrip(t *testing.T) {
 	reply[0] = 'X'
 	token(t, csig, "client side")
 	back, more, err := c.Take(nil, 10)
-	if err != nil || more || len(back) != 1 || len(back[0]) != 1 || string(back[0][0]) != "reply" {
+	if err != nil || more || len(back) != 1 || len(back[0].Frames) != 1 || string(back[0].Frames[0]) != "reply" {
 		t.Fatalf("client got %q (more %v, err %v), want [reply]", back, more, err)
 	}
 	if h.Pending() || c.Pending() {
 		t.Fatal("pending after everything was taken")
+	}
+}
+
+// A value goes through as it is, in order with frames, each way.
+func TestValues(t *testing.T) {
+	h, _, name := listen(t)
+	c, _ := dial(t, name)
+	res := &wire.Result{Req: 7, Items: []wire.ResultItem{{JobID: 1, Outcome: wire.OutcomeOK, Output: []byte("out")}}}
+	if err := c.Send([][]byte{[]byte("first")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SendValue(res); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := h.Take(nil, 10)
+	if len(got) != 2 || got[0].Value != nil || got[1].Value != wire.Message(res) || string(got[1].Ident) != string(c.Ident()) {
+		t.Fatalf("server got %+v, want the frames, then the RESULT itself from %q", got, c.Ident())
+	}
+	job := &wire.Job{Jobs: []wire.JobItem{{JobID: 1}}}
+	if err := h.SendValue(c.Ident(), job); err != nil {
+		t.Fatal(err)
+	}
+	back, _, err := c.Take(nil, 10)
+	if err != nil || len(back) != 1 || back[0].Value != wire.Message(job) {
+		t.Fatalf("client got %+v (%v), want the JOB itself", back, err)
+	}
+	if err := h.SendValue([]byte("\x00pipe:nobody"), job); !errors.Is(err, ErrUnroutable) {
+		t.Fatalf("value to nobody: %v, want ErrUnroutable", err)
 	}
 }
 
@@ -95,8 +128,8 @@ func TestTakeBoundAndOrder(t *testing.T) {
 		t.Fatalf("took %d in all (more %v), want 5 and no more", len(got), more)
 	}
 	for i, m := range got {
-		if m[1][0] != byte(i) {
-			t.Fatalf("message %d is %d: out of order", i, m[1][0])
+		if m.Frames[1][0] != byte(i) {
+			t.Fatalf("message %d is %d: out of order", i, m.Frames[1][0])
 		}
 	}
 }
@@ -110,7 +143,7 @@ func TestClientClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	if got, _ := h.Take(nil, 10); len(got) != 1 || string(got[0][1]) != "bye" {
+	if got, _ := h.Take(nil, 10); len(got) != 1 || string(got[0].Frames[1]) != "bye" {
 		t.Fatalf("server got %q after the client closed, want its last message", got)
 	}
 	if err := h.Send(c.Ident(), [][]byte{[]byte("x")}); !errors.Is(err, ErrUnroutable) {
@@ -198,13 +231,13 @@ func TestConcurrentClients(t *testing.T) {
 		}()
 	}
 	seen := map[string]bool{}
-	var got [][][]byte
+	var got []Msg
 	for len(seen) < clients*each {
 		token(t, hsig, fmt.Sprintf("%d of %d messages", len(seen), clients*each))
 		for more := true; more; {
 			got, more = h.Take(got[:0], 100)
 			for _, m := range got {
-				k := string(m[1])
+				k := string(m.Frames[1])
 				if seen[k] {
 					t.Fatalf("message %s twice", k)
 				}
