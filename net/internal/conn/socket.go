@@ -80,8 +80,9 @@ func (s *dealerSocket) close(linger time.Duration) {
 }
 
 type pipeSocket struct {
-	c   *pipe.Client
-	got []pipe.Msg
+	c    *pipe.Client
+	got  []pipe.Msg // taken from the pipe, handed out from next on
+	next int
 }
 
 func (s *pipeSocket) send(m wire.Message, frames [][]byte) error {
@@ -91,17 +92,23 @@ func (s *pipeSocket) send(m wire.Message, frames [][]byte) error {
 	return s.c.Send(frames)
 }
 
+// pipeTake is how many messages a pipe socket takes from its pipe at once.
+const pipeTake = 64
+
 func (s *pipeSocket) recv() ([][]byte, wire.Message, error) {
-	got, _, err := s.c.Take(s.got[:0], 1)
-	s.got = got
-	if err != nil {
-		return nil, nil, fmt.Errorf("the server in this process stopped: %w", err)
+	if s.next == len(s.got) {
+		got, _, err := s.c.Take(s.got[:0], pipeTake)
+		s.got, s.next = got, 0
+		if err != nil {
+			return nil, nil, fmt.Errorf("the server in this process stopped: %w", err)
+		}
+		if len(got) == 0 {
+			return nil, nil, errEmpty
+		}
 	}
-	if len(got) == 0 {
-		return nil, nil, errEmpty
-	}
-	m := got[0]
-	got[0] = pipe.Msg{}
+	m := s.got[s.next]
+	s.got[s.next] = pipe.Msg{}
+	s.next++
 	return m.Frames, m.Value, nil
 }
 
@@ -119,7 +126,9 @@ func byValue(c wire.Command) bool {
 	return false
 }
 
-func (s *pipeSocket) ready() (bool, bool, error) { return s.c.Pending(), true, nil }
+func (s *pipeSocket) ready() (bool, bool, error) {
+	return s.next < len(s.got) || s.c.Pending(), true, nil
+}
 
 // close: what was sent is already with the server; nothing lingers.
 func (s *pipeSocket) close(time.Duration) { s.c.Close() }
