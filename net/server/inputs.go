@@ -135,7 +135,13 @@ func (s *Server) drainHub(in *input) bool {
 
 // busy looks at each dirty input (ZMQ_EVENTS) and reports whether one has
 // a message: then the reactor must not wait. Inputs found empty are clean.
+// It is called before every wait, so it first wakes the in-process peers
+// sent to since the last wait (pipe.Hub.Flush): each wakes once for all
+// the reactor had for it.
 func (s *Server) busy() (bool, error) {
+	if s.hub != nil {
+		s.hub.Flush()
+	}
 	busy := false
 	for _, in := range s.inputs {
 		if !in.dirty {

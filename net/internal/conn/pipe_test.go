@@ -45,6 +45,7 @@ func TestInprocGoesOverPipe(t *testing.T) {
 	if err := hub.Send(ident, frames); err != nil {
 		t.Fatal(err)
 	}
+	hub.Flush() // as a server does before it waits
 	recv(t, r.ups, "WELCOME")
 
 	hub.Close()

@@ -80,18 +80,30 @@ type queue struct {
 func newQueue(sig chan struct{}) *queue { return &queue{sig: sig} }
 
 func (q *queue) push(m Msg) error {
+	if err := q.add(m); err != nil {
+		return err
+	}
+	q.signal()
+	return nil
+}
+
+// add queues m without giving a token (see Hub.Flush).
+func (q *queue) add(m Msg) error {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.closed {
-		q.mu.Unlock()
 		return ErrClosed
 	}
 	q.items = append(q.items, m)
-	q.mu.Unlock()
+	return nil
+}
+
+// signal gives the queue's reader a token (unless one already waits).
+func (q *queue) signal() {
 	select {
 	case q.sig <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // take moves up to max messages into dst and reports whether more wait.
@@ -155,6 +167,7 @@ type Hub struct {
 	mu      sync.Mutex
 	clients map[string]*Client
 	closed  bool
+	unrung  []*Client // sent to since the last Flush
 }
 
 // Listen makes endpoint (the server's inproc peers name) reachable by
@@ -188,14 +201,35 @@ func (h *Hub) SendValue(ident []byte, m wire.Message) error {
 	return h.send(ident, Msg{Value: m})
 }
 
+// send queues m for the client with routing id ident; the client is
+// woken by the next Flush. A server sends all it has for a client (a
+// RESULT-OK and the next JOB, say) before it flushes, so that the client
+// wakes once for them rather than once each.
 func (h *Hub) send(ident []byte, m Msg) error {
 	h.mu.Lock()
 	c := h.clients[string(ident)]
+	if c != nil && !c.unrung {
+		c.unrung = true
+		h.unrung = append(h.unrung, c)
+	}
 	h.mu.Unlock()
 	if c == nil {
 		return ErrUnroutable
 	}
-	return c.in.push(m)
+	return c.in.add(m)
+}
+
+// Flush wakes every client sent to since the last Flush. The server calls
+// it before it waits.
+func (h *Hub) Flush() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, c := range h.unrung {
+		c.unrung = false
+		c.in.signal()
+		h.unrung[i] = nil
+	}
+	h.unrung = h.unrung[:0]
 }
 
 // Close stops listening: clients' sends fail with ErrClosed from now on,
@@ -228,6 +262,7 @@ type Client struct {
 	ident     []byte
 	in        *queue // from the server
 	hubClosed atomic.Bool
+	unrung    bool // in hub.unrung; guarded by hub.mu
 }
 
 // Dial connects to the server listening on endpoint in this process; ok

@@ -72,6 +72,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	reply[0] = 'X'
+	h.Flush()
 	token(t, csig, "client side")
 	back, more, err := c.Take(nil, 10)
 	if err != nil || more || len(back) != 1 || len(back[0].Frames) != 1 || string(back[0].Frames[0]) != "reply" {
@@ -107,6 +108,37 @@ func TestValues(t *testing.T) {
 	}
 	if err := h.SendValue([]byte("\x00pipe:nobody"), job); !errors.Is(err, ErrUnroutable) {
 		t.Fatalf("value to nobody: %v, want ErrUnroutable", err)
+	}
+}
+
+// The server's sends wake a client at the next Flush, once for all of
+// them; a client nobody sent to is not woken.
+func TestFlushWakesOnce(t *testing.T) {
+	h, _, name := listen(t)
+	c, csig := dial(t, name)
+	_, other := dial(t, name)
+	for _, m := range []string{"ack", "job"} {
+		if err := h.Send(c.Ident(), [][]byte{[]byte(m)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-csig:
+		t.Fatal("woken before the Flush")
+	default:
+	}
+	h.Flush()
+	token(t, csig, "the Flush")
+	if got, _, _ := c.Take(nil, 10); len(got) != 2 {
+		t.Fatalf("took %d messages, want both", len(got))
+	}
+	h.Flush() // nothing sent since: no token
+	for what, sig := range map[string]chan struct{}{"client": csig, "other client": other} {
+		select {
+		case <-sig:
+			t.Fatalf("%s woken with nothing sent to it", what)
+		default:
+		}
 	}
 }
 
@@ -167,6 +199,7 @@ func TestHubClose(t *testing.T) {
 	if err := h.Send(c.Ident(), [][]byte{[]byte("last")}); err != nil {
 		t.Fatal(err)
 	}
+	h.Flush()
 	token(t, csig, "the last message")
 	h.Close()
 	token(t, csig, "the close")
