@@ -106,12 +106,20 @@ func BenchmarkCrawlLocal(b *testing.B) {
 // fetch: dispatch, the worker library, results with their links, the
 // ledger's dedup and the sink. Its cpu-µs/page is steadier than the crawl
 // benchmark's on a shared machine, for comparing changes to that part.
+//
+// With fetch=0 results arrive in bursts and every step of the reactor and
+// the workers' loops handles many; with fetch=400µs (the page "fetched"
+// after a 400 µs wait, no CPU) they arrive one at a time, as in a real
+// crawl, and each pays the hand-overs between goroutines alone.
 func BenchmarkCrawlCoordination(b *testing.B) {
-	const base = "http://tree.test"
-	old := fetcherFor
-	fetcherFor = func(*crawl.Fetcher) pageFetcher { return treePages{} }
-	b.Cleanup(func() { fetcherFor = old })
-	benchCrawl(b, base)
+	for _, wait := range []time.Duration{0, 400 * time.Microsecond} {
+		b.Run("fetch="+wait.String(), func(b *testing.B) {
+			old := fetcherFor
+			fetcherFor = func(*crawl.Fetcher) pageFetcher { return treePages{wait: wait} }
+			b.Cleanup(func() { fetcherFor = old })
+			benchCrawl(b, "http://tree.test")
+		})
+	}
 }
 
 // benchCrawl runs b.N crawls of the tree site at base with drover crawl,
@@ -137,10 +145,13 @@ func benchCrawl(b *testing.B, base string) {
 }
 
 // treePages makes up the tree site's pages (see treeSite) without
-// fetching them: the same titles, links and sizes.
-type treePages struct{}
+// fetching them: the same titles, links and sizes, after wait.
+type treePages struct{ wait time.Duration }
 
-func (treePages) Fetch(_ context.Context, rawURL string) crawl.Page {
+func (t treePages) Fetch(_ context.Context, rawURL string) crawl.Page {
+	if t.wait > 0 {
+		time.Sleep(t.wait) // stands for the network: no CPU, a delay
+	}
 	p := crawl.Page{URL: rawURL, FinalURL: rawURL, FetchedAt: time.Now(), Status: http.StatusNotFound, Outcome: crawl.OK}
 	cut := strings.LastIndex(rawURL, "/p/")
 	i, err := strconv.Atoi(rawURL[cut+3:])
