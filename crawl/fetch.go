@@ -25,9 +25,8 @@ type Fetcher struct {
 	agent  string
 	token  string
 	clock  Clock
-	tr     *http.Transport
-	pages  *http.Client // follows no redirect
-	robotc *http.Client // follows up to 5, as RFC 9309 asks
+	tr     *http.Transport // pages go straight to it: no redirect is followed
+	robotc *http.Client    // follows up to 5, as RFC 9309 asks
 
 	mu            sync.Mutex
 	hosts         map[string]*hostState   // by host[:port]
@@ -85,12 +84,6 @@ func New(cfg Config, opts ...Option) (*Fetcher, error) {
 		MaxIdleConnsPerHost:    max(cfg.PerHost, 2),
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 1 << 20,
-	}
-	f.pages = &http.Client{
-		Transport: f.tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
 	}
 	f.robotc = &http.Client{
 		Transport: f.tr,
@@ -170,8 +163,13 @@ func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 	}
 	req.Header.Set("User-Agent", f.agent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
-	resp, err := f.pages.Do(req)
+	// The transport itself rather than an http.Client: a page's redirect
+	// is a new key for the coordinator, not followed here, and the
+	// client's redirect machinery (a copy of the headers per request)
+	// would cost every page for nothing. Errors read as the client's.
+	resp, err := f.tr.RoundTrip(req)
 	if err != nil {
+		err = &url.Error{Op: "Get", URL: u.Redacted(), Err: err}
 		p.Outcome, p.Err = Internal, describeFetchError(ctx, err, f.cfg.Timeout)
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -95,7 +96,13 @@ func resolveLinks(pageURL, base *url.URL, hrefs []string) []string {
 	if base == nil {
 		base = pageURL
 	}
-	seen := make(map[string]struct{}, len(hrefs))
+	// A page's few links are deduplicated by looking through those kept;
+	// past smallPage of them, with a map.
+	const smallPage = 32
+	var seen map[string]struct{}
+	if len(hrefs) > smallPage {
+		seen = make(map[string]struct{}, len(hrefs))
+	}
 	links := make([]string, 0, len(hrefs))
 	for _, h := range hrefs {
 		ref, err := url.Parse(cleanHref(h))
@@ -106,10 +113,14 @@ func resolveLinks(pageURL, base *url.URL, hrefs []string) []string {
 		if err != nil {
 			continue
 		}
-		if _, dup := seen[s]; dup {
+		if seen != nil {
+			if _, dup := seen[s]; dup {
+				continue
+			}
+			seen[s] = struct{}{}
+		} else if slices.Contains(links, s) {
 			continue
 		}
-		seen[s] = struct{}{}
 		links = append(links, s)
 	}
 	return links

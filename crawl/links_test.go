@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"slices"
@@ -128,5 +129,26 @@ func TestExtractLinksReaderError(t *testing.T) {
 	}
 	if len(doc.Links) != 1 {
 		t.Errorf("links read before the error were lost: %q", doc.Links)
+	}
+}
+
+// Pages with few links and pages with many deduplicate alike (a scan of
+// the kept links, or a map past 32 of them).
+func TestExtractLinksDedupManyAndFew(t *testing.T) {
+	page, _ := url.Parse("http://example.com/")
+	for _, n := range []int{3, 32, 33, 200} {
+		var b strings.Builder
+		var want []string
+		for i := range n {
+			fmt.Fprintf(&b, `<a href="/p%d">x</a><a href="/p%d#again">y</a><a href="HTTP://EXAMPLE.COM/p%d">z</a>`, i, i, i)
+			want = append(want, fmt.Sprintf("http://example.com/p%d", i))
+		}
+		doc, err := ExtractLinks(page, strings.NewReader(b.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(doc.Links, want) {
+			t.Errorf("%d distinct links, each 3 times: got %d links %q..., want each once in order", n, len(doc.Links), doc.Links[:min(5, len(doc.Links))])
+		}
 	}
 }
