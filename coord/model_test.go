@@ -282,6 +282,9 @@ func (m *modelRun) randomStep() {
 // checkReady takes the step's output and checks it and the totals.
 func (m *modelRun) checkReady() {
 	out := m.c.Ready(m.now)
+	if got, want := m.c.Settled(), m.c.Totals(m.now).Settled(); got != want {
+		m.fatalf("Settled() = %v, Totals().Settled() = %v", got, want)
+	}
 	for _, a := range out.Answers {
 		m.logf("answer %+v", a)
 		k := waitKey{a.Session, a.ReqID, a.FP}

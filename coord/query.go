@@ -33,6 +33,18 @@ func (c *Coordinator) Totals(now time.Time) admin.Totals {
 	return t
 }
 
+// Settled reports what Totals(now).Settled() does (nothing queued,
+// running, backing off or requested, and something finished) without
+// building the totals: the server asks after every step that changed
+// anything.
+func (c *Coordinator) Settled() bool {
+	b := c.brk
+	if b.Count(broker.Queued)+b.Count(broker.Dispatched)+b.Count(broker.Backoff) > 0 {
+		return false
+	}
+	return c.led.Counts().Requested == 0 && b.Count(broker.Done)+b.Count(broker.Failed) > 0
+}
+
 // Query answers one window of one console view. It never copies or sorts a
 // whole table: the broker and the ledger keep the indexes.
 func (c *Coordinator) Query(now time.Time, q admin.Query) (admin.Page, error) {

@@ -43,6 +43,9 @@ func (b *Broker) Totals(dst *admin.Totals) {
 	dst.OrphanResults = b.orphans
 }
 
+// Count is the number of jobs in state st (as Totals counts them).
+func (b *Broker) Count(st JobState) int { return b.count[st] }
+
 // Submitted is the number of jobs ever submitted: the sum of the per-state
 // counts in Totals.
 func (b *Broker) Submitted() int { return b.jobs.n }

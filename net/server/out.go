@@ -58,8 +58,8 @@ func (s *Server) flush(now time.Time) {
 	if out.Changed {
 		s.dirty = true
 		if s.opts.OnSettled != nil {
-			if t := s.c.Totals(now); t.Settled() {
-				s.opts.OnSettled(t)
+			if s.c.Settled() {
+				s.opts.OnSettled(s.c.Totals(now))
 			}
 		}
 	}
