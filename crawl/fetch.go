@@ -27,6 +27,7 @@ type Fetcher struct {
 	clock  Clock
 	tr     *http.Transport // pages go straight to it: no redirect is followed
 	robotc *http.Client    // follows up to 5, as RFC 9309 asks
+	header http.Header     // every page request's, shared and never changed
 
 	mu            sync.Mutex
 	hosts         map[string]*hostState   // by host[:port]
@@ -59,6 +60,10 @@ func New(cfg Config, opts ...Option) (*Fetcher, error) {
 	}
 	for _, o := range opts {
 		o(f)
+	}
+	f.header = http.Header{
+		"User-Agent": {f.agent},
+		"Accept":     {"text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"},
 	}
 	resolve := make(map[string]string, len(cfg.Resolve))
 	for k, v := range cfg.Resolve {
@@ -161,8 +166,7 @@ func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 		p.Outcome, p.Err = External, fmt.Sprintf("building request for %s: %v", norm, err)
 		return
 	}
-	req.Header.Set("User-Agent", f.agent)
-	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
+	req.Header = f.header // a RoundTripper does not change a request
 	// The transport itself rather than an http.Client: a page's redirect
 	// is a new key for the coordinator, not followed here, and the
 	// client's redirect machinery (a copy of the headers per request)
