@@ -49,8 +49,7 @@ type session struct {
 	outbox   []uint64            // jobs whose results are to be sent
 	inflight map[uint64][]uint64 // RESULT request id -> job ids it carried
 	stopping bool
-	enc      wire.Encoder      // for checking results one by one
-	batch    []wire.ResultItem // sendResults' scratch
+	enc      wire.Encoder // for checking results one by one
 }
 
 func newSession(opts Options, h Handler) *session {
