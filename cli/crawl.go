@@ -174,6 +174,11 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		}
 		defer st.Close()
 		opts.Store = st
+		if jsonl != nil {
+			// A page done in the store has its record in --out, whenever
+			// the process dies: each batch waits for the records before it.
+			opts.BeforeCommit = sink.mark
+		}
 		// A resumable crawl keeps only the newest done pages in memory;
 		// the store answers for the others (store.done_cache).
 		opts.Coord.Ledger.DoneCache = cfg.Store.DoneCache

@@ -18,15 +18,21 @@ import (
 
 // resultSink receives finished jobs from the reactor goroutine (which must
 // never block on it), writes them as JSONL from a goroutine of its own and
-// keeps the counts the crawl summary reports.
+// keeps the counts the crawl summary reports. With a store, mark holds each
+// store batch back until the records of the pages it marks done are
+// written (server.Options.BeforeCommit).
 type resultSink struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	queue  []broker.Finished
-	closed bool
-	done   chan struct{}
-	w      *crawl.JSONLWriter // nil: records are only counted
-	err    error
+	mu       sync.Mutex
+	cond     *sync.Cond // the writer waits on it for records
+	progress *sync.Cond // mark's functions wait on it for the writer
+	queue    []broker.Finished
+	added    uint64 // records ever added
+	written  uint64 // records the writer has written (or failed to)
+	closed   bool
+	exited   bool // the writer has stopped: nothing more will be written
+	done     chan struct{}
+	w        *crawl.JSONLWriter // nil: records are only counted
+	err      error
 	// For the demo's check against the site (unless keep is false): the
 	// latest record of each URL, the job that fetched it, and the URLs two
 	// different jobs fetched (a dedup failure; one job finishing twice, after
@@ -43,10 +49,16 @@ type resultSink struct {
 }
 
 func newResultSink(w *crawl.JSONLWriter, keep bool) *resultSink {
+	s := makeResultSink(w, keep)
+	go s.run()
+	return s
+}
+
+// makeResultSink is newResultSink without its writer goroutine.
+func makeResultSink(w *crawl.JSONLWriter, keep bool) *resultSink {
 	s := &resultSink{w: w, keep: keep, done: make(chan struct{}), statuses: map[int]int{},
 		records: map[string]crawl.Record{}, jobOf: map[string]uint64{}}
-	s.cond = sync.NewCond(&s.mu)
-	go s.run()
+	s.cond, s.progress = sync.NewCond(&s.mu), sync.NewCond(&s.mu)
 	return s
 }
 
@@ -54,12 +66,37 @@ func newResultSink(w *crawl.JSONLWriter, keep bool) *resultSink {
 func (s *resultSink) add(f broker.Finished) {
 	s.mu.Lock()
 	s.queue = append(s.queue, f)
+	s.added++
 	s.mu.Unlock()
 	s.cond.Signal()
 }
 
+// mark returns a function that waits until every record added so far is
+// written (or the writer has stopped). The reactor calls mark after a
+// step's finished jobs were added; the store runs the function before it
+// writes the step's batch, so a page is never done in the store before its
+// record is in the results file, whenever the process dies.
+func (s *resultSink) mark() func() {
+	s.mu.Lock()
+	target := s.added
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for s.written < target && !s.exited {
+			s.progress.Wait()
+		}
+	}
+}
+
 func (s *resultSink) run() {
 	defer close(s.done)
+	defer func() {
+		s.mu.Lock()
+		s.exited = true
+		s.mu.Unlock()
+		s.progress.Broadcast()
+	}()
 	var batch []broker.Finished
 	for {
 		s.mu.Lock()
@@ -72,6 +109,13 @@ func (s *resultSink) run() {
 		for _, f := range batch {
 			s.write(f)
 		}
+		if len(batch) > 0 {
+			s.mu.Lock()
+			s.written += uint64(len(batch))
+			s.mu.Unlock()
+			s.progress.Broadcast()
+		}
+		clear(batch)
 		if closed && len(batch) == 0 {
 			return
 		}

@@ -19,13 +19,14 @@ import (
 // the batch remembers the first such error and Apply then fails with it,
 // writing nothing, so callers may check once at Apply.
 type Batch struct {
-	s     *Store
-	pb    *pebble.Batch
-	n     int
-	err   error
-	buf   []byte
-	used  bool
-	floor *expiryFloor // the smallest expiry entries written, nil if none
+	s      *Store
+	pb     *pebble.Batch
+	n      int
+	err    error
+	buf    []byte
+	used   bool
+	floor  *expiryFloor // the smallest expiry entries written, nil if none
+	before func()       // see Before
 }
 
 // expiryFloor holds, per expiry class, the smallest expiry index key of a
@@ -52,6 +53,14 @@ var errBatchUsed = errors.New("store: batch used after Apply; want a new batch")
 func (s *Store) NewBatch() *Batch {
 	return &Batch{s: s, pb: s.db.NewBatch()}
 }
+
+// Before sets a function the writer goroutine runs before it writes the
+// batch (and so before any batch applied after it): it may block, holding
+// the batch and everything behind it back, until what the batch records
+// may be written (drover crawl: until the results file has the records
+// of the pages the batch marks done, so that a crash never leaves a page
+// done without its record). It must not call the store.
+func (b *Batch) Before(f func()) { b.before = f }
 
 // Len is the number of changes in the batch.
 func (b *Batch) Len() int { return b.n }

@@ -21,11 +21,12 @@ const (
 // and its done function, or a function to run between groups (a sweep
 // step), serialised with the writes.
 type request struct {
-	b     *pebble.Batch
-	n     int
-	floor *expiryFloor
-	done  func(error)
-	fn    func(*writer)
+	b      *pebble.Batch
+	n      int
+	floor  *expiryFloor
+	before func() // Batch.Before
+	done   func(error)
+	fn     func(*writer)
 }
 
 // writeCounters back WriteStats.
@@ -87,7 +88,7 @@ func (s *Store) Apply(b *Batch, done func(error)) {
 		return
 	}
 	defer s.leave()
-	s.reqs <- request{b: b.pb, n: b.n, floor: b.floor, done: done}
+	s.reqs <- request{b: b.pb, n: b.n, floor: b.floor, before: b.before, done: done}
 }
 
 // Commit applies b and waits until it is durable (see Apply).
@@ -181,6 +182,11 @@ func (w *writer) commit() {
 		return
 	}
 	s := w.s
+	for i := range w.group {
+		if f := w.group[i].before; f != nil {
+			f() // Batch.Before: before anything of the group is written
+		}
+	}
 	dones := w.scratch[:0]
 	var merged *pebble.Batch
 	var records int

@@ -567,3 +567,50 @@ func TestSyncNoneCloseSyncs(t *testing.T) {
 		t.Errorf("%d of 500 keys survived a crash after Close", st.KeysDone)
 	}
 }
+
+// A batch's Before function runs on the writer before the batch is
+// written: until it returns, neither that batch nor any applied after it
+// is in the store or acknowledged.
+func TestBeforeHoldsTheBatchBack(t *testing.T) {
+	s := openT(t, Options{Path: "/db", Sync: SyncAlways, fs: vfs.NewMem()})
+	release, running := make(chan struct{}), make(chan struct{})
+	first, second := keyRec(1, KeyDone, base), keyRec(2, KeyDone, base)
+	b := s.NewBatch()
+	_ = b.PutKey(&first)
+	b.Before(func() {
+		close(running)
+		<-release
+	})
+	acked := make(chan error, 2)
+	s.Apply(b, func(err error) { acked <- err })
+	b2 := s.NewBatch()
+	_ = b2.PutKey(&second)
+	s.Apply(b2, func(err error) { acked <- err })
+
+	select {
+	case <-running:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Before never ran")
+	}
+	for _, r := range []KeyRecord{first, second} {
+		if _, ok, err := s.GetKey(r.FP); err != nil || ok {
+			t.Fatalf("key %d in the store (%v, %v) while Before holds its batch back", r.FP, ok, err)
+		}
+	}
+	select {
+	case err := <-acked:
+		t.Fatalf("a batch acknowledged (%v) while Before holds it back", err)
+	default:
+	}
+	close(release)
+	for range 2 {
+		if err := <-acked; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range []KeyRecord{first, second} {
+		if _, ok, err := s.GetKey(r.FP); err != nil || !ok {
+			t.Fatalf("key %d not in the store (%v, %v) after Before returned", r.FP, ok, err)
+		}
+	}
+}

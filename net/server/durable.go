@@ -118,6 +118,11 @@ func (s *Server) persist(writes []coord.Record) {
 				break // recorded in the batch: Apply fails it as a whole
 			}
 		}
+		if s.opts.BeforeCommit != nil {
+			if f := s.opts.BeforeCommit(); f != nil {
+				b.Before(f)
+			}
+		}
 		d.applied++
 		seq := d.applied
 		s.markBatch(seq) // donelookup.go

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"drover/coord"
+	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/net/wire"
 	"drover/net/zsock"
@@ -283,5 +286,51 @@ func TestStoreSweep(t *testing.T) {
 	}
 	if _, found, err := st.GetJob(2); err != nil || !found {
 		t.Fatalf("job 2, done a minute ago: found %v, %v; want it kept (TTL 1h)", found, err)
+	}
+}
+
+// TestBeforeCommitAfterOnFinished: the store batch that records a job done
+// is made after OnFinished got the job, and BeforeCommit's function runs
+// before that batch is written (what drover crawl relies on to keep its
+// results file ahead of the store).
+func TestBeforeCommitAfterOnFinished(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncAlways)
+	u := key("http://a.test/")
+	var mu sync.Mutex
+	var finished []string // OnFinished so far
+	var before [][]string // for each batch, in write order: what OnFinished had had
+	s, stop := runServer(t, Options{Store: st,
+		OnFinished: func(f broker.Finished) {
+			mu.Lock()
+			finished = append(finished, f.Key.URL)
+			mu.Unlock()
+		},
+		BeforeCommit: func() func() {
+			mu.Lock()
+			seen := slices.Clone(finished)
+			mu.Unlock()
+			return func() {
+				mu.Lock()
+				before = append(before, seen)
+				mu.Unlock()
+			}
+		}})
+	w := dial(t, s.PeersEndpoint())
+	hello(t, w, wire.RoleWorker, "w1", 1)
+	p := dial(t, s.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, "p1", 0)
+	p.send(&wire.Submit{Req: 2, Jobs: []wire.SubmitItem{{Key: u}}})
+	expect[*wire.Submitted](t, p.recv())
+	j := expect[*wire.Job](t, w.recv())
+	w.send(&wire.Result{Req: 3, Items: []wire.ResultItem{{JobID: j.Jobs[0].JobID, Outcome: wire.OutcomeOK}}})
+	expect[*wire.ResultOK](t, w.recv()) // sent once the batch recording it done is written
+	mu.Lock()
+	last := before[len(before)-1]
+	mu.Unlock()
+	if !slices.Contains(last, u.URL) {
+		t.Fatalf("batches were made with OnFinished having had %q; the last (the job done) should include %s", before, u.URL)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }

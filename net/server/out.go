@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"drover/coord"
+	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/net/wire"
 
@@ -16,7 +17,8 @@ import (
 func (s *Server) flush(now time.Time) {
 	out := s.c.Ready(now)
 	s.answers(out.Answers)
-	s.persist(out.Writes) // before anything is sent: the step's acknowledgements wait for it
+	s.finished(out.Finished) // before the batch: see Options.BeforeCommit
+	s.persist(out.Writes)    // before anything is sent: the step's acknowledgements wait for it
 	s.dispatch(now, out)
 	s.cancel(now, out.Cancels)
 	for _, cl := range out.Closes {
@@ -36,11 +38,6 @@ func (s *Server) flush(now time.Time) {
 		s.send(s.peers, p.ident, &wire.Disconnect{Code: code, Reason: cl.Reason})
 		s.log.Info("session closed", "session", cl.Session, "reason", cl.Reason, "lost", cl.Lost)
 		s.forget(cl.Session)
-	}
-	for _, f := range out.Finished {
-		if s.opts.OnFinished != nil {
-			s.opts.OnFinished(f)
-		}
 	}
 	for i := range out.Events {
 		ev := out.Events[i]
@@ -64,6 +61,16 @@ func (s *Server) flush(now time.Time) {
 		}
 	}
 	s.notifyConsoles(now)
+}
+
+// finished hands the step's finished jobs to OnFinished.
+func (s *Server) finished(fs []broker.Finished) {
+	if s.opts.OnFinished == nil {
+		return
+	}
+	for _, f := range fs {
+		s.opts.OnFinished(f)
+	}
 }
 
 // answers sends deferred ledger answers: ANSWER for a REQUEST that waited,

@@ -36,9 +36,16 @@ type Options struct {
 	Log    *slog.Logger     // default: discard
 	Clock  func() time.Time // default time.Now
 	// OnFinished is called on the reactor goroutine for every job that
-	// reached a terminal outcome (the result sink: JSONL writer, notifier).
-	// It must not block.
+	// reached a terminal outcome (the result sink: JSONL writer, notifier),
+	// before the step's store batch is made. It must not block.
 	OnFinished func(broker.Finished)
+	// BeforeCommit, with a Store, is called on the reactor goroutine for
+	// every store batch, after the step's OnFinished calls; the function
+	// it returns (nil: none) runs on the store's writer before the batch
+	// is written (store.Batch.Before) and may block until what OnFinished
+	// was given is safe: drover crawl waits for its results file, so that
+	// no page is done in the store without its record.
+	BeforeCommit func() func()
 	// OnEvent is called on the reactor goroutine for every event. It must
 	// not block.
 	OnEvent func(ev admin.Event)
@@ -398,17 +405,13 @@ func (s *Server) shutdown() error {
 		s.send(s.admin, cs.ident, &wire.Disconnect{Code: wire.CodeUnavailable, Reason: "server shutting down"})
 	}
 	out := s.c.Ready(now)
+	s.finished(out.Finished)
 	s.persist(out.Writes) // the disconnects' writes: jobs back in the queue
 	if serr == nil {
 		serr = s.settle(time.Now().Add(5 * time.Second))
 	}
 	if serr != nil {
 		s.log.Error("store: the last writes are not durable", "err", serr)
-	}
-	for _, f := range out.Finished {
-		if s.opts.OnFinished != nil {
-			s.opts.OnFinished(f)
-		}
 	}
 	// Keep the connections open a moment so the peers read the
 	// DISCONNECTs: a client DEALER with IMMEDIATE discards unread input
