@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pebbe/zmq4"
@@ -13,8 +14,10 @@ import (
 )
 
 // How the reactor waits. Each socket it reads (peers ROUTER, admin ROUTER,
-// events XPUB) has a zsock.Watch putting a token on the socket's own
-// channel when libzmq signals it. Signals are edges: a socket must be
+// events XPUB) has a zsock.Watch that, when libzmq signals the socket,
+// notes it on the input and rings the reactor's one wake channel (which
+// the pipe hub rings too): the reactor waits on that channel, its timer
+// and the store's, not on a channel per socket. Signals are edges: a socket must be
 // worked until a receive would block before the reactor may wait for its
 // next signal, and a send may take a signal meant for an arriving message.
 // So each input is dirty (it may hold a message with no signal to come)
@@ -27,7 +30,7 @@ import (
 // peers (package pipe; sk is then nil).
 type input struct {
 	sk     *zmq4.Socket
-	sig    chan struct{} // the watch's (or the hub's) tokens
+	rang   atomic.Bool // the watch signalled since the reactor last looked
 	watch  *zsock.Watch
 	handle func(frames [][]byte)
 	// value handles a message a pipe client handed over as a value (the
@@ -44,8 +47,11 @@ const drainBound = 4096
 // stops the watches (before the sockets close).
 func (s *Server) openInputs() error {
 	add := func(sk *zmq4.Socket, handle func([][]byte)) error {
-		in := &input{sk: sk, sig: make(chan struct{}, 1), handle: handle, dirty: true}
-		w, err := zsock.NewWatch(sk, in.sig)
+		in := &input{sk: sk, handle: handle, dirty: true}
+		w, err := zsock.NewWatchFunc(sk, func() {
+			in.rang.Store(true) // first: the reactor reads it once woken
+			s.ring()
+		})
 		if err != nil {
 			return fmt.Errorf("reactor: %w", err)
 		}
@@ -65,7 +71,7 @@ func (s *Server) openInputs() error {
 		}
 	}
 	if s.hub != nil {
-		s.inputs = append(s.inputs, &input{sig: s.hubSig, handle: s.onPeer, value: s.onPeerValue, dirty: true})
+		s.inputs = append(s.inputs, &input{handle: s.onPeer, value: s.onPeerValue, dirty: true})
 	}
 	return nil
 }
@@ -162,24 +168,22 @@ func (s *Server) busy() (bool, error) {
 	return busy, nil
 }
 
-// wait blocks until an input signals, the store rings, timer fires or
-// done closes, and marks every input that signalled dirty. It reports
-// false when timer fired or done closed.
-func (s *Server) wait(stored <-chan struct{}, timer <-chan time.Time, done <-chan struct{}) bool {
-	var sig [4]chan struct{} // nil: never ready
-	for i, in := range s.inputs {
-		sig[i] = in.sig
+// ring wakes the reactor (its inputs' watches and the pipe hub call it).
+func (s *Server) ring() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
+}
+
+// wait blocks until an input signals (one channel for them all, s.wake),
+// the store rings, timer fires or done closes, and marks dirty every
+// socket whose watch rang and the pipe hub (whose queue is looked at for
+// the price of a lock). It reports false when timer fired or done closed.
+func (s *Server) wait(stored <-chan struct{}, timer <-chan time.Time, done <-chan struct{}) bool {
 	woke := true
 	select {
-	case <-sig[0]:
-		s.inputs[0].dirty = true
-	case <-sig[1]:
-		s.inputs[1].dirty = true
-	case <-sig[2]:
-		s.inputs[2].dirty = true
-	case <-sig[3]:
-		s.inputs[3].dirty = true
+	case <-s.wake:
 	case <-stored:
 	case <-timer:
 		woke = false
@@ -187,10 +191,8 @@ func (s *Server) wait(stored <-chan struct{}, timer <-chan time.Time, done <-cha
 		woke = false
 	}
 	for _, in := range s.inputs {
-		select {
-		case <-in.sig:
+		if in.sk == nil || in.rang.Swap(false) {
 			in.dirty = true
-		default:
 		}
 	}
 	return woke

@@ -92,8 +92,8 @@ type Server struct {
 	ident  map[string]id.Session // routing id -> session
 	inputs []*input              // the sockets the reactor reads (inputs.go)
 	hub    *pipe.Hub             // in-process peers on the inproc peers endpoint
-	hubSig chan struct{}
-	taken  []pipe.Msg // scratch for drainHub
+	wake   chan struct{}         // the inputs' watches and the hub ring it (inputs.go)
+	taken  []pipe.Msg            // scratch for drainHub
 	// scratch for result: reused, cleared after each use
 	scratch struct {
 		results  []coord.Result
@@ -180,6 +180,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
+		wake:  make(chan struct{}, 1),
 		opts:  opts,
 		log:   opts.Log,
 		now:   opts.Clock,
@@ -230,8 +231,7 @@ func (s *Server) bind() error {
 	if err := s.peers.Bind(s.inprocPeers); err != nil {
 		return fmt.Errorf("peers socket: bind %s: %w", s.inprocPeers, err)
 	}
-	s.hubSig = make(chan struct{}, 1)
-	if s.hub, err = pipe.Listen(s.inprocPeers, s.hubSig); err != nil {
+	if s.hub, err = pipe.Listen(s.inprocPeers, s.wake); err != nil {
 		return fmt.Errorf("peers: %w", err)
 	}
 	if s.opts.Events != "-" {

@@ -41,6 +41,19 @@ type Watch struct {
 // watches when the owner checks every socket it owns after a wake). A
 // token is also put once at the start. Close the watch before closing s.
 func NewWatch(s *zmq4.Socket, ch chan struct{}) (*Watch, error) {
+	return NewWatchFunc(s, func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// NewWatchFunc is NewWatch calling notify (on the watch's goroutine; it
+// must not block) for each signal instead of putting a token in a
+// channel: an owner waiting on one channel for many watches can note
+// which socket signalled before it rings.
+func NewWatchFunc(s *zmq4.Socket, notify func()) (*Watch, error) {
 	fd, err := s.GetFd()
 	if err != nil {
 		return nil, fmt.Errorf("socket descriptor (ZMQ_FD): %w", err)
@@ -70,29 +83,23 @@ func NewWatch(s *zmq4.Socket, ch chan struct{}) (*Watch, error) {
 		return nil, fmt.Errorf("socket descriptor %d is not pollable: %w", fd, err)
 	}
 	w := &Watch{f: f, done: make(chan struct{})}
-	go w.run(rc, ch)
+	go w.run(rc, notify)
 	return w, nil
 }
 
 func (w *Watch) run(rc interface {
 	Read(func(uintptr) bool) error
-}, ch chan struct{}) {
+}, notify func()) {
 	defer close(w.done)
 	err := rc.Read(func(uintptr) bool {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
+		notify()
 		return false // wait for the next signal; Close ends the Read
 	})
 	if err != nil && !errors.Is(err, os.ErrClosed) {
-		// Nothing else can end it: report through the channel so that the
-		// owner looks at its socket (and finds it broken) rather than
-		// waiting forever.
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
+		// Nothing else can end it: report it as a signal so that the owner
+		// looks at its socket (and finds it broken) rather than waiting
+		// forever.
+		notify()
 	}
 }
 
