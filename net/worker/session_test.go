@@ -43,15 +43,21 @@ func TestResultsResentAfterReconnect(t *testing.T) {
 	}
 }
 
-// TestCancelStopsJob: CANCEL cancels the job's context (ErrCancelled) and
-// its result is still reported.
+// TestCancelStopsJob: CANCEL cancels the job's context (ErrCancelled), and
+// the contexts a handler derives from it (with the same cause), and its
+// result is still reported.
 func TestCancelStopsJob(t *testing.T) {
 	srv := newScripted(t)
 	cause := make(chan error, 1)
 	started := make(chan struct{})
 	runWorker(t, srv.EP, Options{ID: "w"}, func(ctx context.Context, j Job) Result {
+		child, stop := context.WithTimeout(ctx, time.Hour) // as a fetch's timeout
+		defer stop()
 		close(started)
-		<-ctx.Done()
+		<-child.Done()
+		if !errors.Is(context.Cause(child), context.Cause(ctx)) {
+			t.Errorf("derived context's cause %v, the job's %v", context.Cause(child), context.Cause(ctx))
+		}
 		cause <- context.Cause(ctx)
 		return Internal(context.Cause(ctx))
 	})
