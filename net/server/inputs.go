@@ -16,10 +16,10 @@ import (
 // How the reactor waits. Each socket it reads (peers ROUTER, admin ROUTER,
 // events XPUB) has a zsock.Watch that, when libzmq signals the socket,
 // notes it on the input and rings the reactor's one wake channel (which
-// the pipe hub rings too): the reactor waits on that channel, its timer
-// and the store's, not on a channel per socket. Signals are edges: a socket must be
-// worked until a receive would block before the reactor may wait for its
-// next signal, and a send may take a signal meant for an arriving message.
+// the pipe hub's queue signals too): the reactor waits on that channel,
+// its timer and the store's, not on a channel per socket. Signals are
+// edges: a socket must be worked until a receive would block before the
+// reactor may wait for its next signal, and a send may take a signal meant for an arriving message.
 // So each input is dirty (it may hold a message with no signal to come)
 // from its signal, or a send on it, until a receive finds it empty or
 // ZMQ_EVENTS says it has nothing. Only dirty inputs cost a libzmq call;
@@ -168,7 +168,8 @@ func (s *Server) busy() (bool, error) {
 	return busy, nil
 }
 
-// ring wakes the reactor (its inputs' watches and the pipe hub call it).
+// ring wakes the reactor (its sockets' watches call it; the pipe hub's
+// queue signals the same channel).
 func (s *Server) ring() {
 	select {
 	case s.wake <- struct{}{}:
