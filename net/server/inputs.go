@@ -19,10 +19,10 @@ import (
 // the pipe hub's queue signals too): the reactor waits on that channel,
 // its timer and the store's, not on a channel per socket. Signals are
 // edges: a socket must be worked until a receive would block before the
-// reactor may wait for its next signal, and a send may take a signal meant for an arriving message.
-// So each input is dirty (it may hold a message with no signal to come)
-// from its signal, or a send on it, until a receive finds it empty or
-// ZMQ_EVENTS says it has nothing. Only dirty inputs cost a libzmq call;
+// reactor may wait for its next signal, and a send may take a signal meant
+// for an arriving message. So each input is dirty (it may hold a message
+// with no signal to come) from its signal, or a send on it, until a
+// receive finds it empty or ZMQ_EVENTS says it has nothing. Only dirty inputs cost a libzmq call;
 // each such call looks at libzmq's command pipe with a poll(2), so an
 // input that is known to be empty is left alone.
 
