@@ -38,11 +38,7 @@ func TestInprocGoesOverPipe(t *testing.T) {
 	if !ok {
 		t.Fatalf("first message %s, want HELLO", m.Command())
 	}
-	frames, err := wire.Encode(welcome(hello.Req, time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hub.Send(ident, frames); err != nil {
+	if err := hub.SendValue(ident, welcome(hello.Req, time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	hub.Flush() // as a server does before it waits

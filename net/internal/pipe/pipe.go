@@ -8,11 +8,12 @@
 // channel tokens, at a fraction of the cost. Remote peers are unaffected;
 // the server serves both at once.
 //
-// A message goes through a pipe either as encoded frames, copied on send
-// (the sender may reuse its buffers at once, and the receiver owns what
-// it gets), or as a wire.Message value handed over whole: then nothing is
-// encoded, copied or decoded, and the sender gives the message up with
-// everything it refers to (it must not change them afterwards). Senders
+// The server's messages go to a client as wire.Message values handed over
+// whole; a client's go to the server either so or as encoded frames,
+// copied on send (the sender may reuse its buffers at once, and the server
+// owns what it gets). A value is not encoded, copied or decoded: its
+// sender gives it up with everything it refers to (it must not change
+// them afterwards). Senders
 // validate a value as they would encode it (net/internal/conn and
 // net/server encode it and drop the frames), so both ends see exactly the
 // messages DRV/1 can carry.
@@ -59,9 +60,9 @@ var (
 	clientSeq atomic.Uint64
 )
 
-// Msg is one message through a pipe: Frames (copies) or Value (handed
-// over). At the server, Ident is the sending client's routing id, and
-// Frames start with it.
+// Msg is one message through a pipe: Frames (copies, from a client only)
+// or Value (handed over). At the server, Ident is the sending client's
+// routing id, and Frames start with it.
 type Msg struct {
 	Ident  []byte
 	Frames [][]byte
@@ -135,8 +136,7 @@ func (q *queue) close() {
 	q.mu.Unlock()
 }
 
-// copyFrames copies frames into one allocation, with ident first when
-// given.
+// copyFrames copies ident and frames into one allocation.
 func copyFrames(ident []byte, frames [][]byte) [][]byte {
 	n := len(ident)
 	for _, f := range frames {
@@ -149,9 +149,7 @@ func copyFrames(ident []byte, frames [][]byte) [][]byte {
 		buf = append(buf, f...)
 		out = append(out, buf[start:len(buf):len(buf)])
 	}
-	if ident != nil {
-		add(ident)
-	}
+	add(ident)
 	for _, f := range frames {
 		add(f)
 	}
@@ -189,11 +187,6 @@ func (h *Hub) Take(dst []Msg, max int) ([]Msg, bool) { return h.in.take(dst, max
 
 // Pending reports whether messages wait to be taken.
 func (h *Hub) Pending() bool { return h.in.pending() }
-
-// Send queues a copy of frames for the client with routing id ident.
-func (h *Hub) Send(ident []byte, frames [][]byte) error {
-	return h.send(ident, Msg{Frames: copyFrames(nil, frames)})
-}
 
 // SendValue hands m to the client with routing id ident (see the package
 // comment: the server gives m up).

@@ -42,8 +42,9 @@ func token(t *testing.T, sig chan struct{}, what string) {
 	}
 }
 
-// A message goes client -> server with the client's routing id first, and
-// server -> client by that id; each side is signalled; both get copies.
+// A message goes client -> server as copied frames with the client's
+// routing id first, and server -> client by that id as a value; each side
+// is signalled.
 func TestRoundTrip(t *testing.T) {
 	h, hsig, name := listen(t)
 	c, csig := dial(t, name)
@@ -67,16 +68,15 @@ func TestRoundTrip(t *testing.T) {
 	if len(m) != 3 || string(m[0]) != string(c.Ident()) || string(m[1]) != "DRV/1" || string(m[2]) != "body" {
 		t.Fatalf("server got %q, want [ident DRV/1 body]", m)
 	}
-	reply := []byte("reply")
-	if err := h.Send(m[0], [][]byte{reply}); err != nil {
+	reply := &wire.ResultOK{Req: 3}
+	if err := h.SendValue(m[0], reply); err != nil {
 		t.Fatal(err)
 	}
-	reply[0] = 'X'
 	h.Flush()
 	token(t, csig, "client side")
 	back, more, err := c.Take(nil, 10)
-	if err != nil || more || len(back) != 1 || len(back[0].Frames) != 1 || string(back[0].Frames[0]) != "reply" {
-		t.Fatalf("client got %q (more %v, err %v), want [reply]", back, more, err)
+	if err != nil || more || len(back) != 1 || back[0].Value != wire.Message(reply) {
+		t.Fatalf("client got %+v (more %v, err %v), want the RESULT-OK itself", back, more, err)
 	}
 	if h.Pending() || c.Pending() {
 		t.Fatal("pending after everything was taken")
@@ -117,8 +117,8 @@ func TestFlushWakesOnce(t *testing.T) {
 	h, _, name := listen(t)
 	c, csig := dial(t, name)
 	_, other := dial(t, name)
-	for _, m := range []string{"ack", "job"} {
-		if err := h.Send(c.Ident(), [][]byte{[]byte(m)}); err != nil {
+	for _, m := range []wire.Message{&wire.ResultOK{Req: 1}, &wire.Job{}} {
+		if err := h.SendValue(c.Ident(), m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -178,7 +178,7 @@ func TestClientClose(t *testing.T) {
 	if got, _ := h.Take(nil, 10); len(got) != 1 || string(got[0].Frames[1]) != "bye" {
 		t.Fatalf("server got %q after the client closed, want its last message", got)
 	}
-	if err := h.Send(c.Ident(), [][]byte{[]byte("x")}); !errors.Is(err, ErrUnroutable) {
+	if err := h.SendValue(c.Ident(), &wire.Heartbeat{}); !errors.Is(err, ErrUnroutable) {
 		t.Fatalf("send to a closed client: %v, want ErrUnroutable", err)
 	}
 }
@@ -196,7 +196,7 @@ func TestHubClose(t *testing.T) {
 		t.Fatal("a second Listen on the same name succeeded")
 	}
 	c, csig := dial(t, name)
-	if err := h.Send(c.Ident(), [][]byte{[]byte("last")}); err != nil {
+	if err := h.SendValue(c.Ident(), &wire.Heartbeat{}); err != nil {
 		t.Fatal(err)
 	}
 	h.Flush()
