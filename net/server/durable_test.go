@@ -27,11 +27,15 @@ func openStore(t *testing.T, dir string, sync store.Sync) *store.Store {
 	return st
 }
 
-// runServer starts a server on ephemeral loopback ports; stop cancels Run
-// and returns what it returned (also called at cleanup, once).
+// runServer starts a server on ephemeral loopback ports (no events unless
+// opts.Events says so); stop cancels Run and returns what it returned
+// (also called at cleanup, once).
 func runServer(t *testing.T, opts Options) (*Server, func() error) {
 	t.Helper()
-	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
+	opts.Peers, opts.Admin = zsock.Ephemeral, zsock.Ephemeral
+	if opts.Events == "" {
+		opts.Events = "-"
+	}
 	if opts.Coord.Heartbeat == 0 {
 		opts.Coord.Heartbeat = 100 * time.Millisecond
 		opts.Coord.MinHeartbeat = 10 * time.Millisecond

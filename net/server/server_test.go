@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -15,24 +14,14 @@ import (
 	"drover/net/zsock"
 )
 
-// startServer runs a server on ephemeral loopback ports until the test ends.
+// startServer runs a server on ephemeral loopback ports (events too) until
+// the test ends, which fails if Run returned an error.
 func startServer(t *testing.T, opts Options) *Server {
 	t.Helper()
-	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, zsock.Ephemeral
-	if opts.Coord.Heartbeat == 0 {
-		opts.Coord.Heartbeat = 100 * time.Millisecond
-		opts.Coord.MinHeartbeat = 10 * time.Millisecond
-	}
-	s, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	opts.Events = zsock.Ephemeral
+	s, stop := runServer(t, opts)
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("server run: %v", err)
 		}
 	})
