@@ -129,20 +129,6 @@ func (j *JSONLWriter) WriteLine(line []byte) error {
 	return j.flush("record")
 }
 
-// Sync commits the file to stable storage (fsync) when the writer was
-// opened with OpenJSONL or wraps an *os.File; a process crash does not
-// need it, a power loss does.
-func (j *JSONLWriter) Sync() error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if f, ok := j.w.(*os.File); ok {
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("syncing results file: %w", err)
-		}
-	}
-	return nil
-}
-
 // Close syncs and closes the file opened by OpenJSONL; for a writer made
 // by NewJSONLWriter it only stops further writes (the caller owns w).
 func (j *JSONLWriter) Close() error {

@@ -83,10 +83,6 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-// Registry returns the registry the metrics live on, to add collectors of
-// other packages to it.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
 // Update sets the gauges to a snapshot of the coordinator's totals and
 // advances each counter by the growth of its monotonic total since the
 // previous snapshot. A total lower than before means the coordinator

@@ -32,9 +32,6 @@ func IsLocked(err error) bool { return errors.Is(err, ErrLocked) }
 // IsCorrupt reports whether err says the store's files are corrupt.
 func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
 
-// IsUnusable reports whether err says the path cannot hold a store.
-func IsUnusable(err error) bool { return errors.Is(err, ErrUnusable) }
-
 // corrupt wraps a Pebble error in ErrCorrupt when Pebble says it is
 // corruption, leaving other errors as they are.
 func corrupt(err error) error {

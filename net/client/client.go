@@ -178,9 +178,6 @@ func closeConn(cn *conn.Conn, e *engine) error {
 	return cn.Close()
 }
 
-// Endpoint is the coordinator endpoint the client dials.
-func (c *Client) Endpoint() string { return c.opts.Connect }
-
 // Request asks the ledger for keys, returning one verdict per key in
 // order: ok (this session now owns the key: do the work, then Queue or
 // Done it), no (queued, or done recently), or error. A key another session
