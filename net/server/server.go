@@ -361,13 +361,13 @@ func (s *Server) send(sk *zmq4.Socket, ident []byte, m wire.Message) bool {
 		s.log.Error("encode failed", "command", m.Command(), "err", err)
 		return false
 	}
-	s.frames = append(append(s.frames[:0], ident), frames...)
 	if sk == s.peers && s.hub != nil && pipe.IsClient(ident) {
 		// Encoded above all the same: a pipe client gets exactly what
 		// DRV/1 can carry. Every message the server sends is made for
 		// that one send and never changed after, so it is handed over.
 		err = s.hub.SendValue(ident, m)
 	} else {
+		s.frames = append(append(s.frames[:0], ident), frames...)
 		s.sent(sk)
 		err = s.io.Send(sk, zmq4.DONTWAIT, s.frames...)
 	}
