@@ -15,7 +15,7 @@ import (
 // running is one job the worker holds: from the JOB that carried it until
 // the RESULT-OK that acknowledges its result, or until it is abandoned.
 type running struct {
-	cancel context.CancelCauseFunc
+	ctx    jobContext       // the handler's context
 	task   task             // in the slots' queue until a slot takes it
 	rep    reporter         // the job's progress reporter (in its context)
 	done   bool             // the handler returned
@@ -121,7 +121,7 @@ func (s *session) abandon(id uint64, r *running, cause error) {
 // cancelJob cancels a job's context; a job still waiting for a slot
 // leaves the queue at once, reported as not started.
 func (s *session) cancelJob(r *running, cause error) {
-	r.cancel(cause)
+	r.ctx.cancel(cause)
 	if s.pool.remove(&r.task) {
 		r.task.finish(Internal(fmt.Errorf("not started: %w", cause)))
 	}
@@ -181,14 +181,13 @@ func (s *session) start(l *conn.Link, it *wire.JobItem) {
 	// One allocation for the job's record, its slot task and its progress
 	// reporter; the task's functions are the session's, made once.
 	r := &running{rep: reporter{job: it.JobID, c: l.Conn()}}
-	ctx, cancel := context.WithCancelCause(context.WithValue(context.Background(), progressKey{}, &r.rep))
-	r.cancel = cancel
+	r.ctx.rep = &r.rep
 	s.jobs[it.JobID] = r
 	s.busy++
 	if s.stopping {
-		cancel(ErrShutdown)
+		r.ctx.cancel(ErrShutdown)
 	}
-	r.task = task{ctx: ctx, r: r, run: s.runFn, done: s.doneFn,
+	r.task = task{ctx: &r.ctx, r: r, run: s.runFn, done: s.doneFn,
 		j: Job{ID: it.JobID, Attempt: int(it.Attempt), Key: it.Key, Headers: it.Headers.Map(), Payload: clonePayload(it.Payload)}}
 	s.pool.push(&r.task)
 }
@@ -216,7 +215,7 @@ func clonePayload(p []byte) []byte {
 // that came meanwhile (one wake-up, and no closure, per batch).
 func (s *session) taskDone(t *task, res Result) {
 	cause := context.Cause(t.ctx)
-	t.r.cancel(nil)
+	t.r.ctx.cancel(nil)
 	s.finMu.Lock()
 	first := len(s.fin) == 0
 	s.fin = append(s.fin, finishedTask{id: t.j.ID, r: t.r, res: res, cause: cause})
@@ -335,7 +334,7 @@ func (s *session) beginStop(l *conn.Link) {
 func (s *session) cancelAll(cause error) {
 	for _, r := range s.jobs {
 		if !r.done {
-			r.cancel(cause)
+			r.ctx.cancel(cause)
 		}
 	}
 }
