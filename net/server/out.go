@@ -128,7 +128,7 @@ func (s *Server) dispatch(now time.Time, out *coord.Output) {
 	for _, a := range out.Jobs {
 		msg, ok := s.batches[a.Session]
 		if !ok {
-			msg = &wire.Job{}
+			msg = newJobMsg()
 			s.batches[a.Session] = msg
 			order = append(order, a.Session)
 		}
@@ -146,6 +146,18 @@ func (s *Server) dispatch(now time.Time, out *coord.Output) {
 		p.lastSent = now
 	}
 	s.order = order
+}
+
+// newJobMsg makes an empty JOB with room for one job in the same
+// allocation: a JOB goes to its worker as it is (package pipe), so it
+// cannot be reused, and most carry one job.
+func newJobMsg() *wire.Job {
+	b := &struct {
+		m   wire.Job
+		one [1]wire.JobItem
+	}{}
+	b.m.Jobs = b.one[:0]
+	return &b.m
 }
 
 // undeliverable ends a worker session whose JOB could not be sent.

@@ -305,7 +305,8 @@ func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
 		s.reject(onPeers, p.ident, m.Req, wire.CodeForbidden, "%v", err)
 		return
 	}
-	items := make([]wire.ResultOKItem, len(vs))
+	reply := newResultOK(m.Req, len(vs))
+	items := reply.Items
 	for i, v := range vs {
 		it := wire.ResultOKItem{JobID: uint64(v.Job), Status: wire.ResultRecorded, Accepted: uint32(v.Accepted), Duplicates: uint32(v.Duplicates)}
 		switch {
@@ -316,5 +317,20 @@ func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
 		}
 		items[i] = it
 	}
-	s.ack(p.ident, &wire.ResultOK{Req: m.Req, Items: items})
+	s.ack(p.ident, reply)
+}
+
+// newResultOK makes a RESULT-OK for n results. Each message goes to its
+// peer as it is (package pipe), so it cannot be reused; one result, the
+// usual case, takes one allocation with its item.
+func newResultOK(req uint64, n int) *wire.ResultOK {
+	if n == 1 {
+		b := &struct {
+			m   wire.ResultOK
+			one [1]wire.ResultOKItem
+		}{}
+		b.m = wire.ResultOK{Req: req, Items: b.one[:]}
+		return &b.m
+	}
+	return &wire.ResultOK{Req: req, Items: make([]wire.ResultOKItem, n)}
 }

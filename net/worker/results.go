@@ -88,6 +88,7 @@ func (s *session) sendResults(l *conn.Link) {
 		size  = 4
 		links int
 	)
+	batch, ids = newBatch()
 	for _, id := range s.outbox {
 		r := s.jobs[id]
 		if r == nil || r.result == nil || r.abandoned || r.sentIn != 0 {
@@ -96,7 +97,8 @@ func (s *session) sendResults(l *conn.Link) {
 		sz, nl := itemSize(r.result), len(r.result.Links)
 		if len(batch) > 0 && (len(batch) >= maxBatch || size+sz > maxBody || links+nl > wire.MaxLinks) {
 			s.sendBatch(l, batch, ids, true)
-			batch, ids, size, links = nil, nil, 4, 0
+			batch, ids = newBatch()
+			size, links = 4, 0
 		}
 		batch = append(batch, *r.result)
 		ids = append(ids, id)
@@ -107,6 +109,16 @@ func (s *session) sendResults(l *conn.Link) {
 		s.sendBatch(l, batch, ids, true)
 	}
 	s.outbox = s.outbox[:0]
+}
+
+// newBatch makes the items and ids of a RESULT with room for one result
+// in one allocation (most RESULTs carry one); more grow them as usual.
+func newBatch() ([]wire.ResultItem, []uint64) {
+	b := &struct {
+		item [1]wire.ResultItem
+		id   [1]uint64
+	}{}
+	return b.item[:0], b.id[:0]
 }
 
 // sendBatch sends one RESULT. If DRV/1 refuses it, the results it cannot
