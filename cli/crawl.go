@@ -152,7 +152,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	settled := make(chan struct{}, 1) // the reactor saw the crawl settle
 
 	opts := server.Options{
-		Peers: cfg.Peers.Listen, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
+		Peers: cfg.Peers.Listen, Gather: cfg.Peers.Gather, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
 		Coord: coordConfig(cfg), Log: log, Server: "drover " + version, OnFinished: sink.add,
 		OnSettled: func(admin.Totals) {
 			select {

@@ -170,7 +170,7 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		cc.Ledger.DoneCache = cfg.Store.DoneCache
 	}
 	opts := server.Options{
-		Peers: cfg.Peers.Listen, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
+		Peers: cfg.Peers.Listen, Gather: cfg.Peers.Gather, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
 		Coord: cc, Log: log, Server: "drover " + version,
 		OnTotals: metrics.Update, Store: c.st,
 	}

@@ -10,7 +10,7 @@ import (
 // Config is the effective configuration. Every field is one schema key;
 // the yaml tags spell the key's dotted name segment by segment.
 type Config struct {
-	Peers     Listener  `yaml:"peers"`
+	Peers     Peers     `yaml:"peers"`
 	Admin     Listener  `yaml:"admin"`
 	Events    Listener  `yaml:"events"`
 	Metrics   Listener  `yaml:"metrics"`
@@ -35,6 +35,14 @@ type Config struct {
 // events, HOST:PORT for metrics (empty disables the metrics server).
 type Listener struct {
 	Listen string `yaml:"listen"`
+}
+
+// Peers is the peers endpoint and how the coordinator reads it.
+type Peers struct {
+	Listen string `yaml:"listen"`
+	// Gather: under load, how long messages gather before the coordinator
+	// acts on them (server.Options.Gather).
+	Gather time.Duration `yaml:"gather"`
 }
 
 // Heartbeat configures peer liveness.

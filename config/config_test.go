@@ -34,6 +34,7 @@ func TestDefaultValues(t *testing.T) {
 		want any
 	}{
 		{"peers.listen", "tcp://127.0.0.1:5570"},
+		{"peers.gather", 100 * time.Microsecond},
 		{"admin.listen", "tcp://127.0.0.1:5571"},
 		{"events.listen", "tcp://127.0.0.1:5572"},
 		{"metrics.listen", "127.0.0.1:9570"},

@@ -2,6 +2,7 @@ package config
 
 import (
 	"testing"
+	"time"
 )
 
 func TestValidateOnBuiltConfig(t *testing.T) {
@@ -12,6 +13,8 @@ func TestValidateOnBuiltConfig(t *testing.T) {
 		key    string
 	}{
 		{"liveness zero", func(c *Config) { c.Heartbeat.Liveness = 0 }, ErrRange, "heartbeat.liveness"},
+		{"gather too long", func(c *Config) { c.Peers.Gather = time.Second }, ErrRange, "peers.gather"},
+		{"gather negative", func(c *Config) { c.Peers.Gather = -time.Microsecond }, ErrRange, "peers.gather"},
 		{"bad theme", func(c *Config) { c.Console.Theme = "neon" }, ErrRange, "console.theme"},
 		{"bad endpoint", func(c *Config) { c.Peers.Listen = "127.0.0.1:5570" }, ErrType, "peers.listen"},
 		{"bad url", func(c *Config) { c.Notifier.URL = "ftp://x" }, ErrType, "notifier.url"},

@@ -181,10 +181,22 @@ func (s *Server) ring() {
 // the store rings, timer fires or done closes, and marks dirty every
 // socket whose watch rang and the pipe hub (whose queue is looked at for
 // the price of a lock). It reports false when timer fired or done closed.
+//
+// Under load (a message rang less than Options.GatherBelow after the wait began)
+// it lets messages gather for Options.Gather first: they are all read in
+// the step that follows.
 func (s *Server) wait(stored <-chan struct{}, timer <-chan time.Time, done <-chan struct{}) bool {
 	woke := true
+	from := time.Now()
 	select {
 	case <-s.wake:
+		if s.opts.Gather > 0 && time.Since(from) < s.opts.GatherBelow {
+			time.Sleep(s.opts.Gather)
+			select { // what rang meanwhile is marked below: its ring is spent
+			case <-s.wake:
+			default:
+			}
+		}
 	case <-stored:
 	case <-timer:
 		woke = false

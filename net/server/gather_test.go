@@ -1,0 +1,73 @@
+package server
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"drover/coord/id"
+	"drover/net/wire"
+)
+
+// paceRequests sends n REQUESTs for distinct keys, every gap, over a real
+// socket, then reads the n answers: each must come, for its own request.
+func paceRequests(t *testing.T, s *Server, n int, gap time.Duration) {
+	t.Helper()
+	p := dial(t, s.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, "p", 0)
+	for i := range n {
+		p.send(&wire.Request{Req: uint64(10 + i), Keys: []id.Key{key(fmt.Sprintf("http://a.test/%d", i))}})
+		time.Sleep(gap) // paces the load; nothing waits on it
+	}
+	seen := map[uint64]bool{}
+	for range n {
+		vs := expect[*wire.Verdicts](t, p.recv())
+		if vs.Req < 10 || vs.Req >= uint64(10+n) || seen[vs.Req] || len(vs.Items) != 1 || vs.Items[0].Verdict != wire.VerdictOK {
+			t.Fatalf("answer %+v: want one yes to a request not yet answered (10..%d)", vs, 10+n-1)
+		}
+		seen[vs.Req] = true
+	}
+}
+
+// TestGatherMakesFewerSteps: requests coming every 5ms are handled a few
+// per step when the reactor lets them gather for 50ms, and each in a step
+// of its own when it does not; every one is answered either way.
+func TestGatherMakesFewerSteps(t *testing.T) {
+	const n, gap = 60, 5 * time.Millisecond
+	steps := map[time.Duration]uint64{}
+	for _, gather := range []time.Duration{0, 50 * time.Millisecond} {
+		// GatherBelow: a 5ms gap counts as load here (1ms by default).
+		s, stop := runServer(t, Options{Gather: gather, GatherBelow: time.Second})
+		paceRequests(t, s, n, gap)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		steps[gather] = s.stats.Steps
+		t.Logf("gather %v: %d steps for %d messages", gather, s.stats.Steps, s.stats.Received)
+	}
+	// 60 requests over >= 300ms: about 300ms/50ms gathered steps, plus the
+	// HELLO's, the timers' (heartbeats every 100ms) and the shutdown's. A
+	// stall of the machine only puts more requests in a step.
+	if steps[50*time.Millisecond] > n/3 {
+		t.Errorf("gathering for 50ms: %d steps for %d requests 5ms apart, want at most %d", steps[50*time.Millisecond], n, n/3)
+	}
+	if steps[0] < n/2 {
+		t.Errorf("without gathering: %d steps for %d requests 5ms apart, want about one each", steps[0], n)
+	}
+}
+
+// TestGatherOnlyUnderLoad: with the default threshold (1ms), requests 5ms
+// apart are not load: each is acted on at once, with no gathering delay.
+func TestGatherOnlyUnderLoad(t *testing.T) {
+	const n, gap = 40, 5 * time.Millisecond
+	s, stop := runServer(t, Options{Gather: 50 * time.Millisecond})
+	paceRequests(t, s, n, gap)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Gathering would make it about n*5ms/50ms; a stall of the machine
+	// may put two in a step now and then.
+	if s.stats.Steps < n/2 {
+		t.Fatalf("%d steps for %d requests 5ms apart: the reactor gathered messages that were not coming under load", s.stats.Steps, n)
+	}
+}
