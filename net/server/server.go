@@ -363,7 +363,6 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 }
 
-
 // totals are the coordinator's totals with the transport's counters.
 func (s *Server) totals(now time.Time) admin.Totals {
 	return s.c.Totals(now)
