@@ -43,7 +43,7 @@ func TestGatherMakesFewerSteps(t *testing.T) {
 			t.Fatal(err)
 		}
 		steps[gather] = s.stats.Steps
-		t.Logf("gather %v: %d steps for %d messages", gather, s.stats.Steps, s.stats.Received)
+		t.Logf("gather %v: %d steps for %d messages, %d gathered", gather, s.stats.Steps, s.stats.Received, s.stats.Gathered)
 	}
 	// 60 requests over >= 300ms: about 300ms/50ms gathered steps, plus the
 	// HELLO's, the timers' (heartbeats every 100ms) and the shutdown's. A
@@ -69,5 +69,70 @@ func TestGatherOnlyUnderLoad(t *testing.T) {
 	// may put two in a step now and then.
 	if s.stats.Steps < n/2 {
 		t.Fatalf("%d steps for %d requests 5ms apart: the reactor gathered messages that were not coming under load", s.stats.Steps, n)
+	}
+}
+
+// TestGathererDecides: when the reactor gathers, and how oversleeping
+// gatherings suspend it (the decisions alone, at made-up times).
+func TestGathererDecides(t *testing.T) {
+	const g = 100 * time.Microsecond
+	t0 := time.Unix(1000, 0)
+	fresh := func() *gatherer { return &gatherer{gather: g, below: time.Millisecond} }
+
+	for _, tt := range []struct {
+		name     string
+		waited   time.Duration
+		lastStep time.Duration
+		want     bool
+	}{
+		{"a trickle under load", 30 * time.Microsecond, 10 * time.Microsecond, true},
+		{"not under load", 2 * time.Millisecond, 10 * time.Microsecond, false},
+		{"after a long step", 30 * time.Microsecond, 500 * time.Microsecond, false},
+	} {
+		gt := fresh()
+		gt.lastStep = tt.lastStep
+		if got := gt.want(t0, tt.waited); got != tt.want {
+			t.Errorf("%s: want() = %v, expected %v", tt.name, got, tt.want)
+		}
+	}
+	if (&gatherer{below: time.Millisecond}).want(t0, 0) {
+		t.Error("Gather 0 gathers")
+	}
+
+	gt := fresh()
+	at := t0
+	oversleep := func() { at = at.Add(2 * time.Millisecond); gt.slept(at, 1200*time.Microsecond) }
+	precise := func() { at = at.Add(time.Millisecond); gt.slept(at, 130*time.Microsecond) }
+	oversleep()
+	if !gt.want(at, 0) {
+		t.Fatal("one late timer suspended gathering")
+	}
+	precise()
+	oversleep()
+	if !gt.want(at, 0) {
+		t.Fatal("a late timer after a precise one suspended gathering")
+	}
+	oversleep()
+	if gt.want(at, 0) || gt.want(at.Add(99*time.Millisecond), 0) {
+		t.Fatal("two oversleeps in a row did not suspend gathering for 100ms")
+	}
+	at = at.Add(minSuspend)
+	if !gt.want(at, 0) {
+		t.Fatal("gathering still suspended after 100ms")
+	}
+	for _, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1600 * time.Millisecond, maxSuspend, maxSuspend} {
+		oversleep()
+		if gt.want(at.Add(want-time.Millisecond), 0) || !gt.want(at.Add(want), 0) {
+			t.Fatalf("suspension after %d oversleeps in a row: want %v", gt.inARow, want)
+		}
+		at = at.Add(want)
+	}
+	precise()
+	oversleep()
+	if !gt.want(at, 0) {
+		t.Fatal("a precise gathering did not end the run of oversleeps")
+	}
+	if gt.overslept != 10 {
+		t.Fatalf("overslept counted %d, want 10", gt.overslept)
 	}
 }

@@ -182,26 +182,25 @@ func (s *Server) ring() {
 // socket whose watch rang and the pipe hub (whose queue is looked at for
 // the price of a lock). It reports false when timer fired or done closed.
 //
-// Under load (a message rang less than Options.GatherBelow after the wait began)
-// it lets messages gather for Options.Gather first: they are all read in
-// the step that follows.
+// Under load it may let messages gather first (gatherer): they are all
+// read in the step that follows.
 func (s *Server) wait(stored <-chan struct{}, timer <-chan time.Time, done <-chan struct{}) bool {
-	woke := true
+	woke, byMessage := true, false
 	from := time.Now()
 	select {
 	case <-s.wake:
-		if s.opts.Gather > 0 && time.Since(from) < s.opts.GatherBelow {
-			time.Sleep(s.opts.Gather)
-			select { // what rang meanwhile is marked below: its ring is spent
-			case <-s.wake:
-			default:
-			}
-		}
+		byMessage = true
 	case <-stored:
 	case <-timer:
 		woke = false
 	case <-done:
 		woke = false
+	}
+	if s.gather.woke(from, time.Now(), byMessage) {
+		select { // what rang meanwhile is marked below: its ring is spent
+		case <-s.wake:
+		default:
+		}
 	}
 	for _, in := range s.inputs {
 		if in.sk == nil || in.rang.Swap(false) {

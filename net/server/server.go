@@ -101,6 +101,7 @@ type Server struct {
 	inputs []*input              // the sockets the reactor reads (inputs.go)
 	hub    *pipe.Hub             // in-process peers on the inproc peers endpoint
 	wake   chan struct{}         // the inputs' watches and the hub ring it (inputs.go)
+	gather gatherer              // lets messages gather under load (gather.go)
 	taken  []pipe.Msg            // scratch for drainHub
 	// scratch for result: reused, cleared after each use
 	scratch struct {
@@ -191,15 +192,16 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		wake:  make(chan struct{}, 1),
-		opts:  opts,
-		log:   opts.Log,
-		now:   opts.Clock,
-		c:     c,
-		ident: make(map[string]id.Session),
-		peer:  make(map[id.Session]*peer),
-		cons:  make(map[string]*console),
-		subs:  make(map[string]bool),
+		wake:   make(chan struct{}, 1),
+		gather: gatherer{gather: opts.Gather, below: opts.GatherBelow},
+		opts:   opts,
+		log:    opts.Log,
+		now:    opts.Clock,
+		c:      c,
+		ident:  make(map[string]id.Session),
+		peer:   make(map[id.Session]*peer),
+		cons:   make(map[string]*console),
+		subs:   make(map[string]bool),
 
 		batches: make(map[id.Session]*wire.Job),
 	}
@@ -297,8 +299,9 @@ type Stats struct {
 	Malformed     uint64
 	Undeliverable uint64 // sends that failed: peer gone or its queue full
 	// Steps the reactor made; Received/Steps is how many messages a step
-	// handled (Options.Gather).
-	Steps uint64
+	// handled. Gathered of them were preceded by a gathering, and
+	// Overslept gatherings found the machine idle (Options.Gather).
+	Steps, Gathered, Overslept uint64
 }
 
 // Run serves until ctx is cancelled, then shuts down gracefully: it stops
@@ -306,6 +309,7 @@ type Stats struct {
 // It must be called once, from one goroutine, which owns the sockets.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.closeSockets()
+	defer func() { s.stats.Gathered, s.stats.Overslept = s.gather.gathered, s.gather.overslept }()
 	// The reactor waits on Go channels, never in a cgo call (see
 	// zsock.Watch): the sockets' signals, the store's doorbell, the next
 	// timer and ctx.
