@@ -93,11 +93,14 @@ const maxCachedPayloads = 4096
 
 func (c *payloadCache) decode(b []byte) (crawlPayload, error) {
 	c.mu.Lock()
-	p, ok := c.dec[string(b)]
+	cached, ok := c.dec[string(b)]
 	c.mu.Unlock()
 	if ok {
-		return p, nil
+		return cached, nil
 	}
+	// A variable of its own: the one json.Unmarshal is given escapes to
+	// the heap, and a cache hit should not pay for that.
+	var p crawlPayload
 	if err := json.Unmarshal(b, &p); err != nil || p.Seed == "" {
 		return p, fmt.Errorf("crawl payload %q: want {\"depth\":N,\"seed\":URL}", clip(string(b), 80))
 	}

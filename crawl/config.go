@@ -172,7 +172,7 @@ func (c Config) Validate() error {
 // MaxDepth, otherwise those the scope allows. The coordinator deduplicates
 // them.
 func (c Config) Follow(seed string, depth int, links []string) []string {
-	if c.MaxDepth > 0 && depth >= c.MaxDepth {
+	if len(links) == 0 || c.MaxDepth > 0 && depth >= c.MaxDepth {
 		return nil
 	}
 	ss, err := Normalize(seed)
