@@ -216,7 +216,7 @@ var schema = []Key{
 	key("peers.listen", KindEndpoint, "tcp://127.0.0.1:5570",
 		"ZeroMQ endpoint workers, producers and clients connect to"),
 	key("peers.gather", KindDuration, 100*time.Microsecond,
-		"under load (messages less than 1ms apart), how long the coordinator lets messages gather before it acts on them, so that one step handles several: fewer wake-ups for that much latency; 0 acts on each at once",
+		"under load (messages less than twice this apart), how long the coordinator lets messages gather before it acts on them, so that one step handles several: fewer wake-ups for that much latency; 0 acts on each at once",
 		dur(0, 10*time.Millisecond)),
 	key("admin.listen", KindEndpoint, "tcp://127.0.0.1:5571",
 		"ZeroMQ endpoint of the admin protocol (consoles, drover status)"),

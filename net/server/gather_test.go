@@ -56,11 +56,12 @@ func TestGatherMakesFewerSteps(t *testing.T) {
 	}
 }
 
-// TestGatherOnlyUnderLoad: with the default threshold (1ms), requests 5ms
-// apart are not load: each is acted on at once, with no gathering delay.
+// TestGatherOnlyUnderLoad: requests 5ms apart are not load when the
+// threshold is 2ms: each is acted on at once, with no gathering delay.
+// The threshold is twice the gathering unless set.
 func TestGatherOnlyUnderLoad(t *testing.T) {
 	const n, gap = 40, 5 * time.Millisecond
-	s, stop := runServer(t, Options{Gather: 50 * time.Millisecond})
+	s, stop := runServer(t, Options{Gather: 50 * time.Millisecond, GatherBelow: 2 * time.Millisecond})
 	paceRequests(t, s, n, gap)
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -69,6 +70,10 @@ func TestGatherOnlyUnderLoad(t *testing.T) {
 	// may put two in a step now and then.
 	if s.stats.Steps < n/2 {
 		t.Fatalf("%d steps for %d requests 5ms apart: the reactor gathered messages that were not coming under load", s.stats.Steps, n)
+	}
+	d, _ := runServer(t, Options{Gather: 300 * time.Microsecond})
+	if d.gather.below != 600*time.Microsecond {
+		t.Fatalf("default threshold %v for a 300µs gathering, want 600µs", d.gather.below)
 	}
 }
 

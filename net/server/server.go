@@ -62,7 +62,8 @@ type Options struct {
 	// wake-ups for the price of that much latency. 0: none.
 	Gather time.Duration
 	// GatherBelow is the wait under which the reactor counts itself under
-	// load (default 1ms: messages less than a millisecond apart).
+	// load (default 2 x Gather: messages coming slower than that would
+	// mostly find nothing to gather with them).
 	GatherBelow time.Duration
 	// ChangedEvery coalesces CHANGED pushes to consoles (default 100ms).
 	ChangedEvery time.Duration
@@ -176,7 +177,7 @@ func New(opts Options) (*Server, error) {
 		opts.ChangedEvery = 100 * time.Millisecond
 	}
 	if opts.GatherBelow == 0 {
-		opts.GatherBelow = time.Millisecond
+		opts.GatherBelow = 2 * opts.Gather
 	}
 	if opts.Server == "" {
 		opts.Server = "drover"

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -27,7 +28,8 @@ func benchServer(b *testing.B, want int64) (*testsrv.Server, <-chan struct{}) {
 	b.Helper()
 	var n atomic.Int64
 	done := make(chan struct{}, 1)
-	s := testsrv.Start(b, testsrv.Options{Heartbeat: time.Second, NoEvents: true, OnFinished: func(broker.Finished) {
+	// Gather as drover serve does by default (peers.gather).
+	s := testsrv.Start(b, testsrv.Options{Heartbeat: time.Second, NoEvents: true, Gather: 100 * time.Microsecond, OnFinished: func(broker.Finished) {
 		if n.Add(1) == want {
 			done <- struct{}{}
 		}
@@ -145,7 +147,8 @@ func BenchmarkEndToEndDedup(b *testing.B) {
 // rather than the job.
 func BenchmarkEndToEndLatency(b *testing.B) {
 	finished := make(chan struct{}, 1)
-	s := testsrv.Start(b, testsrv.Options{Heartbeat: time.Second, NoEvents: true, OnFinished: func(broker.Finished) {
+	// Gather as drover serve does by default (peers.gather).
+	s := testsrv.Start(b, testsrv.Options{Heartbeat: time.Second, NoEvents: true, Gather: 100 * time.Microsecond, OnFinished: func(broker.Finished) {
 		finished <- struct{}{}
 		runtime.Gosched()
 	}})

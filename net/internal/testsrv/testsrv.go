@@ -38,6 +38,8 @@ type Options struct {
 	OnFinished func(broker.Finished)
 	// NoEvents drops events instead of recording them (benchmarks).
 	NoEvents bool
+	// Gather is server.Options.Gather (default none).
+	Gather time.Duration
 }
 
 // Server is a running test server.
@@ -81,7 +83,7 @@ func New(o Options) (*Server, error) {
 	}
 	ts := &Server{notify: make(chan struct{}, 1)}
 	opts := server.Options{
-		Peers: o.Peers, Admin: o.Admin, Events: "-",
+		Peers: o.Peers, Admin: o.Admin, Events: "-", Gather: o.Gather,
 		OnFinished: func(f broker.Finished) { ts.add(func() { ts.finished = append(ts.finished, f) }) },
 		OnEvent:    func(ev admin.Event) { ts.add(func() { ts.events = append(ts.events, ev) }) },
 		Log:        slog.New(&capture{s: ts, next: o.Log}),
