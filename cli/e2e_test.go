@@ -233,6 +233,10 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 	if code != 2 || !strings.Contains(out, "heartbeat.interval") {
 		t.Fatalf("serve with a bad flag: exit %d, %q: want exit 2 naming the key", code, out)
 	}
+	out, code = run(t, "", "serve", "--peers-gather", "1s")
+	if code != 2 || !strings.Contains(out, "peers.gather") || !strings.Contains(out, "10ms") {
+		t.Fatalf("serve --peers-gather 1s: exit %d, %q: want exit 2 naming the key and its range", code, out)
+	}
 }
 
 // TestDemoNoTUI is the README's main job without a terminal: it must run to

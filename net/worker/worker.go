@@ -119,9 +119,11 @@ func errText(err error) string {
 }
 
 // Handler runs one job. It should return soon after ctx is done; the
-// context's cause (context.Cause) says why: ErrCancelled, ErrEvicted or
-// ErrShutdown. A handler that panics has the job reported as an internal
-// failure naming the panic.
+// context's cause (context.Cause; test it with errors.Is) says why:
+// ErrCancelled, ErrEvicted or ErrShutdown. ctx.Err() is then that cause
+// too, wrapped so that errors.Is(err, context.Canceled) holds. A handler
+// that panics has the job reported as an internal failure naming the
+// panic.
 type Handler func(ctx context.Context, j Job) Result
 
 // Why a job's context was cancelled, and why Run ended.
