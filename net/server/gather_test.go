@@ -57,11 +57,13 @@ func TestGatherMakesFewerSteps(t *testing.T) {
 }
 
 // TestGatherOnlyUnderLoad: requests 5ms apart are not load when the
-// threshold is 2ms: each is acted on at once, with no gathering delay.
+// threshold is 100µs: each is acted on at once, with no gathering delay.
+// (A threshold that small also keeps the steps the timers make from
+// counting: a request that happens to come right after one would gather.)
 // The threshold is twice the gathering unless set.
 func TestGatherOnlyUnderLoad(t *testing.T) {
 	const n, gap = 40, 5 * time.Millisecond
-	s, stop := runServer(t, Options{Gather: 50 * time.Millisecond, GatherBelow: 2 * time.Millisecond})
+	s, stop := runServer(t, Options{Gather: 50 * time.Millisecond, GatherBelow: 100 * time.Microsecond})
 	paceRequests(t, s, n, gap)
 	if err := stop(); err != nil {
 		t.Fatal(err)
