@@ -166,7 +166,7 @@ func (c *Coordinator) collectEvents(now time.Time) {
 	c.extra = c.extra[:0]
 	c.scratch.levents = c.led.TakeEvents(c.scratch.levents[:0])
 	for _, e := range c.scratch.levents {
-		out.Events = append(out.Events, ledgerEvent(now, e))
+		out.Events = append(out.Events, c.ledgerEvent(now, e))
 	}
 	for i := start; i < len(out.Events); i++ {
 		c.seq++
@@ -188,7 +188,7 @@ var keyKinds = func() (k [ledger.EventLeft + 1]string) {
 	return k
 }()
 
-func ledgerEvent(now time.Time, e ledger.Event) admin.Event {
+func (c *Coordinator) ledgerEvent(now time.Time, e ledger.Event) admin.Event {
 	var kind string
 	if int(e.Kind) < len(keyKinds) {
 		kind = keyKinds[e.Kind]
@@ -197,7 +197,11 @@ func ledgerEvent(now time.Time, e ledger.Event) admin.Event {
 	}
 	ev := admin.Event{At: now, Kind: kind, Key: e.FP.String()}
 	if e.Session != 0 {
-		ev.Detail = "session " + sessionName(e.Session)
+		if ss, ok := c.sessions[e.Session]; ok {
+			ev.Detail = ss.detail
+		} else {
+			ev.Detail = "session " + sessionName(e.Session) // gone in this step
+		}
 	}
 	if e.Reason != "" {
 		if ev.Detail != "" {

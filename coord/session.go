@@ -36,6 +36,7 @@ type session struct {
 	id       id.Session
 	role     Role
 	name     string // stable id from HELLO
+	detail   string // "session sN", the Detail of its keys' events (made once)
 	beat     time.Duration
 	deadline time.Time // silent past this: dead
 	pushed   bool      // has an entry in the liveness heap
@@ -87,7 +88,7 @@ func (c *Coordinator) Hello(now time.Time, s id.Session, h Hello) (Welcome, erro
 			return Welcome{}, fmt.Errorf("hello: %w", err)
 		}
 	}
-	ss := &session{id: s, role: h.Role, name: h.ID, beat: beat, since: now}
+	ss := &session{id: s, role: h.Role, name: h.ID, detail: "session " + sessionName(s), beat: beat, since: now}
 	c.sessions[s] = ss
 	c.byName[nk] = s
 	c.touch(now, ss)
