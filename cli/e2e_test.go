@@ -207,7 +207,8 @@ func TestServeWorkerSubmitStatus(t *testing.T) {
 		scrape = string(b)
 		return strings.Contains(scrape, `drover_jobs{state="done"} 2`)
 	})
-	for _, series := range []string{`drover_jobs{state="failed"} 2`, "drover_dedup_hits_total 1", `drover_workers{state="idle"} 1`, "drover_dispatches_total"} {
+	for _, series := range []string{`drover_jobs{state="failed"} 2`, "drover_dedup_hits_total 1", `drover_workers{state="idle"} 1`, "drover_dispatches_total",
+		"drover_reactor_steps_total", "drover_reactor_messages_total", "drover_reactor_gathered_total"} {
 		if !strings.Contains(scrape, series) {
 			t.Errorf("metrics lack %s", series)
 		}

@@ -186,6 +186,10 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		c.close()
 		return nil, err
 	}
+	must(metrics.RegisterReactor(func() obs.ReactorStats { // fails only if registered twice
+		r := c.srv.ReactorStats()
+		return obs.ReactorStats{Steps: r.Steps, Messages: r.Messages, Gathered: r.Gathered}
+	}))
 	if cfg.Metrics.Listen != "" {
 		c.wg.Add(1)
 		go func() {

@@ -148,6 +148,33 @@ func (m *Metrics) AddHeartbeatMisses(n int) {
 	}
 }
 
+// ReactorStats are the coordinator reactor's counters (server.ReactorStats).
+type ReactorStats struct {
+	Steps, Messages, Gathered uint64
+}
+
+// RegisterReactor exports the reactor's counters, read through stats at
+// each scrape: messages per step is what peers.gather is tuned by.
+func (m *Metrics) RegisterReactor(stats func() ReactorStats) error {
+	counter := func(name, help string, pick func(ReactorStats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help},
+			func() float64 { return float64(pick(stats())) })
+	}
+	for _, c := range []prometheus.Collector{
+		counter("reactor_steps_total", "Steps the coordinator's reactor made (each acts on the messages read since the last).",
+			func(s ReactorStats) uint64 { return s.Steps }),
+		counter("reactor_messages_total", "Messages the reactor read from peers, consoles and the store.",
+			func(s ReactorStats) uint64 { return s.Messages }),
+		counter("reactor_gathered_total", "Steps for which the reactor let messages gather first (peers.gather).",
+			func(s ReactorStats) uint64 { return s.Gathered }),
+	} {
+		if err := m.reg.Register(c); err != nil {
+			return fmt.Errorf("obs: registering reactor metrics (expected one reactor per Metrics): %w", err)
+		}
+	}
+	return nil
+}
+
 // RegisterNotifier exports the notifier's counters and queue length.
 func (m *Metrics) RegisterNotifier(n *Notifier) error {
 	stat := func(pick func(NotifierStats) float64) func() float64 {

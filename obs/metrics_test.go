@@ -3,6 +3,7 @@ package obs
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,4 +228,34 @@ func BenchmarkObserveStore(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		m.ObserveStore("write", time.Duration(i%1000)*time.Microsecond)
 	}
+}
+
+// TestReactorMetrics: the reactor's counters are read at each scrape.
+func TestReactorMetrics(t *testing.T) {
+	m := NewMetrics()
+	var mu sync.Mutex
+	now := ReactorStats{Steps: 10, Messages: 40, Gathered: 3}
+	if err := m.RegisterReactor(func() ReactorStats { mu.Lock(); defer mu.Unlock(); return now }); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RegisterReactor(func() ReactorStats { return ReactorStats{} }); err == nil {
+		t.Fatal("a second reactor registered on the same metrics")
+	}
+	srv := startServer(t, Handler(m, nil))
+	check := func(want ReactorStats) {
+		t.Helper()
+		f := scrape(t, srv)
+		for name, v := range map[string]uint64{
+			"drover_reactor_steps_total": want.Steps, "drover_reactor_messages_total": want.Messages, "drover_reactor_gathered_total": want.Gathered,
+		} {
+			if got := f.value(t, name); got != float64(v) {
+				t.Errorf("%s = %v, want %v", name, got, v)
+			}
+		}
+	}
+	check(now)
+	mu.Lock()
+	now = ReactorStats{Steps: 12, Messages: 50, Gathered: 4}
+	mu.Unlock()
+	check(ReactorStats{Steps: 12, Messages: 50, Gathered: 4})
 }

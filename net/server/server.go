@@ -116,6 +116,9 @@ type Server struct {
 	// published counts events sent on the events socket (atomic: tests
 	// read it while the reactor runs).
 	published atomic.Uint64
+	// reactor mirrors the step counters for ReactorStats (metrics read
+	// them while the reactor runs).
+	reactor struct{ steps, messages, gathered atomic.Uint64 }
 	peer      map[id.Session]*peer
 	cons      map[string]*console // admin routing id -> console session
 	next      id.Session
@@ -305,6 +308,22 @@ type Stats struct {
 	Steps, Gathered, Overslept uint64
 }
 
+// ReactorStats are the reactor's counters since Run began: Messages/Steps
+// is how many messages a step handled, and Gathered steps let messages
+// gather first (Options.Gather).
+type ReactorStats struct {
+	Steps, Messages, Gathered uint64
+}
+
+// ReactorStats reads the reactor's counters; safe while Run runs.
+func (s *Server) ReactorStats() ReactorStats {
+	return ReactorStats{
+		Steps:    s.reactor.steps.Load(),
+		Messages: s.reactor.messages.Load(),
+		Gathered: s.reactor.gathered.Load(),
+	}
+}
+
 // Run serves until ctx is cancelled, then shuts down gracefully: it stops
 // dispatching, tells every peer DISCONNECT, flushes and closes the sockets.
 // It must be called once, from one goroutine, which owns the sockets.
@@ -335,6 +354,9 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		s.stats.Steps++
 		s.readInputs()
+		s.reactor.steps.Store(s.stats.Steps)
+		s.reactor.messages.Store(s.stats.Received)
+		s.reactor.gathered.Store(s.gather.gathered)
 		now := s.now()
 		s.c.Tick(now)
 		s.flush(now)
