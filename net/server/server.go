@@ -119,9 +119,9 @@ type Server struct {
 	// reactor mirrors the step counters for ReactorStats (metrics read
 	// them while the reactor runs).
 	reactor struct{ steps, messages, gathered atomic.Uint64 }
-	peer      map[id.Session]*peer
-	cons      map[string]*console // admin routing id -> console session
-	next      id.Session
+	peer    map[id.Session]*peer
+	cons    map[string]*console // admin routing id -> console session
+	next    id.Session
 
 	lastChanged  time.Time
 	lastBeatScan time.Time
