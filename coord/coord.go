@@ -137,6 +137,8 @@ type Coordinator struct {
 	led *ledger.Ledger
 	brk *broker.Broker
 
+	norms map[id.Key]normal // Unknown's memo of normal forms (donecache.go)
+
 	sessions map[id.Session]*session
 	byName   map[nameKey]id.Session
 	live     livenessHeap

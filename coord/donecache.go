@@ -34,14 +34,39 @@ func (c *Coordinator) Unknown(keys []id.Key, dst []id.Fingerprint) []id.Fingerpr
 	if c.cfg.Ledger.DoneCache == 0 {
 		return dst
 	}
+	// The operation that follows names the same keys: it takes their
+	// normal forms from the memo (Coordinator.normalize) instead of
+	// working them out again. Both are functions of the raw key alone, so
+	// an entry never goes stale; the memo holds one message's keys.
+	if c.norms == nil {
+		c.norms = make(map[id.Key]normal)
+	}
+	clear(c.norms)
 	for _, k := range keys {
-		_, fp, err := normalize(k)
-		if err == nil && !c.led.Known(fp) {
+		nk, fp, err := normalize(k)
+		if err != nil {
+			continue
+		}
+		if len(c.norms) < maxNorms {
+			c.norms[k] = normal{nk, fp}
+		}
+		if !c.led.Known(fp) {
 			dst = append(dst, fp)
 		}
 	}
 	return dst
 }
+
+// normal is a key's normal form and fingerprint (Unknown's memo).
+type normal struct {
+	key id.Key
+	fp  id.Fingerprint
+}
+
+// maxNorms bounds Unknown's memo: a batch of SUBMITs fits (DRV/1 allows
+// 10,000); the links past it of a RESULT that carries more are worked out
+// again.
+const maxNorms = 1 << 14
 
 // KnownDone gives the ledger back done and failed records the store holds
 // for keys Unknown named, before the operation on them; a record of a key

@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -183,4 +184,69 @@ func TestRestoreStored(t *testing.T) {
 	if err := u.RestoreStored(1, 0); err == nil {
 		t.Fatal("an unbounded done set accepted keys left in the store")
 	}
+}
+
+// TestUnknownLeavesNormalForms: the operation that follows Unknown takes
+// the keys' normal forms from its memo instead of working them out again
+// (a made-up fingerprint planted in the memo shows which one it used), and
+// keys it did not see are normalised as ever.
+func TestUnknownLeavesNormalForms(t *testing.T) {
+	c := newCoord(t, Config{Persist: true, Ledger: ledger.Config{DoneCache: 100}})
+	must(t)(c.Hello(t0, 1, Hello{Role: RoleProducer, ID: "p"}))
+	seen := id.Key{Crawler: "c", Processor: "p", URL: "HTTP://A.test:80/x"}
+	other := id.Key{Crawler: "c", Processor: "p", URL: "http://b.test/"}
+	c.Unknown([]id.Key{seen}, nil)
+	want, _, _ := normalize(seen)
+	n, ok := c.norms[seen]
+	if !ok || n.key != want || n.fp != want.Fingerprint() {
+		t.Fatalf("memo %+v, %v: want %+v and its fingerprint", n, ok, want)
+	}
+	planted := id.Fingerprint{1, 2, 3}
+	c.norms[seen] = normal{want, planted}
+	vs, err := c.Request(t0, 1, 2, []id.Key{seen, other}, nil)
+	if err != nil || len(vs) != 2 {
+		t.Fatalf("request: %+v, %v", vs, err)
+	}
+	if vs[0].FP != planted {
+		t.Fatalf("a key Unknown saw: fingerprint %s, want the memo's %s", vs[0].FP, planted)
+	}
+	if _, fp, _ := normalize(other); vs[1].FP != fp {
+		t.Fatalf("a key Unknown did not see: fingerprint %s, want %s", vs[1].FP, fp)
+	}
+	c.Unknown(nil, nil)
+	if len(c.norms) != 0 {
+		t.Fatalf("memo keeps %d keys after an Unknown of none: want one message's keys only", len(c.norms))
+	}
+}
+
+// BenchmarkBoundedRequest is what the reactor does with a REQUEST when the
+// done set is bounded: Unknown, to look up the keys the ledger has no
+// record of, then the request itself, here of 1,000 new keys at a time.
+func BenchmarkBoundedRequest(b *testing.B) {
+	c, err := New(Config{Persist: true, Ledger: ledger.Config{DoneCache: 1 << 20}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.Hello(t0, 1, Hello{Role: RoleProducer, ID: "p"}); err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]id.Key, 1000)
+	var fps []id.Fingerprint
+	var vs []Verdict
+	var spent time.Duration
+	for i := range b.N {
+		for j := range keys {
+			keys[j] = id.Key{Crawler: "c", Processor: "p", URL: "http://a.test/" + strconv.Itoa(i) + "/" + strconv.Itoa(j)}
+		}
+		start := time.Now()
+		fps = c.Unknown(keys, fps[:0])
+		if vs, err = c.Request(t0, 1, uint64(i), keys, vs[:0]); err != nil {
+			b.Fatal(err)
+		}
+		spent += time.Since(start)
+		if i%64 == 63 {
+			c.Ready(t0) // drain the step's writes, as the reactor does
+		}
+	}
+	b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N*len(keys)), "ns/key")
 }

@@ -94,6 +94,17 @@ func (c *Coordinator) session(now time.Time, s id.Session) (*session, error) {
 	return ss, nil
 }
 
+// normalize turns a raw key into a normalised key and its fingerprint,
+// taking them from the memo Unknown left when it has them.
+func (c *Coordinator) normalize(k id.Key) (id.Key, id.Fingerprint, error) {
+	if len(c.norms) > 0 {
+		if n, ok := c.norms[k]; ok {
+			return n.key, n.fp, nil
+		}
+	}
+	return normalize(k)
+}
+
 // normalize turns a raw key into a normalised key and its fingerprint.
 func normalize(k id.Key) (id.Key, id.Fingerprint, error) {
 	nk, err := id.NewKey(k.Crawler, k.Processor, k.URL)
@@ -112,7 +123,7 @@ func (c *Coordinator) Request(now time.Time, s id.Session, reqID uint64, keys []
 		return dst, err
 	}
 	for _, k := range keys {
-		nk, fp, err := normalize(k)
+		nk, fp, err := c.normalize(k)
 		if err != nil {
 			dst = append(dst, Verdict{Verdict: ledger.Error, Reason: ReasonBadKey, Detail: err.Error()})
 			continue
@@ -134,7 +145,7 @@ func (c *Coordinator) Queue(now time.Time, s id.Session, keys []id.Key, dst []Ve
 		return dst, err
 	}
 	for _, k := range keys {
-		_, fp, err := normalize(k)
+		_, fp, err := c.normalize(k)
 		if err != nil {
 			dst = append(dst, Verdict{Verdict: ledger.Error, Reason: ReasonBadKey, Detail: err.Error()})
 			continue
@@ -158,7 +169,7 @@ func (c *Coordinator) Done(now time.Time, s id.Session, items []DoneItem, dst []
 		return dst, err
 	}
 	for _, it := range items {
-		nk, fp, err := normalize(it.Key)
+		nk, fp, err := c.normalize(it.Key)
 		if err != nil {
 			dst = append(dst, Verdict{Verdict: ledger.Error, Reason: ReasonBadKey, Detail: err.Error()})
 			continue
@@ -189,7 +200,7 @@ func (c *Coordinator) Submit(now time.Time, s id.Session, reqID uint64, jobs []J
 }
 
 func (c *Coordinator) submitOne(now time.Time, s id.Session, reqID uint64, js *JobSpec) SubmitVerdict {
-	nk, fp, err := normalize(js.Key)
+	nk, fp, err := c.normalize(js.Key)
 	if err != nil {
 		return SubmitVerdict{Status: Rejected, Reason: ReasonBadKey, Detail: err.Error()}
 	}
