@@ -28,7 +28,8 @@ type running struct {
 }
 
 // session is the worker's conn.Handler. Its fields are used on the loop
-// goroutine only (and by Run once the loop has stopped).
+// goroutine only, or where the loop lets another goroutine act for it
+// (conn.RunIfIdle), and by Run once the loop has stopped.
 type session struct {
 	opts Options
 	h    Handler
@@ -211,8 +212,10 @@ func clonePayload(p []byte) []byte {
 }
 
 // taskDone reports a finished (or never started) job to the loop: the
-// first result of a batch posts drainFinished, which takes every result
-// that came meanwhile (one wake-up, and no closure, per batch).
+// first result of a batch has drainFinished take every result that came
+// meanwhile, here at once when the loop is blocked and the session goes
+// over a pipe (conn.RunIfIdle: the RESULT leaves without waking the
+// loop), else posted to it (one wake-up, and no closure, per batch).
 func (s *session) taskDone(t *task, res Result) {
 	cause := context.Cause(t.ctx)
 	t.r.ctx.cancel(nil)
@@ -220,7 +223,7 @@ func (s *session) taskDone(t *task, res Result) {
 	first := len(s.fin) == 0
 	s.fin = append(s.fin, finishedTask{id: t.j.ID, r: t.r, res: res, cause: cause})
 	s.finMu.Unlock()
-	if first {
+	if first && !t.r.rep.c.RunIfIdle(s.drainFn) {
 		t.r.rep.c.Post(s.drainFn)
 	}
 }

@@ -131,6 +131,9 @@ type Conn struct {
 	h    Handler
 	link Link
 
+	// run is held by the loop goroutine except while it blocks waiting
+	// (Link.block): whoever holds it may use the Link (RunIfIdle).
+	run   sync.Mutex
 	mu    sync.Mutex
 	posts []func(*Link)
 	spare []func(*Link)
@@ -185,6 +188,39 @@ func (c *Conn) Post(f func(*Link)) bool {
 	}
 	c.mu.Unlock()
 	if ring {
+		select {
+		case c.bell <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// RunIfIdle runs f and then the handler's Flush on the caller's goroutine,
+// as the loop would, when the loop is blocked waiting and its session goes
+// over a pipe, and reports whether it did; when it did not, post f. It
+// spares the loop a wake-up for what another goroutine brings it (a
+// worker's finished job: its RESULT goes out at once, from here). Over
+// ZeroMQ it never runs f: a send may take the signal of a message that
+// came meanwhile, which the blocked loop would then miss. When f or Flush
+// leave the loop something to do (a stop, a dropped session, messages the
+// pipe could not take yet), the loop is woken.
+func (c *Conn) RunIfIdle(f func(*Link)) bool {
+	if !c.run.TryLock() {
+		return false
+	}
+	defer c.run.Unlock()
+	l := &c.link
+	if l.closed || l.stopping {
+		return false
+	}
+	if _, ok := l.sock.(*pipeSocket); !ok {
+		return false
+	}
+	l.now = time.Now()
+	f(l)
+	c.h.Flush(l)
+	if l.stopping || l.drop != nil || len(l.pending) > 0 {
 		select {
 		case c.bell <- struct{}{}:
 		default:

@@ -159,6 +159,8 @@ func (c *Conn) loop() {
 	l := &c.link
 	l.timer = time.NewTimer(time.Hour)
 	l.timer.Stop()
+	c.run.Lock()
+	defer c.run.Unlock()
 	defer c.stop()
 	for !l.stopping {
 		l.now = time.Now()
@@ -192,12 +194,14 @@ func (l *Link) block(d time.Duration) {
 		return
 	}
 	l.timer.Reset(d)
+	l.c.run.Unlock()
 	select {
 	case <-l.c.bell:
 	case <-l.ready:
 		l.dirty = true
 	case <-l.timer.C:
 	}
+	l.c.run.Lock()
 	l.timer.Stop()
 	l.c.wake()
 }
