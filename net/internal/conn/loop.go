@@ -23,7 +23,8 @@ const (
 )
 
 // Link is the loop goroutine's view of the connection, handed to the
-// Handler and to posted functions. Use it on the loop goroutine only.
+// Handler and to posted functions. Use it on the loop goroutine only, or
+// in a function Conn.RunIfIdle runs (the loop is blocked meanwhile).
 type Link struct {
 	c     *Conn
 	sock  socket        // the session's transport; nil while down
@@ -187,7 +188,8 @@ func (c *Conn) loop() {
 
 // block waits up to d for a post, a signal from the socket, or the timer;
 // not at all when posts are waiting. It parks the goroutine on Go's
-// scheduler (see zsock.Watch), never in a cgo call.
+// scheduler (see zsock.Watch), never in a cgo call, and lets go of the
+// Link meanwhile (Conn.run: RunIfIdle may use it).
 func (l *Link) block(d time.Duration) {
 	if !l.c.sleep() || d <= 0 {
 		l.c.wake()
