@@ -77,6 +77,18 @@ func newLogger(c *config.Config, stderr io.Writer, consoleOwnsTerminal bool) (*s
 	return log, closeFn, nil
 }
 
+// runContext is what a long-running command starts with: the process
+// logger (newLogger) and a context cancelled on SIGINT or SIGTERM. done
+// stops listening for the signals and closes the log.
+func runContext(cmd *cobra.Command, cfg *config.Config, consoleOwnsTerminal bool) (ctx context.Context, log *slog.Logger, done func(), err error) {
+	log, closeLog, err := newLogger(cfg, cmd.ErrOrStderr(), consoleOwnsTerminal)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, stop := signalContext(cmd.Context())
+	return ctx, log, func() { stop(); closeLog() }, nil
+}
+
 // signalContext is cancelled on SIGINT or SIGTERM.
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)

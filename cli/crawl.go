@@ -133,13 +133,11 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	if cfg.Source("log.level").Kind == config.FromDefault {
 		cfg.Log.Level = "warn" // progress lines say what matters; -v style detail on request
 	}
-	log, closeLog, err := newLogger(cfg, cmd.ErrOrStderr(), useTUI)
+	ctx, log, done, err := runContext(cmd, cfg, useTUI)
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	ctx, stop := signalContext(cmd.Context())
-	defer stop()
+	defer done()
 	out := cmd.OutOrStdout()
 
 	var jsonl *crawl.JSONLWriter

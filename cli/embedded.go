@@ -20,13 +20,11 @@ func runEmbedded(cmd *cobra.Command, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	log, closeLog, err := newLogger(cfg, cmd.ErrOrStderr(), true)
+	ctx, log, done, err := runContext(cmd, cfg, true)
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	ctx, stop := signalContext(cmd.Context())
-	defer stop()
+	defer done()
 	// The coordinator as serve runs it (store, metrics, notifier); it stops
 	// after the console, so the console's last queries are answered.
 	srvCtx, stopSrv := context.WithCancel(context.Background())

@@ -85,13 +85,11 @@ retryable failure; stdout becomes the job's output. It reconnects by itself
 			if slots < 1 || slots > wire.MaxSlots {
 				return usageError("--slots %d: want 1 to %d", slots, wire.MaxSlots)
 			}
-			log, closeLog, err := newLogger(cfg, cmd.ErrOrStderr(), false)
+			ctx, log, done, err := runContext(cmd, cfg, false)
 			if err != nil {
 				return err
 			}
-			defer closeLog()
-			ctx, stop := signalContext(cmd.Context())
-			defer stop()
+			defer done()
 			opts := worker.Options{
 				Connect: connectOr(cmd, cfg.Peers.Listen), ID: wid, Slots: slots, Headers: hm,
 				Heartbeat: cfg.Heartbeat.Interval, Log: log,
@@ -319,13 +317,11 @@ coordinator does not answer, and the console recovers by itself when it returns.
 			if err != nil {
 				return err
 			}
-			log, closeLog, err := newLogger(cfg, cmd.ErrOrStderr(), true)
+			ctx, log, done, err := runContext(cmd, cfg, true)
 			if err != nil {
 				return err
 			}
-			defer closeLog()
-			ctx, stop := signalContext(cmd.Context())
-			defer stop()
+			defer done()
 			return runConsole(ctx, cmd, connectOr(cmd, cfg.Admin.Listen), topts, log)
 		},
 	}

@@ -223,19 +223,19 @@ func (c *coordinator) close() {
 }
 
 func runServe(cmd *cobra.Command, cfg *config.Config) error {
-	log, closeLog, err := newLogger(cfg, cmd.ErrOrStderr(), false)
+	ctx, log, done, err := runContext(cmd, cfg, false)
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	ctx, stop := signalContext(cmd.Context())
-	defer stop()
+	defer done()
+	ctx, cancel := context.WithCancel(ctx)
 	c, err := startCoordinator(ctx, cfg, log)
 	if err != nil {
+		cancel()
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer c.close()
-	defer stop() // before close: the metrics endpoint ends with ctx
+	defer cancel() // before close: the metrics endpoint ends with ctx
 	if c.st != nil {
 		fmt.Fprintf(cmd.OutOrStdout(), "drover store %s (sync %s): restored %s\n", c.st.Path(), c.st.SyncPolicy(), c.srv.Restored())
 	}
