@@ -3,7 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
-	"runtime"
+	"go.uber.org/goleak"
 	"strings"
 	"testing"
 	"time"
@@ -109,7 +109,7 @@ func (s *Server) eventsPublished(t *testing.T) uint64 {
 // A server that stopped leaves no goroutine behind (its sockets' watches
 // among them), with or without events and in-process peers.
 func TestStoppedServerLeavesNoGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := goleak.IgnoreCurrent()
 	for range 5 {
 		s, err := New(Options{Peers: zsock.Ephemeral, Admin: zsock.Ephemeral, Events: zsock.Ephemeral})
 		if err != nil {
@@ -127,12 +127,5 @@ func TestStoppedServerLeavesNoGoroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		runtime.Gosched()
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<16)
-		t.Fatalf("%d goroutines after the servers stopped, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
-	}
+	goleak.VerifyNone(t, before) // waits for goroutines still ending
 }

@@ -2,7 +2,7 @@ package conn
 
 import (
 	"errors"
-	"runtime"
+	"go.uber.org/goleak"
 	"testing"
 	"time"
 
@@ -67,12 +67,12 @@ func TestInprocPeersOfARealServer(t *testing.T) {
 // among them) are back to what they were.
 func TestClosedConnectionsLeaveNoGoroutines(t *testing.T) {
 	s, _ := startServer(t, "")
-	var before int
+	var before goleak.Option
 	for i := range 41 {
 		if i == 1 {
 			// After one connection: the server's reactor is up with its
 			// own watches.
-			before = runtime.NumGoroutine()
+			before = goleak.IgnoreCurrent()
 		}
 		ep := s.PeersEndpoint()
 		if i%2 == 1 {
@@ -88,12 +88,5 @@ func TestClosedConnectionsLeaveNoGoroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		runtime.Gosched()
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<16)
-		t.Fatalf("%d goroutines after closing every connection, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
-	}
+	goleak.VerifyNone(t, before) // waits for goroutines still ending
 }
