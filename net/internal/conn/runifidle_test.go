@@ -101,11 +101,25 @@ func TestRunIfIdleNotOverZeroMQ(t *testing.T) {
 	c := start(t, Config{Endpoint: s.PeersEndpoint()}, r)
 	recv(t, r.ups, "WELCOME")
 	for range 20 {
+		waitBlocked(t, c)
 		if c.RunIfIdle(func(*Link) { t.Error("ran over ZeroMQ") }) {
 			t.Fatal("RunIfIdle ran over ZeroMQ")
 		}
-		time.Sleep(time.Millisecond) // give the loop time to block
 	}
+}
+
+// waitBlocked polls until c's loop is blocked waiting (it has let go of
+// the Link), so that RunIfIdle, called next, finds it idle.
+func waitBlocked(t *testing.T, c *Conn) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !c.run.TryLock() {
+		if time.Now().After(deadline) {
+			t.Fatalf("loop not blocked within %v", wait)
+		}
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+	c.run.Unlock()
 }
 
 // flushCounter counts the handler's Flush calls.
