@@ -30,7 +30,7 @@ type gatherer struct {
 	suspend      time.Duration // the last suspension's length; 0: none yet
 	inARow       int           // gatherings in a row that overslept
 
-	gathered, overslept uint64 // counts, for Stats
+	gathered, overslept uint64 // counts (ReactorStats; tests)
 }
 
 const (

@@ -43,10 +43,10 @@ func TestGatherMakesFewerSteps(t *testing.T) {
 			t.Fatal(err)
 		}
 		steps[gather] = s.stats.Steps
-		if r := s.ReactorStats(); r.Steps != s.stats.Steps || r.Messages == 0 || r.Messages > s.stats.Received || r.Gathered > s.stats.Gathered {
+		if r := s.ReactorStats(); r.Steps != s.stats.Steps || r.Messages == 0 || r.Messages > s.stats.Received || r.Gathered > s.gather.gathered {
 			t.Errorf("ReactorStats %+v, the reactor's own %+v", r, s.stats)
 		}
-		t.Logf("gather %v: %d steps for %d messages, %d gathered", gather, s.stats.Steps, s.stats.Received, s.stats.Gathered)
+		t.Logf("gather %v: %d steps for %d messages, %d gathered", gather, s.stats.Steps, s.stats.Received, s.gather.gathered)
 	}
 	// 60 requests over >= 300ms: about 300ms/50ms gathered steps, plus the
 	// HELLO's, the timers' (heartbeats every 100ms) and the shutdown's. A

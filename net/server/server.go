@@ -303,9 +303,8 @@ type Stats struct {
 	Malformed     uint64
 	Undeliverable uint64 // sends that failed: peer gone or its queue full
 	// Steps the reactor made; Received/Steps is how many messages a step
-	// handled. Gathered of them were preceded by a gathering, and
-	// Overslept gatherings found the machine idle (Options.Gather).
-	Steps, Gathered, Overslept uint64
+	// handled (ReactorStats says it while Run runs).
+	Steps uint64
 }
 
 // ReactorStats are the reactor's counters since Run began: Messages/Steps
@@ -329,7 +328,6 @@ func (s *Server) ReactorStats() ReactorStats {
 // It must be called once, from one goroutine, which owns the sockets.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.closeSockets()
-	defer func() { s.stats.Gathered, s.stats.Overslept = s.gather.gathered, s.gather.overslept }()
 	// The reactor waits on Go channels, never in a cgo call (see
 	// zsock.Watch): the sockets' signals, the store's doorbell, the next
 	// timer and ctx.
