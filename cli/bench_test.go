@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"drover/crawl"
+	"drover/crawl/job"
 )
 
 // treeSite serves n small HTML pages /p/0 .. /p/(n-1); page i links to
@@ -115,7 +116,7 @@ func BenchmarkCrawlCoordination(b *testing.B) {
 	for _, wait := range []time.Duration{0, 400 * time.Microsecond} {
 		b.Run("fetch="+wait.String(), func(b *testing.B) {
 			old := fetcherFor
-			fetcherFor = func(*crawl.Fetcher) pageFetcher { return treePages{wait: wait} }
+			fetcherFor = func(*crawl.Fetcher) job.Fetcher { return treePages{wait: wait} }
 			b.Cleanup(func() { fetcherFor = old })
 			benchCrawl(b, "http://tree.test")
 		})

@@ -14,6 +14,7 @@ import (
 	"drover/admin"
 	"drover/config"
 	"drover/crawl"
+	"drover/crawl/job"
 	"drover/net/client"
 	"drover/net/server"
 	"drover/net/wire"
@@ -46,6 +47,11 @@ type crawlOptions struct {
 	check func(records map[string]crawl.Record, dups []string, w io.Writer) error
 	title string
 }
+
+// fetcherFor is what the crawl handlers fetch with: the shared Fetcher.
+// BenchmarkCrawlCoordination replaces it to measure everything but the
+// fetch.
+var fetcherFor = func(f *crawl.Fetcher) job.Fetcher { return f }
 
 func newCrawlCmd() *cobra.Command {
 	var o crawlOptions
@@ -146,12 +152,12 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 			return fmt.Errorf("crawl: --out: %w", err)
 		}
 	}
-	sink := newResultSink(jsonl, o.check != nil)
+	sink := job.NewSink(jsonl, o.check != nil)
 	settled := make(chan struct{}, 1) // the reactor saw the crawl settle
 
 	opts := server.Options{
 		Peers: cfg.Peers.Listen, Gather: cfg.Peers.Gather, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
-		Coord: coordConfig(cfg), Log: log, Server: "drover " + version, OnFinished: sink.add,
+		Coord: coordConfig(cfg), Log: log, Server: "drover " + version, OnFinished: sink.Add,
 		OnSettled: func(admin.Totals) {
 			select {
 			case settled <- struct{}{}:
@@ -167,7 +173,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		// Closed after the server has stopped (defers run last-first).
 		st, err := store.Open(store.Options{Path: o.state, Sync: store.SyncBatch, Log: log})
 		if err != nil {
-			sink.close()
+			sink.Close()
 			return fmt.Errorf("crawl: --state: %w", err)
 		}
 		defer st.Close()
@@ -175,7 +181,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		if jsonl != nil {
 			// A page done in the store has its record in --out, whenever
 			// the process dies: each batch waits for the records before it.
-			opts.BeforeCommit = sink.mark
+			opts.BeforeCommit = sink.Mark
 		}
 		// A resumable crawl keeps only the newest done pages in memory;
 		// the store answers for the others (store.done_cache).
@@ -183,12 +189,12 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	}
 	srv, err := server.New(opts)
 	if err != nil {
-		sink.close()
+		sink.Close()
 		return fmt.Errorf("crawl: %w (another drover running? choose other addresses with --bind, --admin and --events)", err)
 	}
 	fetcher, err := crawl.New(ccfg)
 	if err != nil {
-		sink.close()
+		sink.Close()
 		return usageError("crawl: %v", err)
 	}
 	defer fetcher.Close()
@@ -215,7 +221,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 			err := worker.Run(runCtx, worker.Options{
 				Connect: srv.InprocPeers(), ID: wid, Host: hostname(), Slots: o.slots,
 				Heartbeat: cfg.Heartbeat.Interval, Log: log.With("worker", wid),
-			}, crawlHandler(pages, ccfg, wid))
+			}, job.Handler(pages, ccfg, wid))
 			if err != nil && !errors.Is(err, context.Canceled) {
 				log.Error("local worker stopped", "worker", wid, "err", err)
 			}
@@ -277,25 +283,26 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	}
 	stopRun()
 	wg.Wait()
-	if err := sink.close(); err != nil {
+	if err := sink.Close(); err != nil {
 		return err
 	}
 	if o.title != "" {
 		fmt.Fprintln(out, o.title)
 	}
-	sink.summary(out, final, elapsed, completed)
+	sink.Summary(out, final, elapsed, completed)
 	if o.out != "" {
 		fmt.Fprintf(out, "  results:           %s\n", o.out)
 	}
 	if o.check != nil && completed {
-		return o.check(sink.records, sink.dups, out)
+		records, dups := sink.Records()
+		return o.check(records, dups, out)
 	}
 	return nil
 }
 
 // submitSeed submits the crawl's first page through a producer session.
 func submitSeed(ctx context.Context, endpoint, seed string) error {
-	item, err := seedItem(seed)
+	item, err := job.SeedItem(seed)
 	if err != nil {
 		return err
 	}
@@ -312,7 +319,7 @@ func submitSeed(ctx context.Context, endpoint, seed string) error {
 
 // watchCrawl polls the totals until the frontier is empty and nothing is in
 // flight, printing a progress line a second when there is no console.
-func watchCrawl(ctx context.Context, adm *client.Admin, sink *resultSink, quiet bool, out io.Writer, settled <-chan struct{}, finished chan<- admin.Totals) {
+func watchCrawl(ctx context.Context, adm *client.Admin, sink *job.Sink, quiet bool, out io.Writer, settled <-chan struct{}, finished chan<- admin.Totals) {
 	// Check at once when the reactor sees the crawl settle, on every
 	// change the coordinator signals (CHANGED, coalesced to ten a second),
 	// and at least every 200ms.
@@ -333,7 +340,7 @@ func watchCrawl(ctx context.Context, adm *client.Admin, sink *resultSink, quiet 
 		}
 		if !quiet && time.Since(lastLine) >= time.Second {
 			lastLine = time.Now()
-			pages, _, failed := sink.counts()
+			pages, _, failed := sink.Counts()
 			fmt.Fprintf(out, "pages %d  queued %d  in flight %d  backoff %d  failed %d  duplicates avoided %d\n",
 				pages, t.Queued, t.Dispatched, t.Backoff, failed, t.DedupHits)
 		}

@@ -16,6 +16,7 @@ import (
 	"drover/coord/id"
 	"drover/crawl"
 	"drover/crawl/demosite"
+	"drover/crawl/job"
 	"drover/net/client"
 )
 
@@ -128,7 +129,7 @@ func rivalCrawler(ctx context.Context, peers string, want demosite.Expected, hol
 	for _, u := range slices.Sorted(maps.Keys(want.Pages)) {
 		f := want.Pages[u]
 		if f.Depth == 1 && f.Outcome == demosite.Fetched && f.Status == 200 && f.Refusals == 0 && f.Failures == 0 && len(keys) < 3 {
-			keys = append(keys, id.Key{Crawler: crawlCrawler, Processor: crawlProcessor, URL: u})
+			keys = append(keys, id.Key{Crawler: job.Crawler, Processor: job.Processor, URL: u})
 		}
 	}
 	c, err := client.Dial(ctx, client.Options{Connect: peers, ID: "rival-crawler"})

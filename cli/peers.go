@@ -18,6 +18,7 @@ import (
 	"drover/config"
 	"drover/coord/id"
 	"drover/crawl"
+	"drover/crawl/job"
 	"drover/net/client"
 	"drover/net/wire"
 	"drover/net/worker"
@@ -111,7 +112,7 @@ retryable failure; stdout becomes the job's output. It reconnects by itself
 				if name == "" {
 					name = hostname()
 				}
-				h = crawlHandler(f, ccfg, name)
+				h = job.Handler(f, ccfg, name)
 			}
 			log.Info("worker starting", "connect", opts.Connect, "slots", slots, "exec", execCmd != "")
 			err = worker.Run(ctx, opts, h)
@@ -167,8 +168,8 @@ func newSubmitCmd() *cobra.Command {
 			items := make([]wire.SubmitItem, len(urls))
 			for i, u := range urls {
 				items[i] = wire.SubmitItem{Key: id.Key{Crawler: crawler, Processor: processor, URL: u}, Headers: toHeaders(hm)}
-				if crawler == crawlCrawler && processor == crawlProcessor && depth {
-					it, _ := seedItem(u)
+				if crawler == job.Crawler && processor == job.Processor && depth {
+					it, _ := job.SeedItem(u)
 					items[i].Payload = it.Payload
 				}
 			}
@@ -195,8 +196,8 @@ func newSubmitCmd() *cobra.Command {
 	fs := cmd.Flags()
 	fs.String("connect", "", "the coordinator's peers endpoint (default: peers.listen)")
 	fs.StringArrayVar(&headers, "header", nil, "a requirement name=value workers must satisfy (repeatable)")
-	fs.StringVar(&crawler, "crawler", crawlCrawler, "the crawler part of the work key")
-	fs.StringVar(&processor, "processor", crawlProcessor, "the processor part of the work key")
+	fs.StringVar(&crawler, "crawler", job.Crawler, "the crawler part of the work key")
+	fs.StringVar(&processor, "processor", job.Processor, "the processor part of the work key")
 	fs.BoolVar(&depth, "seed", true, "give crawl jobs a crawl payload (depth 0, the URL as the scope's seed) so crawl workers follow their links")
 	return cmd
 }

@@ -1,4 +1,4 @@
-package cli
+package job
 
 import (
 	"bytes"
@@ -16,15 +16,15 @@ import (
 	"drover/crawl"
 )
 
-// resultSink receives finished jobs from the reactor goroutine (which must
+// Sink receives finished jobs from the reactor goroutine (which must
 // never block on it), writes them as JSONL from a goroutine of its own and
 // keeps the counts the crawl summary reports. With a store, mark holds each
 // store batch back until the records of the pages it marks done are
 // written (server.Options.BeforeCommit).
-type resultSink struct {
+type Sink struct {
 	mu       sync.Mutex
 	cond     *sync.Cond // the writer waits on it for records
-	progress *sync.Cond // mark's functions wait on it for the writer
+	progress *sync.Cond // Mark's functions wait on it for the writer
 	queue    []broker.Finished
 	added    uint64 // records ever added
 	written  uint64 // records the writer has written (or failed to)
@@ -48,22 +48,24 @@ type resultSink struct {
 	statuses   map[int]int
 }
 
-func newResultSink(w *crawl.JSONLWriter, keep bool) *resultSink {
-	s := makeResultSink(w, keep)
+// NewSink starts a sink writing to w (nil: records are only counted);
+// keep keeps the latest record of each URL for Records.
+func NewSink(w *crawl.JSONLWriter, keep bool) *Sink {
+	s := newSink(w, keep)
 	go s.run()
 	return s
 }
 
-// makeResultSink is newResultSink without its writer goroutine.
-func makeResultSink(w *crawl.JSONLWriter, keep bool) *resultSink {
-	s := &resultSink{w: w, keep: keep, done: make(chan struct{}), statuses: map[int]int{},
+// newSink is NewSink without its writer goroutine.
+func newSink(w *crawl.JSONLWriter, keep bool) *Sink {
+	s := &Sink{w: w, keep: keep, done: make(chan struct{}), statuses: map[int]int{},
 		records: map[string]crawl.Record{}, jobOf: map[string]uint64{}}
 	s.cond, s.progress = sync.NewCond(&s.mu), sync.NewCond(&s.mu)
 	return s
 }
 
-// add queues a finished job; it never blocks for I/O.
-func (s *resultSink) add(f broker.Finished) {
+// Add queues a finished job; it never blocks for I/O.
+func (s *Sink) Add(f broker.Finished) {
 	s.mu.Lock()
 	s.queue = append(s.queue, f)
 	s.added++
@@ -71,12 +73,12 @@ func (s *resultSink) add(f broker.Finished) {
 	s.cond.Signal()
 }
 
-// mark returns a function that waits until every record added so far is
-// written (or the writer has stopped). The reactor calls mark after a
+// Mark returns a function that waits until every record added so far is
+// written (or the writer has stopped). The reactor calls Mark after a
 // step's finished jobs were added; the store runs the function before it
 // writes the step's batch, so a page is never done in the store before its
 // record is in the results file, whenever the process dies.
-func (s *resultSink) mark() func() {
+func (s *Sink) Mark() func() {
 	s.mu.Lock()
 	target := s.added
 	s.mu.Unlock()
@@ -89,7 +91,7 @@ func (s *resultSink) mark() func() {
 	}
 }
 
-func (s *resultSink) run() {
+func (s *Sink) run() {
 	defer close(s.done)
 	defer func() {
 		s.mu.Lock()
@@ -122,7 +124,7 @@ func (s *resultSink) run() {
 	}
 }
 
-func (s *resultSink) write(f broker.Finished) {
+func (s *Sink) write(f broker.Finished) {
 	// The common case (a page record, nothing kept) reads only the
 	// record's head and writes the worker's line as is; a whole Record
 	// (which escapes to the heap) is built only when needed.
@@ -142,7 +144,7 @@ func (s *resultSink) write(f broker.Finished) {
 }
 
 // count counts one record for the summary.
-func (s *resultSink) count(outcome crawl.Outcome, disallowed bool, status int) {
+func (s *Sink) count(outcome crawl.Outcome, disallowed bool, status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -158,7 +160,7 @@ func (s *resultSink) count(outcome crawl.Outcome, disallowed bool, status int) {
 
 // writeRecord counts, keeps (for the demo's check) and writes f's record:
 // a failure, a record to keep, or one that needs re-encoding.
-func (s *resultSink) writeRecord(f broker.Finished) {
+func (s *Sink) writeRecord(f broker.Finished) {
 	var rec crawl.Record
 	switch {
 	case f.Failed || len(f.Output) == 0:
@@ -185,8 +187,8 @@ func (s *resultSink) writeRecord(f broker.Finished) {
 	}
 }
 
-// close writes what is queued and stops the writer.
-func (s *resultSink) close() error {
+// Close writes what is queued and stops the writer.
+func (s *Sink) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
@@ -200,15 +202,15 @@ func (s *resultSink) close() error {
 	return s.err
 }
 
-// counts returns pages fetched, disallowed and failed so far.
-func (s *resultSink) counts() (pages, disallowed, failed int) {
+// Counts returns pages fetched, disallowed and failed so far.
+func (s *Sink) Counts() (pages, disallowed, failed int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pages, s.disallowed, s.failed
 }
 
-// summary prints the crawl's closing report.
-func (s *resultSink) summary(w io.Writer, t admin.Totals, elapsed time.Duration, completed bool) {
+// Summary prints the crawl's closing report.
+func (s *Sink) Summary(w io.Writer, t admin.Totals, elapsed time.Duration, completed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keep { // count each page once, by its last record (a requeue adds one)
@@ -241,4 +243,13 @@ func (s *resultSink) summary(w io.Writer, t admin.Totals, elapsed time.Duration,
 	fmt.Fprintf(w, "  statuses:          %s\n", strings.Join(parts, ", "))
 	fmt.Fprintf(w, "  duplicates avoided: %d\n", t.DedupHits)
 	fmt.Fprintf(w, "  retries:           %d (throttled %d times, %d internal failures)\n", max(retries, 0), t.Throttles, t.Failures)
+}
+
+// Records returns the latest record of each URL and the URLs two different
+// jobs fetched (kept only when the sink was made with keep). Call it after
+// Close.
+func (s *Sink) Records() (map[string]crawl.Record, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.records, s.dups
 }

@@ -1,4 +1,4 @@
-package cli
+package job
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 	"drover/crawl"
 )
 
-// mark's function returns only once every record added before the mark is
+// Mark's function returns only once every record added before the mark is
 // in the results file (what a store batch waits for: see
 // server.Options.BeforeCommit), and at once when the writer has stopped.
 func TestSinkMarkWaitsForTheRecords(t *testing.T) {
@@ -22,12 +22,12 @@ func TestSinkMarkWaitsForTheRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := makeResultSink(w, false) // its writer is started below
+		s := newSink(w, false) // its writer is started below
 		for i, u := range []string{"http://a.test/", "http://a.test/b"} {
 			rec := crawl.Record{URL: u, FinalURL: u, Status: 200, Outcome: crawl.OK}
-			s.add(broker.Finished{Job: broker.JobID(i + 1), Key: id.Key{Crawler: "c", Processor: "p", URL: u}, Output: rec.AppendJSON(nil)})
+			s.Add(broker.Finished{Job: broker.JobID(i + 1), Key: id.Key{Crawler: "c", Processor: "p", URL: u}, Output: rec.AppendJSON(nil)})
 		}
-		wait := s.mark()
+		wait := s.Mark()
 		returned := make(chan struct{})
 		go func() {
 			wait()
@@ -50,12 +50,12 @@ func TestSinkMarkWaitsForTheRecords(t *testing.T) {
 			t.Fatalf("results file has %d records when the wait returned, want 2:\n%s", n, b)
 		}
 
-		later := s.mark() // nothing added since: returns at once
+		later := s.Mark() // nothing added since: returns at once
 		later()
-		if err := s.close(); err != nil {
+		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		s.add(broker.Finished{Job: 3, Failed: true}) // after the writer stopped: never written
-		s.mark()()                                   // but waiting for it must not hang
+		s.Add(broker.Finished{Job: 3, Failed: true}) // after the writer stopped: never written
+		s.Mark()()                                   // but waiting for it must not hang
 	})
 }

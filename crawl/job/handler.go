@@ -1,4 +1,8 @@
-package cli
+// Package job is a crawl as drover jobs: the payload every crawl job
+// carries, the worker handler that fetches a job's page and returns its
+// record and links, and the sink that turns finished jobs into the crawl's
+// JSON lines and summary.
+package job
 
 import (
 	"context"
@@ -12,42 +16,38 @@ import (
 	"drover/net/worker"
 )
 
-// crawlPayload travels with every crawl job: how deep the page is and which
+// Payload travels with every crawl job: how deep the page is and which
 // seed's scope applies to its links.
-type crawlPayload struct {
+type Payload struct {
 	Depth int    `json:"depth"`
 	Seed  string `json:"seed"`
 }
 
-// crawlCrawler and crawlProcessor name the work keys of a crawl.
+// Crawler and Processor name the work keys of a crawl.
 const (
-	crawlCrawler   = "crawl"
-	crawlProcessor = "fetch"
+	Crawler   = "crawl"
+	Processor = "fetch"
 )
 
-// seedItem is the SUBMIT record that starts a crawl at seed.
-func seedItem(seed string) (wire.SubmitItem, error) {
-	p, err := json.Marshal(crawlPayload{Depth: 0, Seed: seed})
+// SeedItem is the SUBMIT record that starts a crawl at seed.
+func SeedItem(seed string) (wire.SubmitItem, error) {
+	p, err := json.Marshal(Payload{Depth: 0, Seed: seed})
 	if err != nil {
 		return wire.SubmitItem{}, err
 	}
-	return wire.SubmitItem{Key: id.Key{Crawler: crawlCrawler, Processor: crawlProcessor, URL: seed}, Payload: p}, nil
+	return wire.SubmitItem{Key: id.Key{Crawler: Crawler, Processor: Processor, URL: seed}, Payload: p}, nil
 }
 
-// pageFetcher fetches one page: a *crawl.Fetcher (see fetcherFor).
-type pageFetcher interface {
+// Fetcher fetches one page: a *crawl.Fetcher, or a stand-in in benchmarks
+// that measure everything but the fetch.
+type Fetcher interface {
 	Fetch(ctx context.Context, rawURL string) crawl.Page
 }
 
-// fetcherFor is what the crawl handlers fetch with: the shared Fetcher.
-// BenchmarkCrawlCoordination replaces it to measure everything but the
-// fetch.
-var fetcherFor = func(f *crawl.Fetcher) pageFetcher { return f }
-
-// crawlHandler fetches a job's page with the shared fetcher, returns the
+// Handler fetches a job's page with the shared fetcher, returns the
 // page record as the job's output, and the in-scope links one level deeper
 // as discovered work, submitted with the result in one batch.
-func crawlHandler(f pageFetcher, cfg crawl.Config, workerID string) worker.Handler {
+func Handler(f Fetcher, cfg crawl.Config, workerID string) worker.Handler {
 	var payloads payloadCache
 	return func(ctx context.Context, j worker.Job) worker.Result {
 		p, err := payloads.decode(j.Payload)
@@ -68,7 +68,7 @@ func crawlHandler(f pageFetcher, cfg crawl.Config, workerID string) worker.Handl
 		res := worker.Result{Outcome: wire.OutcomeOK, Output: out}
 		links := cfg.Follow(p.Seed, p.Depth, page.Links)
 		if len(links) > 0 {
-			child := payloads.encode(crawlPayload{Depth: p.Depth + 1, Seed: p.Seed})
+			child := payloads.encode(Payload{Depth: p.Depth + 1, Seed: p.Seed})
 			res.Links = make([]wire.SubmitItem, len(links))
 			for i, l := range links {
 				res.Links[i] = wire.SubmitItem{Key: id.Key{Crawler: j.Key.Crawler, Processor: j.Key.Processor, URL: l}, Payload: child}
@@ -83,15 +83,15 @@ func crawlHandler(f pageFetcher, cfg crawl.Config, workerID string) worker.Handl
 // bytes of JSON for every page was a visible part of a worker's time.
 type payloadCache struct {
 	mu  sync.Mutex
-	dec map[string]crawlPayload
-	enc map[crawlPayload][]byte
+	dec map[string]Payload
+	enc map[Payload][]byte
 }
 
 // maxCachedPayloads bounds the cache (many seeds, deep crawls): past it,
 // payloads are decoded and encoded every time.
 const maxCachedPayloads = 4096
 
-func (c *payloadCache) decode(b []byte) (crawlPayload, error) {
+func (c *payloadCache) decode(b []byte) (Payload, error) {
 	c.mu.Lock()
 	cached, ok := c.dec[string(b)]
 	c.mu.Unlock()
@@ -100,13 +100,13 @@ func (c *payloadCache) decode(b []byte) (crawlPayload, error) {
 	}
 	// A variable of its own: the one json.Unmarshal is given escapes to
 	// the heap, and a cache hit should not pay for that.
-	var p crawlPayload
+	var p Payload
 	if err := json.Unmarshal(b, &p); err != nil || p.Seed == "" {
 		return p, fmt.Errorf("crawl payload %q: want {\"depth\":N,\"seed\":URL}", clip(string(b), 80))
 	}
 	c.mu.Lock()
 	if c.dec == nil {
-		c.dec = make(map[string]crawlPayload)
+		c.dec = make(map[string]Payload)
 	}
 	if len(c.dec) < maxCachedPayloads {
 		c.dec[string(b)] = p
@@ -116,7 +116,7 @@ func (c *payloadCache) decode(b []byte) (crawlPayload, error) {
 }
 
 // encode returns p's JSON; the bytes are shared: do not modify them.
-func (c *payloadCache) encode(p crawlPayload) []byte {
+func (c *payloadCache) encode(p Payload) []byte {
 	c.mu.Lock()
 	b, ok := c.enc[p]
 	c.mu.Unlock()
@@ -126,7 +126,7 @@ func (c *payloadCache) encode(p crawlPayload) []byte {
 	b, _ = json.Marshal(p) // two plain fields: cannot fail
 	c.mu.Lock()
 	if c.enc == nil {
-		c.enc = make(map[crawlPayload][]byte)
+		c.enc = make(map[Payload][]byte)
 	}
 	if len(c.enc) < maxCachedPayloads {
 		c.enc[p] = b
