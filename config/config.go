@@ -13,7 +13,8 @@ type Config struct {
 	Peers     Peers     `yaml:"peers"`
 	Admin     Listener  `yaml:"admin"`
 	Events    Listener  `yaml:"events"`
-	Metrics   Listener  `yaml:"metrics"`
+	Metrics   Metrics   `yaml:"metrics"`
+	Security  Security  `yaml:"security"`
 	Heartbeat Heartbeat `yaml:"heartbeat"`
 	Broker    Broker    `yaml:"broker"`
 	Ledger    Ledger    `yaml:"ledger"`
@@ -43,6 +44,20 @@ type Peers struct {
 	// Gather: under load, how long messages gather before the coordinator
 	// acts on them (server.Options.Gather).
 	Gather time.Duration `yaml:"gather"`
+}
+
+// Metrics is the metrics listener.
+type Metrics struct {
+	Listen string `yaml:"listen"` // HOST:PORT; empty disables
+	Token  string `yaml:"token"`  // bearer token for /metrics, or a file holding it; empty: none
+}
+
+// Security holds the CURVE keys (docs/PROTOCOL.md §15).
+type Security struct {
+	Key            string `yaml:"key"`             // own secret key: a file or Z85
+	ServerKey      string `yaml:"server_key"`      // clients: the server's public key, a file or Z85
+	AuthorizedKeys string `yaml:"authorized_keys"` // serve: the admitted client keys
+	Insecure       bool   `yaml:"insecure"`        // serve: allow non-loopback binds without a key
 }
 
 // Heartbeat configures peer liveness.

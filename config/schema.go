@@ -70,6 +70,9 @@ type Key struct {
 	Help    string   // one line
 	Rule    string   // what a valid value is, in words; empty when any value of the kind is valid
 	Choices []string // the allowed values of a KindEnum
+	// Secret marks a key whose value may be a secret: `drover config show`
+	// and logs never print it (Redacted).
+	Secret bool
 	// ok reports whether a parsed value satisfies Rule; nil accepts all.
 	ok func(v any) bool
 }
@@ -130,6 +133,7 @@ var sections = []struct{ name, help string }{
 	{"admin", "Admin protocol: consoles and `drover status` connect here."},
 	{"events", "Event stream: every state change is published here."},
 	{"metrics", "Prometheus metrics and health checks over HTTP."},
+	{"security", "CURVE keys and client authorisation (docs/PROTOCOL.md section 15)."},
 	{"heartbeat", "Liveness of peers."},
 	{"broker", "Job broker."},
 	{"ledger", "Work-key ledger (deduplication)."},
@@ -182,6 +186,12 @@ func key(name string, kind Kind, def any, help string, rule ...func() (string, f
 	return k
 }
 
+// secret marks k as holding a secret (Key.Secret).
+func secret(k Key) Key {
+	k.Secret = true
+	return k
+}
+
 func enum(name string, def string, choices []string, help string) Key {
 	return Key{Name: name, Kind: KindEnum, Default: def, Help: help, Choices: choices,
 		Rule: "one of " + strings.Join(choices, ", ")}
@@ -224,6 +234,17 @@ var schema = []Key{
 		"ZeroMQ endpoint publishing the event stream"),
 	key("metrics.listen", KindHostPort, "127.0.0.1:9570",
 		"HTTP address serving /metrics, /healthz and /readyz; empty disables"),
+	secret(key("metrics.token", KindString, "",
+		"bearer token /metrics requires (Authorization: Bearer TOKEN), or the path of a file holding it; empty requires none. /healthz and /readyz stay open")),
+
+	secret(key("security.key", KindString, "",
+		"this process's CURVE secret key: a key file written by drover keygen, or the 40 Z85 characters themselves. serve: the server's key, turning CURVE on for every listener; clients: their own key")),
+	key("security.server_key", KindString, "",
+		"clients: the server's CURVE public key, a .pub file or the 40 Z85 characters; empty connects without CURVE"),
+	key("security.authorized_keys", KindString, "",
+		"serve: the file of client keys admitted, one per line: ROLE Z85-PUBLIC-KEY [comment], roles worker, producer, operator, viewer; re-read on SIGHUP and when it changes"),
+	key("security.insecure", KindBool, false,
+		"serve: allow listening on a non-loopback address without a key (anyone who reaches the port can act as any peer)"),
 
 	key("heartbeat.interval", KindDuration, time.Second,
 		"time between heartbeats exchanged with every peer", dur(10*time.Millisecond, time.Hour)),

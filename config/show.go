@@ -30,6 +30,10 @@ func Show(cfg *Config) ([]byte, error) {
 		if src := cfg.Source(k.Name); src.Kind != FromDefault {
 			line = "from " + src.String()
 		}
+		if r, hidden := Redacted(k, v); hidden {
+			v = r
+			line = strings.TrimSpace(line + " (a secret: not shown)")
+		}
 		return v, "", line, nil
 	})
 }
@@ -62,6 +66,24 @@ Durations take a unit (250ms, 1s, 5m, 24h); sizes take an optional unit
 		return []byte("# error generating the example: " + err.Error() + "\n")
 	}
 	return b
+}
+
+// Redacted is how a Secret key's value is shown: a file path as it is,
+// anything else (an inline key or token) replaced. hidden says whether it
+// was replaced.
+func Redacted(k Key, v any) (shown any, hidden bool) {
+	s, ok := v.(string)
+	if !k.Secret || !ok || s == "" || looksLikePath(s) {
+		return v, false
+	}
+	return "REDACTED", true
+}
+
+// looksLikePath says whether a secret's value names a file rather than
+// being the secret: it has a path separator and is not a 40-character Z85
+// key (whose alphabet includes '/').
+func looksLikePath(s string) bool {
+	return strings.ContainsRune(s, '/') && len(s) != 40
 }
 
 func capitalise(s string) string {

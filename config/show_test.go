@@ -179,3 +179,37 @@ func TestExamplePathIsRepoRoot(t *testing.T) {
 		t.Fatalf("the example path assumes config/ sits at the module root: %v", err)
 	}
 }
+
+// Secrets given inline never show; a key file's path does.
+func TestShowRedactsSecrets(t *testing.T) {
+	const inline = "X/d:SCs8aq<Ht(HBu$<@)o^I@ZB4K=Eth3-K?Fbo"
+	opts := isolated(t)
+	opts.Env = append(opts.Env, "DROVER_SECURITY_KEY="+inline, "DROVER_METRICS_TOKEN=hunter2",
+		"DROVER_SECURITY_AUTHORIZED_KEYS=/etc/drover/authorized_keys")
+	cfg, err := Load(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Security.Key != inline || cfg.Metrics.Token != "hunter2" {
+		t.Fatalf("loaded %q, %q", cfg.Security.Key, cfg.Metrics.Token)
+	}
+	out, err := Show(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	if strings.Contains(s, inline) || strings.Contains(s, "hunter2") {
+		t.Fatalf("config show prints a secret:\n%s", s)
+	}
+	if !strings.Contains(s, "/etc/drover/authorized_keys") || !strings.Contains(s, "REDACTED") {
+		t.Fatalf("config show lost a path or the placeholder:\n%s", s)
+	}
+	opts = isolated(t)
+	opts.Env = append(opts.Env, "DROVER_SECURITY_KEY=/etc/drover/server.key")
+	if cfg, err = Load(opts); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := Show(cfg); !strings.Contains(string(out), "/etc/drover/server.key") {
+		t.Fatalf("a key file's path is hidden:\n%s", out)
+	}
+}

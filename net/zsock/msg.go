@@ -74,6 +74,31 @@ static int drv_send(void *s, int flags, const char *buf, const size_t *lens, int
 	}
 	return 0;
 }
+
+// drv_user_id copies the User-Id metadata of m (set by the ZAP handler
+// that admitted the connection) into dst, at most cap bytes; it returns
+// the length, or -1 when the message has none (NULL mechanism, inproc).
+static int drv_user_id(zmq_msg_t *m, char *dst, int cap) {
+	const char *v = zmq_msg_gets(m, "User-Id");
+	if (v == NULL) {
+		return -1;
+	}
+	int n = (int)strlen(v);
+	if (n > cap) {
+		n = cap;
+	}
+	memcpy(dst, v, n);
+	return n;
+}
+
+// drv_set_int sets an int socket option by number (for options the
+// binding does not name); it returns 0 or the errno.
+static int drv_set_int(void *s, int option, int value) {
+	if (zmq_setsockopt(s, option, &value, sizeof value) != 0) {
+		return zmq_errno();
+	}
+	return 0;
+}
 */
 import "C"
 
@@ -155,8 +180,14 @@ func (io *MsgIO) Recv(s *zmq4.Socket, flags zmq4.Flag) ([][]byte, error) {
 	if n < 0 {
 		return nil, zmq4.Errno(syscall.Errno(errno))
 	}
+	return io.take(int(n)), nil
+}
+
+// take copies the n frames drv_recv received into one allocation and
+// closes them.
+func (io *MsgIO) take(n int) [][]byte {
 	total := 0
-	for i := range int(n) {
+	for i := range n {
 		total += int(io.sizes[i])
 	}
 	data := make([]byte, total)
@@ -164,7 +195,7 @@ func (io *MsgIO) Recv(s *zmq4.Socket, flags zmq4.Flag) ([][]byte, error) {
 	if total > 0 {
 		dst = (*C.char)(unsafe.Pointer(&data[0]))
 	}
-	C.drv_take(&io.msgs[0], n, dst)
+	C.drv_take(&io.msgs[0], C.int(n), dst)
 	frames := make([][]byte, n)
 	off := 0
 	for i := range frames {
@@ -172,7 +203,52 @@ func (io *MsgIO) Recv(s *zmq4.Socket, flags zmq4.Flag) ([][]byte, error) {
 		frames[i] = data[off : off+size : off+size]
 		off += size
 	}
-	return frames, nil
+	return frames
+}
+
+// maxUserID bounds the User-Id MsgIO.RecvUser reads (a ZAP handler's
+// user id; drover's are Z85 public keys of 40 characters).
+const maxUserID = 255
+
+// RecvUser is Recv that also returns the message's User-Id, the name the
+// ZAP handler gave the connection's client when it admitted it ("" for a
+// connection no ZAP handler saw: the NULL mechanism, or inproc).
+func (io *MsgIO) RecvUser(s *zmq4.Socket, flags zmq4.Flag) ([][]byte, string, error) {
+	h, ok := handle(s)
+	if !ok {
+		frames, meta, err := s.RecvMessageBytesWithMetadata(flags, "User-Id")
+		return frames, meta["User-Id"], err
+	}
+	if h == nil {
+		return nil, "", zmq4.ErrorSocketClosed
+	}
+	var dropped, errno C.int
+	n := C.drv_recv(h, C.int(flags), &io.msgs[0], maxMsgFrames, &io.sizes[0], &dropped, &errno)
+	if n < 0 {
+		return nil, "", zmq4.Errno(syscall.Errno(errno))
+	}
+	var buf [maxUserID]byte
+	user := ""
+	if un := C.drv_user_id(&io.msgs[n-1], (*C.char)(unsafe.Pointer(&buf[0])), maxUserID); un >= 0 {
+		user = string(buf[:un])
+	}
+	return io.take(int(n)), user, nil
+}
+
+// setZAPEnforceDomain asks libzmq to refuse handshakes when no ZAP handler
+// answers (ZMQ_ZAP_ENFORCE_DOMAIN, a draft option: a libzmq built without
+// the draft API refuses it, and then drover relies on its handler running
+// for as long as the sockets that use it, which HandleZAP guarantees).
+func setZAPEnforceDomain(s *zmq4.Socket) error {
+	h, ok := handle(s)
+	if !ok || h == nil {
+		return nil
+	}
+	const zapEnforceDomain = 93
+	if e := C.drv_set_int(h, zapEnforceDomain, 1); e != 0 && syscall.Errno(e) != syscall.EINVAL {
+		return zmq4.Errno(syscall.Errno(e))
+	}
+	return nil
 }
 
 // Send sends frames as one message (flags: zmq4.DONTWAIT or 0). Errors are

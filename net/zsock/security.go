@@ -17,13 +17,18 @@ import (
 // server; Public and Secret are the client's own pair (a fresh pair is made
 // when both are empty).
 //
-// Clients are not authenticated: any client that knows the server's public
-// key may connect. Restricting clients to a list of public keys needs a ZAP
-// handler, which drover does not install.
+// Clients are authenticated when the server socket has a Domain and a ZAP
+// handler answers for it (HandleZAP): each handshake is then put to the
+// handler, which admits the client's public key or refuses it. Without a
+// Domain any client that knows the server's public key may connect.
 type Security struct {
 	ServerPublic string // client sockets: the server's public key
 	Public       string // this socket's public key (clients)
 	Secret       string // this socket's secret key (servers; clients)
+	// Domain is a server socket's ZAP domain (ZMQ_ZAP_DOMAIN): with CURVE,
+	// the ZAP handler registered for it decides every handshake, and
+	// libzmq refuses them all when none is (ZMQ_ZAP_ENFORCE_DOMAIN).
+	Domain string
 }
 
 // NewKeyPair returns a fresh CURVE key pair in Z85.
@@ -77,6 +82,14 @@ func (sec Security) applyServer(s *zmq4.Socket) error {
 	}
 	if err := s.SetCurveSecretkey(sec.Secret); err != nil {
 		return fmt.Errorf("curve secret key: %w", err)
+	}
+	if sec.Domain != "" {
+		if err := s.SetZapDomain(sec.Domain); err != nil {
+			return fmt.Errorf("zap domain: %w", err)
+		}
+		if err := setZAPEnforceDomain(s); err != nil {
+			return fmt.Errorf("zap enforce domain: %w", err)
+		}
 	}
 	return nil
 }

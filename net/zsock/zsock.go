@@ -63,6 +63,7 @@ type config struct {
 	reconnect      time.Duration
 	reconnectMax   time.Duration
 	security       Security
+	beforeConnect  func(*zmq4.Socket) error
 }
 
 // WithHWM sets the send and receive high-water marks, in messages.
@@ -85,6 +86,13 @@ func WithReconnect(initial, max time.Duration) Option {
 
 // WithSecurity applies CURVE settings (see Security).
 func WithSecurity(s Security) Option { return func(c *config) { c.security = s } }
+
+// WithBeforeConnect runs f on a client socket once it is configured and
+// before it connects (MonitorHandshakes needs that: events of a connection
+// made before the monitor would be lost).
+func WithBeforeConnect(f func(*zmq4.Socket) error) Option {
+	return func(c *config) { c.beforeConnect = f }
+}
 
 func newConfig(hwm int, opts []Option) config {
 	c := config{
@@ -123,6 +131,16 @@ func (c config) client(s *zmq4.Socket) []func() error {
 		func() error { return s.SetReconnectIvlMax(c.reconnectMax) },
 		func() error { return c.security.applyClient(s) },
 	)
+}
+
+// connect runs the before-connect hook, then connects.
+func (c config) connect(s *zmq4.Socket, endpoint string) error {
+	if c.beforeConnect != nil {
+		if err := c.beforeConnect(s); err != nil {
+			return err
+		}
+	}
+	return s.Connect(endpoint)
 }
 
 func (c config) server(s *zmq4.Socket) []func() error {
@@ -186,7 +204,7 @@ func Dealer(connect, identity string, opts ...Option) (*zmq4.Socket, error) {
 			}
 			return steps
 		},
-		func(s *zmq4.Socket) error { return s.Connect(connect) })
+		func(s *zmq4.Socket) error { return c.connect(s, connect) })
 }
 
 // Pub creates the events PUB bound to bind: DefaultEventsHWM per
@@ -212,7 +230,7 @@ func Sub(connect string, topics []string, opts ...Option) (*zmq4.Socket, error) 
 			}
 			return steps
 		},
-		func(s *zmq4.Socket) error { return s.Connect(connect) })
+		func(s *zmq4.Socket) error { return c.connect(s, connect) })
 }
 
 // Endpoint returns the endpoint s was last bound or connected to, with the
