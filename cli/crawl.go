@@ -32,9 +32,11 @@ type crawlOptions struct {
 	maxDepth int
 	scope    string
 	minDelay time.Duration
-	out      string
-	state    string // store directory: the crawl resumes from it
-	noTUI    bool
+	// requisites, ignoreRobots and sitemaps are crawl.Config's.
+	requisites, ignoreRobots, sitemaps bool
+	out                                string
+	state                              string // store directory: the crawl resumes from it
+	noTUI                              bool
 	// ephemeral binds the sockets to free loopback ports (the demo).
 	ephemeral bool
 	// resolve pins host:port names to addresses (the demo's site).
@@ -92,6 +94,9 @@ func addCrawlFlags(cmd *cobra.Command, o *crawlOptions) {
 	fs.IntVar(&o.maxDepth, "max-depth", crawl.DefaultMaxDepth, "links followed from the seed (0: no limit)")
 	fs.StringVar(&o.scope, "scope", "host", "which links to follow: host (same host), domain (host and subdomains) or prefix (under the seed's directory)")
 	fs.StringVar(&o.out, "out", "", "write one JSON object per fetched page to this file (JSON lines)")
+	fs.BoolVar(&o.requisites, "requisites", false, "also fetch page requisites (images, scripts, style sheets, CSS url() references), as wget -p; style sheets are then parsed for more")
+	fs.BoolVar(&o.ignoreRobots, "ignore-robots", false, "ignore robots.txt, rel=nofollow and <meta name=robots>/X-Robots-Tag nofollow (only for sites you may crawl so)")
+	fs.BoolVar(&o.sitemaps, "sitemaps", true, "read the seed origin's sitemaps (robots.txt Sitemap: lines, /sitemap.xml) as a source of links")
 	fs.StringVar(&o.state, "state", "", "keep the crawl's state (frontier, done pages) in this directory: the same command run again resumes where a stopped or killed crawl left off")
 	fs.BoolVar(&o.noTUI, "no-tui", false, "print progress lines and a summary instead of the console")
 	must(config.AddFlag(fs, "crawl.per_host", "per-host", ""))
@@ -116,6 +121,7 @@ func crawlConfig(cfg *config.Config, o crawlOptions) (crawl.Config, error) {
 	c.MaxDepth = o.maxDepth
 	c.MaxPages = o.maxPages
 	c.Resolve = o.resolve
+	c.Requisites, c.IgnoreRobots, c.Sitemaps = o.requisites, o.ignoreRobots, o.sitemaps
 	scope, err := crawl.ParseScope(o.scope)
 	if err != nil {
 		return c, usageError("crawl: --scope %q: %v", o.scope, err)

@@ -99,7 +99,7 @@ retryable failure; stdout becomes the job's output. It reconnects by itself
 			if execCmd != "" {
 				h = worker.Exec([]string{"/bin/sh", "-c", execCmd})
 			} else {
-				ccfg, err := crawlConfig(cfg, crawlOptions{maxDepth: crawl.DefaultMaxDepth, scope: "host"})
+				ccfg, err := crawlConfig(cfg, crawlOptions{maxDepth: crawl.DefaultMaxDepth, scope: "host", sitemaps: true})
 				if err != nil {
 					return err
 				}

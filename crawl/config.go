@@ -65,6 +65,19 @@ type Config struct {
 	// MaxPages bounds how many pages a crawl fetches; 0 means no limit.
 	// The caller (the coordinator side) counts and enforces it.
 	MaxPages int `mapstructure:"max-pages"`
+	// Requisites adds a page's requisites (images, scripts, style sheets,
+	// CSS url() references: see Document.Requisites) to its links, and
+	// makes fetched style sheets (text/css) a source of links too. Off by
+	// default: a crawl follows navigational links only.
+	Requisites bool `mapstructure:"requisites"`
+	// IgnoreRobots skips robots.txt (its rules and its Crawl-delay),
+	// rel=nofollow links and <meta name=robots> / X-Robots-Tag nofollow,
+	// as wget -e robots=off does. Only for sites you own or may crawl so.
+	IgnoreRobots bool `mapstructure:"ignore-robots"`
+	// Sitemaps makes the seed's page also read the sitemaps of the seed's
+	// origin (the robots.txt Sitemap: lines and /sitemap.xml, sitemap
+	// index files and gzip included) as a source of links.
+	Sitemaps bool `mapstructure:"sitemaps"`
 	// Resolve pins host:port pairs to other addresses when dialing, like
 	// curl --resolve: {"demo.test:80": "127.0.0.1:8080"}. URLs, Host
 	// headers, robots.txt and politeness still use the original name.
@@ -88,6 +101,7 @@ func DefaultConfig(version string) Config {
 		RobotsTTL:      DefaultRobotsTTL,
 		Scope:          ScopeHost,
 		MaxDepth:       DefaultMaxDepth,
+		Sitemaps:       true,
 	}
 }
 

@@ -12,9 +12,17 @@
 //     most Config.PerHost concurrent fetches whose starts are spaced by
 //     max(MinDelay, Crawl-delay), and the response is classified into an
 //     Outcome the broker understands (ok, internal, external, throttled).
-//   - ExtractLinks parses HTML with golang.org/x/net/html: a[href],
-//     link[href], area[href], honouring <base href>, giving absolute,
-//     normalised, fragment-free http(s) URLs in document order.
+//   - ExtractLinks parses HTML with golang.org/x/net/html's tokenizer:
+//     navigational links (a, area, link, iframe, frame, meta refresh),
+//     rel=nofollow links apart, page requisites (img, srcset, script,
+//     style sheets, CSS url() in <style> and style attributes),
+//     <link rel=canonical> and <meta name=robots>, honouring <base href>,
+//     giving absolute, normalised, fragment-free http(s) URLs in document
+//     order. ExtractCSSLinks reads a style sheet's url() and @import. The
+//     Fetcher drops nofollow links (unless Config.IgnoreRobots) and adds
+//     requisites only with Config.Requisites.
+//   - Fetcher.Sitemaps reads a seed origin's sitemaps (robots.txt
+//     Sitemap: lines, /sitemap.xml, index files, gzip) as a link source.
 //   - Scope decides whether a discovered link belongs to the crawl (host,
 //     domain or prefix of the seed), and Config.Follow applies scope and the
 //     depth limit to one page's links.

@@ -131,14 +131,18 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) Page {
 	}
 	p.FinalURL = norm
 
-	rb, blocked := f.robotsFor(ctx, u)
-	if blocked != nil {
-		blocked.URL, blocked.FinalURL, blocked.FetchedAt = p.URL, p.FinalURL, p.FetchedAt
-		return *blocked
-	}
-	if !rb.Allowed(u.RequestURI()) {
-		p.Outcome, p.Disallowed, p.Err = OK, true, ErrDisallowed
-		return p
+	rb := &Robots{}
+	if !f.cfg.IgnoreRobots {
+		var blocked *Page
+		rb, blocked = f.robotsFor(ctx, u)
+		if blocked != nil {
+			blocked.URL, blocked.FinalURL, blocked.FetchedAt = p.URL, p.FinalURL, p.FetchedAt
+			return *blocked
+		}
+		if !rb.Allowed(u.RequestURI()) {
+			p.Outcome, p.Disallowed, p.Err = OK, true, ErrDisallowed
+			return p
+		}
 	}
 
 	delay := max(f.cfg.MinDelay, min(rb.CrawlDelay, f.cfg.MaxCrawlDelay))
@@ -206,19 +210,24 @@ func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 	}
 
 	body := &countingReader{r: io.LimitReader(resp.Body, f.cfg.MaxBodyBytes)}
-	if html, utf8 := mediaType(p.ContentType); html && resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		var r io.Reader = body
-		if !utf8 { // sniff <meta charset> and convert to UTF-8
-			if cr, err := charset.NewReader(body, p.ContentType); err == nil {
-				r = cr
-			}
-		}
-		doc, err := ExtractLinks(u, r)
+	parsed := false
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		parsed, err = f.parse(u, resp, body, p)
 		if err != nil {
 			p.Outcome, p.Err, p.Links, p.Bytes = Internal, describeFetchError(ctx, err, f.cfg.Timeout), nil, body.n
 			return
 		}
-		p.Title, p.Links = doc.Title, doc.Links
+	}
+	if !parsed {
+		// Nothing needs this body (not a page or style sheet we parse):
+		// a little is read so that the connection may be reused, and past
+		// that the declared length is recorded.
+		n, err := io.Copy(io.Discard, io.LimitReader(body, drainBytes))
+		p.Bytes = n
+		if err == nil && n == drainBytes && resp.ContentLength > n {
+			p.Bytes = resp.ContentLength
+		}
+		return
 	}
 	if _, err := io.Copy(io.Discard, body); err != nil {
 		p.Outcome, p.Err, p.Links, p.Bytes = Internal, "reading body: "+describeFetchError(ctx, err, f.cfg.Timeout), nil, body.n
@@ -231,6 +240,73 @@ func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 			p.Truncated = true
 		}
 	}
+}
+
+// parse reads the links of a 2xx answer's body into p: an HTML page's
+// (see Document; rel=nofollow links and all links of a nofollow page
+// dropped unless Config.IgnoreRobots, requisites kept only with
+// Config.Requisites) or, with Config.Requisites, a style sheet's. Other
+// bodies are not read here.
+func (f *Fetcher) parse(u *url.URL, resp *http.Response, body io.Reader, p *Page) (parsed bool, err error) {
+	isHTML, utf8 := mediaType(p.ContentType)
+	if !isHTML {
+		if f.cfg.Requisites && isCSS(p.ContentType) {
+			p.Links, err = ExtractCSSLinks(u, body)
+			return true, err
+		}
+		return false, nil
+	}
+	var r io.Reader = body
+	if !utf8 { // sniff <meta charset> and convert to UTF-8
+		if cr, err := charset.NewReader(body, p.ContentType); err == nil {
+			r = cr
+		}
+	}
+	doc, err := ExtractLinks(u, r)
+	if err != nil {
+		return true, err
+	}
+	tagNoIndex, tagNoFollow := xRobotsTag(resp.Header, f.token)
+	p.Title, p.Canonical = doc.Title, doc.Canonical
+	p.NoIndex = doc.MetaNoIndex || tagNoIndex
+	p.NoFollow = doc.MetaNoFollow || tagNoFollow
+	switch {
+	case f.cfg.IgnoreRobots:
+		p.Links = append(doc.Links, doc.NoFollow...)
+	case !p.NoFollow:
+		p.Links = doc.Links
+	}
+	if f.cfg.Requisites {
+		p.Links = append(p.Links, doc.Requisites...)
+	}
+	if len(p.Links) > len(doc.Links) {
+		p.Links = resolveLinks(u, nil, p.Links) // deduplicated again across the lists
+	}
+	return true, nil
+}
+
+// xRobotsTag reads the X-Robots-Tag headers that apply to the agent
+// whose product token is token: those without an agent name or naming it.
+func xRobotsTag(h http.Header, token string) (noindex, nofollow bool) {
+	for _, v := range h.Values("X-Robots-Tag") {
+		if name, rest, ok := strings.Cut(v, ":"); ok && !strings.ContainsAny(name, ", ") {
+			if !strings.EqualFold(strings.TrimSpace(name), token) {
+				continue
+			}
+			v = rest
+		}
+		for _, d := range strings.FieldsFunc(strings.ToLower(v), isListSep) {
+			noindex = noindex || d == "noindex" || d == "none"
+			nofollow = nofollow || d == "nofollow" || d == "none"
+		}
+	}
+	return noindex, nofollow
+}
+
+// isCSS reports whether a Content-Type names text/css.
+func isCSS(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/css")
 }
 
 // mediaType reports whether a Content-Type names text/html, and whether it
@@ -253,6 +329,10 @@ func mediaType(contentType string) (html, utf8 bool) {
 	cs := strings.ToLower(params["charset"])
 	return mt == "text/html", cs == "utf-8" || cs == "utf8"
 }
+
+// drainBytes is how much of a body nobody needs is read anyway, so that
+// the connection can be reused after small bodies.
+const drainBytes = 64 << 10
 
 // drain reads a little of a body we do not want, so that the connection
 // can be reused for small error pages.

@@ -24,9 +24,9 @@ func TestExtractLinks(t *testing.T) {
 			links: []string{"http://example.com/dir/a.html", "http://example.com/b", "http://other.org/c"},
 		},
 		{
-			name:  "link and area elements, other tags ignored",
-			html:  `<link rel=stylesheet href="s.css"><map><area href="m"></map><img src="i.png"><script src="j.js"></script><iframe src="f"></iframe>`,
-			links: []string{"http://example.com/dir/s.css", "http://example.com/dir/m"},
+			name:  "link, area, iframe and frame elements; requisites are not links",
+			html:  `<link rel=stylesheet href="s.css"><link rel=next href="n"><map><area href="m"></map><img src="i.png"><script src="j.js"></script><iframe src="f"></iframe><frameset><frame src="g"></frameset>`,
+			links: []string{"http://example.com/dir/n", "http://example.com/dir/m", "http://example.com/dir/f", "http://example.com/dir/g"},
 		},
 		{
 			name:  "fragments dropped and deduplicated",
@@ -151,4 +151,98 @@ func TestExtractLinksDedupManyAndFew(t *testing.T) {
 			t.Errorf("%d distinct links, each 3 times: got %d links %q..., want each once in order", n, len(doc.Links), doc.Links[:min(5, len(doc.Links))])
 		}
 	}
+}
+
+// Every link form: where each lands in the Document.
+func TestExtractLinksForms(t *testing.T) {
+	base, _ := url.Parse("http://example.com/dir/page.html")
+	src := `<html><head>
+<base href="/b/">
+<link rel="canonical" href="/canon">
+<link rel="stylesheet" href="s.css"><link rel="icon shortcut" href="/favicon.ico">
+<link rel="alternate" hreflang="fr" href="fr.html"><link rel=dns-prefetch href="//cdn.example.com">
+<link rel="nofollow" href="lnf">
+<meta http-equiv="Refresh" content="5; URL='refresh.html'">
+<meta name="robots" content="NOINDEX">
+<style>body { background: url("bg.png") } /* url(commented.png) */ @import "imp.css"; .x{content:"url(no.png)"}</style>
+</head><body background="bb.png">
+<a href="a1">1</a><a rel="nofollow noopener" href="nf">nf</a><a rel=nofollow href="a1">again</a>
+<iframe src="if.html"></iframe>
+<img src="i.png" srcset="i-1x.png 1x, i,2x.png 2x,i-3x.png"><picture><source srcset="p.webp 100w"></picture>
+<script src="j.js"></script><video src="v.mp4" poster="v.jpg"></video><object data="o.swf"></object>
+<input type=image src="btn.png"><div style="background-image:url(div.png)">x</div>
+</body></html>`
+	doc, err := ExtractLinks(base, strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := func(p ...string) []string {
+		for i := range p {
+			p[i] = "http://example.com/b/" + p[i]
+		}
+		return p
+	}
+	wantLinks := append([]string{"http://example.com/canon"}, b("fr.html", "refresh.html", "a1", "if.html")...)
+	if !slices.Equal(doc.Links, wantLinks) {
+		t.Errorf("Links = %q\nwant    %q", doc.Links, wantLinks)
+	}
+	if want := b("lnf", "nf"); !slices.Equal(doc.NoFollow, want) {
+		t.Errorf("NoFollow = %q, want %q (a1 is also linked without nofollow)", doc.NoFollow, want)
+	}
+	wantReqs := append(b("s.css"), "http://example.com/favicon.ico")
+	wantReqs = append(wantReqs, b("bg.png", "imp.css", "bb.png", "i.png", "i-1x.png", "i,2x.png", "i-3x.png", "p.webp",
+		"j.js", "v.mp4", "v.jpg", "o.swf", "btn.png", "div.png")...)
+	if !slices.Equal(doc.Requisites, wantReqs) {
+		t.Errorf("Requisites = %q\nwant         %q", doc.Requisites, wantReqs)
+	}
+	if doc.Canonical != "http://example.com/canon" {
+		t.Errorf("Canonical = %q", doc.Canonical)
+	}
+	if !doc.MetaNoIndex || doc.MetaNoFollow {
+		t.Errorf("MetaNoIndex, MetaNoFollow = %v, %v; want true, false", doc.MetaNoIndex, doc.MetaNoFollow)
+	}
+}
+
+func TestRefreshURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"0; url=a.html": "a.html", "5;URL='b c.html'": "b c.html", `3, url="q.html"`: "q.html",
+		"1; next.html": "next.html", "  2.5 ;  url = x ": "x", "10": "", "": "", "5;": "", "url=x": "",
+	} {
+		got, ok := refreshURL(in)
+		if got != want || ok != (want != "") {
+			t.Errorf("refreshURL(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+}
+
+func TestExtractCSSLinks(t *testing.T) {
+	base, _ := url.Parse("http://example.com/css/site.css")
+	css := `@import url(base.css); @IMPORT 'print.css' print;
+/* url(no.png) */ .a{background:URL( "img/a.png" )} .b{src:url(/font.woff2) format("woff2")}
+.c::after{content:"url(no2.png)"} .d{background:xurl(no3.png)} .e{background:url(data:image/png;base64,AAAA)}
+.f{background:url(a.png)}`
+	got, err := ExtractCSSLinks(base, strings.NewReader(css))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"http://example.com/css/base.css", "http://example.com/css/print.css",
+		"http://example.com/css/img/a.png", "http://example.com/font.woff2", "http://example.com/css/a.png"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func FuzzExtractCSSLinks(f *testing.F) {
+	f.Add(`@import "a.css"; .x{background:url('b.png')} /* c */`)
+	f.Add(`url(`)
+	f.Add(`"unterminated`)
+	base, _ := url.Parse("http://example.com/")
+	f.Fuzz(func(t *testing.T, css string) {
+		links, _ := ExtractCSSLinks(base, strings.NewReader(css))
+		for _, l := range links {
+			if _, err := Normalize(l); err != nil {
+				t.Fatalf("link %q is not in normal form: %v", l, err)
+			}
+		}
+	})
 }

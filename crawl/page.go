@@ -47,6 +47,13 @@ type Page struct {
 	// from text/html bodies of 2xx answers only (an error page's links are
 	// not followed), or a redirect's target.
 	Links []string
+	// Canonical is the page's <link rel=canonical> target, if any.
+	Canonical string
+	// NoIndex and NoFollow are the page's robots directives (<meta
+	// name=robots> or an X-Robots-Tag header): noindex is recorded;
+	// nofollow made the fetcher drop the page's links (unless
+	// Config.IgnoreRobots), requisites excepted.
+	NoIndex, NoFollow bool
 	// Bytes is how many body bytes were read (after any transfer
 	// decompression), at most Config.MaxBodyBytes.
 	Bytes int64
@@ -89,6 +96,11 @@ type Record struct {
 	Outcome Outcome `json:"outcome"`
 	// Disallowed is set for URLs robots.txt disallows (not fetched).
 	Disallowed bool `json:"disallowed,omitempty"`
+	// Canonical is the page's <link rel=canonical> target, if any.
+	Canonical string `json:"canonical,omitempty"`
+	// NoIndex and NoFollow are the page's robots directives.
+	NoIndex  bool `json:"noindex,omitempty"`
+	NoFollow bool `json:"nofollow,omitempty"`
 	// Error is Page.Err.
 	Error string `json:"error,omitempty"`
 }
@@ -111,6 +123,9 @@ func (p Page) Record(depth int, worker string, attempt int) Record {
 		FetchedAt:   p.FetchedAt.UTC(),
 		Outcome:     p.Outcome,
 		Disallowed:  p.Disallowed,
+		Canonical:   p.Canonical,
+		NoIndex:     p.NoIndex,
+		NoFollow:    p.NoFollow,
 		Error:       p.Err,
 	}
 }

@@ -44,6 +44,16 @@ func (r Record) AppendJSON(b []byte) []byte {
 	if r.Disallowed {
 		b = append(b, `,"disallowed":true`...)
 	}
+	if r.Canonical != "" {
+		b = append(b, `,"canonical":`...)
+		b = appendJSONString(b, r.Canonical)
+	}
+	if r.NoIndex {
+		b = append(b, `,"noindex":true`...)
+	}
+	if r.NoFollow {
+		b = append(b, `,"nofollow":true`...)
+	}
 	if r.Error != "" {
 		b = append(b, `,"error":`...)
 		b = appendJSONString(b, r.Error)

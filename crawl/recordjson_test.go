@@ -50,7 +50,8 @@ func TestRecordAppendJSON(t *testing.T) {
 			Title: randStr(), Depth: rng.IntN(50), LinksOut: rng.IntN(500), Bytes: rng.Int64N(1 << 40),
 			FetchMS: float64(rng.IntN(1e7)) / 1000, Worker: randStr(), Attempt: rng.IntN(5),
 			FetchedAt: at.Add(time.Duration(rng.Int64N(1e15))), Outcome: Outcome(randStr()),
-			Disallowed: rng.IntN(2) == 0, Error: randStr()})
+			Disallowed: rng.IntN(2) == 0, Error: randStr(), Canonical: randStr(),
+			NoIndex: rng.IntN(2) == 0, NoFollow: rng.IntN(2) == 0})
 	}
 	for i, r := range cases {
 		got, want := r.AppendJSON(nil), stdJSON(t, r)

@@ -12,6 +12,9 @@ import (
 // crawlers to parse at least 500 KiB.
 const robotsMaxBytes = 512 << 10
 
+// maxRobotsSitemaps bounds the Sitemap: lines kept from one robots.txt.
+const maxRobotsSitemaps = 50
+
 // Robots is the part of one robots.txt that applies to one product token:
 // the rules of the groups naming it (or of the "*" groups when none does)
 // and their Crawl-delay. The zero value allows everything.
@@ -20,6 +23,9 @@ type Robots struct {
 	// CrawlDelay is the group's Crawl-delay (0 when absent). It is not in
 	// RFC 9309 but is widely used; fractional seconds are accepted.
 	CrawlDelay time.Duration
+	// Sitemaps are the values of the file's Sitemap: lines (they belong to
+	// no group), as written.
+	Sitemaps []string
 }
 
 // robotsRule is one allow or disallow line.
@@ -48,6 +54,7 @@ func ParseRobots(body []byte, token string) *Robots {
 	}
 	token = strings.ToLower(token)
 	var groups []*robotsGroup
+	var sitemaps []string
 	var cur *robotsGroup
 	inAgents := false // the previous meaningful line was a user-agent line
 	sc := bufio.NewScanner(bytes.NewReader(body))
@@ -87,12 +94,16 @@ func ParseRobots(body []byte, token string) *Robots {
 				cur.crawlDelay = time.Duration(s * float64(time.Second))
 				cur.hasDelay = true
 			}
+		case "sitemap":
+			if value != "" && len(sitemaps) < maxRobotsSitemaps {
+				sitemaps = append(sitemaps, value)
+			}
 		default:
 			// sitemap and unknown keys belong to no group and do not
 			// end a run of user-agent lines (as Google's parser does).
 		}
 	}
-	r := &Robots{}
+	r := &Robots{Sitemaps: sitemaps}
 	matched := false
 	for _, pass := range [2]string{token, "*"} {
 		for _, g := range groups {

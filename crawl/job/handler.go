@@ -66,7 +66,11 @@ func Handler(f Fetcher, cfg crawl.Config, workerID string) worker.Handler {
 		}
 		out := rec.AppendJSON(nil)
 		res := worker.Result{Outcome: wire.OutcomeOK, Output: out}
-		links := cfg.Follow(p.Seed, p.Depth, page.Links)
+		found := page.Links
+		if p.Depth == 0 && cfg.Sitemaps {
+			found = append(found, seedSitemaps(ctx, f, j.Key.URL)...)
+		}
+		links := cfg.Follow(p.Seed, p.Depth, found)
 		if len(links) > 0 {
 			child := payloads.encode(Payload{Depth: p.Depth + 1, Seed: p.Seed})
 			res.Links = make([]wire.SubmitItem, len(links))
@@ -76,6 +80,21 @@ func Handler(f Fetcher, cfg crawl.Config, workerID string) worker.Handler {
 		}
 		return res
 	}
+}
+
+// seedSitemaps returns the pages the sitemaps of the seed's origin list,
+// when f reads sitemaps (a *crawl.Fetcher does; see Fetcher.Sitemaps). A
+// sitemap that cannot be read adds nothing: the crawl goes on from the
+// seed's links.
+func seedSitemaps(ctx context.Context, f Fetcher, seed string) []string {
+	s, ok := f.(interface {
+		Sitemaps(ctx context.Context, seed string) ([]string, error)
+	})
+	if !ok {
+		return nil
+	}
+	links, _ := s.Sitemaps(ctx, seed)
+	return links
 }
 
 // payloadCache decodes and encodes crawl payloads, remembering the ones it
