@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"drover/config"
+	"drover/net/client"
 )
 
 // runEmbedded is drover with no command: the coordinator and broker as
@@ -40,5 +42,9 @@ func runEmbedded(cmd *cobra.Command, cfg *config.Config) error {
 		stopSrv()
 		<-srvDone
 	}()
-	return runConsole(ctx, cmd, c.srv.InprocAdmin(), topts, log)
+	a, err := client.DialAdmin(ctx, client.AdminOptions{Connect: c.srv.InprocAdmin(), ID: "console", ReadOnly: topts.ReadOnly, Log: log})
+	if err != nil {
+		return fmt.Errorf("console: attaching to the coordinator: %w", err)
+	}
+	return runConsole(ctx, cmd, a, topts)
 }

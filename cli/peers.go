@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -244,9 +243,8 @@ func newStatusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
-			defer cancel()
-			a, err := client.DialAdmin(ctx, client.AdminOptions{Connect: connectOr(cmd, cfg.Admin.Listen), ReadOnly: true})
+			ctx := cmd.Context()
+			a, err := dialAdmin(ctx, cmd, cfg, client.AdminOptions{ReadOnly: true})
 			if err != nil {
 				return fmt.Errorf("status: %w", err)
 			}
@@ -272,7 +270,7 @@ func newStatusCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().String("connect", "", "the coordinator's admin endpoint (default: admin.listen)")
+	addAdminFlags(cmd, true)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -323,22 +321,22 @@ coordinator does not answer, and the console recovers by itself when it returns.
 				return err
 			}
 			defer done()
-			return runConsole(ctx, cmd, connectOr(cmd, cfg.Admin.Listen), topts, log)
+			a, err := dialAdmin(ctx, cmd, cfg, client.AdminOptions{ID: "console", ReadOnly: topts.ReadOnly, Log: log})
+			if err != nil {
+				return fmt.Errorf("console: attaching to %s: %w", connectOr(cmd, cfg.Admin.Listen), err)
+			}
+			return runConsole(ctx, cmd, a, topts)
 		},
 	}
-	cmd.Flags().String("connect", "", "the coordinator's admin endpoint (default: admin.listen)")
+	addAdminFlags(cmd, false)
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "look without acting: evict, drain, requeue and pause are refused")
 	return cmd
 }
 
-// runConsole attaches the console to the admin endpoint (tcp://, or the
-// inproc:// one of a coordinator in this process) and runs it until the
-// operator quits or ctx ends.
-func runConsole(ctx context.Context, cmd *cobra.Command, endpoint string, topts tui.Options, log *slog.Logger) error {
-	a, err := client.DialAdmin(ctx, client.AdminOptions{Connect: endpoint, ID: "console", ReadOnly: topts.ReadOnly, Log: log})
-	if err != nil {
-		return fmt.Errorf("console: attaching to %s: %w", endpoint, err)
-	}
+// runConsole runs the console on the command's terminal over a (dialled
+// to a remote admin endpoint, or the inproc:// one of a coordinator in
+// this process) until the operator quits or ctx ends, and closes a.
+func runConsole(ctx context.Context, cmd *cobra.Command, a *client.Admin, topts tui.Options) error {
 	defer a.Close()
 	return ignoreCanceled(tui.Run(ctx, a, topts, cmd.InOrStdin(), cmd.OutOrStdout()))
 }

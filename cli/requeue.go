@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"drover/admin"
+	"drover/net/client"
+)
+
+// requeueWindow is the rows asked for per query when collecting the jobs
+// a --filter matches (the coordinator answers at most 10,000 per query).
+const requeueWindow = 10000
+
+func newRequeueCmd() *cobra.Command {
+	var (
+		failed bool
+		filter string
+	)
+	cmd, _ := newActionCmd("requeue JOB... | --failed | --filter F", "Requeue jobs now: by id, every failed job, or those a filter matches",
+		`requeue puts jobs back in the queue now, like R in the console, keeping their
+attempt and failure counts: the jobs named by id (as the console's job detail
+and Events view show it, or a worker's jobs in drover status --json), every
+failed job (--failed), or
+every job the console filter F matches (--filter, e.g. "state=backoff
+host=example.com"; requested keys that have no job yet are skipped). A job
+whose key other work holds again is refused and named. Requeueing more than
+one job asks first on a terminal; --yes does it without asking, and is
+required when stdin is not a terminal.`,
+		`  drover requeue 1042
+  drover requeue --failed --yes
+  drover requeue --filter 'state=backoff host=example.com' --json`,
+		func(cmd *cobra.Command, args []string) error {
+			given := 0
+			for _, b := range []bool{len(args) > 0, failed, filter != ""} {
+				if b {
+					given++
+				}
+			}
+			if given != 1 {
+				return usageError("requeue: give job ids, --failed or --filter F (exactly one of them)")
+			}
+			for _, a := range args {
+				if n, err := strconv.ParseUint(a, 10, 64); err != nil || n == 0 {
+					return usageError("requeue %q: want a job id, a positive decimal number", a)
+				}
+			}
+			return nil
+		}, true,
+		func(ctx context.Context, cmd *cobra.Command, a *client.Admin, ids []string, f *actionFlags) (admin.Action, string, error) {
+			const note = "Back to the queue now; attempt and failure counts are kept."
+			switch {
+			case failed:
+				return requeueFailed(ctx, cmd, a, f, note)
+			case filter != "":
+				return requeueFiltered(ctx, cmd, a, f, filter, note)
+			}
+			act := admin.Action{Kind: admin.ActRequeue, Targets: ids}
+			if len(ids) == 1 {
+				return act, "", nil
+			}
+			return act, "", confirm(cmd, f, "Requeue "+plural(len(ids), "job")+"?", ids, note)
+		},
+		func(_ admin.Action, r admin.ActionResult) string { return "requeued " + plural(r.Affected, "job") })
+	cmd.Flags().BoolVar(&failed, "failed", false, "requeue every failed job")
+	cmd.Flags().StringVar(&filter, "filter", "", "requeue every job this console filter matches (state=, host=, worker=, crawler=, processor=, free text)")
+	return cmd
+}
+
+// requeueFailed asks about, then requeues, every failed job.
+func requeueFailed(ctx context.Context, cmd *cobra.Command, a *client.Admin, f *actionFlags, note string) (admin.Action, string, error) {
+	act := admin.Action{Kind: admin.ActRequeueFailed}
+	page, err := a.Query(ctx, admin.Query{View: admin.ViewRetries, Filter: "state=failed", Limit: 10})
+	if err != nil {
+		return act, "", fmt.Errorf("requeue: counting the failed jobs: %w", err)
+	}
+	if page.Total == 0 {
+		return act, "no failed jobs to requeue", nil
+	}
+	items := make([]string, 0, len(page.Jobs)+1)
+	for _, j := range page.Jobs {
+		items = append(items, j.URL)
+	}
+	if more := page.Total - len(items); more > 0 {
+		items = append(items, "and "+plural(more, "more failed job"))
+	}
+	return act, "", confirm(cmd, f, "Requeue all "+plural(page.Total, "failed job")+"?", items, note)
+}
+
+// requeueFiltered collects the jobs filter matches, asks, and requeues them.
+func requeueFiltered(ctx context.Context, cmd *cobra.Command, a *client.Admin, f *actionFlags, filter, note string) (admin.Action, string, error) {
+	act := admin.Action{Kind: admin.ActRequeue}
+	var labels []string
+	seen := map[uint64]bool{}
+	for offset := 0; ; {
+		page, err := a.Query(ctx, admin.Query{View: admin.ViewJobs, Filter: filter, Offset: offset, Limit: requeueWindow})
+		if err != nil {
+			return act, "", fmt.Errorf("requeue: jobs matching %q: %w", filter, err)
+		}
+		for _, j := range page.Jobs {
+			if j.JobID == 0 || seen[j.JobID] {
+				continue // a requested key without a job, or seen on an earlier page
+			}
+			seen[j.JobID] = true
+			act.Targets = append(act.Targets, strconv.FormatUint(j.JobID, 10))
+			labels = append(labels, fmt.Sprintf("%d %s (%s)", j.JobID, j.URL, j.State))
+		}
+		offset += len(page.Jobs)
+		if len(page.Jobs) == 0 || offset >= page.Total {
+			break
+		}
+	}
+	switch len(act.Targets) {
+	case 0:
+		return act, fmt.Sprintf("no jobs match %q: nothing to requeue", filter), nil
+	case 1:
+		return act, "", nil
+	}
+	return act, "", confirm(cmd, f, "Requeue "+plural(len(act.Targets), "job")+" matching "+filter+"?", labels, note)
+}
