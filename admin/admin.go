@@ -19,6 +19,7 @@ const (
 	ViewWaiters View = "waiters" // the FIFO of sessions waiting on one key
 	ViewRetries View = "retries" // jobs in backoff or failed, and host back-offs
 	ViewEvents  View = "events"  // the most recent events
+	ViewResults View = "results" // finished jobs' results, by cursor (Query.From)
 )
 
 // Query asks for one window of one view: rows [Offset, Offset+Limit) after
@@ -36,6 +37,10 @@ type Query struct {
 	Filter string `json:"filter,omitempty"`
 	// Key selects the key whose waiters ViewWaiters lists (fingerprint hex).
 	Key string `json:"key,omitempty"`
+	// From is ViewResults' cursor: results after it (0: from the oldest
+	// kept). ViewResults ignores Offset, Sort and Desc; its Filter takes
+	// crawler=NAME and processor=NAME terms.
+	From uint64 `json:"from,omitempty"`
 }
 
 // Page is the answer to a Query.
@@ -48,7 +53,37 @@ type Page struct {
 	Waiters []WaiterRow `json:"waiters,omitempty"`
 	Hosts   []HostRow   `json:"hosts,omitempty"` // ViewRetries: host back-offs in force
 	Events  []Event     `json:"events,omitempty"`
+	// ViewResults: the results after Query.From, oldest first; Next is the
+	// cursor to ask from next (past results the filter skipped); First is
+	// the oldest cursor still kept (retention deleted those before it) and
+	// Last the newest readable one (0: none yet).
+	Results []Result `json:"results,omitempty"`
+	Next    uint64   `json:"next,omitempty"`
+	First   uint64   `json:"first,omitempty"`
+	Last    uint64   `json:"last,omitempty"`
 }
+
+// Result is one finished job's result, as `drover results` prints it (one
+// JSON line each). Output holds the job's output when it is valid UTF-8 of
+// at most MaxTextOutput bytes, OutputBase64 (standard base64) otherwise;
+// an empty output has neither.
+type Result struct {
+	Cursor       uint64    `json:"cursor"` // the result's sequence number: ask From it to get what follows
+	JobID        uint64    `json:"job_id"`
+	Crawler      string    `json:"crawler"`
+	Processor    string    `json:"processor"`
+	URL          string    `json:"url"`
+	Outcome      string    `json:"outcome"` // ok, failed, or budget (not run: past its crawl's page budget)
+	Error        string    `json:"error,omitempty"`
+	Attempt      int       `json:"attempt"`
+	Worker       string    `json:"worker,omitempty"`
+	FinishedAt   time.Time `json:"finished_at"`
+	Output       string    `json:"output,omitempty"`
+	OutputBase64 []byte    `json:"output_base64,omitempty"`
+}
+
+// MaxTextOutput is the largest output a Result carries as text.
+const MaxTextOutput = 1 << 20
 
 // Totals are the header figures.
 type Totals struct {
@@ -90,6 +125,7 @@ var Sorts = map[View][]string{
 	ViewRetries: {"retry_at", "url", "state", "attempts", "failures", "throttles", "worker", "age"},
 	ViewWaiters: {"position", "session", "since"},
 	ViewEvents:  {"seq"},
+	ViewResults: {"cursor"},
 }
 
 // Settled reports whether work was finished and none is left: nothing

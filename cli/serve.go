@@ -41,9 +41,17 @@ older ones are looked up in the store when asked for, and a restart does not
 read them back.
 With --store memory serve keeps everything in memory instead (lost on exit).
 A store that is locked by another process, corrupt or
-unreadable is an error with a non-zero exit, never a fresh start.`,
+unreadable is an error with a non-zero exit, never a fresh start.
+
+Every finished job's result (output, outcome, error, attempt, worker, finish
+time) is kept in the store with the job, in the same write as its done state,
+until results.max_age or results.max_bytes deletes the oldest; drover results
+reads them by cursor. --results DIR also writes them, as the JSON lines drover
+results prints, to DIR/results-00000001.jsonl, results-00000002.jsonl, ... (a
+new file every --results-file-bytes), resuming after the last line written.`,
 		Example: `  drover serve
   drover serve --store /var/lib/drover/store --store-sync always
+  drover serve --results /var/lib/drover/results --results-file-bytes 256MiB
   drover serve --bind tcp://0.0.0.0:5570 --metrics 127.0.0.1:9570
   drover console --connect tcp://127.0.0.1:5571   # in another terminal`,
 		Args: cobra.NoArgs,
@@ -57,6 +65,9 @@ unreadable is an error with a non-zero exit, never a fresh start.`,
 	}
 	addServerFlags(cmd)
 	addStoreFlags(cmd)
+	fs := cmd.Flags()
+	must(config.AddFlag(fs, "results.dir", "results", ""))
+	must(config.AddFlags(fs, "results.file_bytes", "results.max_age", "results.max_bytes"))
 	return cmd
 }
 
@@ -173,6 +184,10 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		Peers: cfg.Peers.Listen, Gather: cfg.Peers.Gather, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
 		Coord: cc, Log: log, Server: "drover " + version,
 		OnTotals: metrics.Update, Store: c.st,
+		Results: &server.ResultsOptions{MaxAge: cfg.Results.MaxAge, MaxBytes: cfg.Results.MaxBytes},
+	}
+	if c.st == nil && (opts.Results.MaxBytes == 0 || opts.Results.MaxBytes > server.DefaultMemoryResultBytes) {
+		opts.Results.MaxBytes = server.DefaultMemoryResultBytes
 	}
 	if n := c.notifier; n != nil {
 		opts.OnEvent = func(ev admin.Event) {
@@ -240,5 +255,15 @@ func runServe(cmd *cobra.Command, cfg *config.Config) error {
 		fmt.Fprintf(cmd.OutOrStdout(), "drover store %s (sync %s): restored %s\n", c.st.Path(), c.st.SyncPolicy(), c.srv.Restored())
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "drover serving: peers %s, admin %s, events %s\n", c.srv.PeersEndpoint(), c.srv.AdminEndpoint(), c.srv.EventsEndpoint())
+	if dir := cfg.Results.Dir; dir != "" {
+		files := make(chan error, 1)
+		go func() { files <- writeResultFiles(ctx, c.srv.InprocAdmin(), dir, cfg.Results.FileBytes, log) }()
+		defer func() {
+			cancel()
+			if err := <-files; err != nil {
+				log.Error("results files", "err", err)
+			}
+		}()
+	}
 	return c.srv.Run(ctx)
 }

@@ -20,6 +20,7 @@ type Config struct {
 	Ledger    Ledger    `yaml:"ledger"`
 	Backoff   Backoff   `yaml:"backoff"`
 	Store     Store     `yaml:"store"`
+	Results   Results   `yaml:"results"`
 	Notifier  Notifier  `yaml:"notifier"`
 	Crawl     Crawl     `yaml:"crawl"`
 	Console   Console   `yaml:"console"`
@@ -94,6 +95,14 @@ type Store struct {
 	Sync         string        `yaml:"sync"` // SyncAlways, SyncBatch or SyncNone
 	SyncInterval time.Duration `yaml:"sync_interval"`
 	DoneCache    int           `yaml:"done_cache"` // done keys kept in memory; 0: all
+}
+
+// Results configures the results kept by the coordinator.
+type Results struct {
+	MaxAge    time.Duration `yaml:"max_age"`    // 0: no age limit
+	MaxBytes  int64         `yaml:"max_bytes"`  // 0: no size limit
+	Dir       string        `yaml:"dir"`        // empty: no result files
+	FileBytes int64         `yaml:"file_bytes"` // rotation size of the files
 }
 
 // Notifier configures HTTP status reports.

@@ -20,6 +20,7 @@ import (
 //	0x04 class[1] at[8] ident      expiry index: one empty value per done or
 //	                               failed record, ordered by time (ident is
 //	                               the fp of a key or the id of a job)
+//	0x05 cursor[8, big-endian]     result records (results.go)
 //
 // Recover walks 0x01..0x03 in key order, so meta comes first, then keys by
 // fingerprint, then jobs by id. The expiry index may hold stale entries (a
@@ -31,7 +32,7 @@ const (
 	pfxKey      byte = 0x02
 	pfxJob      byte = 0x03
 	pfxExpiry   byte = 0x04
-	pfxEnd      byte = 0x05
+	pfxEnd      byte = 0x06 // past the results (0x05, results.go)
 )
 
 // Expiry classes, one per TTL.

@@ -144,6 +144,8 @@ type Store struct {
 	exited chan struct{}
 	failed atomic.Pointer[error] // sticky write failure
 	stats  writeCounters
+
+	results resultIndex // TrimResults' memory (results.go)
 }
 
 // openPaths holds the absolute paths of the stores open in this process

@@ -211,14 +211,19 @@ type Assignment struct {
 
 // Finished is a job's terminal outcome: the coordinator marks the key done
 // (Failed false) or failed in the ledger. Output is the worker's output for
-// a job done OK; Error says why a failed job failed.
+// a job done OK; Error says why a failed job failed. Attempt, Worker and
+// At say which run finished it, on which worker (empty when none ran it),
+// and when.
 type Finished struct {
-	Job    JobID
-	Key    id.Key
-	FP     id.Fingerprint
-	Failed bool
-	Output []byte
-	Error  string
+	Job     JobID
+	Key     id.Key
+	FP      id.Fingerprint
+	Failed  bool
+	Output  []byte
+	Error   string
+	Attempt int
+	Worker  string
+	At      time.Time
 }
 
 // Closed asks the caller to tell a session DISCONNECT: the worker was

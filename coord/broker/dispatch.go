@@ -170,7 +170,7 @@ func (b *Broker) Result(now time.Time, s id.Session, jid JobID, o Outcome) error
 		j.spec.Payload = nil // no longer needed: a done job cannot be requeued
 		b.setState(j, Done, t)
 		b.dones.push(j)
-		b.finished = append(b.finished, Finished{Job: j.id, Key: j.spec.Key, FP: j.spec.FP, Output: o.Output})
+		b.finished = append(b.finished, Finished{Job: j.id, Key: j.spec.Key, FP: j.spec.FP, Output: o.Output, Attempt: int(j.attempts), Worker: w.id, At: now})
 		b.emit(admin.Event{At: now, Kind: "job.done", JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Worker: w.id})
 	case Internal:
 		w.failures++
@@ -204,7 +204,11 @@ func (b *Broker) fail(j *job, t int64, now time.Time, why string) {
 		b.setRetryAt(j, 0)
 	}
 	b.fails.push(j)
-	b.finished = append(b.finished, Finished{Job: j.id, Key: j.spec.Key, FP: j.spec.FP, Failed: true, Error: why})
+	var last string // the worker of its last attempt
+	if n := len(j.history); n > 0 {
+		last = j.history[n-1].worker
+	}
+	b.finished = append(b.finished, Finished{Job: j.id, Key: j.spec.Key, FP: j.spec.FP, Failed: true, Error: why, Attempt: int(j.attempts), Worker: last, At: now})
 	b.emit(admin.Event{At: now, Kind: "job.failed", JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Detail: why})
 }
 

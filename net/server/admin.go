@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"drover/admin"
 	"drover/net/wire"
 )
 
@@ -51,6 +52,15 @@ func (s *Server) onAdmin(frames [][]byte) {
 		t := s.totals(now)
 		s.send(s.admin, cs.ident, &wire.Totals{Req: m.Req, Totals: t})
 	case *wire.Query:
+		if m.Query.View == admin.ViewResults {
+			page, code, err := s.queryResults(m.Query) // results.go
+			if err != nil {
+				s.reject(onAdmin, ident, m.Req, code, "%v", err)
+				return
+			}
+			s.send(s.admin, cs.ident, &wire.Page{Req: m.Req, Page: page})
+			return
+		}
 		page, err := s.c.Query(now, m.Query)
 		if err != nil {
 			s.reject(onAdmin, ident, m.Req, wire.CodeNotFound, "%v", err)

@@ -99,7 +99,7 @@ func (s *Server) persist(writes []coord.Record) {
 	if d == nil || d.failed != nil {
 		return
 	}
-	if len(writes) > 0 {
+	if len(writes) > 0 || s.pendingResults() {
 		if err := checkWrites(writes); err != nil {
 			// Nothing of the step is written: fail as the store would.
 			d.mu.Lock()
@@ -118,6 +118,7 @@ func (s *Server) persist(writes []coord.Record) {
 				break // recorded in the batch: Apply fails it as a whole
 			}
 		}
+		s.resultsInto(b) // results.go: durable with their jobs' states
 		if s.opts.BeforeCommit != nil {
 			if f := s.opts.BeforeCommit(); f != nil {
 				b.Before(f)
@@ -125,7 +126,8 @@ func (s *Server) persist(writes []coord.Record) {
 		}
 		d.applied++
 		seq := d.applied
-		s.markBatch(seq) // donelookup.go
+		s.markBatch(seq)   // donelookup.go
+		s.markResults(seq) // results.go
 		for i := range d.step {
 			d.step[i].seq = seq
 		}
@@ -172,8 +174,9 @@ func (s *Server) release() error {
 		d.waiting, d.step = d.waiting[:0], d.step[:0]
 		return err
 	}
-	s.durableUpTo(done) // donelookup.go
-	s.storeExpired()    // donelookup.go
+	s.durableUpTo(done)    // donelookup.go
+	s.resultsDurable(done) // results.go
+	s.storeExpired()       // donelookup.go
 	n := 0
 	for n < len(d.waiting) && d.waiting[n].seq <= done {
 		s.send(s.peers, d.waiting[n].ident, d.waiting[n].msg)

@@ -18,7 +18,8 @@ func (s *Server) flush(now time.Time) {
 	out := s.c.Ready(now)
 	s.answers(out.Answers)
 	s.finished(out.Finished) // before the batch: see Options.BeforeCommit
-	s.persist(out.Writes)    // before anything is sent: the step's acknowledgements wait for it
+	s.keepResults(out.Finished)
+	s.persist(out.Writes) // before anything is sent: the step's acknowledgements wait for it
 	s.dispatch(now, out)
 	s.cancel(now, out.Cancels)
 	for _, cl := range out.Closes {

@@ -80,6 +80,10 @@ type Options struct {
 	// FailedTTL (default 1 minute; negative: never). Clock must then be
 	// safe to call from that goroutine.
 	SweepEvery time.Duration
+	// Results, when set, keeps every finished job's result (results.go):
+	// in Store when there is one (same batch as the job's state), else in
+	// memory; QUERY view results reads them.
+	Results *ResultsOptions
 }
 
 // Server is a running coordinator with its sockets. Create with New, then
@@ -133,7 +137,8 @@ type Server struct {
 	stats Stats
 	ready atomic.Bool
 
-	dur      *durable // nil without a store
+	dur      *durable   // nil without a store
+	res      *resultLog // nil without Options.Results
 	restored coord.RestoreStats
 	storeSt  store.Stats
 }
@@ -217,6 +222,9 @@ func New(opts Options) (*Server, error) {
 		}
 		s.log.Info("restored from the store", "path", opts.Store.Path(), "sync", opts.Store.SyncPolicy(),
 			"elapsed", s.storeSt.Elapsed, "summary", s.restored.String())
+	}
+	if err := s.initResults(); err != nil {
+		return nil, err
 	}
 	if err := s.bind(); err != nil {
 		s.closeSockets()
@@ -340,6 +348,7 @@ func (s *Server) Run(ctx context.Context) error {
 		stored = s.dur.ring
 		defer s.startSweeper()()
 	}
+	defer s.startResultTrimmer()()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	s.ready.Store(true)
@@ -446,6 +455,7 @@ func (s *Server) shutdown() error {
 	}
 	out := s.c.Ready(now)
 	s.finished(out.Finished)
+	s.keepResults(out.Finished)
 	s.persist(out.Writes) // the disconnects' writes: jobs back in the queue
 	if serr == nil {
 		serr = s.settle(time.Now().Add(5 * time.Second))

@@ -37,7 +37,7 @@ func (m *Query) decodeBody(r *reader) {
 	q := &m.Query
 	switch {
 	case !knownView(q.View):
-		r.fail(CodeMalformed, "view", "%q, want workers, jobs, waiters, retries or events", q.View)
+		r.fail(CodeMalformed, "view", "%q, want workers, jobs, waiters, retries, events or results", q.View)
 	case q.Offset < 0:
 		r.fail(CodeMalformed, "offset", "%d, want at least 0", q.Offset)
 	case q.Limit < 0 || q.Limit > MaxBatch:
@@ -57,7 +57,7 @@ func (m *Query) decodeBody(r *reader) {
 
 func knownView(v admin.View) bool {
 	switch v {
-	case admin.ViewWorkers, admin.ViewJobs, admin.ViewWaiters, admin.ViewRetries, admin.ViewEvents:
+	case admin.ViewWorkers, admin.ViewJobs, admin.ViewWaiters, admin.ViewRetries, admin.ViewEvents, admin.ViewResults:
 		return true
 	}
 	return false

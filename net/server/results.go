@@ -1,0 +1,316 @@
+package server
+
+import (
+	"encoding/base64"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"drover/admin"
+	"drover/coord/broker"
+	"drover/net/wire"
+	"drover/store"
+)
+
+// Results (issue 23): every finished job's result (output, outcome, error,
+// attempt, worker, finish time) gets a cursor, a number that only grows,
+// and is kept: with a store, in the same batch as its job's done or failed
+// state (so it is durable exactly when the job is, and readable only
+// then); without one, in memory. Admin QUERY view results reads them by
+// cursor (docs/PROTOCOL.md §13).
+
+// ResultsOptions keep finished jobs' results (Options.Results).
+type ResultsOptions struct {
+	// MaxAge deletes results that finished longer ago (0: no age limit).
+	MaxAge time.Duration
+	// MaxBytes deletes the oldest results while the rest take more (0:
+	// no size limit; in memory it is then DefaultMemoryResultBytes).
+	MaxBytes int64
+	// TrimEvery is how often, with a store, a goroutine applies the limits
+	// (default 1 minute). In memory they are applied as results arrive.
+	TrimEvery time.Duration
+}
+
+// DefaultMemoryResultBytes bounds results kept in memory when
+// ResultsOptions.MaxBytes is 0.
+const DefaultMemoryResultBytes = 256 << 20
+
+// Bounds of one results page: rows scanned (the filter may skip them) and
+// the encoded size of the rows (the body limit is 16 MiB).
+const (
+	resultsScan      = 10000
+	resultsPageBytes = 12 << 20
+	defaultResults   = 100
+)
+
+// resultLog is the reactor's side of the results.
+type resultLog struct {
+	opts     ResultsOptions
+	last     uint64               // the last cursor assigned
+	readable uint64               // the last cursor durable (readable)
+	step     []store.ResultRecord // this step's, for the next batch (store)
+	marks    []resultMark         // applied batches' last cursors, in order
+	mem      []store.ResultRecord // without a store: the results kept
+	memBytes int64
+}
+
+type resultMark struct{ batch, cursor uint64 }
+
+// initResults sets up the results (Options.Results) after the restore.
+func (s *Server) initResults() error {
+	o := s.opts.Results
+	if o == nil {
+		return nil
+	}
+	s.res = &resultLog{opts: *o}
+	if s.dur == nil && s.res.opts.MaxBytes == 0 {
+		s.res.opts.MaxBytes = DefaultMemoryResultBytes
+	}
+	if s.dur != nil {
+		last, err := s.dur.st.LastResultCursor()
+		if err != nil {
+			return fmt.Errorf("results: %w", err)
+		}
+		s.res.last, s.res.readable = last, last
+	}
+	return nil
+}
+
+// keepResults gives the step's finished jobs their cursors: in memory they
+// are kept at once, with a store they go into the step's batch.
+func (s *Server) keepResults(fs []broker.Finished) {
+	r := s.res
+	if r == nil || len(fs) == 0 {
+		return
+	}
+	for i := range fs {
+		f := &fs[i]
+		r.last++
+		rec := store.ResultRecord{
+			Cursor: r.last, Job: uint64(f.Job), Key: f.Key, Outcome: "ok", Error: f.Error,
+			Attempt: f.Attempt, Worker: f.Worker, At: f.At, Output: f.Output,
+		}
+		if f.Failed {
+			rec.Outcome = "failed"
+		}
+		if rec.At.IsZero() {
+			rec.At = s.now()
+		}
+		rec.Error = strings.ToValidUTF8(rec.Error, "\uFFFD")
+		rec.Worker = strings.ToValidUTF8(rec.Worker, "\uFFFD")
+		if s.dur == nil {
+			r.mem = append(r.mem, rec)
+			r.memBytes += memSize(&rec)
+			r.readable = r.last
+			s.dirty = true
+			continue
+		}
+		r.step = append(r.step, rec)
+	}
+	if s.dur == nil {
+		s.trimMemory(s.now())
+	}
+}
+
+func memSize(r *store.ResultRecord) int64 {
+	return int64(len(r.Output)+len(r.Error)+len(r.Key.URL)+len(r.Key.Crawler)+len(r.Key.Processor)+len(r.Worker)) + 64
+}
+
+// trimMemory applies the limits to the results kept in memory.
+func (s *Server) trimMemory(now time.Time) {
+	r := s.res
+	cut := 0
+	for cut < len(r.mem) && r.opts.MaxAge > 0 && now.Sub(r.mem[cut].At) >= r.opts.MaxAge {
+		r.memBytes -= memSize(&r.mem[cut])
+		cut++
+	}
+	for cut < len(r.mem) && r.opts.MaxBytes > 0 && r.memBytes > r.opts.MaxBytes {
+		r.memBytes -= memSize(&r.mem[cut])
+		cut++
+	}
+	if cut > 0 {
+		n := copy(r.mem, r.mem[cut:])
+		clear(r.mem[n:])
+		r.mem = r.mem[:n]
+	}
+}
+
+// pendingResults reports whether the step has results for a batch.
+func (s *Server) pendingResults() bool { return s.res != nil && len(s.res.step) > 0 }
+
+// resultsInto adds the step's results to its batch b.
+func (s *Server) resultsInto(b *store.Batch) {
+	r := s.res
+	if r == nil || len(r.step) == 0 {
+		return
+	}
+	for i := range r.step {
+		if err := b.PutResult(&r.step[i]); err != nil {
+			break // recorded in the batch: Apply fails it as a whole
+		}
+	}
+}
+
+// markResults notes that batch seq holds the step's results.
+func (s *Server) markResults(seq uint64) {
+	r := s.res
+	if r == nil || len(r.step) == 0 {
+		return
+	}
+	r.marks = append(r.marks, resultMark{batch: seq, cursor: r.step[len(r.step)-1].Cursor})
+	clear(r.step)
+	r.step = r.step[:0]
+}
+
+// resultsDurable makes the results of batches up to done readable.
+func (s *Server) resultsDurable(done uint64) {
+	r := s.res
+	if r == nil {
+		return
+	}
+	n := 0
+	for n < len(r.marks) && r.marks[n].batch <= done {
+		r.readable = r.marks[n].cursor
+		n++
+	}
+	if n > 0 {
+		m := copy(r.marks, r.marks[n:])
+		r.marks = r.marks[:m]
+		s.dirty = true // a following consumer reads on CHANGED
+	}
+}
+
+// queryResults answers QUERY view results.
+// The error comes with the ERROR code to answer.
+func (s *Server) queryResults(q admin.Query) (admin.Page, wire.Code, error) {
+	page := admin.Page{View: admin.ViewResults}
+	r := s.res
+	if r == nil {
+		return page, wire.CodeNotFound, fmt.Errorf("view results: this coordinator keeps no results")
+	}
+	var crawler, processor string
+	for _, term := range strings.Fields(q.Filter) {
+		k, v, ok := strings.Cut(term, "=")
+		switch {
+		case ok && k == "crawler":
+			crawler = v
+		case ok && k == "processor":
+			processor = v
+		default:
+			return page, wire.CodeMalformed, fmt.Errorf("view results: filter term %q: want crawler=NAME or processor=NAME", term)
+		}
+	}
+	limit := q.Limit
+	if limit == 0 {
+		limit = defaultResults
+	}
+	page.Last, page.Next = r.readable, max(q.From, 0)
+	scanned, size := 0, 0
+	take := func(rec *store.ResultRecord) bool {
+		if scanned >= resultsScan || len(page.Results) >= limit {
+			return false
+		}
+		if (crawler != "" && rec.Key.Crawler != crawler) || (processor != "" && rec.Key.Processor != processor) {
+			scanned++
+			page.Next = rec.Cursor
+			return true
+		}
+		row := resultRow(rec)
+		n := len(row.Output)*6 + base64.StdEncoding.EncodedLen(len(row.OutputBase64)) + len(rec.Error)*6 + len(rec.Key.URL)*6 + 512
+		if len(page.Results) > 0 && size+n > resultsPageBytes {
+			return false
+		}
+		size += n
+		scanned++
+		page.Results = append(page.Results, row)
+		page.Next = rec.Cursor
+		return true
+	}
+	if s.dur == nil {
+		if len(r.mem) > 0 {
+			page.First = r.mem[0].Cursor
+		}
+		i := sort.Search(len(r.mem), func(i int) bool { return r.mem[i].Cursor > q.From })
+		for ; i < len(r.mem) && take(&r.mem[i]); i++ {
+		}
+		if i == len(r.mem) {
+			page.Next = max(page.Next, r.readable)
+		}
+	} else {
+		first, err := s.dur.st.FirstResultCursor()
+		if err != nil {
+			return page, wire.CodeInternal, fmt.Errorf("view results: %w", err)
+		}
+		page.First = first
+		stopped := false
+		err = s.dur.st.ReadResults(q.From, r.readable, func(rec *store.ResultRecord) bool {
+			if !take(rec) {
+				stopped = true
+			}
+			return !stopped
+		})
+		if err != nil {
+			return page, wire.CodeInternal, fmt.Errorf("view results: %w", err)
+		}
+		if !stopped {
+			page.Next = max(page.Next, r.readable)
+		}
+	}
+	page.Total = len(page.Results)
+	return page, wire.CodeOK, nil
+}
+
+// resultRow is a result as the admin protocol carries it.
+func resultRow(r *store.ResultRecord) admin.Result {
+	row := admin.Result{
+		Cursor: r.Cursor, JobID: r.Job, Crawler: r.Key.Crawler, Processor: r.Key.Processor, URL: r.Key.URL,
+		Outcome: r.Outcome, Error: r.Error, Attempt: r.Attempt, Worker: r.Worker, FinishedAt: r.At,
+	}
+	switch {
+	case len(r.Output) == 0:
+	case len(r.Output) <= admin.MaxTextOutput && utf8.Valid(r.Output):
+		row.Output = string(r.Output)
+	default:
+		row.OutputBase64 = r.Output
+	}
+	return row
+}
+
+// startResultTrimmer starts the goroutine that applies the results'
+// limits to the store and returns the function that stops it.
+func (s *Server) startResultTrimmer() (stop func()) {
+	if s.res == nil || s.dur == nil || (s.res.opts.MaxAge == 0 && s.res.opts.MaxBytes == 0) {
+		return func() {}
+	}
+	every := s.res.opts.TrimEvery
+	if every <= 0 {
+		every = time.Minute
+	}
+	quit, exited := make(chan struct{}), make(chan struct{})
+	st, now, log, o := s.dur.st, s.now, s.log, s.res.opts
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			n, kept, err := st.TrimResults(now(), o.MaxAge, o.MaxBytes)
+			switch {
+			case err != nil:
+				log.Error("results trim", "err", err)
+			case n > 0:
+				log.Info("results trimmed", "deleted", n, "kept", kept.Count, "bytes", kept.Bytes, "first", kept.First)
+			}
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-exited
+	}
+}

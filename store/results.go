@@ -1,0 +1,295 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"drover/coord/id"
+)
+
+// Results (issue 23): every finished job's output, kept in the store under
+// its result cursor, a sequence number that only grows:
+//
+//	0x05 seq[8, big-endian]   result records (ResultRecord)
+//	0x00 "results"            the last cursor ever assigned (8 bytes)
+//
+// A result is written in the same batch as its job's done or failed state,
+// so it is durable exactly when the job is. Retention (TrimResults) deletes
+// the oldest results by age and total size; the cursor is never reused.
+const pfxResult byte = 0x05
+
+// internalResults names the internal value holding the last cursor.
+const internalResults = "results"
+
+// resultVersion is the first byte of every result value.
+const resultVersion = 1
+
+// ResultRecord is one finished job's result.
+type ResultRecord struct {
+	Cursor  uint64    // the result's sequence number; never 0
+	Job     uint64    // the broker's job id
+	Key     id.Key    // the work key
+	Outcome string    // "ok", "failed", or "budget" (skipped past the crawl's page budget)
+	Error   string    // why it failed (empty for ok)
+	Attempt int       // the attempt that finished it
+	Worker  string    // the worker that ran it (may be empty)
+	At      time.Time // when it finished
+	Output  []byte    // the worker's output (ok only)
+}
+
+func resultKey(seq uint64) []byte {
+	var k [9]byte
+	k[0] = pfxResult
+	binary.BigEndian.PutUint64(k[1:], seq)
+	return k[:]
+}
+
+func encodeResult(b []byte, r *ResultRecord) []byte {
+	b = append(b, resultVersion)
+	b = binary.AppendVarint(b, stamp(r.At))
+	b = binary.AppendUvarint(b, r.Job)
+	b = binary.AppendVarint(b, int64(r.Attempt))
+	b = appendString(b, r.Key.Crawler)
+	b = appendString(b, r.Key.Processor)
+	b = appendString(b, r.Key.URL)
+	b = appendString(b, r.Outcome)
+	b = appendString(b, r.Error)
+	b = appendString(b, r.Worker)
+	return appendBytes(b, r.Output)
+}
+
+func decodeResult(v []byte, r *ResultRecord) error {
+	d := decoder{b: v}
+	if ver := d.byte(); d.err == nil && ver != resultVersion {
+		d.fail(fmt.Errorf("result version %d: want %d", ver, resultVersion))
+	}
+	r.At = d.time()
+	r.Job = d.uvarint()
+	r.Attempt = d.int()
+	r.Key.Crawler = d.string()
+	r.Key.Processor = d.string()
+	r.Key.URL = d.string()
+	r.Outcome = d.string()
+	r.Error = d.string()
+	r.Worker = d.string()
+	r.Output = nil
+	if o := d.bytes(); len(o) > 0 {
+		r.Output = append([]byte(nil), o...)
+	}
+	return d.end()
+}
+
+// PutResult writes r under its cursor and records the cursor as the last
+// one assigned. The cursor must not be 0 and the texts must be UTF-8.
+func (b *Batch) PutResult(r *ResultRecord) error {
+	var err error
+	switch {
+	case r.Cursor == 0:
+		err = errors.New("store: result record: cursor 0, want the result's sequence number (from 1)")
+	case r.At.IsZero():
+		err = fmt.Errorf("store: result record %d: At is zero, want when the job finished", r.Cursor)
+	case !utf8.ValidString(r.Outcome) || !utf8.ValidString(r.Error) || !utf8.ValidString(r.Worker):
+		err = fmt.Errorf("store: result record %d: outcome, error and worker must be UTF-8", r.Cursor)
+	}
+	if err := b.check(err); err != nil {
+		return err
+	}
+	b.buf = encodeResult(b.buf[:0], r)
+	if err := b.set(resultKey(r.Cursor), b.buf); err != nil {
+		return err
+	}
+	return b.set(internalKey(internalResults), be64(r.Cursor))
+}
+
+// LastResultCursor is the last result cursor ever written (0: none): the
+// next result takes the one after it.
+func (s *Store) LastResultCursor() (uint64, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	v, _, err := s.getUint64(internalKey(internalResults))
+	return v, err
+}
+
+// ReadResults calls fn with the results whose cursors are in (after, upTo],
+// in cursor order, until fn returns false. It reads a consistent snapshot.
+func (s *Store) ReadResults(after, upTo uint64, fn func(*ResultRecord) bool) error {
+	if after >= upTo {
+		return nil
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: resultKey(after + 1), UpperBound: resultUpper(upTo)})
+	if err != nil {
+		return fmt.Errorf("store %s: read results: %w", s.where(), corrupt(err))
+	}
+	var r ResultRecord
+	for valid := it.First(); valid; valid = it.Next() {
+		k := it.Key()
+		v, verr := it.ValueAndErr()
+		if verr != nil {
+			err = fmt.Errorf("store %s: read results %x: %w", s.where(), k, corrupt(verr))
+			break
+		}
+		if len(k) != 9 {
+			err = fmt.Errorf("store %s: %w: result key %x of %d bytes, want 9", s.where(), ErrCorrupt, k, len(k))
+			break
+		}
+		r = ResultRecord{Cursor: binary.BigEndian.Uint64(k[1:])}
+		if derr := decodeResult(v, &r); derr != nil {
+			err = fmt.Errorf("store %s: %w: result record %x: %w", s.where(), ErrCorrupt, k, derr)
+			break
+		}
+		if !fn(&r) {
+			break
+		}
+	}
+	if cerr := it.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("store %s: read results: %w", s.where(), corrupt(cerr))
+	}
+	return err
+}
+
+// resultUpper is the exclusive upper bound of cursors up to upTo.
+func resultUpper(upTo uint64) []byte {
+	if upTo == ^uint64(0) {
+		return []byte{pfxResult + 1}
+	}
+	return resultKey(upTo + 1)
+}
+
+// ResultStats describe the results kept.
+type ResultStats struct {
+	Count       int
+	Bytes       int64     // their stored values' sizes together
+	First, Last uint64    // the oldest and newest cursors kept (0: none)
+	Oldest      time.Time // when the oldest kept one finished
+}
+
+// resultIndex is what TrimResults remembers of the results it has seen
+// (a few dozen bytes each), so that each trim reads only the new ones.
+type resultIndex struct {
+	mu      sync.Mutex
+	scanned uint64 // the last cursor read
+	entries []resultEntry
+	bytes   int64
+}
+
+type resultEntry struct {
+	seq  uint64
+	at   int64
+	size int64
+}
+
+// TrimResults deletes the oldest results: those that finished before
+// now-maxAge (0: no age limit), then more of the oldest until the rest
+// take at most maxBytes of stored values (0: no size limit). It returns
+// how many it deleted and what is kept. It reads only the results written
+// since its last call; the deletion is written on the writer goroutine,
+// between batches, and is not fsync'd on its own (a deletion lost in a
+// crash is redone next time). Calls must not overlap.
+func (s *Store) TrimResults(now time.Time, maxAge time.Duration, maxBytes int64) (deleted int, kept ResultStats, err error) {
+	x := &s.results
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := s.enter(); err != nil {
+		return 0, kept, err
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: resultKey(x.scanned + 1), UpperBound: []byte{pfxResult + 1}})
+	if err != nil {
+		s.leave()
+		return 0, kept, fmt.Errorf("store %s: trim results: %w", s.where(), corrupt(err))
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		k := it.Key()
+		v, verr := it.ValueAndErr()
+		if verr != nil || len(k) != 9 {
+			err = fmt.Errorf("store %s: %w: result record %x unreadable (%v)", s.where(), ErrCorrupt, k, verr)
+			break
+		}
+		d := decoder{b: v}
+		d.byte()
+		at := d.varint()
+		if d.err != nil {
+			err = fmt.Errorf("store %s: %w: result record %x: %w", s.where(), ErrCorrupt, k, d.err)
+			break
+		}
+		e := resultEntry{seq: binary.BigEndian.Uint64(k[1:]), at: at, size: int64(len(v))}
+		x.entries = append(x.entries, e)
+		x.bytes += e.size
+		x.scanned = e.seq
+	}
+	if cerr := it.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("store %s: trim results: %w", s.where(), corrupt(cerr))
+	}
+	s.leave()
+	if err != nil {
+		return 0, kept, err
+	}
+	cutoff := stamp(now.Add(-maxAge))
+	cut := 0
+	for cut < len(x.entries) && maxAge > 0 && x.entries[cut].at <= cutoff {
+		x.bytes -= x.entries[cut].size
+		cut++
+	}
+	for cut < len(x.entries) && maxBytes > 0 && x.bytes > maxBytes {
+		x.bytes -= x.entries[cut].size
+		cut++
+	}
+	if cut > 0 {
+		upper := resultKey(x.entries[cut-1].seq + 1)
+		var werr error
+		if err := s.do(func(w *writer) {
+			b := s.db.NewBatch()
+			defer b.Close()
+			_ = b.DeleteRange([]byte{pfxResult}, upper, nil)
+			if err := s.pebbleApply(b, pebble.NoSync); err != nil {
+				w.fail(err)
+				werr = s.sticky()
+				return
+			}
+			if !s.opts.Memory {
+				w.dirty = true
+			}
+		}); err != nil {
+			werr = err
+		}
+		if werr != nil {
+			return 0, kept, werr
+		}
+		x.entries = append(x.entries[:0], x.entries[cut:]...)
+	}
+	if rest := x.entries; len(rest) > 0 {
+		kept = ResultStats{Count: len(rest), Bytes: x.bytes, First: rest[0].seq, Last: rest[len(rest)-1].seq, Oldest: unstamp(rest[0].at)}
+	}
+	return cut, kept, nil
+}
+
+// FirstResultCursor is the oldest result cursor kept (0: none).
+func (s *Store) FirstResultCursor() (uint64, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxResult}, UpperBound: []byte{pfxResult + 1}})
+	if err != nil {
+		return 0, fmt.Errorf("store %s: first result: %w", s.where(), corrupt(err))
+	}
+	var first uint64
+	if it.First() && len(it.Key()) == 9 {
+		first = binary.BigEndian.Uint64(it.Key()[1:])
+	}
+	if err := it.Close(); err != nil {
+		return 0, fmt.Errorf("store %s: first result: %w", s.where(), corrupt(err))
+	}
+	return first, nil
+}
