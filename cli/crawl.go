@@ -115,8 +115,12 @@ func crawlConfig(cfg *config.Config, o crawlOptions) (crawl.Config, error) {
 	c.ConnectTimeout = cfg.Crawl.ConnectTimeout
 	c.MaxBodyBytes = cfg.Crawl.MaxBody
 	c.MinDelay = cfg.Crawl.MinDelay
-	if o.minDelay != 0 && cfg.Source("crawl.min_delay").Kind == config.FromDefault {
-		c.MinDelay = o.minDelay // the demo's own default
+	if cfg.Source("crawl.min_delay").Kind == config.FromDefault {
+		if o.minDelay != 0 {
+			c.MinDelay = o.minDelay // the demo's own default, for its local site too
+		} else {
+			c.LocalNoDelay = true // the default delay is for other people's hosts
+		}
 	}
 	c.MaxDepth = o.maxDepth
 	c.MaxPages = o.maxPages
@@ -256,7 +260,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		}
 	}
 	finished := make(chan admin.Totals, 1)
-	go watchCrawl(runCtx, adm, sink, useTUI, out, settled, finished)
+	go watchCrawl(runCtx, adm, sink, useTUI, out, settled, finished, politenessNote(fetcher, false))
 
 	var final admin.Totals
 	completed := false
@@ -266,6 +270,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 			return err
 		}
 		topts.DoneText = "crawl finished · q for the summary"
+		topts.Notice = politenessNote(fetcher, true)
 		if err := tui.Run(runCtx, adm, topts, cmd.InOrStdin(), out); err != nil {
 			return fmt.Errorf("console: %w", err)
 		}
@@ -325,7 +330,7 @@ func submitSeed(ctx context.Context, endpoint, seed string) error {
 
 // watchCrawl polls the totals until the frontier is empty and nothing is in
 // flight, printing a progress line a second when there is no console.
-func watchCrawl(ctx context.Context, adm *client.Admin, sink *job.Sink, quiet bool, out io.Writer, settled <-chan struct{}, finished chan<- admin.Totals) {
+func watchCrawl(ctx context.Context, adm *client.Admin, sink *job.Sink, quiet bool, out io.Writer, settled <-chan struct{}, finished chan<- admin.Totals, note func() string) {
 	// Check at once when the reactor sees the crawl settle, on every
 	// change the coordinator signals (CHANGED, coalesced to ten a second),
 	// and at least every 200ms.
@@ -349,6 +354,9 @@ func watchCrawl(ctx context.Context, adm *client.Admin, sink *job.Sink, quiet bo
 			pages, _, failed := sink.Counts()
 			fmt.Fprintf(out, "pages %d  queued %d  in flight %d  backoff %d  failed %d  duplicates avoided %d\n",
 				pages, t.Queued, t.Dispatched, t.Backoff, failed, t.DedupHits)
+			if n := note(); n != "" {
+				fmt.Fprintln(out, "  "+n)
+			}
 		}
 		if t.Settled() {
 			finished <- t

@@ -319,7 +319,7 @@ var schema = []Key{
 	key("crawl.max_body", KindSize, int64(10<<20),
 		"largest response body read; the rest is discarded", func() (string, func(any) bool) { return sizeIn(1<<10, 1<<40) }),
 	key("crawl.min_delay", KindDuration, time.Second,
-		"least time between two fetches from one host", dur(0, time.Hour)),
+		"least time between two fetches from one host; by default not applied to loopback and private-address hosts, when set applied to all", dur(0, time.Hour)),
 
 	enum("console.theme", "auto", Themes,
 		"colour theme; auto picks dark or light from the terminal's background"),

@@ -51,6 +51,11 @@ type Config struct {
 	// MinDelay is the least time between two fetch starts on one host. A
 	// robots.txt Crawl-delay above it wins, up to MaxCrawlDelay.
 	MinDelay time.Duration `mapstructure:"min-delay"`
+	// LocalNoDelay drops MinDelay for hosts on loopback or private
+	// addresses (an IP literal, localhost, a Resolve pin or a name whose
+	// every address is such): a local site is the user's own. A robots.txt
+	// Crawl-delay still applies to them.
+	LocalNoDelay bool `mapstructure:"local-no-delay"`
 	// MaxCrawlDelay caps a robots.txt Crawl-delay, so that one site cannot
 	// stall a worker's slots for minutes per page.
 	MaxCrawlDelay time.Duration `mapstructure:"max-crawl-delay"`

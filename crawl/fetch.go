@@ -35,6 +35,7 @@ type Fetcher struct {
 	pruneHostsAt  int                     // prune hosts when the table reaches this size
 	pruneRobotsAt int                     // prune robots when the table reaches this size
 	flight        singleflight.Group      // one robots.txt fetch per origin at a time
+	polite        politeness
 }
 
 // Option changes how New builds a Fetcher.
@@ -145,10 +146,9 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) Page {
 		}
 	}
 
-	delay := max(f.cfg.MinDelay, min(rb.CrawlDelay, f.cfg.MaxCrawlDelay))
 	h := f.hostFor(u.Host)
 	defer f.hostDone(h)
-	release, err := h.acquire(ctx, f.clock, delay)
+	release, err := f.acquire(ctx, h, u, rb)
 	if err != nil {
 		p.Outcome, p.Err = Internal, fmt.Sprintf("waiting for a fetch slot on %s: %v", u.Host, err)
 		return p

@@ -18,8 +18,10 @@ type hostState struct {
 	slots chan struct{}
 	users int // fetches between hostFor and their done; guarded by Fetcher.mu
 
-	mu   sync.Mutex
-	next time.Time // earliest start of the next fetch
+	mu         sync.Mutex
+	next       time.Time // earliest start of the next fetch
+	localKnown bool      // local is known (see Fetcher.isLocal)
+	local      bool
 }
 
 // hostFor returns the state of a host, creating it on first use, and

@@ -82,7 +82,7 @@ func (f *Fetcher) readSitemap(ctx context.Context, sitemapURL string) (pages, ch
 	}
 	h := f.hostFor(u.Host)
 	defer f.hostDone(h)
-	release, err := h.acquire(ctx, f.clock, f.cfg.MinDelay)
+	release, err := f.acquire(ctx, h, u, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sitemap %s: %w", sitemapURL, err)
 	}

@@ -102,6 +102,10 @@ type Options struct {
 	// "all done"; `drover crawl` says the crawl finished and how to see the
 	// summary.
 	DoneText string
+	// Notice, when set, is called on each redraw; a non-empty answer is
+	// shown on the header's first line (`drover crawl` says there when
+	// politeness slows the crawl, and which flag sets it).
+	Notice func() string
 }
 
 // Defaults of Options.

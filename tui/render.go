@@ -116,6 +116,11 @@ func (m *model) header() []string {
 		}
 		l1 += sep + s.OK.Render("✓ "+common.Sanitize(done))
 	}
+	if m.opts.Notice != nil {
+		if n := m.opts.Notice(); n != "" {
+			l1 += sep + s.Warn.Render(common.Sanitize(n))
+		}
+	}
 	t := m.totals
 	count := func(label string, n int, st lipgloss.Style) string {
 		return s.Muted.Render(label+" ") + st.Render(common.Compact(uint64(max(n, 0))))

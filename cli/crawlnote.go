@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"drover/crawl"
+)
+
+// politenessNote returns a function that says, at most once a second
+// anew, whether the crawl's fetches spent the last interval waiting for
+// their hosts' politeness limits, and which setting to change: "" when
+// they did not (or hardly). Each caller (the progress lines, the console)
+// takes its own.
+func politenessNote(f *crawl.Fetcher, short bool) func() string {
+	var (
+		mu   sync.Mutex
+		last crawl.Politeness
+		at   = time.Now()
+		text string
+	)
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		now := time.Now()
+		interval := now.Sub(at)
+		if interval < time.Second {
+			return text
+		}
+		p := f.Politeness()
+		text = politenessText(p.Waited-last.Waited, interval, p, short)
+		last, at = p, now
+		return text
+	}
+}
+
+// politenessText says what waited (the fetches' waits over interval)
+// means: nothing below a tenth of the interval, else that politeness slows
+// the crawl, by which delay, and the flag that sets it (short: in a few
+// words, for the console's header).
+func politenessText(waited, interval time.Duration, p crawl.Politeness, short bool) string {
+	if waited < interval/10 {
+		return ""
+	}
+	if short {
+		switch {
+		case p.CrawlDelay:
+			return fmt.Sprintf("slowed by robots.txt Crawl-delay %s", p.Delay)
+		case p.Delay > 0:
+			return fmt.Sprintf("slowed by politeness: %s/host (--crawl-min-delay)", p.Delay)
+		}
+		return "slowed by politeness (--per-host)"
+	}
+	share := fmt.Sprintf("fetches waited %s for their hosts in the last %s", waited.Round(100*time.Millisecond), interval.Round(time.Second))
+	switch {
+	case p.CrawlDelay:
+		return fmt.Sprintf("slowed by politeness: robots.txt asks for a Crawl-delay of %s (%s; --ignore-robots skips robots.txt)", p.Delay, share)
+	case p.Delay > 0:
+		return fmt.Sprintf("slowed by politeness: %s between fetches on a host (%s; --crawl-min-delay to change, --per-host for parallel fetches)", p.Delay, share)
+	}
+	return fmt.Sprintf("slowed by politeness: at most --per-host fetches at once on a host (%s)", share)
+}
