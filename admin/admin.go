@@ -202,7 +202,7 @@ type HostRow struct {
 type Event struct {
 	Seq    uint64    `json:"seq"`
 	At     time.Time `json:"at"`
-	Kind   string    `json:"kind"` // e.g. job.dispatched, job.done, worker.lost, key.handover
+	Kind   EventKind `json:"kind"` // what happened: one of EventKinds, or a newer server's kind
 	JobID  uint64    `json:"job_id,omitempty"`
 	Key    string    `json:"key,omitempty"`
 	URL    string    `json:"url,omitempty"`

@@ -192,7 +192,7 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 	if n := c.notifier; n != nil {
 		opts.OnEvent = func(ev admin.Event) {
 			switch ev.Kind {
-			case "job.done", "job.failed", "job.retry", "job.throttled", "job.orphan-result", "worker.lost", "worker.evicted":
+			case admin.EventJobDone, admin.EventJobFailed, admin.EventJobRetry, admin.EventJobThrottled, admin.EventJobOrphanResult, admin.EventWorkerLost, admin.EventWorkerEvicted:
 				n.Notify(ev)
 			}
 		}

@@ -229,7 +229,7 @@ func (c *Coordinator) Tick(now time.Time) {
 		if !ok {
 			break
 		}
-		c.dropSession(now, s, true, "liveness lost")
+		c.dropSession(now, s, CloseLost)
 	}
 	c.led.Tick(now)
 	c.brk.Tick(now)

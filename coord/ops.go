@@ -252,7 +252,7 @@ func (c *Coordinator) Progress(now time.Time, s id.Session, j broker.JobID, text
 		return
 	}
 	c.touch(now, ss)
-	c.extra = append(c.extra, admin.Event{At: now, Kind: "job.progress", JobID: uint64(j), Worker: ss.name, Detail: text})
+	c.extra = append(c.extra, admin.Event{At: now, Kind: admin.EventJobProgress, JobID: uint64(j), Worker: ss.name, Detail: text})
 }
 
 // Result is one job outcome a worker reports, with the links it discovered.

@@ -174,7 +174,7 @@ func (c *Coordinator) collectWrites(now time.Time, dst []Record) []Record {
 	// (one host.backoff event, no event per job): those are written too.
 	extended := false
 	for i := range c.out.Events {
-		if c.out.Events[i].Kind == "host.backoff" {
+		if c.out.Events[i].Kind == admin.EventHostBackoff {
 			extended = true
 			break
 		}
@@ -182,11 +182,11 @@ func (c *Coordinator) collectWrites(now time.Time, dst []Record) []Record {
 	ids := d.ids[:0]
 	for i := range c.out.Events {
 		e := &c.out.Events[i]
-		if e.JobID == 0 || e.Kind == "job.progress" || e.Kind == "job.orphan-result" {
+		if e.JobID == 0 || e.Kind == admin.EventJobProgress || e.Kind == admin.EventJobOrphanResult {
 			continue // no change to the job
 		}
 		ids = append(ids, broker.JobID(e.JobID))
-		if extended && e.Kind == "job.throttled" {
+		if extended && e.Kind == admin.EventJobThrottled {
 			ids = c.brk.HostBackoffJobs(broker.JobID(e.JobID), ids)
 		}
 	}
@@ -422,7 +422,7 @@ func (c *Coordinator) FinishRestore(now time.Time) (RestoreStats, error) {
 	}
 	d.meta = c.metaValues()
 	if st.Meta+st.KeysQueued+st.KeysDone+st.KeysFailed+st.KeysDeleted+int(st.LastJob) > 0 {
-		c.extra = append(c.extra, admin.Event{At: now, Kind: "coord.restored", Detail: st.String()})
+		c.extra = append(c.extra, admin.Event{At: now, Kind: admin.EventCoordRestored, Detail: st.String()})
 	}
 	return *st, nil
 }

@@ -315,13 +315,13 @@ func eventMatches(e *admin.Event, terms []string) bool {
 		var ok bool
 		switch {
 		case isField && field == "kind":
-			ok = strings.HasPrefix(strings.ToLower(e.Kind), val)
+			ok = strings.HasPrefix(strings.ToLower(string(e.Kind)), val)
 		case isField && field == "worker":
 			ok = strings.ToLower(e.Worker) == val
 		case isField && (field == "host" || field == "url"):
 			ok = strings.Contains(strings.ToLower(e.URL), val)
 		default:
-			ok = strings.Contains(strings.ToLower(e.Kind+" "+e.URL+" "+e.Worker+" "+e.Detail), t)
+			ok = strings.Contains(strings.ToLower(string(e.Kind)+" "+e.URL+" "+e.Worker+" "+e.Detail), t)
 		}
 		if !ok {
 			return false

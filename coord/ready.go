@@ -26,9 +26,11 @@ type Answer struct {
 // forget its identity. Lost sessions are not told (they are gone).
 type Close struct {
 	Session id.Session
-	Reason  string
-	Lost    bool
+	Reason  CloseReason
 }
+
+// Lost reports whether the session died (went silent) rather than left.
+func (c Close) Lost() bool { return c.Reason == CloseLost }
 
 // Cancel asks the transport to tell a worker session CANCEL for a job an
 // operator took from it (its late RESULT will be stale).
@@ -88,7 +90,11 @@ func (c *Coordinator) Ready(now time.Time) *Output {
 			c.forgetSession(ss)
 			c.led.Release(now, cl.Session)
 			c.dropPending(cl.Session)
-			out.Closes = append(out.Closes, Close{Session: cl.Session, Reason: cl.Reason})
+			why := CloseEvicted
+			if cl.Drained {
+				why = CloseDrained
+			}
+			out.Closes = append(out.Closes, Close{Session: cl.Session, Reason: why})
 		}
 	}
 
@@ -179,21 +185,22 @@ func (c *Coordinator) collectEvents(now time.Time) {
 	}
 }
 
-// keyKinds are the kinds of ledger events as the Events view names them,
-// made once.
-var keyKinds = func() (k [ledger.EventLeft + 1]string) {
-	for i := range k {
-		k[i] = "key." + ledger.EventKind(i).String()
-	}
-	return k
-}()
+// keyKinds are the kinds of ledger events as the event stream names them.
+var keyKinds = [...]admin.EventKind{
+	ledger.EventRequested: admin.EventKeyRequested,
+	ledger.EventWaiting:   admin.EventKeyWaiting,
+	ledger.EventQueued:    admin.EventKeyQueued,
+	ledger.EventDone:      admin.EventKeyDone,
+	ledger.EventHandover:  admin.EventKeyHandover,
+	ledger.EventExpired:   admin.EventKeyExpired,
+	ledger.EventReleased:  admin.EventKeyReleased,
+	ledger.EventLeft:      admin.EventKeyLeft,
+}
 
 func (c *Coordinator) ledgerEvent(now time.Time, e ledger.Event) admin.Event {
-	var kind string
-	if int(e.Kind) < len(keyKinds) {
+	kind := admin.EventKind("key." + e.Kind.String()) // a kind added to the ledger but not here
+	if int(e.Kind) < len(keyKinds) && keyKinds[e.Kind] != "" {
 		kind = keyKinds[e.Kind]
-	} else {
-		kind = "key." + e.Kind.String()
 	}
 	ev := admin.Event{At: now, Kind: kind, Key: e.FP.String()}
 	if e.Session != 0 {

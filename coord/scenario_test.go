@@ -348,7 +348,7 @@ func (h *scenario) printReady(w *strings.Builder) {
 	closes := slices.Clone(out.Closes)
 	slices.SortFunc(closes, func(a, b Close) int { return int(a.Session) - int(b.Session) })
 	for _, c := range closes {
-		fmt.Fprintf(w, "close s%d (%s) lost=%v\n", c.Session, c.Reason, c.Lost)
+		fmt.Fprintf(w, "close s%d (%s) lost=%v\n", c.Session, c.Reason, c.Lost())
 	}
 	for _, f := range out.Finished {
 		state := "done"

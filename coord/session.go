@@ -118,7 +118,7 @@ func (c *Coordinator) supersede(now time.Time, old id.Session) {
 	c.forgetSession(ss)
 	c.led.Release(now, old)
 	c.dropPending(old)
-	c.closes = append(c.closes, Close{Session: old, Reason: "superseded by a newer session with the same id"})
+	c.closes = append(c.closes, Close{Session: old, Reason: CloseSuperseded})
 }
 
 // forgetSession removes ss from the session tables.
@@ -169,12 +169,14 @@ func (c *Coordinator) touch(now time.Time, ss *session) {
 // to their next waiters, and a worker's jobs go back to the queue uncharged.
 func (c *Coordinator) Disconnect(now time.Time, s id.Session) {
 	if _, ok := c.sessions[s]; ok {
-		c.dropSession(now, s, false, "disconnected")
+		c.dropSession(now, s, CloseDisconnected)
 	}
 }
 
-// dropSession forgets s. lost says it died (liveness), which charges its jobs.
-func (c *Coordinator) dropSession(now time.Time, s id.Session, lost bool, why string) {
+// dropSession forgets s. A session that died (CloseLost) has its jobs
+// charged.
+func (c *Coordinator) dropSession(now time.Time, s id.Session, why CloseReason) {
+	lost := why == CloseLost
 	ss, ok := c.sessions[s]
 	if !ok {
 		return
@@ -189,7 +191,7 @@ func (c *Coordinator) dropSession(now time.Time, s id.Session, lost bool, why st
 			c.brk.Left(now, s)
 		}
 	}
-	c.closes = append(c.closes, Close{Session: s, Reason: why, Lost: lost})
+	c.closes = append(c.closes, Close{Session: s, Reason: why})
 }
 
 // workerSession returns the live session of the worker with stable id name.

@@ -305,10 +305,10 @@ func (b *memBackend) Query(ctx context.Context, q admin.Query) (admin.Page, erro
 		rows := ptrs
 		if !f.Empty() || q.Sort != "" || q.Desc {
 			rows = selectSort(ptrs, func(e *admin.Event) bool {
-				return f.Match(e.Kind+" "+e.URL, func(n string) (string, bool) {
+				return f.Match(string(e.Kind)+" "+e.URL, func(n string) (string, bool) {
 					switch n {
 					case "kind":
-						return e.Kind, true
+						return string(e.Kind), true
 					case "worker":
 						return e.Worker, true
 					case "key":
@@ -529,7 +529,11 @@ func (b *memBackend) Act(ctx context.Context, a admin.Action) (admin.ActionResul
 			}
 		case admin.ActPause, admin.ActResume:
 			b.paused = a.Kind == admin.ActPause
-			b.addEvent(admin.Event{At: now, Kind: "dispatch." + string(a.Kind) + "d"})
+			kind := admin.EventBrokerResumed
+			if b.paused {
+				kind = admin.EventBrokerPaused
+			}
+			b.addEvent(admin.Event{At: now, Kind: kind})
 		default:
 			actErr = fmt.Errorf("action %q: unknown", a.Kind)
 		}

@@ -236,7 +236,7 @@ func (m *model) eventDetail() []string {
 			continue
 		}
 		lines := []string{
-			"event " + strconv.FormatUint(e.Seq, 10) + " · " + e.At.UTC().Format("2006-01-02 15:04:05.000") + " · " + c(e.Kind),
+			"event " + strconv.FormatUint(e.Seq, 10) + " · " + e.At.UTC().Format("2006-01-02 15:04:05.000") + " · " + c(string(e.Kind)),
 			"job " + strconv.FormatUint(e.JobID, 10) + "  worker " + c(dash(e.Worker)) + "  key " + c(dash(e.Key)),
 			"url " + c(dash(e.URL)),
 		}

@@ -100,7 +100,7 @@ func seedBackendAt(base time.Time, clock func() time.Time) *memBackend {
 		{Host: "throttled.example.com", Until: base.Add(30 * time.Second), Throttles: 3, Jobs: 2},
 		{Host: "slow.example.org", Until: base.Add(5 * time.Second), Throttles: 1, Jobs: 0},
 	}
-	kinds := []string{"job.dispatched", "job.done", "job.throttled", "key.handover", "job.failed", "worker.lost"}
+	kinds := []admin.EventKind{"job.dispatched", "job.done", "job.throttled", "key.handover", "job.failed", "worker.lost"}
 	for i := 0; i < 25; i++ {
 		e := admin.Event{At: ago(time.Duration(25-i) * 10 * time.Second), Kind: kinds[i%len(kinds)],
 			JobID: uint64(i%10 + 1), Worker: fmt.Sprintf("w-0%d", i%6+1), URL: fmt.Sprintf("https://example.com/blog/post-%02d", i+12)}

@@ -175,7 +175,7 @@ func (p probe) worker(wid string) (admin.WorkerRow, bool) {
 // hasEvent reports whether the event log holds an event of that kind
 // about job jid (0: any job) and worker wid (empty: any) whose detail
 // contains detail.
-func (p probe) hasEvent(kind string, jid uint64, wid, detail string) bool {
+func (p probe) hasEvent(kind admin.EventKind, jid uint64, wid, detail string) bool {
 	p.t.Helper()
 	return slices.ContainsFunc(p.query(admin.ViewEvents).Events, func(e admin.Event) bool {
 		return e.Kind == kind && (jid == 0 || e.JobID == jid) && (wid == "" || e.Worker == wid) && strings.Contains(e.Detail, detail)

@@ -187,7 +187,7 @@ var views = map[admin.View]*viewDesc{
 			return table.Row{
 				ID: strconv.FormatUint(e.Seq, 10), StateCol: 2, State: eventState(e.Kind),
 				Cells: []string{
-					strconv.FormatUint(e.Seq, 10), clockTime(e.At), e.Kind, job, dash(e.Worker), dash(subject), dash(e.Detail),
+					strconv.FormatUint(e.Seq, 10), clockTime(e.At), string(e.Kind), job, dash(e.Worker), dash(subject), dash(e.Detail),
 				},
 			}
 		},
@@ -204,22 +204,30 @@ func jobMark(p *admin.Page, i int) mark {
 	return mark{label: j.URL + " (" + j.State + ")", target: target, state: j.State}
 }
 
+// eventStates colours the kinds drover emits by a state word; kinds not
+// listed (neutral ones, or a newer server's) are shown uncoloured. A test
+// checks that every kind listed is one admin.EventKinds names.
+var eventStates = map[admin.EventKind]string{
+	admin.EventJobDone:          "done",
+	admin.EventWorkerRegistered: "done",
+	admin.EventHostResumed:      "done",
+	admin.EventBrokerResumed:    "done",
+	admin.EventKeyDone:          "done",
+	admin.EventJobFailed:        "failed",
+	admin.EventJobOrphanResult:  "failed",
+	admin.EventWorkerLost:       "failed",
+	admin.EventWorkerEvicted:    "failed",
+	admin.EventJobThrottled:     "backoff",
+	admin.EventJobBackoff:       "backoff",
+	admin.EventHostBackoff:      "backoff",
+	admin.EventBrokerPaused:     "backoff",
+	admin.EventWorkerDraining:   "backoff",
+	admin.EventJobDispatched:    "dispatched",
+}
+
 // eventState maps an event kind to a state word for its colour: the kind
 // itself is always shown.
-func eventState(kind string) string {
-	_, what, _ := strings.Cut(kind, ".")
-	switch what {
-	case "done", "ok", "registered", "resumed":
-		return "done"
-	case "failed", "lost", "evicted", "error", "malformed":
-		return "failed"
-	case "throttled", "backoff", "paused", "draining":
-		return "backoff"
-	case "dispatched":
-		return "dispatched"
-	}
-	return ""
-}
+func eventState(kind admin.EventKind) string { return eventStates[kind] }
 
 // sortable returns the sort names of a view's sortable columns, in order.
 func (d *viewDesc) sortable() []string {

@@ -22,13 +22,21 @@ func TestSortNames(t *testing.T) {
 }
 
 func TestEventState(t *testing.T) {
-	tests := []struct{ kind, want string }{
+	tests := []struct {
+		kind admin.EventKind
+		want string
+	}{
 		{"job.done", "done"}, {"job.failed", "failed"}, {"worker.lost", "failed"}, {"job.throttled", "backoff"},
 		{"job.dispatched", "dispatched"}, {"key.handover", ""}, {"odd", ""},
 	}
 	for _, tc := range tests {
 		if got := eventState(tc.kind); got != tc.want {
 			t.Errorf("eventState(%q) = %q, want %q", tc.kind, got, tc.want)
+		}
+	}
+	for k := range eventStates {
+		if !k.Known() {
+			t.Errorf("the console colours %q, which drover never emits", k)
 		}
 	}
 }

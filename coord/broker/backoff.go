@@ -74,9 +74,9 @@ func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Ti
 		h.lastEnd = until
 		h.reason = "host back-off until " + tm(until).Format(time.RFC3339)
 	}
-	b.emit(admin.Event{At: now, Kind: "job.throttled", JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: "host " + h.name + " backed off " + d.String()})
+	b.emit(admin.Event{At: now, Kind: admin.EventJobThrottled, JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: "host " + h.name + " backed off " + d.String()})
 	if extended {
-		b.emit(admin.Event{At: now, Kind: "host.backoff", Detail: h.name + " until " + tm(h.until).Format(time.RFC3339)})
+		b.emit(admin.Event{At: now, Kind: admin.EventHostBackoff, Detail: h.name + " until " + tm(h.until).Format(time.RFC3339)})
 		// Jobs already held back wait for the new end too.
 		for k := h.backoff.head; k != nil; k = k.next {
 			b.setRetryAt(k, h.until)
@@ -141,14 +141,14 @@ func (b *Broker) Tick(now time.Time) {
 				k := h.backoff.head
 				h.backoff.remove(k)
 				b.setState(k, Queued, t)
-				b.emit(admin.Event{At: now, Kind: "job.woken", JobID: uint64(k.id), URL: k.spec.Key.URL})
+				b.emit(admin.Event{At: now, Kind: admin.EventJobWoken, JobID: uint64(k.id), URL: k.spec.Key.URL})
 				b.place(k, t, now)
 			}
-			b.emit(admin.Event{At: now, Kind: "host.resumed", Detail: h.name + ": " + strconv.Itoa(n) + " jobs back in the queue"})
+			b.emit(admin.Event{At: now, Kind: admin.EventHostResumed, Detail: h.name + ": " + strconv.Itoa(n) + " jobs back in the queue"})
 		}
 		if h.level > 0 && b.quiet(h, t) {
 			b.forgive(h)
-			b.emit(admin.Event{At: now, Kind: "host.forgiven", Detail: h.name})
+			b.emit(admin.Event{At: now, Kind: admin.EventHostForgiven, Detail: h.name})
 		}
 		b.schedule(h, t)
 	}

@@ -232,7 +232,7 @@ type Finished struct {
 type Closed struct {
 	Session id.Session
 	Worker  string
-	Reason  string // "evicted" or "drained"
+	Drained bool // the worker was drained and finished its jobs; otherwise evicted
 }
 
 // Broker is the job broker's state. Create one with New.
@@ -330,7 +330,7 @@ func (b *Broker) Submit(now time.Time, spec Spec) JobID {
 			tr.insert(j)
 		}
 	}
-	b.emit(admin.Event{At: now, Kind: "job.submitted", JobID: uint64(j.id), URL: spec.Key.URL})
+	b.emit(admin.Event{At: now, Kind: admin.EventJobSubmitted, JobID: uint64(j.id), URL: spec.Key.URL})
 	b.place(j, t, now)
 	return j.id
 }
@@ -343,7 +343,7 @@ func (b *Broker) place(j *job, t int64, now time.Time) {
 		b.setState(j, Backoff, t)
 		b.setRetryAt(j, h.until)
 		h.backoff.push(j)
-		b.emit(admin.Event{At: now, Kind: "job.backoff", JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: h.reason})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobBackoff, JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: h.reason})
 		return
 	}
 	if j.state != Queued {
@@ -401,7 +401,7 @@ func (b *Broker) TakeClosed(dst []Closed) []Closed {
 func (b *Broker) Pause(now time.Time) {
 	if !b.paused {
 		b.paused = true
-		b.emit(admin.Event{At: now, Kind: "broker.paused"})
+		b.emit(admin.Event{At: now, Kind: admin.EventBrokerPaused})
 	}
 }
 
@@ -409,7 +409,7 @@ func (b *Broker) Pause(now time.Time) {
 func (b *Broker) Resume(now time.Time) {
 	if b.paused {
 		b.paused = false
-		b.emit(admin.Event{At: now, Kind: "broker.resumed"})
+		b.emit(admin.Event{At: now, Kind: admin.EventBrokerResumed})
 	}
 }
 

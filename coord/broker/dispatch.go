@@ -74,7 +74,7 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 			b.ready.insert(w) // at the back: it is now the most recently used
 		}
 		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: &j.spec, Attempt: int(j.attempts)})
-		b.emit(admin.Event{At: now, Kind: "job.dispatched", JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobDispatched, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id})
 		if next == nil {
 			next = b.ready.head
 		}
@@ -153,7 +153,7 @@ func (b *Broker) Result(now time.Time, s id.Session, jid JobID, o Outcome) error
 			why = "job is held by worker " + j.worker.id
 		}
 		detail := "session " + strconv.FormatUint(uint64(s), 10) + ": " + why
-		b.emit(admin.Event{At: now, Kind: "job.orphan-result", JobID: uint64(jid), Detail: detail})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobOrphanResult, JobID: uint64(jid), Detail: detail})
 		return fmt.Errorf("result for job %d: %w (%s); want a job the session holds", jid, ErrOrphan, detail)
 	}
 	t := ns(now)
@@ -171,7 +171,7 @@ func (b *Broker) Result(now time.Time, s id.Session, jid JobID, o Outcome) error
 		b.setState(j, Done, t)
 		b.dones.push(j)
 		b.finished = append(b.finished, Finished{Job: j.id, Key: j.spec.Key, FP: j.spec.FP, Output: o.Output, Attempt: int(j.attempts), Worker: w.id, At: now})
-		b.emit(admin.Event{At: now, Kind: "job.done", JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Worker: w.id})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobDone, JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Worker: w.id})
 	case Internal:
 		w.failures++
 		b.failures++
@@ -179,7 +179,7 @@ func (b *Broker) Result(now time.Time, s id.Session, jid JobID, o Outcome) error
 		if int(j.failures) >= b.cfg.MaxRequestFailures {
 			b.fail(j, t, now, "internal failure "+strconv.Itoa(int(j.failures))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+": "+o.Error)
 		} else {
-			b.emit(admin.Event{At: now, Kind: "job.retry", JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: o.Error})
+			b.emit(admin.Event{At: now, Kind: admin.EventJobRetry, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: o.Error})
 			b.place(j, t, now)
 		}
 	case External:
@@ -209,7 +209,7 @@ func (b *Broker) fail(j *job, t int64, now time.Time, why string) {
 		last = j.history[n-1].worker
 	}
 	b.finished = append(b.finished, Finished{Job: j.id, Key: j.spec.Key, FP: j.spec.FP, Failed: true, Error: why, Attempt: int(j.attempts), Worker: last, At: now})
-	b.emit(admin.Event{At: now, Kind: "job.failed", JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Detail: why})
+	b.emit(admin.Event{At: now, Kind: admin.EventJobFailed, JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Detail: why})
 }
 
 // Requeue puts one job back in the queue now, keeping its counters: a failed
@@ -243,7 +243,7 @@ func (b *Broker) Requeue(now time.Time, jid JobID) error {
 	if j.retryAt != 0 {
 		b.setRetryAt(j, 0)
 	}
-	b.emit(admin.Event{At: now, Kind: "job.requeued", JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Detail: "operator"})
+	b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Detail: "operator"})
 	j.queuedAt = t
 	b.seq++
 	j.seq = b.seq

@@ -448,7 +448,7 @@ func (b *Broker) EndReclaim(now time.Time, jobs []JobID, why string) int {
 		w := j.worker
 		b.release(j)
 		j.endAttempt("requeued", why)
-		b.emit(admin.Event{At: now, Kind: "job.requeued", JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: why})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: why})
 		b.place(j, t, now)
 		n++
 	}
@@ -471,7 +471,7 @@ func (b *Broker) EndReclaim(now time.Time, jobs []JobID, why string) int {
 		b.dropRecord(w) // removes it from wsorted
 	}
 	if n > 0 {
-		b.emit(admin.Event{At: now, Kind: "broker.reclaim-ended", Detail: strconv.Itoa(n) + " unreclaimed jobs requeued uncharged: " + why})
+		b.emit(admin.Event{At: now, Kind: admin.EventBrokerReclaimEnded, Detail: strconv.Itoa(n) + " unreclaimed jobs requeued uncharged: " + why})
 	}
 	return n
 }

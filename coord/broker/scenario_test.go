@@ -371,7 +371,7 @@ func (s *script) run(cmd string) string {
 		if e.Kind == "job.dispatched" {
 			continue // the assign line says it, with the attempt
 		}
-		line := "event " + e.Kind
+		line := "event " + string(e.Kind)
 		if e.JobID != 0 {
 			line += " job=" + strconv.FormatUint(e.JobID, 10)
 		}
@@ -391,7 +391,11 @@ func (s *script) run(cmd string) string {
 		}
 	}
 	for _, c := range s.b.TakeClosed(nil) {
-		say("close session %d (%s): %s", c.Session, c.Worker, c.Reason)
+		why := "evicted"
+		if c.Drained {
+			why = "drained"
+		}
+		say("close session %d (%s): %s", c.Session, c.Worker, why)
 	}
 	return strings.Join(out, "\n")
 }

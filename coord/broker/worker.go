@@ -164,11 +164,11 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []J
 				continue
 			}
 			j.endAttempt("requeued", "worker re-registered without it")
-			b.emit(admin.Event{At: now, Kind: "job.requeued", JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: old.id, Detail: "re-registered without it"})
+			b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: old.id, Detail: "re-registered without it"})
 			b.place(j, t, now)
 		}
 		b.dropRecord(old)
-		b.emit(admin.Event{At: now, Kind: "worker.replaced", Worker: info.ID, Detail: "session " + strconv.FormatUint(uint64(old.session), 10) + " -> " + strconv.FormatUint(uint64(s), 10)})
+		b.emit(admin.Event{At: now, Kind: admin.EventWorkerReplaced, Worker: info.ID, Detail: "session " + strconv.FormatUint(uint64(old.session), 10) + " -> " + strconv.FormatUint(uint64(s), 10)})
 	}
 	b.workers[nw.id] = nw
 	b.sessions[s] = nw
@@ -188,10 +188,10 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []J
 		b.hold(nw, j)
 		b.countAttempt(j)
 		j.addAttempt(nw.id, t, b.cfg.HistoryLimit)
-		b.emit(admin.Event{At: now, Kind: "job.reconciled", JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: nw.id})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: nw.id})
 	}
 	b.syncReady(nw)
-	b.emit(admin.Event{At: now, Kind: "worker.registered", Worker: nw.id, Detail: "slots " + strconv.Itoa(slots)})
+	b.emit(admin.Event{At: now, Kind: admin.EventWorkerRegistered, Worker: nw.id, Detail: "slots " + strconv.Itoa(slots)})
 	return nil
 }
 
@@ -271,7 +271,7 @@ func (b *Broker) requeueHeld(w *worker, now time.Time, t int64, outcome string, 
 		} else {
 			j.endAttempt(outcome, "")
 		}
-		b.emit(admin.Event{At: now, Kind: "job.requeued", JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: outcome})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: outcome})
 		b.place(j, t, now)
 	}
 	return n
@@ -295,7 +295,7 @@ func (b *Broker) Lost(now time.Time, s id.Session) {
 	t := ns(now)
 	b.unlinkWorker(w, t)
 	w.lost = true
-	b.emit(admin.Event{At: now, Kind: "worker.lost", Worker: w.id, Detail: strconv.Itoa(len(w.held)) + " jobs requeued"})
+	b.emit(admin.Event{At: now, Kind: admin.EventWorkerLost, Worker: w.id, Detail: strconv.Itoa(len(w.held)) + " jobs requeued"})
 	b.requeueHeld(w, now, t, "lost", true)
 	if b.cfg.LostWorkers == 0 {
 		b.dropRecord(w)
@@ -316,7 +316,7 @@ func (b *Broker) Left(now time.Time, s id.Session) {
 	}
 	t := ns(now)
 	b.unlinkWorker(w, t)
-	b.emit(admin.Event{At: now, Kind: "worker.left", Worker: w.id})
+	b.emit(admin.Event{At: now, Kind: admin.EventWorkerLeft, Worker: w.id})
 	b.requeueHeld(w, now, t, "left", false)
 	b.dropRecord(w)
 }
@@ -332,14 +332,14 @@ func (b *Broker) Evict(now time.Time, workerID string) (int, error) {
 	t := ns(now)
 	if w.lost {
 		b.dropRecord(w)
-		b.emit(admin.Event{At: now, Kind: "worker.evicted", Worker: w.id, Detail: "lost record"})
+		b.emit(admin.Event{At: now, Kind: admin.EventWorkerEvicted, Worker: w.id, Detail: "lost record"})
 		return 0, nil
 	}
 	b.unlinkWorker(w, t)
-	b.emit(admin.Event{At: now, Kind: "worker.evicted", Worker: w.id})
+	b.emit(admin.Event{At: now, Kind: admin.EventWorkerEvicted, Worker: w.id})
 	n := b.requeueHeld(w, now, t, "evicted", false)
 	b.dropRecord(w)
-	b.closed = append(b.closed, Closed{Session: w.session, Worker: w.id, Reason: "evicted"})
+	b.closed = append(b.closed, Closed{Session: w.session, Worker: w.id})
 	return n, nil
 }
 
@@ -363,7 +363,7 @@ func (b *Broker) Drain(now time.Time, workerID string) error {
 	}
 	b.gen++
 	b.syncReady(w)
-	b.emit(admin.Event{At: now, Kind: "worker.draining", Worker: w.id})
+	b.emit(admin.Event{At: now, Kind: admin.EventWorkerDraining, Worker: w.id})
 	b.closeIfDrained(now, w)
 	return nil
 }
@@ -386,7 +386,7 @@ func (b *Broker) Undrain(now time.Time, workerID string) error {
 	}
 	b.gen++
 	b.syncReady(w)
-	b.emit(admin.Event{At: now, Kind: "worker.undrained", Worker: w.id})
+	b.emit(admin.Event{At: now, Kind: admin.EventWorkerUndrained, Worker: w.id})
 	return nil
 }
 
@@ -397,6 +397,6 @@ func (b *Broker) closeIfDrained(now time.Time, w *worker) {
 	}
 	b.unlinkWorker(w, ns(now))
 	b.dropRecord(w)
-	b.closed = append(b.closed, Closed{Session: w.session, Worker: w.id, Reason: "drained"})
-	b.emit(admin.Event{At: now, Kind: "worker.closed", Worker: w.id, Detail: "drained"})
+	b.closed = append(b.closed, Closed{Session: w.session, Worker: w.id, Drained: true})
+	b.emit(admin.Event{At: now, Kind: admin.EventWorkerClosed, Worker: w.id, Detail: "drained"})
 }

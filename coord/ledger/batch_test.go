@@ -38,7 +38,7 @@ func TestBatchesMatchSingleCalls(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("RequestBatch = %v, single requests gave %v", got, want)
 	}
-	wantExplicit := []Result{{OK, ""}, {Wait, ""}, {No, ReasonQueued}, {No, ReasonDone}, {No, ReasonFailed}, {OK, ReasonOwner}, {OK, ReasonOwner}}
+	wantExplicit := []Result{{OK, ""}, {Wait, ReasonRequested}, {No, ReasonQueued}, {No, ReasonDone}, {No, ReasonFailed}, {OK, ReasonOwner}, {OK, ReasonOwner}}
 	if !slices.Equal(got, wantExplicit) {
 		t.Fatalf("RequestBatch = %v, want %v", got, wantExplicit)
 	}

@@ -75,7 +75,8 @@ type Reason string
 
 // The reasons.
 const (
-	ReasonNone       Reason = ""            // a plain OK, or Wait
+	ReasonNone       Reason = ""            // a plain OK
+	ReasonRequested  Reason = "requested"   // Wait: another session holds the key in requested
 	ReasonQueued     Reason = "queued"      // the key is queued: someone is doing it
 	ReasonDone       Reason = "done"        // the key is done (outcome ok) and not yet expired
 	ReasonFailed     Reason = "failed"      // the key is done (outcome failed) and not yet expired
@@ -273,7 +274,7 @@ func (l *Ledger) request(t int64, s id.Session, reqID uint64, k *id.Key, fp id.F
 			return OK, ReasonOwner
 		}
 		l.wait(t, s, reqID, ri)
-		return Wait, ReasonNone
+		return Wait, ReasonRequested
 	}
 	if v, ok := l.done.lookup(fp); ok {
 		if !l.done.expired(v, t) {

@@ -59,8 +59,8 @@ func TestRequestRules(t *testing.T) {
 	}{
 		{"absent: ok", func(h *harness) {}, 2, OK, ReasonNone},
 		{"requested by self: ok again", func(h *harness) { h.request(2, 1, "k") }, 2, OK, ReasonOwner},
-		{"requested by another: wait", func(h *harness) { h.request(1, 1, "k") }, 2, Wait, ReasonNone},
-		{"already waiting: wait again", func(h *harness) { h.request(1, 1, "k"); h.request(2, 1, "k") }, 2, Wait, ReasonNone},
+		{"requested by another: wait", func(h *harness) { h.request(1, 1, "k") }, 2, Wait, ReasonRequested},
+		{"already waiting: wait again", func(h *harness) { h.request(1, 1, "k"); h.request(2, 1, "k") }, 2, Wait, ReasonRequested},
 		{"queued: no", func(h *harness) { h.request(1, 1, "k"); h.queue(1, "k") }, 2, No, ReasonQueued},
 		{"queued by self: no", func(h *harness) { h.request(2, 1, "k"); h.queue(2, "k") }, 2, No, ReasonQueued},
 		{"done young: no done", func(h *harness) { h.done("k", DoneOK); h.advance(9 * time.Second) }, 2, No, ReasonDone},
@@ -320,7 +320,7 @@ func TestLeaseExpiry(t *testing.T) {
 	}
 	// The old owner asks again: it now waits behind the new one.
 	v, r := h.request(1, 9, "b")
-	mustVerdict(t, "Request by the expired owner", v, r, Wait, ReasonNone)
+	mustVerdict(t, "Request by the expired owner", v, r, Wait, ReasonRequested)
 }
 
 func TestLeaseExpiresWithoutTick(t *testing.T) {
@@ -330,7 +330,7 @@ func TestLeaseExpiresWithoutTick(t *testing.T) {
 	h.request(2, 2, "k")
 	h.advance(time.Minute)
 	v, r := h.request(3, 3, "k")
-	mustVerdict(t, "Request after the lease ran out", v, r, Wait, ReasonNone)
+	mustVerdict(t, "Request after the lease ran out", v, r, Wait, ReasonRequested)
 	want := []Answer{{Session: 2, ReqID: 2, FP: fpOf("k"), Verdict: OK, Reason: ReasonHandover}}
 	if got := h.answers(); !slices.Equal(got, want) {
 		t.Fatalf("answers = %+v, want %+v", got, want)

@@ -131,12 +131,12 @@ func (m *model) request(now time.Time, s id.Session, req uint64, fp id.Fingerpri
 		for i := range k.waiters {
 			if k.waiters[i].s == s {
 				k.waiters[i].req = req
-				return Wait, ReasonNone
+				return Wait, ReasonRequested
 			}
 		}
 		k.waiters = append(k.waiters, mWaiter{s, req, now, m.next()})
 		m.ev(EventWaiting, s, fp, ReasonNone)
-		return Wait, ReasonNone
+		return Wait, ReasonRequested
 	}
 	m.keys[fp] = &mKey{state: Requested, key: key, owner: s, since: now, acq: m.next()}
 	m.ev(EventRequested, s, fp, ReasonNone)

@@ -41,7 +41,7 @@ func submitUntilEvent(t *testing.T, p *rawClient, sub *zmq4.Socket, req *uint64)
 		if err != nil {
 			t.Fatalf("event: %v", err)
 		}
-		return ev.Kind
+		return string(ev.Kind)
 	}
 	t.Fatal("no event within 5s")
 	return ""

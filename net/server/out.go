@@ -1,7 +1,6 @@
 package server
 
 import (
-	"strings"
 	"time"
 
 	"drover/coord"
@@ -27,22 +26,13 @@ func (s *Server) flush(now time.Time) {
 		if !ok {
 			continue
 		}
-		code := wire.CodeOK
-		switch {
-		case cl.Lost:
-			code = wire.CodeTimeout
-		case cl.Reason == "evicted":
-			code = wire.CodeEvicted
-		case strings.HasPrefix(cl.Reason, "superseded"):
-			code = wire.CodeConflict
-		}
-		s.send(s.peers, p.ident, &wire.Disconnect{Code: code, Reason: cl.Reason})
-		s.log.Info("session closed", "session", cl.Session, "reason", cl.Reason, "lost", cl.Lost)
+		s.send(s.peers, p.ident, disconnect(cl.Reason))
+		s.log.Info("session closed", "session", cl.Session, "reason", cl.Reason)
 		s.forget(cl.Session)
 	}
 	for i := range out.Events {
 		ev := out.Events[i]
-		if s.pub != nil && s.subscribed(ev.Kind) {
+		if s.pub != nil && s.subscribed(string(ev.Kind)) {
 			if frames, err := wire.EncodeEvent(ev); err == nil {
 				s.published.Add(1) // first: a test may read it as soon as the event arrives
 				s.sent(s.pub)
@@ -62,6 +52,26 @@ func (s *Server) flush(now time.Time) {
 		}
 	}
 	s.notifyConsoles(now)
+}
+
+// closeCodes is the code of the DISCONNECT the server sends for each way a
+// session ends; the reason is the close reason's token.
+var closeCodes = map[coord.CloseReason]wire.Code{
+	coord.CloseDisconnected: wire.CodeOK,
+	coord.CloseLost:         wire.CodeTimeout,
+	coord.CloseSuperseded:   wire.CodeConflict,
+	coord.CloseEvicted:      wire.CodeEvicted,
+	coord.CloseDrained:      wire.CodeOK,
+	coord.CloseShutdown:     wire.CodeUnavailable,
+}
+
+// disconnect is the DISCONNECT telling a peer its session ended for reason r.
+func disconnect(r coord.CloseReason) *wire.Disconnect {
+	code, ok := closeCodes[r]
+	if !ok {
+		code = wire.CodeInternal // a reason added to coord but not here: TestCloseCodes fails
+	}
+	return &wire.Disconnect{Code: code, Reason: r.String()}
 }
 
 // finished hands the step's finished jobs to OnFinished.

@@ -447,11 +447,11 @@ func (s *Server) shutdown() error {
 	s.log.Info("shutting down", "sessions", len(s.peer), "consoles", len(s.cons))
 	told := len(s.peer) + len(s.cons)
 	for _, p := range s.peer {
-		s.send(s.peers, p.ident, &wire.Disconnect{Code: wire.CodeUnavailable, Reason: "server shutting down"})
+		s.send(s.peers, p.ident, disconnect(coord.CloseShutdown))
 		s.c.Disconnect(now, p.s)
 	}
 	for _, cs := range s.cons {
-		s.send(s.admin, cs.ident, &wire.Disconnect{Code: wire.CodeUnavailable, Reason: "server shutting down"})
+		s.send(s.admin, cs.ident, disconnect(coord.CloseShutdown))
 	}
 	out := s.c.Ready(now)
 	s.finished(out.Finished)

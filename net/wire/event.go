@@ -46,7 +46,7 @@ func DecodeEvent(frames [][]byte) (admin.Event, error) {
 	if err := json.Unmarshal(body, &ev); err != nil {
 		return ev, errorf(0, CodeMalformed, "event body: bad JSON: %v", err)
 	}
-	if ev.Kind != string(frames[0]) {
+	if string(ev.Kind) != string(frames[0]) {
 		return ev, errorf(0, CodeMalformed, "event kind %q under topic %q, want them equal", ev.Kind, frames[0])
 	}
 	return ev, nil
