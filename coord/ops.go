@@ -20,6 +20,17 @@ const ReasonBadKey ledger.Reason = "bad-key"
 // ReasonMaxJobs rejects a submit over Config.MaxJobs.
 const ReasonMaxJobs ledger.Reason = "max-jobs"
 
+// WireReasons lists every reason a verdict, a late answer or a submit
+// verdict can carry to a peer (DRV/1 §6.8 lists the same; a test compares
+// them). The ledger's other reasons (expired, released, bad-session) only
+// ever appear in events.
+var WireReasons = []ledger.Reason{
+	ledger.ReasonNone, ledger.ReasonOwner, ledger.ReasonHandover, ledger.ReasonRequested,
+	ledger.ReasonQueued, ledger.ReasonDone, ledger.ReasonFailed,
+	ledger.ReasonNotOwner, ledger.ReasonUnknown, ledger.ReasonWrongState,
+	ReasonBadKey, ReasonMaxJobs,
+}
+
 // ErrUnknownSession is returned for input from a session that never said
 // hello or has been dropped since (liveness lost, evicted).
 var ErrUnknownSession = errors.New("unknown session: send HELLO first")

@@ -90,6 +90,9 @@ const (
 	ReasonBadSession Reason = "bad-session" // session 0, which never names a peer
 )
 
+// String is the reason's token ("" for none).
+func (r Reason) String() string { return string(r) }
+
 // Outcome is how done work ended; each outcome has its own TTL.
 type Outcome uint8
 

@@ -38,7 +38,7 @@ var codeNames = map[Code]string{
 	CodeEvicted:        "evicted",
 	CodeTooLarge:       "too large",
 	CodeSlowDown:       "slow down",
-	CodeInternal:       "internal error",
+	CodeInternal:       "internal",
 	CodeUnknownCommand: "unknown command",
 	CodeUnavailable:    "unavailable",
 	CodeVersion:        "version not supported",

@@ -14,7 +14,7 @@ const (
 	// MaxBody is the largest body frame, in bytes.
 	MaxBody = 16 << 20
 	// MaxMessage is the largest message: the body plus the protocol (4),
-	// command (at most 16) and request id (8) frames.
+	// command (at most 10) and request id (8) frames.
 	MaxMessage = MaxBody + 4 + maxCommandName + 8
 	// MaxBatch is the most records in one batch (keys, jobs, results,
 	// verdicts, job ids, action targets, page rows asked for).
@@ -62,5 +62,5 @@ const (
 	// MaxRetryAfter is the longest retry-after a result can carry.
 	MaxRetryAfter = time.Duration(1<<32-1) * time.Millisecond
 
-	maxCommandName = 16
+	maxCommandName = 10 // DISCONNECT
 )
