@@ -6,26 +6,54 @@ import (
 	"sync"
 	"time"
 
+	"drover/admin"
 	"drover/coord"
 	"drover/coord/id"
 	"drover/net/wire"
 	"drover/store"
 )
 
-// Durability (issue 7), the transport's half. With Options.Store, every
-// flush turns the step's Output.Writes into one store batch and Applies it;
-// acknowledgements that promise durability (SUBMITTED, VERDICTS answering
-// QUEUE and DONE, RESULT-OK) are held and sent only once their step's batch
-// is durable under the store's sync policy. The store calls back on its own
-// goroutine, in order; the callback records how far the store got and
-// rings a doorbell (a channel) that the reactor waits on beside its
-// sockets' signals.
+// Durability (issues 7 and 14), the transport's half. With Options.Store,
+// every flush turns the step's Output.Writes into one store batch and
+// Applies it; what the step says that the store must back is held and sent
+// only once the step's batch is durable under the store's sync policy, in
+// the order the step made it:
+//
+//   - acknowledgements that promise durability (SUBMITTED, VERDICTS
+//     answering QUEUE and DONE, RESULT-OK);
+//   - JOBs: a dispatch is durable before its JOB leaves, so after a crash
+//     the restored job names every attempt that may be running (its worker
+//     reclaims it, or the next dispatch is a new attempt), never one that
+//     never left and never one a worker runs unknown to the store;
+//   - CANCELs, so that a worker never gets a cancel before the JOB it
+//     cancels, nor a new attempt before the cancel of the old;
+//   - events (the events socket and Options.OnEvent: the notifier), so
+//     that nothing published is taken back by a crash: a job.done is
+//     published once, when the job's done record is durable, and the
+//     event sequence persisted with the batch is past every published one.
+//
+// The store calls back on its own goroutine, in order; the callback records
+// how far the store got and rings a doorbell (a channel) that the reactor
+// waits on beside its sockets' signals.
 
-// heldAck is an acknowledgement waiting for its step's batch.
-type heldAck struct {
+// heldKind says what a held message is.
+type heldKind uint8
+
+const (
+	heldAck   heldKind = iota // an acknowledgement to ident
+	heldJob                   // a JOB to session sid (dropped if it ended)
+	heldOther                 // another message to session sid (CANCEL)
+	heldEvent                 // an event to publish
+)
+
+// held is a message waiting for its step's batch.
+type held struct {
 	seq   uint64 // the batch it waits for
+	kind  heldKind
+	sid   id.Session
 	ident []byte
 	msg   wire.Message
+	ev    *admin.Event
 }
 
 // durable is the reactor's link to the store.
@@ -40,8 +68,8 @@ type durable struct {
 
 	// Reactor only.
 	applied uint64        // the last batch applied
-	step    []heldAck     // acknowledgements of the current step
-	waiting []heldAck     // acknowledgements of applied batches, in batch order
+	step    []held        // held messages of the current step
+	waiting []held        // held messages of applied batches, in batch order
 	failed  error         // the failure, once the reactor saw it
 	look    doneLookup    // the bounded done set's marks and scratch (donelookup.go)
 	ring    chan struct{} // the store got further (a buffer of one)
@@ -83,7 +111,34 @@ func (s *Server) ack(ident []byte, m wire.Message) {
 		s.send(s.peers, ident, storeFailedError(m.RequestID(), d.failed))
 		return
 	}
-	d.step = append(d.step, heldAck{ident: ident, msg: m})
+	d.step = append(d.step, held{kind: heldAck, ident: ident, msg: m})
+}
+
+// hold keeps h for the current step's batch; false without a store (the
+// caller sends at once).
+func (s *Server) hold(h held) bool {
+	d := s.dur
+	if d == nil || d.failed != nil {
+		return false
+	}
+	d.step = append(d.step, h)
+	return true
+}
+
+// deliver sends one held message whose batch is durable.
+func (s *Server) deliver(now time.Time, h *held) {
+	switch h.kind {
+	case heldAck:
+		s.send(s.peers, h.ident, h.msg)
+	case heldJob:
+		s.sendJob(now, h.sid, h.msg)
+	case heldOther:
+		if p, ok := s.peer[h.sid]; ok && s.send(s.peers, p.ident, h.msg) {
+			p.lastSent = now
+		}
+	case heldEvent:
+		s.publish(h.ev)
+	}
 }
 
 func storeFailedError(req uint64, err error) *wire.Error {
@@ -163,11 +218,12 @@ func (s *Server) release() error {
 	if err != nil {
 		d.failed = err
 		s.log.Error("store failed: held acknowledgements answered with ERROR 500; the coordinator stops", "err", err, "held", len(d.waiting)+len(d.step))
-		for _, h := range d.waiting {
-			s.send(s.peers, h.ident, storeFailedError(h.msg.RequestID(), err))
-		}
-		for _, h := range d.step {
-			s.send(s.peers, h.ident, storeFailedError(h.msg.RequestID(), err))
+		for _, hs := range [][]held{d.waiting, d.step} {
+			for _, h := range hs {
+				if h.kind == heldAck {
+					s.send(s.peers, h.ident, storeFailedError(h.msg.RequestID(), err))
+				}
+			}
 		}
 		clear(d.waiting)
 		clear(d.step)
@@ -178,8 +234,9 @@ func (s *Server) release() error {
 	s.resultsDurable(done) // results.go
 	s.storeExpired()       // donelookup.go
 	n := 0
+	now := s.now()
 	for n < len(d.waiting) && d.waiting[n].seq <= done {
-		s.send(s.peers, d.waiting[n].ident, d.waiting[n].msg)
+		s.deliver(now, &d.waiting[n])
 		n++
 	}
 	if n > 0 {

@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"drover/admin"
 	"drover/coord"
 	"drover/coord/broker"
 	"drover/coord/id"
@@ -12,15 +13,25 @@ import (
 )
 
 // flush carries out what the coordinator returned: deferred answers, jobs
-// into free slots (one JOB batch per worker), disconnects, events.
+// into free slots (one JOB batch per worker), cancels, disconnects, events.
+// With a store, the JOBs, CANCELs and events wait with the step's
+// acknowledgements for the step's batch (durable.go).
 func (s *Server) flush(now time.Time) {
 	out := s.c.Ready(now)
 	s.answers(out.Answers)
-	s.finished(out.Finished) // before the batch: see Options.BeforeCommit
-	s.keepResults(out.Finished)
-	s.persist(out.Writes) // before anything is sent: the step's acknowledgements wait for it
+	s.finished(out.Finished)    // before the batch: see Options.BeforeCommit
+	s.keepResults(out.Finished) // results.go: into the step's batch
 	s.dispatch(now, out)
 	s.cancel(now, out.Cancels)
+	for i := range out.Events {
+		if s.opts.OnEvent == nil && (s.pub == nil || !s.subscribed(string(out.Events[i].Kind))) {
+			continue // nobody wants it
+		}
+		if ev := &out.Events[i]; !s.hold(held{kind: heldEvent, ev: new(*ev)}) {
+			s.publish(ev)
+		}
+	}
+	s.persist(out.Writes) // the step's held messages wait for it
 	for _, cl := range out.Closes {
 		p, ok := s.peer[cl.Session]
 		if !ok {
@@ -29,19 +40,6 @@ func (s *Server) flush(now time.Time) {
 		s.send(s.peers, p.ident, disconnect(cl.Reason))
 		s.log.Info("session closed", "session", cl.Session, "reason", cl.Reason)
 		s.forget(cl.Session)
-	}
-	for i := range out.Events {
-		ev := out.Events[i]
-		if s.pub != nil && s.subscribed(string(ev.Kind)) {
-			if frames, err := wire.EncodeEvent(ev); err == nil {
-				s.published.Add(1) // first: a test may read it as soon as the event arrives
-				s.sent(s.pub)
-				s.io.Send(s.pub, zmq4.DONTWAIT, frames...) // best effort: PUB drops for slow subscribers
-			}
-		}
-		if s.opts.OnEvent != nil {
-			s.opts.OnEvent(ev)
-		}
 	}
 	if out.Changed {
 		s.dirty = true
@@ -72,6 +70,21 @@ func disconnect(r coord.CloseReason) *wire.Disconnect {
 		code = wire.CodeInternal // a reason added to coord but not here: TestCloseCodes fails
 	}
 	return &wire.Disconnect{Code: code, Reason: r.String()}
+}
+
+// publish sends ev on the events socket (if anyone subscribed to its kind)
+// and hands it to OnEvent.
+func (s *Server) publish(ev *admin.Event) {
+	if s.pub != nil && s.subscribed(string(ev.Kind)) {
+		if frames, err := wire.EncodeEvent(*ev); err == nil {
+			s.published.Add(1) // first: a test may read it as soon as the event arrives
+			s.sent(s.pub)
+			s.io.Send(s.pub, zmq4.DONTWAIT, frames...) // best effort: PUB drops for slow subscribers
+		}
+	}
+	if s.opts.OnEvent != nil {
+		s.opts.OnEvent(*ev)
+	}
 }
 
 // finished hands the step's finished jobs to OnFinished.
@@ -149,14 +162,29 @@ func (s *Server) dispatch(now time.Time, out *coord.Output) {
 		})
 	}
 	for _, sid := range order {
-		p, ok := s.peer[sid]
-		if !ok || !s.send(s.peers, p.ident, s.batches[sid]) {
-			s.undeliverable(now, sid)
-			continue
+		if !s.hold(held{kind: heldJob, sid: sid, msg: s.batches[sid]}) {
+			s.sendJob(now, sid, s.batches[sid])
 		}
-		p.lastSent = now
 	}
 	s.order = order
+}
+
+// sendJob sends a JOB to session sid. A session that ended meanwhile (its
+// JOB held for the store) is not sent anything: its jobs went back to the
+// queue when it ended, and this attempt never left.
+func (s *Server) sendJob(now time.Time, sid id.Session, m wire.Message) {
+	p, ok := s.peer[sid]
+	if !ok {
+		if s.dur == nil {
+			s.undeliverable(now, sid)
+		}
+		return
+	}
+	if !s.send(s.peers, p.ident, m) {
+		s.undeliverable(now, sid)
+		return
+	}
+	p.lastSent = now
 }
 
 // newJobMsg makes an empty JOB with room for one job in the same
@@ -230,8 +258,10 @@ func (s *Server) cancel(now time.Time, cs []coord.Cancel) {
 		for _, c := range cs[i:j] {
 			msg.JobIDs = append(msg.JobIDs, uint64(c.Job))
 		}
-		if p, ok := s.peer[cs[i].Session]; ok && s.send(s.peers, p.ident, msg) {
-			p.lastSent = now
+		if !s.hold(held{kind: heldOther, sid: cs[i].Session, msg: msg}) {
+			if p, ok := s.peer[cs[i].Session]; ok && s.send(s.peers, p.ident, msg) {
+				p.lastSent = now
+			}
 		}
 		i = j
 	}
