@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -128,6 +129,28 @@ func openStore(cfg *config.Config, log *slog.Logger) (*store.Store, error) {
 	return st, nil
 }
 
+// metaOrigin names the store's meta record holding the random origin of
+// its events (the notifier's idempotency ids).
+const metaOrigin = "drover.origin"
+
+// storeOrigin is the store's event origin, made (and written durably) on
+// first use: an id that lives as long as the store's event sequence.
+func storeOrigin(st *store.Store) (string, error) {
+	v, ok, err := st.GetMeta(metaOrigin)
+	if err != nil {
+		return "", fmt.Errorf("read the store's %s: %w", metaOrigin, err)
+	}
+	if !ok || v == 0 {
+		v = rand.Uint64() | 1
+		b := st.NewBatch()
+		b.PutMeta(metaOrigin, v)
+		if err := st.Commit(b); err != nil {
+			return "", fmt.Errorf("write the store's %s: %w", metaOrigin, err)
+		}
+	}
+	return fmt.Sprintf("%016x", v), nil
+}
+
 // addServerFlags registers the listen-address flags of a command that runs
 // a coordinator.
 func addServerFlags(cmd *cobra.Command) {
@@ -162,18 +185,29 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 	c := &coordinator{log: log}
 	metrics := obs.NewMetrics()
 	var err error
+	if c.st, err = openStore(cfg, log); err != nil {
+		return nil, err
+	}
 	if cfg.Notifier.URL != "" {
-		if c.notifier, err = obs.NewNotifier(obs.NotifierOptionsFrom(cfg.Notifier)); err != nil {
+		no := obs.NotifierOptionsFrom(cfg.Notifier)
+		no.Logger = log
+		if c.st != nil {
+			// Event seqs are unique for the store's life: so is ORIGIN-SEQ.
+			// Reports the queue cannot hold spill beside the store.
+			if no.Origin, err = storeOrigin(c.st); err != nil {
+				c.close()
+				return nil, err
+			}
+			no.SpillPath = c.st.Path() + "-notifier.jsonl"
+		}
+		if c.notifier, err = obs.NewNotifier(no); err != nil {
+			c.close()
 			return nil, &exitError{code: 2, err: err}
 		}
 		if err := metrics.RegisterNotifier(c.notifier); err != nil {
 			c.close()
 			return nil, err
 		}
-	}
-	if c.st, err = openStore(cfg, log); err != nil {
-		c.close()
-		return nil, err
 	}
 	cc := coordConfig(cfg)
 	if c.st != nil {

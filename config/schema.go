@@ -298,7 +298,7 @@ var schema = []Key{
 		"size at which a results file is closed and the next one begun", func() (string, func(any) bool) { return sizeIn(1<<10, 1<<40) }),
 
 	key("notifier.url", KindURL, "",
-		"URL job results and errors are POSTed to as JSON; empty disables"),
+		"URL job results and errors are POSTed to as JSON, each with an Idempotency-Key header (ORIGIN-SEQ) to deduplicate by; empty disables"),
 	key("notifier.retries", KindInt, 4,
 		"POST attempts per report, the first included, with a doubling delay between them", ints(1, 20)),
 	key("notifier.retry_delay", KindDuration, time.Second,
@@ -306,7 +306,7 @@ var schema = []Key{
 	key("notifier.timeout", KindDuration, 10*time.Second,
 		"timeout of one POST", dur(time.Millisecond, 10*time.Minute)),
 	key("notifier.queue", KindInt, 1000,
-		"reports waiting to be sent; when the queue is full new reports are dropped and counted", ints(1, 1000000)),
+		"reports waiting in memory to be sent; when the queue is full, new reports spill to a file beside the store (to memory with --store memory) and are sent in order once it drains: none is dropped", ints(1, 1000000)),
 
 	key("crawl.user_agent", KindString, "drover/1.0",
 		"User-Agent header of the crawl worker", nonEmpty),

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,9 +32,22 @@ type NotifierOptions struct {
 	BaseDelay time.Duration
 	// Timeout limits one POST, response included (default 10s).
 	Timeout time.Duration
-	// QueueSize is the number of reports that may wait (default 1000);
-	// when the queue is full Notify drops the report and counts it.
+	// QueueSize is the number of reports that may wait in memory (default
+	// 1000). When the queue is full, reports spill (to SpillPath, or to an
+	// unbounded list in memory without one) and are delivered, in order,
+	// once the queue has drained: a notifier that falls behind is never a
+	// reason to lose a report, nor to make the caller wait.
 	QueueSize int
+	// SpillPath is the file reports spill to when the queue is full (JSON
+	// lines, mode 0600). Reports left in it when the notifier stopped (a
+	// crash, or a Close that gave up) are delivered first when a notifier
+	// opens it again. Empty: spill to memory.
+	SpillPath string
+	// Origin names the event source in the idempotency id of each report
+	// (the Idempotency-Key header: ORIGIN-SEQ). It must be the same for as
+	// long as event sequence numbers are not reused: drover serve uses an
+	// id kept in its store. Empty: a random one for this notifier.
+	Origin string
 	// Client sends the requests (default: a client of its own; Timeout
 	// applies in any case).
 	Client *http.Client
@@ -51,8 +66,9 @@ type NotifierStats struct {
 	Queued  int    // reports waiting now
 	Sent    uint64 // delivered (a 2xx answer)
 	Failed  uint64 // given up on: attempts exhausted, or a 4xx answer other than 408 and 429
-	Dropped uint64 // never attempted: queue full, notifier closed, or Close gave up draining
+	Dropped uint64 // never attempted: notifier closed, or Close gave up draining (left in the spill file if any)
 	Retries uint64 // attempts after the first
+	Spilled uint64 // reports that went to the spill (the queue was full); Queued counts those still waiting
 }
 
 // Notifier posts job results and errors to an HTTP endpoint (seed 001's
@@ -64,11 +80,13 @@ type Notifier struct {
 	done   chan struct{} // closed when the sender has finished
 	abort  context.Context
 	cancel context.CancelFunc
+	rung   chan struct{} // a report spilled (a buffer of one)
 
-	mu     sync.RWMutex
+	mu     sync.Mutex
 	closed bool
+	spill  spill // reports beyond the queue, oldest first (under mu)
 
-	sent, failed, dropped, retries atomic.Uint64
+	sent, failed, dropped, retries, spilled atomic.Uint64
 }
 
 // NewNotifier validates the options and starts the sender goroutine.
@@ -95,34 +113,73 @@ func NewNotifier(opts NotifierOptions) (*Notifier, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	n := &Notifier{opts: opts, queue: make(chan admin.Event, opts.QueueSize), done: make(chan struct{})}
+	if opts.Origin == "" {
+		opts.Origin = RandomOrigin()
+	}
+	n := &Notifier{opts: opts, queue: make(chan admin.Event, opts.QueueSize), done: make(chan struct{}), rung: make(chan struct{}, 1)}
+	if opts.SpillPath != "" {
+		if err := n.spill.open(opts.SpillPath); err != nil {
+			return nil, fmt.Errorf("obs: notifier spill file: %w", err)
+		}
+		if left := n.spill.n; left > 0 {
+			opts.Logger.Info("notifier: delivering reports left in the spill file by the last run", "path", opts.SpillPath, "reports", left)
+		}
+	}
 	n.abort, n.cancel = context.WithCancel(context.Background())
 	go n.run()
 	return n, nil
 }
 
-// Notify queues a report and returns at once: true when it was queued,
-// false when it was dropped (queue full or notifier closed).
+// RandomOrigin is a random 64-bit origin in hex, for a source whose event
+// sequence does not survive it.
+func RandomOrigin() string { return fmt.Sprintf("%016x", rand.Uint64()) }
+
+// IdempotencyKey is the id the notifier sends with a report of ev
+// (header Idempotency-Key): ORIGIN-SEQ. A consumer that records the ids it
+// has processed can drop a report delivered twice (a retry after a lost
+// answer).
+func IdempotencyKey(origin string, ev admin.Event) string {
+	return origin + "-" + strconv.FormatUint(ev.Seq, 10)
+}
+
+// Notify queues a report and returns at once: true when it was taken
+// (queued, or spilled when the queue is full), false when the notifier is
+// closed (counted as dropped) or the spill file could not be written
+// (logged, counted as failed).
 func (n *Notifier) Notify(ev admin.Event) bool {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if n.closed {
 		n.dropped.Add(1)
 		return false
 	}
-	select {
-	case n.queue <- ev:
-		return true
-	default:
-		n.dropped.Add(1)
+	if n.spill.n == 0 { // while reports wait in the spill, newer ones go behind them
+		select {
+		case n.queue <- ev:
+			return true
+		default:
+		}
+	}
+	if err := n.spill.push(ev); err != nil {
+		n.failed.Add(1)
+		n.opts.Logger.Error("notifier: report not spilled", "seq", ev.Seq, "kind", ev.Kind, "err", err)
 		return false
 	}
+	n.spilled.Add(1)
+	select {
+	case n.rung <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 // Stats returns the counts so far.
 func (n *Notifier) Stats() NotifierStats {
-	return NotifierStats{Queued: len(n.queue), Sent: n.sent.Load(), Failed: n.failed.Load(),
-		Dropped: n.dropped.Load(), Retries: n.retries.Load()}
+	n.mu.Lock()
+	spilled := n.spill.n
+	n.mu.Unlock()
+	return NotifierStats{Queued: len(n.queue) + spilled, Sent: n.sent.Load(), Failed: n.failed.Load(),
+		Dropped: n.dropped.Load(), Retries: n.retries.Load(), Spilled: n.spilled.Load()}
 }
 
 // Close stops accepting reports and delivers those queued, retries
@@ -145,42 +202,118 @@ func (n *Notifier) Close(ctx context.Context) error {
 	}
 }
 
+// run delivers the queue's reports, and the spill's once the queue is
+// empty: reports spill only while the queue is full, and go to the queue
+// again only once the spill is empty, so this is their order. When Close
+// gives up, what was not delivered stays in the spill file (if any).
 func (n *Notifier) run() {
 	defer close(n.done)
 	defer n.cancel()
-	for ev := range n.queue {
-		n.deliver(ev)
+	var left []admin.Event // abandoned when Close gave up
+	defer func() { n.closeSpill(left) }()
+	for n.abort.Err() == nil {
+		select {
+		case ev, ok := <-n.queue:
+			if !ok {
+				for n.abort.Err() == nil && n.fromSpill(&left) {
+				}
+				return
+			}
+			if !n.deliver(ev) {
+				left = append(left, ev)
+			}
+			continue
+		default:
+		}
+		if n.fromSpill(&left) {
+			continue
+		}
+		select {
+		case ev, ok := <-n.queue:
+			if !ok {
+				for n.abort.Err() == nil && n.fromSpill(&left) {
+				}
+				return
+			}
+			if !n.deliver(ev) {
+				left = append(left, ev)
+			}
+		case <-n.rung:
+		case <-n.abort.Done():
+		}
 	}
 }
 
-// deliver posts one report, retrying with a doubling delay.
-func (n *Notifier) deliver(ev admin.Event) {
+// fromSpill delivers the oldest spilled report; false when there is none
+// (or it was abandoned: then it stays in the spill).
+func (n *Notifier) fromSpill(left *[]admin.Event) bool {
+	n.mu.Lock()
+	ev, ok, err := n.spill.peek()
+	n.mu.Unlock()
+	if err != nil {
+		n.opts.Logger.Error("notifier: reading the spill file", "path", n.opts.SpillPath, "err", err)
+	}
+	if !ok || !n.deliver(ev) {
+		return false
+	}
+	n.mu.Lock()
+	n.spill.pop()
+	n.mu.Unlock()
+	return true
+}
+
+// closeSpill ends the sender: with a spill file, the reports not delivered
+// (those abandoned, then the queue's, then the spill's) stay in it for the
+// next run; without one they are counted as dropped.
+func (n *Notifier) closeSpill(left []admin.Event) {
+	if n.queue != nil {
+		for ev := range n.queue { // Close closed it: this ends
+			left = append(left, ev)
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	total := len(left) + n.spill.n
+	if total > 0 {
+		if n.opts.SpillPath != "" {
+			n.opts.Logger.Warn("notifier: stopped with reports undelivered; the next start delivers them", "path", n.opts.SpillPath, "reports", total)
+		}
+		n.dropped.Add(uint64(total))
+	}
+	if err := n.spill.close(left); err != nil {
+		n.opts.Logger.Error("notifier: closing the spill file", "path", n.opts.SpillPath, "err", err)
+	}
+}
+
+// deliver posts one report, retrying with a doubling delay. It returns
+// false when Close gave up before the report was delivered or given up on
+// (the report is abandoned, not counted).
+func (n *Notifier) deliver(ev admin.Event) bool {
 	if n.abort.Err() != nil {
-		n.dropped.Add(1)
-		return
+		return false
 	}
 	body, err := json.Marshal(ev)
 	if err != nil { // admin.Event holds only plain fields; kept for safety
 		n.failed.Add(1)
 		n.opts.Logger.Error("notifier: encoding a report", "seq", ev.Seq, "err", err)
-		return
+		return true
 	}
+	key := IdempotencyKey(n.opts.Origin, ev)
 	for attempt := 1; ; attempt++ {
-		err := n.post(body)
+		err := n.post(body, key)
 		if err == nil {
 			n.sent.Add(1)
-			return
+			return true
 		}
 		if n.abort.Err() != nil {
-			n.dropped.Add(1)
-			return
+			return false
 		}
 		var perm *permanentError
 		if errors.As(err, &perm) || attempt >= n.opts.Attempts {
 			n.failed.Add(1)
 			n.opts.Logger.Warn("notifier: report not delivered", "url", n.opts.URL, "seq", ev.Seq,
 				"kind", ev.Kind, "attempts", attempt, "err", err)
-			return
+			return true
 		}
 		n.retries.Add(1)
 		t := time.NewTimer(retryDelay(n.opts.BaseDelay, attempt))
@@ -188,8 +321,7 @@ func (n *Notifier) deliver(ev admin.Event) {
 		case <-t.C:
 		case <-n.abort.Done():
 			t.Stop()
-			n.dropped.Add(1)
-			return
+			return false
 		}
 	}
 }
@@ -212,7 +344,7 @@ type permanentError struct{ msg string }
 
 func (e *permanentError) Error() string { return e.msg }
 
-func (n *Notifier) post(body []byte) error {
+func (n *Notifier) post(body []byte, key string) error {
 	ctx, cancel := context.WithTimeout(n.abort, n.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.opts.URL, bytes.NewReader(body))
@@ -221,6 +353,7 @@ func (n *Notifier) post(body []byte) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "drover-notifier")
+	req.Header.Set("Idempotency-Key", key)
 	resp, err := n.opts.Client.Do(req)
 	if err != nil {
 		return fmt.Errorf("posting to %s: %w", n.opts.URL, err)

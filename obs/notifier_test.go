@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +26,7 @@ type recorder struct {
 	mu       sync.Mutex
 	statuses []int
 	bodies   []string
+	keys     []string      // Idempotency-Key of each request
 	got      chan struct{} // receives once per request
 }
 
@@ -40,6 +45,7 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		status = 415
 	}
 	r.bodies = append(r.bodies, string(b))
+	r.keys = append(r.keys, req.Header.Get("Idempotency-Key"))
 	r.mu.Unlock()
 	w.WriteHeader(status)
 	r.got <- struct{}{}
@@ -100,7 +106,7 @@ func TestNotifierDelivers(t *testing.T) {
 	rec := newRecorder()
 	srv := httptest.NewServer(rec)
 	defer srv.Close()
-	n := newNotifier(t, NotifierOptions{URL: srv.URL})
+	n := newNotifier(t, NotifierOptions{URL: srv.URL, Origin: "c0ffee"})
 	for i := uint64(1); i <= 3; i++ {
 		if !n.Notify(event(i)) {
 			t.Fatalf("event %d dropped", i)
@@ -111,6 +117,12 @@ func TestNotifierDelivers(t *testing.T) {
 	got := rec.requests()
 	if len(got) != 3 {
 		t.Fatalf("server got %d requests, want 3", len(got))
+	}
+	rec.mu.Lock()
+	keys := rec.keys
+	rec.mu.Unlock()
+	if want := []string{"c0ffee-1", "c0ffee-2", "c0ffee-3"}; !slices.Equal(keys, want) {
+		t.Errorf("Idempotency-Key headers %q, want %q", keys, want)
 	}
 	for i, body := range got {
 		var ev admin.Event
@@ -198,53 +210,127 @@ func TestRetryDelayDoubles(t *testing.T) {
 	}
 }
 
-func TestNotifierQueueFullDropsWithoutBlocking(t *testing.T) {
-	release := make(chan struct{})
-	arrived := make(chan struct{}, 100)
+// stuckServer holds each request until release receives; arrived
+// receives once per request, with its event's seq.
+func stuckServer(t *testing.T) (url string, arrived chan uint64, release chan struct{}) {
+	t.Helper()
+	release = make(chan struct{})
+	arrived = make(chan uint64, 100)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
+		var ev admin.Event
+		_ = json.NewDecoder(r.Body).Decode(&ev)
+		arrived <- ev.Seq
 		<-release
 	}))
-	defer srv.Close()
-	defer close(release)
-	const size = 3
-	n := newNotifier(t, NotifierOptions{URL: srv.URL, QueueSize: size})
-	n.Notify(event(0))
-	select { // the sender holds event 0 in a POST that will not end
-	case <-arrived:
-	case <-time.After(waitLimit):
-		t.Fatal("the first POST never arrived")
-	}
+	t.Cleanup(srv.Close)
+	return srv.URL, arrived, release
+}
 
-	results := make(chan []bool, 1)
-	go func() {
-		var r []bool
-		for i := uint64(1); i <= size+5; i++ {
-			r = append(r, n.Notify(event(i)))
+// A notifier that falls behind spills what its queue cannot hold, without
+// blocking the caller and without losing a report, and delivers everything
+// in order once the endpoint catches up: to memory, or to a spill file.
+func TestNotifierSpillsWhenBehind(t *testing.T) {
+	for _, file := range []bool{false, true} {
+		t.Run(fmt.Sprintf("file=%v", file), func(t *testing.T) {
+			url, arrived, release := stuckServer(t)
+			const size = 3
+			opts := NotifierOptions{URL: url, QueueSize: size}
+			if file {
+				opts.SpillPath = filepath.Join(t.TempDir(), "spill.jsonl")
+			}
+			n := newNotifier(t, opts)
+			n.Notify(event(1))
+			select { // the sender holds event 1 in a POST that does not end yet
+			case <-arrived:
+			case <-time.After(waitLimit):
+				t.Fatal("the first POST never arrived")
+			}
+			results := make(chan []bool, 1)
+			go func() {
+				var r []bool
+				for i := uint64(2); i <= size+7; i++ {
+					r = append(r, n.Notify(event(i)))
+				}
+				results <- r
+			}()
+			select {
+			case got := <-results:
+				if slices.Contains(got, false) {
+					t.Fatalf("Notify results %v: want every report taken", got)
+				}
+			case <-time.After(waitLimit):
+				t.Fatal("Notify blocked on a full queue")
+			}
+			if s := n.Stats(); s.Dropped != 0 || s.Spilled != 6 || s.Queued != size+6 {
+				t.Errorf("stats %+v, want 6 spilled and %d waiting", s, size+6)
+			}
+			order := []uint64{1}
+			for len(order) < size+7 {
+				release <- struct{}{}
+				select {
+				case seq := <-arrived:
+					order = append(order, seq)
+				case <-time.After(waitLimit):
+					t.Fatalf("delivered %v, then nothing", order)
+				}
+			}
+			close(release)
+			closeNotifier(t, n)
+			if want := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}; !slices.Equal(order, want) {
+				t.Errorf("delivered %v, want %v", order, want)
+			}
+			if s := n.Stats(); s.Sent != size+7 || s.Dropped != 0 || s.Queued != 0 {
+				t.Errorf("after draining: stats %+v, want %d sent", s, size+7)
+			}
+			if file {
+				if fi, err := os.Stat(opts.SpillPath); err != nil || fi.Size() != 0 || fi.Mode().Perm() != 0o600 {
+					t.Errorf("spill file after draining: %v %v, want empty, mode 0600", fi, err)
+				}
+			}
+		})
+	}
+}
+
+// Reports left in the spill file when a notifier stops undelivered are
+// delivered, first and in order, by the next notifier on that file; a line
+// cut short by a crash is dropped.
+func TestNotifierSpillSurvivesRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spill.jsonl")
+	url, arrived, release := stuckServer(t)
+	n := newNotifier(t, NotifierOptions{URL: url, QueueSize: 1, SpillPath: path, Timeout: time.Hour})
+	for i := uint64(1); i <= 5; i++ {
+		n.Notify(event(i))
+	}
+	<-arrived // 1 is in a POST, 2 in the queue, 3-5 in the file: all kept
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := n.Close(ctx); err == nil {
+		t.Fatal("Close with a cancelled context and reports left: want an error")
+	}
+	close(release)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"seq":99,"kind":"job.do`) // a crash in the middle of a line
+	f.Close()
+
+	rec := newRecorder()
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	n2 := newNotifier(t, NotifierOptions{URL: srv.URL, SpillPath: path})
+	n2.Notify(event(6))
+	closeNotifier(t, n2)
+	var seqs []uint64
+	for _, body := range rec.requests() {
+		var ev admin.Event
+		if err := json.Unmarshal([]byte(body), &ev); err != nil {
+			t.Fatal(err)
 		}
-		results <- r
-	}()
-	var got []bool
-	select {
-	case got = <-results:
-	case <-time.After(waitLimit):
-		t.Fatal("Notify blocked on a full queue")
+		seqs = append(seqs, ev.Seq)
 	}
-	for i, ok := range got {
-		if want := i < size; ok != want {
-			t.Errorf("Notify #%d = %v, want %v", i+1, ok, want)
-		}
-	}
-	if s := n.Stats(); s.Dropped != 5 || s.Queued != size {
-		t.Errorf("stats %+v, want 5 dropped and %d queued", s, size)
-	}
-	release <- struct{}{}
-	for i := 0; i < size; i++ {
-		release <- struct{}{} // let the queued ones through
-	}
-	closeNotifier(t, n)
-	if s := n.Stats(); s.Sent != size+1 || s.Dropped != 5 || s.Queued != 0 {
-		t.Errorf("after draining: stats %+v, want %d sent", s, size+1)
+	if want := []uint64{1, 2, 3, 4, 5, 6}; !slices.Equal(seqs, want) {
+		t.Fatalf("second notifier delivered %v, want %v", seqs, want)
 	}
 }
 
@@ -347,7 +433,7 @@ func holdingServer(b *testing.B) (url string, arrived <-chan struct{}) {
 }
 
 // BenchmarkNotify measures what the broker loop pays per report: a queued
-// one, and one dropped because the queue is full. The sender is held in a
+// one, and one spilled (to memory) because the queue is full. The sender is held in a
 // POST that never ends, so the queue only fills.
 func BenchmarkNotify(b *testing.B) {
 	newN := func(b *testing.B, url string, queue int) *Notifier {
@@ -381,7 +467,7 @@ func BenchmarkNotify(b *testing.B) {
 			b.StartTimer()
 		}
 	})
-	b.Run("dropped", func(b *testing.B) {
+	b.Run("spilled", func(b *testing.B) {
 		url, arrived := holdingServer(b)
 		n := newN(b, url, 1)
 		defer abandon(n)
@@ -395,8 +481,8 @@ func BenchmarkNotify(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			if n.Notify(ev) {
-				b.Fatal("queued into a full queue")
+			if !n.Notify(ev) {
+				b.Fatal("not spilled")
 			}
 		}
 	})
