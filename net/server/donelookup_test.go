@@ -16,7 +16,9 @@ import (
 // doneCacheOpts are server options with a real store and a done set of
 // ten keys.
 func doneCacheOpts(st *store.Store) Options {
-	return Options{Store: st, Coord: coord.Config{Ledger: ledger.Config{DoneCache: 10}}}
+	// A heartbeat of a second: the silent raw clients must outlive a
+	// 1,000-key step on a loaded machine under the race detector.
+	return Options{Store: st, Coord: coord.Config{Heartbeat: time.Second, Ledger: ledger.Config{DoneCache: 10}}}
 }
 
 // checkAllDone re-requests and resubmits every key over a real socket:
