@@ -30,7 +30,9 @@ var configFlag = "config"
 // and names every bad key.
 func loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	file, _ := cmd.Flags().GetString(configFlag)
-	cfg, err := config.Load(config.LoadOptions{Flags: cmd.Flags(), File: file})
+	errOut := cmd.ErrOrStderr()
+	cfg, err := config.Load(config.LoadOptions{Flags: cmd.Flags(), File: file,
+		Warn: func(s string) { fmt.Fprintln(errOut, s) }})
 	if err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}

@@ -317,3 +317,23 @@ func TestCrawlSurvivesWorkerKill(t *testing.T) {
 		t.Errorf("%d pages recorded, want %d", len(got), len(want.Pages))
 	}
 }
+
+// TestUnknownEnvIsAWarning: an unrelated DROVER_ variable in the user's
+// shell does not stop a command: it exits 0 and warns, naming the nearest
+// known variable.
+func TestUnknownEnvIsAWarning(t *testing.T) {
+	cmd := exec.Command(drover(t), "config", "show")
+	cmd.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1", "DROVER_HEARTBEAT_INTERVL=2s")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("config show with an unknown DROVER_ variable: %v, want exit 0\n%s", err, stderr.String())
+	}
+	want := "warning: environment variable DROVER_HEARTBEAT_INTERVL names no configuration key and is ignored; did you mean DROVER_HEARTBEAT_INTERVAL?"
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q, want the warning %q", stderr.String(), want)
+	}
+	if !strings.Contains(stdout.String(), "heartbeat:\n  interval: 1s") {
+		t.Errorf("config show printed %q, want the configuration", stdout.String())
+	}
+}

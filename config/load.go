@@ -26,9 +26,14 @@ type LoadOptions struct {
 	// counts as set (DROVER_METRICS_LISTEN= disables metrics).
 	Env []string
 	// AllowEnv names DROVER_ variables that are not keys but are known to
-	// the caller; any other DROVER_ variable that is not a key is an error.
-	// DROVER_CONFIG is always allowed.
+	// the caller; any other DROVER_ variable that is not a key gets a
+	// warning naming the nearest known one (an unrelated variable in the
+	// user's shell must not stop a command). DROVER_CONFIG is always
+	// allowed.
 	AllowEnv []string
+	// Warn receives each warning (one line, no newline); nil writes them
+	// to standard error.
+	Warn func(string)
 	// File is the --config path. When empty, $DROVER_CONFIG is used, then
 	// the first of drover.yaml, .yml, .toml or .json found in WorkDir,
 	// $XDG_CONFIG_HOME/drover (default ~/.config/drover) and SystemDir.
@@ -64,7 +69,11 @@ func Load(opts LoadOptions) (*Config, error) {
 		cfg.File = path
 		file = readFile(path, &errs)
 	}
-	checkEnvNames(env, opts.AllowEnv, &errs)
+	warn := opts.Warn
+	if warn == nil {
+		warn = func(s string) { fmt.Fprintln(os.Stderr, s) }
+	}
+	checkEnvNames(env, opts.AllowEnv, warn)
 
 	failed := map[string]bool{}
 	for _, k := range schema {
@@ -150,8 +159,8 @@ func envMap(environ []string) map[string]string {
 	return m
 }
 
-// checkEnvNames reports DROVER_ variables that name no key.
-func checkEnvNames(env map[string]string, allow []string, errs *Errors) {
+// checkEnvNames warns of DROVER_ variables that name no key.
+func checkEnvNames(env map[string]string, allow []string, warn func(string)) {
 	known := map[string]bool{EnvConfig: true}
 	for _, a := range allow {
 		known[a] = true
@@ -169,12 +178,13 @@ func checkEnvNames(env map[string]string, allow []string, errs *Errors) {
 	}
 	sort.Strings(unknown)
 	for _, name := range unknown {
-		x := &Error{Kind: ErrUnknown, Key: name, Value: env[name], Source: Source{Kind: FromEnv, Name: name},
-			Expected: "DROVER_ variables name configuration keys"}
+		msg := "warning: environment variable " + name + " names no configuration key and is ignored"
 		if s := suggest(name, names); s != "" {
-			x.Hint = "did you mean " + s + "?"
+			msg += "; did you mean " + s + "?"
+		} else {
+			msg += " (drover config show lists the keys; DROVER_ + the key with . as _)"
 		}
-		errs.add(x)
+		warn(msg)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -323,8 +324,6 @@ func TestValidationErrors(t *testing.T) {
 			want: want{ErrUnknown, "heartbeat.zzzzzzzzzz", []string{"heartbeat.interval, heartbeat.liveness"}}},
 		{name: "unknown section lists sections", file: "zzzzzz:\n  q: 1\n",
 			want: want{ErrUnknown, "zzzzzz.q", []string{"the sections are peers, admin"}}},
-		{name: "unknown env variable", env: []string{"DROVER_HEARTBEAT_INTERVL=1s"},
-			want: want{ErrUnknown, "DROVER_HEARTBEAT_INTERVL", []string{"env DROVER_HEARTBEAT_INTERVL", "did you mean DROVER_HEARTBEAT_INTERVAL?"}}},
 
 		// Wrong types.
 		{name: "int from file", file: "heartbeat:\n  liveness: three\n",
@@ -528,5 +527,27 @@ func BenchmarkLoad(b *testing.B) {
 		if _, err := Load(opts); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestUnknownEnvWarns: a DROVER_ variable that names no key is a warning
+// naming the nearest key's variable, not an error; the rest loads.
+func TestUnknownEnvWarns(t *testing.T) {
+	var warnings []string
+	opts := LoadOptions{NoFile: true, Warn: func(s string) { warnings = append(warnings, s) },
+		Env: []string{"DROVER_HEARTBEAT_INTERVL=1s", "DROVER_HEARTBEAT_LIVENESS=5", "DROVER_ZZZZZZZZZZZZZZZZ=1", "NOT_DROVER=1"}}
+	cfg, err := Load(opts)
+	if err != nil {
+		t.Fatalf("Load: %v, want only warnings", err)
+	}
+	if cfg.Heartbeat.Liveness != 5 {
+		t.Errorf("liveness %d, want 5 from the environment", cfg.Heartbeat.Liveness)
+	}
+	want := []string{
+		"warning: environment variable DROVER_HEARTBEAT_INTERVL names no configuration key and is ignored; did you mean DROVER_HEARTBEAT_INTERVAL?",
+		"warning: environment variable DROVER_ZZZZZZZZZZZZZZZZ names no configuration key and is ignored (drover config show lists the keys; DROVER_ + the key with . as _)",
+	}
+	if !slices.Equal(warnings, want) {
+		t.Errorf("warnings:\n%q\nwant:\n%q", warnings, want)
 	}
 }
