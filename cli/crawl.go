@@ -101,6 +101,7 @@ func addCrawlFlags(cmd *cobra.Command, o *crawlOptions) {
 	fs.BoolVar(&o.noTUI, "no-tui", false, "print progress lines and a summary instead of the console")
 	must(config.AddFlag(fs, "crawl.per_host", "per-host", ""))
 	must(config.AddFlags(fs, "crawl.user_agent", "crawl.timeout", "crawl.min_delay"))
+	must(config.AddFlag(fs, "crawl.allow_private", "allow-private", ""))
 }
 
 // crawlConfig builds the fetcher's configuration from the config keys and
@@ -125,6 +126,7 @@ func crawlConfig(cfg *config.Config, o crawlOptions) (crawl.Config, error) {
 	c.MaxDepth = o.maxDepth
 	c.MaxPages = o.maxPages
 	c.Resolve = o.resolve
+	c.AllowPrivate = cfg.Crawl.AllowPrivate
 	c.Requisites, c.IgnoreRobots, c.Sitemaps = o.requisites, o.ignoreRobots, o.sitemaps
 	scope, err := crawl.ParseScope(o.scope)
 	if err != nil {

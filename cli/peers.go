@@ -128,6 +128,7 @@ retryable failure; stdout becomes the job's output. It reconnects by itself
 	fs.StringVar(&execCmd, "exec", "", "run this shell command per job instead of the crawl handler")
 	fs.StringVar(&wid, "id", "", "stable worker id (default: host-pid); a reconnect with the same id keeps its jobs")
 	must(config.AddFlags(fs, "crawl.user_agent", "crawl.per_host", "crawl.timeout", "crawl.min_delay", "heartbeat.interval"))
+	must(config.AddFlag(fs, "crawl.allow_private", "allow-private", ""))
 	return cmd
 }
 

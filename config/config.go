@@ -122,6 +122,7 @@ type Crawl struct {
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 	MaxBody        int64         `yaml:"max_body"` // bytes
 	MinDelay       time.Duration `yaml:"min_delay"`
+	AllowPrivate   bool          `yaml:"allow_private"`
 }
 
 // Console configures the terminal console.

@@ -320,6 +320,8 @@ var schema = []Key{
 		"largest response body read; the rest is discarded", func() (string, func(any) bool) { return sizeIn(1<<10, 1<<40) }),
 	key("crawl.min_delay", KindDuration, time.Second,
 		"least time between two fetches from one host; by default not applied to loopback and private-address hosts, when set applied to all", dur(0, time.Hour)),
+	key("crawl.allow_private", KindBool, false,
+		"let a crawl from a public seed follow links to loopback, private, link-local (cloud metadata), unique-local and CGNAT addresses, which it refuses otherwise; a seed on such an address may always reach them"),
 
 	enum("console.theme", "auto", Themes,
 		"colour theme; auto picks dark or light from the terminal's background"),

@@ -1,9 +1,11 @@
 package crawl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"regexp"
 	"strings"
 	"time"
@@ -89,6 +91,16 @@ type Config struct {
 	// (Viper's default "." key delimiter splits such keys in a config
 	// file; set it from flags or code.)
 	Resolve map[string]string `mapstructure:"resolve"`
+	// AllowPrivate lets a crawl whose seed is on a public address connect
+	// to loopback, private, link-local (the cloud metadata address among
+	// them), unique-local, unspecified and shared (CGNAT) addresses, which
+	// the guard refuses otherwise (see guard.go). A crawl whose seed is on
+	// such an address may reach them anyway.
+	AllowPrivate bool `mapstructure:"allow-private"`
+	// LookupIP, when set, resolves host names for the fetcher's
+	// connections and the guard's seed check instead of the system
+	// resolver: tests map public-looking names to loopback with it.
+	LookupIP func(ctx context.Context, host string) ([]netip.Addr, error) `mapstructure:"-"`
 }
 
 // DefaultConfig returns the default settings for drover at the given

@@ -27,7 +27,12 @@ type Fetcher struct {
 	clock  Clock
 	tr     *http.Transport // pages go straight to it: no redirect is followed
 	robotc *http.Client    // follows up to 5, as RFC 9309 asks
-	header http.Header     // every page request's, shared and never changed
+	// gtr and grobotc are tr and robotc under the private-address guard
+	// (guard.go): for crawls whose seed is on a public address.
+	gtr     *http.Transport
+	grobotc *http.Client
+	guard   *guard
+	header  http.Header // every page request's, shared and never changed
 
 	mu            sync.Mutex
 	hosts         map[string]*hostState   // by host[:port]
@@ -70,41 +75,54 @@ func New(cfg Config, opts ...Option) (*Fetcher, error) {
 	for k, v := range cfg.Resolve {
 		resolve[k] = v
 	}
+	f.guard = newGuard(cfg)
 	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
-	f.tr = &http.Transport{
-		Proxy: func(r *http.Request) (*url.URL, error) {
-			if _, pinned := resolve[hostPort(r.URL)]; pinned {
-				return nil, nil
-			}
-			return http.ProxyFromEnvironment(r)
-		},
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if to, ok := resolve[addr]; ok {
-				addr = to
-			}
-			return dialer.DialContext(ctx, network, addr)
-		},
-		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    cfg.ConnectTimeout,
-		MaxIdleConns:           1024,
-		MaxIdleConnsPerHost:    max(cfg.PerHost, 2),
-		IdleConnTimeout:        90 * time.Second,
-		MaxResponseHeaderBytes: 1 << 20,
+	// Two transports, so that a connection made for a crawl that may reach
+	// private addresses is never reused by one that may not.
+	newTransport := func(guarded bool) *http.Transport {
+		return &http.Transport{
+			Proxy: func(r *http.Request) (*url.URL, error) {
+				if _, pinned := resolve[hostPort(r.URL)]; pinned {
+					return nil, nil
+				}
+				return http.ProxyFromEnvironment(r)
+			},
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				host, _, _ := net.SplitHostPort(addr)
+				if to, ok := resolve[addr]; ok {
+					addr = to
+				}
+				return f.guard.dial(ctx, dialer, guarded, network, host, addr)
+			},
+			ForceAttemptHTTP2:      true,
+			TLSHandshakeTimeout:    cfg.ConnectTimeout,
+			MaxIdleConns:           1024,
+			MaxIdleConnsPerHost:    max(cfg.PerHost, 2),
+			IdleConnTimeout:        90 * time.Second,
+			MaxResponseHeaderBytes: 1 << 20,
+		}
 	}
-	f.robotc = &http.Client{
-		Transport: f.tr,
-		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
-			if len(via) > 5 {
-				return errTooManyRedirects
-			}
-			return nil
-		},
+	newRobotsClient := func(tr *http.Transport) *http.Client {
+		return &http.Client{
+			Transport: tr,
+			CheckRedirect: func(_ *http.Request, via []*http.Request) error {
+				if len(via) > 5 {
+					return errTooManyRedirects
+				}
+				return nil
+			},
+		}
 	}
+	f.tr, f.gtr = newTransport(false), newTransport(true)
+	f.robotc, f.grobotc = newRobotsClient(f.tr), newRobotsClient(f.gtr)
 	return f, nil
 }
 
 // Close releases the Fetcher's idle connections.
-func (f *Fetcher) Close() { f.tr.CloseIdleConnections() }
+func (f *Fetcher) Close() {
+	f.tr.CloseIdleConnections()
+	f.gtr.CloseIdleConnections()
+}
 
 // hostPort is u's host with the scheme's port made explicit, as a dialer
 // sees it.
@@ -131,6 +149,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) Page {
 		return p
 	}
 	p.FinalURL = norm
+	ctx = f.withGuard(ctx, norm)
 
 	rb := &Robots{}
 	if !f.cfg.IgnoreRobots {
@@ -175,8 +194,11 @@ func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 	// is a new key for the coordinator, not followed here, and the
 	// client's redirect machinery (a copy of the headers per request)
 	// would cost every page for nothing. Errors read as the client's.
-	resp, err := f.tr.RoundTrip(req)
+	resp, err := f.transport(ctx).RoundTrip(req)
 	if err != nil {
+		if refusedPage(err, p) {
+			return
+		}
 		err = &url.Error{Op: "Get", URL: u.Redacted(), Err: err}
 		p.Outcome, p.Err = Internal, describeFetchError(ctx, err, f.cfg.Timeout)
 		return
@@ -307,6 +329,18 @@ func xRobotsTag(h http.Header, token string) (noindex, nofollow bool) {
 func isCSS(contentType string) bool {
 	mt, _, _ := strings.Cut(contentType, ";")
 	return strings.EqualFold(strings.TrimSpace(mt), "text/css")
+}
+
+// refusedPage fills in p for a fetch the private-address guard refused
+// (guard.go): not fetched, Outcome OK (retrying cannot help), Refused set
+// and Err saying why. It reports whether err was such a refusal.
+func refusedPage(err error, p *Page) bool {
+	var re *RefusedError
+	if !errors.As(err, &re) {
+		return false
+	}
+	p.Outcome, p.Refused, p.Err = OK, true, re.Error()
+	return true
 }
 
 // mediaType reports whether a Content-Type names text/html, and whether it

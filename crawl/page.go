@@ -71,6 +71,10 @@ type Page struct {
 	// Disallowed is set when robots.txt disallows the URL: it was not
 	// fetched, Outcome is OK, Status 0 and Err is ErrDisallowed.
 	Disallowed bool
+	// Refused is set when the private-address guard refused to connect
+	// (see Config.AllowPrivate): not fetched, Outcome OK, Status 0, and
+	// Err says which address the host resolved to.
+	Refused bool
 	// Err says what went wrong, for Internal, External and Throttled
 	// outcomes (and ErrDisallowed); empty for a plain OK.
 	Err string
@@ -96,6 +100,9 @@ type Record struct {
 	Outcome Outcome `json:"outcome"`
 	// Disallowed is set for URLs robots.txt disallows (not fetched).
 	Disallowed bool `json:"disallowed,omitempty"`
+	// Refused is set for URLs on private addresses a crawl from a public
+	// seed does not connect to (not fetched; Error says why).
+	Refused bool `json:"refused,omitempty"`
 	// Canonical is the page's <link rel=canonical> target, if any.
 	Canonical string `json:"canonical,omitempty"`
 	// NoIndex and NoFollow are the page's robots directives.
@@ -123,6 +130,7 @@ func (p Page) Record(depth int, worker string, attempt int) Record {
 		FetchedAt:   p.FetchedAt.UTC(),
 		Outcome:     p.Outcome,
 		Disallowed:  p.Disallowed,
+		Refused:     p.Refused,
 		Canonical:   p.Canonical,
 		NoIndex:     p.NoIndex,
 		NoFollow:    p.NoFollow,

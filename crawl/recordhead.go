@@ -13,11 +13,12 @@ type RecordHead struct {
 	Status     int     `json:"status"`
 	Outcome    Outcome `json:"outcome"`
 	Disallowed bool    `json:"disallowed"`
+	Refused    bool    `json:"refused"`
 }
 
 // ReadRecordHead reads the head of a page record (a JSON object). A flat
 // object, as AppendJSON writes, is read by a small scanner that only looks
-// at the four fields; anything else (nesting, odd values) goes through
+// at the five fields; anything else (nesting, odd values) goes through
 // encoding/json, which also reports what is wrong with a bad record. The
 // scanner checks the object's structure and strings' escapes, not the
 // UTF-8 of the strings it skips.
@@ -72,7 +73,7 @@ func scanRecordHead(b []byte) (h RecordHead, ok bool) {
 // foldsToHeadKey reports whether key is one of the head's keys in other
 // letter case, which encoding/json would match (case-insensitively).
 func foldsToHeadKey(key []byte) bool {
-	for _, k := range []string{"url", "status", "outcome", "disallowed"} {
+	for _, k := range []string{"url", "status", "outcome", "disallowed", "refused"} {
 		if len(key) == len(k) && string(key) != k && strings.EqualFold(string(key), k) {
 			return true
 		}
@@ -160,7 +161,7 @@ func (s *headScanner) value(key string, h *RecordHead) error {
 			return err
 		}
 		switch key {
-		case "status", "disallowed":
+		case "status", "disallowed", "refused":
 			return errNotFlat // the wrong type: encoding/json says what is wrong
 		case "url", "outcome":
 		default:
@@ -182,11 +183,15 @@ func (s *headScanner) value(key string, h *RecordHead) error {
 		for _, lit := range []string{"true", "false", "null"} {
 			if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
 				s.i += len(lit)
-				if key == "disallowed" {
+				if key == "disallowed" || key == "refused" {
 					if lit == "null" {
 						return errNotFlat // encoding/json leaves the field as it was: let it decide
 					}
-					h.Disallowed = lit == "true"
+					if key == "refused" {
+						h.Refused = lit == "true"
+					} else {
+						h.Disallowed = lit == "true"
+					}
 				} else if key == "url" || key == "outcome" || key == "status" {
 					return errNotFlat
 				}
@@ -219,7 +224,7 @@ func (s *headScanner) value(key string, h *RecordHead) error {
 				return errNotFlat
 			}
 			h.Status = n
-		case "url", "outcome", "disallowed":
+		case "url", "outcome", "disallowed", "refused":
 			return errNotFlat
 		}
 		return nil

@@ -33,7 +33,7 @@ func TestReadRecordHead(t *testing.T) {
 	for i := range 3000 {
 		r := Record{URL: randStr(), FinalURL: randStr(), Status: rng.IntN(700) - 50, ContentType: randStr(),
 			Title: randStr(), Depth: rng.IntN(9), FetchMS: float64(rng.IntN(1e6)) / 1000, Worker: randStr(),
-			FetchedAt: at, Outcome: Outcome(randStr()), Disallowed: rng.IntN(2) == 0, Error: randStr()}
+			FetchedAt: at, Outcome: Outcome(randStr()), Disallowed: rng.IntN(2) == 0, Refused: rng.IntN(2) == 0, Error: randStr()}
 		b := r.AppendJSON(nil)
 		want, err := stdHead(b)
 		if err != nil {
@@ -55,6 +55,10 @@ func TestReadRecordHead(t *testing.T) {
 		`{"url":"a","list":[1,2],"status":200}`,
 		`{"url":"a","disallowed":null}`,
 		`{"url":"a","disallowed":true,"disallowed":false}`,
+		`{"url":"a","refused":true}`,
+		`{"url":"a","refused":null}`,
+		`{"url":"a","refused":"yes"}`,
+		`{"url":"a","Refused":true}`,
 		`{"url":"\u0068ttp:\/\/a\/\n","outcome":"o\"k"}`,
 		`{"url":"a","status":1.5}`,
 		`{"url":"a","status":01}`,

@@ -44,6 +44,9 @@ func (r Record) AppendJSON(b []byte) []byte {
 	if r.Disallowed {
 		b = append(b, `,"disallowed":true`...)
 	}
+	if r.Refused {
+		b = append(b, `,"refused":true`...)
+	}
 	if r.Canonical != "" {
 		b = append(b, `,"canonical":`...)
 		b = appendJSONString(b, r.Canonical)

@@ -31,6 +31,7 @@ type robotsEntry struct {
 	failures    int       // consecutive unreachable answers
 	unreachable string    // why, while rules is nil
 	netErr      bool      // unreachable for a network error: not cached
+	refused     error     // the private-address guard refused it (netErr too)
 }
 
 // robotsFor returns the robots rules for u's origin, fetching robots.txt
@@ -49,7 +50,11 @@ func (f *Fetcher) robotsFor(ctx context.Context, u *url.URL) (*Robots, *Page) {
 		}
 		return nil, f.unreachablePage(e, now)
 	}
-	ch := f.flight.DoChan(origin, func() (any, error) {
+	flightKey := origin
+	if guarded(ctx) { // a guarded fetch and an unguarded one do not share
+		flightKey += " guarded"
+	}
+	ch := f.flight.DoChan(flightKey, func() (any, error) {
 		f.mu.Lock()
 		prev := f.robots[origin]
 		f.mu.Unlock()
@@ -86,6 +91,10 @@ func (f *Fetcher) robotsFor(ctx context.Context, u *url.URL) (*Robots, *Page) {
 // row, Internal after.
 func (f *Fetcher) unreachablePage(e *robotsEntry, now time.Time) *Page {
 	p := &Page{Err: "robots.txt unreachable, origin disallowed for now: " + e.unreachable}
+	if e.refused != nil {
+		refusedPage(e.refused, p)
+		return p
+	}
 	if e.netErr {
 		p.Outcome, p.Err = Internal, "robots.txt unreachable: "+e.unreachable
 		return p
@@ -129,13 +138,16 @@ func (f *Fetcher) fetchRobots(ctx context.Context, origin string, prev *robotsEn
 		return unreachable(err.Error(), 0)
 	}
 	req.Header.Set("User-Agent", f.agent)
-	resp, err := f.robotc.Do(req)
+	resp, err := f.client(ctx).Do(req)
 	if err != nil {
 		if errors.Is(err, errTooManyRedirects) {
 			return allowAll() // RFC 9309 2.3.1.2: MAY be treated as unavailable
 		}
 		e := unreachable(describeFetchError(ctx, err, f.cfg.Timeout), 0)
 		e.netErr = true
+		if re := (*RefusedError)(nil); errors.As(err, &re) {
+			e.refused = re
+		}
 		return e
 	}
 	defer resp.Body.Close()

@@ -35,6 +35,7 @@ func (f *Fetcher) Sitemaps(ctx context.Context, seed string) ([]string, error) {
 		return nil, err
 	}
 	origin := u.Scheme + "://" + u.Host
+	ctx = f.withGuard(ctx, seed)
 	var queue []string
 	rb := &Robots{}
 	if !f.cfg.IgnoreRobots {
@@ -94,7 +95,7 @@ func (f *Fetcher) readSitemap(ctx context.Context, sitemapURL string) (pages, ch
 		return nil, nil, fmt.Errorf("sitemap %s: %w", sitemapURL, err)
 	}
 	req.Header.Set("User-Agent", f.agent)
-	resp, err := f.robotc.Do(req)
+	resp, err := f.client(ctx).Do(req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sitemap %s: %s", sitemapURL, describeFetchError(ctx, err, f.cfg.Timeout))
 	}

@@ -54,6 +54,7 @@ func Handler(f Fetcher, cfg crawl.Config, workerID string) worker.Handler {
 		if err != nil {
 			return worker.Result{Outcome: wire.OutcomeExternal, Error: err.Error()}
 		}
+		ctx = crawl.WithSeed(ctx, p.Seed) // the private-address guard judges by the crawl's seed
 		page := f.Fetch(ctx, j.Key.URL)
 		rec := page.Record(p.Depth, workerID, j.Attempt)
 		switch page.Outcome {

@@ -45,6 +45,7 @@ type Sink struct {
 	pages      int
 	failed     int
 	disallowed int
+	refused    int // not fetched: on a private address (crawl.RefusedError)
 	statuses   map[int]int
 }
 
@@ -131,7 +132,7 @@ func (s *Sink) write(f broker.Finished) {
 	if !f.Failed && len(f.Output) > 0 && !s.keep {
 		head, err := crawl.ReadRecordHead(f.Output)
 		if err == nil && bytes.IndexByte(f.Output, '\n') < 0 {
-			s.count(head.Outcome, head.Disallowed, head.Status)
+			s.count(head.Outcome, head.Disallowed, head.Refused, head.Status)
 			if s.w != nil && s.err == nil {
 				if err := s.w.WriteLine(f.Output); err != nil {
 					s.err = fmt.Errorf("writing results: %w", err)
@@ -144,7 +145,7 @@ func (s *Sink) write(f broker.Finished) {
 }
 
 // count counts one record for the summary.
-func (s *Sink) count(outcome crawl.Outcome, disallowed bool, status int) {
+func (s *Sink) count(outcome crawl.Outcome, disallowed, refused bool, status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -152,6 +153,8 @@ func (s *Sink) count(outcome crawl.Outcome, disallowed bool, status int) {
 		s.failed++
 	case disallowed:
 		s.disallowed++
+	case refused:
+		s.refused++
 	default:
 		s.pages++
 		s.statuses[status]++
@@ -170,7 +173,7 @@ func (s *Sink) writeRecord(f broker.Finished) {
 			rec = crawl.Record{URL: f.Key.URL, Outcome: "failed", Error: fmt.Sprintf("undecodable page record: %v", err)}
 		}
 	}
-	s.count(rec.Outcome, rec.Disallowed, rec.Status)
+	s.count(rec.Outcome, rec.Disallowed, rec.Refused, rec.Status)
 	if s.keep {
 		s.mu.Lock()
 		if j, seen := s.jobOf[rec.URL]; seen && j != uint64(f.Job) {
@@ -202,6 +205,13 @@ func (s *Sink) Close() error {
 	return s.err
 }
 
+// Refused returns how many pages the private-address guard refused.
+func (s *Sink) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
 // Counts returns pages fetched, disallowed and failed so far.
 func (s *Sink) Counts() (pages, disallowed, failed int) {
 	s.mu.Lock()
@@ -214,13 +224,15 @@ func (s *Sink) Summary(w io.Writer, t admin.Totals, elapsed time.Duration, compl
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keep { // count each page once, by its last record (a requeue adds one)
-		s.pages, s.disallowed, s.failed, s.statuses = 0, 0, 0, map[int]int{}
+		s.pages, s.disallowed, s.refused, s.failed, s.statuses = 0, 0, 0, 0, map[int]int{}
 		for _, rec := range s.records {
 			switch {
 			case rec.Outcome == "failed":
 				s.failed++
 			case rec.Disallowed:
 				s.disallowed++
+			case rec.Refused:
+				s.refused++
 			default:
 				s.pages++
 				s.statuses[rec.Status]++
@@ -241,6 +253,9 @@ func (s *Sink) Summary(w io.Writer, t admin.Totals, elapsed time.Duration, compl
 	fmt.Fprintf(w, "%s %s: %d pages fetched (%.1f pages/s), %d disallowed by robots.txt, %d failed\n",
 		how, elapsed.Round(10*time.Millisecond), s.pages, rate, s.disallowed, s.failed)
 	fmt.Fprintf(w, "  statuses:          %s\n", strings.Join(parts, ", "))
+	if s.refused > 0 {
+		fmt.Fprintf(w, "  refused:           %d on private addresses, not fetched from a public seed (--allow-private fetches them)\n", s.refused)
+	}
 	fmt.Fprintf(w, "  duplicates avoided: %d\n", t.DedupHits)
 	fmt.Fprintf(w, "  retries:           %d (throttled %d times, %d internal failures)\n", max(retries, 0), t.Throttles, t.Failures)
 }

@@ -1,16 +1,25 @@
 package job
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"drover/admin"
 	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/crawl"
+	"drover/net/worker"
 )
+
+// fetchFunc is a Fetcher made of a function.
+type fetchFunc func(ctx context.Context, u string) crawl.Page
+
+func (f fetchFunc) Fetch(ctx context.Context, u string) crawl.Page { return f(ctx, u) }
 
 // Mark's function returns only once every record added before the mark is
 // in the results file (what a store batch waits for: see
@@ -58,4 +67,42 @@ func TestSinkMarkWaitsForTheRecords(t *testing.T) {
 		s.Add(broker.Finished{Job: 3, Failed: true}) // after the writer stopped: never written
 		s.Mark()()                                   // but waiting for it must not hang
 	})
+}
+
+// Pages the private-address guard refused are counted apart (fast path and
+// kept records alike) and the summary says how many.
+func TestSinkCountsRefused(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		s := NewSink(nil, keep)
+		ok := crawl.Record{URL: "http://a.test/", Status: 200, Outcome: crawl.OK}
+		refused := crawl.Record{URL: "http://internal.test/", Outcome: crawl.OK, Refused: true, Error: "refused: internal.test resolves to 10.0.0.1"}
+		for i, r := range []crawl.Record{ok, refused} {
+			s.Add(broker.Finished{Job: broker.JobID(i + 1), Key: id.Key{Crawler: "c", Processor: "p", URL: r.URL}, Output: r.AppendJSON(nil)})
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		s.Summary(&out, admin.Totals{}, time.Second, true)
+		pages, _, failed := s.Counts()
+		if s.Refused() != 1 || pages != 1 || failed != 0 || !strings.Contains(out.String(), "refused:           1 on private addresses") {
+			t.Errorf("keep=%v: refused %d, pages %d, failed %d, summary:\n%s\nwant 1 refused, 1 page, the summary saying so", keep, s.Refused(), pages, failed, out.String())
+		}
+	}
+}
+
+// The handler tells the fetcher which crawl a job belongs to (its seed),
+// which the private-address guard judges by.
+func TestHandlerFetchesWithTheSeed(t *testing.T) {
+	var got string
+	f := fetchFunc(func(ctx context.Context, u string) crawl.Page {
+		got = crawl.SeedOf(ctx)
+		return crawl.Page{URL: u, Outcome: crawl.OK}
+	})
+	h := Handler(f, crawl.DefaultConfig("test"), "w")
+	h(context.Background(), worker.Job{Key: id.Key{Crawler: Crawler, Processor: Processor, URL: "http://a.test/x"},
+		Payload: []byte(`{"depth":2,"seed":"http://a.test/"}`)})
+	if got != "http://a.test/" {
+		t.Fatalf("fetched with seed %q, want the payload's http://a.test/", got)
+	}
 }
