@@ -31,9 +31,10 @@ type Query struct {
 	Limit  int    `json:"limit"`
 	Sort   string `json:"sort,omitempty"` // one of Sorts[View]; empty: the view's default
 	Desc   bool   `json:"desc,omitempty"`
-	// Filter is the console's filter text: free text matched against the
-	// row's main column (URL, worker id), or field=value terms separated by
-	// spaces: state=failed, host=example.com, worker=ID.
+	// Filter selects rows: free text matched against the row's text
+	// columns (URL, worker id and host, ...) or field=value terms separated
+	// by spaces: state=failed, host=example.com, worker=ID. Package
+	// drover/filter owns the grammar and the matcher.
 	Filter string `json:"filter,omitempty"`
 	// Key selects the key whose waiters ViewWaiters lists (fingerprint hex).
 	Key string `json:"key,omitempty"`

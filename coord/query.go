@@ -12,6 +12,7 @@ import (
 	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/coord/ledger"
+	"drover/filter"
 )
 
 // sessionName renders a session number the way the console shows it.
@@ -54,6 +55,10 @@ func (c *Coordinator) Query(now time.Time, q admin.Query) (admin.Page, error) {
 	if q.Limit == 0 || q.Limit > MaxWindow {
 		q.Limit = MaxWindow
 	}
+	f, err := filter.Parse(q.Filter)
+	if err != nil {
+		return admin.Page{}, fmt.Errorf("query %s: %w", q.View, err)
+	}
 	switch q.View {
 	case admin.ViewWorkers:
 		return c.brk.Workers(q), nil
@@ -61,16 +66,13 @@ func (c *Coordinator) Query(now time.Time, q admin.Query) (admin.Page, error) {
 		if q.Key != "" {
 			return c.jobDetail(now, q)
 		}
-		if strings.Contains(q.Filter, "state=requested") {
-			return c.requested(now, q), nil
-		}
-		return c.brk.Jobs(q), nil
+		return c.jobs(q, f), nil
 	case admin.ViewRetries:
 		return c.brk.Retries(q), nil
 	case admin.ViewWaiters:
-		return c.waiters(now, q)
+		return c.waiters(now, q, f)
 	case admin.ViewEvents:
-		return c.events.window(q), nil
+		return c.events.window(q, f), nil
 	}
 	return admin.Page{}, fmt.Errorf("query: unknown view %q: want workers, jobs, waiters, retries or events", q.View)
 }
@@ -109,36 +111,74 @@ func (c *Coordinator) jobDetail(now time.Time, q admin.Query) (admin.Page, error
 	return page, nil
 }
 
-// requested lists the keys held in requested, oldest first.
-func (c *Coordinator) requested(now time.Time, q admin.Query) admin.Page {
-	lc := c.led.Counts()
-	page := admin.Page{View: q.View, Offset: q.Offset, Total: lc.Requested}
-	for _, rec := range c.led.Requested(q.Offset, q.Limit) {
-		page.Jobs = append(page.Jobs, c.keyRow(rec.FP, rec))
+// jobs answers the jobs view: the broker's jobs (sorted and windowed by
+// the broker), then the keys held in requested, which have no job, oldest
+// first. A state term without requested leaves the keys out; one with
+// requested only leaves the jobs out.
+func (c *Coordinator) jobs(q admin.Query, f filter.Filter) admin.Page {
+	states := f.Values(filter.FieldState)
+	withKeys := states == nil || slices.Contains(states, ledger.Requested.String())
+	if withKeys && len(states) == 1 {
+		return c.requested(q, f)
+	}
+	page := c.brk.Jobs(q)
+	if !withKeys {
+		return page
+	}
+	// The window continues into the keys where the jobs end.
+	lim := min(q.Limit, broker.MaxLimit)
+	keys := c.requested(admin.Query{View: q.View, Offset: max(q.Offset-page.Total, 0), Limit: lim - len(page.Jobs)}, f)
+	page.Total += keys.Total
+	if len(page.Jobs) < lim {
+		page.Jobs = append(page.Jobs, keys.Jobs...)
+	}
+	return page
+}
+
+// requested lists the keys held in requested that match f, oldest first:
+// a window of the ledger's list when only a state term filters, else a
+// scan of every requested key.
+func (c *Coordinator) requested(q admin.Query, f filter.Filter) admin.Page {
+	page := admin.Page{View: q.View, Offset: q.Offset}
+	if f.Without(filter.FieldState).Empty() {
+		page.Total = c.led.Counts().Requested
+		for _, rec := range c.led.Requested(q.Offset, q.Limit) {
+			page.Jobs = append(page.Jobs, c.keyRow(rec.FP, rec))
+		}
+		return page
+	}
+	for _, rec := range c.led.Requested(0, c.led.Counts().Requested) {
+		row := c.keyRow(rec.FP, rec)
+		if !f.Job(&row) {
+			continue
+		}
+		if page.Total >= q.Offset && len(page.Jobs) < q.Limit {
+			page.Jobs = append(page.Jobs, row)
+		}
+		page.Total++
 	}
 	return page
 }
 
 // waiters lists requested keys (with their queue lengths) and the FIFO of
 // the selected key (Query.Key; by default the first listed key).
-func (c *Coordinator) waiters(now time.Time, q admin.Query) (admin.Page, error) {
-	page := c.requested(now, q)
+func (c *Coordinator) waiters(now time.Time, q admin.Query, f filter.Filter) (admin.Page, error) {
+	page := c.requested(q, filter.Filter{})
 	page.View = admin.ViewWaiters
 	var fp id.Fingerprint
 	switch {
 	case q.Key != "":
-		f, err := id.ParseFingerprint(q.Key)
+		k, err := id.ParseFingerprint(q.Key)
 		if err != nil {
 			return page, fmt.Errorf("query waiters: key %q: %w", q.Key, err)
 		}
-		fp = f
+		fp = k
 	case len(page.Jobs) > 0:
-		f, _ := id.ParseFingerprint(page.Jobs[0].Key)
-		fp = f
+		fp, _ = id.ParseFingerprint(page.Jobs[0].Key)
 	default:
 		return page, nil
 	}
-	page.Waiters = c.waiterRows(now, fp)
+	page.Waiters = slices.DeleteFunc(c.waiterRows(now, fp), func(w admin.WaiterRow) bool { return !f.Waiter(&w) })
 	// A key's waiters are a short FIFO: sorted here, by position (their
 	// order, the default), session or waiting time.
 	slices.SortStableFunc(page.Waiters, func(a, b admin.WaiterRow) int {
@@ -308,28 +348,6 @@ func (c *Coordinator) requeue(now time.Time, j broker.JobID) error {
 	return nil
 }
 
-// eventMatches reports whether e satisfies every filter term (lower case).
-func eventMatches(e *admin.Event, terms []string) bool {
-	for _, t := range terms {
-		field, val, isField := strings.Cut(t, "=")
-		var ok bool
-		switch {
-		case isField && field == "kind":
-			ok = strings.HasPrefix(strings.ToLower(string(e.Kind)), val)
-		case isField && field == "worker":
-			ok = strings.ToLower(e.Worker) == val
-		case isField && (field == "host" || field == "url"):
-			ok = strings.Contains(strings.ToLower(e.URL), val)
-		default:
-			ok = strings.Contains(strings.ToLower(string(e.Kind)+" "+e.URL+" "+e.Worker+" "+e.Detail), t)
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // eventRing keeps the most recent events for the Events view.
 type eventRing struct {
 	buf  []admin.Event
@@ -347,13 +365,10 @@ func (r *eventRing) add(e admin.Event) {
 	}
 }
 
-// window returns events newest first (by seq; Desc: oldest first). The
-// filter's terms must all match:
-// kind=PREFIX (job., worker.lost), worker=ID, host=TEXT or url=TEXT, and
-// free text matched case-insensitively against kind, URL, worker and detail.
-func (r *eventRing) window(q admin.Query) admin.Page {
+// window returns the events matching f (filter.Filter.Event) newest first
+// (by seq; Desc: oldest first).
+func (r *eventRing) window(q admin.Query, f filter.Filter) admin.Page {
 	page := admin.Page{View: admin.ViewEvents, Offset: q.Offset}
-	terms := strings.Fields(strings.ToLower(q.Filter))
 	skipped := 0
 	for i := 0; i < r.n; i++ {
 		k := i
@@ -361,7 +376,7 @@ func (r *eventRing) window(q admin.Query) admin.Page {
 			k = r.n - 1 - i
 		}
 		e := r.buf[(r.next-1-k+2*len(r.buf))%len(r.buf)]
-		if !eventMatches(&e, terms) {
+		if !f.Event(&e) {
 			continue
 		}
 		page.Total++

@@ -39,9 +39,10 @@ import (
 //     waiters position, session, since; retries url, state, retry_at,
 //     attempts, failures, throttles, worker; events seq, at, kind, worker.
 //     An empty Sort is the view's default order (events: newest first).
-//   - Filter follows drover/tui/filter (free text, state=, host=, worker=,
-//     crawler=, processor=, kind=, key=); on the Workers view worker=ID
-//     matches the worker itself, which the console uses to look one up.
+//   - Filter follows drover/filter (free text, state=, host=, worker=,
+//     crawler=, processor=, kind=, key=), row by row as filter.Filter's Job,
+//     Worker, Event and Waiter match; on the Workers view worker=ID matches
+//     the worker itself, which the console uses to look one up.
 //   - ViewJobs with Key set returns that key's row with its History (the
 //     detail pane, and the check whether a vanished row still exists).
 //   - ViewWaiters lists the FIFO of Query.Key.

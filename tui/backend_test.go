@@ -14,7 +14,7 @@ import (
 
 	"drover/admin"
 	"drover/coord/id"
-	"drover/tui/filter"
+	"drover/filter"
 )
 
 // memBackend is a TEST BACKEND, not a coordinator. It is a small in-memory
@@ -233,7 +233,7 @@ func (b *memBackend) Query(ctx context.Context, q admin.Query) (admin.Page, erro
 	case admin.ViewWorkers:
 		rows := b.workers
 		if !f.Empty() || q.Sort != "" || q.Desc {
-			rows = selectSort(rows, func(w *admin.WorkerRow) bool { return f.Match(w.ID, workerField(w)) },
+			rows = selectSort(rows, f.Worker,
 				workerLess(q.Sort), q.Desc)
 		}
 		page.Total = len(rows)
@@ -273,7 +273,7 @@ func (b *memBackend) Query(ctx context.Context, q admin.Query) (admin.Page, erro
 			if retries && j.State != "backoff" && j.State != "failed" {
 				return false
 			}
-			return f.Match(j.URL, jobField(j))
+			return f.Job(j)
 		}, jobLess(q.Sort), q.Desc)
 		page.Total = len(rows)
 		for _, j := range window(rows, q) {
@@ -290,9 +290,7 @@ func (b *memBackend) Query(ctx context.Context, q admin.Query) (admin.Page, erro
 		for i := range ws {
 			ptrs[i] = &ws[i]
 		}
-		rows := selectSort(ptrs, func(w *admin.WaiterRow) bool {
-			return f.Match(w.Session, func(string) (string, bool) { return "", false })
-		}, waiterLess(q.Sort), q.Desc)
+		rows := selectSort(ptrs, f.Waiter, waiterLess(q.Sort), q.Desc)
 		page.Total = len(rows)
 		for _, w := range window(rows, q) {
 			page.Waiters = append(page.Waiters, *w)
@@ -304,19 +302,7 @@ func (b *memBackend) Query(ctx context.Context, q admin.Query) (admin.Page, erro
 		}
 		rows := ptrs
 		if !f.Empty() || q.Sort != "" || q.Desc {
-			rows = selectSort(ptrs, func(e *admin.Event) bool {
-				return f.Match(string(e.Kind)+" "+e.URL, func(n string) (string, bool) {
-					switch n {
-					case "kind":
-						return string(e.Kind), true
-					case "worker":
-						return e.Worker, true
-					case "key":
-						return e.Key, true
-					}
-					return "", false
-				})
-			}, eventLess(q.Sort), q.Desc)
+			rows = selectSort(ptrs, f.Event, eventLess(q.Sort), q.Desc)
 		}
 		page.Total = len(rows)
 		for _, e := range window(rows, q) {
@@ -348,40 +334,6 @@ func selectSort[T any](rows []T, keep func(T) bool, less func(a, b T) int, desc 
 		slices.Reverse(out)
 	}
 	return out
-}
-
-func workerField(w *admin.WorkerRow) func(string) (string, bool) {
-	return func(n string) (string, bool) {
-		switch n {
-		case "state":
-			return w.State, true
-		case "host":
-			return w.Host, true
-		case "worker":
-			return w.ID, true
-		}
-		return "", false
-	}
-}
-
-func jobField(j *admin.JobRow) func(string) (string, bool) {
-	return func(n string) (string, bool) {
-		switch n {
-		case "state":
-			return j.State, true
-		case "host":
-			return id.Host(j.URL), true
-		case "worker":
-			return j.Worker, true
-		case "crawler":
-			return j.Crawler, true
-		case "processor":
-			return j.Processor, true
-		case "key":
-			return j.Key, true
-		}
-		return "", false
-	}
 }
 
 func workerLess(sort string) func(a, b *admin.WorkerRow) int {

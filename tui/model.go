@@ -10,10 +10,10 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"drover/admin"
+	"drover/filter"
 	"drover/themes"
 	"drover/tui/common"
 	"drover/tui/dialog"
-	"drover/tui/filter"
 )
 
 // mode is what the keyboard is talking to.

@@ -11,6 +11,7 @@ import (
 
 	"drover/admin"
 	"drover/coord/id"
+	"drover/filter"
 )
 
 // TestModel runs thousands of random sequences of submits, worker joins,
@@ -34,8 +35,9 @@ func TestModel(t *testing.T) {
 }
 
 var (
-	modelHosts   = []string{"a.test", "b.test", "c.test"}
-	modelJobHdrs = []map[string]string{
+	modelCrawlers = []string{"c1", "c2", "C3"}
+	modelHosts    = []string{"a.test", "b.test", "c.test", "www.a.test"}
+	modelJobHdrs  = []map[string]string{
 		nil, nil, nil,
 		{"hwgroup": "gpu"},
 		{"hwgroup": "gpu|cpu"},
@@ -120,7 +122,7 @@ func (m *model) step() (string, error) {
 	switch op := r.IntN(100); {
 	case op < 22:
 		u := fmt.Sprintf("http://%s/%d", modelHosts[r.IntN(len(modelHosts))], r.IntN(1000))
-		key := id.Key{Crawler: "c", Processor: "p", URL: u}
+		key := id.Key{Crawler: modelCrawlers[r.IntN(len(modelCrawlers))], Processor: "p", URL: u}
 		b.Submit(m.now, Spec{Key: key, FP: key.Fingerprint(), Host: hostOf(u), Headers: modelJobHdrs[r.IntN(len(modelJobHdrs))]})
 		return "submit", nil
 	case op < 30:
@@ -409,9 +411,13 @@ func (m *model) checkQuery() error {
 			terms[0] += "," + sts[r.IntN(5)]
 		}
 	}
-	switch r.IntN(5) {
+	switch r.IntN(7) {
 	case 0:
 		terms = append(terms, "host="+modelHosts[r.IntN(len(modelHosts))])
+	case 3:
+		terms = append(terms, "crawler="+modelCrawlers[r.IntN(len(modelCrawlers))])
+	case 4:
+		terms = append(terms, "processor=p", "crawler=c1,c2")
 	case 1:
 		terms = append(terms, fmt.Sprintf("worker=w%d", r.IntN(6)))
 	case 2:
@@ -431,21 +437,21 @@ func (m *model) checkQuery() error {
 	} else {
 		p = b.Jobs(q)
 	}
-	f := parseFilter(q.Filter)
-	mask := base & f.mask
+	// The oracle is the filter package's matcher on each job's row, as a
+	// console or client would apply it.
+	f, err := filter.Parse(q.Filter)
+	if err != nil {
+		return err
+	}
 	var want []*job
 	for i := 1; i <= b.jobs.n; i++ {
 		j := b.jobs.get(JobID(i))
-		if j == nil || !mask.has(j.state) || !f.matchText(j.spec.Key.URL) {
+		if j == nil || !base.has(j.state) {
 			continue
 		}
-		if f.host != nil && j.spec.Host != *f.host {
-			continue
+		if row := b.jobRow(j); f.Job(&row) {
+			want = append(want, j)
 		}
-		if f.worker != nil && (j.worker == nil || j.worker.id != *f.worker) {
-			continue
-		}
-		want = append(want, j)
 	}
 	sortName := q.Sort
 	if sortName == "" {

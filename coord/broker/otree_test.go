@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"drover/admin"
+	"drover/filter"
 )
 
 // TestOrderTree drives an order tree with random inserts, removals, key and
@@ -218,10 +219,13 @@ func TestJobsWindowsLarge(t *testing.T) {
 		return out
 	}
 	for _, sortName := range modelSorts[1:] {
-		for _, filter := range []string{"", "state=done", "state=failed,backoff", "state=dispatched"} {
+		for _, text := range []string{"", "state=done", "state=failed,backoff", "state=dispatched"} {
 			for _, desc := range []bool{false, true} {
-				f := parseFilter(filter)
-				want := all(f.mask)
+				f, err := filter.Parse(text)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := all(stateMaskOf(f))
 				key := parseSort(sortName, sortAge)
 				slices.SortFunc(want, func(x, y *job) int {
 					var c int
@@ -239,7 +243,7 @@ func TestJobsWindowsLarge(t *testing.T) {
 					return c
 				})
 				for off := 0; off < len(want)+10; off += 1 + len(want)/7 {
-					q := admin.Query{Sort: sortName, Filter: filter, Desc: desc, Offset: off, Limit: 37}
+					q := admin.Query{Sort: sortName, Filter: text, Desc: desc, Offset: off, Limit: 37}
 					p := br.Jobs(q)
 					if p.Total != len(want) {
 						t.Fatalf("%+v: total %d, want %d", q, p.Total, len(want))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"drover/admin"
+	"drover/filter"
 )
 
 // Window limits of the console queries.
@@ -50,48 +51,49 @@ func (b *Broker) Count(st JobState) int { return b.count[st] }
 // counts in Totals.
 func (b *Broker) Submitted() int { return b.jobs.n }
 
-// filter is a parsed Query.Filter.
-type filter struct {
-	mask   stateMask
-	host   *string
-	worker *string
-	text   []string
-}
-
-// parseFilter reads "state=a[,b] host=H worker=W" terms; other words are
-// free text matched against the URL (jobs) or the id and host (workers).
-// An unknown state matches nothing.
-func parseFilter(s string) filter {
-	f := filter{mask: allStates}
-	for _, w := range strings.Fields(s) {
-		k, v, ok := strings.Cut(w, "=")
-		switch {
-		case ok && k == "state":
-			var m stateMask
-			for name := range strings.SplitSeq(v, ",") {
-				if st, err := ParseState(name); err == nil {
-					m |= 1 << st
-				}
-			}
-			f.mask &= m
-		case ok && k == "host":
-			f.host = &v
-		case ok && k == "worker":
-			f.worker = &v
-		default:
-			f.text = append(f.text, w)
+// stateMaskOf is the set of job states a filter's state term allows (all
+// without one); names that are not broker states (requested, a worker
+// state) add none.
+func stateMaskOf(f filter.Filter) stateMask {
+	names := f.Values(filter.FieldState)
+	if names == nil {
+		return allStates
+	}
+	var m stateMask
+	for _, name := range names {
+		if st, err := ParseState(name); err == nil {
+			m |= 1 << st
 		}
 	}
-	return f
+	return m
 }
 
-func (f *filter) matchText(s string) bool {
-	for _, t := range f.text {
-		if !strings.Contains(s, t) {
-			return false
+// jobField is a job's value of a filter field, as filter.Filter.Job reads
+// it from the job's row.
+func jobField(j *job, n filter.Field) (string, bool) {
+	switch n {
+	case filter.FieldState:
+		return j.state.String(), true
+	case filter.FieldHost:
+		return j.spec.Host, true
+	case filter.FieldWorker:
+		if j.worker == nil {
+			return "", true
 		}
+		return j.worker.id, true
+	case filter.FieldCrawler:
+		return j.spec.Key.Crawler, true
+	case filter.FieldProcessor:
+		return j.spec.Key.Processor, true
+	case filter.FieldKey:
+		return j.spec.FP.String(), true
 	}
-	return true
+	return "", false
+}
+
+// matchJob reports whether j matches every term of f (state included).
+func matchJob(f filter.Filter, j *job) bool {
+	return f.Match(func(n filter.Field) (string, bool) { return jobField(j, n) }, j.spec.Key.URL)
 }
 
 func window(q admin.Query) (off, lim int) {
@@ -112,16 +114,19 @@ func parseSort(s string, def sortKey) sortKey {
 }
 
 // Jobs answers a window of the jobs view. Sorts: age (default), url,
-// attempts, failures, retry_at, state; Desc reverses. Filters: state=,
-// host=, worker= and free text on the URL.
+// attempts, failures, retry_at, state; Desc reverses. Filters: the grammar
+// of drover/filter over job rows (filter.Filter.Job); a filter that does
+// not parse matches nothing (the coordinator refuses it first).
 //
-// Costs: without free text, a window costs O(limit × log n) through the
-// indexes (age and state orders always kept; the others built on their
-// first query, then kept while queries use them); a host= filter with a
-// sort other than age or state sorts that host's jobs; worker= sorts only
-// that worker's few jobs. Free text scans every job once, then the matches
-// are cached: the same text again, or a narrower one (as the operator types
-// on), costs O(matches) plus the jobs submitted since.
+// Costs: with no terms but state, a window costs O(limit × log n) through
+// the indexes (age and state orders always kept; the others built on their
+// first query, then kept while queries use them). worker= sorts only those
+// workers' few jobs; host= with one matching host and a sort of age or
+// state is a window of that host's index, else sorts the matching hosts'
+// jobs. Other terms (free text, crawler=, processor=, key=) scan every job
+// once, then the matches are cached: the same terms again, or narrower
+// ones (as the operator types on), cost O(matches) plus the jobs submitted
+// since.
 func (b *Broker) Jobs(q admin.Query) admin.Page {
 	return b.jobsPage(q, allStates, sortAge, admin.ViewJobs)
 }
@@ -135,38 +140,51 @@ func (b *Broker) Retries(q admin.Query) admin.Page {
 }
 
 func (b *Broker) jobsPage(q admin.Query, base stateMask, def sortKey, view admin.View) admin.Page {
-	f := parseFilter(q.Filter)
-	m := base & f.mask
 	key := parseSort(q.Sort, def)
 	off, lim := window(q)
 	p := admin.Page{View: view, Offset: off}
+	f, err := filter.Parse(q.Filter)
+	if err != nil {
+		return p
+	}
+	m := base & stateMaskOf(f)
+	rest := f.Without(filter.FieldState)
 	var rows []*job
 	switch {
-	case f.worker != nil:
-		w := b.workers[*f.worker]
-		if w == nil {
-			return p
+	case f.Has(filter.FieldWorker):
+		var held []*job
+		want := rest.Only(filter.FieldWorker).Terms[0]
+		for _, w := range b.wsorted {
+			if want.MatchValue(w.id) {
+				held = append(held, w.held...)
+			}
 		}
-		rows = b.collect(w.held, m, f, key, q.Desc)
-	case f.host != nil:
-		h := b.hosts[*f.host]
-		if h == nil {
-			return p
+		rows = b.collect(held, m, rest, key, q.Desc)
+	case f.Has(filter.FieldHost):
+		want := rest.Only(filter.FieldHost).Terms[0]
+		var hs []*host
+		for name, h := range b.hosts {
+			if want.MatchValue(name) {
+				hs = append(hs, h)
+			}
 		}
-		if len(f.text) == 0 && (key == sortAge || key == sortState) {
+		if len(hs) == 1 && len(rest.Terms) == 1 && (key == sortAge || key == sortState) {
+			h := hs[0]
 			p.Total = h.idx.total(m)
 			b.indexWindow(&p, m, key, q.Desc, off, lim, &h.idx, hostSet{h, &b.age})
 			return p
 		}
-		hj := make([]*job, 0, len(h.ids))
-		for _, id := range h.ids {
-			if j := b.jobs.get(id); j != nil {
-				hj = append(hj, j)
+		var hj []*job
+		for _, h := range hs {
+			for _, id := range h.ids {
+				if j := b.jobs.get(id); j != nil {
+					hj = append(hj, j)
+				}
 			}
 		}
-		rows = b.collect(hj, m, f, key, q.Desc)
-	case len(f.text) > 0:
-		rows = b.collect(b.textMatches(f.text), m, filter{}, key, q.Desc)
+		rows = b.collect(hj, m, rest, key, q.Desc)
+	case !rest.Empty():
+		rows = b.collect(b.staticMatches(rest), m, filter.Filter{}, key, q.Desc)
 	case key == sortAge || key == sortState:
 		p.Total = b.age.idx.total(m)
 		b.indexWindow(&p, m, key, q.Desc, off, lim, &b.age.idx, &b.age)
@@ -247,10 +265,10 @@ func (b *Broker) indexWindow(p *admin.Page, m stateMask, key sortKey, desc bool,
 
 // collect filters and sorts a candidate set (a worker's or host's jobs, or
 // free-text matches) for a window.
-func (b *Broker) collect(in []*job, m stateMask, f filter, key sortKey, desc bool) []*job {
+func (b *Broker) collect(in []*job, m stateMask, f filter.Filter, key sortKey, desc bool) []*job {
 	out := make([]*job, 0, len(in))
 	for _, j := range in {
-		if m.has(j.state) && f.matchText(j.spec.Key.URL) {
+		if m.has(j.state) && matchJob(f, j) {
 			out = append(out, j)
 		}
 	}
@@ -343,41 +361,29 @@ var workerSorts = admin.Sorts[admin.ViewWorkers]
 
 // Workers answers a window of the workers view (lost records included).
 // Sorts: id (default), host, state, used, done, failures, since,
-// last_heartbeat. Filters: state=, host= (the worker's machine) and free
-// text on id and host. Records are kept sorted by id, so the default
-// unfiltered window costs O(limit); other sorts and filters scan and sort
-// the worker table (thousands of rows, not millions).
+// last_heartbeat. Filters: the grammar of drover/filter over worker rows
+// (filter.Filter.Worker); one that does not parse matches nothing. Records
+// are kept sorted by id, so the default unfiltered window costs O(limit);
+// other sorts and filters scan and sort the worker table (thousands of
+// rows, not millions).
 func (b *Broker) Workers(q admin.Query) admin.Page {
 	off, lim := window(q)
 	p := admin.Page{View: admin.ViewWorkers, Offset: off}
-	f := parseFilter(q.Filter)
+	f, err := filter.Parse(q.Filter)
+	if err != nil {
+		return p
+	}
 	key := q.Sort
 	if !slices.Contains(workerSorts, key) {
 		key = "id"
 	}
-	var wanted map[string]bool
-	for _, w := range strings.Fields(q.Filter) {
-		if k, v, ok := strings.Cut(w, "="); ok && k == "state" {
-			wanted = make(map[string]bool)
-			for s := range strings.SplitSeq(v, ",") {
-				wanted[s] = true
-			}
-		}
-	}
 	rows := b.wsorted
-	if key != "id" || q.Desc || wanted != nil || f.host != nil || len(f.text) > 0 {
+	if key != "id" || q.Desc || !f.Empty() {
 		rows = make([]*worker, 0, len(b.wsorted))
 		for _, w := range b.wsorted {
-			if wanted != nil && !wanted[w.stateName()] {
-				continue
+			if f.Match(func(n filter.Field) (string, bool) { return workerField(w, n) }, w.id, w.hostname) {
+				rows = append(rows, w)
 			}
-			if f.host != nil && w.hostname != *f.host {
-				continue
-			}
-			if !f.matchText(w.id) && !f.matchText(w.hostname) {
-				continue
-			}
-			rows = append(rows, w)
 		}
 		slices.SortStableFunc(rows, func(x, y *worker) int {
 			var c int
@@ -413,6 +419,20 @@ func (b *Broker) Workers(q admin.Query) admin.Page {
 	return p
 }
 
+// workerField is a worker's value of a filter field, as
+// filter.Filter.Worker reads it from the worker's row.
+func workerField(w *worker, n filter.Field) (string, bool) {
+	switch n {
+	case filter.FieldState:
+		return w.stateName(), true
+	case filter.FieldHost:
+		return w.hostname, true
+	case filter.FieldWorker:
+		return w.id, true
+	}
+	return "", false
+}
+
 func (b *Broker) workerRow(w *worker) admin.WorkerRow {
 	r := admin.WorkerRow{
 		ID:            w.id,
@@ -433,25 +453,27 @@ func (b *Broker) workerRow(w *worker) admin.WorkerRow {
 	return r
 }
 
-// textCache remembers the jobs whose URL matches the last free-text filter.
-// URLs never change, so the set only grows with new jobs; a narrower
-// filter (every old term inside a new one) is a subset of it.
+// textCache remembers the jobs matching the last filter on a job's fixed
+// values (free text on the URL, crawler, processor, key). Those never
+// change, so the set only grows with new jobs; a narrower filter
+// (filter.Filter.Narrows) is a subset of it.
 type textCache struct {
-	terms []string
-	ids   []JobID // ascending
-	upto  JobID   // jobs up to this one were considered
+	f    filter.Filter
+	set  bool
+	ids  []JobID // ascending
+	upto JobID   // jobs up to this one were considered
 }
 
-// textMatches returns the live jobs whose URL contains every term, by age.
-func (b *Broker) textMatches(terms []string) []*job {
+// staticMatches returns the live jobs matching f, by age; f has terms on
+// fixed values only.
+func (b *Broker) staticMatches(f filter.Filter) []*job {
 	c := &b.text
-	f := filter{text: terms}
 	switch {
-	case slices.Equal(c.terms, terms):
-	case c.terms != nil && narrower(terms, c.terms):
+	case c.set && c.f.String() == f.String():
+	case c.set && f.Narrows(c.f):
 		kept := c.ids[:0]
 		for _, id := range c.ids {
-			if j := b.jobs.get(id); j != nil && f.matchText(j.spec.Key.URL) {
+			if j := b.jobs.get(id); j != nil && matchJob(f, j) {
 				kept = append(kept, id)
 			}
 		}
@@ -459,9 +481,9 @@ func (b *Broker) textMatches(terms []string) []*job {
 	default:
 		c.ids, c.upto = nil, 0
 	}
-	c.terms = slices.Clone(terms)
+	c.f, c.set = f, true
 	for id := c.upto + 1; id <= JobID(b.jobs.n); id++ {
-		if j := b.jobs.get(id); j != nil && f.matchText(j.spec.Key.URL) {
+		if j := b.jobs.get(id); j != nil && matchJob(f, j) {
 			c.ids = append(c.ids, id)
 		}
 	}
@@ -476,15 +498,4 @@ func (b *Broker) textMatches(terms []string) []*job {
 	}
 	c.ids = live
 	return out
-}
-
-// narrower reports whether every old term lies inside some new term, so
-// that whatever matches the new terms matched the old ones.
-func narrower(terms, old []string) bool {
-	for _, o := range old {
-		if !slices.ContainsFunc(terms, func(t string) bool { return strings.Contains(t, o) }) {
-			return false
-		}
-	}
-	return true
 }

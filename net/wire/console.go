@@ -6,6 +6,7 @@ import (
 
 	"drover/admin"
 	"drover/coord/id"
+	"drover/filter"
 )
 
 // The admin commands carry JSON bodies (the types of package admin) and are
@@ -35,6 +36,8 @@ func (m *Query) decodeBody(r *reader) {
 		return
 	}
 	q := &m.Query
+	_, filterErr := filter.Parse(q.Filter)
+	_, keyErr := id.ParseFingerprint(q.Key)
 	switch {
 	case !knownView(q.View):
 		r.fail(CodeMalformed, "view", "%q, want workers, jobs, waiters, retries, events or results", q.View)
@@ -48,10 +51,10 @@ func (m *Query) decodeBody(r *reader) {
 		r.fail(CodeTooLarge, "filter", "%d bytes, want at most %d", len(q.Filter), MaxFilter)
 	case checkKind([]byte(q.Filter), kLine) != "":
 		r.fail(CodeMalformed, "filter", "%s", checkKind([]byte(q.Filter), kLine))
-	case q.Key != "":
-		if _, err := id.ParseFingerprint(q.Key); err != nil {
-			r.fail(CodeMalformed, "key", "%v", err)
-		}
+	case filterErr != nil:
+		r.fail(CodeMalformed, "filter", "%v", filterErr)
+	case q.Key != "" && keyErr != nil:
+		r.fail(CodeMalformed, "key", "%v", keyErr)
 	}
 }
 

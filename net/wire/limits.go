@@ -1,6 +1,10 @@
 package wire
 
-import "time"
+import (
+	"time"
+
+	"drover/filter"
+)
 
 // Protocol is the content of frame 0 of every DRV/1 message.
 const Protocol = "DRV1"
@@ -53,7 +57,7 @@ const (
 	// MaxTopic is the longest event topic, in bytes.
 	MaxTopic = 64
 	// MaxFilter is the longest filter text of an admin query, in bytes.
-	MaxFilter = 1024
+	MaxFilter = filter.MaxLen
 	// MaxTarget is the longest target of an admin action, in bytes.
 	MaxTarget = 255
 	// MaxHeartbeat is the longest heartbeat interval the wire can carry

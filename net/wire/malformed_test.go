@@ -154,6 +154,8 @@ func TestDecodeMalformed(t *testing.T) {
 		{"query bad utf-8", msg("QUERY", body("{\"view\":\"jobs\",\"filter\":\"\xff\"}")), CodeMalformed, 7, "UTF-8"},
 		{"query wrong type", msg("QUERY", body(`{"view":"jobs","offset":"ten"}`)), CodeMalformed, 7, "bad JSON"},
 		{"query unknown view", msg("QUERY", body(`{"view":"secrets"}`)), CodeMalformed, 7, "view"},
+		{"query unknown filter field", msg("QUERY", body(`{"view":"jobs","filter":"colour=red"}`)), CodeMalformed, 7, `unknown field "colour"`},
+		{"query filter term without value", msg("QUERY", body(`{"view":"jobs","filter":"state="}`)), CodeMalformed, 7, "no value"},
 		{"query negative offset", msg("QUERY", body(`{"view":"jobs","offset":-1}`)), CodeMalformed, 7, "offset"},
 		{"query limit too big", msg("QUERY", body(`{"view":"jobs","limit":10001}`)), CodeMalformed, 7, "limit"},
 		{"query bad key", msg("QUERY", body(`{"view":"waiters","key":"zz"}`)), CodeMalformed, 7, "key"},
