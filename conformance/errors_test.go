@@ -27,7 +27,7 @@ func (x b) raw(p ...byte) b {
 	return append(x, p...)
 }
 func (x b) key(c, p, u string) b { return x.str(c).str(p).str(u) }
-func (x b) fp() b               { return append(x, make([]byte, 16)...) }
+func (x b) fp() b                { return append(x, make([]byte, 16)...) }
 
 func msg(cmd string, req uint64, body b) [][]byte {
 	f := [][]byte{[]byte("DRV1"), []byte(cmd), binary.BigEndian.AppendUint64(nil, req)}
