@@ -115,6 +115,11 @@ type Totals struct {
 	DedupHits     uint64 `json:"dedup_hits"`
 	OrphanResults uint64 `json:"orphan_results"`
 	Malformed     uint64 `json:"malformed"`
+	// Forbidden counts commands refused for their key's role, and
+	// HandshakesRefused connections whose key is not admitted (with CURVE:
+	// docs/PROTOCOL.md §15).
+	Forbidden         uint64 `json:"forbidden"`
+	HandshakesRefused uint64 `json:"handshakes_refused"`
 }
 
 // Sorts names, per view, the orders the coordinator answers queries in

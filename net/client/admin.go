@@ -10,6 +10,7 @@ import (
 	"drover/admin"
 	"drover/net/internal/conn"
 	"drover/net/wire"
+	"drover/net/zsock"
 )
 
 // AdminOptions configure an admin client. Zero values take the defaults.
@@ -38,6 +39,11 @@ type AdminOptions struct {
 	Name string
 	// Log receives the library's events (default: discard).
 	Log *slog.Logger
+	// Security holds the CURVE keys for a coordinator that requires them
+	// (docs/PROTOCOL.md §15): ServerPublic, and this client's own pair. A
+	// coordinator that refuses the client makes DialAdmin (or, later, the
+	// session) fail with an error wrapping ErrNotAuthorized.
+	Security zsock.Security
 }
 
 // Admin is a console's session with the coordinator's admin socket. It
@@ -83,7 +89,7 @@ func DialAdmin(ctx context.Context, opts AdminOptions) (*Admin, error) {
 	a.e = newEngine(hello, true, opts.Log)
 	a.e.onChanged = a.signal
 	a.e.onUp = a.signal // state may have moved while away
-	c, err := start(ctx, a.e, opts.Connect, opts.ReconnectMin, opts.ReconnectMax, opts.Log)
+	c, err := start(ctx, a.e, conn.Config{Endpoint: opts.Connect, ReconnectMin: opts.ReconnectMin, ReconnectMax: opts.ReconnectMax, Log: opts.Log, Security: opts.Security})
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	"drover/coord/id"
 	"drover/net/internal/conn"
 	"drover/net/wire"
+	"drover/net/zsock"
 )
 
 // Verdict is the ledger's answer for one key: ok (the session owns it),
@@ -57,6 +58,11 @@ type Options struct {
 	// that goes away ends it with ErrSessionLost after heartbeat ×
 	// liveness.
 	Timeout time.Duration
+	// Security holds the CURVE keys for a coordinator that requires them
+	// (docs/PROTOCOL.md §15): ServerPublic, and this client's own pair. A
+	// coordinator that refuses the client makes Dial (or, later, calls)
+	// fail with an error wrapping ErrNotAuthorized.
+	Security zsock.Security
 	// ReconnectMin and ReconnectMax bound the reconnection backoff
 	// (defaults 1 s and 32 s).
 	ReconnectMin, ReconnectMax time.Duration
@@ -131,22 +137,29 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("client options: %w", err)
 	}
 	e := newEngine(hello, false, opts.Log)
-	c, err := start(ctx, e, opts.Connect, opts.ReconnectMin, opts.ReconnectMax, opts.Log)
+	c, err := start(ctx, e, conn.Config{Endpoint: opts.Connect, ReconnectMin: opts.ReconnectMin, ReconnectMax: opts.ReconnectMax, Log: opts.Log, Security: opts.Security})
 	if err != nil {
 		return nil, err
 	}
 	return &Client{opts: opts, e: e, c: c}, nil
 }
 
+// ErrNotAuthorized is wrapped by the errors of a client the coordinator
+// refused for its key or role (docs/PROTOCOL.md §15).
+var ErrNotAuthorized = zsock.ErrNotAuthorized
+
 // start starts the connection and waits for its first WELCOME.
-func start(ctx context.Context, e *engine, endpoint string, rmin, rmax time.Duration, log *slog.Logger) (*conn.Conn, error) {
-	c, err := conn.Start(conn.Config{Endpoint: endpoint, ReconnectMin: rmin, ReconnectMax: rmax, Log: log}, e)
+func start(ctx context.Context, e *engine, cfg conn.Config) (*conn.Conn, error) {
+	endpoint := cfg.Endpoint
+	c, err := conn.Start(cfg, e)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", endpoint, err)
 	}
 	select {
 	case <-e.firstUp:
 		return c, nil
+	case <-c.Done():
+		return nil, fmt.Errorf("dial %s: %w", endpoint, c.Err())
 	case err := <-e.refused:
 		c.Close()
 		return nil, fmt.Errorf("dial %s: %w", endpoint, err)

@@ -4,20 +4,35 @@ import (
 	"time"
 
 	"drover/admin"
+	"drover/auth"
 	"drover/net/wire"
 )
 
 // onAdmin handles one message from the admin socket (consoles and the CLI).
-func (s *Server) onAdmin(frames [][]byte) {
+// user is the sender's key (the message's User-Id; "" in-process or
+// without CURVE).
+func (s *Server) onAdmin(frames [][]byte, user string) {
 	ident, m, ok := s.decode(onAdmin, frames)
 	if !ok {
 		return
 	}
 	now := s.now()
 	cs, known := s.cons[string(ident)]
+	e, listed := s.entryOf(user)
+	if !listed {
+		if known {
+			delete(s.cons, string(ident))
+		}
+		s.revokedMessage(onAdmin, ident, m.RequestID(), user)
+		return
+	}
 	if h, isHello := m.(*wire.Hello); isHello {
 		if h.Role != wire.RoleConsole {
 			s.reject(onAdmin, ident, h.Req, wire.CodeForbidden, "role %s on the admin socket: workers and producers use the peers socket", h.Role)
+			return
+		}
+		if !e.Role.MayHello(auth.Admin, h.Role) {
+			s.forbid(onAdmin, ident, h.Req, e, "HELLO as console refused: this key's role is %s (consoles need operator or viewer)", e.Role)
 			return
 		}
 		beat := h.Heartbeat
@@ -26,7 +41,7 @@ func (s *Server) onAdmin(frames [][]byte) {
 			beat = cfg.Heartbeat
 		}
 		beat = min(max(beat, cfg.MinHeartbeat), cfg.MaxHeartbeat)
-		cs = &console{ident: append([]byte(nil), ident...), readOnly: h.ReadOnly, beat: beat, lastSeen: now, lastSent: now}
+		cs = &console{ident: append([]byte(nil), ident...), key: user, readOnly: h.ReadOnly || e.Role != auth.Operator, beat: beat, lastSeen: now, lastSent: now}
 		s.cons[string(ident)] = cs
 		s.next++ // consoles are numbered from the same sequence as peers, for logs
 		s.send(s.admin, cs.ident, &wire.Welcome{
@@ -44,6 +59,14 @@ func (s *Server) onAdmin(frames [][]byte) {
 		return
 	}
 	cs.lastSeen = now
+	if !e.Role.May(auth.Admin, m.Command()) {
+		what := m.Command().String()
+		if a, ok := m.(*wire.Action); ok {
+			what = "action " + string(a.Action.Kind)
+		}
+		s.forbid(onAdmin, ident, m.RequestID(), e, "%s refused: this key's role is %s", what, e.Role)
+		return
+	}
 	switch m := m.(type) {
 	case *wire.Heartbeat:
 	case *wire.Disconnect:

@@ -32,10 +32,12 @@ type input struct {
 	sk     *zmq4.Socket
 	rang   atomic.Bool // the watch signalled since the reactor last looked
 	watch  *zsock.Watch
-	handle func(frames [][]byte)
+	handle func(frames [][]byte, user string)
+	// users: read each message's User-Id (the sender's key, with CURVE)
+	users bool
 	// value handles a message a pipe client handed over as a value (the
 	// hub's input only).
-	value func(ident []byte, m wire.Message)
+	value func(ident []byte, m wire.Message, user string)
 	dirty bool
 }
 
@@ -46,8 +48,8 @@ const drainBound = 4096
 // openInputs starts watching the sockets the reactor reads; closeInputs
 // stops the watches (before the sockets close).
 func (s *Server) openInputs() error {
-	add := func(sk *zmq4.Socket, handle func([][]byte)) error {
-		in := &input{sk: sk, handle: handle, dirty: true}
+	add := func(sk *zmq4.Socket, handle func([][]byte, string)) error {
+		in := &input{sk: sk, handle: handle, dirty: true, users: s.auth != nil && sk != s.pub}
 		w, err := zsock.NewWatchFunc(sk, func() {
 			in.rang.Store(true) // first: the reactor reads it once woken
 			s.ring()
@@ -103,21 +105,30 @@ func (s *Server) readInputs() {
 		case in.sk == nil:
 			in.dirty = s.drainHub(in)
 		default:
-			in.dirty = s.drain(in.sk, in.handle)
+			in.dirty = s.drain(in)
 		}
 	}
 }
 
 // drain handles the messages waiting on sk, at most drainBound; it
 // reports whether it stopped at the bound (more may wait).
-func (s *Server) drain(sk *zmq4.Socket, handle func(frames [][]byte)) bool {
+func (s *Server) drain(in *input) bool {
 	for range drainBound {
-		frames, err := s.io.Recv(sk, zmq4.DONTWAIT)
+		var (
+			frames [][]byte
+			user   string
+			err    error
+		)
+		if in.users {
+			frames, user, err = s.io.RecvUser(in.sk, zmq4.DONTWAIT)
+		} else {
+			frames, err = s.io.Recv(in.sk, zmq4.DONTWAIT)
+		}
 		if err != nil {
 			return false // EAGAIN: nothing more now, and a signal will come
 		}
 		s.stats.Received++
-		handle(frames)
+		in.handle(frames, user)
 	}
 	return true
 }
@@ -129,10 +140,11 @@ func (s *Server) drainHub(in *input) bool {
 	for i, m := range msgs {
 		msgs[i] = pipe.Msg{}
 		s.stats.Received++
+		// In-process peers have no key: they are this process.
 		if m.Value != nil {
-			in.value(m.Ident, m.Value)
+			in.value(m.Ident, m.Value, "")
 		} else {
-			in.handle(m.Frames)
+			in.handle(m.Frames, "")
 		}
 	}
 	s.taken = msgs[:0]
@@ -214,8 +226,8 @@ func (s *Server) wait(stored <-chan struct{}, timer <-chan time.Time, done <-cha
 // what arrives, so that peers read the DISCONNECTs just sent.
 func (s *Server) linger(d time.Duration) {
 	for _, in := range s.inputs {
-		in.handle = func([][]byte) {}
-		in.value = func([]byte, wire.Message) {}
+		in.handle = func([][]byte, string) {}
+		in.value = func([]byte, wire.Message, string) {}
 	}
 	keep := time.NewTimer(d)
 	defer keep.Stop()
@@ -242,7 +254,7 @@ func (s *Server) linger(d time.Duration) {
 // onSubscription handles what the events XPUB passes up: a frame per
 // topic prefix that gained its first subscriber (1, prefix) or lost its
 // last (0, prefix). Events nobody subscribes to are not encoded at all.
-func (s *Server) onSubscription(frames [][]byte) {
+func (s *Server) onSubscription(frames [][]byte, _ string) {
 	if len(frames) != 1 || len(frames[0]) == 0 {
 		return
 	}

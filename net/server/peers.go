@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"drover/auth"
 	"drover/coord"
 	"drover/coord/broker"
 	"drover/coord/id"
@@ -62,21 +63,40 @@ func (s *Server) decode(w sockWriter, frames [][]byte) ([]byte, wire.Message, bo
 }
 
 // onPeer handles one message from the peers socket.
-func (s *Server) onPeer(frames [][]byte) {
+func (s *Server) onPeer(frames [][]byte, user string) {
 	ident, m, ok := s.decode(onPeers, frames)
 	if !ok {
 		return
 	}
-	s.onPeerValue(ident, m)
+	s.onPeerValue(ident, m, user)
 }
 
 // onPeerValue handles one message from the peer with routing id ident:
-// decoded from the peers socket, or handed over by a pipe client.
-func (s *Server) onPeerValue(ident []byte, m wire.Message) {
+// decoded from the peers socket, or handed over by a pipe client. user is
+// the sender's key (the message's User-Id; "" in-process or without
+// CURVE).
+func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 	now := s.now()
 	sid, known := s.ident[string(ident)]
+	e, listed := s.entryOf(user)
+	if !listed {
+		if known {
+			s.c.Disconnect(now, sid)
+			s.forget(sid)
+		}
+		s.revokedMessage(onPeers, ident, m.RequestID(), user)
+		return
+	}
 	if h, isHello := m.(*wire.Hello); isHello {
-		s.hello(now, ident, h)
+		if !e.Role.MayHello(auth.Peers, h.Role) {
+			s.forbid(onPeers, ident, h.Req, e, "HELLO as %s refused: this key's role is %s", h.Role, e.Role)
+			return
+		}
+		s.hello(now, ident, h, user)
+		return
+	}
+	if !e.Role.May(auth.Peers, m.Command()) {
+		s.forbid(onPeers, ident, m.RequestID(), e, "%s refused: this key's role is %s", m.Command(), e.Role)
 		return
 	}
 	if !known {
@@ -124,8 +144,9 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message) {
 	}
 }
 
-// hello opens a session (or replaces the one this routing id had).
-func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello) {
+// hello opens a session (or replaces the one this routing id had); key is
+// the client's.
+func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 	var role coord.Role
 	switch h.Role {
 	case wire.RoleWorker:
@@ -134,6 +155,13 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello) {
 		role = coord.RoleProducer
 	default:
 		s.reject(onPeers, ident, h.Req, wire.CodeForbidden, "role %s on the peers socket: consoles use the admin socket", h.Role)
+		return
+	}
+	if holder, ok := s.claim(h.Role, h.ID, key); !ok {
+		// The id belongs to the key that holds it: another key may not
+		// take it over (supersede it) while that session lives.
+		s.log.Warn("HELLO refused: the id is held by another key", "role", h.Role, "id", h.ID, "holder", holder, "key", key)
+		s.reject(onPeers, ident, h.Req, wire.CodeConflict, "%s id %q is held by a live session of another key", h.Role, h.ID)
 		return
 	}
 	if old, ok := s.ident[string(ident)]; ok {
@@ -156,9 +184,10 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello) {
 		s.reject(onPeers, ident, h.Req, wire.CodeConflict, "%v", err)
 		return
 	}
-	p := &peer{s: sid, ident: append([]byte(nil), ident...), role: h.Role, beat: wel.Heartbeat, lastSent: now}
+	p := &peer{s: sid, ident: append([]byte(nil), ident...), id: h.ID, key: key, role: h.Role, beat: wel.Heartbeat, lastSent: now}
 	s.ident[string(ident)] = sid
 	s.peer[sid] = p
+	s.owners[ownerKey{h.Role, h.ID}] = sid
 	s.send(s.peers, p.ident, &wire.Welcome{
 		Req: h.Req, Session: uint64(sid), Heartbeat: wel.Heartbeat, Liveness: uint16(wel.Liveness),
 		Slots: h.Slots, Server: s.opts.Server, Cancel: toWireIDs(wel.Cancel),
@@ -183,6 +212,9 @@ func (s *Server) forget(sid id.Session) {
 	if p, ok := s.peer[sid]; ok {
 		if s.ident[string(p.ident)] == sid {
 			delete(s.ident, string(p.ident))
+		}
+		if s.owners[ownerKey{p.role, p.id}] == sid {
+			delete(s.owners, ownerKey{p.role, p.id})
 		}
 		delete(s.peer, sid)
 	}

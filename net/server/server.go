@@ -18,6 +18,7 @@ import (
 	"github.com/pebbe/zmq4"
 
 	"drover/admin"
+	"drover/auth"
 	"drover/coord"
 	"drover/coord/broker"
 	"drover/coord/id"
@@ -75,6 +76,10 @@ type Options struct {
 	// batch. Nil keeps everything in memory. The caller opens the store and
 	// closes it after Run returns.
 	Store *store.Store
+	// Auth turns CURVE on for every listener and admits only the listed
+	// client keys, each to what its role allows (docs/PROTOCOL.md §15).
+	// Nil: no CURVE, every client may do everything (loopback only).
+	Auth *Auth
 	// SweepEvery is how often, with a Store, a goroutine deletes the
 	// store's done and failed records past Coord.Ledger.DoneTTL and
 	// FailedTTL (default 1 minute; negative: never). Clock must then be
@@ -137,6 +142,10 @@ type Server struct {
 	stats Stats
 	ready atomic.Bool
 
+	auth   *authState              // nil without Options.Auth (auth.go)
+	seq    uint64                  // this server's number in the process (endpoint and ZAP domain names)
+	owners map[ownerKey]id.Session // the live session holding each peer id (auth.go)
+
 	dur      *durable   // nil without a store
 	res      *resultLog // nil without Options.Results
 	restored coord.RestoreStats
@@ -147,6 +156,8 @@ type Server struct {
 type peer struct {
 	s        id.Session
 	ident    []byte
+	id       string // HELLO's id
+	key      string // the client's public key ("" in-process or without CURVE)
 	role     wire.Role
 	beat     time.Duration
 	lastSent time.Time
@@ -155,6 +166,7 @@ type peer struct {
 // console is one session on the admin socket.
 type console struct {
 	ident    []byte
+	key      string // the client's public key ("" in-process or without CURVE)
 	readOnly bool
 	beat     time.Duration
 	lastSeen time.Time
@@ -211,6 +223,8 @@ func New(opts Options) (*Server, error) {
 		peer:   make(map[id.Session]*peer),
 		cons:   make(map[string]*console),
 		subs:   make(map[string]bool),
+		owners: make(map[ownerKey]id.Session),
+		seq:    inprocSeq.Add(1),
 
 		batches: make(map[id.Session]*wire.Job),
 	}
@@ -226,6 +240,9 @@ func New(opts Options) (*Server, error) {
 	if err := s.initResults(); err != nil {
 		return nil, err
 	}
+	if err := s.setupAuth(s.seq); err != nil {
+		return nil, err
+	}
 	if err := s.bind(); err != nil {
 		s.closeSockets()
 		return nil, err
@@ -235,19 +252,19 @@ func New(opts Options) (*Server, error) {
 
 func (s *Server) bind() error {
 	var err error
-	if s.peers, err = zsock.Router(s.opts.Peers); err != nil {
+	if s.peers, err = zsock.Router(s.opts.Peers, s.security(auth.Peers)...); err != nil {
 		return fmt.Errorf("peers socket: %w", err)
 	}
 	if s.peersEP, err = zsock.Endpoint(s.peers); err != nil {
 		return err
 	}
-	if s.admin, err = zsock.Router(s.opts.Admin); err != nil {
+	if s.admin, err = zsock.Router(s.opts.Admin, s.security(auth.Admin)...); err != nil {
 		return fmt.Errorf("admin socket: %w", err)
 	}
 	if s.adminEP, err = zsock.Endpoint(s.admin); err != nil {
 		return err
 	}
-	n := inprocSeq.Add(1)
+	n := s.seq
 	s.inproc = fmt.Sprintf("inproc://drover-admin-%d", n)
 	if err := s.admin.Bind(s.inproc); err != nil {
 		return fmt.Errorf("admin socket: bind %s: %w", s.inproc, err)
@@ -260,7 +277,7 @@ func (s *Server) bind() error {
 		return fmt.Errorf("peers: %w", err)
 	}
 	if s.opts.Events != "-" {
-		if s.pub, err = zsock.Pub(s.opts.Events); err != nil {
+		if s.pub, err = zsock.Pub(s.opts.Events, s.security(auth.Events)...); err != nil {
 			return fmt.Errorf("events socket: %w", err)
 		}
 		if s.eventsEP, err = zsock.Endpoint(s.pub); err != nil {
@@ -279,6 +296,7 @@ func (s *Server) closeSockets() {
 			sk.Close()
 		}
 	}
+	s.closeAuth()
 }
 
 // PeersEndpoint is where workers and producers connect (the real port).
@@ -365,6 +383,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.reactor.messages.Store(s.stats.Received)
 		s.reactor.gathered.Store(s.gather.gathered)
 		now := s.now()
+		s.recheckKeys(now)
 		s.c.Tick(now)
 		s.flush(now)
 		if err := s.release(); err != nil {
@@ -399,7 +418,12 @@ func (s *Server) Run(ctx context.Context) error {
 
 // totals are the coordinator's totals with the transport's counters.
 func (s *Server) totals(now time.Time) admin.Totals {
-	return s.c.Totals(now)
+	t := s.c.Totals(now)
+	if s.auth != nil {
+		t.Forbidden = s.auth.forbidden
+		t.HandshakesRefused = s.auth.refused.Load()
+	}
+	return t
 }
 
 // send encodes m and sends it to the peer with routing id ident on sk. It

@@ -49,6 +49,7 @@ import (
 	"drover/coord/id"
 	"drover/net/internal/conn"
 	"drover/net/wire"
+	"drover/net/zsock"
 )
 
 // Job is one job to run.
@@ -142,6 +143,9 @@ var (
 	// ErrSuperseded: another worker connected with the same id (DISCONNECT
 	// 409); Run returns it wrapped.
 	ErrSuperseded = errors.New("worker superseded by another with the same id")
+	// ErrNotAuthorized: the coordinator refused the worker's key (at the
+	// handshake) or its role; Run returns it wrapped.
+	ErrNotAuthorized = zsock.ErrNotAuthorized
 )
 
 // Options configure a worker. Zero values take the defaults.
@@ -167,6 +171,11 @@ type Options struct {
 	// ReconnectMin and ReconnectMax bound the reconnection backoff
 	// (defaults 1 s and 32 s).
 	ReconnectMin, ReconnectMax time.Duration
+	// Security holds the CURVE keys for a coordinator that requires them
+	// (docs/PROTOCOL.md §15): ServerPublic, and this worker's own pair. A
+	// coordinator that refuses the worker's key or role makes Run return an
+	// error wrapping ErrNotAuthorized.
+	Security zsock.Security
 	// StopTimeout bounds how long Run waits, after its context ends, for
 	// handlers to return and their ok results to be acknowledged (default
 	// 10 s).
@@ -265,6 +274,7 @@ func Run(ctx context.Context, opts Options, h Handler) error {
 		ReconnectMin: opts.ReconnectMin,
 		ReconnectMax: opts.ReconnectMax,
 		Log:          opts.Log,
+		Security:     opts.Security,
 	}, s)
 	if err != nil {
 		s.pool.close()

@@ -1,6 +1,7 @@
 package zsock
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -12,6 +13,11 @@ import (
 // the socket monitor says why (ZMQ_EVENT_HANDSHAKE_FAILED_*), so clients
 // watch their handshakes to tell the user they are not authorised instead
 // of hanging.
+
+// ErrNotAuthorized is what errors.Is finds in every refusal of a client
+// for its key: a HandshakeError, and drover's clients' errors for ERROR or
+// DISCONNECT 403.
+var ErrNotAuthorized = errors.New("not authorised")
 
 // HandshakeError is a handshake the server or this client refused.
 type HandshakeError struct {
@@ -30,6 +36,10 @@ const (
 // handler said no), as opposed to a handshake that failed for another
 // reason.
 func (e *HandshakeError) Auth() bool { return e.Event == zmq4.EVENT_HANDSHAKE_FAILED_AUTH }
+
+// Is makes errors.Is(err, ErrNotAuthorized) true: every handshake failure
+// of a client is a refusal to let it in.
+func (e *HandshakeError) Is(target error) bool { return target == ErrNotAuthorized }
 
 // Error says what failed and what to check.
 func (e *HandshakeError) Error() string {
@@ -51,12 +61,14 @@ func (e *HandshakeError) Error() string {
 type Handshakes struct {
 	pair  *zmq4.Socket
 	watch *Watch
+	rang  atomic.Bool
 }
 
 var handshakeSeq atomic.Uint64
 
 // MonitorHandshakes starts monitoring s's handshakes (call it before s
-// connects: WithBeforeConnect); ready gets a token when an event arrives.
+// connects: WithBeforeConnect); ready gets a token when an event arrives
+// (and Rang says so).
 func MonitorHandshakes(s *zmq4.Socket, ready chan struct{}) (*Handshakes, error) {
 	ep := fmt.Sprintf("inproc://drover-monitor-%d", handshakeSeq.Add(1))
 	events := zmq4.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq4.EVENT_HANDSHAKE_FAILED_PROTOCOL |
@@ -75,14 +87,26 @@ func MonitorHandshakes(s *zmq4.Socket, ready chan struct{}) (*Handshakes, error)
 		s.Monitor("", 0)
 		return nil, fmt.Errorf("zsock: monitor connect: %w", err)
 	}
-	w, err := NewWatch(pair, ready)
+	h := &Handshakes{pair: pair}
+	w, err := NewWatchFunc(pair, func() {
+		h.rang.Store(true)
+		select {
+		case ready <- struct{}{}:
+		default:
+		}
+	})
 	if err != nil {
 		pair.Close()
 		s.Monitor("", 0)
 		return nil, err
 	}
-	return &Handshakes{pair: pair, watch: w}, nil
+	h.watch = w
+	return h, nil
 }
+
+// Rang reports whether the monitor signalled since the last call: only
+// then need Failure be asked.
+func (h *Handshakes) Rang() bool { return h.rang.Swap(false) }
 
 // Failure reads the events that arrived, without blocking, and returns
 // the last failure among them, or nil when there was none (a success after
@@ -99,6 +123,24 @@ func (h *Handshakes) Failure() *HandshakeError {
 			last = nil
 		case zmq4.EVENT_HANDSHAKE_FAILED_AUTH, zmq4.EVENT_HANDSHAKE_FAILED_PROTOCOL, zmq4.EVENT_HANDSHAKE_FAILED_NO_DETAIL:
 			last = &HandshakeError{Event: ev, Value: val, Addr: addr}
+		}
+	}
+}
+
+// Outcome reads the events that arrived, without blocking, up to the
+// first handshake that ended: done is false when none has yet; err is nil
+// for a success.
+func (h *Handshakes) Outcome() (done bool, err *HandshakeError) {
+	for {
+		ev, addr, val, rerr := h.pair.RecvEvent(zmq4.DONTWAIT)
+		if rerr != nil {
+			return false, nil
+		}
+		switch ev {
+		case zmq4.EVENT_HANDSHAKE_SUCCEEDED:
+			return true, nil
+		case zmq4.EVENT_HANDSHAKE_FAILED_AUTH, zmq4.EVENT_HANDSHAKE_FAILED_PROTOCOL, zmq4.EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+			return true, &HandshakeError{Event: ev, Value: val, Addr: addr}
 		}
 	}
 }

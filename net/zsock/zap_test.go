@@ -28,19 +28,8 @@ func clientFailure(t *testing.T, ep string, sec Security) (*zmq4.Socket, *Handsh
 		case <-deadline:
 			t.Fatalf("no handshake outcome within %v", wait)
 		}
-		// Read every event: a success shows as a nil failure only once
-		// seen, so look for it explicitly.
-		for {
-			ev, addr, val, err := hs.pair.RecvEvent(zmq4.DONTWAIT)
-			if err != nil {
-				break
-			}
-			switch ev {
-			case zmq4.EVENT_HANDSHAKE_SUCCEEDED:
-				return d, nil
-			case zmq4.EVENT_HANDSHAKE_FAILED_AUTH, zmq4.EVENT_HANDSHAKE_FAILED_PROTOCOL, zmq4.EVENT_HANDSHAKE_FAILED_NO_DETAIL:
-				return d, &HandshakeError{Event: ev, Value: val, Addr: addr}
-			}
+		if done, f := hs.Outcome(); done {
+			return d, f
 		}
 	}
 }

@@ -92,6 +92,12 @@ type Config struct {
 	Linger time.Duration
 	// Log receives connection events (default: discard).
 	Log *slog.Logger
+	// Security is the CURVE keys of a tcp:// or ipc:// connection (zero:
+	// none). Whatever it holds, the connection watches its handshakes: one
+	// the server refuses (or that fails for a mismatch of keys) stops the
+	// loop with an error wrapping zsock.ErrNotAuthorized, as do ERROR 403
+	// answering HELLO and DISCONNECT 403.
+	Security zsock.Security
 }
 
 func (c *Config) setDefaults() error {
@@ -298,9 +304,22 @@ func (c *Conn) wake() {
 // IsInproc reports whether endpoint is an in-process endpoint.
 func IsInproc(endpoint string) bool { return strings.HasPrefix(endpoint, "inproc://") }
 
-// newDealer is the DEALER of one session attempt.
-func (c *Conn) newDealer() (*zmq4.Socket, error) {
-	return zsock.Dealer(c.cfg.Endpoint, "",
+// newDealer is the DEALER of one session attempt, its handshakes
+// monitored (signalling ready).
+func (c *Conn) newDealer(ready chan struct{}) (*zmq4.Socket, *zsock.Handshakes, error) {
+	var hs *zsock.Handshakes
+	d, err := zsock.Dealer(c.cfg.Endpoint, "",
 		zsock.WithReconnect(c.cfg.ReconnectMin, c.cfg.ReconnectMax),
-		zsock.WithLinger(0))
+		zsock.WithLinger(0),
+		zsock.WithSecurity(c.cfg.Security),
+		zsock.WithBeforeConnect(func(s *zmq4.Socket) error {
+			var err error
+			hs, err = zsock.MonitorHandshakes(s, ready)
+			return err
+		}))
+	if err != nil {
+		hs.Close()
+		return nil, nil, err
+	}
+	return d, hs, nil
 }

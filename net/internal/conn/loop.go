@@ -212,6 +212,10 @@ func (l *Link) block(d time.Duration) {
 // and, when it has nothing more to do, waits for a post, its next signal
 // or the next timer.
 func (l *Link) poll() {
+	if err := l.sock.refused(); err != nil {
+		l.notAuthorized(err)
+		return
+	}
 	if l.dirty {
 		read, write, err := l.sock.ready()
 		if err != nil {
@@ -223,10 +227,25 @@ func (l *Link) poll() {
 	if !l.dirty {
 		l.block(l.nextTimer())
 		l.now = time.Now()
+		if err := l.sock.refused(); err != nil {
+			l.notAuthorized(err)
+			return
+		}
 	}
 	if l.dirty {
 		l.work()
 	}
+}
+
+// notAuthorized stops the loop: the server refused this client (its key,
+// or its role), and retrying would only hang.
+func (l *Link) notAuthorized(err error) {
+	if !errors.Is(err, zsock.ErrNotAuthorized) {
+		err = fmt.Errorf("%w: %w", zsock.ErrNotAuthorized, err)
+	}
+	l.c.cfg.Log.Error("the server refused this client: stopping", "endpoint", l.c.cfg.Endpoint, "err", err)
+	l.lose(err)
+	l.Stop(err)
 }
 
 // work receives what the socket has and sends what waits for it.
@@ -300,9 +319,15 @@ func (l *Link) handle(m wire.Message) {
 			"heartbeat", m.Heartbeat, "liveness", m.Liveness, "server", m.Server)
 		c.h.Up(l, m)
 	case *wire.Disconnect:
+		if m.Code == wire.CodeForbidden {
+			l.notAuthorized(&DisconnectError{Code: m.Code, Reason: m.Reason})
+			return
+		}
 		l.lose(&DisconnectError{Code: m.Code, Reason: m.Reason})
 	case *wire.Error:
 		switch {
+		case l.state == greeting && m.Req == l.hello && m.Code == wire.CodeForbidden:
+			l.notAuthorized(fmt.Errorf("HELLO refused: %w", m))
 		case l.state == greeting && m.Req == l.hello:
 			l.lose(fmt.Errorf("HELLO refused: %w", m))
 		case m.Code == wire.CodeHelloRequired:

@@ -27,6 +27,9 @@ type socket interface {
 	// ready reports, without blocking, whether a message waits and whether
 	// a message would be taken.
 	ready() (read, write bool, err error)
+	// refused returns the handshake failure the socket saw since it was
+	// last asked, if any (a pipe has none).
+	refused() error
 	close(linger time.Duration)
 }
 
@@ -41,22 +44,34 @@ func (c *Conn) dial(ready chan struct{}) (socket, error) {
 			return &pipeSocket{c: p}, nil
 		}
 	}
-	d, err := c.newDealer()
+	d, hs, err := c.newDealer(ready)
 	if err != nil {
 		return nil, err
 	}
 	w, err := zsock.NewWatch(d, ready)
 	if err != nil {
+		hs.Close()
 		d.Close()
 		return nil, err
 	}
-	return &dealerSocket{d: d, w: w}, nil
+	return &dealerSocket{d: d, w: w, hs: hs}, nil
 }
 
 type dealerSocket struct {
 	d  *zmq4.Socket
 	w  *zsock.Watch
+	hs *zsock.Handshakes
 	io zsock.MsgIO
+}
+
+func (s *dealerSocket) refused() error {
+	if !s.hs.Rang() {
+		return nil
+	}
+	if f := s.hs.Failure(); f != nil {
+		return f
+	}
+	return nil
 }
 
 func (s *dealerSocket) send(_ wire.Message, frames [][]byte) error {
@@ -75,6 +90,7 @@ func (s *dealerSocket) ready() (bool, bool, error) { return zsock.Ready(s.d) }
 
 func (s *dealerSocket) close(linger time.Duration) {
 	s.w.Close()
+	s.hs.Close()
 	s.d.SetLinger(linger)
 	s.d.Close()
 }
@@ -125,6 +141,8 @@ func byValue(c wire.Command) bool {
 	}
 	return false
 }
+
+func (s *pipeSocket) refused() error { return nil }
 
 func (s *pipeSocket) ready() (bool, bool, error) {
 	return s.next < len(s.got) || s.c.Pending(), true, nil

@@ -1,0 +1,211 @@
+package server
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"drover/auth"
+	"drover/coord/id"
+	"drover/net/wire"
+	"drover/net/zsock"
+)
+
+// Auth turns on CURVE for every listener (docs/PROTOCOL.md §15): the
+// server's secret key, and the client keys admitted with their roles.
+type Auth struct {
+	// Secret is the server's CURVE secret key (Z85).
+	Secret string
+	// Keys are the clients admitted: a ZAP handler refuses every other key
+	// at the handshake, and each command is checked against the role of
+	// its sender's key. When they change, the sessions of keys no longer
+	// allowed end.
+	Keys *auth.Authorizer
+	// OnForbidden is called on the reactor goroutine for each command
+	// refused for its key's role (metrics). It must not block.
+	OnForbidden func(e auth.Entry)
+	// OnRefused is called, on the ZAP handler's goroutine, for each
+	// handshake refused (metrics). It must not block.
+	OnRefused func(l auth.Listener)
+}
+
+// authState is the reactor's side of Auth.
+type authState struct {
+	opts      *Auth
+	changed   atomic.Bool // the keys changed: look at the sessions again
+	cancel    func()      // stops OnChange
+	unzap     []func()    // unregister the ZAP domains
+	forbidden uint64      // commands refused for their key's role
+	refused   atomic.Uint64
+}
+
+// setupAuth registers the ZAP handler of each listener's domain (before
+// the sockets bind) and follows the keys' changes.
+func (s *Server) setupAuth(n uint64) error {
+	a := s.opts.Auth
+	if a == nil {
+		return nil
+	}
+	if a.Keys == nil || a.Secret == "" {
+		return fmt.Errorf("auth: want the server's secret key and the authorized keys")
+	}
+	s.auth = &authState{opts: a}
+	base := fmt.Sprintf("drover-%d", n)
+	for _, l := range []auth.Listener{auth.Peers, auth.Admin, auth.Events} {
+		unregister, err := zsock.HandleZAP(base+"."+l.String(), s.admit(l))
+		if err != nil {
+			s.closeAuth()
+			return err
+		}
+		s.auth.unzap = append(s.auth.unzap, unregister)
+	}
+	s.auth.cancel = a.Keys.OnChange(func() {
+		s.auth.changed.Store(true)
+		s.ring()
+	})
+	return nil
+}
+
+// closeAuth unregisters the ZAP domains (after the sockets closed).
+func (s *Server) closeAuth() {
+	if s.auth == nil {
+		return
+	}
+	if s.auth.cancel != nil {
+		s.auth.cancel()
+	}
+	for _, f := range s.auth.unzap {
+		f()
+	}
+	s.auth.unzap = nil
+}
+
+// security is the socket option of listener l.
+func (s *Server) security(l auth.Listener) []zsock.Option {
+	if s.auth == nil {
+		return nil
+	}
+	return []zsock.Option{zsock.WithSecurity(zsock.Security{
+		Secret: s.opts.Auth.Secret,
+		Domain: fmt.Sprintf("drover-%d.%s", s.seq, l),
+	})}
+}
+
+// admit is the ZAP decision for listener l: a listed key whose role may
+// use l gets through, named by its public key (the User-Id of its
+// messages).
+func (s *Server) admit(l auth.Listener) zsock.ZAPFunc {
+	return func(r zsock.ZAPRequest) (string, error) {
+		e, ok := s.opts.Auth.Keys.Keys().Lookup(r.Key)
+		switch {
+		case !ok:
+			s.refused(l)
+			s.log.Warn("handshake refused: key not in authorized_keys", "listener", l.String(), "address", r.Address, "key", r.Key)
+			return "", fmt.Errorf("key not authorised")
+		case !e.Role.MayConnect(l):
+			s.refused(l)
+			s.log.Warn("handshake refused: the key's role may not use this listener", "listener", l.String(), "address", r.Address, "key", e.Label(), "role", e.Role.String())
+			return "", fmt.Errorf("role %s may not use the %s listener", e.Role, l)
+		}
+		return r.Key, nil
+	}
+}
+
+func (s *Server) refused(l auth.Listener) {
+	s.auth.refused.Add(1)
+	if f := s.opts.Auth.OnRefused; f != nil {
+		f(l)
+	}
+}
+
+// inProcess is the rights of a message with no User-Id: from a client in
+// this process (inproc, pipes), or from anyone when CURVE is off.
+var inProcess = auth.Entry{Role: auth.Operator, Comment: "in-process"}
+
+// entryOf returns the authorized_keys entry of a message's sender (user is
+// its User-Id), and false when its key is no longer listed.
+func (s *Server) entryOf(user string) (auth.Entry, bool) {
+	if s.auth == nil || user == "" {
+		return inProcess, true
+	}
+	return s.opts.Auth.Keys.Keys().Lookup(user)
+}
+
+// forbid answers a command the sender's key may not send with ERROR 403,
+// and counts it by key.
+func (s *Server) forbid(w sockWriter, ident []byte, req uint64, e auth.Entry, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if s.auth != nil {
+		s.auth.forbidden++
+		if f := s.opts.Auth.OnForbidden; f != nil {
+			f(e)
+		}
+	}
+	s.log.Warn("command forbidden", "key", e.Label(), "role", e.Role.String(), "why", msg)
+	s.send(w.sock(s), ident, &wire.Error{Req: req, Code: wire.CodeForbidden, Msg: clipReason(msg, wire.MaxText)})
+}
+
+// revoked answers a message whose key is no longer listed: its session
+// (if any) ends with DISCONNECT 403, the message gets nothing else.
+func (s *Server) revokedMessage(w sockWriter, ident []byte, req uint64, user string) {
+	s.forbid(w, ident, req, auth.Entry{Key: user, Comment: user[:min(8, len(user))] + "…"}, "key no longer authorised")
+}
+
+// recheckKeys ends, after the keys changed, the sessions whose key is no
+// longer listed or whose role no longer allows them.
+func (s *Server) recheckKeys(now time.Time) {
+	if s.auth == nil || !s.auth.changed.Swap(false) {
+		return
+	}
+	var ended []id.Session
+	for sid, p := range s.peer {
+		if p.key == "" {
+			continue
+		}
+		if e, ok := s.entryOf(p.key); ok && e.Role.MayHello(auth.Peers, p.role) {
+			continue
+		}
+		ended = append(ended, sid)
+	}
+	for _, sid := range ended {
+		p := s.peer[sid]
+		s.log.Warn("session ended: its key is no longer authorised", "session", sid, "id", p.id, "key", p.key)
+		s.send(s.peers, p.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
+		s.c.Disconnect(now, sid)
+		s.forget(sid)
+	}
+	for ident, cs := range s.cons {
+		if cs.key == "" {
+			continue
+		}
+		if e, ok := s.entryOf(cs.key); ok && e.Role.MayHello(auth.Admin, wire.RoleConsole) {
+			continue
+		}
+		s.log.Warn("console detached: its key is no longer authorised", "key", cs.key)
+		s.send(s.admin, cs.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
+		delete(s.cons, ident)
+	}
+	s.dirty = true
+}
+
+// ownerKey is the peers socket's binding of ids to keys: the key of the
+// live session of each (role, id).
+type ownerKey struct {
+	role wire.Role
+	id   string
+}
+
+// claim checks that a HELLO's (role, id) is not held by a live session
+// with another key: an id belongs to the key that holds it.
+func (s *Server) claim(role wire.Role, peerID, key string) (id.Session, bool) {
+	sid, ok := s.owners[ownerKey{role, peerID}]
+	if !ok {
+		return 0, true
+	}
+	p, live := s.peer[sid]
+	if !live {
+		delete(s.owners, ownerKey{role, peerID})
+		return 0, true
+	}
+	return sid, p.key == key
+}
