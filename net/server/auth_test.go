@@ -122,6 +122,18 @@ func (f *fleet) handshake(t *testing.T, endpoint string, kp auth.KeyPair, sub bo
 	}
 }
 
+// reply is the next message other than CHANGED (a console's pushes come
+// whenever state changed).
+func (c *rawClient) reply() wire.Message {
+	c.t.Helper()
+	for {
+		m := c.recv()
+		if _, changed := m.(*wire.Changed); !changed {
+			return m
+		}
+	}
+}
+
 func expectCode(t *testing.T, m wire.Message, code wire.Code, what string) {
 	t.Helper()
 	e, ok := m.(*wire.Error)
@@ -146,7 +158,7 @@ func TestRolesOverCurve(t *testing.T) {
 	expectCode(t, w.recv(), wire.CodeForbidden, "worker key SUBMIT")
 	wa := f.as(t, f.s.AdminEndpoint(), f.worker)
 	wa.send(&wire.Hello{Req: 1, Role: wire.RoleConsole, ID: "c", Host: "h"})
-	expectCode(t, wa.recv(), wire.CodeForbidden, "worker key HELLO as console")
+	expectCode(t, wa.reply(), wire.CodeForbidden, "worker key HELLO as console")
 
 	// producer: SUBMIT yes (the worker gets the job), RESULT no.
 	p := f.as(t, f.s.PeersEndpoint(), f.producer)
@@ -165,17 +177,17 @@ func TestRolesOverCurve(t *testing.T) {
 	// viewer: queries and totals, never an action, never the peers socket.
 	v := f.as(t, f.s.AdminEndpoint(), f.viewer)
 	v.send(&wire.Hello{Req: 1, Role: wire.RoleConsole, ID: "v", Host: "h"})
-	expect[*wire.Welcome](t, v.recv())
+	expect[*wire.Welcome](t, v.reply())
 	v.send(&wire.Status{Req: 2})
-	expect[*wire.Totals](t, v.recv())
+	expect[*wire.Totals](t, v.reply())
 	v.send(&wire.Query{Req: 3, Query: admin.Query{View: admin.ViewWorkers, Limit: 10}})
-	expect[*wire.Page](t, v.recv())
+	expect[*wire.Page](t, v.reply())
 	for i, a := range []admin.Action{
 		{Kind: admin.ActPause}, {Kind: admin.ActRequeueFailed},
 		{Kind: admin.ActEvict, Targets: []string{"w1"}}, {Kind: admin.ActRequeue, Targets: []string{"1"}},
 	} {
 		v.send(&wire.Action{Req: uint64(10 + i), Action: a})
-		expectCode(t, v.recv(), wire.CodeForbidden, "viewer "+string(a.Kind))
+		expectCode(t, v.reply(), wire.CodeForbidden, "viewer "+string(a.Kind))
 	}
 	vp := f.as(t, f.s.PeersEndpoint(), f.viewer)
 	vp.send(&wire.Hello{Req: 1, Role: wire.RoleProducer, ID: "v-as-producer", Host: "h"})
@@ -185,15 +197,15 @@ func TestRolesOverCurve(t *testing.T) {
 	// disturbed by any of the refusals above).
 	o := f.as(t, f.s.AdminEndpoint(), f.op)
 	o.send(&wire.Hello{Req: 1, Role: wire.RoleConsole, ID: "o", Host: "h"})
-	expect[*wire.Welcome](t, o.recv())
+	expect[*wire.Welcome](t, o.reply())
 	o.send(&wire.Action{Req: 2, Action: admin.Action{Kind: admin.ActPause}})
-	expect[*wire.Acted](t, o.recv())
+	expect[*wire.Acted](t, o.reply())
 	op := f.as(t, f.s.PeersEndpoint(), f.op)
 	op.send(&wire.Hello{Req: 1, Role: wire.RoleProducer, ID: "o-producer", Host: "h"})
 	expect[*wire.Welcome](t, op.recv())
 
 	o.send(&wire.Status{Req: 3})
-	tot := expect[*wire.Totals](t, o.recv()).Totals
+	tot := expect[*wire.Totals](t, o.reply()).Totals
 	// worker: 3 (HELLO producer, SUBMIT, console), producer: 2, viewer: 5.
 	if tot.Forbidden != 10 {
 		t.Fatalf("forbidden total %d, want 10", tot.Forbidden)
@@ -283,7 +295,7 @@ func TestRevokedKeySessionsEnd(t *testing.T) {
 	expect[*wire.Welcome](t, w.recv())
 	v := f.as(t, f.s.AdminEndpoint(), f.viewer)
 	v.send(&wire.Hello{Req: 1, Role: wire.RoleConsole, ID: "v", Host: "h"})
-	expect[*wire.Welcome](t, v.recv())
+	expect[*wire.Welcome](t, v.reply())
 	stay := f.as(t, f.s.PeersEndpoint(), f.worker2)
 	stay.send(&wire.Hello{Req: 1, Role: wire.RoleWorker, ID: "w2", Host: "h", Slots: 1})
 	expect[*wire.Welcome](t, stay.recv())
@@ -292,7 +304,7 @@ func TestRevokedKeySessionsEnd(t *testing.T) {
 	if d := expect[*wire.Disconnect](t, w.recv()); d.Code != wire.CodeForbidden {
 		t.Fatalf("revoked worker: DISCONNECT %d, want 403", d.Code)
 	}
-	if d := expect[*wire.Disconnect](t, v.recv()); d.Code != wire.CodeForbidden {
+	if d := expect[*wire.Disconnect](t, v.reply()); d.Code != wire.CodeForbidden {
 		t.Fatalf("revoked viewer: DISCONNECT %d, want 403", d.Code)
 	}
 	w.send(&wire.Hello{Req: 2, Role: wire.RoleWorker, ID: "w1", Host: "h", Slots: 1})
