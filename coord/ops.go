@@ -1,7 +1,6 @@
 package coord
 
 import (
-	"errors"
 
 	"drover/admin"
 
@@ -30,10 +29,6 @@ var WireReasons = []ledger.Reason{
 	ledger.ReasonNotOwner, ledger.ReasonUnknown, ledger.ReasonWrongState,
 	ReasonBadKey, ReasonMaxJobs,
 }
-
-// ErrUnknownSession is returned for input from a session that never said
-// hello or has been dropped since (liveness lost, evicted).
-var ErrUnknownSession = errors.New("unknown session: send HELLO first")
 
 // Verdict is the answer for one key of a REQUEST, QUEUE or DONE batch.
 type Verdict struct {
@@ -294,7 +289,7 @@ func (c *Coordinator) Results(now time.Time, s id.Session, results []Result, dst
 		return dst, err
 	}
 	if ss.role != RoleWorker {
-		return dst, fmt.Errorf("result from a %v session: only workers report results", ss.role)
+		return dst, errorf(ErrForbidden, "result from a %v session: only workers report results", ss.role)
 	}
 	for i := range results {
 		r := &results[i]

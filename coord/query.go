@@ -2,7 +2,6 @@ package coord
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,14 +49,14 @@ func (c *Coordinator) Settled() bool {
 // whole table: the broker and the ledger keep the indexes.
 func (c *Coordinator) Query(now time.Time, q admin.Query) (admin.Page, error) {
 	if q.Offset < 0 || q.Limit < 0 {
-		return admin.Page{}, fmt.Errorf("query %s: offset %d, limit %d: want >= 0", q.View, q.Offset, q.Limit)
+		return admin.Page{}, errorf(ErrInvalid, "query %s: offset %d, limit %d: want >= 0", q.View, q.Offset, q.Limit)
 	}
 	if q.Limit == 0 || q.Limit > MaxWindow {
 		q.Limit = MaxWindow
 	}
 	f, err := filter.Parse(q.Filter)
 	if err != nil {
-		return admin.Page{}, fmt.Errorf("query %s: %w", q.View, err)
+		return admin.Page{}, errorf(ErrInvalid, "query %s: %w", q.View, err)
 	}
 	switch q.View {
 	case admin.ViewWorkers:
@@ -74,7 +73,7 @@ func (c *Coordinator) Query(now time.Time, q admin.Query) (admin.Page, error) {
 	case admin.ViewEvents:
 		return c.events.window(q, f), nil
 	}
-	return admin.Page{}, fmt.Errorf("query: unknown view %q: want workers, jobs, waiters, retries or events", q.View)
+	return admin.Page{}, errorf(ErrInvalid, "query: unknown view %q: want workers, jobs, waiters, retries or events", q.View)
 }
 
 // MaxWindow caps the rows of one query.
@@ -87,14 +86,14 @@ func (c *Coordinator) jobDetail(now time.Time, q admin.Query) (admin.Page, error
 	if n, err := strconv.ParseUint(q.Key, 10, 64); err == nil {
 		row, ok := c.brk.Job(broker.JobID(n))
 		if !ok {
-			return page, fmt.Errorf("query jobs: no job %d", n)
+			return page, errorf(ErrNotFound, "query jobs: no job %d", n)
 		}
 		page.Jobs, page.Total = []admin.JobRow{row}, 1
 		return page, nil
 	}
 	fp, err := id.ParseFingerprint(q.Key)
 	if err != nil {
-		return page, fmt.Errorf("query jobs: key %q: want a job id or a key fingerprint: %w", q.Key, err)
+		return page, errorf(ErrInvalid, "query jobs: key %q: want a job id or a key fingerprint: %w", q.Key, err)
 	}
 	page.Waiters = c.waiterRows(now, fp)
 	if j, ok := c.brk.JobOfKey(fp); ok {
@@ -105,7 +104,7 @@ func (c *Coordinator) jobDetail(now time.Time, q admin.Query) (admin.Page, error
 	}
 	rec, ok := c.led.Lookup(now, fp)
 	if !ok {
-		return page, fmt.Errorf("query jobs: no key %s", fp)
+		return page, errorf(ErrNotFound, "query jobs: no key %s", fp)
 	}
 	page.Jobs, page.Total = []admin.JobRow{c.keyRow(fp, rec)}, 1
 	return page, nil
@@ -170,7 +169,7 @@ func (c *Coordinator) waiters(now time.Time, q admin.Query, f filter.Filter) (ad
 	case q.Key != "":
 		k, err := id.ParseFingerprint(q.Key)
 		if err != nil {
-			return page, fmt.Errorf("query waiters: key %q: %w", q.Key, err)
+			return page, errorf(ErrInvalid, "query waiters: key %q: %w", q.Key, err)
 		}
 		fp = k
 	case len(page.Jobs) > 0:
@@ -252,7 +251,7 @@ func (c *Coordinator) Act(now time.Time, a admin.Action) (admin.ActionResult, er
 	}
 	needTargets := func() error {
 		if len(a.Targets) == 0 {
-			return fmt.Errorf("action %s: no targets: want at least one", a.Kind)
+			return errorf(ErrInvalid, "action %s: no targets: want at least one", a.Kind)
 		}
 		return nil
 	}
@@ -279,7 +278,7 @@ func (c *Coordinator) Act(now time.Time, a admin.Action) (admin.ActionResult, er
 		perTarget(func(t string) error {
 			n, err := strconv.ParseUint(t, 10, 64)
 			if err != nil {
-				return fmt.Errorf("requeue %q: want a decimal job id", t)
+				return errorf(ErrInvalid, "requeue %q: want a decimal job id", t)
 			}
 			return c.requeue(now, broker.JobID(n))
 		})
@@ -311,7 +310,7 @@ func (c *Coordinator) Act(now time.Time, a admin.Action) (admin.ActionResult, er
 			res.Affected = 1
 		}
 	default:
-		return res, fmt.Errorf("action %q: unknown: want evict, drain, undrain, requeue, requeue-failed, pause or resume", a.Kind)
+		return res, errorf(ErrInvalid, "action %q: unknown: want evict, drain, undrain, requeue, requeue-failed, pause or resume", a.Kind)
 	}
 	return res, nil
 }
@@ -326,13 +325,13 @@ func (c *Coordinator) Act(now time.Time, a admin.Action) (admin.ActionResult, er
 func (c *Coordinator) requeue(now time.Time, j broker.JobID) error {
 	row, ok := c.brk.Job(j)
 	if !ok {
-		return fmt.Errorf("requeue job %d: no such job", j)
+		return errorf(ErrNotFound, "requeue job %d: no such job", j)
 	}
 	k := id.Key{Crawler: row.Crawler, Processor: row.Processor, URL: row.URL}
 	fp := k.Fingerprint()
 	if row.State == "done" || row.State == "failed" {
 		if rec, ok := c.led.Lookup(now, fp); ok && rec.State != ledger.Done {
-			return fmt.Errorf("requeue job %d: its key %s is %s again by other work; not requeued", j, row.URL, rec.State)
+			return errorf(ErrConflict, "requeue job %d: its key %s is %s again by other work; not requeued", j, row.URL, rec.State)
 		}
 	}
 	if err := c.brk.Requeue(now, j); err != nil {

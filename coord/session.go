@@ -49,18 +49,18 @@ type session struct {
 // it still holds.
 func (c *Coordinator) Hello(now time.Time, s id.Session, h Hello) (Welcome, error) {
 	if s == 0 {
-		return Welcome{}, fmt.Errorf("hello: session 0 is not a valid session")
+		return Welcome{}, errorf(ErrInvalid, "hello: session 0 is not a valid session")
 	}
 	if _, dup := c.sessions[s]; dup {
-		return Welcome{}, fmt.Errorf("hello: session %d already said hello", s)
+		return Welcome{}, errorf(ErrConflict, "hello: session %d already said hello", s)
 	}
 	switch h.Role {
 	case RoleProducer, RoleWorker, RoleConsole:
 	default:
-		return Welcome{}, fmt.Errorf("hello: role %v: want producer, worker or console", h.Role)
+		return Welcome{}, errorf(ErrInvalid, "hello: role %v: want producer, worker or console", h.Role)
 	}
 	if h.ID == "" {
-		return Welcome{}, fmt.Errorf("hello: empty id: want a stable worker or producer id")
+		return Welcome{}, errorf(ErrInvalid, "hello: empty id: want a stable worker or producer id")
 	}
 	// At most one live session per (role, id): a newer HELLO supersedes
 	// the older session. For a worker the broker's Register below moves the
@@ -81,7 +81,7 @@ func (c *Coordinator) Hello(now time.Time, s id.Session, h Hello) (Welcome, erro
 			slots = 1
 		}
 		if slots < 0 {
-			return Welcome{}, fmt.Errorf("hello: slots %d: want >= 1", h.Slots)
+			return Welcome{}, errorf(ErrInvalid, "hello: slots %d: want >= 1", h.Slots)
 		}
 		err := c.brk.Register(now, s, broker.WorkerInfo{ID: h.ID, Host: h.Host, Headers: h.Headers, Slots: slots}, h.Held)
 		if err != nil {

@@ -86,7 +86,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		}
 		page, err := s.c.Query(now, m.Query)
 		if err != nil {
-			s.reject(onAdmin, ident, m.Req, wire.CodeNotFound, "%v", err)
+			s.reject(onAdmin, ident, m.Req, errorCode(err), "%v", err)
 			return
 		}
 		s.send(s.admin, cs.ident, &wire.Page{Req: m.Req, Page: page})
@@ -97,7 +97,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		}
 		res, err := s.c.Act(now, m.Action)
 		if err != nil {
-			s.reject(onAdmin, ident, m.Req, wire.CodeMalformed, "%v", err)
+			s.reject(onAdmin, ident, m.Req, errorCode(err), "%v", err)
 			return
 		}
 		s.log.Info("operator action", "kind", m.Action.Kind, "targets", m.Action.Targets, "affected", res.Affected, "errors", len(res.Errors))

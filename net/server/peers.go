@@ -181,7 +181,7 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 		Slots: int(h.Slots), Beat: h.Heartbeat, Held: held,
 	})
 	if err != nil {
-		s.reject(onPeers, ident, h.Req, wire.CodeConflict, "%v", err)
+		s.reject(onPeers, ident, h.Req, errorCode(err), "%v", err)
 		return
 	}
 	p := &peer{s: sid, ident: append([]byte(nil), ident...), id: h.ID, key: key, role: h.Role, beat: wel.Heartbeat, lastSent: now}
@@ -254,7 +254,7 @@ func clipReason(s string, n int) string {
 // answer promises durability (QUEUE, DONE) and waits for the step's batch.
 func (s *Server) verdicts(p *peer, req uint64, vs []coord.Verdict, err error, durable bool) {
 	if err != nil {
-		s.reject(onPeers, p.ident, req, wire.CodeConflict, "%v", err)
+		s.reject(onPeers, p.ident, req, errorCode(err), "%v", err)
 		return
 	}
 	items := make([]wire.VerdictItem, len(vs))
@@ -279,7 +279,7 @@ func (s *Server) submit(now time.Time, p *peer, m *wire.Submit) {
 	}
 	vs, err := s.c.Submit(now, p.s, m.Req, specs, nil)
 	if err != nil {
-		s.reject(onPeers, p.ident, m.Req, wire.CodeConflict, "%v", err)
+		s.reject(onPeers, p.ident, m.Req, errorCode(err), "%v", err)
 		return
 	}
 	items := make([]wire.SubmittedItem, len(vs))
@@ -334,7 +334,7 @@ func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
 	vs, err := s.c.Results(now, p.s, rs, s.scratch.verdicts[:0])
 	s.scratch.verdicts = vs[:0]
 	if err != nil {
-		s.reject(onPeers, p.ident, m.Req, wire.CodeForbidden, "%v", err)
+		s.reject(onPeers, p.ident, m.Req, errorCode(err), "%v", err)
 		return
 	}
 	reply := newResultOK(m.Req, len(vs))
