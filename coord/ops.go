@@ -1,12 +1,10 @@
 package coord
 
 import (
-
-	"drover/admin"
-
 	"fmt"
 	"time"
 
+	"drover/admin"
 	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/coord/ledger"
