@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -34,6 +35,9 @@ type crawlOptions struct {
 	minDelay time.Duration
 	// requisites, ignoreRobots and sitemaps are crawl.Config's.
 	requisites, ignoreRobots, sitemaps bool
+	warc                               string // --warc FILE.warc.gz
+	warcMaxSize                        string
+	warcFirst                          string // the first WARC file written
 	out                                string
 	state                              string // store directory: the crawl resumes from it
 	noTUI                              bool
@@ -97,6 +101,8 @@ func addCrawlFlags(cmd *cobra.Command, o *crawlOptions) {
 	fs.BoolVar(&o.requisites, "requisites", false, "also fetch page requisites (images, scripts, style sheets, CSS url() references), as wget -p; style sheets are then parsed for more")
 	fs.BoolVar(&o.ignoreRobots, "ignore-robots", false, "ignore robots.txt, rel=nofollow and <meta name=robots>/X-Robots-Tag nofollow (only for sites you may crawl so)")
 	fs.BoolVar(&o.sitemaps, "sitemaps", true, "read the seed origin's sitemaps (robots.txt Sitemap: lines, /sitemap.xml) as a source of links")
+	fs.StringVar(&o.warc, "warc", "", "also write every fetch as WARC 1.1 request and response records to FILE.warc.gz: files FILE-00001.warc.gz, FILE-00002.warc.gz, ... (numbered on after those present, so a resumed crawl adds files)")
+	fs.StringVar(&o.warcMaxSize, "warc-max-size", "1GiB", "start the next WARC file once one reaches this size (e.g. 100MiB, 1GiB)")
 	fs.StringVar(&o.state, "state", "", "keep the crawl's state (frontier, done pages) in this directory: the same command run again resumes where a stopped or killed crawl left off")
 	fs.BoolVar(&o.noTUI, "no-tui", false, "print progress lines and a summary instead of the console")
 	must(config.AddFlag(fs, "crawl.per_host", "per-host", ""))
@@ -204,7 +210,19 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		sink.Close()
 		return fmt.Errorf("crawl: %w (another drover running? choose other addresses with --bind, --admin and --events)", err)
 	}
-	fetcher, err := crawl.New(ccfg)
+	var fopts []crawl.Option
+	if o.warc != "" {
+		ww, err := openWARC(o.warc, o.warcMaxSize, ccfg)
+		if err != nil {
+			sink.Close()
+			return err
+		}
+		// Closed after the workers have stopped (defers run last-first).
+		defer ww.Close()
+		fopts = append(fopts, crawl.WithWARC(ww))
+		o.warcFirst = ww.FirstFile()
+	}
+	fetcher, err := crawl.New(ccfg, fopts...)
 	if err != nil {
 		sink.Close()
 		return usageError("crawl: %v", err)
@@ -305,6 +323,9 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	sink.Summary(out, final, elapsed, completed)
 	if o.out != "" {
 		fmt.Fprintf(out, "  results:           %s\n", o.out)
+	}
+	if o.warcFirst != "" {
+		fmt.Fprintf(out, "  WARC:              %s onward, in %s\n", o.warcFirst, filepath.Dir(o.warc))
 	}
 	if o.check != nil && completed {
 		records, dups := sink.Records()

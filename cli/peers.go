@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -58,6 +59,9 @@ func newWorkerCmd() *cobra.Command {
 		headers []string
 		execCmd string
 		wid     string
+		warcDir string
+		// warcMaxSize is --warc-max-size.
+		warcMaxSize string
 	)
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -102,15 +106,25 @@ retryable failure; stdout becomes the job's output. It reconnects by itself
 				if err != nil {
 					return err
 				}
-				f, err := crawl.New(ccfg)
-				if err != nil {
-					return usageError("worker: %v", err)
-				}
-				defer f.Close()
 				name := wid
 				if name == "" {
 					name = hostname()
 				}
+				var fopts []crawl.Option
+				if warcDir != "" {
+					ww, err := openWARC(filepath.Join(warcDir, warcFileName(wid)), warcMaxSize, ccfg)
+					if err != nil {
+						return err
+					}
+					defer ww.Close() // after the worker has stopped
+					fopts = append(fopts, crawl.WithWARC(ww))
+					log.Info("writing WARC files", "dir", warcDir, "first", ww.FirstFile())
+				}
+				f, err := crawl.New(ccfg, fopts...)
+				if err != nil {
+					return usageError("worker: %v", err)
+				}
+				defer f.Close()
 				h = job.Handler(f, ccfg, name)
 			}
 			log.Info("worker starting", "connect", opts.Connect, "slots", slots, "exec", execCmd != "")
@@ -126,6 +140,8 @@ retryable failure; stdout becomes the job's output. It reconnects by itself
 	fs.IntVar(&slots, "slots", 1, "jobs run at once")
 	fs.StringArrayVar(&headers, "header", nil, "a capability name=value (repeatable), e.g. hwgroup=gpu, threads=8")
 	fs.StringVar(&execCmd, "exec", "", "run this shell command per job instead of the crawl handler")
+	fs.StringVar(&warcDir, "warc", "", "write the crawl handler's fetches as WARC 1.1 files in this directory, named drover-ID-00001.warc.gz, ... after the worker id, so that several workers' files can be merged")
+	fs.StringVar(&warcMaxSize, "warc-max-size", "1GiB", "start the next WARC file once one reaches this size")
 	fs.StringVar(&wid, "id", "", "stable worker id (default: host-pid); a reconnect with the same id keeps its jobs")
 	must(config.AddFlags(fs, "crawl.user_agent", "crawl.per_host", "crawl.timeout", "crawl.min_delay", "heartbeat.interval"))
 	must(config.AddFlag(fs, "crawl.allow_private", "allow-private", ""))

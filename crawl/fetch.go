@@ -41,10 +41,18 @@ type Fetcher struct {
 	pruneRobotsAt int                     // prune robots when the table reaches this size
 	flight        singleflight.Group      // one robots.txt fetch per origin at a time
 	polite        politeness
+	warc          *WARCWriter // nil: no archive
+	warcHeader    http.Header // the page requests' header when archiving
 }
 
 // Option changes how New builds a Fetcher.
 type Option func(*Fetcher)
+
+// WithWARC makes the Fetcher record every page fetch it keeps (any
+// answer but 429, 503 and other 5xx, which are retried) in w as a WARC
+// request and response record pair. Page requests then ask for gzip
+// themselves, so that a compressed body is archived as it came.
+func WithWARC(w *WARCWriter) Option { return func(f *Fetcher) { f.warc = w } }
 
 // WithClock makes the Fetcher use c instead of the system clock.
 func WithClock(c Clock) Option { return func(f *Fetcher) { f.clock = c } }
@@ -71,6 +79,8 @@ func New(cfg Config, opts ...Option) (*Fetcher, error) {
 		"User-Agent": {f.agent},
 		"Accept":     {"text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"},
 	}
+	f.warcHeader = f.header.Clone()
+	f.warcHeader.Set("Accept-Encoding", "gzip")
 	resolve := make(map[string]string, len(cfg.Resolve))
 	for k, v := range cfg.Resolve {
 		resolve[k] = v
@@ -190,6 +200,15 @@ func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 		return
 	}
 	req.Header = f.header // a RoundTripper does not change a request
+	var rec *warcFetch
+	if f.warc != nil {
+		if rec, err = f.warcBegin(req, norm, p); err != nil {
+			p.Outcome, p.Err = Internal, err.Error()
+			return
+		}
+		defer rec.discard()
+		req = rec.traced(req)
+	}
 	// The transport itself rather than an http.Client: a page's redirect
 	// is a new key for the coordinator, not followed here, and the
 	// client's redirect machinery (a copy of the headers per request)
@@ -231,16 +250,24 @@ func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 		}
 	}
 
-	body := &countingReader{r: io.LimitReader(resp.Body, f.cfg.MaxBodyBytes)}
+	var raw io.Reader = resp.Body
+	if rec != nil {
+		if err := rec.head(resp); err != nil {
+			p.Outcome, p.Err, p.Links = Internal, fmt.Sprintf("recording the response: %v", err), nil
+			return
+		}
+		raw = io.TeeReader(resp.Body, rec) // the body is read once, into the record as it goes
+	}
+	body := &countingReader{r: io.LimitReader(raw, f.cfg.MaxBodyBytes)}
 	parsed := false
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		parsed, err = f.parse(u, resp, body, p)
+		parsed, err = f.parse(u, resp, contentReader(body, resp, rec != nil), p)
 		if err != nil {
 			p.Outcome, p.Err, p.Links, p.Bytes = Internal, describeFetchError(ctx, err, f.cfg.Timeout), nil, body.n
 			return
 		}
 	}
-	if !parsed {
+	if !parsed && rec == nil {
 		// Nothing needs this body (not a page or style sheet we parse):
 		// a little is read so that the connection may be reused, and past
 		// that the declared length is recorded.
@@ -260,6 +287,11 @@ func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 		var one [1]byte
 		if n, _ := io.ReadFull(resp.Body, one[:]); n > 0 {
 			p.Truncated = true
+		}
+	}
+	if rec != nil {
+		if err := rec.finish(p.Truncated); err != nil {
+			p.Outcome, p.Err, p.Links = Internal, err.Error(), nil
 		}
 	}
 }

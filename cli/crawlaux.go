@@ -2,9 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
+	"drover/config"
 	"drover/crawl"
 )
 
@@ -60,4 +63,40 @@ func politenessText(waited, interval time.Duration, p crawl.Politeness, short bo
 		return fmt.Sprintf("slowed by politeness: %s between fetches on a host (%s; --crawl-min-delay to change, --per-host for parallel fetches)", p.Delay, share)
 	}
 	return fmt.Sprintf("slowed by politeness: at most --per-host fetches at once on a host (%s)", share)
+}
+
+// openWARC opens the WARC writer of --warc path with --warc-max-size
+// maxSize, describing the crawl in each file's warcinfo record.
+func openWARC(path, maxSize string, c crawl.Config) (*crawl.WARCWriter, error) {
+	size, err := config.ParseSize(maxSize)
+	if err != nil || size < 1<<10 {
+		return nil, usageError("--warc-max-size %q: want a size of at least 1KiB, e.g. 100MiB or 1GiB", maxSize)
+	}
+	robots := "obey"
+	if c.IgnoreRobots {
+		robots = "ignore"
+	}
+	ww, err := crawl.OpenWARC(crawl.WARCOptions{Path: path, MaxSize: size, Software: "drover/" + version,
+		Info: map[string]string{"http-header-user-agent": c.Agent(), "robots": robots,
+			"description": "drover crawl, scope " + c.Scope.String()}})
+	if err != nil {
+		return nil, usageError("--warc: %v", err)
+	}
+	return ww, nil
+}
+
+// warcFileName is the WARC name of a worker's files: "drover-ID.warc.gz"
+// (numbered by the writer), the id being --id or host-pid, with anything
+// but letters, digits, '.', '_' and '-' made '_'.
+func warcFileName(wid string) string {
+	if wid == "" {
+		wid = fmt.Sprintf("%s-%d", hostname(), os.Getpid())
+	}
+	safe := strings.Map(func(r rune) rune {
+		if r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, wid)
+	return "drover-" + strings.TrimLeft(safe, ".") + ".warc.gz"
 }
