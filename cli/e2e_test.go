@@ -195,23 +195,34 @@ func TestServeWorkerSubmitStatus(t *testing.T) {
 	if len(workers) != 1 || workers[0].ID != "w-exec" || workers[0].Slots != 2 {
 		t.Fatalf("workers %+v: want w-exec with 2 slots", workers)
 	}
-	// The metrics endpoint shows the same run (totals reach it once a second).
-	var scrape string
-	eventually(t, "metrics updated", 10*time.Second, func() bool {
+	// The metrics endpoint shows the same run (totals reach it once a second,
+	// so a scrape may come from a moment before the last job settled: wait
+	// for every series, then name those still missing).
+	series := []string{`drover_jobs{state="done"} 2`, `drover_jobs{state="failed"} 2`, "drover_dedup_hits_total 1", `drover_workers{state="idle"} 1`, "drover_dispatches_total",
+		"drover_reactor_steps_total", "drover_reactor_messages_total", "drover_reactor_gathered_total"}
+	var missing []string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		missing = missing[:0]
 		resp, err := http.Get("http://" + metrics + "/metrics")
-		if err != nil {
-			return false
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, s := range series {
+				if !strings.Contains(string(b), s) {
+					missing = append(missing, s)
+				}
+			}
+		} else {
+			missing = append(missing, err.Error())
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		scrape = string(b)
-		return strings.Contains(scrape, `drover_jobs{state="done"} 2`)
-	})
-	for _, series := range []string{`drover_jobs{state="failed"} 2`, "drover_dedup_hits_total 1", `drover_workers{state="idle"} 1`, "drover_dispatches_total",
-		"drover_reactor_steps_total", "drover_reactor_messages_total", "drover_reactor_gathered_total"} {
-		if !strings.Contains(scrape, series) {
-			t.Errorf("metrics lack %s", series)
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
 		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, s := range missing {
+		t.Errorf("metrics lack %s after 20s", s)
 	}
 	if resp, err := http.Get("http://" + metrics + "/readyz"); err != nil || resp.StatusCode != 200 {
 		t.Errorf("/readyz: %v %v, want 200", resp, err)
