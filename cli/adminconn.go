@@ -22,6 +22,7 @@ const defaultAdminTimeout = 10 * time.Second
 // reaches all of them.
 func addAdminFlags(cmd *cobra.Command, withTimeout bool) {
 	cmd.Flags().String("connect", "", "the coordinator's admin endpoint (default: admin.listen)")
+	addKeyFlags(cmd)
 	if withTimeout {
 		cmd.Flags().Duration("timeout", defaultAdminTimeout, "how long to wait for the coordinator to answer")
 	}
@@ -45,6 +46,11 @@ func adminTimeout(cmd *cobra.Command) (time.Duration, error) {
 // so; without it (the console) the dial waits until ctx ends.
 func dialAdmin(ctx context.Context, cmd *cobra.Command, cfg *config.Config, opts client.AdminOptions) (*client.Admin, error) {
 	opts.Connect = connectOr(cmd, cfg.Admin.Listen)
+	sec, err := clientSecurity(cfg)
+	if err != nil {
+		return nil, err
+	}
+	opts.Security = sec
 	timeout, err := adminTimeout(cmd)
 	if err != nil {
 		return nil, err

@@ -94,9 +94,13 @@ retryable failure; stdout becomes the job's output. It reconnects by itself
 				return err
 			}
 			defer done()
+			sec, err := clientSecurity(cfg)
+			if err != nil {
+				return err
+			}
 			opts := worker.Options{
 				Connect: connectOr(cmd, cfg.Peers.Listen), ID: wid, Slots: slots, Headers: hm,
-				Heartbeat: cfg.Heartbeat.Interval, Log: log,
+				Heartbeat: cfg.Heartbeat.Interval, Log: log, Security: sec,
 			}
 			var h worker.Handler
 			if execCmd != "" {
@@ -137,6 +141,7 @@ retryable failure; stdout becomes the job's output. It reconnects by itself
 	}
 	fs := cmd.Flags()
 	fs.String("connect", "", "the coordinator's peers endpoint (default: peers.listen)")
+	addKeyFlags(cmd)
 	fs.IntVar(&slots, "slots", 1, "jobs run at once")
 	fs.StringArrayVar(&headers, "header", nil, "a capability name=value (repeatable), e.g. hwgroup=gpu, threads=8")
 	fs.StringVar(&execCmd, "exec", "", "run this shell command per job instead of the crawl handler")
@@ -176,7 +181,11 @@ func newSubmitCmd() *cobra.Command {
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			c, err := client.Dial(ctx, client.Options{Connect: connectOr(cmd, cfg.Peers.Listen)})
+			sec, err := clientSecurity(cfg)
+			if err != nil {
+				return err
+			}
+			c, err := client.Dial(ctx, client.Options{Connect: connectOr(cmd, cfg.Peers.Listen), Security: sec})
 			if err != nil {
 				return fmt.Errorf("submit: %w", err)
 			}
@@ -211,6 +220,7 @@ func newSubmitCmd() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.String("connect", "", "the coordinator's peers endpoint (default: peers.listen)")
+	addKeyFlags(cmd)
 	fs.StringArrayVar(&headers, "header", nil, "a requirement name=value workers must satisfy (repeatable)")
 	fs.StringVar(&crawler, "crawler", job.Crawler, "the crawler part of the work key")
 	fs.StringVar(&processor, "processor", job.Processor, "the processor part of the work key")

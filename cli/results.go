@@ -57,7 +57,11 @@ Without --follow it stops at the newest result; with --follow it waits for more
 			defer stop()
 			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			a, err := client.DialAdmin(dctx, client.AdminOptions{Connect: connectOr(cmd, cfg.Admin.Listen), ReadOnly: true})
+			sec, err := clientSecurity(cfg)
+			if err != nil {
+				return err
+			}
+			a, err := client.DialAdmin(dctx, client.AdminOptions{Connect: connectOr(cmd, cfg.Admin.Listen), ReadOnly: true, Security: sec})
 			if err != nil {
 				return fmt.Errorf("results: %w", err)
 			}
@@ -83,6 +87,7 @@ Without --follow it stops at the newest result; with --follow it waits for more
 		},
 	}
 	fs := cmd.Flags()
+	addKeyFlags(cmd)
 	fs.String("connect", "", "the coordinator's admin endpoint (default: admin.listen)")
 	fs.StringVar(&crawler, "crawler", "", "only the results of this crawler")
 	fs.StringVar(&processor, "processor", "", "only the results of this processor")

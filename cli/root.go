@@ -75,6 +75,7 @@ local crawl.`,
 	root.SetErr(stderr)
 	addServerFlags(root)
 	addStoreFlags(root)
+	addServerSecurityFlags(root)
 	root.PersistentFlags().String(configFlag, "", "config file (default: $DROVER_CONFIG, ./drover.yaml, $XDG_CONFIG_HOME/drover/drover.yaml, /etc/drover/drover.yaml)")
 	root.AddCommand(newVersionCmd(), newServeCmd(), newConfigCmd(), newCrawlCmd(), newDemoCmd(),
 		newWorkerCmd(), newSubmitCmd(), newStatusCmd(), newConsoleCmd(), newKeygenCmd(),

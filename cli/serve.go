@@ -66,6 +66,7 @@ new file every --results-file-bytes), resuming after the last line written.`,
 	}
 	addServerFlags(cmd)
 	addStoreFlags(cmd)
+	addServerSecurityFlags(cmd)
 	fs := cmd.Flags()
 	must(config.AddFlag(fs, "results.dir", "results", ""))
 	must(config.AddFlags(fs, "results.file_bytes", "results.max_age", "results.max_bytes"))
@@ -182,9 +183,22 @@ type coordinator struct {
 // startCoordinator opens the store and creates the server, and serves
 // metrics until ctx ends. Close it when the server has stopped.
 func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger) (*coordinator, error) {
+	if err := checkExposure(cfg); err != nil {
+		return nil, err
+	}
+	token, err := metricsToken(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if token == "" && metricsExposed(cfg.Metrics.Listen) {
+		log.Warn("metrics listen beyond this machine without a token: set metrics.token (--metrics-token) to require one", "addr", cfg.Metrics.Listen)
+	}
 	c := &coordinator{log: log}
 	metrics := obs.NewMetrics()
-	var err error
+	sec, err := serverSecurity(cfg, log, metrics)
+	if err != nil {
+		return nil, err
+	}
 	if c.st, err = openStore(cfg, log); err != nil {
 		return nil, err
 	}
@@ -219,6 +233,7 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		Coord: cc, Log: log, Server: "drover " + version,
 		OnTotals: metrics.Update, Store: c.st,
 		Results: &server.ResultsOptions{MaxAge: cfg.Results.MaxAge, MaxBytes: cfg.Results.MaxBytes},
+		Auth:    sec,
 	}
 	if c.st == nil && (opts.Results.MaxBytes == 0 || opts.Results.MaxBytes > server.DefaultMemoryResultBytes) {
 		opts.Results.MaxBytes = server.DefaultMemoryResultBytes
@@ -235,6 +250,13 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		c.close()
 		return nil, err
 	}
+	if sec != nil {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			watchKeys(ctx, sec, log)
+		}()
+	}
 	must(metrics.RegisterReactor(func() obs.ReactorStats { // fails only if registered twice
 		r := c.srv.ReactorStats()
 		return obs.ReactorStats{Steps: r.Steps, Messages: r.Messages, Gathered: r.Gathered}
@@ -249,6 +271,7 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 				}
 				return nil
 			})
+			h = obs.RequireToken(h, "/metrics", token)
 			if err := obs.Serve(ctx, cfg.Metrics.Listen, h, func(a net.Addr) { log.Info("metrics listening", "addr", a.String()) }); err != nil {
 				log.Error("metrics server", "err", err)
 			}

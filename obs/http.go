@@ -2,6 +2,7 @@ package obs
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,26 @@ import (
 // ReadyFunc reports whether the process is ready for work: nil when it is,
 // otherwise an error saying what it waits for.
 type ReadyFunc func() error
+
+// RequireToken wraps h so that requests for path need the header
+// "Authorization: Bearer token" (compared in constant time); others get
+// 401 with a WWW-Authenticate challenge. An empty token requires nothing.
+// /metrics takes it when bound beyond loopback (metrics.token); /healthz
+// and /readyz stay open for probes.
+func RequireToken(h http.Handler, path, token string) http.Handler {
+	if token == "" {
+		return h
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == path && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="drover"`)
+			http.Error(w, "a bearer token is required (metrics.token)", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 // Handler serves
 //

@@ -45,6 +45,9 @@ type Metrics struct {
 	hbMisses    prometheus.Counter
 
 	storeLatency *prometheus.HistogramVec
+
+	forbidden *prometheus.CounterVec
+	refused   *prometheus.CounterVec
 }
 
 // StoreBuckets are the store latency histogram's upper bounds in seconds:
@@ -74,6 +77,9 @@ func NewMetrics() *Metrics {
 		orphans:     f.counter("orphan_results_total", "Results that arrived for a job since reassigned, ignored."),
 		malformed:   f.counter("malformed_messages_total", "Incoming messages rejected as malformed."),
 		hbMisses:    f.counter("heartbeat_misses_total", "Heartbeats expected from a peer and not received in time."),
+
+		forbidden: f.counterVec("forbidden_total", "Commands refused (ERROR 403) because the sender's key's role does not allow them, by key.", "key", "role"),
+		refused:   f.counterVec("handshakes_refused_total", "CURVE handshakes refused: a key not in authorized_keys, or a role that may not use the listener.", "listener"),
 
 		storeLatency: f.histogramVec("store_op_duration_seconds", "Latency of embedded store operations.", StoreBuckets, "op"),
 	}
@@ -111,6 +117,14 @@ func (m *Metrics) Update(t admin.Totals) {
 	advance(m.malformed, t.Malformed, p.Malformed)
 	m.prev = t
 }
+
+// Forbidden counts a command refused for the role of the key that sent it
+// (key: its public key; the number of keys is bounded by authorized_keys).
+func (m *Metrics) Forbidden(key, role string) { m.forbidden.WithLabelValues(key, role).Inc() }
+
+// HandshakeRefused counts a CURVE handshake refused on a listener (peers,
+// admin, events). Refused keys are not labels: anyone can make new ones.
+func (m *Metrics) HandshakeRefused(listener string) { m.refused.WithLabelValues(listener).Inc() }
 
 func (m *Metrics) setStates(t admin.Totals) {
 	for state, n := range map[string]int{
@@ -227,4 +241,10 @@ func (f factory) histogramVec(name, help string, buckets []float64, label string
 		[]string{label})
 	f.reg.MustRegister(h)
 	return h
+}
+
+func (f factory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
+	f.reg.MustRegister(c)
+	return c
 }
