@@ -20,6 +20,7 @@ const (
 	ViewRetries View = "retries" // jobs in backoff or failed, and host back-offs
 	ViewEvents  View = "events"  // the most recent events
 	ViewResults View = "results" // finished jobs' results, by cursor (Query.From)
+	ViewCrawls  View = "crawls"  // crawl definitions with their page counts
 )
 
 // Query asks for one window of one view: rows [Offset, Offset+Limit) after
@@ -59,6 +60,7 @@ type Page struct {
 	// the oldest cursor still kept (retention deleted those before it) and
 	// Last the newest readable one (0: none yet).
 	Results []Result `json:"results,omitempty"`
+	Crawls  []Crawl  `json:"crawls,omitempty"` // ViewCrawls, by name
 	Next    uint64   `json:"next,omitempty"`
 	First   uint64   `json:"first,omitempty"`
 	Last    uint64   `json:"last,omitempty"`
@@ -132,6 +134,7 @@ var Sorts = map[View][]string{
 	ViewWaiters: {"position", "session", "since"},
 	ViewEvents:  {"seq"},
 	ViewResults: {"cursor"},
+	ViewCrawls:  {"name"},
 }
 
 // Settled reports whether work was finished and none is left: nothing
@@ -228,6 +231,7 @@ const (
 	ActRequeueFailed ActionKind = "requeue-failed" // every failed job back to the queue
 	ActPause         ActionKind = "pause"          // stop dispatching
 	ActResume        ActionKind = "resume"         // dispatch again
+	ActDefineCrawl   ActionKind = "define-crawl"   // Action.Crawl: define (or redefine) a crawl
 )
 
 // Action is an operator command. Targets are worker ids (evict, drain,
@@ -235,6 +239,21 @@ const (
 type Action struct {
 	Kind    ActionKind `json:"kind"`
 	Targets []string   `json:"targets,omitempty"`
+	Crawl   *Crawl     `json:"crawl,omitempty"` // define-crawl only
+}
+
+// Crawl is a crawl defined on the coordinator, named by the crawler part
+// of its keys. Seeds of the crawler submitted without a payload get the
+// crawl payload {"depth":0,"seed":URL,"scope":Scope,"max_depth":MaxDepth},
+// so crawl workers follow its definition whatever their own; at most
+// MaxPages of its jobs are ever dispatched.
+type Crawl struct {
+	Name     string    `json:"name"`             // the crawler name, 1-255 bytes
+	Scope    string    `json:"scope"`            // host, domain or prefix
+	MaxDepth int       `json:"max_depth"`        // deepest level followed; 0: no limit
+	MaxPages int       `json:"max_pages"`        // page budget; 0: none
+	Pages    int       `json:"pages"`            // server: jobs dispatched so far (the budget's count)
+	Defined  time.Time `json:"defined,omitzero"` // server: when it was last defined
 }
 
 // ActionResult says what an action did, target by target.

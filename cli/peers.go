@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -68,7 +69,11 @@ func newWorkerCmd() *cobra.Command {
 		Short: "Run a worker: the crawl handler, or a command per job (--exec)",
 		Long: `worker connects to a coordinator's peers endpoint, announces its capabilities
 (--header k=v) and slots, and runs the jobs it is given. Without --exec it runs the
-crawl handler (fetch the URL politely, report the page and its links). With --exec
+crawl handler (fetch the URL politely, report the page and its links) for any
+crawler name: a crawl defined on the coordinator (drover submit --scope,
+--max-depth, --max-pages) brings its scope and depth in the jobs' payloads, so
+the worker needs no crawl flags; a job without a payload is a seed of host scope
+and depth 10. With --exec
 it runs the command through /bin/sh for each job: the payload on stdin,
 DROVER_JOB_ID, DROVER_URL and DROVER_ATTEMPT in the environment; exit 0 is ok,
 75 (EX_TEMPFAIL) a retryable failure, 65 (EX_DATAERR) a bad job, anything else a
@@ -158,13 +163,27 @@ func newSubmitCmd() *cobra.Command {
 		headers   []string
 		crawler   string
 		processor string
-		depth     bool
+		seed      bool
+		def       admin.Crawl
 	)
 	cmd := &cobra.Command{
 		Use:   "submit URL... | -",
 		Short: "Submit work (deduplicated by the coordinator) and print what became of it",
+		Long: `submit sends URLs to the coordinator's peers endpoint as jobs of the work key
+(--crawler, --processor, URL) and prints how many were accepted, duplicates,
+waiting for another holder of the key, or rejected.
+
+--scope, --max-depth and --max-pages define the crawl named --crawler on the
+coordinator first (over its admin endpoint, --admin): the definition is stored
+there, shown by drover status, and travels to the crawl workers with the crawl's
+jobs, so workers need no crawl flags; at most --max-pages of the crawl's jobs are
+ever dispatched, fleet-wide (jobs past the budget fail with outcome budget, shown
+by drover results). A crawl defined once applies to later submits of the same
+crawler without the flags; giving them again redefines it (its page count is
+kept).`,
 		Example: `  drover submit https://example.com/a https://example.com/b
-  cat urls.txt | drover submit - --header hwgroup=gpu`,
+  cat urls.txt | drover submit - --header hwgroup=gpu
+  drover submit https://example.com/ --crawler news --scope domain --max-depth 5 --max-pages 100000`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadConfig(cmd)
@@ -174,6 +193,15 @@ func newSubmitCmd() *cobra.Command {
 			hm, err := parseHeaders(headers)
 			if err != nil {
 				return err
+			}
+			define := cmd.Flags().Changed("scope") || cmd.Flags().Changed("max-depth") || cmd.Flags().Changed("max-pages")
+			if define {
+				if _, err := crawl.ParseScope(def.Scope); err != nil {
+					return usageError("submit: --scope: %v", err)
+				}
+				if def.MaxDepth < 0 || def.MaxPages < 0 {
+					return usageError("submit: --max-depth %d, --max-pages %d: want 0 (no limit) or more", def.MaxDepth, def.MaxPages)
+				}
 			}
 			urls, err := readURLs(cmd.InOrStdin(), args)
 			if err != nil {
@@ -185,6 +213,12 @@ func newSubmitCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if define {
+				def.Name = crawler
+				if err := defineCrawl(ctx, cmd, cfg, def); err != nil {
+					return fmt.Errorf("submit: %w", err)
+				}
+			}
 			c, err := client.Dial(ctx, client.Options{Connect: connectOr(cmd, cfg.Peers.Listen), Security: sec})
 			if err != nil {
 				return fmt.Errorf("submit: %w", err)
@@ -192,11 +226,10 @@ func newSubmitCmd() *cobra.Command {
 			defer c.Close()
 			items := make([]wire.SubmitItem, len(urls))
 			for i, u := range urls {
+				// No payload: the coordinator gives seeds of a defined crawl
+				// its crawl payload, and a crawl worker takes a job without
+				// one as a seed of its own scope.
 				items[i] = wire.SubmitItem{Key: id.Key{Crawler: crawler, Processor: processor, URL: u}, Headers: toHeaders(hm)}
-				if crawler == job.Crawler && processor == job.Processor && depth {
-					it, _ := job.SeedItem(u)
-					items[i].Payload = it.Payload
-				}
 			}
 			res, err := c.Submit(ctx, items)
 			if err != nil {
@@ -221,11 +254,40 @@ func newSubmitCmd() *cobra.Command {
 	fs := cmd.Flags()
 	fs.String("connect", "", "the coordinator's peers endpoint (default: peers.listen)")
 	addKeyFlags(cmd)
+	fs.String("admin", "", "the coordinator's admin endpoint, where --scope, --max-depth and --max-pages define the crawl (default: admin.listen)")
 	fs.StringArrayVar(&headers, "header", nil, "a requirement name=value workers must satisfy (repeatable)")
-	fs.StringVar(&crawler, "crawler", job.Crawler, "the crawler part of the work key")
+	fs.StringVar(&crawler, "crawler", job.Crawler, "the crawler part of the work key: the crawl's name")
 	fs.StringVar(&processor, "processor", job.Processor, "the processor part of the work key")
-	fs.BoolVar(&depth, "seed", true, "give crawl jobs a crawl payload (depth 0, the URL as the scope's seed) so crawl workers follow their links")
+	fs.StringVar(&def.Scope, "scope", "host", "define the crawl: links followed within the seed's host, domain or prefix")
+	fs.IntVar(&def.MaxDepth, "max-depth", crawl.DefaultMaxDepth, "define the crawl: deepest level followed (the seed is 0); 0: no limit")
+	fs.IntVar(&def.MaxPages, "max-pages", 0, "define the crawl: page budget, at most this many of its jobs dispatched fleet-wide; 0: none")
+	fs.BoolVar(&seed, "seed", true, "no effect (seeds need no payload since crawl definitions)")
+	must(fs.MarkDeprecated("seed", "crawl jobs need no payload: a worker takes one without as a seed"))
 	return cmd
+}
+
+// defineCrawl stores the crawl's definition on the coordinator (ACTION
+// define-crawl on its admin endpoint, --admin).
+func defineCrawl(ctx context.Context, cmd *cobra.Command, cfg *config.Config, def admin.Crawl) error {
+	ep, _ := cmd.Flags().GetString("admin")
+	if ep == "" {
+		ep = cfg.Admin.Listen
+	}
+	sec, err := clientSecurity(cfg)
+	if err != nil {
+		return err
+	}
+	dctx, cancel := context.WithTimeout(ctx, defaultAdminTimeout)
+	defer cancel()
+	a, err := client.DialAdmin(dctx, client.AdminOptions{Connect: ep, Timeout: defaultAdminTimeout, Security: sec})
+	if err != nil {
+		return fmt.Errorf("defining crawl %s at %s: %w", def.Name, ep, err)
+	}
+	defer a.Close()
+	if _, err := a.Act(dctx, admin.Action{Kind: admin.ActDefineCrawl, Crawl: &def}); err != nil {
+		return fmt.Errorf("defining crawl %s at %s: %w", def.Name, ep, err)
+	}
+	return nil
 }
 
 func toHeaders(m map[string]string) wire.Headers {
@@ -284,6 +346,10 @@ func newStatusCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("status: %w", err)
 			}
+			crawls, err := a.Query(ctx, admin.Query{View: admin.ViewCrawls, Limit: 1000})
+			if err != nil {
+				return fmt.Errorf("status: %w", err)
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
@@ -291,9 +357,11 @@ func newStatusCmd() *cobra.Command {
 				return enc.Encode(struct {
 					Totals  admin.Totals      `json:"totals"`
 					Workers []admin.WorkerRow `json:"workers"`
-				}{t, page.Workers})
+					Crawls  []admin.Crawl     `json:"crawls"`
+				}{t, page.Workers, crawls.Crawls})
 			}
 			printStatus(out, t, page.Workers)
+			printCrawls(out, crawls.Crawls)
 			return nil
 		},
 	}
@@ -320,6 +388,26 @@ func printStatus(w io.Writer, t admin.Totals, workers []admin.WorkerRow) {
 	for _, r := range workers {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%v\t%d\t%d\t%s ago\n", r.ID, r.Host, r.State, r.Used, r.Slots, r.Jobs, r.Done, r.Failures,
 			time.Since(r.LastHeartbeat).Round(100*time.Millisecond))
+	}
+	tw.Flush()
+}
+
+// printCrawls lists the crawls defined on the coordinator.
+func printCrawls(w io.Writer, crawls []admin.Crawl) {
+	if len(crawls) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nCRAWL\tSCOPE\tMAX DEPTH\tPAGES\tBUDGET LEFT")
+	for _, c := range crawls {
+		depth, left := strconv.Itoa(c.MaxDepth), "-"
+		if c.MaxDepth == 0 {
+			depth = "-"
+		}
+		if c.MaxPages > 0 {
+			left = strconv.Itoa(max(c.MaxPages-c.Pages, 0)) + " of " + strconv.Itoa(c.MaxPages)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", c.Name, c.Scope, depth, c.Pages, left)
 	}
 	tw.Flush()
 }

@@ -21,6 +21,7 @@ import (
 //	                               failed record, ordered by time (ident is
 //	                               the fp of a key or the id of a job)
 //	0x05 cursor[8, big-endian]     result records (results.go)
+//	0x06 name                      crawl definitions (crawls.go)
 //
 // Recover walks 0x01..0x03 in key order, so meta comes first, then keys by
 // fingerprint, then jobs by id. The expiry index may hold stale entries (a
@@ -32,7 +33,7 @@ const (
 	pfxKey      byte = 0x02
 	pfxJob      byte = 0x03
 	pfxExpiry   byte = 0x04
-	pfxEnd      byte = 0x06 // past the results (0x05, results.go)
+	pfxEnd      byte = 0x07 // past the results (0x05) and crawls (0x06)
 )
 
 // Expiry classes, one per TTL.

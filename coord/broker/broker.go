@@ -224,6 +224,7 @@ type Finished struct {
 	Attempt int
 	Worker  string
 	At      time.Time
+	Budget  bool // failed without running: past its crawl's page budget (budget.go)
 }
 
 // Closed asks the caller to tell a session DISCONNECT: the worker was
@@ -268,6 +269,7 @@ type Broker struct {
 	useSeq uint64 // LRU clock
 
 	finished []Finished
+	budgets  map[string]*budget // page budgets by crawler (budget.go)
 	events   []admin.Event
 	closed   []Closed
 

@@ -62,6 +62,10 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 		}
 		misses = 0
 		b.unqueue(j)
+		if !b.spend(j) { // budget.go
+			b.skipBudget(j, t, now)
+			continue // the same worker, the next job
+		}
 		b.setState(j, Dispatched, t)
 		b.hold(w, j)
 		b.countAttempt(j)

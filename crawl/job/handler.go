@@ -17,10 +17,17 @@ import (
 )
 
 // Payload travels with every crawl job: how deep the page is and which
-// seed's scope applies to its links.
+// seed's scope applies to its links. Scope, when set, carries the crawl's
+// definition from the coordinator (drover submit --scope, --max-depth):
+// its scope (host, domain or prefix) and deepest level (0: no limit) then
+// apply instead of the worker's own; the links' payloads carry them on.
+// An empty payload is a seed: depth 0, its own URL as the seed, the
+// worker's scope and depth.
 type Payload struct {
-	Depth int    `json:"depth"`
-	Seed  string `json:"seed"`
+	Depth    int    `json:"depth"`
+	Seed     string `json:"seed"`
+	Scope    string `json:"scope,omitempty"`
+	MaxDepth int    `json:"max_depth,omitempty"`
 }
 
 // Crawler and Processor name the work keys of a crawl.
@@ -50,9 +57,17 @@ type Fetcher interface {
 func Handler(f Fetcher, cfg crawl.Config, workerID string) worker.Handler {
 	var payloads payloadCache
 	return func(ctx context.Context, j worker.Job) worker.Result {
-		p, err := payloads.decode(j.Payload)
-		if err != nil {
-			return worker.Result{Outcome: wire.OutcomeExternal, Error: err.Error()}
+		p := Payload{Seed: j.Key.URL}
+		if len(j.Payload) > 0 {
+			var err error
+			if p, err = payloads.decode(j.Payload); err != nil {
+				return worker.Result{Outcome: wire.OutcomeExternal, Error: err.Error()}
+			}
+		}
+		follow := cfg
+		if p.Scope != "" {
+			sc, _ := crawl.ParseScope(p.Scope) // checked by decode
+			follow.Scope, follow.MaxDepth = sc, p.MaxDepth
 		}
 		ctx = crawl.WithSeed(ctx, p.Seed) // the private-address guard judges by the crawl's seed
 		page := f.Fetch(ctx, j.Key.URL)
@@ -71,9 +86,9 @@ func Handler(f Fetcher, cfg crawl.Config, workerID string) worker.Handler {
 		if p.Depth == 0 && cfg.Sitemaps {
 			found = append(found, seedSitemaps(ctx, f, j.Key.URL)...)
 		}
-		links := cfg.Follow(p.Seed, p.Depth, found)
+		links := follow.Follow(p.Seed, p.Depth, found)
 		if len(links) > 0 {
-			child := payloads.encode(Payload{Depth: p.Depth + 1, Seed: p.Seed})
+			child := payloads.encode(Payload{Depth: p.Depth + 1, Seed: p.Seed, Scope: p.Scope, MaxDepth: p.MaxDepth})
 			res.Links = make([]wire.SubmitItem, len(links))
 			for i, l := range links {
 				res.Links[i] = wire.SubmitItem{Key: id.Key{Crawler: j.Key.Crawler, Processor: j.Key.Processor, URL: l}, Payload: child}
@@ -121,8 +136,13 @@ func (c *payloadCache) decode(b []byte) (Payload, error) {
 	// A variable of its own: the one json.Unmarshal is given escapes to
 	// the heap, and a cache hit should not pay for that.
 	var p Payload
-	if err := json.Unmarshal(b, &p); err != nil || p.Seed == "" {
-		return p, fmt.Errorf("crawl payload %q: want {\"depth\":N,\"seed\":URL}", clip(string(b), 80))
+	if err := json.Unmarshal(b, &p); err != nil || p.Seed == "" || p.Depth < 0 || p.MaxDepth < 0 {
+		return p, fmt.Errorf("crawl payload %q: want {\"depth\":N,\"seed\":URL} and optionally \"scope\" and \"max_depth\"", clip(string(b), 80))
+	}
+	if p.Scope != "" {
+		if _, err := crawl.ParseScope(p.Scope); err != nil {
+			return p, fmt.Errorf("crawl payload %q: %w", clip(string(b), 80), err)
+		}
 	}
 	c.mu.Lock()
 	if c.dec == nil {

@@ -75,6 +75,10 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		t := s.totals(now)
 		s.send(s.admin, cs.ident, &wire.Totals{Req: m.Req, Totals: t})
 	case *wire.Query:
+		if m.Query.View == admin.ViewCrawls {
+			s.send(s.admin, cs.ident, &wire.Page{Req: m.Req, Page: s.queryCrawls(m.Query)}) // crawls.go
+			return
+		}
 		if m.Query.View == admin.ViewResults {
 			page, code, err := s.queryResults(m.Query) // results.go
 			if err != nil {
@@ -95,7 +99,13 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 			s.reject(onAdmin, ident, m.Req, wire.CodeForbidden, "action %s refused: this console attached read-only", m.Action.Kind)
 			return
 		}
-		res, err := s.c.Act(now, m.Action)
+		var res admin.ActionResult
+		var err error
+		if m.Action.Kind == admin.ActDefineCrawl {
+			res, err = s.defineCrawl(now, *m.Action.Crawl) // crawls.go
+		} else {
+			res, err = s.c.Act(now, m.Action)
+		}
 		if err != nil {
 			s.reject(onAdmin, ident, m.Req, errorCode(err), "%v", err)
 			return

@@ -92,7 +92,10 @@ func (s *Server) keepResults(fs []broker.Finished) {
 			Cursor: r.last, Job: uint64(f.Job), Key: f.Key, Outcome: "ok", Error: f.Error,
 			Attempt: f.Attempt, Worker: f.Worker, At: f.At, Output: f.Output,
 		}
-		if f.Failed {
+		switch {
+		case f.Budget:
+			rec.Outcome = "budget"
+		case f.Failed:
 			rec.Outcome = "failed"
 		}
 		if rec.At.IsZero() {

@@ -146,8 +146,9 @@ type Server struct {
 	seq    uint64                  // this server's number in the process (endpoint and ZAP domain names)
 	owners map[ownerKey]id.Session // the live session holding each peer id (auth.go)
 
-	dur      *durable   // nil without a store
-	res      *resultLog // nil without Options.Results
+	dur      *durable               // nil without a store
+	res      *resultLog             // nil without Options.Results
+	crawls   map[string]*crawlState // crawl definitions by name (crawls.go)
 	restored coord.RestoreStats
 	storeSt  store.Stats
 }
@@ -242,6 +243,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if err := s.setupAuth(s.seq); err != nil {
 		return nil, err
+	}
+	if err := s.restoreCrawls(); err != nil {
+		return nil, fmt.Errorf("restore from the store: %w", err)
 	}
 	if err := s.bind(); err != nil {
 		s.closeSockets()

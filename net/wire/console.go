@@ -40,7 +40,7 @@ func (m *Query) decodeBody(r *reader) {
 	_, keyErr := id.ParseFingerprint(q.Key)
 	switch {
 	case !knownView(q.View):
-		r.fail(CodeMalformed, "view", "%q, want workers, jobs, waiters, retries, events or results", q.View)
+		r.fail(CodeMalformed, "view", "%q, want workers, jobs, waiters, retries, events, results or crawls", q.View)
 	case q.Offset < 0:
 		r.fail(CodeMalformed, "offset", "%d, want at least 0", q.Offset)
 	case q.Limit < 0 || q.Limit > MaxBatch:
@@ -60,7 +60,7 @@ func (m *Query) decodeBody(r *reader) {
 
 func knownView(v admin.View) bool {
 	switch v {
-	case admin.ViewWorkers, admin.ViewJobs, admin.ViewWaiters, admin.ViewRetries, admin.ViewEvents, admin.ViewResults:
+	case admin.ViewWorkers, admin.ViewJobs, admin.ViewWaiters, admin.ViewRetries, admin.ViewEvents, admin.ViewResults, admin.ViewCrawls:
 		return true
 	}
 	return false
@@ -151,8 +151,14 @@ func (m *Action) decodeBody(r *reader) {
 	case admin.ActEvict, admin.ActDrain, admin.ActUndrain, admin.ActRequeue:
 		wantTargets = true
 	case admin.ActRequeueFailed, admin.ActPause, admin.ActResume:
+	case admin.ActDefineCrawl:
+		if c := a.Crawl; c == nil {
+			r.fail(CodeMalformed, "crawl", "missing, want the crawl's definition for %s", a.Kind)
+		} else if len(c.Name) == 0 || len(c.Name) > MaxName || checkKind([]byte(c.Name), kLine) != "" {
+			r.fail(CodeMalformed, "crawl.name", "%q, want 1 to %d bytes of text, like a key's crawler", c.Name, MaxName)
+		}
 	default:
-		r.fail(CodeMalformed, "kind", "%q, want evict, drain, undrain, requeue, requeue-failed, pause or resume", a.Kind)
+		r.fail(CodeMalformed, "kind", "%q, want evict, drain, undrain, requeue, requeue-failed, pause, resume or define-crawl", a.Kind)
 		return
 	}
 	switch {
