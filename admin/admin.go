@@ -60,10 +60,10 @@ type Page struct {
 	// the oldest cursor still kept (retention deleted those before it) and
 	// Last the newest readable one (0: none yet).
 	Results []Result `json:"results,omitempty"`
-	Crawls  []Crawl  `json:"crawls,omitempty"` // ViewCrawls, by name
 	Next    uint64   `json:"next,omitempty"`
 	First   uint64   `json:"first,omitempty"`
 	Last    uint64   `json:"last,omitempty"`
+	Crawls  []Crawl  `json:"crawls,omitempty"` // ViewCrawls, by name
 }
 
 // Result is one finished job's result, as `drover results` prints it (one

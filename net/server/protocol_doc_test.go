@@ -115,7 +115,7 @@ func TestProtocolDocReasons(t *testing.T) {
 func TestProtocolDocAdminBodies(t *testing.T) {
 	doc := protocolDoc(t)
 	for _, v := range []any{admin.Query{}, admin.Page{}, admin.Totals{}, admin.Action{}, admin.ActionResult{},
-		admin.WorkerRow{}, admin.JobRow{}, admin.Attempt{}, admin.WaiterRow{}, admin.HostRow{}, admin.Event{}, admin.Result{}} {
+		admin.WorkerRow{}, admin.JobRow{}, admin.Attempt{}, admin.WaiterRow{}, admin.HostRow{}, admin.Event{}, admin.Result{}, admin.Crawl{}} {
 		rt := reflect.TypeOf(v)
 		marker := "(`admin." + rt.Name() + "`)"
 		i := strings.LastIndex(doc, "**"+rt.Name()+"** "+marker)
