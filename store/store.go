@@ -232,11 +232,16 @@ func (s *Store) openDisk() (err error) {
 	s.path = path
 	fsys := s.opts.fs
 	if fsys == nil {
-		fsys = vfs.Default
+		fsys = privateFS{vfs.Default}
 	}
 	fresh, err := prepareDir(fsys, path)
 	if err != nil {
 		return err
+	}
+	if s.opts.fs == nil {
+		if err := narrowDir(path); err != nil {
+			return fmt.Errorf("store %s: %w: cannot make the directory private (mode 0700): %w", path, ErrUnusable, err)
+		}
 	}
 	if s.opts.fs == nil {
 		// One name per directory, whatever symlinks led to it.
@@ -297,7 +302,7 @@ func prepareDir(fsys vfs.FS, path string) (fresh bool, err error) {
 	fi, err := fsys.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := fsys.MkdirAll(path, 0o750); err != nil {
+		if err := fsys.MkdirAll(path, dirMode); err != nil {
 			return false, fmt.Errorf("store %s: %w: cannot create the directory: %w", path, ErrUnusable, err)
 		}
 		return true, nil
