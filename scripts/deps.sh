@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what drover needs to build and test, and only what is missing:
-# libzmq (with its headers) and pkg-config for the ZeroMQ binding, and tmux
-# for the terminal tests. Uses apt-get, through sudo when not root.
+# libzmq (with its headers) and pkg-config for the ZeroMQ binding, tmux
+# for the terminal tests, and python3-zmq and python3-scrapy for the Python
+# client's tests. Uses apt-get, through sudo when not root.
 # Usage: scripts/deps.sh [build|test]
 set -euo pipefail
 want=${1:-build}
@@ -11,6 +12,9 @@ pkg-config --exists libzmq 2>/dev/null || missing+=(libzmq3-dev pkg-config)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 if [ "$want" = test ]; then
   command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+  # The Python client's tests (clients/python) and its Scrapy integration.
+  /usr/bin/python3 -c 'import zmq' >/dev/null 2>&1 || missing+=(python3-zmq)
+  /usr/bin/python3 -c 'import scrapy' >/dev/null 2>&1 || missing+=(python3-scrapy)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 

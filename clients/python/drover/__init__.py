@@ -1,0 +1,23 @@
+"""drover's Python client: workers and producers for a drover coordinator over DRV/1
+(docs/PROTOCOL.md). Standard library and pyzmq only; the codec (drover.drv1) and URL
+normalisation (drover.url) need no pyzmq."""
+
+from . import drv1
+from .drv1 import Key
+from .url import URLRefused, fingerprint, normalize
+
+_LAZY = {  # these need pyzmq: imported on first use
+    "Producer": "producer", "Submitted": "producer", "Verdict": "producer", "DroverError": "session",
+    "Worker": "worker", "Job": "worker", "Outcome": "worker", "Ok": "worker", "Internal": "worker",
+    "External": "worker", "Throttled": "worker",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module("." + _LAZY[name], __name__), name)
+    raise AttributeError("module 'drover' has no attribute %r" % name)
+
+
+__all__ = ["drv1", "Key", "URLRefused", "fingerprint", "normalize"] + sorted(_LAZY)

@@ -1,0 +1,162 @@
+"""Runs every vector of the conformance kit (conformance/) through the
+Python client's codec and URL normalisation."""
+
+import json
+import os
+import re
+import unittest
+
+from drover import drv1, url
+
+KIT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "conformance")
+
+
+def load(name):
+    with open(os.path.join(KIT, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def plain(x):
+    """The kit's neutral form of a decoded value: bytes as hex, keys as objects."""
+    if isinstance(x, drv1.Key):
+        return {"crawler": x.crawler, "processor": x.processor, "url": x.url}
+    if isinstance(x, (bytes, bytearray)):
+        return x.hex()
+    if isinstance(x, dict):
+        return {k: plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [plain(v) for v in x]
+    return x
+
+
+BYTES_FIELDS = {"payload", "output", "fingerprint"}
+
+
+def native(x, name=None):
+    """The kit's neutral form turned back into the codec's: hex to bytes."""
+    if name in BYTES_FIELDS and isinstance(x, str):
+        return bytes.fromhex(x)
+    if name == "key" and isinstance(x, dict):
+        return drv1.Key(x["crawler"], x["processor"], x["url"])
+    if name == "keys":
+        return [drv1.Key(k["crawler"], k["processor"], k["url"]) for k in x]
+    if name == "body":
+        return x
+    if isinstance(x, dict):
+        return {k: native(v, k) for k, v in x.items()}
+    if isinstance(x, list):
+        return [native(v) for v in x]
+    return x
+
+
+class Frames(unittest.TestCase):
+    def test_every_command_is_covered(self):
+        seen = {v["command"] for v in load("frames.json")["vectors"]}
+        self.assertEqual(seen, set(drv1.COMMANDS))
+
+    def test_decode(self):
+        for v in load("frames.json")["vectors"]:
+            with self.subTest(v["name"]):
+                command, req, fields = drv1.decode([bytes.fromhex(f) for f in v["frames"]])
+                self.assertEqual((command, req), (v["command"], v["req"]))
+                self.assertEqual(plain(fields), v["fields"])
+
+    def test_encode(self):
+        for v in load("frames.json")["vectors"]:
+            with self.subTest(v["name"]):
+                frames = drv1.encode(v["command"], v["req"], native(v["fields"]))
+                want = [bytes.fromhex(f) for f in v["frames"]]
+                if v["command"] in drv1.JSON_COMMANDS:
+                    # JSON member order and spacing may differ: compare values.
+                    self.assertEqual(frames[:3], want[:3])
+                    self.assertEqual(json.loads(frames[3]), json.loads(want[3]))
+                else:
+                    self.assertEqual(frames, want)
+
+
+class Errors(unittest.TestCase):
+    def test_refused_with_code(self):
+        for v in load("errors.json")["vectors"]:
+            with self.subTest(v["name"]):
+                with self.assertRaises(drv1.Malformed) as cm:
+                    drv1.decode([bytes.fromhex(f) for f in v["frames"]])
+                self.assertEqual(cm.exception.code, v["code"], str(cm.exception))
+                self.assertEqual(cm.exception.req, v["req"], str(cm.exception))
+
+    def test_encoder_refuses_too(self):
+        with self.assertRaises(drv1.Malformed) as cm:
+            drv1.encode("REQUEST", 1, {"keys": [drv1.Key("news", "html", "")]})
+        self.assertEqual(cm.exception.code, drv1.CODE_MALFORMED)
+        with self.assertRaises(drv1.Malformed) as cm:
+            drv1.encode("SUBMIT", 1, {"jobs": [{"key": drv1.Key("n", "h", "https://a/"), "payload": b"x" * (drv1.MAX_PAYLOAD + 1)}]})
+        self.assertEqual(cm.exception.code, drv1.CODE_TOO_LARGE)
+
+
+class URLs(unittest.TestCase):
+    def test_normal_forms_and_fingerprints(self):
+        kit = load("url.json")
+        for v in kit["vectors"]:
+            with self.subTest(v["input"]):
+                if "reason" in v:
+                    with self.assertRaises(url.URLRefused) as cm:
+                        url.normalize(v["input"])
+                    self.assertEqual(cm.exception.reason, v["reason"])
+                    continue
+                n, fp = url.key_fingerprint(kit["crawler"], kit["processor"], v["input"])
+                self.assertEqual(n, v["normalized"])
+                self.assertEqual(fp.hex(), v["fingerprint"])
+
+
+def validate(schema_name, value, path="$"):
+    """A JSON Schema check of the subset the kit's schemas use."""
+    with open(os.path.join(KIT, "schema", schema_name), encoding="utf-8") as f:
+        schema = json.load(f)
+    _check(schema, value, path)
+
+
+def _check(s, v, path):
+    if "$ref" in s:
+        validate(s["$ref"], v, path)
+        return
+    t = s.get("type")
+    types = {"object": dict, "array": list, "string": str, "boolean": bool}
+    if t == "integer":
+        assert isinstance(v, int) and not isinstance(v, bool), "%s: %r is not an integer" % (path, v)
+        assert v >= s.get("minimum", v), "%s: %r below the minimum" % (path, v)
+    elif t:
+        assert isinstance(v, types[t]), "%s: %r is not a %s" % (path, v, t)
+    if "enum" in s:
+        assert v in s["enum"], "%s: %r not in %s" % (path, v, s["enum"])
+    if s.get("format") == "date-time":
+        assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$", v), "%s: %r is no RFC 3339 time" % (path, v)
+    if t == "object":
+        for r in s.get("required", ()):
+            assert r in v, "%s: member %s missing" % (path, r)
+        props = s.get("properties", {})
+        for k, x in v.items():
+            if k in props:
+                _check(props[k], x, path + "." + k)
+            elif isinstance(s.get("additionalProperties"), dict):
+                _check(s["additionalProperties"], x, path + "." + k)
+    if t == "array":
+        for i, x in enumerate(v):
+            _check(s["items"], x, "%s[%d]" % (path, i))
+
+
+class Admin(unittest.TestCase):
+    def test_bodies_satisfy_their_schemas(self):
+        vectors = load("admin.json")["vectors"]
+        self.assertGreater(len(vectors), 10)
+        for v in vectors:
+            with self.subTest(v["name"]):
+                validate(v["schema"] + ".json", v["body"])
+
+    def test_schemas_catch_a_bad_body(self):
+        with self.assertRaises(AssertionError):
+            validate("Query.json", {"view": "cats"})
+        with self.assertRaises(AssertionError):
+            validate("Totals.json", {"queued": "three"})
+
+
+if __name__ == "__main__":
+    unittest.main()

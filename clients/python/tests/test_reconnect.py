@@ -1,0 +1,69 @@
+"""A worker keeps its job across a coordinator crash: it re-announces the job
+it holds when it reconnects, and its result is recorded once."""
+
+import logging
+import queue
+import re
+import shutil
+import tempfile
+import threading
+import unittest
+
+try:
+    import zmq  # noqa: F401
+except ImportError:
+    raise unittest.SkipTest("pyzmq is not installed (Debian: python3-zmq)")
+
+from drover import drv1, Producer, Worker
+from tests.server import Server, eventually
+
+
+class Reconnect(unittest.TestCase):
+    def test_held_job_survives_a_server_crash(self):
+        logging.getLogger("drover").setLevel(logging.CRITICAL)
+        store = tempfile.mkdtemp(prefix="drover-py-")
+        self.addCleanup(shutil.rmtree, store, True)
+        first = Server(store=store)
+        self.addCleanup(first.stop)
+        started, release, runs = threading.Event(), threading.Event(), queue.Queue()
+        w = Worker(first.peers, peer_id="crash-w", slots=1)
+
+        @w.handler
+        def run(job):
+            runs.put(job.id)
+            started.set()
+            release.wait(60)
+            return "survived"
+
+        w.start()
+        self.addCleanup(w.close)
+        with Producer(first.peers, peer_id="crash-p") as p:
+            job_id = p.submit([("news", "html", "https://crash.example/")])[0].job_id
+        self.assertTrue(started.wait(20), "the job never started")
+        first.proc.kill()  # a crash: no DISCONNECT, the job stays assigned in the store
+        first.stop()
+        port = re.search(r":(\d+)$", first.peers).group(1)
+        second = Server("--bind", "tcp://127.0.0.1:" + port, store=store)
+        self.addCleanup(second.stop)
+        # The worker notices the silence, reconnects, and lists the job in HELLO's held.
+        eventually(lambda: w.session.welcomed.is_set() and w.session.welcome["session"] is not None
+                   and _reconnected(w), timeout=30, what="the worker's reconnection")
+        release.set()
+        ack = eventually(lambda: _first(w.acked), timeout=30, what="RESULT-OK")
+        self.assertEqual((ack["job_id"], ack["status"]), (job_id, drv1.RECORDED))
+        self.assertEqual(runs.qsize(), 1, "the job ran twice")
+
+
+def _reconnected(w):
+    return w.session.hellos >= 2
+
+
+def _first(q):
+    try:
+        return q.get_nowait()
+    except queue.Empty:
+        return None
+
+
+if __name__ == "__main__":
+    unittest.main()
