@@ -229,12 +229,13 @@ var adminTypes = []reflect.Type{
 	reflect.TypeOf(admin.Action{}), reflect.TypeOf(admin.ActionResult{}), reflect.TypeOf(admin.WorkerRow{}),
 	reflect.TypeOf(admin.JobRow{}), reflect.TypeOf(admin.Attempt{}), reflect.TypeOf(admin.WaiterRow{}),
 	reflect.TypeOf(admin.HostRow{}), reflect.TypeOf(admin.Event{}), reflect.TypeOf(admin.Result{}),
+	reflect.TypeOf(admin.Crawl{}),
 }
 
 // enums are the members whose values are a closed list.
 var enums = map[string][]string{
-	"Query.view":  {"workers", "jobs", "waiters", "retries", "events", "results"},
-	"Action.kind": {"evict", "drain", "undrain", "requeue", "requeue-failed", "pause", "resume"},
+	"Query.view":  {"workers", "jobs", "waiters", "retries", "events", "results", "crawls"},
+	"Action.kind": {"evict", "drain", "undrain", "requeue", "requeue-failed", "pause", "resume", "define-crawl"},
 }
 
 // required are the members a body must have.
@@ -270,6 +271,9 @@ func schemaOf(t reflect.Type) map[string]any {
 var timeType = reflect.TypeOf(time.Time{})
 
 func schemaType(t reflect.Type) map[string]any {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	switch {
 	case t == timeType:
 		return map[string]any{"type": "string", "format": "date-time"}

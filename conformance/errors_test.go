@@ -148,6 +148,8 @@ func errorVectors() []errorVector {
 		{"action-unknown-kind", msg("ACTION", 1, b(`{"kind":"explode"}`)), bad},
 		{"action-evict-no-targets", msg("ACTION", 1, b(`{"kind":"evict"}`)), bad},
 		{"action-pause-with-targets", msg("ACTION", 1, b(`{"kind":"pause","targets":["w1"]}`)), bad},
+		{"action-define-crawl-without-crawl", msg("ACTION", 1, b(`{"kind":"define-crawl"}`)), bad},
+		{"action-define-crawl-empty-name", msg("ACTION", 1, b(`{"kind":"define-crawl","crawl":{"name":""}}`)), bad},
 		{"action-target-empty", msg("ACTION", 1, b(`{"kind":"drain","targets":[""]}`)), bad},
 		{"action-target-too-long", msg("ACTION", 1, b(`{"kind":"drain","targets":["`+long(256)+`"]}`)), bad},
 	}

@@ -45,6 +45,8 @@ func adminSamples() []adminSample {
 			Dispatches: 10, Completions: 9, Failures: 1, Throttles: 2, DedupHits: 3, OrphanResults: 0, Malformed: 1}},
 		{"action-evict", "Action", admin.Action{Kind: admin.ActEvict, Targets: []string{"w1"}}},
 		{"action-pause", "Action", admin.Action{Kind: admin.ActPause}},
+		{"action-define-crawl", "Action", admin.Action{Kind: admin.ActDefineCrawl, Crawl: &admin.Crawl{Name: "news", Scope: "domain", MaxDepth: 3, MaxPages: 1000}}},
+		{"page-crawls", "Page", admin.Page{View: admin.ViewCrawls, Total: 1, Crawls: []admin.Crawl{{Name: "news", Scope: "host", MaxPages: 100, Pages: 7, Defined: at}}}},
 		{"acted", "ActionResult", admin.ActionResult{Affected: 1, Errors: []string{"job 99: not found"}}},
 		{"event", "Event", admin.Event{Seq: 8, At: at, Kind: admin.EventHostBackoff, Detail: "example.com until 2026-12-01T12:01:00Z"}},
 	}

@@ -94,9 +94,9 @@ COMMANDS = {
 }
 JSON_COMMANDS = frozenset(c for c, (_, j) in COMMANDS.items() if j)
 
-VIEWS = ("workers", "jobs", "waiters", "retries", "events", "results")
+VIEWS = ("workers", "jobs", "waiters", "retries", "events", "results", "crawls")
 ACTIONS_WITH_TARGETS = ("evict", "drain", "undrain", "requeue")
-ACTIONS_WITHOUT = ("requeue-failed", "pause", "resume")
+ACTIONS_WITHOUT = ("requeue-failed", "pause", "resume", "define-crawl")
 
 Key = namedtuple("Key", "crawler processor url")
 
@@ -575,10 +575,17 @@ def _action(r):
         if not targets:
             r.fail(CODE_MALFORMED, "targets", "none, want at least one for %s" % kind)
     elif kind in ACTIONS_WITHOUT:
+        if kind == "define-crawl":
+            c = a.get("crawl")
+            if not isinstance(c, dict):
+                r.fail(CODE_MALFORMED, "crawl", "missing, want the crawl's definition for define-crawl")
+            name = c.get("name", "")
+            if not isinstance(name, str) or not 1 <= len(name.encode()) <= MAX_NAME or not _line_ok(name):
+                r.fail(CODE_MALFORMED, "crawl.name", "%r, want 1 to %d bytes of text" % (name, MAX_NAME))
         if targets:
             r.fail(CODE_MALFORMED, "targets", "%d, want none for %s" % (len(targets), kind))
     else:
-        r.fail(CODE_MALFORMED, "kind", "%r, want evict, drain, undrain, requeue, requeue-failed, pause or resume" % kind)
+        r.fail(CODE_MALFORMED, "kind", "%r, want evict, drain, undrain, requeue, requeue-failed, pause, resume or define-crawl" % kind)
     if len(targets) > MAX_BATCH:
         r.fail(CODE_TOO_LARGE, "targets", "%d, want at most %d" % (len(targets), MAX_BATCH))
     for i, t in enumerate(targets):
