@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +16,6 @@ import (
 
 	"drover/admin"
 	"drover/config"
-	"drover/coord/id"
 	"drover/crawl"
 	"drover/crawl/job"
 	"drover/net/client"
@@ -156,168 +154,6 @@ retryable failure; stdout becomes the job's output. It reconnects by itself
 	must(config.AddFlags(fs, "crawl.user_agent", "crawl.per_host", "crawl.timeout", "crawl.min_delay", "heartbeat.interval"))
 	must(config.AddFlag(fs, "crawl.allow_private", "allow-private", ""))
 	return cmd
-}
-
-func newSubmitCmd() *cobra.Command {
-	var (
-		headers   []string
-		crawler   string
-		processor string
-		seed      bool
-		def       admin.Crawl
-	)
-	cmd := &cobra.Command{
-		Use:   "submit URL... | -",
-		Short: "Submit work (deduplicated by the coordinator) and print what became of it",
-		Long: `submit sends URLs to the coordinator's peers endpoint as jobs of the work key
-(--crawler, --processor, URL) and prints how many were accepted, duplicates,
-waiting for another holder of the key, or rejected.
-
---scope, --max-depth and --max-pages define the crawl named --crawler on the
-coordinator first (over its admin endpoint, --admin): the definition is stored
-there, shown by drover status, and travels to the crawl workers with the crawl's
-jobs, so workers need no crawl flags; at most --max-pages of the crawl's jobs are
-ever dispatched, fleet-wide (jobs past the budget fail with outcome budget, shown
-by drover results). A crawl defined once applies to later submits of the same
-crawler without the flags; giving them again redefines it (its page count is
-kept).`,
-		Example: `  drover submit https://example.com/a https://example.com/b
-  cat urls.txt | drover submit - --header hwgroup=gpu
-  drover submit https://example.com/ --crawler news --scope domain --max-depth 5 --max-pages 100000`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			hm, err := parseHeaders(headers)
-			if err != nil {
-				return err
-			}
-			define := cmd.Flags().Changed("scope") || cmd.Flags().Changed("max-depth") || cmd.Flags().Changed("max-pages")
-			if define {
-				if _, err := crawl.ParseScope(def.Scope); err != nil {
-					return usageError("submit: --scope: %v", err)
-				}
-				if def.MaxDepth < 0 || def.MaxPages < 0 {
-					return usageError("submit: --max-depth %d, --max-pages %d: want 0 (no limit) or more", def.MaxDepth, def.MaxPages)
-				}
-			}
-			urls, err := readURLs(cmd.InOrStdin(), args)
-			if err != nil {
-				return err
-			}
-			ctx, stop := signalContext(cmd.Context())
-			defer stop()
-			sec, err := clientSecurity(cfg)
-			if err != nil {
-				return err
-			}
-			if define {
-				def.Name = crawler
-				if err := defineCrawl(ctx, cmd, cfg, def); err != nil {
-					return fmt.Errorf("submit: %w", err)
-				}
-			}
-			c, err := client.Dial(ctx, client.Options{Connect: connectOr(cmd, cfg.Peers.Listen), Security: sec})
-			if err != nil {
-				return fmt.Errorf("submit: %w", err)
-			}
-			defer c.Close()
-			items := make([]wire.SubmitItem, len(urls))
-			for i, u := range urls {
-				// No payload: the coordinator gives seeds of a defined crawl
-				// its crawl payload, and a crawl worker takes a job without
-				// one as a seed of its own scope.
-				items[i] = wire.SubmitItem{Key: id.Key{Crawler: crawler, Processor: processor, URL: u}, Headers: toHeaders(hm)}
-			}
-			res, err := c.Submit(ctx, items)
-			if err != nil {
-				return fmt.Errorf("submit: %w", err)
-			}
-			counts := map[wire.SubmitStatus]int{}
-			out := cmd.OutOrStdout()
-			for i, r := range res {
-				counts[r.Status]++
-				if r.Status == wire.SubmitError {
-					fmt.Fprintf(cmd.ErrOrStderr(), "rejected %s: %s\n", urls[i], r.Reason)
-				}
-			}
-			fmt.Fprintf(out, "%d submitted: %d accepted, %d duplicates, %d waiting, %d rejected\n",
-				len(res), counts[wire.SubmitAccepted], counts[wire.SubmitDuplicate], counts[wire.SubmitWait], counts[wire.SubmitError])
-			if counts[wire.SubmitError] > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%d URLs rejected", counts[wire.SubmitError])}
-			}
-			return nil
-		},
-	}
-	fs := cmd.Flags()
-	fs.String("connect", "", "the coordinator's peers endpoint (default: peers.listen)")
-	addKeyFlags(cmd)
-	fs.String("admin", "", "the coordinator's admin endpoint, where --scope, --max-depth and --max-pages define the crawl (default: admin.listen)")
-	fs.StringArrayVar(&headers, "header", nil, "a requirement name=value workers must satisfy (repeatable)")
-	fs.StringVar(&crawler, "crawler", job.Crawler, "the crawler part of the work key: the crawl's name")
-	fs.StringVar(&processor, "processor", job.Processor, "the processor part of the work key")
-	fs.StringVar(&def.Scope, "scope", "host", "define the crawl: links followed within the seed's host, domain or prefix")
-	fs.IntVar(&def.MaxDepth, "max-depth", crawl.DefaultMaxDepth, "define the crawl: deepest level followed (the seed is 0); 0: no limit")
-	fs.IntVar(&def.MaxPages, "max-pages", 0, "define the crawl: page budget, at most this many of its jobs dispatched fleet-wide; 0: none")
-	fs.BoolVar(&seed, "seed", true, "no effect (seeds need no payload since crawl definitions)")
-	must(fs.MarkDeprecated("seed", "crawl jobs need no payload: a worker takes one without as a seed"))
-	return cmd
-}
-
-// defineCrawl stores the crawl's definition on the coordinator (ACTION
-// define-crawl on its admin endpoint, --admin).
-func defineCrawl(ctx context.Context, cmd *cobra.Command, cfg *config.Config, def admin.Crawl) error {
-	ep, _ := cmd.Flags().GetString("admin")
-	if ep == "" {
-		ep = cfg.Admin.Listen
-	}
-	sec, err := clientSecurity(cfg)
-	if err != nil {
-		return err
-	}
-	dctx, cancel := context.WithTimeout(ctx, defaultAdminTimeout)
-	defer cancel()
-	a, err := client.DialAdmin(dctx, client.AdminOptions{Connect: ep, Timeout: defaultAdminTimeout, Security: sec})
-	if err != nil {
-		return fmt.Errorf("defining crawl %s at %s: %w", def.Name, ep, err)
-	}
-	defer a.Close()
-	if _, err := a.Act(dctx, admin.Action{Kind: admin.ActDefineCrawl, Crawl: &def}); err != nil {
-		return fmt.Errorf("defining crawl %s at %s: %w", def.Name, ep, err)
-	}
-	return nil
-}
-
-func toHeaders(m map[string]string) wire.Headers {
-	var h wire.Headers
-	for k, v := range m {
-		h = append(h, wire.Header{Name: k, Value: v})
-	}
-	return h
-}
-
-// readURLs takes URLs from the arguments, or one per line from stdin for "-".
-func readURLs(stdin io.Reader, args []string) ([]string, error) {
-	if len(args) == 1 && args[0] == "-" {
-		var urls []string
-		sc := bufio.NewScanner(stdin)
-		sc.Buffer(make([]byte, 64<<10), wire.MaxURL+1)
-		for sc.Scan() {
-			if u := strings.TrimSpace(sc.Text()); u != "" && !strings.HasPrefix(u, "#") {
-				urls = append(urls, u)
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("submit: reading URLs from stdin: %w", err)
-		}
-		if len(urls) == 0 {
-			return nil, usageError("submit: no URLs on stdin")
-		}
-		return urls, nil
-	}
-	return args, nil
 }
 
 func newStatusCmd() *cobra.Command {

@@ -41,6 +41,10 @@ type call struct {
 	// retry: the request is idempotent, so it is sent again on the next
 	// session when one ends before the call completes.
 	retry bool
+	// sameReq: a retry keeps the request id of the first send, so that
+	// the server recognises the request (a resent SUBMIT's statuses are
+	// its first send's: see docs/PROTOCOL.md §6.11).
+	sameReq bool
 
 	req uint64 // current request id, on the loop goroutine
 
@@ -246,7 +250,9 @@ func (e *engine) send(l *conn.Link, c *call) {
 	if c.finished {
 		return
 	}
-	c.req = l.NextReq()
+	if c.req == 0 || !c.sameReq {
+		c.req = l.NextReq()
+	}
 	if err := l.Send(c.msg(c.req)); err != nil {
 		c.finish(err)
 		return

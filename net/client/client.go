@@ -302,7 +302,10 @@ func (c *Client) Done(ctx context.Context, items []wire.DoneItem) ([]Verdict, er
 // error (Reason says why). A key another session holds in requested makes
 // the call wait for it, as Request does, and ends accepted (the key was
 // handed over) or duplicate. SUBMIT is idempotent: a batch in flight when
-// the session ends is sent again, unresolved items only, on the next one.
+// the session ends is sent again, unresolved items only and with the same
+// request id, on the next one, and the server answers a key the first send
+// got accepted as accepted again (not duplicate): the statuses are the
+// truth across reconnects (not across a coordinator restart).
 // Large inputs are split within DRV/1's limits and pipelined.
 func (c *Client) Submit(ctx context.Context, jobs []wire.SubmitItem) ([]Submitted, error) {
 	if len(jobs) == 0 {
@@ -378,7 +381,9 @@ func newSubmitCall(jobs []wire.SubmitItem, dst []Submitted) *call {
 		slices.Sort(unresolved)
 		return len(unresolved) == 0, nil
 	}
-	return newCall(msg, reply, true)
+	c := newCall(msg, reply, true)
+	c.sameReq = true
+	return c
 }
 
 func clip(s string, n int) string {

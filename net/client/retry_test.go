@@ -11,7 +11,7 @@ import (
 
 // TestSubmitResentAfterSessionLoss: a SUBMIT whose session ends while some
 // of its items wait is sent again on the next session, those items only,
-// and the call returns every status.
+// with the same request id, and the call returns every status.
 func TestSubmitResentAfterSessionLoss(t *testing.T) {
 	srv := testsrv.NewScripted(t)
 	dialed := make(chan *Client, 1)
@@ -49,8 +49,8 @@ func TestSubmitResentAfterSessionLoss(t *testing.T) {
 	srv.Send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "restarting"})
 	srv.Greet()
 	again := testsrv.Expect[*wire.Submit](t, srv.Next())
-	if len(again.Jobs) != 1 || again.Jobs[0].Key != b || again.Req == sub.Req {
-		t.Fatalf("re-sent SUBMIT %+v (req %d): want only the waiting job, under a new request id", again.Jobs, again.Req)
+	if len(again.Jobs) != 1 || again.Jobs[0].Key != b || again.Req != sub.Req {
+		t.Fatalf("re-sent SUBMIT %+v (req %d): want only the waiting job, under the first send's request id %d (the server knows the request by it)", again.Jobs, again.Req, sub.Req)
 	}
 	srv.Send(&wire.Submitted{Req: again.Req, Items: []wire.SubmittedItem{{Status: wire.SubmitAccepted, JobID: 2, Fingerprint: b.Fingerprint()}}})
 	r := <-got

@@ -130,6 +130,7 @@ func (s *Server) answerGroup(as []coord.Answer) {
 			}
 			items[i] = it
 		}
+		s.memo.patch(s.now(), memoName(p), a0.ReqID, items)
 		s.ack(p.ident, &wire.Submitted{Req: a0.ReqID, Items: items})
 		return
 	}

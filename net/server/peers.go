@@ -120,6 +120,9 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 	case *wire.Disconnect:
 		s.c.Disconnect(now, sid)
 		s.forget(sid)
+		if p != nil {
+			s.memo.drop(memoName(p)) // it said goodbye: it resends nothing
+		}
 	case *wire.Request:
 		vs, err := s.c.Request(now, sid, m.Req, m.Keys, nil)
 		s.verdicts(p, m.Req, vs, err, false)
@@ -298,6 +301,7 @@ func (s *Server) submit(now time.Time, p *peer, m *wire.Submit) {
 		}
 		items[i] = it
 	}
+	s.memo.patch(now, memoName(p), m.Req, items) // submitmemo.go: a resent request's statuses are its first send's
 	s.ack(p.ident, &wire.Submitted{Req: m.Req, Items: items})
 }
 

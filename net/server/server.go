@@ -146,6 +146,7 @@ type Server struct {
 	seq    uint64                  // this server's number in the process (endpoint and ZAP domain names)
 	owners map[ownerKey]id.Session // the live session holding each peer id (auth.go)
 
+	memo     submitMemo             // accepted submits by producer and request (submitmemo.go)
 	dur      *durable               // nil without a store
 	res      *resultLog             // nil without Options.Results
 	crawls   map[string]*crawlState // crawl definitions by name (crawls.go)

@@ -1,0 +1,62 @@
+package server
+
+import (
+	"testing"
+
+	"drover/net/wire"
+)
+
+// TestSubmitResentAfterReconnect: a producer whose session ended sends a
+// SUBMIT again under the same request id on a new session (its first
+// answer never reached it): the keys the first send got accepted are
+// answered accepted again with the same job ids, a key twice in the request
+// once, and only that producer's resend of that request is recognised; a
+// producer that said goodbye is forgotten.
+func TestSubmitResentAfterReconnect(t *testing.T) {
+	s := startServer(t, Options{})
+	a, b, c := key("http://memo.test/a"), key("http://memo.test/b"), key("http://memo.test/c")
+	p1 := dial(t, s.PeersEndpoint())
+	hello(t, p1, wire.RoleProducer, "p1", 0)
+	p1.send(&wire.Submit{Req: 5, Jobs: []wire.SubmitItem{{Key: a}, {Key: b}}})
+	first := expect[*wire.Submitted](t, p1.recv())
+	ja, jb := first.Items[0].JobID, first.Items[1].JobID
+	if first.Items[0].Status != wire.SubmitAccepted || first.Items[1].Status != wire.SubmitAccepted {
+		t.Fatalf("first send: %+v, want both accepted", first.Items)
+	}
+
+	// The same producer on a new connection (its first one is gone).
+	p1b := dial(t, s.PeersEndpoint())
+	hello(t, p1b, wire.RoleProducer, "p1", 0)
+	p1b.send(&wire.Submit{Req: 5, Jobs: []wire.SubmitItem{{Key: a}, {Key: b}, {Key: a}, {Key: c}}})
+	again := expect[*wire.Submitted](t, p1b.recv())
+	want := []struct {
+		st  wire.SubmitStatus
+		job uint64
+	}{{wire.SubmitAccepted, ja}, {wire.SubmitAccepted, jb}, {wire.SubmitDuplicate, ja}, {wire.SubmitAccepted, 0}}
+	for i, w := range want {
+		it := again.Items[i]
+		if it.Status != w.st || (w.job != 0 && it.JobID != w.job) {
+			t.Fatalf("resent item %d: %s job %d, want %s job %d (all: %+v)", i, it.Status, it.JobID, w.st, w.job, again.Items)
+		}
+	}
+	// Another request of the same producer is not its resend.
+	p1b.send(&wire.Submit{Req: 6, Jobs: []wire.SubmitItem{{Key: a}}})
+	if it := expect[*wire.Submitted](t, p1b.recv()).Items[0]; it.Status != wire.SubmitDuplicate || it.JobID != ja {
+		t.Fatalf("another request: %+v, want duplicate of job %d", it, ja)
+	}
+	// Another producer's request 5 is not either.
+	p2 := dial(t, s.PeersEndpoint())
+	hello(t, p2, wire.RoleProducer, "p2", 0)
+	p2.send(&wire.Submit{Req: 5, Jobs: []wire.SubmitItem{{Key: b}}})
+	if it := expect[*wire.Submitted](t, p2.recv()).Items[0]; it.Status != wire.SubmitDuplicate {
+		t.Fatalf("another producer: %+v, want duplicate", it)
+	}
+	// A producer that said goodbye resends nothing: forgotten.
+	p1b.send(&wire.Disconnect{Code: wire.CodeOK})
+	p1c := dial(t, s.PeersEndpoint())
+	hello(t, p1c, wire.RoleProducer, "p1", 0)
+	p1c.send(&wire.Submit{Req: 5, Jobs: []wire.SubmitItem{{Key: a}}})
+	if it := expect[*wire.Submitted](t, p1c.recv()).Items[0]; it.Status != wire.SubmitDuplicate {
+		t.Fatalf("after goodbye: %+v, want duplicate", it)
+	}
+}
