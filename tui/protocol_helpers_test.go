@@ -85,7 +85,9 @@ func startCoordinator(t *testing.T) *server.Server {
 	t.Helper()
 	s, err := server.New(server.Options{
 		Peers: zsock.Ephemeral, Admin: zsock.Ephemeral, Events: "-",
-		Coord: coord.Config{Heartbeat: 100 * time.Millisecond, MinHeartbeat: 10 * time.Millisecond},
+		// A heartbeat long enough that a loaded machine never stalls a
+		// live worker or console past heartbeat × liveness.
+		Coord: coord.Config{Heartbeat: time.Second, MinHeartbeat: 10 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +246,7 @@ func startWorker(t *testing.T, s *server.Server, p probe, wid string, slots int,
 	}
 	opts := worker.Options{
 		Connect: s.PeersEndpoint(), ID: wid, Host: "proto-host", Slots: slots,
-		Heartbeat: 100 * time.Millisecond, StopTimeout: 2 * time.Second,
+		Heartbeat: time.Second, StopTimeout: 2 * time.Second,
 	}
 	go func() {
 		w.err = worker.Run(ctx, opts, report)

@@ -16,9 +16,9 @@ import (
 // doneCacheOpts are server options with a real store and a done set of
 // ten keys.
 func doneCacheOpts(st *store.Store) Options {
-	// A heartbeat of a second: the silent raw clients must outlive a
-	// 1,000-key step on a loaded machine under the race detector.
-	return Options{Store: st, Coord: coord.Config{Heartbeat: time.Second, Ledger: ledger.Config{DoneCache: 10}}}
+	// The silent raw clients must outlive a 1,000-key step on a loaded
+	// machine under the race detector.
+	return Options{Store: st, Coord: coord.Config{Heartbeat: testHeartbeat, Ledger: ledger.Config{DoneCache: 10}}}
 }
 
 // checkAllDone re-requests and resubmits every key over a real socket:
@@ -147,7 +147,7 @@ func TestStoredDoneKeysExpireFromTheTotals(t *testing.T) {
 	if err := st.Commit(b); err != nil {
 		t.Fatal(err)
 	}
-	cfg := coord.Config{Heartbeat: 100 * time.Millisecond, MinHeartbeat: 10 * time.Millisecond}
+	cfg := coord.Config{Heartbeat: testHeartbeat, MinHeartbeat: 10 * time.Millisecond}
 	cfg.Ledger.DoneTTL, cfg.Ledger.DoneCache = time.Hour, 10
 	s, _ := runServer(t, Options{Store: st, Coord: cfg, SweepEvery: 20 * time.Millisecond})
 	con := dial(t, s.AdminEndpoint())

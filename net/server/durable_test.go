@@ -27,6 +27,9 @@ func openStore(t *testing.T, dir string, sync store.Sync) *store.Store {
 	return st
 }
 
+// testHeartbeat is the test servers' heartbeat unless a test gives one.
+const testHeartbeat = 2 * time.Second
+
 // runServer starts a server on ephemeral loopback ports (no events unless
 // opts.Events says so); stop cancels Run and returns what it returned
 // (also called at cleanup, once).
@@ -37,7 +40,9 @@ func runServer(t *testing.T, opts Options) (*Server, func() error) {
 		opts.Events = "-"
 	}
 	if opts.Coord.Heartbeat == 0 {
-		opts.Coord.Heartbeat = 100 * time.Millisecond
+		// Long enough that a loaded machine never stalls a live peer past
+		// heartbeat × liveness; raw clients in these tests do not beat.
+		opts.Coord.Heartbeat = testHeartbeat
 		opts.Coord.MinHeartbeat = 10 * time.Millisecond
 	}
 	s, err := New(opts)
@@ -272,7 +277,7 @@ func TestStoreSweep(t *testing.T) {
 	if err := st.Commit(b); err != nil {
 		t.Fatal(err)
 	}
-	cfg := coord.Config{Heartbeat: 100 * time.Millisecond, MinHeartbeat: 10 * time.Millisecond}
+	cfg := coord.Config{Heartbeat: testHeartbeat, MinHeartbeat: 10 * time.Millisecond}
 	cfg.Ledger.DoneTTL = time.Hour
 	runServer(t, Options{Store: st, Coord: cfg, SweepEvery: 20 * time.Millisecond})
 	for deadline := time.Now().Add(10 * time.Second); ; {

@@ -124,8 +124,8 @@ func TestSubmitDispatchResult(t *testing.T) {
 	w := dial(t, s.PeersEndpoint())
 	w.send(&wire.Hello{Req: 1, Role: wire.RoleWorker, ID: "w1", Host: "test", Slots: 2})
 	wel := expect[*wire.Welcome](t, w.recv())
-	if wel.Slots != 2 || wel.Heartbeat != 100*time.Millisecond {
-		t.Fatalf("welcome %+v: want 2 slots and a 100ms heartbeat", wel)
+	if wel.Slots != 2 || wel.Heartbeat != testHeartbeat {
+		t.Fatalf("welcome %+v: want 2 slots and a %v heartbeat", wel, testHeartbeat)
 	}
 	p := dial(t, s.PeersEndpoint())
 	p.send(&wire.Hello{Req: 1, Role: wire.RoleProducer, ID: "p1"})

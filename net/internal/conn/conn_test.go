@@ -83,8 +83,8 @@ func TestSessionUpAndClose(t *testing.T) {
 	r := newRecorder()
 	c := start(t, Config{Endpoint: s.PeersEndpoint()}, r)
 	w := recv(t, r.ups, "WELCOME")
-	if w.Heartbeat != 100*time.Millisecond || w.Liveness != 3 {
-		t.Fatalf("welcome %+v: want the server's 100ms heartbeat and liveness 3", w)
+	if w.Heartbeat != testsrv.DefaultHeartbeat || w.Liveness != 3 {
+		t.Fatalf("welcome %+v: want the server's %v heartbeat and liveness 3", w, testsrv.DefaultHeartbeat)
 	}
 	// A request through Post reaches the server and its reply comes back
 	// to Receive.

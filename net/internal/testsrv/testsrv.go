@@ -27,7 +27,8 @@ type Options struct {
 	// loopback ports); give the endpoints of a stopped server to restart
 	// "it" on the same ports.
 	Peers, Admin string
-	// Heartbeat is the server's heartbeat (default 100ms); liveness is 3.
+	// Heartbeat is the server's heartbeat (default DefaultHeartbeat);
+	// liveness is 3.
 	Heartbeat time.Duration
 	// MaxRequestFailures is the broker's failure budget (default 3).
 	MaxRequestFailures int
@@ -41,6 +42,12 @@ type Options struct {
 	// Gather is server.Options.Gather (default none).
 	Gather time.Duration
 }
+
+// DefaultHeartbeat is a test server's heartbeat unless Options says
+// otherwise: long enough that a loaded machine (2 cores, many test
+// processes) never stalls a live peer past heartbeat × liveness (3 s). A
+// test about liveness itself gives a shorter one and generous waits.
+const DefaultHeartbeat = time.Second
 
 // Server is a running test server.
 type Server struct {
@@ -79,7 +86,7 @@ func New(o Options) (*Server, error) {
 		o.Admin = zsock.Ephemeral
 	}
 	if o.Heartbeat == 0 {
-		o.Heartbeat = 100 * time.Millisecond
+		o.Heartbeat = DefaultHeartbeat
 	}
 	ts := &Server{notify: make(chan struct{}, 1)}
 	opts := server.Options{
