@@ -215,10 +215,10 @@ func TestWaitResolvedByQueue(t *testing.T) {
 // TestBatchesSplitAndPipelined: inputs over wire.MaxBatch are split, and
 // the verdicts come back in input order.
 func TestBatchesSplitAndPipelined(t *testing.T) {
-	// A 10,000-job SUBMIT keeps a race-enabled server busy for longer than
-	// 100ms × 3: use a heartbeat that outlasts it, or the session is lost
-	// and the batch re-sent (then reported duplicate).
-	s := testsrv.Start(t, testsrv.Options{Heartbeat: time.Second})
+	// A 10,000-key REQUEST keeps a race-enabled server on a loaded machine
+	// busy for seconds, without heartbeats: use a heartbeat that outlasts
+	// it, or the session is lost and the batch re-sent.
+	s := testsrv.Start(t, testsrv.Options{Heartbeat: 5 * time.Second})
 	c := dial(t, s, Options{Timeout: 30 * time.Second})
 	ctx := ctxT(t)
 	n := 2*wire.MaxBatch + 17

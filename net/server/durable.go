@@ -286,22 +286,23 @@ func (s *Server) startSweeper() (stop func()) {
 		return func() {}
 	}
 	quit, exited := make(chan struct{}), make(chan struct{})
-	st, now, log := s.dur.st, s.now, s.log
+	st, clk, log := s.dur.st, s.opts.Clock, s.log
 	var onKeys func([]id.Fingerprint) // only a bounded done set counts them
 	if s.bounded() {
 		onKeys = s.dur.noteExpired
 	}
 	go func() {
 		defer close(exited)
-		t := time.NewTicker(every)
+		t := clk.NewTimer(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-quit:
 				return
-			case <-t.C:
+			case <-t.C():
 			}
-			n, err := st.SweepKeys(now(), led.DoneTTL, led.FailedTTL, onKeys)
+			t.Reset(every)
+			n, err := st.SweepKeys(clk.Now(), led.DoneTTL, led.FailedTTL, onKeys)
 			switch {
 			case err != nil:
 				log.Error("store sweep", "err", err, "deleted", n)

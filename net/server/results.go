@@ -292,13 +292,13 @@ func (s *Server) startResultTrimmer() (stop func()) {
 		every = time.Minute
 	}
 	quit, exited := make(chan struct{}), make(chan struct{})
-	st, now, log, o := s.dur.st, s.now, s.log, s.res.opts
+	st, clk, log, o := s.dur.st, s.opts.Clock, s.log, s.res.opts
 	go func() {
 		defer close(exited)
-		t := time.NewTicker(every)
+		t := clk.NewTimer(every)
 		defer t.Stop()
 		for {
-			n, kept, err := st.TrimResults(now(), o.MaxAge, o.MaxBytes)
+			n, kept, err := st.TrimResults(clk.Now(), o.MaxAge, o.MaxBytes)
 			switch {
 			case err != nil:
 				log.Error("results trim", "err", err)
@@ -308,8 +308,9 @@ func (s *Server) startResultTrimmer() (stop func()) {
 			select {
 			case <-quit:
 				return
-			case <-t.C:
+			case <-t.C():
 			}
+			t.Reset(every)
 		}
 	}()
 	return func() {

@@ -19,6 +19,7 @@ import (
 
 	"drover/admin"
 	"drover/auth"
+	"drover/clock"
 	"drover/coord"
 	"drover/coord/broker"
 	"drover/coord/id"
@@ -34,8 +35,13 @@ type Options struct {
 	Admin  string // admin ROUTER bind endpoint (default zsock.DefaultAdmin)
 	Events string // events PUB bind endpoint (default zsock.DefaultEvents; "-" disables)
 	Coord  coord.Config
-	Log    *slog.Logger     // default: discard
-	Clock  func() time.Time // default time.Now
+	Log    *slog.Logger // default: discard
+	// Clock is the time of everything the reactor does: each step's time
+	// (the coordinator's input), the wait for the coordinator's next
+	// deadline, heartbeats and the store's sweeps (default clock.System).
+	// Shutdown's bound on the store's last flush and the gatherer's
+	// measures of its own wake-ups stay on the machine's clock.
+	Clock clock.Clock
 	// OnFinished is called on the reactor goroutine for every job that
 	// reached a terminal outcome (the result sink: JSONL writer, notifier),
 	// before the step's store batch is made. It must not block.
@@ -193,7 +199,7 @@ func New(opts Options) (*Server, error) {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	if opts.Clock == nil {
-		opts.Clock = time.Now
+		opts.Clock = clock.System{}
 	}
 	if opts.ChangedEvery == 0 {
 		opts.ChangedEvery = 100 * time.Millisecond
@@ -219,7 +225,7 @@ func New(opts Options) (*Server, error) {
 		gather: gatherer{gather: opts.Gather, below: opts.GatherBelow},
 		opts:   opts,
 		log:    opts.Log,
-		now:    opts.Clock,
+		now:    opts.Clock.Now,
 		c:      c,
 		ident:  make(map[string]id.Session),
 		peer:   make(map[id.Session]*peer),
@@ -233,7 +239,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Store != nil {
 		// Restore before binding: no session may say HELLO mid-restore.
 		s.dur = &durable{st: opts.Store, ring: make(chan struct{}, 1)}
-		if s.restored, s.storeSt, err = restore(c, opts.Store, opts.Clock); err != nil {
+		if s.restored, s.storeSt, err = restore(c, opts.Store, opts.Clock.Now); err != nil {
 			return nil, err
 		}
 		s.log.Info("restored from the store", "path", opts.Store.Path(), "sync", opts.Store.SyncPolicy(),
@@ -372,7 +378,7 @@ func (s *Server) Run(ctx context.Context) error {
 		defer s.startSweeper()()
 	}
 	defer s.startResultTrimmer()()
-	timer := time.NewTimer(time.Hour)
+	timer := s.opts.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	s.ready.Store(true)
 	defer s.ready.Store(false)
@@ -416,7 +422,7 @@ func (s *Server) Run(ctx context.Context) error {
 			continue
 		}
 		timer.Reset(wait)
-		s.wait(stored, timer.C, ctx.Done())
+		s.wait(stored, timer.C(), ctx.Done())
 		timer.Stop()
 	}
 }
