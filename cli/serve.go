@@ -70,6 +70,9 @@ new file every --results-file-bytes), resuming after the last line written.`,
 	fs := cmd.Flags()
 	must(config.AddFlag(fs, "results.dir", "results", ""))
 	must(config.AddFlags(fs, "results.file_bytes", "results.max_age", "results.max_bytes"))
+	must(config.AddFlag(fs, "ssh.listen", "ssh", ""))
+	must(config.AddFlag(fs, "ssh.authorized_keys", "ssh-authorized-keys", ""))
+	must(config.AddFlag(fs, "ssh.host_key", "ssh-host-key", ""))
 	return cmd
 }
 
@@ -310,6 +313,15 @@ func runServe(cmd *cobra.Command, cfg *config.Config) error {
 	defer cancel() // before close: the metrics endpoint ends with ctx
 	if c.st != nil {
 		fmt.Fprintf(cmd.OutOrStdout(), "drover store %s (sync %s): restored %s\n", c.st.Path(), c.st.SyncPolicy(), c.srv.Restored())
+	}
+	if cfg.SSH.Listen != "" {
+		waitSSH, addr, err := startSSHConsole(ctx, cfg, c.srv, log)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer waitSSH() // after cancel: the SSH server ends with ctx
+		defer cancel()
+		fmt.Fprintf(cmd.OutOrStdout(), "drover console over ssh on %s\n", addr)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "drover serving: peers %s, admin %s, events %s\n", c.srv.PeersEndpoint(), c.srv.AdminEndpoint(), c.srv.EventsEndpoint())
 	if dir := cfg.Results.Dir; dir != "" {

@@ -15,6 +15,7 @@ type Config struct {
 	Events    Listener  `yaml:"events"`
 	Metrics   Metrics   `yaml:"metrics"`
 	Security  Security  `yaml:"security"`
+	SSH       SSH       `yaml:"ssh"`
 	Heartbeat Heartbeat `yaml:"heartbeat"`
 	Broker    Broker    `yaml:"broker"`
 	Ledger    Ledger    `yaml:"ledger"`
@@ -59,6 +60,13 @@ type Security struct {
 	ServerKey      string `yaml:"server_key"`      // clients: the server's public key, a file or Z85
 	AuthorizedKeys string `yaml:"authorized_keys"` // serve: the admitted client keys
 	Insecure       bool   `yaml:"insecure"`        // serve: allow non-loopback binds without a key
+}
+
+// SSH configures the console served over SSH (drover serve --ssh).
+type SSH struct {
+	Listen         string `yaml:"listen"`          // HOST:PORT (a port alone: loopback); empty disables
+	AuthorizedKeys string `yaml:"authorized_keys"` // ROLE OPENSSH-PUBLIC-KEY [comment] per line
+	HostKey        string `yaml:"host_key"`        // private host key file, generated when missing
 }
 
 // Heartbeat configures peer liveness.

@@ -134,6 +134,7 @@ var sections = []struct{ name, help string }{
 	{"events", "Event stream: every state change is published here."},
 	{"metrics", "Prometheus metrics and health checks over HTTP."},
 	{"security", "CURVE keys and client authorisation (docs/PROTOCOL.md section 15)."},
+	{"ssh", "The console served over SSH by drover serve --ssh."},
 	{"heartbeat", "Liveness of peers."},
 	{"broker", "Job broker."},
 	{"ledger", "Work-key ledger (deduplication)."},
@@ -246,6 +247,13 @@ var schema = []Key{
 		"serve: the file of client keys admitted, one per line: ROLE Z85-PUBLIC-KEY [comment], roles worker, producer, operator, viewer; re-read on SIGHUP and when it changes"),
 	key("security.insecure", KindBool, false,
 		"serve: allow listening on a non-loopback address without a key (anyone who reaches the port can act as any peer)"),
+
+	key("ssh.listen", KindHostPort, "",
+		"serve: address serving the console over SSH, one console per session; a port alone (:2222) listens on loopback; empty disables"),
+	key("ssh.authorized_keys", KindString, "",
+		"serve: the SSH keys admitted to the console, one per line: ROLE followed by an OpenSSH public key line, roles operator (may act) and viewer (read-only); read at every login"),
+	key("ssh.host_key", KindString, "",
+		"serve: the SSH server's private host key, generated (ed25519, mode 0600) when missing; empty: $XDG_STATE_HOME/drover/ssh_host_ed25519_key"),
 
 	key("heartbeat.interval", KindDuration, time.Second,
 		"time between heartbeats exchanged with every peer", dur(10*time.Millisecond, time.Hour)),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -37,6 +38,31 @@ func Run(ctx context.Context, b Backend, opts Options, in io.Reader, out io.Writ
 	default:
 		return fmt.Errorf("console: %w", err)
 	}
+}
+
+// NewProgram builds the console as a Bubble Tea program for a terminal
+// that is not the process's own, such as a session of drover serve --ssh:
+// progOpts give its input, output, environment and window size (wish's
+// bubbletea.MakeOptions), env the terminal's environment (NO_COLOR forces
+// the mono theme). The program ends when ctx ends, and its backend calls
+// with it; running and closing the backend are the caller's business.
+func NewProgram(ctx context.Context, b Backend, opts Options, env []string, progOpts ...tea.ProgramOption) (*tea.Program, error) {
+	if b == nil {
+		return nil, errors.New("console: no backend, want one connected to the coordinator")
+	}
+	opts, err := runOptions(opts, func(name string) string {
+		for _, kv := range env {
+			if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+				return v
+			}
+		}
+		return ""
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := newModel(ctx, b, opts)
+	return tea.NewProgram(m, append([]tea.ProgramOption{tea.WithContext(ctx)}, progOpts...)...), nil
 }
 
 // runOptions validates the options and applies the environment: NO_COLOR
