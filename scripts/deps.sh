@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what drover needs to build and test, and only what is missing:
 # libzmq (with its headers) and pkg-config for the ZeroMQ binding, tmux
-# for the terminal tests, and python3-zmq and python3-scrapy for the Python
-# client's tests. Uses apt-get, through sudo when not root.
+# for the terminal tests, python3-zmq and python3-scrapy for the Python
+# client's tests, and wget, nodejs, npm and diffutils-doc (a real HTML tree)
+# for the crawl's tests. Uses apt-get, through sudo when not root.
 # Usage: scripts/deps.sh [build|test]
 set -euo pipefail
 want=${1:-build}
@@ -15,6 +16,12 @@ if [ "$want" = test ]; then
   # The Python client's tests (clients/python) and its Scrapy integration.
   /usr/bin/python3 -c 'import zmq' >/dev/null 2>&1 || missing+=(python3-zmq)
   /usr/bin/python3 -c 'import scrapy' >/dev/null 2>&1 || missing+=(python3-scrapy)
+  # the crawl's parity and WARC tests: wget to compare with, a real HTML
+  # tree (GNU diffutils' manual), node and npm for the warcio package
+  command -v wget >/dev/null 2>&1 || missing+=(wget)
+  [ -f /usr/share/doc/diffutils/index.html ] || missing+=(diffutils-doc)
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
