@@ -264,13 +264,13 @@ func TestCrawlLinkForms(t *testing.T) {
 func TestCrawlRequisitesWARC(t *testing.T) {
 	s := newLinkSite(t)
 	dir := t.TempDir()
-	recs := crawlSite(t, s, "--requisites", "--warc", filepath.Join(dir, "site.warc.gz"), "--warc-max-size", "64KiB")
+	recs := crawlSite(t, s, "--requisites", "--warc", filepath.Join(dir, "site.warc.gz"), "--warc-max-size", "1KiB")
 	if n := s.waitBig(t); n != bigSize {
 		t.Errorf("the binary's handler wrote %d bytes, want all %d for the archive", n, bigSize)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
 	if len(files) < 2 || filepath.Base(files[0]) != "site-00001.warc.gz" {
-		t.Fatalf("WARC files %q: want site-00001.warc.gz and more (rotated at 64KiB)", files)
+		t.Fatalf("WARC files %q: want site-00001.warc.gz and more (rotated at 1KiB: a file per fetch)", files)
 	}
 	lines := warcioVerify(t, files)
 	responses := map[string]int{}
