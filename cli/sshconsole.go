@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	tea "charm.land/bubbletea/v2"
@@ -182,6 +183,10 @@ func startSSHConsole(ctx context.Context, cfg *config.Config, srv *server.Server
 	}
 	authorized := cfg.SSH.AuthorizedKeys
 	var sessions atomic.Uint64
+	// Each console runs on a context of its own, ended (with its admin
+	// client) by the innermost middleware once the program has quit: the
+	// bubbletea middleware quits it when the session ends.
+	var ends sync.Map // ssh.Session -> func(): what ends its console
 	program := func(sess ssh.Session) *tea.Program {
 		role := sshRole(authorized, sess.PublicKey(), log)
 		if role == "" { // removed since the login
@@ -192,23 +197,35 @@ func startSSHConsole(ctx context.Context, cfg *config.Config, srv *server.Server
 		o.ReadOnly = o.ReadOnly || role == sshViewer
 		id := sshSessionID(sessions.Add(1), sess.User())
 		slg := log.With("ssh_session", id, "role", role, "remote", sess.RemoteAddr().String())
-		a, err := client.DialAdmin(sess.Context(), client.AdminOptions{Connect: srv.InprocAdmin(), ID: id, ReadOnly: o.ReadOnly, Log: slg})
+		pctx, cancel := context.WithCancel(ctx)
+		a, err := client.DialAdmin(pctx, client.AdminOptions{Connect: srv.InprocAdmin(), ID: id, ReadOnly: o.ReadOnly, Log: slg})
 		if err != nil {
+			cancel()
 			wish.Fatalln(sess, "drover: attaching to the coordinator:", err)
 			return nil
 		}
-		p, err := tui.NewProgram(sess.Context(), a, o, sess.Environ(), bm.MakeOptions(sess)...)
+		p, err := tui.NewProgram(pctx, a, o, sess.Environ(), bm.MakeOptions(sess)...)
 		if err != nil {
+			cancel()
 			a.Close()
 			wish.Fatalln(sess, "drover:", err)
 			return nil
 		}
 		slg.Info("ssh console session")
-		go func() {
-			<-sess.Context().Done()
+		ends.Store(sess, func() {
+			cancel()
 			a.Close()
-		}()
+			slg.Info("ssh console session ended")
+		})
 		return p
+	}
+	end := func(next ssh.Handler) ssh.Handler {
+		return func(sess ssh.Session) {
+			next(sess)
+			if f, ok := ends.LoadAndDelete(sess); ok {
+				f.(func())()
+			}
+		}
 	}
 	s, err := wish.NewServer(
 		wish.WithAddress(sshListen(cfg.SSH.Listen)),
@@ -216,7 +233,7 @@ func startSSHConsole(ctx context.Context, cfg *config.Config, srv *server.Server
 		wish.WithPublicKeyAuth(func(_ ssh.Context, key ssh.PublicKey) bool {
 			return sshRole(authorized, key, log) != ""
 		}),
-		wish.WithMiddleware(bm.MiddlewareWithProgramHandler(program), activeterm.Middleware()),
+		wish.WithMiddleware(end, bm.MiddlewareWithProgramHandler(program), activeterm.Middleware()),
 	)
 	if err != nil {
 		return nil, nil, fmt.Errorf("ssh console: %w", err)
