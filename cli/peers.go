@@ -132,6 +132,11 @@ retryable failure; stdout becomes the job's output. It reconnects by itself
 					return usageError("worker: %v", err)
 				}
 				defer f.Close()
+				defer func() {
+					if n := f.Refused(); n > 0 {
+						log.Info("connections to private addresses refused (crawl.allow_private)", "refused", n)
+					}
+				}()
 				h = job.Handler(f, ccfg, name)
 			}
 			log.Info("worker starting", "connect", opts.Connect, "slots", slots, "exec", execCmd != "")

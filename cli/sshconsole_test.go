@@ -176,3 +176,14 @@ func TestSSHConsoleConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestSSHListenAndSessionID(t *testing.T) {
+	for in, want := range map[string]string{":2222": "127.0.0.1:2222", "0.0.0.0:22": "0.0.0.0:22", "[::1]:2222": "[::1]:2222"} {
+		if got := sshListen(in); got != want {
+			t.Errorf("sshListen(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := sshSessionID(7, "al ice\x1b[31m"+strings.Repeat("x", 40)); got != "ssh-7-al_ice__31m"+strings.Repeat("x", 21) {
+		t.Errorf("sshSessionID = %q", got)
+	}
+}
