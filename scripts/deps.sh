@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what drover needs to build and test, and only what is missing:
 # libzmq (with its headers) and pkg-config for the ZeroMQ binding, tmux
-# for the terminal tests, python3-zmq and python3-scrapy for the Python
+# for the terminal tests, iproute2 (ip) for the network-namespace test, python3-zmq and python3-scrapy for the Python
 # client's tests, and wget, nodejs, npm and diffutils-doc (a real HTML tree)
 # for the crawl's tests. Uses apt-get, through sudo when not root.
 # Usage: scripts/deps.sh [build|test]
@@ -13,6 +13,7 @@ pkg-config --exists libzmq 2>/dev/null || missing+=(libzmq3-dev pkg-config)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 if [ "$want" = test ]; then
   command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+  command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
   # The Python client's tests (clients/python) and its Scrapy integration.
   /usr/bin/python3 -c 'import zmq' >/dev/null 2>&1 || missing+=(python3-zmq)
   /usr/bin/python3 -c 'import scrapy' >/dev/null 2>&1 || missing+=(python3-scrapy)
