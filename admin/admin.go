@@ -110,13 +110,13 @@ type Totals struct {
 	WorkersDraining int `json:"workers_draining"`
 	WorkersLost     int `json:"workers_lost"`
 	// Counters since start.
-	Dispatches    uint64 `json:"dispatches"`
-	Completions   uint64 `json:"completions"`
-	Failures      uint64 `json:"failures"`
-	Throttles     uint64 `json:"throttles"`
-	DedupHits     uint64 `json:"dedup_hits"`
-	OrphanResults uint64 `json:"orphan_results"`
-	Malformed     uint64 `json:"malformed"`
+	Dispatches   uint64 `json:"dispatches"`
+	Completions  uint64 `json:"completions"`
+	Failures     uint64 `json:"failures"`
+	Throttles    uint64 `json:"throttles"`
+	DedupHits    uint64 `json:"dedup_hits"`
+	StaleResults uint64 `json:"stale_results"` // results for a run that is not current (RESULT-OK stale) or for no job (unknown)
+	Malformed    uint64 `json:"malformed"`
 	// Forbidden counts commands refused for their key's role, and
 	// HandshakesRefused connections whose key is not admitted (with CURVE:
 	// docs/PROTOCOL.md §15).

@@ -99,11 +99,23 @@ func TestWaitingSubmitEnqueuedOnHandover(t *testing.T) {
 func TestProgressBecomesEvent(t *testing.T) {
 	c := newCoord(t, Config{})
 	hello(t, c, 1, Hello{Role: RoleWorker, ID: "w"})
-	c.Progress(t0, 1, 42, "fetched 10 kB")
+	if _, err := c.Submit(t0, 1, 1, specs("http://a.test/"), nil); err != nil {
+		t.Fatal(err)
+	}
+	jobs := c.Ready(t0).Jobs
+	if len(jobs) != 1 {
+		t.Fatalf("dispatched %+v, want one job", jobs)
+	}
+	run := broker.Run{Job: jobs[0].Job, Attempt: jobs[0].Attempt}
+	c.Progress(t0, 1, broker.Run{Job: run.Job, Attempt: run.Attempt + 1}, "not this run") // dropped
+	c.Progress(t0, 1, run, "fetched 10 kB")
 	out := c.Ready(t0)
 	found := false
 	for _, e := range out.Events {
-		if e.Kind == "job.progress" && e.JobID == 42 && e.Worker == "w" && e.Seq > 0 {
+		if e.Kind == "job.progress" && e.Detail == "not this run" {
+			t.Fatalf("progress of another attempt became an event: %+v", e)
+		}
+		if e.Kind == "job.progress" && e.JobID == uint64(run.Job) && e.Worker == "w" && e.Seq > 0 {
 			found = true
 		}
 	}
@@ -156,7 +168,7 @@ func TestHelloRejectsBadInput(t *testing.T) {
 	if _, err := c.Hello(t0, 1, Hello{Role: RoleProducer, ID: "y"}); err == nil {
 		t.Error("a second HELLO on one session was accepted")
 	}
-	if _, err := c.Results(t0, 1, []Result{{Job: 1, Outcome: broker.Outcome{Kind: broker.OK}}}, nil); err == nil {
+	if _, err := c.Results(t0, 1, []Result{{Run: broker.Run{Job: 1, Attempt: 1}, Outcome: broker.Outcome{Kind: broker.OK}}}, nil); err == nil {
 		t.Error("a producer reported a result")
 	}
 	if _, err := c.Request(t0, 99, 1, nil, nil); err != ErrUnknownSession {
@@ -205,7 +217,7 @@ func TestRequeueOfRunningJobCancelsIt(t *testing.T) {
 		t.Fatalf("requeue: %+v %v", res, err)
 	}
 	out = c.Ready(t0)
-	if len(out.Cancels) != 1 || out.Cancels[0] != (Cancel{Session: 2, Job: vs[0].Job}) {
+	if len(out.Cancels) != 1 || out.Cancels[0] != (Cancel{Session: 2, Run: broker.Run{Job: vs[0].Job, Attempt: 1}}) {
 		t.Fatalf("cancels %+v: want job %d on session 2 only", out.Cancels, vs[0].Job)
 	}
 	if out = c.Ready(t0); len(out.Cancels) != 0 {

@@ -63,7 +63,7 @@ type normal struct {
 	fp  id.Fingerprint
 }
 
-// maxNorms bounds Unknown's memo: a batch of SUBMITs fits (DRV/1 allows
+// maxNorms bounds Unknown's memo: a batch of SUBMITs fits (DRV/2 allows
 // 10,000); the links past it of a RESULT that carries more are worked out
 // again.
 const maxNorms = 1 << 14

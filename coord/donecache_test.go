@@ -36,7 +36,7 @@ func doneAll(t *testing.T, c *Coordinator, st *memStore, urls []string, durable 
 	st.apply(t, out.Writes)
 	var rs []Result
 	for _, a := range out.Jobs {
-		rs = append(rs, Result{Job: a.Job, Outcome: broker.Outcome{Kind: broker.OK}})
+		rs = append(rs, Result{Run: broker.Run{Job: a.Job, Attempt: a.Attempt}, Outcome: broker.Outcome{Kind: broker.OK}})
 	}
 	if len(rs) != len(urls) {
 		t.Fatalf("%d jobs dispatched, want %d", len(rs), len(urls))

@@ -50,7 +50,7 @@ type modelWorker struct {
 	name    string
 	headers map[string]string
 	slots   int
-	held    map[broker.JobID]bool
+	held    map[broker.JobID]int // job -> the attempt it runs
 }
 
 type modelRun struct {
@@ -141,7 +141,7 @@ func (m *modelRun) randomStep() {
 		s := m.nextSess
 		h := Hello{Role: RoleProducer, ID: fmt.Sprintf("p%d", s)}
 		if m.rng.IntN(2) == 0 {
-			w := &modelWorker{name: fmt.Sprintf("w%d", s), headers: map[string]string{}, slots: 1 + m.rng.IntN(3), held: map[broker.JobID]bool{}}
+			w := &modelWorker{name: fmt.Sprintf("w%d", s), headers: map[string]string{}, slots: 1 + m.rng.IntN(3), held: map[broker.JobID]int{}}
 			if m.rng.IntN(3) == 0 {
 				w.headers["hwgroup"] = "gpu"
 			}
@@ -214,9 +214,10 @@ func (m *modelRun) randomStep() {
 			return
 		}
 		j := slices.Min(slices.Collect(maps.Keys(w.held))) // the oldest: runs must replay
+		attempt := w.held[j]
 		delete(w.held, j)
 		kinds := []broker.OutcomeKind{broker.OK, broker.OK, broker.Internal, broker.External, broker.Throttled}
-		res := Result{Job: j, Outcome: broker.Outcome{Kind: kinds[m.rng.IntN(len(kinds))]}}
+		res := Result{Run: broker.Run{Job: j, Attempt: attempt}, Outcome: broker.Outcome{Kind: kinds[m.rng.IntN(len(kinds))]}}
 		if res.Outcome.Kind == broker.Throttled && m.rng.IntN(2) == 0 {
 			res.Outcome.RetryAfter = time.Duration(1+m.rng.IntN(5)) * time.Second
 		}
@@ -320,7 +321,7 @@ func (m *modelRun) checkReady() {
 		case !broker.Match(j.Spec.Headers, w.headers):
 			m.fatalf("job %d (headers %v) dispatched to non-matching worker %s %v", j.Job, j.Spec.Headers, w.name, w.headers)
 		}
-		w.held[j.Job] = true
+		w.held[j.Job] = j.Attempt
 		if len(w.held) > w.slots {
 			m.fatalf("worker %s holds %d jobs with %d slots", w.name, len(w.held), w.slots)
 		}

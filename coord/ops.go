@@ -248,39 +248,47 @@ func (c *Coordinator) enqueue(now time.Time, s id.Session, spec *broker.Spec) Su
 	return SubmitVerdict{FP: spec.FP, Status: Accepted, Job: j}
 }
 
-// Progress records a worker's progress note on a job it runs, as an event
-// for the console's Events view.
-func (c *Coordinator) Progress(now time.Time, s id.Session, j broker.JobID, text string) {
+// Progress records a worker's progress note on a run it holds, as an event
+// for the console's Events view. A note on a run that is not the job's
+// current attempt on this worker is dropped.
+func (c *Coordinator) Progress(now time.Time, s id.Session, r broker.Run, text string) {
 	ss, ok := c.sessions[s]
 	if !ok {
 		return
 	}
 	c.touch(now, ss)
-	c.extra = append(c.extra, admin.Event{At: now, Kind: admin.EventJobProgress, JobID: uint64(j), Worker: ss.name, Detail: text})
+	if !c.brk.Holds(s, r) {
+		return
+	}
+	c.extra = append(c.extra, admin.Event{At: now, Kind: admin.EventJobProgress, JobID: uint64(r.Job), Worker: ss.name, Detail: text})
 }
 
-// Result is one job outcome a worker reports, with the links it discovered.
+// Result is one run's outcome a worker reports, with the links it
+// discovered.
 type Result struct {
-	Job        broker.JobID
+	Run        broker.Run
 	Outcome    broker.Outcome
 	Discovered []JobSpec
 }
 
 // ResultVerdict answers one Result.
 type ResultVerdict struct {
-	Job        broker.JobID
-	Orphan     bool   // the job had been taken from this worker: outcome ignored
+	Run broker.Run
+	// Status: Recorded (applied now; links submitted), Again (this
+	// worker's result for the run was recorded before: nothing changed,
+	// links not submitted again), Stale or Unknown (ignored and counted;
+	// links not submitted).
+	Status     broker.ResultStatus
 	Accepted   int    // discovered jobs newly queued
 	Duplicates int    // discovered jobs already known
 	Rejected   int    // discovered jobs with invalid URLs
-	Err        string // why the outcome was not applied (orphan or invalid)
+	Err        string // why the outcome was not applied (invalid outcome)
 }
 
-// Results applies outcomes from worker session s. Discovered links are
-// submitted in the same step as the outcome (atomically, as one input).
-// An orphan result (the job was reassigned meanwhile) is ignored and
-// counted; its discovered links are still deduplicated and submitted, since
-// they are facts about the page.
+// Results applies outcomes from worker session s. The discovered links of
+// a result are submitted in the same step as its outcome (atomically, as
+// one input), and only when the outcome is applied (Recorded): the links
+// of a stale run, or of a result recorded before, are not submitted.
 func (c *Coordinator) Results(now time.Time, s id.Session, results []Result, dst []ResultVerdict) ([]ResultVerdict, error) {
 	ss, err := c.session(now, s)
 	if err != nil {
@@ -291,20 +299,26 @@ func (c *Coordinator) Results(now time.Time, s id.Session, results []Result, dst
 	}
 	for i := range results {
 		r := &results[i]
-		rv := ResultVerdict{Job: r.Job}
-		for j := range r.Discovered {
-			switch c.submitOne(now, s, 0, &r.Discovered[j]).Status {
-			case Accepted:
-				rv.Accepted++
-			case Duplicate, Waiting:
-				rv.Duplicates++
-			case Rejected:
-				rv.Rejected++
-			}
+		rv := ResultVerdict{Run: r.Run}
+		st, err := c.brk.Result(now, s, r.Run, r.Outcome)
+		if err != nil {
+			rv.Status = broker.Stale
+			rv.Err = fmt.Sprintf("result for job %d attempt %d: %v", r.Run.Job, r.Run.Attempt, err)
+			dst = append(dst, rv)
+			continue
 		}
-		if err := c.brk.Result(now, s, r.Job, r.Outcome); err != nil {
-			rv.Orphan = broker.IsOrphan(err)
-			rv.Err = fmt.Sprintf("result for job %d: %v", r.Job, err)
+		rv.Status = st
+		if st == broker.Recorded {
+			for j := range r.Discovered {
+				switch c.submitOne(now, s, 0, &r.Discovered[j]).Status {
+				case Accepted:
+					rv.Accepted++
+				case Duplicate, Waiting:
+					rv.Duplicates++
+				case Rejected:
+					rv.Rejected++
+				}
+			}
 		}
 		dst = append(dst, rv)
 	}

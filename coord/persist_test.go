@@ -249,17 +249,19 @@ func (m *modelRun) restart(st *memStore, seed uint64) {
 		w := m.workers[s]
 		if w != nil {
 			h = Hello{Role: RoleWorker, ID: w.name, Headers: w.headers, Slots: w.slots}
-			h.Held = slices.Sorted(maps.Keys(w.held))
+			for _, j := range slices.Sorted(maps.Keys(w.held)) {
+				h.Held = append(h.Held, broker.Run{Job: j, Attempt: w.held[j]})
+			}
 		}
 		wel, err := c.Hello(m.now, s, h)
 		if err != nil {
 			m.fatalf("hello after restart: %v", err)
 		}
-		for _, j := range wel.Cancel {
-			if row, ok := old.brk.Job(j); ok && row.State == "dispatched" && row.Worker == w.name {
-				m.fatalf("worker %s told to drop job %d, which it held", w.name, j)
+		for _, r := range wel.Cancel {
+			if row, ok := old.brk.Job(r.Job); ok && row.State == "dispatched" && row.Worker == w.name && row.Attempts == r.Attempt {
+				m.fatalf("worker %s told to drop job %d attempt %d, which it held", w.name, r.Job, r.Attempt)
 			}
-			delete(w.held, j)
+			delete(w.held, r.Job)
 		}
 	}
 	// Every reconnecting worker reclaimed its jobs: nothing waits.
@@ -330,7 +332,7 @@ func TestReclaimByHello(t *testing.T) {
 	}
 	// The worker reconnects holding job 1 only (it lost job 2).
 	later := now.Add(2 * time.Second)
-	wel, err := c.Hello(later, 9, Hello{Role: RoleWorker, ID: "w1", Slots: 2, Held: []broker.JobID{1}})
+	wel, err := c.Hello(later, 9, Hello{Role: RoleWorker, ID: "w1", Slots: 2, Held: []broker.Run{{Job: 1, Attempt: 1}}})
 	if err != nil || len(wel.Cancel) != 0 {
 		t.Fatalf("hello: %+v %v", wel, err)
 	}
@@ -355,8 +357,8 @@ func TestReclaimByHello(t *testing.T) {
 		t.Fatalf("job records written %v, want jobs 2 and 3", wrote)
 	}
 	// Its late result for job 1 is accepted.
-	vs, err := c.Results(later, 9, []Result{{Job: 1, Outcome: broker.Outcome{Kind: broker.OK}}}, nil)
-	if err != nil || vs[0].Err != "" || vs[0].Orphan {
+	vs, err := c.Results(later, 9, []Result{{Run: broker.Run{Job: 1, Attempt: 1}, Outcome: broker.Outcome{Kind: broker.OK}}}, nil)
+	if err != nil || vs[0].Err != "" || vs[0].Status != broker.Recorded {
 		t.Fatalf("late result: %+v %v", vs, err)
 	}
 	c.Ready(later)
@@ -412,8 +414,9 @@ func TestReclaimTimeoutRequeuesUncharged(t *testing.T) {
 		t.Fatalf("totals %+v", tt)
 	}
 	// The late worker's jobs were given away: it is told to drop them.
-	wel, err := c.Hello(stats.ReclaimUntil, 6, Hello{Role: RoleWorker, ID: "w1", Slots: 2, Held: []broker.JobID{1, 2}})
-	if err != nil || !slices.Equal(wel.Cancel, []broker.JobID{1, 2}) {
+	held := []broker.Run{{Job: 1, Attempt: 1}, {Job: 2, Attempt: 1}}
+	wel, err := c.Hello(stats.ReclaimUntil, 6, Hello{Role: RoleWorker, ID: "w1", Slots: 2, Held: held})
+	if err != nil || !slices.Equal(wel.Cancel, held) {
 		t.Fatalf("late hello: %+v %v, want jobs 1 and 2 cancelled", wel, err)
 	}
 	if _, ok := c.NextDeadline(); ok {
@@ -436,9 +439,9 @@ func TestRestoreFinishedAndBackoff(t *testing.T) {
 		must(t)(c.Hello(t0, 2, Hello{Role: RoleWorker, ID: "w", Slots: 3}))
 		c.Ready(t0)
 		must(t)(c.Results(t0, 2, []Result{
-			{Job: 1, Outcome: broker.Outcome{Kind: broker.OK}},
-			{Job: 2, Outcome: broker.Outcome{Kind: broker.External, Error: "malformed"}},
-			{Job: 3, Outcome: broker.Outcome{Kind: broker.Throttled, RetryAfter: 90 * time.Second}},
+			{Run: broker.Run{Job: 1, Attempt: 1}, Outcome: broker.Outcome{Kind: broker.OK}},
+			{Run: broker.Run{Job: 2, Attempt: 1}, Outcome: broker.Outcome{Kind: broker.External, Error: "malformed"}},
+			{Run: broker.Run{Job: 3, Attempt: 1}, Outcome: broker.Outcome{Kind: broker.Throttled, RetryAfter: 90 * time.Second}},
 		}, nil))
 		return t0
 	}
@@ -608,9 +611,9 @@ func TestBackoffExtensionPersisted(t *testing.T) {
 	must(t)(c.Hello(t0, 2, Hello{Role: RoleWorker, ID: "w", Slots: 2}))
 	must(t)(c.Submit(t0, 1, 1, specs("http://a.test/1", "http://a.test/2"), nil))
 	st.apply(t, c.Ready(t0).Writes)
-	must(t)(c.Results(t0, 2, []Result{{Job: 1, Outcome: broker.Outcome{Kind: broker.Throttled, RetryAfter: time.Minute}}}, nil))
+	must(t)(c.Results(t0, 2, []Result{{Run: broker.Run{Job: 1, Attempt: 1}, Outcome: broker.Outcome{Kind: broker.Throttled, RetryAfter: time.Minute}}}, nil))
 	st.apply(t, c.Ready(t0).Writes)
-	must(t)(c.Results(t0, 2, []Result{{Job: 2, Outcome: broker.Outcome{Kind: broker.Throttled, RetryAfter: time.Hour}}}, nil))
+	must(t)(c.Results(t0, 2, []Result{{Run: broker.Run{Job: 2, Attempt: 1}, Outcome: broker.Outcome{Kind: broker.Throttled, RetryAfter: time.Hour}}}, nil))
 	st.apply(t, c.Ready(t0).Writes)
 	if rec := st.jobs[1]; !rec.RetryAt.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("job 1's record retries at %v, want the extended %v", rec.RetryAt, t0.Add(time.Hour))
@@ -660,7 +663,7 @@ func BenchmarkJobCycle(b *testing.B) {
 				records += len(out.Writes)
 				rs = rs[:0]
 				for _, a := range out.Jobs {
-					rs = append(rs, Result{Job: a.Job, Outcome: broker.Outcome{Kind: broker.OK}})
+					rs = append(rs, Result{Run: broker.Run{Job: a.Job, Attempt: a.Attempt}, Outcome: broker.Outcome{Kind: broker.OK}})
 				}
 				rv, _ = c.Results(now, 2, rs, rv[:0])
 				records += len(c.Ready(now).Writes)
@@ -744,7 +747,7 @@ func TestForgottenInStepWrittenDone(t *testing.T) {
 	st.apply(t, c.Ready(t0).Writes)
 	var rs []Result
 	for j := broker.JobID(1); j <= 3; j++ {
-		rs = append(rs, Result{Job: j, Outcome: broker.Outcome{Kind: broker.OK}})
+		rs = append(rs, Result{Run: broker.Run{Job: j, Attempt: 1}, Outcome: broker.Outcome{Kind: broker.OK}})
 	}
 	must(t)(c.Results(t0, 2, rs, nil))
 	if _, ok := c.brk.Job(1); ok {

@@ -341,7 +341,7 @@ func (c *Coordinator) requeue(now time.Time, j broker.JobID) error {
 	if row.State == "dispatched" {
 		// Taken from a running worker: it must be told to stop the job.
 		if s, ok := c.workerSession(row.Worker); ok {
-			c.cancels = append(c.cancels, Cancel{Session: s, Job: j})
+			c.cancels = append(c.cancels, Cancel{Session: s, Run: broker.Run{Job: j, Attempt: row.Attempts}})
 		}
 	}
 	return nil

@@ -32,11 +32,13 @@ type Close struct {
 // Lost reports whether the session died (went silent) rather than left.
 func (c Close) Lost() bool { return c.Reason == CloseLost }
 
-// Cancel asks the transport to tell a worker session CANCEL for a job an
-// operator took from it (its late RESULT will be stale).
+// Cancel asks the transport to tell a worker session CANCEL for a run an
+// operator took from it (its late RESULT will be stale). The transport
+// sends a step's Cancels before its Jobs: a worker never receives a new
+// attempt of a job before the CANCEL of the old one.
 type Cancel struct {
 	Session id.Session
-	Job     broker.JobID
+	Run     broker.Run
 }
 
 // Output is everything the transport has to carry out after a step. It is

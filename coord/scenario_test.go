@@ -199,9 +199,17 @@ func (h *scenario) run(w *strings.Builder, line string) {
 			case "beat":
 				hl.Beat, _ = time.ParseDuration(v)
 			case "held":
+				// job (its current attempt) or job.attempt
 				for _, j := range strings.Split(v, ",") {
-					n, _ := strconv.ParseUint(j, 10, 64)
-					hl.Held = append(hl.Held, broker.JobID(n))
+					jn, an, dotted := strings.Cut(j, ".")
+					n, _ := strconv.ParseUint(jn, 10, 64)
+					r := broker.Run{Job: broker.JobID(n)}
+					if dotted {
+						r.Attempt, _ = strconv.Atoi(an)
+					} else if row, ok := h.c.brk.Job(r.Job); ok {
+						r.Attempt = row.Attempts
+					}
+					hl.Held = append(hl.Held, r)
 				}
 			default:
 				hl.Headers[k] = v
@@ -211,6 +219,9 @@ func (h *scenario) run(w *strings.Builder, line string) {
 		wel, err = h.c.Hello(h.now, sess(t, pos[0]), hl)
 		if err == nil {
 			fmt.Fprintf(w, "welcome heartbeat=%v liveness=%d\n", wel.Heartbeat, wel.Liveness)
+			for _, r := range wel.Cancel {
+				fmt.Fprintf(w, "cancel job=%d attempt=%d\n", r.Job, r.Attempt)
+			}
 		}
 	case "request", "queue", "done":
 		s := sess(t, f[1])
@@ -256,7 +267,13 @@ func (h *scenario) run(w *strings.Builder, line string) {
 		pos, opts := split(f[1:])
 		jn, _ := strconv.ParseUint(pos[1], 10, 64)
 		kind := map[string]broker.OutcomeKind{"ok": broker.OK, "internal": broker.Internal, "external": broker.External, "throttled": broker.Throttled}[pos[2]]
-		r := Result{Job: broker.JobID(jn), Outcome: broker.Outcome{Kind: kind, Error: opts["err"]}}
+		r := Result{Run: broker.Run{Job: broker.JobID(jn)}, Outcome: broker.Outcome{Kind: kind, Error: opts["err"]}}
+		if a, ok := opts["attempt"]; ok {
+			n, _ := strconv.Atoi(a)
+			r.Run.Attempt = n
+		} else if row, ok := h.c.brk.Job(r.Run.Job); ok {
+			r.Run.Attempt = row.Attempts // the current attempt
+		}
 		if d, ok := opts["retry"]; ok {
 			r.Outcome.RetryAfter, _ = time.ParseDuration(d)
 		}
@@ -268,7 +285,7 @@ func (h *scenario) run(w *strings.Builder, line string) {
 		var vs []ResultVerdict
 		vs, err = h.c.Results(h.now, sess(t, pos[0]), []Result{r}, nil)
 		for _, v := range vs {
-			fmt.Fprintf(w, "result job=%d orphan=%v accepted=%d duplicates=%d\n", v.Job, v.Orphan, v.Accepted, v.Duplicates)
+			fmt.Fprintf(w, "result job=%d attempt=%d %v accepted=%d duplicates=%d\n", v.Run.Job, v.Run.Attempt, v.Status, v.Accepted, v.Duplicates)
 		}
 	case "beat":
 		for _, x := range f[1:] {
@@ -295,7 +312,7 @@ func (h *scenario) run(w *strings.Builder, line string) {
 		tt := h.c.Totals(h.now)
 		fmt.Fprintf(w, "jobs queued=%d dispatched=%d backoff=%d done=%d failed=%d unroutable=%d\n", tt.Queued, tt.Dispatched, tt.Backoff, tt.Done, tt.Failed, tt.Unroutable)
 		fmt.Fprintf(w, "keys requested=%d queued=%d done=%d waiters=%d\n", tt.KeysRequested, tt.KeysQueued, tt.KeysDone, tt.Waiters)
-		fmt.Fprintf(w, "workers idle=%d busy=%d draining=%d paused=%v dedup=%d orphans=%d\n", tt.WorkersIdle, tt.WorkersBusy, tt.WorkersDraining, tt.Paused, tt.DedupHits, tt.OrphanResults)
+		fmt.Fprintf(w, "workers idle=%d busy=%d draining=%d paused=%v dedup=%d stale=%d\n", tt.WorkersIdle, tt.WorkersBusy, tt.WorkersDraining, tt.Paused, tt.DedupHits, tt.StaleResults)
 	case "query":
 		pos, opts := split(f[1:])
 		var p admin.Page

@@ -19,16 +19,19 @@ type Hello struct {
 	Headers map[string]string
 	Slots   int           // workers: concurrent jobs accepted (default 1)
 	Beat    time.Duration // proposed heartbeat interval; 0 = the coordinator's
-	Held    []broker.JobID
+	// Held lists the runs (job and attempt) a reconnecting worker still
+	// holds: running, or finished with the result not yet acknowledged.
+	Held []broker.Run
 }
 
 // Welcome is the coordinator's answer to a Hello.
 type Welcome struct {
 	Heartbeat time.Duration // the interval both sides use from now on
 	Liveness  int
-	// Cancel lists jobs a reconnecting worker announced as held that are no
-	// longer its own (reassigned or finished meanwhile): it must drop them.
-	Cancel []broker.JobID
+	// Cancel lists runs a reconnecting worker announced as held that are
+	// no longer its own (another attempt, reassigned, finished or unknown):
+	// it must drop them.
+	Cancel []broker.Run
 }
 
 // session is one connected peer.
@@ -93,9 +96,9 @@ func (c *Coordinator) Hello(now time.Time, s id.Session, h Hello) (Welcome, erro
 	c.byName[nk] = s
 	c.touch(now, ss)
 	w := Welcome{Heartbeat: beat, Liveness: c.cfg.Liveness}
-	for _, j := range h.Held {
-		if row, ok := c.brk.Job(j); !ok || row.Worker != h.ID || row.State != "dispatched" {
-			w.Cancel = append(w.Cancel, j)
+	for _, r := range h.Held {
+		if h.Role != RoleWorker || !c.brk.Holds(s, r) {
+			w.Cancel = append(w.Cancel, r)
 		}
 	}
 	return w, nil

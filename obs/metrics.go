@@ -74,7 +74,7 @@ func NewMetrics() *Metrics {
 		failures:    f.counter("failures_total", "Job attempts that failed."),
 		throttles:   f.counter("throttles_total", "Job attempts throttled by the host (HTTP 429/503)."),
 		dedupHits:   f.counter("dedup_hits_total", "Requests refused or queued because the work was already requested, queued or done."),
-		orphans:     f.counter("orphan_results_total", "Results that arrived for a job since reassigned, ignored."),
+		orphans:     f.counter("stale_results_total", "Results for a run that is not the job's current attempt on that worker (or for no job): answered stale or unknown, ignored."),
 		malformed:   f.counter("malformed_messages_total", "Incoming messages rejected as malformed."),
 		hbMisses:    f.counter("heartbeat_misses_total", "Heartbeats expected from a peer and not received in time."),
 
@@ -113,7 +113,7 @@ func (m *Metrics) Update(t admin.Totals) {
 	advance(m.failures, t.Failures, p.Failures)
 	advance(m.throttles, t.Throttles, p.Throttles)
 	advance(m.dedupHits, t.DedupHits, p.DedupHits)
-	advance(m.orphans, t.OrphanResults, p.OrphanResults)
+	advance(m.orphans, t.StaleResults, p.StaleResults)
 	advance(m.malformed, t.Malformed, p.Malformed)
 	m.prev = t
 }

@@ -85,9 +85,9 @@ func TestMetricsEndpoint(t *testing.T) {
 	m.Update(admin.Totals{At: at, Queued: 5, Dispatched: 2, Backoff: 1, Done: 10, Failed: 3, Unroutable: 4,
 		KeysRequested: 6, KeysQueued: 7, KeysDone: 8, Waiters: 9,
 		WorkersIdle: 1, WorkersBusy: 2, WorkersDraining: 3, WorkersLost: 4,
-		Dispatches: 20, Completions: 10, Failures: 4, Throttles: 2, DedupHits: 100, OrphanResults: 1, Malformed: 3})
+		Dispatches: 20, Completions: 10, Failures: 4, Throttles: 2, DedupHits: 100, StaleResults: 1, Malformed: 3})
 	m.Update(admin.Totals{At: at.Add(time.Second), Paused: true, Queued: 1, Done: 12,
-		Dispatches: 25, Completions: 12, Failures: 4, Throttles: 3, DedupHits: 150, OrphanResults: 1, Malformed: 5})
+		Dispatches: 25, Completions: 12, Failures: 4, Throttles: 3, DedupHits: 150, StaleResults: 1, Malformed: 5})
 	m.ObserveStore("write", 100*time.Microsecond)
 	m.ObserveStore("write", 2*time.Millisecond)
 	m.ObserveStore("sync", 5*time.Millisecond)
@@ -118,7 +118,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		{"drover_failures_total", nil, 4},
 		{"drover_throttles_total", nil, 3},
 		{"drover_dedup_hits_total", nil, 150},
-		{"drover_orphan_results_total", nil, 1},
+		{"drover_stale_results_total", nil, 1},
 		{"drover_malformed_messages_total", nil, 5},
 		{"drover_heartbeat_misses_total", nil, 3},
 		// Histograms count observations per operation.

@@ -90,7 +90,7 @@ func BenchmarkDispatch(b *testing.B) {
 				as = br.Dispatch(now, as[:0])
 				decisions += len(as)
 				for _, a := range as {
-					if err := br.Result(now, a.Session, a.Job, Outcome{Kind: OK}); err != nil {
+					if _, err := br.Result(now, a.Session, Run{Job: a.Job, Attempt: a.Attempt}, Outcome{Kind: OK}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -142,7 +142,7 @@ func bigBroker(tb testing.TB, n int) *Broker {
 			default:
 				o.Kind = Internal
 			}
-			if err := br.Result(now, a.Session, a.Job, o); err != nil {
+			if _, err := br.Result(now, a.Session, Run{Job: a.Job, Attempt: a.Attempt}, o); err != nil {
 				tb.Fatal(err)
 			}
 			finished++

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -34,7 +36,7 @@ func oneJob(t *testing.T, cfg Config, failures int) *Broker {
 		if i == failures {
 			break
 		}
-		if err := b.Result(now, 1, 1, Outcome{Kind: Internal}); err != nil {
+		if err := result(b, now, 1, 1, Outcome{Kind: Internal}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,7 +65,7 @@ func TestOutcomes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := oneJob(t, Config{Jitter: -1}, c.failures)
-			if err := b.Result(epoch, 1, 1, Outcome{Kind: c.kind, Error: "x", Output: []byte("out")}); err != nil {
+			if err := result(b, epoch, 1, 1, Outcome{Kind: c.kind, Error: "x", Output: []byte("out")}); err != nil {
 				t.Fatal(err)
 			}
 			j := b.jobs.get(1)
@@ -91,9 +93,9 @@ func TestOutcomes(t *testing.T) {
 
 func TestBadOutcomeChangesNothing(t *testing.T) {
 	b := oneJob(t, Config{Jitter: -1}, 0)
-	err := b.Result(epoch, 1, 1, Outcome{Kind: 9})
-	if err == nil || IsOrphan(err) {
-		t.Fatalf("bad kind: err %v, want a non-orphan error", err)
+	err := result(b, epoch, 1, 1, Outcome{Kind: 9})
+	if err == nil || isNotRecorded(err) {
+		t.Fatalf("bad kind: err %v, want an error for the outcome kind", err)
 	}
 	if j := b.jobs.get(1); j.state != Dispatched || j.worker == nil {
 		t.Fatalf("job %s after a bad outcome, want dispatched", j.state)
@@ -163,7 +165,7 @@ func TestLRU(t *testing.T) {
 		s int
 		j JobID
 	}{{3, 3}, {1, 1}} {
-		if err := s.b.Result(s.now, sess(r.s), r.j, Outcome{Kind: OK}); err != nil {
+		if err := result(s.b, s.now, sess(r.s), r.j, Outcome{Kind: OK}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -206,7 +208,7 @@ func TestBackoffSchedule(t *testing.T) {
 						t.Fatal("dispatched a job already held")
 					}
 				}
-				if err := b.Result(now, 1, 1, Outcome{Kind: Throttled, RetryAfter: ra}); err != nil {
+				if err := result(b, now, 1, 1, Outcome{Kind: Throttled, RetryAfter: ra}); err != nil {
 					t.Fatal(err)
 				}
 				got = time.Duration(b.jobs.get(1).retryAt - ns(now))
@@ -226,7 +228,7 @@ func TestBackoffSchedule(t *testing.T) {
 		now := epoch
 		seen := map[time.Duration]bool{}
 		for range 200 {
-			if err := b.Result(now, 1, 1, Outcome{Kind: Throttled}); err != nil {
+			if err := result(b, now, 1, 1, Outcome{Kind: Throttled}); err != nil {
 				t.Fatal(err)
 			}
 			d := time.Duration(b.jobs.get(1).retryAt - ns(now))
@@ -255,7 +257,7 @@ func TestHostBackoffHoldsQueuedJobs(t *testing.T) {
 		s.b.Submit(s.now, Spec{Host: h})
 	}
 	s.b.Dispatch(s.now, nil) // job 1 (host a)
-	if err := s.b.Result(s.now, 1, 1, Outcome{Kind: Throttled, RetryAfter: time.Minute}); err != nil {
+	if err := result(s.b, s.now, 1, 1, Outcome{Kind: Throttled, RetryAfter: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	var tt admin.Totals
@@ -293,7 +295,7 @@ func TestDoneRetention(t *testing.T) {
 	for i := range n {
 		b.Submit(epoch, Spec{Key: id.Key{URL: "u" + strconv.Itoa(i)}})
 		as := b.Dispatch(epoch, nil)
-		if err := b.Result(epoch, 1, as[0].Job, Outcome{Kind: OK}); err != nil {
+		if err := result(b, epoch, 1, as[0].Job, Outcome{Kind: OK}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -408,7 +410,7 @@ func TestIdleTreesDropped(t *testing.T) {
 	cycle := func() {
 		as := b.Dispatch(epoch, nil)
 		for _, a := range as {
-			if err := b.Result(epoch, 1, a.Job, Outcome{Kind: Internal}); err != nil {
+			if err := result(b, epoch, 1, a.Job, Outcome{Kind: Internal}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -450,7 +452,7 @@ func TestIdleTreesDropped(t *testing.T) {
 func TestBadInputs(t *testing.T) {
 	s := newScript(t)
 	b := s.b
-	if err := b.Register(s.now, 1, WorkerInfo{ID: "w", Headers: map[string]string{"threads": "x"}}, []JobID{0, 5, 5, 1 << 60}); err != nil {
+	if err := b.Register(s.now, 1, WorkerInfo{ID: "w", Headers: map[string]string{"threads": "x"}}, []Run{{0, 1}, {5, 0}, {5, 1}, {1 << 60, 1 << 30}}); err != nil {
 		t.Fatal(err)
 	}
 	j := b.Submit(s.now, Spec{Host: "other", Headers: map[string]string{"threads": "lots", "": ""}})
@@ -461,18 +463,18 @@ func TestBadInputs(t *testing.T) {
 		do   func() error
 		ok   func(error) bool
 	}{
-		{"result for job 0", func() error { return b.Result(s.now, 1, 0, Outcome{}) }, IsOrphan},
-		{"result for a huge job id", func() error { return b.Result(s.now, 1, 1<<62, Outcome{}) }, IsOrphan},
-		{"result from session 0", func() error { return b.Result(s.now, 0, 2, Outcome{}) }, IsOrphan},
+		{"result for job 0", func() error { return result(b, s.now, 1, 0, Outcome{}) }, isNotRecorded},
+		{"result for a huge job id", func() error { return result(b, s.now, 1, 1<<62, Outcome{}) }, isNotRecorded},
+		{"result from session 0", func() error { return result(b, s.now, 0, 2, Outcome{}) }, isNotRecorded},
 		{"negative retry-after", func() error {
-			return b.Result(s.now, 1, 2, Outcome{Kind: Throttled, RetryAfter: -time.Hour})
+			return result(b, s.now, 1, 2, Outcome{Kind: Throttled, RetryAfter: -time.Hour})
 		}, func(err error) bool { return err == nil }},
 		{"requeue job 0", func() error { return b.Requeue(s.now, 0) }, IsUnknown},
 		{"evict empty id", func() error { _, err := b.Evict(s.now, ""); return err }, IsUnknown},
 		{"drain unknown", func() error { return b.Drain(s.now, "nobody") }, IsUnknown},
 		{"undrain unknown", func() error { return b.Undrain(s.now, "nobody") }, IsUnknown},
 		{"register with duplicate held jobs", func() error {
-			return b.Register(s.now, 2, WorkerInfo{ID: "v"}, []JobID{j, j, j})
+			return b.Register(s.now, 2, WorkerInfo{ID: "v"}, []Run{{j, 1}, {j, 1}, {j, 2}})
 		}, func(err error) bool { return err == nil }},
 	}
 	for _, st := range steps {
@@ -483,8 +485,8 @@ func TestBadInputs(t *testing.T) {
 			t.Fatalf("%s: %v", st.name, err)
 		}
 	}
-	if r, _ := b.Job(j); r.State != "dispatched" || r.Worker != "v" {
-		t.Fatalf("job held three times over is %s on %q, want dispatched on v", r.State, r.Worker)
+	if r, _ := b.Job(j); r.State != "queued" || r.Worker != "" || r.Attempts != 0 {
+		t.Fatalf("never-dispatched job claimed three times over is %s on %q (%d attempts), want queued: no run of it exists to claim", r.State, r.Worker, r.Attempts)
 	}
 	// Time going backwards and zero times are taken as given.
 	b.Tick(time.Time{})
@@ -548,7 +550,7 @@ func TestJobSorts(t *testing.T) {
 			waJob = JobID(r.JobID)
 		}
 	}
-	if err := s.b.Result(s.now, sess(2), waJob, Outcome{Kind: Throttled, RetryAfter: time.Minute}); err != nil {
+	if err := result(s.b, s.now, sess(2), waJob, Outcome{Kind: Throttled, RetryAfter: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	p := s.b.Jobs(admin.Query{Sort: "throttles", Desc: true, Limit: 1})
@@ -560,3 +562,26 @@ func TestJobSorts(t *testing.T) {
 		t.Fatalf("by worker after the throttle: %v, want wa's job gone", got)
 	}
 }
+
+// result reports outcome o for the current attempt of job jid from session
+// s, as the worker holding it would; any status but Recorded is an error.
+func result(b *Broker, now time.Time, s id.Session, jid JobID, o Outcome) error {
+	attempt := 0
+	if j := b.jobs.get(jid); j != nil {
+		attempt = int(j.attempts)
+	}
+	st, err := b.Result(now, s, Run{Job: jid, Attempt: attempt}, o)
+	if err != nil {
+		return err
+	}
+	if st != Recorded {
+		return fmt.Errorf("result for job %d attempt %d: %v: %w", jid, attempt, st, errNotRecorded)
+	}
+	return nil
+}
+
+// errNotRecorded: result's outcome was not applied.
+var errNotRecorded = errors.New("not recorded")
+
+// isNotRecorded reports whether result refused the outcome.
+func isNotRecorded(err error) bool { return errors.Is(err, errNotRecorded) }

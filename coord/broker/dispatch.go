@@ -12,9 +12,6 @@ import (
 
 // The broker's error kinds; test them with errors.Is or the IsX helpers.
 var (
-	// ErrOrphan: a result for a job the session does not hold (reassigned,
-	// requeued, finished or unknown). The result is ignored and counted.
-	ErrOrphan = errors.New("orphan result")
 	// ErrUnknownWorker: no worker has that id.
 	ErrUnknownWorker = errors.New("unknown worker")
 	// ErrUnknownJob: no job has that id.
@@ -25,9 +22,6 @@ var (
 	// Throttled.
 	ErrBadOutcome = errors.New("bad outcome")
 )
-
-// IsOrphan reports whether err is (or wraps) ErrOrphan.
-func IsOrphan(err error) bool { return errors.Is(err, ErrOrphan) }
 
 // IsUnknown reports whether err names an unknown worker or job.
 func IsUnknown(err error) bool {
@@ -135,30 +129,61 @@ func oldestFor(w *worker) *job {
 	return best
 }
 
-// Result applies a worker's outcome for job j. A result from a session that
-// does not hold j is an orphan: ignored, counted, and reported as an error
-// for which IsOrphan is true. A bad outcome kind changes nothing.
-func (b *Broker) Result(now time.Time, s id.Session, jid JobID, o Outcome) error {
+// Run names one attempt of one job: the attempt number is the job's
+// fencing token. A worker holds runs, not jobs: after a requeue the same
+// job may come back to it as a new attempt while the old one winds down.
+type Run struct {
+	Job     JobID
+	Attempt int
+}
+
+// ResultStatus says what the broker did with a worker's result.
+type ResultStatus uint8
+
+// The result statuses (the wire's RESULT-OK statuses, with Again split
+// from Recorded so that the caller submits a result's links only once).
+const (
+	Recorded ResultStatus = iota + 1 // the current attempt's result: applied
+	Again                            // this worker's result for this attempt was recorded before: nothing changed
+	Stale                            // not the job's current attempt on this worker: ignored, counted
+	Unknown                          // no job ever had this ID: ignored, counted
+)
+
+var resultStatusNames = [...]string{"", "recorded", "again", "stale", "unknown"}
+
+// String names the status.
+func (s ResultStatus) String() string {
+	if int(s) < len(resultStatusNames) && s > 0 {
+		return resultStatusNames[s]
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
+
+// Result applies a worker's outcome for run r (job and attempt) reported
+// by session s. Only the current attempt of a job dispatched to this
+// session's worker is applied (Recorded). The same worker's result for an
+// attempt whose result was recorded before is Again (nothing changes: the
+// worker re-sent it). Any other result is Stale (another attempt, a job
+// taken back, finished or forgotten) or Unknown (no job ever had the ID):
+// ignored, counted (Totals.StaleResults) and reported as a
+// job.stale-result event. A bad outcome kind changes nothing and is an
+// error.
+func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultStatus, error) {
+	jid := r.Job
 	if o.Kind > Throttled {
-		return fmt.Errorf("result for job %d from session %d: %w: kind %d, want ok, internal, external or throttled", jid, s, ErrBadOutcome, o.Kind)
+		return 0, fmt.Errorf("result for job %d attempt %d from session %d: %w: kind %d, want ok, internal, external or throttled", jid, r.Attempt, s, ErrBadOutcome, o.Kind)
 	}
 	w := b.sessions[s]
 	j := b.jobs.get(jid)
-	if w == nil || j == nil || j.state != Dispatched || j.worker != w {
-		b.orphans++
-		why := "no such job"
-		switch {
-		case w == nil:
-			why = "session is no registered worker"
-		case j == nil:
-		case j.state != Dispatched:
-			why = "job is " + j.state.String()
-		default:
-			why = "job is held by worker " + j.worker.id
+	if w == nil || j == nil || j.state != Dispatched || j.worker != w || int(j.attempts) != r.Attempt {
+		st, why := b.notCurrent(w, j, r)
+		if st == Again {
+			return Again, nil
 		}
-		detail := "session " + strconv.FormatUint(uint64(s), 10) + ": " + why
+		b.orphans++
+		detail := "session " + strconv.FormatUint(uint64(s), 10) + " attempt " + strconv.Itoa(r.Attempt) + ": " + why
 		b.emit(admin.Event{At: now, Kind: admin.EventJobOrphanResult, JobID: uint64(jid), Detail: detail})
-		return fmt.Errorf("result for job %d: %w (%s); want a job the session holds", jid, ErrOrphan, detail)
+		return st, nil
 	}
 	t := ns(now)
 	b.release(j)
@@ -197,7 +222,41 @@ func (b *Broker) Result(now time.Time, s id.Session, jid JobID, o Outcome) error
 	}
 	b.syncReady(w)
 	b.closeIfDrained(now, w)
-	return nil
+	return Recorded, nil
+}
+
+// notCurrent classifies a result that is not for a running current
+// attempt of the session's worker: Again when that worker's result for
+// that attempt was recorded before, Unknown when no job ever had the ID,
+// else Stale; why says what the broker knows instead.
+func (b *Broker) notCurrent(w *worker, j *job, r Run) (ResultStatus, string) {
+	switch {
+	case j == nil && (r.Job == 0 || r.Job > JobID(b.jobs.n)):
+		return Unknown, "no such job"
+	case j == nil:
+		return Stale, "job finished and forgotten"
+	case w == nil:
+		return Stale, "session is no registered worker"
+	}
+	if a, ok := j.attemptEntry(r.Attempt); ok && a.worker == w.id && resultOutcome(a.outcome) {
+		return Again, ""
+	}
+	switch {
+	case r.Attempt != int(j.attempts):
+		return Stale, "current attempt is " + strconv.Itoa(int(j.attempts))
+	case j.state != Dispatched:
+		return Stale, "job is " + j.state.String()
+	default:
+		return Stale, "job is held by worker " + j.worker.id
+	}
+}
+
+// Holds reports whether session s's worker runs run r now (its current
+// attempt, dispatched to it).
+func (b *Broker) Holds(s id.Session, r Run) bool {
+	w := b.sessions[s]
+	j := b.jobs.get(r.Job)
+	return w != nil && j != nil && j.state == Dispatched && j.worker == w && int(j.attempts) == r.Attempt
 }
 
 // fail moves a job (in no list) to failed for good.

@@ -33,8 +33,14 @@
 //   - A lost worker's jobs are requeued and charged one failure each (the
 //     budget is shared with internal failures); a clean leave, an eviction,
 //     a re-registration without the job and an operator requeue are not
-//     charged. A result from a session that no longer holds the job is an
-//     orphan: ignored, counted, IsOrphan.
+//     charged.
+//   - Run identity: a job's attempt number is its fencing token. Result
+//     applies only the current attempt of a job dispatched to the
+//     reporting session's worker (Recorded); that worker's re-sent result
+//     for an attempt recorded before is Again (nothing changes); any other
+//     run is Stale, a job ID never allocated Unknown: both ignored and
+//     counted. Register re-adopts a held run that is still its job's
+//     current attempt (after a loss or a restart) without a new attempt.
 //   - A queued job no live, non-draining worker matches is unroutable: it
 //     waits with the reason recorded, and fails after UnroutableTimeout
 //     when one is set.

@@ -64,6 +64,23 @@ func (j *job) endAttempt(outcome, err string) {
 	}
 }
 
+// attemptEntry returns the history entry of attempt n, if it is still
+// remembered: every dispatch adds one entry, so the newest entry is attempt
+// j.attempts and the ones before count down from it.
+func (j *job) attemptEntry(n int) (attempt, bool) {
+	i := len(j.history) - 1 - (int(j.attempts) - n)
+	if n < 1 || i < 0 || i >= len(j.history) {
+		return attempt{}, false
+	}
+	return j.history[i], true
+}
+
+// resultOutcome reports whether an attempt's outcome came from the
+// worker's result (rather than from a loss, a requeue or an eviction).
+func resultOutcome(o string) bool {
+	return o == "ok" || o == "internal" || o == "external" || o == "throttled"
+}
+
 func (j *job) adminHistory() []admin.Attempt {
 	out := make([]admin.Attempt, len(j.history))
 	for i, a := range j.history {

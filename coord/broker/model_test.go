@@ -133,9 +133,14 @@ func (m *model) step() (string, error) {
 		} else {
 			m.nextSess++
 		}
-		var held []JobID
+		var held []Run
 		for range r.IntN(3) {
-			held = append(held, m.randJob())
+			jid := m.randJob()
+			run := Run{Job: jid, Attempt: r.IntN(3)}
+			if j := b.jobs.get(jid); j != nil && r.IntN(2) == 0 {
+				run.Attempt = int(j.attempts)
+			}
+			held = append(held, run)
 		}
 		info := WorkerInfo{ID: wid, Headers: modelWorkerHdrs[r.IntN(len(modelWorkerHdrs))], Slots: r.IntN(4)}
 		err := b.Register(m.now, s, info, held)
@@ -338,7 +343,7 @@ func (m *model) result() (string, error) {
 	if len(held) > 0 && r.IntN(5) > 0 {
 		j := held[r.IntN(len(held))]
 		before := b.count[Done] + b.count[Failed]
-		if err := b.Result(m.now, j.worker.session, j.id, o); err != nil {
+		if err := result(b, m.now, j.worker.session, j.id, o); err != nil {
 			return "result", err
 		}
 		after := b.count[Done] + b.count[Failed]
@@ -352,20 +357,29 @@ func (m *model) result() (string, error) {
 		}
 		return fmt.Sprintf("result %d %v", j.id, kind), nil
 	}
-	// An orphan: a random session and job that it does not hold.
+	// A stale or unknown result: a random session, job and attempt that
+	// is not a run the session holds.
 	s := id.Session(1 + r.IntN(int(m.nextSess)))
 	jid := m.randJob()
-	j := b.jobs.get(jid)
-	w := b.sessions[s]
-	if j != nil && w != nil && j.worker == w && j.state == Dispatched {
+	run := Run{Job: jid, Attempt: r.IntN(4)}
+	if j := b.jobs.get(jid); j != nil && r.IntN(2) == 0 {
+		run.Attempt = int(j.attempts)
+	}
+	if b.Holds(s, run) {
 		return "noop", nil
 	}
-	orphans := b.orphans
-	err := b.Result(m.now, s, jid, o)
-	if !IsOrphan(err) || b.orphans != orphans+1 {
-		return "orphan", fmt.Errorf("orphan result for job %d from session %d: err %v, orphans %d -> %d", jid, s, err, orphans, b.orphans)
+	stale := b.orphans
+	before := b.count
+	st, err := b.Result(m.now, s, run, o)
+	switch {
+	case err != nil:
+		return "stale", err
+	case st == Again && b.orphans == stale && b.count == before:
+		return "again", nil
+	case (st == Stale || st == Unknown) && b.orphans == stale+1 && b.count == before:
+		return "stale", nil
 	}
-	return "orphan", nil
+	return "stale", fmt.Errorf("result for job %d attempt %d from session %d: status %v, stale %d -> %d, counts %v -> %v", jid, run.Attempt, s, st, stale, b.orphans, before, b.count)
 }
 
 // checkFinished checks that every terminal outcome names a job in that

@@ -41,7 +41,7 @@ func (b *Broker) Totals(dst *admin.Totals) {
 	dst.Completions = b.completions
 	dst.Failures = b.failures
 	dst.Throttles = b.throttles
-	dst.OrphanResults = b.orphans
+	dst.StaleResults = b.orphans
 }
 
 // Count is the number of jobs in state st (as Totals counts them).

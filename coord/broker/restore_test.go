@@ -204,7 +204,8 @@ func runRestoreModel(t *testing.T, seed uint64, steps int) error {
 }
 
 // reclaimBroker restores jobs 1-3 dispatched to w1 and job 4 dispatched to
-// w2, each after one attempt, and job 5 queued.
+// w2, each in its second attempt (the first failed on w0), and job 5
+// queued after its first.
 func reclaimBroker(t *testing.T) (*Broker, RestoreSummary) {
 	t.Helper()
 	var recs []JobRecord
@@ -212,13 +213,14 @@ func reclaimBroker(t *testing.T) (*Broker, RestoreSummary) {
 		u := "http://h/" + strconv.Itoa(i)
 		k := id.Key{Crawler: "c", Processor: "p", URL: u}
 		r := JobRecord{ID: JobID(i), FP: k.Fingerprint(), Key: k, Host: "h", State: Dispatched, Worker: "w1",
-			Attempts: 1, Failures: 1, Created: epoch, Updated: epoch,
+			Attempts: 2, Failures: 1, Created: epoch, Updated: epoch,
 			History: []admin.Attempt{{Worker: "w0", At: epoch, Outcome: "internal", Error: "boom"}, {Worker: "w1", At: epoch}}}
 		switch i {
 		case 4:
 			r.Worker = "w2"
+			r.History[1].Worker = "w2"
 		case 5:
-			r.State, r.Worker, r.History = Queued, "", r.History[:1]
+			r.State, r.Worker, r.History, r.Attempts = Queued, "", r.History[:1], 1
 		}
 		recs = append(recs, r)
 	}
@@ -240,9 +242,10 @@ func TestReclaimByRegister(t *testing.T) {
 	if as := b.Dispatch(epoch, nil); len(as) != 0 {
 		t.Fatalf("dispatched %+v with no worker", as)
 	}
-	// w1 comes back holding jobs 1 and 3 (and 5, which it never had).
+	// w1 comes back holding jobs 1 and 3 (and 5, which it never had, and
+	// job 2's first attempt, which was w0's).
 	now := epoch.Add(time.Second)
-	if err := b.Register(now, 7, WorkerInfo{ID: "w1", Slots: 4}, []JobID{1, 3}); err != nil {
+	if err := b.Register(now, 7, WorkerInfo{ID: "w1", Slots: 4}, []Run{{1, 2}, {3, 2}, {5, 1}, {2, 1}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -267,10 +270,10 @@ func TestReclaimByRegister(t *testing.T) {
 	}
 	// Its late result for job 1 is accepted; job 3 fails internally and is
 	// charged as usual.
-	if err := b.Result(now, 7, 1, Outcome{Kind: OK}); err != nil {
+	if err := result(b, now, 7, 1, Outcome{Kind: OK}); err != nil {
 		t.Fatalf("late result for a reclaimed job: %v", err)
 	}
-	if err := b.Result(now, 7, 3, Outcome{Kind: Internal, Error: "x"}); err != nil {
+	if err := result(b, now, 7, 3, Outcome{Kind: Internal, Error: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if row, _ := b.Job(3); row.Failures != 2 {
@@ -288,8 +291,8 @@ func TestReclaimByRegister(t *testing.T) {
 		t.Fatalf("EndReclaim requeued %d, want 1 (job 4)", n)
 	}
 	row, _ := b.Job(4)
-	if row.State != "queued" || row.Failures != 1 || row.Attempts != 1 {
-		t.Fatalf("job 4 after the wait: %+v, want queued with 1 failure and 1 attempt", row)
+	if row.State != "queued" || row.Failures != 1 || row.Attempts != 2 {
+		t.Fatalf("job 4 after the wait: %+v, want queued with 1 failure and 2 attempts", row)
 	}
 	if last := row.History[len(row.History)-1]; last.Outcome != "requeued" || last.Error != "not reclaimed" {
 		t.Fatalf("job 4's last attempt %+v, want requeued: not reclaimed", last)
@@ -437,7 +440,7 @@ func TestRestoreQueueOrder(t *testing.T) {
 			t.Fatalf("dispatch: %+v", as)
 		}
 		order = append(order, as[0].Job)
-		if err := b.Result(epoch, 1, as[0].Job, Outcome{Kind: OK}); err != nil {
+		if err := result(b, epoch, 1, as[0].Job, Outcome{Kind: OK}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -229,7 +229,7 @@ func (s *script) run(cmd string) string {
 		if len(pos) > 1 {
 			info.ID = pos[1]
 		}
-		var held []JobID
+		var held []Run
 		for k, v := range kv {
 			switch k {
 			case "slots":
@@ -239,8 +239,16 @@ func (s *script) run(cmd string) string {
 				}
 				info.Slots = n
 			case "held":
+				// job (its current attempt) or job.attempt
 				for h := range strings.SplitSeq(v, ",") {
-					held = append(held, JobID(num(h)))
+					jn, an, dotted := strings.Cut(h, ".")
+					run := Run{Job: JobID(num(jn))}
+					if dotted {
+						run.Attempt = int(num(an))
+					} else if j := s.b.jobs.get(run.Job); j != nil {
+						run.Attempt = int(j.attempts)
+					}
+					held = append(held, run)
 				}
 			default:
 				info.Headers[k] = v
@@ -274,9 +282,18 @@ func (s *script) run(cmd string) string {
 			fail(err)
 			o.RetryAfter = d
 		}
-		err := s.b.Result(s.now, id.Session(num(pos[0])), JobID(num(pos[1])), o)
-		if err != nil {
-			say("error (orphan=%v): %v", IsOrphan(err), err)
+		run := Run{Job: JobID(num(pos[1]))}
+		if v, ok := kv["attempt"]; ok {
+			run.Attempt = int(num(v))
+		} else if j := s.b.jobs.get(run.Job); j != nil {
+			run.Attempt = int(j.attempts) // the current attempt
+		}
+		st, err := s.b.Result(s.now, id.Session(num(pos[0])), run, o)
+		switch {
+		case err != nil:
+			say("error: %v", err)
+		case st != Recorded:
+			say("%v", st)
 		}
 	case "evict":
 		n, err := s.b.Evict(s.now, pos[0])
@@ -303,7 +320,7 @@ func (s *script) run(cmd string) string {
 		s.b.Totals(&tt)
 		say("queued=%d dispatched=%d backoff=%d done=%d failed=%d unroutable=%d", tt.Queued, tt.Dispatched, tt.Backoff, tt.Done, tt.Failed, tt.Unroutable)
 		say("workers idle=%d busy=%d draining=%d lost=%d paused=%v", tt.WorkersIdle, tt.WorkersBusy, tt.WorkersDraining, tt.WorkersLost, tt.Paused)
-		say("dispatches=%d completions=%d failures=%d throttles=%d orphans=%d", tt.Dispatches, tt.Completions, tt.Failures, tt.Throttles, tt.OrphanResults)
+		say("dispatches=%d completions=%d failures=%d throttles=%d stale=%d", tt.Dispatches, tt.Completions, tt.Failures, tt.Throttles, tt.StaleResults)
 	case "deadline":
 		if d, ok := s.b.NextDeadline(); ok {
 			say("next deadline in %v", d.Sub(s.now))

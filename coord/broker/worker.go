@@ -117,12 +117,14 @@ func (b *Broker) syncReady(w *worker) {
 
 // Register adds a live worker on session s. A worker that registers again
 // with the same ID replaces its old record: of the old record's jobs, those
-// listed in held stay with the worker and the others are requeued uncharged.
-// Held jobs the broker thinks are queued (after a restart or a loss) are
-// reconciled to the worker; held jobs that are unknown, finished, in
-// back-off or another worker's are left alone (their results will be
-// orphans).
-func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []JobID) error {
+// whose current attempt held lists stay with the worker and the others are
+// requeued uncharged. A held run that is the current attempt of a job the
+// broker has put back in the queue meanwhile (the worker was lost, or the
+// coordinator restarted) is re-adopted: the same attempt goes on, on this
+// worker, and no new attempt is counted. Held runs that are unknown,
+// finished, of another attempt or another worker's are left alone (their
+// results will be stale; the caller tells the worker to drop them).
+func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []Run) error {
 	if s == 0 {
 		return fmt.Errorf("register worker %q: session 0 is not a valid session", info.ID)
 	}
@@ -150,16 +152,16 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []J
 			nw.classes = append(nw.classes, c)
 		}
 	}
-	keep := make(map[JobID]bool, len(held))
-	for _, j := range held {
-		keep[j] = true
+	keep := make(map[Run]bool, len(held))
+	for _, r := range held {
+		keep[r] = true
 	}
 	old := b.workers[info.ID]
 	if old != nil {
 		b.unlinkWorker(old, t)
 		for _, j := range slices.Clone(old.held) {
 			b.release(j)
-			if keep[j.id] {
+			if keep[Run{j.id, int(j.attempts)}] {
 				b.hold(nw, j)
 				continue
 			}
@@ -178,16 +180,19 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []J
 		c.gainWorker(b)
 	}
 	b.gen++
-	for _, jid := range held {
-		j := b.jobs.get(jid)
-		if j == nil || j.state != Queued {
+	for _, r := range held {
+		j := b.jobs.get(r.Job)
+		if j == nil || j.state != Queued || int(j.attempts) != r.Attempt || r.Attempt < 1 {
 			continue
+		}
+		a, ok := j.attemptEntry(r.Attempt)
+		if !ok || a.worker != nw.id {
+			continue // another worker's attempt: not this one's to claim
 		}
 		b.unqueue(j)
 		b.setState(j, Dispatched, t)
 		b.hold(nw, j)
-		b.countAttempt(j)
-		j.addAttempt(nw.id, t, b.cfg.HistoryLimit)
+		j.history[len(j.history)-1].outcome, j.history[len(j.history)-1].err = "", "" // running again
 		b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: nw.id})
 	}
 	b.syncReady(nw)

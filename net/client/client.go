@@ -1,5 +1,5 @@
 // Package client is drover's Go client library for producers and
-// consoles, over DRV/1 (docs/PROTOCOL.md).
+// consoles, over DRV/2 (docs/PROTOCOL.md).
 //
 // A producer (Dial, *Client) uses the coordinator's ledger — Request,
 // Queue and Done on work keys, with deferred answers for keys another
@@ -198,7 +198,7 @@ func closeConn(cn *conn.Conn, e *engine) error {
 // (no) or dies (ok, reason handover); see Options.Timeout. If the session
 // ends first the call fails with ErrSessionLost: the keys it had obtained
 // are released, so request them again. Large inputs are sent as several
-// batches within DRV/1's limits, pipelined.
+// batches within DRV/2's limits, pipelined.
 func (c *Client) Request(ctx context.Context, keys []id.Key) ([]Verdict, error) {
 	return c.keysCall(ctx, wire.CmdRequest, keys)
 }
@@ -306,7 +306,7 @@ func (c *Client) Done(ctx context.Context, items []wire.DoneItem) ([]Verdict, er
 // request id, on the next one, and the server answers a key the first send
 // got accepted as accepted again (not duplicate): the statuses are the
 // truth across reconnects (not across a coordinator restart).
-// Large inputs are split within DRV/1's limits and pipelined.
+// Large inputs are split within DRV/2's limits and pipelined.
 func (c *Client) Submit(ctx context.Context, jobs []wire.SubmitItem) ([]Submitted, error) {
 	if len(jobs) == 0 {
 		return nil, nil

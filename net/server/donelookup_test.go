@@ -88,7 +88,7 @@ func TestDoneCacheOverSocket(t *testing.T) {
 	}
 	res := make([]wire.ResultItem, len(jobs))
 	for i, j := range jobs {
-		res[i] = wire.ResultItem{JobID: j.JobID, Outcome: wire.OutcomeOK}
+		res[i] = wire.ResultItem{JobID: j.JobID, Attempt: j.Attempt, Outcome: wire.OutcomeOK}
 	}
 	w.send(&wire.Result{Req: 3, Items: res})
 	for _, it := range expect[*wire.ResultOK](t, w.recv()).Items {

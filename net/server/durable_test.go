@@ -66,7 +66,7 @@ func runServer(t *testing.T, opts Options) (*Server, func() error) {
 	return s, stop
 }
 
-func hello(t *testing.T, c *rawClient, role wire.Role, name string, slots uint32, held ...uint64) {
+func hello(t *testing.T, c *rawClient, role wire.Role, name string, slots uint32, held ...wire.Run) {
 	t.Helper()
 	c.send(&wire.Hello{Req: 1, Role: role, ID: name, Host: "test", Slots: slots, Held: held})
 	expect[*wire.Welcome](t, c.recv())
@@ -121,7 +121,7 @@ func TestStoreRestartRestoresSubmits(t *testing.T) {
 		if string(j.Payload) != j.Key.URL {
 			t.Errorf("job %d: payload %q, want the restored %q", j.JobID, j.Payload, j.Key.URL)
 		}
-		res[i] = wire.ResultItem{JobID: j.JobID, Outcome: wire.OutcomeOK}
+		res[i] = wire.ResultItem{JobID: j.JobID, Attempt: j.Attempt, Outcome: wire.OutcomeOK}
 	}
 	w.send(&wire.Result{Req: 5, Items: res})
 	ok := expect[*wire.ResultOK](t, w.recv())
@@ -207,9 +207,9 @@ func TestStoreReclaim(t *testing.T) {
 	cases := []struct {
 		name   string
 		worker string
-		held   []uint64
+		held   []wire.Run
 	}{
-		{"reclaimed by its worker", "w-gone", []uint64{1}},
+		{"reclaimed by its worker", "w-gone", []wire.Run{{JobID: 1, Attempt: 1}}},
 		{"requeued after the timeout", "w-other", nil},
 	}
 	for _, tc := range cases {
@@ -235,13 +235,15 @@ func TestStoreReclaim(t *testing.T) {
 			}
 			w := dial(t, s.PeersEndpoint())
 			hello(t, w, wire.RoleWorker, tc.worker, 1, tc.held...)
+			attempt := uint32(1) // the reclaimed run goes on
 			if tc.held == nil {
 				j := expect[*wire.Job](t, w.recv())
-				if len(j.Jobs) != 1 || j.Jobs[0].JobID != 1 {
-					t.Fatalf("job %+v: want job 1 requeued after the reclaim timeout", j.Jobs)
+				if len(j.Jobs) != 1 || j.Jobs[0].JobID != 1 || j.Jobs[0].Attempt != 2 {
+					t.Fatalf("job %+v: want job 1 requeued after the reclaim timeout, attempt 2", j.Jobs)
 				}
+				attempt = 2
 			}
-			w.send(&wire.Result{Req: 3, Items: []wire.ResultItem{{JobID: 1, Outcome: wire.OutcomeOK}}})
+			w.send(&wire.Result{Req: 3, Items: []wire.ResultItem{{JobID: 1, Attempt: attempt, Outcome: wire.OutcomeOK}}})
 			// A JOB here would mean job 1 was dispatched again.
 			ok := expect[*wire.ResultOK](t, w.recv())
 			if ok.Items[0].Status != wire.ResultRecorded {
@@ -331,7 +333,7 @@ func TestBeforeCommitAfterOnFinished(t *testing.T) {
 	p.send(&wire.Submit{Req: 2, Jobs: []wire.SubmitItem{{Key: u}}})
 	expect[*wire.Submitted](t, p.recv())
 	j := expect[*wire.Job](t, w.recv())
-	w.send(&wire.Result{Req: 3, Items: []wire.ResultItem{{JobID: j.Jobs[0].JobID, Outcome: wire.OutcomeOK}}})
+	w.send(&wire.Result{Req: 3, Items: []wire.ResultItem{{JobID: j.Jobs[0].JobID, Attempt: j.Jobs[0].Attempt, Outcome: wire.OutcomeOK}}})
 	expect[*wire.ResultOK](t, w.recv()) // sent once the batch recording it done is written
 	mu.Lock()
 	last := before[len(before)-1]

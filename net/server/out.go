@@ -22,8 +22,8 @@ func (s *Server) flush(now time.Time) {
 	s.finished(out.Finished)    // before the batch: see Options.BeforeCommit
 	s.keepResults(out.Finished) // results.go: into the step's batch
 	s.countPages()              // crawls.go: page budgets spent by this step's dispatches
+	s.cancel(now, out.Cancels)  // before the JOBs: a new attempt never overtakes the CANCEL of the old one
 	s.dispatch(now, out)
-	s.cancel(now, out.Cancels)
 	for i := range out.Events {
 		if s.opts.OnEvent == nil && (s.pub == nil || !s.subscribed(string(out.Events[i].Kind))) {
 			continue // nobody wants it
@@ -248,8 +248,8 @@ func (s *Server) heartbeats(now time.Time) {
 	}
 }
 
-// cancel tells each worker to stop the jobs an operator took from it, one
-// CANCEL per worker. Their RESULTs, when they come, are stale and ignored.
+// cancel tells each worker to stop the runs an operator took from it, one
+// CANCEL per worker. Their RESULTs, when they come, are answered stale.
 func (s *Server) cancel(now time.Time, cs []coord.Cancel) {
 	for i := 0; i < len(cs); {
 		j := i + 1
@@ -258,7 +258,7 @@ func (s *Server) cancel(now time.Time, cs []coord.Cancel) {
 		}
 		msg := &wire.Cancel{Reason: "requeued by an operator"}
 		for _, c := range cs[i:j] {
-			msg.JobIDs = append(msg.JobIDs, uint64(c.Job))
+			msg.Runs = append(msg.Runs, toWireRun(c.Run))
 		}
 		if !s.hold(held{kind: heldOther, sid: cs[i].Session, msg: msg}) {
 			if p, ok := s.peer[cs[i].Session]; ok && s.send(s.peers, p.ident, msg) {

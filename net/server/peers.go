@@ -52,14 +52,38 @@ func (s *Server) decode(w sockWriter, frames [][]byte) ([]byte, wire.Message, bo
 	m, err := wire.Decode(frames[1:])
 	if err != nil {
 		var we *wire.Error
-		if errors.As(err, &we) {
+		switch {
+		case errors.As(err, &we) && we.Code == wire.CodeVersion:
+			s.refuseVersion(w, ident, frames[1], we)
+		case we != nil:
 			s.reject(w, ident, we.Req, we.Code, "%s", we.Msg)
-		} else {
+		default:
 			s.reject(w, ident, 0, wire.CodeMalformed, "%v", err)
 		}
 		return ident, nil, false
 	}
 	return ident, m, true
+}
+
+// refuseVersion answers a message in another DRV version with ERROR 505 in
+// that version (wire.EncodeVersionError), so that an older client reads
+// why it is refused. It is counted like any refused message.
+func (s *Server) refuseVersion(w sockWriter, ident, proto []byte, we *wire.Error) {
+	s.stats.Malformed++
+	s.c.CountMalformed()
+	frames, err := wire.EncodeVersionError(we, proto)
+	if err != nil {
+		s.log.Error("encode failed", "command", wire.CmdError, "err", err)
+		return
+	}
+	sk := w.sock(s)
+	s.frames = append(append(s.frames[:0], ident), frames...)
+	s.sent(sk)
+	if err := s.io.Send(sk, zmq4.DONTWAIT, s.frames...); err != nil {
+		s.stats.Undeliverable++
+		return
+	}
+	s.stats.Sent++
 }
 
 // onPeer handles one message from the peers socket.
@@ -141,7 +165,7 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 	case *wire.Result:
 		s.result(now, p, m)
 	case *wire.Progress:
-		s.c.Progress(now, sid, broker.JobID(m.JobID), m.Text)
+		s.c.Progress(now, sid, broker.Run{Job: broker.JobID(m.JobID), Attempt: int(m.Attempt)}, m.Text)
 	default:
 		s.reject(onPeers, ident, m.RequestID(), wire.CodeForbidden, "%s is not accepted on the peers socket", m.Command())
 	}
@@ -175,9 +199,9 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 	}
 	s.next++
 	sid := s.next
-	held := make([]broker.JobID, len(h.Held))
-	for i, j := range h.Held {
-		held[i] = broker.JobID(j)
+	held := make([]broker.Run, len(h.Held))
+	for i, r := range h.Held {
+		held[i] = broker.Run{Job: broker.JobID(r.JobID), Attempt: int(r.Attempt)}
 	}
 	wel, err := s.c.Hello(now, sid, coord.Hello{
 		Role: role, ID: h.ID, Host: h.Host, Headers: h.Headers.Map(),
@@ -193,21 +217,25 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 	s.owners[ownerKey{h.Role, h.ID}] = sid
 	s.send(s.peers, p.ident, &wire.Welcome{
 		Req: h.Req, Session: uint64(sid), Heartbeat: wel.Heartbeat, Liveness: uint16(wel.Liveness),
-		Slots: h.Slots, Server: s.opts.Server, Cancel: toWireIDs(wel.Cancel),
+		Slots: h.Slots, Server: s.opts.Server, Cancel: toWireRuns(wel.Cancel),
 		Limits: wire.Limits{MaxBody: wire.MaxBody, MaxBatch: wire.MaxBatch, MaxPayload: wire.MaxPayload},
 	})
 	s.log.Info("session opened", "session", sid, "role", h.Role, "id", h.ID, "host", h.Host, "slots", h.Slots, "held", len(h.Held))
 }
 
-func toWireIDs(js []broker.JobID) []uint64 {
-	if len(js) == 0 {
+func toWireRuns(rs []broker.Run) []wire.Run {
+	if len(rs) == 0 {
 		return nil
 	}
-	out := make([]uint64, len(js))
-	for i, j := range js {
-		out[i] = uint64(j)
+	out := make([]wire.Run, len(rs))
+	for i, r := range rs {
+		out[i] = toWireRun(r)
 	}
 	return out
+}
+
+func toWireRun(r broker.Run) wire.Run {
+	return wire.Run{JobID: uint64(r.Job), Attempt: uint32(r.Attempt)}
 }
 
 // forget drops the transport's record of a session.
@@ -316,7 +344,7 @@ func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
 	}()
 	for i := range m.Items {
 		it := &m.Items[i]
-		r := coord.Result{Job: broker.JobID(it.JobID), Outcome: broker.Outcome{RetryAfter: it.RetryAfter, Error: it.Error, Output: it.Output}}
+		r := coord.Result{Run: broker.Run{Job: broker.JobID(it.JobID), Attempt: int(it.Attempt)}, Outcome: broker.Outcome{RetryAfter: it.RetryAfter, Error: it.Error, Output: it.Output}}
 		switch it.Outcome {
 		case wire.OutcomeOK:
 			r.Outcome.Kind = broker.OK
@@ -345,12 +373,15 @@ func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
 	reply := newResultOK(m.Req, len(vs))
 	items := reply.Items
 	for i, v := range vs {
-		it := wire.ResultOKItem{JobID: uint64(v.Job), Status: wire.ResultRecorded, Accepted: uint32(v.Accepted), Duplicates: uint32(v.Duplicates)}
-		switch {
-		case v.Orphan:
-			it.Status = wire.ResultStale
-		case v.Err != "":
+		it := wire.ResultOKItem{JobID: uint64(v.Run.Job), Attempt: uint32(v.Run.Attempt), Status: wire.ResultRecorded}
+		switch v.Status {
+		case broker.Recorded:
+			it.Accepted, it.Duplicates = uint32(v.Accepted), uint32(v.Duplicates)
+		case broker.Again:
+		case broker.Unknown:
 			it.Status = wire.ResultUnknown
+		default:
+			it.Status = wire.ResultStale
 		}
 		items[i] = it
 	}

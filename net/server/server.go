@@ -4,7 +4,7 @@
 // next timer, feeds every validated message to the pure core (coord) and
 // carries out what it returns: answers, dispatches, disconnects, events.
 //
-// The wire protocol is DRV/1 (docs/PROTOCOL.md, package net/wire).
+// The wire protocol is DRV/2 (docs/PROTOCOL.md, package net/wire).
 package server
 
 import (
@@ -447,7 +447,7 @@ func (s *Server) send(sk *zmq4.Socket, ident []byte, m wire.Message) bool {
 	}
 	if sk == s.peers && s.hub != nil && pipe.IsClient(ident) {
 		// Encoded above all the same: a pipe client gets exactly what
-		// DRV/1 can carry. Every message the server sends is made for
+		// DRV/2 can carry. Every message the server sends is made for
 		// that one send and never changed after, so it is handed over.
 		err = s.hub.SendValue(ident, m)
 	} else {

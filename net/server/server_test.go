@@ -75,6 +75,23 @@ func (c *rawClient) recv() wire.Message {
 	return m
 }
 
+// recvFrames returns the next message's frames undecoded, within a
+// deadline.
+func (c *rawClient) recvFrames() [][]byte {
+	c.t.Helper()
+	poller := zmq4.NewPoller()
+	poller.Add(c.sock, zmq4.POLLIN)
+	polled, err := poller.Poll(5 * time.Second)
+	if err != nil || len(polled) == 0 {
+		c.t.Fatalf("no message before the deadline (%v)", err)
+	}
+	frames, err := c.sock.RecvMessageBytes(0)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return frames
+}
+
 func (c *rawClient) recvWithin(d time.Duration) (wire.Message, error) {
 	deadline := time.Now().Add(d)
 	poller := zmq4.NewPoller()
@@ -144,8 +161,8 @@ func TestSubmitDispatchResult(t *testing.T) {
 		t.Fatalf("worker got %d jobs, want 2 (two free slots)", len(jobs))
 	}
 	w.send(&wire.Result{Req: 9, Items: []wire.ResultItem{
-		{JobID: jobs[0].JobID, Outcome: wire.OutcomeOK, Links: []wire.SubmitItem{{Key: key("http://a.test/y")}, {Key: key("http://a.test/x")}}},
-		{JobID: jobs[1].JobID, Outcome: wire.OutcomeOK},
+		{JobID: jobs[0].JobID, Attempt: jobs[0].Attempt, Outcome: wire.OutcomeOK, Links: []wire.SubmitItem{{Key: key("http://a.test/y")}, {Key: key("http://a.test/x")}}},
+		{JobID: jobs[1].JobID, Attempt: jobs[1].Attempt, Outcome: wire.OutcomeOK},
 	}})
 	ok := expect[*wire.ResultOK](t, w.recv())
 	if ok.Req != 9 || ok.Items[0].Status != wire.ResultRecorded || ok.Items[0].Accepted != 1 || ok.Items[0].Duplicates != 1 {
@@ -176,14 +193,30 @@ func TestMalformedGetsErrorAndServerKeepsServing(t *testing.T) {
 		code   wire.Code
 	}{
 		{"wrong protocol", [][]byte{[]byte("AMQP"), []byte("HELLO"), make([]byte, 8), nil}, wire.CodeMalformed},
-		{"newer version", [][]byte{[]byte("DRV2"), []byte("HELLO"), make([]byte, 8), nil}, wire.CodeVersion},
-		{"unknown command", [][]byte{[]byte("DRV1"), []byte("FROB"), make([]byte, 8)}, wire.CodeUnknownCommand},
-		{"truncated", [][]byte{[]byte("DRV1"), []byte("SUBMIT"), make([]byte, 8), {0, 0}}, wire.CodeMalformed},
+		{"newer version", [][]byte{[]byte("DRV3"), []byte("HELLO"), make([]byte, 8), nil}, wire.CodeVersion},
+		{"older version", [][]byte{[]byte("DRV1"), []byte("HELLO"), make([]byte, 8), nil}, wire.CodeVersion},
+		{"unknown command", [][]byte{[]byte("DRV2"), []byte("FROB"), make([]byte, 8)}, wire.CodeUnknownCommand},
+		{"truncated", [][]byte{[]byte("DRV2"), []byte("SUBMIT"), make([]byte, 8), {0, 0}}, wire.CodeMalformed},
 		{"before hello", mustEncode(t, &wire.Submit{Req: 5, Jobs: []wire.SubmitItem{{Key: key("http://x.test/")}}}), wire.CodeHelloRequired},
 	}
 	for _, tc := range cases {
 		bad.sendRaw(tc.frames...)
-		e := expect[*wire.Error](t, bad.recv())
+		var e *wire.Error
+		if tc.code == wire.CodeVersion {
+			// Refused in the version it spoke, so that it can read why.
+			frames := bad.recvFrames()
+			if string(frames[0]) != string(tc.frames[0]) {
+				t.Errorf("%s: answered in %q, want %q", tc.name, frames[0], tc.frames[0])
+			}
+			frames[0] = []byte(wire.Protocol)
+			m, err := wire.Decode(frames)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			e = expect[*wire.Error](t, m)
+		} else {
+			e = expect[*wire.Error](t, bad.recv())
+		}
 		if e.Code != tc.code {
 			t.Errorf("%s: code %d (%s), want %d", tc.name, e.Code, e.Msg, tc.code)
 		}

@@ -180,13 +180,21 @@ func (m *Job) decodeBody(r *reader) {
 	r.end()
 }
 
-// Cancel tells a worker to stop jobs it holds (server -> worker), e.g. after
-// an operator requeued them. The worker still answers each with a RESULT
-// (whatever its outcome); the server ignores it, and the slot is free again
-// once that RESULT arrives.
+// Run names one attempt of one job: the attempt is the job's fencing
+// token. JOB hands out runs; HELLO's held list, WELCOME's cancel list,
+// CANCEL, RESULT, RESULT-OK and PROGRESS name them.
+type Run struct {
+	JobID   uint64 // at least 1
+	Attempt uint32 // at least 1
+}
+
+// Cancel tells a worker to stop runs it holds (server -> worker), e.g.
+// after an operator requeued their jobs. The worker still answers each
+// with a RESULT (whatever its outcome); the server answers it stale. The
+// server counts the slot free as soon as it sends CANCEL.
 type Cancel struct {
 	Req    uint64 // 0
-	JobIDs []uint64
+	Runs   []Run
 	Reason string
 }
 
@@ -197,13 +205,13 @@ func (m *Cancel) Command() Command { return CmdCancel }
 func (m *Cancel) RequestID() uint64 { return m.Req }
 
 func (m *Cancel) appendBody(w *writer) {
-	w.ids("count", m.JobIDs)
+	w.runs("count", m.Runs)
 	w.str("reason", m.Reason)
 }
 
 func (m *Cancel) decodeBody(r *reader) {
 	var n int
-	m.JobIDs, n = r.ids("count", "job id", MaxSlots)
+	m.Runs, n = r.runs("count", "job id", MaxSlots)
 	if r.err == nil && n == 0 {
 		r.fail(CodeMalformed, "count", "0, want at least 1")
 	}
@@ -219,10 +227,12 @@ type Result struct {
 	Items []ResultItem
 }
 
-// ResultItem is how one job ended. RetryAfter is set only for throttled;
-// Links (discovered work, submitted atomically with the result) only for ok.
+// ResultItem is how one run (job and attempt) ended. RetryAfter is set
+// only for throttled; Links (discovered work, submitted atomically with
+// the result) only for ok.
 type ResultItem struct {
 	JobID      uint64
+	Attempt    uint32 // the attempt of the JOB that carried it
 	Outcome    Outcome
 	RetryAfter time.Duration // whole milliseconds
 	Error      string
@@ -241,6 +251,7 @@ func (m *Result) appendBody(w *writer) {
 	for i := range m.Items {
 		it := &m.Items[i]
 		w.u64(it.JobID)
+		w.u32(it.Attempt)
 		w.u8(uint8(it.Outcome))
 		w.ms("retry after", it.RetryAfter)
 		w.str("error", it.Error)
@@ -253,7 +264,7 @@ func (m *Result) appendBody(w *writer) {
 }
 
 func (m *Result) decodeBody(r *reader) {
-	n := r.count("count", 1, MaxBatch, 8+1+4+2+4+4)
+	n := r.count("count", 1, MaxBatch, 8+4+1+4+2+4+4)
 	if r.fill {
 		m.Items = make([]ResultItem, n)
 	}
@@ -266,6 +277,7 @@ func (m *Result) decodeBody(r *reader) {
 			it = &m.Items[i]
 		}
 		it.JobID = r.jobID("job id")
+		it.Attempt = r.attempt("attempt")
 		it.Outcome = Outcome(r.enum("outcome", validOutcome, outcomeNames[:]))
 		it.RetryAfter = r.ms("retry after")
 		if r.err == nil && it.RetryAfter != 0 && it.Outcome != OutcomeThrottled {
@@ -315,9 +327,10 @@ type ResultOK struct {
 	Items []ResultOKItem
 }
 
-// ResultOKItem is what the server did with one result.
+// ResultOKItem is what the server did with one result, naming its run.
 type ResultOKItem struct {
 	JobID      uint64
+	Attempt    uint32
 	Status     ResultStatus
 	Accepted   uint32
 	Duplicates uint32
@@ -334,6 +347,7 @@ func (m *ResultOK) appendBody(w *writer) {
 	for i := range m.Items {
 		it := &m.Items[i]
 		w.u64(it.JobID)
+		w.u32(it.Attempt)
 		w.u8(uint8(it.Status))
 		w.u32(it.Accepted)
 		w.u32(it.Duplicates)
@@ -341,7 +355,7 @@ func (m *ResultOK) appendBody(w *writer) {
 }
 
 func (m *ResultOK) decodeBody(r *reader) {
-	n := r.count("count", 1, MaxBatch, 8+1+4+4)
+	n := r.count("count", 1, MaxBatch, 8+4+1+4+4)
 	if r.fill {
 		m.Items = make([]ResultOKItem, n)
 	}
@@ -353,6 +367,7 @@ func (m *ResultOK) decodeBody(r *reader) {
 			it = &m.Items[i]
 		}
 		it.JobID = r.jobID("job id")
+		it.Attempt = r.attempt("attempt")
 		it.Status = ResultStatus(r.enum("status", validResultStatus, resultStatusNames[:]))
 		it.Accepted = r.u32("accepted")
 		it.Duplicates = r.u32("duplicates")
@@ -370,9 +385,10 @@ func validResultStatus(v uint8) bool { return ResultStatus(v).Valid() }
 // Progress reports how a running job is doing (worker -> server), for the
 // console. No reply.
 type Progress struct {
-	Req   uint64 // 0
-	JobID uint64
-	Text  string
+	Req     uint64 // 0
+	JobID   uint64
+	Attempt uint32
+	Text    string
 }
 
 // Command is CmdProgress.
@@ -383,11 +399,13 @@ func (m *Progress) RequestID() uint64 { return m.Req }
 
 func (m *Progress) appendBody(w *writer) {
 	w.u64(m.JobID)
+	w.u32(m.Attempt)
 	w.str("text", m.Text)
 }
 
 func (m *Progress) decodeBody(r *reader) {
 	m.JobID = r.jobID("job id")
+	m.Attempt = r.attempt("attempt")
 	m.Text = r.str("text", kText, 0, MaxText)
 	r.end()
 }

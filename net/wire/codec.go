@@ -37,7 +37,7 @@ func (e *Encoder) Encode(m Message) ([][]byte, error) {
 	}
 	c := m.Command()
 	if !c.Valid() {
-		return nil, fmt.Errorf("encode: command %d, want a DRV/1 command", c)
+		return nil, fmt.Errorf("encode: command %d, want a DRV/2 command", c)
 	}
 	e.w = writer{b: e.buf[:0], cmd: c}
 	w := &e.w
@@ -156,7 +156,7 @@ func decode(frames [][]byte) (Message, *Error) {
 	}
 	c := lookupCommand(frames[1])
 	if c == 0 {
-		return nil, errorf(req, CodeUnknownCommand, "command %q is not a DRV/1 command", clip(frames[1]))
+		return nil, errorf(req, CodeUnknownCommand, "command %q is not a DRV/2 command", clip(frames[1]))
 	}
 	if len(frames[2]) != 8 {
 		return nil, errorf(0, CodeMalformed, "%s request id: %d bytes, want 8", c, len(frames[2]))
@@ -192,16 +192,35 @@ func decode(frames [][]byte) (Message, *Error) {
 	return m, nil
 }
 
-// checkProtocol accepts "DRV1", answers 505 for another DRV version and 400
+// checkProtocol accepts "DRV2", answers 505 for another DRV version and 400
 // for anything else.
 func checkProtocol(f []byte, req uint64) *Error {
 	if string(f) == Protocol {
 		return nil
 	}
-	if len(f) == 4 && string(f[:3]) == "DRV" && f[3] >= '0' && f[3] <= '9' {
-		return errorf(req, CodeVersion, "protocol %q is not supported, this peer speaks %q", f, Protocol)
+	if isVersion(f) {
+		return errorf(req, CodeVersion, "protocol %q is not supported: this peer speaks only %q (DRV/%c, docs/PROTOCOL.md section 12)", f, Protocol, Protocol[3])
 	}
 	return errorf(req, CodeMalformed, "protocol frame %q, want %q", clip(f), Protocol)
+}
+
+// isVersion reports whether f names a DRV version: "DRV" and a digit.
+func isVersion(f []byte) bool {
+	return len(f) == 4 && string(f[:3]) == "DRV" && f[3] >= '0' && f[3] <= '9'
+}
+
+// EncodeVersionError encodes e, the ERROR 505 that Decode returned for a
+// message whose frame 0 was proto, in the version the refused message
+// spoke: ERROR's body (code, message) is the same in every DRV version, so
+// an older peer reads why it was refused instead of refusing the answer
+// in turn. For any other proto it is Encode.
+func EncodeVersionError(e *Error, proto []byte) ([][]byte, error) {
+	frames, err := Encode(e)
+	if err != nil || !isVersion(proto) {
+		return frames, err
+	}
+	frames[0] = append([]byte(nil), proto...)
+	return frames, nil
 }
 
 // clip shortens a frame quoted in an error message.

@@ -36,7 +36,7 @@ func TestRoundTrip(t *testing.T) {
 			} else if got != want {
 				t.Fatalf("sample %d: %d frames, want %d", i, got, want)
 			}
-			if string(frames[0]) != "DRV1" || string(frames[1]) != m.Command().String() {
+			if string(frames[0]) != "DRV2" || string(frames[1]) != m.Command().String() {
 				t.Fatalf("frames 0,1 = %q %q", frames[0], frames[1])
 			}
 			back, err := Decode(frames)
@@ -125,6 +125,9 @@ func TestEncodeRefusesWhatDecodeRefuses(t *testing.T) {
 		{"payload too large", &Submit{Jobs: []SubmitItem{{Key: key(1), Payload: make([]byte, MaxPayload+1)}}}, CodeTooLarge, "payload"},
 		{"wait in answer", &Answer{Items: []VerdictItem{{Verdict: VerdictWait}}}, CodeMalformed, "wait"},
 		{"zero job id", &Progress{}, CodeMalformed, "job id"},
+		{"zero attempt", &Progress{JobID: 1}, CodeMalformed, "attempt"},
+		{"zero attempt in a result", &Result{Items: []ResultItem{{JobID: 1, Outcome: OutcomeOK}}}, CodeMalformed, "attempt"},
+		{"zero attempt in held", &Hello{Role: RoleWorker, ID: "w", Slots: 1, Held: []Run{{JobID: 1}}}, CodeMalformed, "attempt"},
 		{"error code 200", &Error{Code: 200}, CodeMalformed, "code"},
 		{"duplicate header", &Job{Jobs: []JobItem{{JobID: 1, Attempt: 1, Key: key(1), Headers: Headers{{"a", "1"}, {"a", "2"}}}}}, CodeMalformed, "twice"},
 		{"unknown view", &Query{}, CodeMalformed, "view"},

@@ -1,10 +1,10 @@
 package wire
 
-// Command identifies a DRV/1 command. On the wire it is the upper-case ASCII
+// Command identifies a DRV/2 command. On the wire it is the upper-case ASCII
 // name that String returns (frame 1 of every message).
 type Command uint8
 
-// The commands of DRV/1.
+// The commands of DRV/2.
 const (
 	CmdHello      Command = iota + 1 // client -> server: open a session
 	CmdWelcome                       // server -> client: session accepted
@@ -94,7 +94,7 @@ func init() {
 	}
 }
 
-// Commands lists every command of DRV/1 in the order of the constants.
+// Commands lists every command of DRV/2 in the order of the constants.
 func Commands() []Command {
 	all := make([]Command, 0, cmdLimit-1)
 	for c := Command(1); c < cmdLimit; c++ {
@@ -103,7 +103,7 @@ func Commands() []Command {
 	return all
 }
 
-// Valid reports whether c is a command of DRV/1.
+// Valid reports whether c is a command of DRV/2.
 func (c Command) Valid() bool { return c > 0 && c < cmdLimit }
 
 // String is the command's name as it appears on the wire.

@@ -11,7 +11,7 @@ import (
 
 // The admin commands carry JSON bodies (the types of package admin) and are
 // used on the admin socket after a HELLO with role console. Receivers ignore
-// JSON members they do not know, so members can be added within DRV/1.
+// JSON members they do not know, so members can be added within DRV/2.
 
 // Query asks for one window of one view (console -> server); PAGE answers.
 type Query struct {

@@ -1,4 +1,4 @@
-// Package wire is the codec of DRV/1, drover's ZeroMQ protocol (specified in
+// Package wire is the codec of DRV/2, drover's ZeroMQ protocol (specified in
 // docs/PROTOCOL.md): a Go type for every command, Encode to turn one into the
 // frames a DEALER sends, and Decode to turn received frames back into a
 // Message after validating all of it (frame count and sizes, UTF-8, known
@@ -7,7 +7,7 @@
 // A message is, as the DEALER sends it (a ROUTER sees a routing-id frame
 // before it, which the transport strips before calling Decode):
 //
-//	frame 0  "DRV1"            protocol and version, 4 bytes
+//	frame 0  "DRV2"            protocol and version, 4 bytes
 //	frame 1  command name      e.g. "SUBMIT"
 //	frame 2  request id        8 bytes, big-endian
 //	frame 3  body              binary (or JSON for admin commands); absent

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Code is a DRV/1 status code, carried by ERROR and DISCONNECT.
+// Code is a DRV/2 status code, carried by ERROR and DISCONNECT.
 type Code uint16
 
 // The codes. Decode produces 400, 413, 501 and 505; the others come from the
@@ -22,7 +22,7 @@ const (
 	CodeTooLarge       Code = 413 // a frame, string, blob, batch or count is over its limit
 	CodeSlowDown       Code = 429 // the server is overloaded: retry later
 	CodeInternal       Code = 500 // the server failed; the request may be retried
-	CodeUnknownCommand Code = 501 // the command frame names no DRV/1 command
+	CodeUnknownCommand Code = 501 // the command frame names no DRV/2 command
 	CodeUnavailable    Code = 503 // shutting down or paused for this kind of request
 	CodeVersion        Code = 505 // the protocol frame names a version this peer does not speak
 )
@@ -52,7 +52,7 @@ func (c Code) String() string {
 	return "code " + itoa(uint64(c))
 }
 
-// Error is a DRV/1 error: the value Decode returns for a bad message and the
+// Error is a DRV/2 error: the value Decode returns for a bad message and the
 // Message of the ERROR command. Req is the request id of the message it is
 // about (0 when that could not be read).
 type Error struct {

@@ -6,10 +6,10 @@ import (
 	"drover/filter"
 )
 
-// Protocol is the content of frame 0 of every DRV/1 message.
-const Protocol = "DRV1"
+// Protocol is the content of frame 0 of every DRV/2 message.
+const Protocol = "DRV2"
 
-// Limits of DRV/1. Decode enforces all of them; Encode refuses to produce a
+// Limits of DRV/2. Decode enforces all of them; Encode refuses to produce a
 // message that breaks one. A server may announce lower limits in WELCOME.
 const (
 	// MaxFrames is the most frames a message has as a DEALER sends it

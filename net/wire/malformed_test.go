@@ -23,10 +23,10 @@ func reqID(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
 // msg assembles frames for command name with request id 7 and a body.
 func msg(cmd string, b body) [][]byte {
-	return [][]byte{[]byte("DRV1"), []byte(cmd), reqID(7), b}
+	return [][]byte{[]byte("DRV2"), []byte(cmd), reqID(7), b}
 }
 
-func bare(cmd string) [][]byte { return [][]byte{[]byte("DRV1"), []byte(cmd), reqID(7)} }
+func bare(cmd string) [][]byte { return [][]byte{[]byte("DRV2"), []byte(cmd), reqID(7)} }
 
 func hello(role, flags uint8, id string, slots uint32) body {
 	return body{}.u8(role).u8(flags).str(id).str("host").u32(slots).u32(1000)
@@ -53,12 +53,12 @@ func TestDecodeMalformed(t *testing.T) {
 		return body{}.u32(1).u64(id).u32(attempt).key("c", "p", "https://x/").append(h).blob(nil)
 	}
 	result := func(outcome uint8, retry uint32, links uint32, linkBody body) body {
-		return body{}.u32(1).u64(1).u8(outcome).u32(retry).str("").blob(nil).u32(links).append(linkBody)
+		return body{}.u32(1).u64(1).u32(1).u8(outcome).u32(retry).str("").blob(nil).u32(links).append(linkBody)
 	}
 	oneLink := body{}.key("c", "p", "https://x/l").u16(0).blob(nil)
 	tooManyLinks := body{}.u32(MaxLinks/MaxLinksPerResult + 1)
 	for i := range MaxLinks/MaxLinksPerResult + 1 {
-		tooManyLinks = tooManyLinks.u64(uint64(i + 1)).u8(1).u32(0).str("").blob(nil).u32(MaxLinksPerResult)
+		tooManyLinks = tooManyLinks.u64(uint64(i + 1)).u32(1).u8(1).u32(0).str("").blob(nil).u32(MaxLinksPerResult)
 		for range MaxLinksPerResult {
 			tooManyLinks = tooManyLinks.append(oneLink)
 		}
@@ -75,13 +75,14 @@ func TestDecodeMalformed(t *testing.T) {
 		{"no frames", nil, CodeMalformed, 0, "empty"},
 		{"wrong protocol", [][]byte{[]byte("MDPW01"), []byte("HELLO"), reqID(7)}, CodeMalformed, 7, "protocol frame"},
 		{"lower-case protocol", [][]byte{[]byte("drv1"), []byte("HEARTBEAT"), reqID(7)}, CodeMalformed, 7, "protocol frame"},
-		{"newer version", [][]byte{[]byte("DRV2"), []byte("HELLO"), reqID(7), {1}}, CodeVersion, 7, "DRV2"},
+		{"newer version", [][]byte{[]byte("DRV3"), []byte("HELLO"), reqID(7), {1}}, CodeVersion, 7, "DRV3"},
+		{"older version", [][]byte{[]byte("DRV1"), []byte("HELLO"), reqID(7), {1}}, CodeVersion, 7, `"DRV1" is not supported: this peer speaks only "DRV2"`},
 		{"version 0", [][]byte{[]byte("DRV0")}, CodeVersion, 0, "DRV0"},
 		{"unknown command", bare("FROB"), CodeUnknownCommand, 7, "FROB"},
 		{"lower-case command", bare("heartbeat"), CodeUnknownCommand, 7, "heartbeat"},
 		{"long garbage command", bare(strings.Repeat("Z", 5000)), CodeUnknownCommand, 7, "not a DRV/1 command"},
-		{"only two frames", [][]byte{[]byte("DRV1"), []byte("HEARTBEAT")}, CodeMalformed, 0, "2 frames"},
-		{"short request id", [][]byte{[]byte("DRV1"), []byte("HEARTBEAT"), {0, 7}}, CodeMalformed, 0, "want 8"},
+		{"only two frames", [][]byte{[]byte("DRV2"), []byte("HEARTBEAT")}, CodeMalformed, 0, "2 frames"},
+		{"short request id", [][]byte{[]byte("DRV2"), []byte("HEARTBEAT"), {0, 7}}, CodeMalformed, 0, "want 8"},
 		{"heartbeat with a body", msg("HEARTBEAT", body{1}), CodeMalformed, 7, "want 3"},
 		{"submit without body", bare("SUBMIT"), CodeMalformed, 7, "want 4"},
 		{"five frames", append(msg("SUBMIT", oneKey), []byte("x")), CodeMalformed, 7, "at most 4"},
@@ -107,7 +108,7 @@ func TestDecodeMalformed(t *testing.T) {
 		{"crawler too long", msg("REQUEST", body{}.u32(1).key(strings.Repeat("c", MaxName+1), "p", "u")), CodeTooLarge, 7, "crawler"},
 		{"string length beyond body", msg("REQUEST", body{}.u32(1).u16(0).u16(0).u16(50).u8('h')), CodeMalformed, 7, "truncated"},
 		{"error text bad utf-8", msg("ERROR", body{}.u16(400).str("\xff")), CodeMalformed, 7, "UTF-8"},
-		{"progress text too long", msg("PROGRESS", body{}.u64(1).str(strings.Repeat("t", MaxText+1))), CodeTooLarge, 7, "text"},
+		{"progress text too long", msg("PROGRESS", body{}.u64(1).u32(1).str(strings.Repeat("t", MaxText+1))), CodeTooLarge, 7, "text"},
 
 		// Headers.
 		{"header name with space", msg("JOB", job(1, 1, body{}.u16(1).str("a b").str("v"))), CodeMalformed, 7, "header name"},
@@ -123,11 +124,14 @@ func TestDecodeMalformed(t *testing.T) {
 		{"worker without slots", msg("HELLO", hello(1, 0, "w", 0).u16(0).u32(0)), CodeMalformed, 7, "slots"},
 		{"worker with too many slots", msg("HELLO", hello(1, 0, "w", MaxSlots+1).u16(0).u32(0)), CodeMalformed, 7, "slots"},
 		{"producer with slots", msg("HELLO", hello(2, 0, "p", 3).u16(0).u32(0)), CodeMalformed, 7, "slots"},
-		{"producer holding jobs", msg("HELLO", hello(2, 0, "p", 0).u16(0).u32(1).u64(5)), CodeMalformed, 7, "held"},
+		{"producer holding jobs", msg("HELLO", hello(2, 0, "p", 0).u16(0).u32(1).u64(5).u32(1)), CodeMalformed, 7, "held"},
 		{"producer with headers", msg("HELLO", hello(2, 0, "p", 0).u16(1).str("a").str("b").u32(0)), CodeMalformed, 7, "header count"},
 		{"read-only worker", msg("HELLO", hello(1, 1, "w", 1).u16(0).u32(0)), CodeMalformed, 7, "read-only"},
 		{"empty id", msg("HELLO", hello(1, 0, "", 1).u16(0).u32(0)), CodeMalformed, 7, "id"},
-		{"held job id 0", msg("HELLO", hello(1, 0, "w", 1).u16(0).u32(1).u64(0)), CodeMalformed, 7, "held"},
+		{"held job id 0", msg("HELLO", hello(1, 0, "w", 1).u16(0).u32(1).u64(0).u32(1)), CodeMalformed, 7, "held"},
+		{"held attempt 0", msg("HELLO", hello(1, 0, "w", 1).u16(0).u32(1).u64(5).u32(0)), CodeMalformed, 7, "held attempt"},
+		{"result attempt 0", msg("RESULT", body{}.u32(1).u64(1).u32(0).u8(1).u32(0).str("").blob(nil).u32(0)), CodeMalformed, 7, "attempt"},
+		{"cancel attempt 0", msg("CANCEL", body{}.u32(1).u64(1).u32(0).str("")), CodeMalformed, 7, "attempt"},
 		{"welcome heartbeat 0", msg("WELCOME", body{}.u64(1).u32(0).u16(3).u32(0).u32(1).u32(1).u32(1).str("").u32(0)), CodeMalformed, 7, "heartbeat"},
 		{"welcome limit above protocol", msg("WELCOME", body{}.u64(1).u32(1000).u16(3).u32(0).u32(MaxBody+1).u32(1).u32(1).str("").u32(0)), CodeMalformed, 7, "max body"},
 		{"done outcome 3", msg("DONE", oneKey.u8(3)), CodeMalformed, 7, "outcome"},
@@ -144,7 +148,7 @@ func TestDecodeMalformed(t *testing.T) {
 		{"retry-after on ok", msg("RESULT", result(1, 500, 0, nil)), CodeMalformed, 7, "retry after"},
 		{"links on internal failure", msg("RESULT", result(2, 0, 1, oneLink)), CodeMalformed, 7, "links only with ok"},
 		{"bad link url", msg("RESULT", result(1, 0, 2, oneLink.key("c", "p", "\x00").u16(0).blob(nil))), CodeMalformed, 7, "item 0 link 1 url"},
-		{"stale result with counts", msg("RESULT-OK", body{}.u32(1).u64(1).u8(2).u32(1).u32(0)), CodeMalformed, 7, "accepted"},
+		{"stale result with counts", msg("RESULT-OK", body{}.u32(1).u64(1).u32(1).u8(2).u32(1).u32(0)), CodeMalformed, 7, "accepted"},
 		{"cancel nothing", msg("CANCEL", body{}.u32(0).str("")), CodeMalformed, 7, "at least 1"},
 		{"disconnect code 99", msg("DISCONNECT", body{}.u16(99).str("")), CodeMalformed, 7, "code"},
 		{"error code 200", msg("ERROR", body{}.u16(200).str("")), CodeMalformed, 7, "code"},

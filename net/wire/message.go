@@ -1,6 +1,6 @@
 package wire
 
-// Message is one DRV/1 message: one of the types of this package, always as
+// Message is one DRV/2 message: one of the types of this package, always as
 // a pointer (*Hello, *Submit, *Error, ...). The set is closed.
 type Message interface {
 	// Command is the message's command.

@@ -87,35 +87,35 @@ func pythonBlock(t *testing.T, doc, firstLine string) string {
 }
 
 const pyHarness = `
-import sys, json, drv1
+import sys, json, drv2
 def plain(x):
     if isinstance(x, (bytes, bytearray)): return x.hex()
     if isinstance(x, (list, tuple)): return [plain(v) for v in x]
     if isinstance(x, dict): return {k: plain(v) for k, v in x.items()}
     return x
 enc = {
-    "hello": drv1.hello(1, drv1.WORKER, "w1", "box", 4, 1000, [("lang", "en")], [41, 42]),
-    "console": drv1.hello(2, drv1.CONSOLE, "ops", read_only=True),
-    "heartbeat": drv1.heartbeat(),
-    "disconnect": drv1.disconnect(200, "bye"),
-    "request": drv1.request(5, [("news", "html", "https://a.example/"), ("", "", "https://\u00fc.example/\u00fc")]),
-    "queue": drv1.queue(6, [("news", "html", "https://a.example/")]),
-    "done": drv1.done(7, [(("news", "html", "https://a.example/"), drv1.DONE_FAILED)]),
-    "submit": drv1.submit(42, [("news", "html", "https://example.com/", [("lang", "en")], b'{"depth":1}'),
+    "hello": drv2.hello(1, drv2.WORKER, "w1", "box", 4, 1000, [("lang", "en")], [(41, 1), (42, 3)]),
+    "console": drv2.hello(2, drv2.CONSOLE, "ops", read_only=True),
+    "heartbeat": drv2.heartbeat(),
+    "disconnect": drv2.disconnect(200, "bye"),
+    "request": drv2.request(5, [("news", "html", "https://a.example/"), ("", "", "https://\u00fc.example/\u00fc")]),
+    "queue": drv2.queue(6, [("news", "html", "https://a.example/")]),
+    "done": drv2.done(7, [(("news", "html", "https://a.example/"), drv2.DONE_FAILED)]),
+    "submit": drv2.submit(42, [("news", "html", "https://example.com/", [("lang", "en")], b'{"depth":1}'),
                                ("c", "p", "https://b/", [], b"")]),
-    "result": drv1.result(9, [(101, drv1.R_OK, 0, "", b"out", [("news", "html", "https://example.com/b", [], b"")]),
-                              (102, drv1.R_THROTTLED, 30000, "HTTP 429", b"", [])]),
-    "progress": drv1.progress(101, "half"),
+    "result": drv2.result(9, [(101, 2, drv2.R_OK, 0, "", b"out", [("news", "html", "https://example.com/b", [], b"")]),
+                              (102, 1, drv2.R_THROTTLED, 30000, "HTTP 429", b"", [])]),
+    "progress": drv2.progress(101, 2, "half"),
 }
 received = json.load(sys.stdin)
 dec = {}
 for name, frames in received.items():
-    cmd, req, fields = drv1.decode([bytes.fromhex(f) for f in frames])
+    cmd, req, fields = drv2.decode([bytes.fromhex(f) for f in frames])
     dec[name] = {"command": cmd, "req": req, "fields": plain(fields)}
 try:
-    drv1.decode([b"DRV1", b"JOB", bytes(8), bytes.fromhex("00000001")])
+    drv2.decode([b"DRV2", b"JOB", bytes(8), bytes.fromhex("00000001")])
     dec["truncated"] = "accepted"
-except drv1.Malformed:
+except drv2.Malformed:
     dec["truncated"] = "refused"
 dec["fingerprint"] = fingerprint("news", "html", "https://example.com/").hex()
 json.dump({"encoded": {k: [f.hex() for f in v] for k, v in enc.items()}, "decoded": dec}, sys.stdout)
@@ -128,7 +128,7 @@ func TestProtocolDocPythonCodec(t *testing.T) {
 	}
 	doc := readDoc(t)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "drv1.py"), []byte(pythonBlock(t, doc, "# drv1.py")), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "drv2.py"), []byte(pythonBlock(t, doc, "# drv2.py")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	harness := pythonBlock(t, doc, "import hashlib, struct") + pyHarness
@@ -143,7 +143,7 @@ func TestProtocolDocPythonCodec(t *testing.T) {
 	fp := func(u string) id.Fingerprint { return id.Key{Crawler: "news", Processor: "html", URL: u}.Fingerprint() }
 	toPython := map[string]Message{
 		"welcome": &Welcome{Req: 1, Session: 9, Heartbeat: time.Second, Liveness: 3, Slots: 4,
-			Limits: ProtocolLimits, Server: "drover 0.4.0", Cancel: []uint64{41}},
+			Limits: ProtocolLimits, Server: "drover 0.4.0", Cancel: []Run{{41, 2}}},
 		"error":      &Error{Req: 3, Code: CodeTooLarge, Msg: "SUBMIT item 3 url: too long"},
 		"disconnect": &Disconnect{Code: CodeEvicted, Reason: "evicted"},
 		"verdicts": &Verdicts{Req: 5, Items: []VerdictItem{
@@ -154,8 +154,8 @@ func TestProtocolDocPythonCodec(t *testing.T) {
 			{SubmitWait, 0, fp("https://c/"), "requested"}}},
 		"job": &Job{Jobs: []JobItem{{JobID: 101, Attempt: 2, Key: id.Key{Crawler: "news", Processor: "html", URL: "https://example.com/"},
 			Headers: Headers{{"lang", "en"}}, Payload: []byte("{}")}}},
-		"cancel":    &Cancel{JobIDs: []uint64{101, 102}, Reason: "requeued"},
-		"result-ok": &ResultOK{Req: 9, Items: []ResultOKItem{{101, ResultRecorded, 1, 0}, {102, ResultStale, 0, 0}}},
+		"cancel":    &Cancel{Runs: []Run{{101, 1}, {102, 4}}, Reason: "requeued"},
+		"result-ok": &ResultOK{Req: 9, Items: []ResultOKItem{{101, 2, ResultRecorded, 1, 0}, {102, 1, ResultStale, 0, 0}}},
 		"heartbeat": &Heartbeat{},
 	}
 	in := map[string][]string{}
@@ -189,7 +189,7 @@ func TestProtocolDocPythonCodec(t *testing.T) {
 	k := func(c, p, u string) id.Key { return id.Key{Crawler: c, Processor: p, URL: u} }
 	fromPython := map[string]Message{
 		"hello": &Hello{Req: 1, Role: RoleWorker, ID: "w1", Host: "box", Slots: 4, Heartbeat: time.Second,
-			Headers: Headers{{"lang", "en"}}, Held: []uint64{41, 42}},
+			Headers: Headers{{"lang", "en"}}, Held: []Run{{41, 1}, {42, 3}}},
 		"console":    &Hello{Req: 2, Role: RoleConsole, ID: "ops", ReadOnly: true},
 		"heartbeat":  &Heartbeat{},
 		"disconnect": &Disconnect{Code: CodeOK, Reason: "bye"},
@@ -200,9 +200,9 @@ func TestProtocolDocPythonCodec(t *testing.T) {
 			{Key: k("news", "html", "https://example.com/"), Headers: Headers{{"lang", "en"}}, Payload: []byte(`{"depth":1}`)},
 			{Key: k("c", "p", "https://b/")}}},
 		"result": &Result{Req: 9, Items: []ResultItem{
-			{JobID: 101, Outcome: OutcomeOK, Output: []byte("out"), Links: []SubmitItem{{Key: k("news", "html", "https://example.com/b")}}},
-			{JobID: 102, Outcome: OutcomeThrottled, RetryAfter: 30 * time.Second, Error: "HTTP 429"}}},
-		"progress": &Progress{JobID: 101, Text: "half"},
+			{JobID: 101, Attempt: 2, Outcome: OutcomeOK, Output: []byte("out"), Links: []SubmitItem{{Key: k("news", "html", "https://example.com/b")}}},
+			{JobID: 102, Attempt: 1, Outcome: OutcomeThrottled, RetryAfter: 30 * time.Second, Error: "HTTP 429"}}},
+		"progress": &Progress{JobID: 101, Attempt: 2, Text: "half"},
 	}
 	if len(got.Encoded) != len(fromPython) {
 		t.Errorf("python encoded %d messages, want %d", len(got.Encoded), len(fromPython))
@@ -231,7 +231,7 @@ func TestProtocolDocPythonCodec(t *testing.T) {
 	want := map[string]any{
 		"welcome": map[string]any{"command": "WELCOME", "req": 1, "fields": map[string]any{
 			"session": 9, "heartbeat_ms": 1000, "liveness": 3, "slots": 4, "max_body": MaxBody,
-			"max_batch": MaxBatch, "max_payload": MaxPayload, "server": "drover 0.4.0", "cancel": []any{41}}},
+			"max_batch": MaxBatch, "max_payload": MaxPayload, "server": "drover 0.4.0", "cancel": []any{[]any{41, 2}}}},
 		"error":      map[string]any{"command": "ERROR", "req": 3, "fields": map[string]any{"code": 413, "message": "SUBMIT item 3 url: too long"}},
 		"disconnect": map[string]any{"command": "DISCONNECT", "req": 0, "fields": map[string]any{"code": 410, "reason": "evicted"}},
 		"verdicts": map[string]any{"command": "VERDICTS", "req": 5, "fields": map[string]any{"items": []any{
@@ -246,10 +246,10 @@ func TestProtocolDocPythonCodec(t *testing.T) {
 		"job": map[string]any{"command": "JOB", "req": 0, "fields": map[string]any{"jobs": []any{
 			map[string]any{"job_id": 101, "attempt": 2, "key": []any{"news", "html", "https://example.com/"},
 				"headers": []any{[]any{"lang", "en"}}, "payload": hex.EncodeToString([]byte("{}"))}}}},
-		"cancel": map[string]any{"command": "CANCEL", "req": 0, "fields": map[string]any{"job_ids": []any{101, 102}, "reason": "requeued"}},
+		"cancel": map[string]any{"command": "CANCEL", "req": 0, "fields": map[string]any{"runs": []any{[]any{101, 1}, []any{102, 4}}, "reason": "requeued"}},
 		"result-ok": map[string]any{"command": "RESULT-OK", "req": 9, "fields": map[string]any{"items": []any{
-			map[string]any{"job_id": 101, "status": 1, "accepted": 1, "duplicates": 0},
-			map[string]any{"job_id": 102, "status": 2, "accepted": 0, "duplicates": 0}}}},
+			map[string]any{"job_id": 101, "attempt": 2, "status": 1, "accepted": 1, "duplicates": 0},
+			map[string]any{"job_id": 102, "attempt": 1, "status": 2, "accepted": 0, "duplicates": 0}}}},
 		"heartbeat":   map[string]any{"command": "HEARTBEAT", "req": 0, "fields": map[string]any{}},
 		"truncated":   "refused",
 		"fingerprint": h(fp("https://example.com/")),

@@ -396,24 +396,35 @@ func (r *reader) longHeaderNames(n int) bool {
 	return true
 }
 
-// ids reads a u32 count and that many non-zero u64 job ids; it returns the
-// ids (second pass only) and their count.
-func (r *reader) ids(countField, field string, max int) ([]uint64, int) {
-	n := r.count(countField, 0, max, 8)
+// runs reads a count (at most max) and that many runs, each a job id
+// (at least 1) and an attempt (at least 1), as the ids of HELLO's held
+// list, WELCOME's cancel list and CANCEL.
+func (r *reader) runs(countField, field string, max int) ([]Run, int) {
+	n := r.count(countField, 0, max, 12)
 	if r.err != nil || n == 0 {
 		return nil, 0
 	}
-	var out []uint64
+	var out []Run
 	if r.fill {
-		out = make([]uint64, n)
+		out = make([]Run, n)
 	}
 	for i := range n {
 		v := r.jobID(field)
+		a := r.attempt(field + " attempt")
 		if out != nil {
-			out[i] = v
+			out[i] = Run{JobID: v, Attempt: a}
 		}
 	}
 	return out, n
+}
+
+// attempt reads a u32 attempt number, which is at least 1.
+func (r *reader) attempt(field string) uint32 {
+	v := r.u32(field)
+	if v == 0 && r.err == nil {
+		r.fail(CodeMalformed, field, "0, want an attempt of at least 1")
+	}
+	return v
 }
 
 // submitItem reads one submit record (a SUBMIT job or a RESULT link).

@@ -45,7 +45,7 @@ func jobItems(n int) []JobItem {
 func resultItems(n, links int) []ResultItem {
 	out := make([]ResultItem, n)
 	for i := range out {
-		out[i] = ResultItem{JobID: uint64(1000 + i), Outcome: OutcomeOK, Output: []byte("<title>x</title>")}
+		out[i] = ResultItem{JobID: uint64(1000 + i), Attempt: 1, Outcome: OutcomeOK, Output: []byte("<title>x</title>")}
 		if links > 0 {
 			out[i].Links = submitItems(links, 0)
 		}
@@ -57,11 +57,11 @@ func samples() []Message {
 	at := time.Date(2025, 3, 4, 5, 6, 7, 8000, time.UTC)
 	return []Message{
 		&Hello{Req: 1, Role: RoleWorker, ID: "worker-7", Host: "crawl-3.example.net", Slots: 8,
-			Heartbeat: 1500 * time.Millisecond, Headers: Headers{{"threads", "4"}, {"hwgroup", "gpu"}}, Held: []uint64{41, 42}},
+			Heartbeat: 1500 * time.Millisecond, Headers: Headers{{"threads", "4"}, {"hwgroup", "gpu"}}, Held: []Run{{41, 1}, {42, 2}}},
 		&Hello{Req: 2, Role: RoleProducer, ID: "feeder", Host: "h"},
 		&Hello{Req: 3, Role: RoleConsole, ReadOnly: true, ID: "ops@laptop", Heartbeat: 0},
 		&Welcome{Req: 1, Session: 77, Heartbeat: time.Second, Liveness: 3, Slots: 8, Limits: ProtocolLimits,
-			Server: "drover 0.1.0", Cancel: []uint64{42}},
+			Server: "drover 0.1.0", Cancel: []Run{{42, 2}}},
 		&Welcome{Req: 2, Session: 78, Heartbeat: 250 * time.Millisecond, Liveness: 5, Limits: Limits{1 << 20, 100, 1 << 10}},
 		&Heartbeat{},
 		&Disconnect{Code: CodeEvicted, Reason: "evicted by operator ops@laptop"},
@@ -78,15 +78,15 @@ func samples() []Message {
 			{SubmitAccepted, 5001, fp(0), ""}, {SubmitDuplicate, 0, fp(1), "queued"}, {SubmitDuplicate, 4000, fp(1), "queued"},
 			{SubmitError, 0, fp(2), "url-invalid"}, {SubmitWait, 0, fp(3), "requested"}}},
 		&Job{Jobs: jobItems(2)},
-		&Cancel{JobIDs: []uint64{1000, 1001}, Reason: "requeued by operator"},
+		&Cancel{Runs: []Run{{1000, 1}, {1001, 3}}, Reason: "requeued by operator"},
 		&Result{Req: 15, Items: []ResultItem{
-			{JobID: 1000, Outcome: OutcomeOK, Output: []byte("ok"), Links: submitItems(2, 0)},
-			{JobID: 1001, Outcome: OutcomeThrottled, RetryAfter: 30 * time.Second, Error: "HTTP 429"},
-			{JobID: 1002, Outcome: OutcomeInternal, Error: "dial tcp: timeout"},
-			{JobID: 1003, Outcome: OutcomeExternal, Error: "payload: bad JSON\nline 2"},
+			{JobID: 1000, Attempt: 1, Outcome: OutcomeOK, Output: []byte("ok"), Links: submitItems(2, 0)},
+			{JobID: 1001, Attempt: 2, Outcome: OutcomeThrottled, RetryAfter: 30 * time.Second, Error: "HTTP 429"},
+			{JobID: 1002, Attempt: 1, Outcome: OutcomeInternal, Error: "dial tcp: timeout"},
+			{JobID: 1003, Attempt: 7, Outcome: OutcomeExternal, Error: "payload: bad JSON\nline 2"},
 		}},
-		&ResultOK{Req: 15, Items: []ResultOKItem{{1000, ResultRecorded, 1, 1}, {1001, ResultStale, 0, 0}, {1002, ResultUnknown, 0, 0}}},
-		&Progress{JobID: 1000, Text: "fetched 3/10 pages"},
+		&ResultOK{Req: 15, Items: []ResultOKItem{{1000, 1, ResultRecorded, 1, 1}, {1001, 2, ResultStale, 0, 0}, {1002, 1, ResultUnknown, 0, 0}}},
+		&Progress{JobID: 1000, Attempt: 1, Text: "fetched 3/10 pages"},
 		&Query{Req: 20, Query: admin.Query{View: admin.ViewJobs, Offset: 100, Limit: 50, Sort: "updated", Desc: true,
 			Filter: "state=failed host=example.com", Key: fp(1).String()}},
 		&Page{Req: 20, Page: admin.Page{View: admin.ViewWorkers, Total: 1, Workers: []admin.WorkerRow{{

@@ -16,8 +16,8 @@ type Hello struct {
 	// Heartbeat is the proposed interval, whole milliseconds; 0 leaves the
 	// choice to the server. The server answers with the one it accepts.
 	Heartbeat time.Duration
-	Headers   Headers  // worker capabilities; none for other roles
-	Held      []uint64 // worker: ids of jobs received and not yet acknowledged
+	Headers   Headers // worker capabilities; none for other roles
+	Held      []Run   // worker: runs received and not yet acknowledged
 }
 
 // Command is CmdHello.
@@ -40,7 +40,7 @@ func (m *Hello) appendBody(w *writer) {
 	w.u32(m.Slots)
 	w.ms("heartbeat", m.Heartbeat)
 	w.headers(m.Headers)
-	w.ids("held count", m.Held)
+	w.runs("held count", m.Held)
 }
 
 func (m *Hello) decodeBody(r *reader) {
@@ -58,7 +58,7 @@ func (m *Hello) decodeBody(r *reader) {
 	m.Headers = r.headers()
 	nHeaders := r.nHeaders - before
 	var nHeld int
-	m.Held, nHeld = r.ids("held count", "held", MaxSlots)
+	m.Held, nHeld = r.runs("held count", "held", MaxSlots)
 	r.end()
 	if r.err != nil || r.fill {
 		return
@@ -86,9 +86,10 @@ type Welcome struct {
 	Slots     uint32        // worker: slots the server will fill; 0 otherwise
 	Limits    Limits        // the server's limits, at most the protocol's
 	Server    string        // server software and version
-	// Cancel lists held job ids (from HELLO) the worker must abandon: they
-	// were reassigned, finished or are unknown.
-	Cancel []uint64
+	// Cancel lists held runs (from HELLO) the worker must abandon: they
+	// are not the job's current attempt on this worker any more
+	// (reassigned, requeued, finished) or unknown.
+	Cancel []Run
 }
 
 // Limits are the limits a server announces in WELCOME.
@@ -98,7 +99,7 @@ type Limits struct {
 	MaxPayload uint32 // largest job payload
 }
 
-// ProtocolLimits are DRV/1's own limits, the most a server may announce.
+// ProtocolLimits are DRV/2's own limits, the most a server may announce.
 var ProtocolLimits = Limits{MaxBody: MaxBody, MaxBatch: MaxBatch, MaxPayload: MaxPayload}
 
 // Command is CmdWelcome.
@@ -116,7 +117,7 @@ func (m *Welcome) appendBody(w *writer) {
 	w.u32(m.Limits.MaxBatch)
 	w.u32(m.Limits.MaxPayload)
 	w.str("server", m.Server)
-	w.ids("cancel count", m.Cancel)
+	w.runs("cancel count", m.Cancel)
 }
 
 func (m *Welcome) decodeBody(r *reader) {
@@ -140,7 +141,7 @@ func (m *Welcome) decodeBody(r *reader) {
 	m.Limits.MaxBatch = r.limit("max batch", MaxBatch)
 	m.Limits.MaxPayload = r.limit("max payload", MaxPayload)
 	m.Server = r.str("server", kLine, 0, MaxHost)
-	m.Cancel, _ = r.ids("cancel count", "cancel", MaxSlots)
+	m.Cancel, _ = r.runs("cancel count", "cancel", MaxSlots)
 	r.end()
 }
 

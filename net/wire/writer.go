@@ -80,10 +80,11 @@ func (w *writer) headers(h Headers) {
 	}
 }
 
-func (w *writer) ids(countField string, v []uint64) {
+func (w *writer) runs(countField string, v []Run) {
 	w.count(countField, len(v))
 	for _, x := range v {
-		w.u64(x)
+		w.u64(x.JobID)
+		w.u32(x.Attempt)
 	}
 }
 

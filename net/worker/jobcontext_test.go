@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"drover/net/wire"
 	"errors"
 	"fmt"
 	"sync"
@@ -115,7 +116,7 @@ func TestJobContextAfterFunc(t *testing.T) {
 // TestJobContextValue: the job's context carries its progress reporter
 // and nothing else.
 func TestJobContextValue(t *testing.T) {
-	r := &reporter{job: 7}
+	r := &reporter{run: wire.Run{JobID: 7, Attempt: 1}}
 	c := jobContext{rep: r}
 	if got := (&c).Value(progressKey{}); got != r {
 		t.Fatalf("progress reporter %v, want %v", got, r)

@@ -10,7 +10,7 @@ import (
 )
 
 // ProgressEvery is the shortest interval between two progress reports of
-// one job; reports in between are dropped (DRV/1 asks for at most one
+// one job; reports in between are dropped (DRV/2 asks for at most one
 // PROGRESS per job per second).
 const ProgressEvery = time.Second
 
@@ -19,7 +19,7 @@ type progressKey struct{}
 
 // reporter sends a job's PROGRESS through the worker's connection.
 type reporter struct {
-	job  uint64
+	run  wire.Run // the job and attempt it reports on
 	c    *conn.Conn
 	last atomic.Int64 // unix ns of the last report sent; 0: none yet
 }
@@ -39,7 +39,7 @@ func Progress(ctx context.Context, text string) {
 	if last != 0 && now-last < int64(ProgressEvery) || !r.last.CompareAndSwap(last, now) {
 		return
 	}
-	msg := &wire.Progress{JobID: r.job, Text: clipString(toValid(text), wire.MaxText)}
+	msg := &wire.Progress{JobID: r.run.JobID, Attempt: r.run.Attempt, Text: clipString(toValid(text), wire.MaxText)}
 	r.c.Post(func(l *conn.Link) {
 		if l.Up() {
 			l.Send(msg)

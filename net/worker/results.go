@@ -21,19 +21,20 @@ func (r Result) outcome() wire.Outcome {
 	return wire.OutcomeInternal
 }
 
-// toItem turns a handler's result into what DRV/1 carries, within its
+// toItem turns a handler's result into what DRV/2 carries, within its
 // limits: a result that cannot be carried becomes a failure saying why.
-func toItem(id uint64, res Result) wire.ResultItem {
+func toItem(run wire.Run, res Result) wire.ResultItem {
+	id, at := run.JobID, run.Attempt
 	o := res.outcome()
 	if !o.Valid() {
-		return wire.ResultItem{JobID: id, Outcome: wire.OutcomeInternal,
+		return wire.ResultItem{JobID: id, Attempt: at, Outcome: wire.OutcomeInternal,
 			Error: fmt.Sprintf("handler returned outcome %d, want ok, internal, external or throttled", uint8(o))}
 	}
 	if len(res.Output) > wire.MaxOutput {
-		return wire.ResultItem{JobID: id, Outcome: wire.OutcomeInternal,
+		return wire.ResultItem{JobID: id, Attempt: at, Outcome: wire.OutcomeInternal,
 			Error: fmt.Sprintf("output of %d bytes, want at most %d", len(res.Output), wire.MaxOutput)}
 	}
-	it := wire.ResultItem{JobID: id, Outcome: o, Error: text(res.Error), Output: res.Output}
+	it := wire.ResultItem{JobID: id, Attempt: at, Outcome: o, Error: text(res.Error), Output: res.Output}
 	if o == wire.OutcomeThrottled && res.RetryAfter > 0 {
 		// Whole milliseconds, rounded up so that a short Retry-After does
 		// not become "use the server's default".
@@ -42,7 +43,7 @@ func toItem(id uint64, res Result) wire.ResultItem {
 	}
 	if o == wire.OutcomeOK && len(res.Links) > 0 {
 		if len(res.Links) > wire.MaxLinksPerResult {
-			return wire.ResultItem{JobID: id, Outcome: wire.OutcomeExternal,
+			return wire.ResultItem{JobID: id, Attempt: at, Outcome: wire.OutcomeExternal,
 				Error: fmt.Sprintf("%d discovered links, want at most %d per result", len(res.Links), wire.MaxLinksPerResult)}
 		}
 		it.Links = res.Links
@@ -58,7 +59,7 @@ func toValid(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // itemSize is a result's encoded size.
 func itemSize(it *wire.ResultItem) int {
-	n := 8 + 1 + 4 + 2 + len(it.Error) + 4 + len(it.Output) + 4
+	n := 8 + 4 + 1 + 4 + 2 + len(it.Error) + 4 + len(it.Output) + 4
 	for i := range it.Links {
 		n += submitItemSize(&it.Links[i])
 	}
@@ -84,7 +85,7 @@ func (s *session) sendResults(l *conn.Link) {
 		// A RESULT's items are its own (a pipe hands the message to the
 		// server as it is); ids stay in inflight until the RESULT-OK.
 		batch []wire.ResultItem
-		ids   []uint64
+		ids   []wire.Run
 		size  = 4
 		links int
 	)
@@ -113,18 +114,18 @@ func (s *session) sendResults(l *conn.Link) {
 
 // newBatch makes the items and ids of a RESULT with room for one result
 // in one allocation (most RESULTs carry one); more grow them as usual.
-func newBatch() ([]wire.ResultItem, []uint64) {
+func newBatch() ([]wire.ResultItem, []wire.Run) {
 	b := &struct {
 		item [1]wire.ResultItem
-		id   [1]uint64
+		id   [1]wire.Run
 	}{}
 	return b.item[:0], b.id[:0]
 }
 
-// sendBatch sends one RESULT. If DRV/1 refuses it, the results it cannot
+// sendBatch sends one RESULT. If DRV/2 refuses it, the results it cannot
 // carry are replaced by external failures naming the problem (the job, not
 // the worker, produced them), and the batch is sent again once.
-func (s *session) sendBatch(l *conn.Link, batch []wire.ResultItem, ids []uint64, retry bool) {
+func (s *session) sendBatch(l *conn.Link, batch []wire.ResultItem, ids []wire.Run, retry bool) {
 	req := l.NextReq()
 	err := l.Send(&wire.Result{Req: req, Items: batch})
 	if err != nil {
@@ -134,7 +135,7 @@ func (s *session) sendBatch(l *conn.Link, batch []wire.ResultItem, ids []uint64,
 		}
 		for i := range batch {
 			if _, err := s.enc.Encode(&wire.Result{Req: req, Items: batch[i : i+1]}); err != nil {
-				batch[i] = wire.ResultItem{JobID: batch[i].JobID, Outcome: wire.OutcomeExternal,
+				batch[i] = wire.ResultItem{JobID: batch[i].JobID, Attempt: batch[i].Attempt, Outcome: wire.OutcomeExternal,
 					Error: text("result not sendable: " + err.Error())}
 				*s.jobs[ids[i]].result = batch[i]
 				s.opts.Log.Warn("result not sendable: reporting an external failure", "job", ids[i], "err", err)

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,10 +46,13 @@ type session struct {
 	fin      []finishedTask
 	finSpare []finishedTask
 
-	jobs     map[uint64]*running
-	busy     int                 // handlers that have not returned
-	outbox   []uint64            // jobs whose results are to be sent
-	inflight map[uint64][]uint64 // RESULT request id -> job ids it carried
+	// jobs are keyed by run (job id and attempt): after a requeue the same
+	// job may come back as a new attempt while the cancelled one winds
+	// down, and the two are different runs.
+	jobs     map[wire.Run]*running
+	busy     int                   // handlers that have not returned
+	outbox   []wire.Run            // runs whose results are to be sent
+	inflight map[uint64][]wire.Run // RESULT request id -> runs it carried
 	stopping bool
 	enc      wire.Encoder // for checking results one by one
 }
@@ -58,25 +62,25 @@ func newSession(opts Options, h Handler) *session {
 		opts:     opts,
 		h:        h,
 		pool:     startSlots(opts.Slots),
-		jobs:     make(map[uint64]*running),
-		inflight: make(map[uint64][]uint64),
+		jobs:     make(map[wire.Run]*running),
+		inflight: make(map[uint64][]wire.Run),
 	}
 	s.runFn, s.doneFn, s.drainFn = s.execute, s.taskDone, s.drainFinished
 	return s
 }
 
-// Hello lists every job received and not yet acknowledged, unless
+// Hello lists every run received and not yet acknowledged, unless
 // abandoned.
 func (s *session) Hello(req uint64) *wire.Hello {
-	var held []uint64
+	var held []wire.Run
 	for id, r := range s.jobs {
 		if !r.abandoned {
 			held = append(held, id)
 		}
 	}
-	slices.Sort(held)
+	slices.SortFunc(held, compareRuns)
 	if len(held) > wire.MaxSlots {
-		// More than DRV/1 can list (only a server that over-sent jobs
+		// More than DRV/2 can list (only a server that over-sent jobs
 		// gets here): the server takes back the ones not listed, so drop
 		// them here too.
 		s.opts.Log.Warn("holding more jobs than HELLO can list: abandoning the rest", "held", len(held), "max", wire.MaxSlots)
@@ -104,13 +108,13 @@ func (s *session) Up(l *conn.Link, w *wire.Welcome) {
 			s.outbox = append(s.outbox, id)
 		}
 	}
-	slices.Sort(s.outbox)
+	slices.SortFunc(s.outbox, compareRuns)
 	s.opts.Log.Debug("worker session up", "held", len(s.jobs), "cancel", len(w.Cancel), "resend", len(s.outbox))
 }
 
 // abandon cancels a job the server no longer wants and forgets it once
 // its handler has returned.
-func (s *session) abandon(id uint64, r *running, cause error) {
+func (s *session) abandon(id wire.Run, r *running, cause error) {
 	r.abandoned = true
 	if r.done {
 		delete(s.jobs, id)
@@ -136,7 +140,7 @@ func (s *session) Receive(l *conn.Link, m wire.Message) {
 			s.start(l, &m.Jobs[i])
 		}
 	case *wire.Cancel:
-		for _, id := range m.JobIDs {
+		for _, id := range m.Runs {
 			if r := s.jobs[id]; r != nil && !r.done {
 				s.cancelJob(r, fmt.Errorf("%w: %s", ErrCancelled, m.Reason))
 			}
@@ -144,13 +148,14 @@ func (s *session) Receive(l *conn.Link, m wire.Message) {
 	case *wire.ResultOK:
 		delete(s.inflight, m.Req)
 		for _, it := range m.Items {
-			r := s.jobs[it.JobID]
+			id := wire.Run{JobID: it.JobID, Attempt: it.Attempt}
+			r := s.jobs[id]
 			if r == nil || r.result == nil || r.sentIn == 0 {
 				continue
 			}
-			delete(s.jobs, it.JobID)
+			delete(s.jobs, id)
 			if it.Status != wire.ResultRecorded {
-				s.opts.Log.Debug("result not recorded", "job", it.JobID, "status", it.Status)
+				s.opts.Log.Debug("result not recorded", "job", it.JobID, "attempt", it.Attempt, "status", it.Status)
 			}
 		}
 	case *wire.Error:
@@ -175,15 +180,16 @@ func (s *session) Receive(l *conn.Link, m wire.Message) {
 
 // start runs one dispatched job in its own goroutine, within the slots.
 func (s *session) start(l *conn.Link, it *wire.JobItem) {
-	if _, dup := s.jobs[it.JobID]; dup {
-		s.opts.Log.Warn("job dispatched twice: ignoring the second", "job", it.JobID)
+	id := wire.Run{JobID: it.JobID, Attempt: it.Attempt}
+	if _, dup := s.jobs[id]; dup {
+		s.opts.Log.Warn("run dispatched twice: ignoring the second", "job", it.JobID, "attempt", it.Attempt)
 		return
 	}
 	// One allocation for the job's record, its slot task and its progress
 	// reporter; the task's functions are the session's, made once.
-	r := &running{rep: reporter{job: it.JobID, c: l.Conn()}}
+	r := &running{rep: reporter{run: id, c: l.Conn()}}
 	r.ctx.rep = &r.rep
-	s.jobs[it.JobID] = r
+	s.jobs[id] = r
 	s.busy++
 	if s.stopping {
 		r.ctx.cancel(ErrShutdown)
@@ -195,7 +201,7 @@ func (s *session) start(l *conn.Link, it *wire.JobItem) {
 
 // finishedTask is a handler's result on its way to the loop.
 type finishedTask struct {
-	id    uint64
+	id    wire.Run
 	r     *running
 	res   Result
 	cause error
@@ -221,7 +227,7 @@ func (s *session) taskDone(t *task, res Result) {
 	t.r.ctx.cancel(nil)
 	s.finMu.Lock()
 	first := len(s.fin) == 0
-	s.fin = append(s.fin, finishedTask{id: t.j.ID, r: t.r, res: res, cause: cause})
+	s.fin = append(s.fin, finishedTask{id: t.r.rep.run, r: t.r, res: res, cause: cause})
 	s.finMu.Unlock()
 	if first && !t.r.rep.c.RunIfIdle(s.drainFn) {
 		t.r.rep.c.Post(s.drainFn)
@@ -254,7 +260,7 @@ func (s *session) execute(ctx context.Context, j Job) (res Result) {
 }
 
 // finished records a handler's result (on the loop goroutine).
-func (s *session) finished(id uint64, r *running, res Result, cause error) {
+func (s *session) finished(id wire.Run, r *running, res Result, cause error) {
 	r.done = true
 	s.busy--
 	if s.jobs[id] != r {
@@ -315,6 +321,14 @@ func (s *session) Down(l *conn.Link, err error, welcomed bool) {
 		s.abandonAll(fmt.Errorf("%w: %s", ErrSuperseded, de.Reason))
 		l.Stop(fmt.Errorf("%w: %s", ErrSuperseded, de.Reason))
 	}
+}
+
+// compareRuns orders runs by job id, then attempt.
+func compareRuns(a, b wire.Run) int {
+	if c := cmp.Compare(a.JobID, b.JobID); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Attempt, b.Attempt)
 }
 
 func (s *session) abandonAll(cause error) {

@@ -29,14 +29,14 @@ func TestResultsResentAfterReconnect(t *testing.T) {
 		t.Fatalf("RESULT %+v: want job 41 ok with its output", r1.Items)
 	}
 	srv.Send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "restarting"})
-	if h := srv.Greet(); !slices.Equal(h.Held, []uint64{41}) {
+	if h := srv.Greet(); !slices.Equal(h.Held, []wire.Run{{JobID: 41, Attempt: 1}}) {
 		t.Fatalf("HELLO after reconnecting holds %v, want [41] (result not acknowledged)", h.Held)
 	}
 	r2 := expect[*wire.Result](t, srv.Next())
 	if len(r2.Items) != 1 || r2.Items[0].JobID != 41 || string(r2.Items[0].Output) != "out" || r2.Req == r1.Req {
 		t.Fatalf("re-sent RESULT %+v (req %d): want job 41 again under a new request id", r2.Items, r2.Req)
 	}
-	srv.Send(&wire.ResultOK{Req: r2.Req, Items: []wire.ResultOKItem{{JobID: 41, Status: wire.ResultRecorded}}})
+	srv.Send(&wire.ResultOK{Req: r2.Req, Items: []wire.ResultOKItem{{JobID: 41, Attempt: 1, Status: wire.ResultRecorded}}})
 	srv.Send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "again"})
 	if h := srv.Greet(); len(h.Held) != 0 {
 		t.Fatalf("HELLO after the acknowledgement holds %v, want nothing", h.Held)
@@ -65,7 +65,7 @@ func TestCancelStopsJob(t *testing.T) {
 	srv.Send(&wire.Job{Jobs: []wire.JobItem{jobItem(5, "http://c.test/")}})
 	// (A job cancelled before its handler starts never starts.)
 	recvT(t, started, "handler start")
-	srv.Send(&wire.Cancel{JobIDs: []uint64{5}, Reason: "requeued by the operator"})
+	srv.Send(&wire.Cancel{Runs: []wire.Run{{JobID: 5, Attempt: 1}}, Reason: "requeued by the operator"})
 	if err := recvT(t, cause, "cancellation"); !errors.Is(err, ErrCancelled) {
 		t.Fatalf("cause %v, want ErrCancelled", err)
 	}
@@ -73,7 +73,58 @@ func TestCancelStopsJob(t *testing.T) {
 	if len(r.Items) != 1 || r.Items[0].JobID != 5 || r.Items[0].Outcome != wire.OutcomeInternal {
 		t.Fatalf("RESULT %+v: want job 5, internal", r.Items)
 	}
-	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 5, Status: wire.ResultStale}}})
+	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 5, Attempt: 1, Status: wire.ResultStale}}})
+}
+
+// TestNewAttemptWhileCancelledRunWindsDown: after an operator requeue the
+// server sends CANCEL for attempt 1 and then the same job as attempt 2,
+// before attempt 1's handler has returned. The worker keeps both as
+// different runs (its one slot runs attempt 2 once attempt 1 has wound
+// down) and reports each under its own attempt.
+func TestNewAttemptWhileCancelledRunWindsDown(t *testing.T) {
+	srv := newScripted(t)
+	started := make(chan int, 2)
+	release := make(chan struct{})
+	runWorker(t, srv.EP, Options{ID: "w", Slots: 1}, func(ctx context.Context, j Job) Result {
+		started <- j.Attempt
+		if j.Attempt == 1 {
+			<-ctx.Done()
+			<-release // still winding down when attempt 2 arrives
+			return Internal(context.Cause(ctx))
+		}
+		return OK([]byte("second"))
+	})
+	srv.Greet()
+	srv.Send(&wire.Job{Jobs: []wire.JobItem{jobItem(5, "http://c.test/")}})
+	if a := recvT(t, started, "attempt 1 start"); a != 1 {
+		t.Fatalf("started attempt %d, want 1", a)
+	}
+	srv.Send(&wire.Cancel{Runs: []wire.Run{{JobID: 5, Attempt: 1}}, Reason: "requeued by the operator"})
+	second := jobItem(5, "http://c.test/")
+	second.Attempt = 2
+	srv.Send(&wire.Job{Jobs: []wire.JobItem{second}})
+	// Let the two messages arrive before attempt 1 ends: a HEARTBEAT round
+	// trip is not needed, the JOB is ordered after the CANCEL.
+	close(release)
+	if a := recvT(t, started, "attempt 2 start"); a != 2 {
+		t.Fatalf("started attempt %d, want 2", a)
+	}
+	got := map[uint32]wire.ResultItem{}
+	for len(got) < 2 {
+		r := expect[*wire.Result](t, srv.Next())
+		var ack []wire.ResultOKItem
+		for _, it := range r.Items {
+			if it.JobID != 5 {
+				t.Fatalf("RESULT %+v: want only job 5", r.Items)
+			}
+			got[it.Attempt] = it
+			ack = append(ack, wire.ResultOKItem{JobID: 5, Attempt: it.Attempt, Status: wire.ResultRecorded})
+		}
+		srv.Send(&wire.ResultOK{Req: r.Req, Items: ack})
+	}
+	if got[1].Outcome != wire.OutcomeInternal || got[2].Outcome != wire.OutcomeOK || string(got[2].Output) != "second" {
+		t.Fatalf("results %+v: want attempt 1 internal (cancelled), attempt 2 ok", got)
+	}
 }
 
 // TestWelcomeCancelAbandons: jobs WELCOME lists in cancel are cancelled
@@ -95,7 +146,7 @@ func TestWelcomeCancelAbandons(t *testing.T) {
 	srv.Greet()
 	srv.Send(&wire.Job{Jobs: []wire.JobItem{jobItem(1, "http://a.test/1"), jobItem(2, "http://a.test/2")}})
 	srv.Send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "restarting"})
-	if h := srv.Greet(1); !slices.Equal(h.Held, []uint64{1, 2}) {
+	if h := srv.Greet(wire.Run{JobID: 1, Attempt: 1}); !slices.Equal(h.Held, []wire.Run{{JobID: 1, Attempt: 1}, {JobID: 2, Attempt: 1}}) {
 		t.Fatalf("HELLO holds %v, want [1 2]", h.Held)
 	}
 	if err := recvT(t, causes, "cancellation of job 1"); !errors.Is(err, ErrCancelled) {
@@ -106,7 +157,7 @@ func TestWelcomeCancelAbandons(t *testing.T) {
 	if len(r.Items) != 1 || r.Items[0].JobID != 2 {
 		t.Fatalf("RESULT %+v: want only job 2", r.Items)
 	}
-	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 2, Status: wire.ResultRecorded}}})
+	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 2, Attempt: 1, Status: wire.ResultRecorded}}})
 	srv.Send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "again"})
 	if h := srv.Greet(); len(h.Held) != 0 {
 		t.Fatalf("HELLO holds %v, want nothing (job 1 abandoned, job 2 acknowledged)", h.Held)
@@ -199,13 +250,13 @@ func TestHandlerPanic(t *testing.T) {
 	if r.Items[0].Outcome != wire.OutcomeInternal || r.Items[0].Error != "handler panicked: handler bug" {
 		t.Fatalf("RESULT %+v: want internal naming the panic", r.Items[0])
 	}
-	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 1, Status: wire.ResultRecorded}}})
+	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 1, Attempt: 1, Status: wire.ResultRecorded}}})
 	srv.Send(&wire.Job{Jobs: []wire.JobItem{jobItem(2, "http://p.test/2")}})
 	r = expect[*wire.Result](t, srv.Next())
 	if r.Items[0].JobID != 2 || r.Items[0].Outcome != wire.OutcomeOK {
 		t.Fatalf("RESULT %+v: want job 2 ok", r.Items[0])
 	}
-	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 2, Status: wire.ResultRecorded}}})
+	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 2, Attempt: 1, Status: wire.ResultRecorded}}})
 }
 
 // TestEvictedWaitsBeforeReconnecting: after DISCONNECT 410 the running
@@ -269,7 +320,7 @@ func TestHelloListsAtMostMaxSlots(t *testing.T) {
 	}
 	s := newSession(opts, func(context.Context, Job) Result { return OK(nil) })
 	for id := range uint64(wire.MaxSlots + 3) {
-		s.jobs[id+1] = &running{}
+		s.jobs[wire.Run{JobID: id + 1, Attempt: 1}] = &running{}
 	}
 	h := s.Hello(1)
 	cancelled := 0
@@ -278,7 +329,7 @@ func TestHelloListsAtMostMaxSlots(t *testing.T) {
 			cancelled++
 		}
 	}
-	if len(h.Held) != wire.MaxSlots || h.Held[0] != 1 || h.Held[wire.MaxSlots-1] != wire.MaxSlots {
+	if len(h.Held) != wire.MaxSlots || h.Held[0].JobID != 1 || h.Held[wire.MaxSlots-1].JobID != wire.MaxSlots {
 		t.Fatalf("HELLO lists %d jobs (%d..), want the first %d", len(h.Held), h.Held[0], wire.MaxSlots)
 	}
 	if cancelled != 3 {
@@ -305,6 +356,6 @@ func TestProgress(t *testing.T) {
 		t.Fatalf("PROGRESS %+v, want job 12 fetching", p)
 	}
 	r := expect[*wire.Result](t, srv.Next())
-	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 12, Status: wire.ResultRecorded}}})
+	srv.Send(&wire.ResultOK{Req: r.Req, Items: []wire.ResultOKItem{{JobID: 12, Attempt: 1, Status: wire.ResultRecorded}}})
 	Progress(context.Background(), "not a job") // does nothing
 }

@@ -1,5 +1,5 @@
 // Package worker is drover's Go worker library: it connects to a drover
-// coordinator's peers socket over DRV/1 (docs/PROTOCOL.md), announces the
+// coordinator's peers socket over DRV/2 (docs/PROTOCOL.md), announces the
 // worker's capabilities and slots, runs the jobs it is sent with a Handler,
 // and reports their results.
 //
@@ -225,7 +225,7 @@ func (o Options) withDefaults() (Options, error) {
 		errs = append(errs, fmt.Errorf("worker options ReconnectMin %v, ReconnectMax %v: want 0 < min <= max (0: defaults)", o.ReconnectMin, o.ReconnectMax))
 	}
 	if len(errs) == 0 {
-		// Every other rule (id, host, header names and values) is DRV/1's:
+		// Every other rule (id, host, header names and values) is DRV/2's:
 		// check the HELLO this worker will send.
 		h := hello(o, 1, nil)
 		if _, err := wire.Encode(h); err != nil {
@@ -235,8 +235,8 @@ func (o Options) withDefaults() (Options, error) {
 	return o, errors.Join(errs...)
 }
 
-// hello is the worker's HELLO listing held job ids.
-func hello(o Options, req uint64, held []uint64) *wire.Hello {
+// hello is the worker's HELLO listing held runs.
+func hello(o Options, req uint64, held []wire.Run) *wire.Hello {
 	return &wire.Hello{
 		Req: req, Role: wire.RoleWorker, ID: o.ID, Host: o.Host, Slots: uint32(o.Slots),
 		Heartbeat: o.Heartbeat, Headers: toHeaders(o.Headers), Held: held,

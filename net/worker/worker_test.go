@@ -316,14 +316,14 @@ func TestGarbageDealer(t *testing.T) {
 	runWorker(t, s.PeersEndpoint(), Options{ID: "w", Slots: 8}, func(ctx context.Context, j Job) Result { return OK(j.Payload) })
 	corpus := [][][]byte{
 		{[]byte("AMQP"), []byte("HELLO"), make([]byte, 8)},
-		{[]byte("DRV2"), []byte("HELLO"), make([]byte, 8), nil},
-		{[]byte("DRV1"), []byte("FROB"), make([]byte, 8)},
-		{[]byte("DRV1"), []byte("SUBMIT"), make([]byte, 8), {0, 0}},
-		{[]byte("DRV1"), []byte("SUBMIT"), {1, 2, 3}, {0, 0, 0, 1}},
-		{[]byte("DRV1"), []byte("HEARTBEAT"), make([]byte, 8), nil, nil},
+		{[]byte("DRV3"), []byte("HELLO"), make([]byte, 8), nil},
+		{[]byte("DRV2"), []byte("FROB"), make([]byte, 8)},
+		{[]byte("DRV2"), []byte("SUBMIT"), make([]byte, 8), {0, 0}},
+		{[]byte("DRV2"), []byte("SUBMIT"), {1, 2, 3}, {0, 0, 0, 1}},
+		{[]byte("DRV2"), []byte("HEARTBEAT"), make([]byte, 8), nil, nil},
 		{[]byte("garbage")},
-		{[]byte("DRV1"), []byte("RESULT"), make([]byte, 8), bytes.Repeat([]byte{0xff}, 64)},
-		{[]byte("DRV1"), []byte("REQUEST"), make([]byte, 8), {0, 0, 0, 1, 0, 1, 'c', 0, 1, 'p', 0, 1, 'u'}}, // before HELLO
+		{[]byte("DRV2"), []byte("RESULT"), make([]byte, 8), bytes.Repeat([]byte{0xff}, 64)},
+		{[]byte("DRV2"), []byte("REQUEST"), make([]byte, 8), {0, 0, 0, 1, 0, 1, 'c', 0, 1, 'p', 0, 1, 'u'}}, // before HELLO
 	}
 	const n = 20000
 	sent := make(chan error, 1)
@@ -455,7 +455,7 @@ func TestToItem(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			it := toItem(7, tc.in)
+			it := toItem(wire.Run{JobID: 7, Attempt: 1}, tc.in)
 			if it.JobID != 7 || it.Outcome != tc.outcome || it.RetryAfter != tc.retry || !strings.Contains(it.Error, tc.errHas) || len(it.Links) != tc.links {
 				t.Fatalf("toItem: %+v (links %d), want outcome %s, retry %v, error containing %q, %d links",
 					it.Outcome, len(it.Links), tc.outcome, tc.retry, tc.errHas, tc.links)

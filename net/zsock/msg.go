@@ -112,7 +112,7 @@ import (
 
 // Whole messages in one call. pebbe/zmq4 receives a message frame by
 // frame, with about six cgo calls per frame (init, receive, data, copy,
-// close, RCVMORE) and an allocation per frame; sending is similar. DRV/1
+// close, RCVMORE) and an allocation per frame; sending is similar. DRV/2
 // messages have four or five frames and the reactor and the connection
 // loops move tens of thousands a second, so those calls were the largest
 // single cost of the transport. MsgIO receives a whole message in two cgo
@@ -125,7 +125,7 @@ import (
 // (TestRawHandleFound says so).
 
 // maxMsgFrames is the most frames MsgIO keeps of one message: a ROUTER's
-// routing id and DRV/1's at most four frames, with room to spare so that
+// routing id and DRV/2's at most four frames, with room to spare so that
 // a message with too many frames still reaches the decoder as such.
 const maxMsgFrames = 16
 

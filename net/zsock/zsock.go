@@ -1,6 +1,6 @@
 // Package zsock is the one place drover creates ZeroMQ sockets (pebbe/zmq4
 // on the system libzmq). Each constructor creates a socket, applies the
-// options DRV/1 relies on (docs/PROTOCOL.md, "Sockets"), applies the
+// options DRV/2 relies on (docs/PROTOCOL.md, "Sockets"), applies the
 // Security settings, and binds or connects it.
 //
 // A ZeroMQ socket is not safe for concurrent use: whoever creates one owns
@@ -32,7 +32,7 @@ const (
 // Defaults applied unless an Option says otherwise.
 const (
 	// DefaultHWM is the send and receive high-water mark of ROUTER and
-	// DEALER sockets, in messages per peer. DRV/1 batches records into
+	// DEALER sockets, in messages per peer. DRV/2 batches records into
 	// messages, so 1000 messages hold up to 10M records.
 	DefaultHWM = 1000
 	// DefaultEventsHWM is the send high-water mark of the events PUB, per
@@ -43,7 +43,7 @@ const (
 	// closed.
 	DefaultLinger = time.Second
 	// DefaultMaxMsgSize is the largest frame libzmq accepts from a peer
-	// before it drops the connection: twice DRV/1's largest message, so a
+	// before it drops the connection: twice DRV/2's largest message, so a
 	// slightly oversized message still reaches the decoder (and is answered
 	// with ERROR 413) while a huge one is cut off before it is buffered.
 	DefaultMaxMsgSize = 2 * wire.MaxMessage
@@ -186,7 +186,7 @@ func Router(bind string, opts ...Option) (*zmq4.Socket, error) {
 
 // Dealer creates a DEALER connected to connect, for workers, producers and
 // consoles. identity is the routing id ("" lets the ROUTER pick one per
-// connection, which is what DRV/1 clients normally do; otherwise 1..255
+// connection, which is what DRV/2 clients normally do; otherwise 1..255
 // bytes not starting with a zero byte). IMMEDIATE is on (nothing is queued
 // for a connection that is not up, so nothing stale is sent after a
 // reconnect), reconnect backoff DefaultReconnect..DefaultReconnectMax,

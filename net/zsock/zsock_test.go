@@ -137,7 +137,7 @@ func TestDealerWithoutIdentity(t *testing.T) {
 // a silent drop.
 func TestRouterMandatory(t *testing.T) {
 	router, _ := loopbackRouter(t)
-	_, err := router.SendMessageDontwait("nobody", "DRV1", "HEARTBEAT", make([]byte, 8))
+	_, err := router.SendMessageDontwait("nobody", "DRV2", "HEARTBEAT", make([]byte, 8))
 	if !Unroutable(err) {
 		t.Fatalf("send to unknown peer: %v, want EHOSTUNREACH", err)
 	}

@@ -1,4 +1,4 @@
-// Package conn is the client side of a DRV/1 session, shared by drover's
+// Package conn is the client side of a DRV/2 session, shared by drover's
 // worker, producer and admin libraries: one goroutine owns a DEALER
 // (created by net/zsock; or, to a server in this process, a pipe from
 // net/internal/pipe), says HELLO, waits for WELCOME, heartbeats, watches

@@ -105,7 +105,7 @@ func (l *Link) Drop(code wire.Code, err error) {
 // Send encodes m and hands it to the socket without blocking; a message
 // the socket cannot take now (its queue is full) waits in order for it.
 // It fails with ErrNotUp when no session is live (HELLO aside), and with
-// the encoder's error for a message DRV/1 does not allow.
+// the encoder's error for a message DRV/2 does not allow.
 func (l *Link) Send(m wire.Message) error {
 	if l.sock == nil || (l.state != up && m.Command() != wire.CmdHello) {
 		return fmt.Errorf("send %s: %w", m.Command(), ErrNotUp)

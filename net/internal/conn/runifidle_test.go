@@ -60,7 +60,7 @@ func TestRunIfIdleSendsFromTheCaller(t *testing.T) {
 	ran := false
 	runWhenIdle(t, c, func(l *Link) {
 		ran = true
-		if err := l.Send(&wire.Progress{JobID: 7, Text: "from the caller"}); err != nil {
+		if err := l.Send(&wire.Progress{JobID: 7, Attempt: 1, Text: "from the caller"}); err != nil {
 			t.Errorf("send: %v", err)
 		}
 	})

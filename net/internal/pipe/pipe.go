@@ -1,4 +1,4 @@
-// Package pipe carries DRV/1 messages between a server and clients in the
+// Package pipe carries DRV/2 messages between a server and clients in the
 // same process over Go memory instead of ZeroMQ.
 //
 // `drover crawl` runs its workers in the coordinator's process; through an
@@ -16,7 +16,7 @@
 // them afterwards). Senders
 // validate a value as they would encode it (net/internal/conn and
 // net/server encode it and drop the frames), so both ends see exactly the
-// messages DRV/1 can carry.
+// messages DRV/2 can carry.
 //
 // A server listens on its inproc peers endpoint name; a client (the
 // connection loop of net/internal/conn) dials that name and falls back to

@@ -75,7 +75,7 @@ func (s *Scripted) Send(m wire.Message) {
 
 // Greet expects a HELLO, answers WELCOME (heartbeat 1 s, liveness 3,
 // listing cancel) and returns the HELLO.
-func (s *Scripted) Greet(cancel ...uint64) *wire.Hello {
+func (s *Scripted) Greet(cancel ...wire.Run) *wire.Hello {
 	s.tb.Helper()
 	m := s.Next()
 	h, ok := m.(*wire.Hello)
