@@ -80,7 +80,7 @@ func TestDecodeMalformed(t *testing.T) {
 		{"version 0", [][]byte{[]byte("DRV0")}, CodeVersion, 0, "DRV0"},
 		{"unknown command", bare("FROB"), CodeUnknownCommand, 7, "FROB"},
 		{"lower-case command", bare("heartbeat"), CodeUnknownCommand, 7, "heartbeat"},
-		{"long garbage command", bare(strings.Repeat("Z", 5000)), CodeUnknownCommand, 7, "not a DRV/1 command"},
+		{"long garbage command", bare(strings.Repeat("Z", 5000)), CodeUnknownCommand, 7, "not a DRV/2 command"},
 		{"only two frames", [][]byte{[]byte("DRV2"), []byte("HEARTBEAT")}, CodeMalformed, 0, "2 frames"},
 		{"short request id", [][]byte{[]byte("DRV2"), []byte("HEARTBEAT"), {0, 7}}, CodeMalformed, 0, "want 8"},
 		{"heartbeat with a body", msg("HEARTBEAT", body{1}), CodeMalformed, 7, "want 3"},
