@@ -89,7 +89,7 @@ func newActionCmd(use, short, long, example string, args cobra.PositionalArgs, c
 	return cmd, f
 }
 
-// actInBatches runs act, its targets split within DRV/1's batch limit.
+// actInBatches runs act, its targets split within DRV/2's batch limit.
 func actInBatches(ctx context.Context, a *client.Admin, act admin.Action) (admin.ActionResult, error) {
 	if len(act.Targets) <= wire.MaxBatch {
 		return a.Act(ctx, act)

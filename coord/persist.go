@@ -83,7 +83,7 @@ const (
 	MetaCompletions = "coord.completions" // Totals.Completions
 	MetaFailures    = "coord.failures"    // Totals.Failures
 	MetaThrottles   = "coord.throttles"   // Totals.Throttles
-	MetaOrphans     = "coord.orphans"     // Totals.OrphanResults
+	MetaOrphans     = "coord.orphans"     // Totals.StaleResults
 	MetaDedupHits   = "coord.dedup-hits"  // Totals.DedupHits
 	MetaMalformed   = "coord.malformed"   // Totals.Malformed
 	MetaPaused      = "coord.paused"      // 1 while dispatch is paused

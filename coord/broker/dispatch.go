@@ -278,7 +278,7 @@ func (b *Broker) fail(j *job, t int64, now time.Time, why string) {
 // Requeue puts one job back in the queue now, keeping its counters: a failed
 // job gets another try, a job in back-off skips its host's back-off, a
 // dispatched job is taken from its worker uncharged (the worker's eventual
-// result is an orphan). A queued job stays as it is; a done job cannot be
+// result is stale). A queued job stays as it is; a done job cannot be
 // requeued.
 func (b *Broker) Requeue(now time.Time, jid JobID) error {
 	j := b.jobs.get(jid)
