@@ -134,7 +134,7 @@ func TestHeldUntilDurable(t *testing.T) {
 	g.waitCount(t, "job.dispatched", 1)
 
 	g.close()
-	w.send(&wire.Result{Req: 3, Items: []wire.ResultItem{{JobID: j.Jobs[0].JobID, Outcome: wire.OutcomeOK}}})
+	w.send(&wire.Result{Req: 3, Items: []wire.ResultItem{{JobID: j.Jobs[0].JobID, Attempt: j.Jobs[0].Attempt, Outcome: wire.OutcomeOK}}})
 	g.waitGated(t)
 	if m, err := w.recvWithin(300 * time.Millisecond); err == nil {
 		t.Fatalf("worker got %s %+v before the result was durable", m.Command(), m)

@@ -114,7 +114,7 @@ func TestProtocolDocEnums(t *testing.T) {
 		t.Errorf("§6's enumerations differ from the codec (-Go +document):\n%s", diff)
 	}
 	// The reference codec's constants use the table's names.
-	codec := pythonBlock(t, doc, "# drv1.py")
+	codec := pythonBlock(t, doc, "# drv2.py")
 	for _, names := range [][]string{submitStatusNames[:], resultStatusNames[:]} {
 		for i, n := range names {
 			if n == "" {
@@ -152,7 +152,7 @@ var docLimits = map[string]string{
 	"inbound frame before libzmq drops the connection (`MAXMSGSIZE`)":     "2 × whole message (bigger frames are never buffered)",
 	"records per batch (keys, verdicts, jobs, results, acknowledgements)": commas(MaxBatch),
 	"links per result / per RESULT message":                               commas(MaxLinksPerResult) + " / " + commas(MaxLinks),
-	"job ids in `held`, `cancel`, CANCEL; worker slots":                   commas(MaxSlots),
+	"runs in `held`, `cancel`, CANCEL; worker slots":                      commas(MaxSlots),
 	"crawler, processor":                       commas(MaxName) + " bytes",
 	"url":                                      "1 to " + commas(MaxURL) + " bytes",
 	"headers per list":                         commas(MaxHeaders),
