@@ -30,7 +30,7 @@ func (x b) key(c, p, u string) b { return x.str(c).str(p).str(u) }
 func (x b) fp() b                { return append(x, make([]byte, 16)...) }
 
 func msg(cmd string, req uint64, body b) [][]byte {
-	f := [][]byte{[]byte("DRV1"), []byte(cmd), binary.BigEndian.AppendUint64(nil, req)}
+	f := [][]byte{[]byte("DRV2"), []byte(cmd), binary.BigEndian.AppendUint64(nil, req)}
 	if body != nil {
 		f = append(f, body)
 	}
@@ -56,17 +56,18 @@ func errorVectors() []errorVector {
 	return []errorVector{
 		// Framing (§3, §12).
 		{"no-frames", [][]byte{}, bad},
-		{"protocol-other-version", [][]byte{[]byte("DRV2"), []byte("HEARTBEAT"), make([]byte, 8)}, wire.CodeVersion},
+		{"protocol-other-version", [][]byte{[]byte("DRV3"), []byte("HEARTBEAT"), make([]byte, 8)}, wire.CodeVersion},
+		{"protocol-drv1", [][]byte{[]byte("DRV1"), []byte("HEARTBEAT"), make([]byte, 8)}, wire.CodeVersion},
 		{"protocol-garbage", [][]byte{[]byte("HTTP"), []byte("HEARTBEAT"), make([]byte, 8)}, bad},
-		{"two-frames", [][]byte{[]byte("DRV1"), []byte("HEARTBEAT")}, bad},
-		{"five-frames", [][]byte{[]byte("DRV1"), []byte("PROGRESS"), make([]byte, 8), b{}.u64(1).str(""), {}}, bad},
+		{"two-frames", [][]byte{[]byte("DRV2"), []byte("HEARTBEAT")}, bad},
+		{"five-frames", [][]byte{[]byte("DRV2"), []byte("PROGRESS"), make([]byte, 8), b{}.u64(1).u32(1).str(""), {}}, bad},
 		{"unknown-command", msg("FROBNICATE", 1, nil), wire.CodeUnknownCommand},
 		{"lower-case-command", msg("heartbeat", 0, nil), wire.CodeUnknownCommand},
-		{"request-id-7-bytes", [][]byte{[]byte("DRV1"), []byte("HEARTBEAT"), make([]byte, 7)}, bad},
+		{"request-id-7-bytes", [][]byte{[]byte("DRV2"), []byte("HEARTBEAT"), make([]byte, 7)}, bad},
 		{"body-missing", msg("REQUEST", 1, nil), bad},
 		{"body-on-bodiless-command", msg("HEARTBEAT", 0, b{}), bad},
-		{"trailing-bytes", msg("PROGRESS", 0, b{}.u64(1).str("x").u8(0)), bad},
-		{"truncated", msg("PROGRESS", 0, b{}.u64(1).u16(5).raw('x')), bad},
+		{"trailing-bytes", msg("PROGRESS", 0, b{}.u64(1).u32(1).str("x").u8(0)), bad},
+		{"truncated", msg("PROGRESS", 0, b{}.u64(1).u32(1).u16(5).raw('x')), bad},
 
 		// Counts (§8).
 		{"count-zero", msg("REQUEST", 1, b{}.u32(0)), bad},
@@ -74,7 +75,7 @@ func errorVectors() []errorVector {
 		{"count-lying", msg("REQUEST", 1, b{}.u32(1000).raw(key...)), bad},
 		{"held-over-limit", msg("HELLO", 1, helloHead(1, 0, "w1").u32(4).u32(1000).u16(0).u32(4097)), large},
 		{"cancel-count-zero", msg("CANCEL", 0, b{}.u32(0).str("")), bad},
-		{"links-over-limit", msg("RESULT", 1, b{}.u32(1).u64(1).u8(1).u32(0).str("").u32(0).u32(10001)), large},
+		{"links-over-limit", msg("RESULT", 1, b{}.u32(1).u64(1).u32(1).u8(1).u32(0).str("").u32(0).u32(10001)), large},
 
 		// Strings (§4).
 		{"url-empty", msg("REQUEST", 1, req1(b{}.key("news", "html", ""))), bad},
@@ -98,7 +99,7 @@ func errorVectors() []errorVector {
 		{"header-value-too-long", msg("SUBMIT", 1, b{}.u32(1).raw(key...).u16(1).str("lang").u16(1025)), large},
 		{"header-count-over-limit", msg("SUBMIT", 1, b{}.u32(1).raw(key...).u16(65).raw(make([]byte, 65*5)...).u32(0)), large},
 		{"payload-too-large", msg("SUBMIT", 1, b{}.u32(1).raw(key...).u16(0).u32(1<<20+1)), large},
-		{"output-too-large", msg("RESULT", 1, b{}.u32(1).u64(1).u8(1).u32(0).str("").u32(4<<20+1).u32(0)), large},
+		{"output-too-large", msg("RESULT", 1, b{}.u32(1).u64(1).u32(1).u8(1).u32(0).str("").u32(4<<20+1).u32(0)), large},
 
 		// Enumerations and field rules (§6).
 		{"hello-role-zero", msg("HELLO", 1, okHello(0, 0, 0)), bad},
@@ -109,7 +110,7 @@ func errorVectors() []errorVector {
 		{"hello-worker-4097-slots", msg("HELLO", 1, okHello(1, 0, 4097)), bad},
 		{"hello-producer-slots", msg("HELLO", 1, okHello(2, 0, 1)), bad},
 		{"hello-producer-headers", msg("HELLO", 1, helloHead(2, 0, "p").u32(0).u32(0).u16(1).str("a").str("b").u32(0)), bad},
-		{"hello-producer-held", msg("HELLO", 1, helloHead(2, 0, "p").u32(0).u32(0).u16(0).u32(1).u64(5)), bad},
+		{"hello-producer-held", msg("HELLO", 1, helloHead(2, 0, "p").u32(0).u32(0).u16(0).u32(1).u64(5).u32(1)), bad},
 		{"welcome-session-zero", msg("WELCOME", 1, b{}.u64(0).u32(1000).u16(3).u32(0).u32(1).u32(1).u32(1).str("").u32(0)), bad},
 		{"welcome-heartbeat-zero", msg("WELCOME", 1, b{}.u64(1).u32(0).u16(3).u32(0).u32(1).u32(1).u32(1).str("").u32(0)), bad},
 		{"welcome-liveness-zero", msg("WELCOME", 1, b{}.u64(1).u32(1000).u16(0).u32(0).u32(1).u32(1).u32(1).str("").u32(0)), bad},
@@ -128,14 +129,18 @@ func errorVectors() []errorVector {
 		{"submitted-wait-with-job", msg("SUBMITTED", 1, b{}.u32(1).u8(4).u64(7).fp().str("requested")), bad},
 		{"job-id-zero", msg("JOB", 0, b{}.u32(1).u64(0).u32(1).raw(key...).u16(0).u32(0)), bad},
 		{"job-attempt-zero", msg("JOB", 0, b{}.u32(1).u64(1).u32(0).raw(key...).u16(0).u32(0)), bad},
-		{"cancel-job-id-zero", msg("CANCEL", 0, b{}.u32(1).u64(0).str("")), bad},
-		{"result-outcome-5", msg("RESULT", 1, b{}.u32(1).u64(1).u8(5).u32(0).str("").u32(0).u32(0)), bad},
-		{"result-retry-after-not-throttled", msg("RESULT", 1, b{}.u32(1).u64(1).u8(2).u32(1000).str("").u32(0).u32(0)), bad},
-		{"result-links-not-ok", msg("RESULT", 1, b{}.u32(1).u64(1).u8(3).u32(0).str("").u32(0).u32(1).raw(key...).u16(0).u32(0)), bad},
-		{"result-job-id-zero", msg("RESULT", 1, b{}.u32(1).u64(0).u8(1).u32(0).str("").u32(0).u32(0)), bad},
-		{"result-ok-status-4", msg("RESULT-OK", 1, b{}.u32(1).u64(1).u8(4).u32(0).u32(0)), bad},
-		{"result-ok-stale-with-counts", msg("RESULT-OK", 1, b{}.u32(1).u64(1).u8(2).u32(1).u32(0)), bad},
-		{"progress-job-id-zero", msg("PROGRESS", 0, b{}.u64(0).str("x")), bad},
+		{"cancel-job-id-zero", msg("CANCEL", 0, b{}.u32(1).u64(0).u32(1).str("")), bad},
+		{"cancel-attempt-zero", msg("CANCEL", 0, b{}.u32(1).u64(1).u32(0).str("")), bad},
+		{"hello-held-attempt-zero", msg("HELLO", 1, helloHead(1, 0, "w1").u32(4).u32(1000).u16(0).u32(1).u64(5).u32(0)), bad},
+		{"result-attempt-zero", msg("RESULT", 1, b{}.u32(1).u64(1).u32(0).u8(1).u32(0).str("").u32(0).u32(0)), bad},
+		{"result-outcome-5", msg("RESULT", 1, b{}.u32(1).u64(1).u32(1).u8(5).u32(0).str("").u32(0).u32(0)), bad},
+		{"result-retry-after-not-throttled", msg("RESULT", 1, b{}.u32(1).u64(1).u32(1).u8(2).u32(1000).str("").u32(0).u32(0)), bad},
+		{"result-links-not-ok", msg("RESULT", 1, b{}.u32(1).u64(1).u32(1).u8(3).u32(0).str("").u32(0).u32(1).raw(key...).u16(0).u32(0)), bad},
+		{"result-job-id-zero", msg("RESULT", 1, b{}.u32(1).u64(0).u32(1).u8(1).u32(0).str("").u32(0).u32(0)), bad},
+		{"result-ok-status-4", msg("RESULT-OK", 1, b{}.u32(1).u64(1).u32(1).u8(4).u32(0).u32(0)), bad},
+		{"result-ok-stale-with-counts", msg("RESULT-OK", 1, b{}.u32(1).u64(1).u32(1).u8(2).u32(1).u32(0)), bad},
+		{"progress-job-id-zero", msg("PROGRESS", 0, b{}.u64(0).u32(1).str("x")), bad},
+		{"progress-attempt-zero", msg("PROGRESS", 0, b{}.u64(1).u32(0).str("x")), bad},
 
 		// Admin JSON bodies (§13).
 		{"query-not-json", msg("QUERY", 1, b("{view")), bad},

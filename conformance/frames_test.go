@@ -17,11 +17,11 @@ func frameVectors() []namedMessage {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	return []namedMessage{
 		{"hello-worker", &wire.Hello{Req: 1, Role: wire.RoleWorker, ID: "w1", Host: "box", Slots: 4, Heartbeat: time.Second,
-			Headers: wire.Headers{{Name: "lang", Value: "en"}, {Name: "threads", Value: "8"}}, Held: []uint64{41, 42}}},
+			Headers: wire.Headers{{Name: "lang", Value: "en"}, {Name: "threads", Value: "8"}}, Held: []wire.Run{{JobID: 41, Attempt: 1}, {JobID: 42, Attempt: 3}}}},
 		{"hello-producer", &wire.Hello{Req: 1, Role: wire.RoleProducer, ID: "p1", Host: "box"}},
 		{"hello-console-read-only", &wire.Hello{Req: 2, Role: wire.RoleConsole, ID: "ops", ReadOnly: true, Heartbeat: 500 * time.Millisecond}},
 		{"welcome", &wire.Welcome{Req: 1, Session: 9, Heartbeat: time.Second, Liveness: 3, Slots: 4,
-			Limits: wire.ProtocolLimits, Server: "drover 0.4.0", Cancel: []uint64{42}}},
+			Limits: wire.ProtocolLimits, Server: "drover 0.4.0", Cancel: []wire.Run{{JobID: 42, Attempt: 3}}}},
 		{"heartbeat", &wire.Heartbeat{}},
 		{"disconnect-goodbye", &wire.Disconnect{Code: wire.CodeOK, Reason: "bye"}},
 		{"disconnect-evicted", &wire.Disconnect{Code: wire.CodeEvicted, Reason: "evicted"}},
@@ -47,15 +47,16 @@ func frameVectors() []namedMessage {
 		{"job", &wire.Job{Jobs: []wire.JobItem{
 			{JobID: 101, Attempt: 1, Key: k("https://example.com/"), Headers: wire.Headers{{Name: "lang", Value: "en"}}, Payload: []byte(`{"depth":1}`)},
 			{JobID: 102, Attempt: 2, Key: k("https://example.com/a")}}}},
-		{"cancel", &wire.Cancel{JobIDs: []uint64{101, 102}, Reason: "requeued by an operator"}},
+		{"cancel", &wire.Cancel{Runs: []wire.Run{{JobID: 101, Attempt: 1}, {JobID: 102, Attempt: 2}}, Reason: "requeued by an operator"}},
 		{"result", &wire.Result{Req: 9, Items: []wire.ResultItem{
-			{JobID: 101, Outcome: wire.OutcomeOK, Output: []byte("<html>"), Links: []wire.SubmitItem{{Key: k("https://example.com/b")}}},
-			{JobID: 102, Outcome: wire.OutcomeInternal, Error: "timeout"},
-			{JobID: 103, Outcome: wire.OutcomeExternal, Error: "HTTP 404"},
-			{JobID: 104, Outcome: wire.OutcomeThrottled, RetryAfter: 30 * time.Second, Error: "HTTP 429"}}}},
+			{JobID: 101, Attempt: 1, Outcome: wire.OutcomeOK, Output: []byte("<html>"), Links: []wire.SubmitItem{{Key: k("https://example.com/b")}}},
+			{JobID: 102, Attempt: 2, Outcome: wire.OutcomeInternal, Error: "timeout"},
+			{JobID: 103, Attempt: 1, Outcome: wire.OutcomeExternal, Error: "HTTP 404"},
+			{JobID: 104, Attempt: 1, Outcome: wire.OutcomeThrottled, RetryAfter: 30 * time.Second, Error: "HTTP 429"}}}},
 		{"result-ok", &wire.ResultOK{Req: 9, Items: []wire.ResultOKItem{
-			{JobID: 101, Status: wire.ResultRecorded, Accepted: 1}, {JobID: 102, Status: wire.ResultStale}, {JobID: 103, Status: wire.ResultUnknown}}}},
-		{"progress", &wire.Progress{JobID: 101, Text: "fetching"}},
+			{JobID: 101, Attempt: 1, Status: wire.ResultRecorded, Accepted: 1}, {JobID: 102, Attempt: 1, Status: wire.ResultStale},
+			{JobID: 103, Attempt: 1, Status: wire.ResultUnknown}}}},
+		{"progress", &wire.Progress{JobID: 101, Attempt: 1, Text: "fetching"}},
 		{"query", &wire.Query{Req: 5, Query: admin.Query{View: admin.ViewJobs, Limit: 40, Filter: "state=failed"}}},
 		{"page", &wire.Page{Req: 5, Page: sampleBodies().page}},
 		{"status", &wire.Status{Req: 6}},

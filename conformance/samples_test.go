@@ -42,7 +42,7 @@ func adminSamples() []adminSample {
 			Worker: "w1", FinishedAt: at, Output: "<html>"}}}},
 		{"totals", "Totals", admin.Totals{At: at, Paused: true, Queued: 1, Dispatched: 2, Backoff: 3, Done: 4, Failed: 5, Unroutable: 1,
 			KeysRequested: 1, KeysQueued: 2, KeysDone: 3, Waiters: 1, WorkersIdle: 1, WorkersBusy: 2, WorkersDraining: 1, WorkersLost: 0,
-			Dispatches: 10, Completions: 9, Failures: 1, Throttles: 2, DedupHits: 3, OrphanResults: 0, Malformed: 1}},
+			Dispatches: 10, Completions: 9, Failures: 1, Throttles: 2, DedupHits: 3, StaleResults: 0, Malformed: 1}},
 		{"action-evict", "Action", admin.Action{Kind: admin.ActEvict, Targets: []string{"w1"}}},
 		{"action-pause", "Action", admin.Action{Kind: admin.ActPause}},
 		{"action-define-crawl", "Action", admin.Action{Kind: admin.ActDefineCrawl, Crawl: &admin.Crawl{Name: "news", Scope: "domain", MaxDepth: 3, MaxPages: 1000}}},

@@ -8,7 +8,7 @@ import (
 // The kinds of error the coordinator returns for an input. Every such error
 // wraps one of these (or one of coord/broker's: ErrUnknownJob,
 // ErrUnknownWorker, ErrWrongState, ErrOrphan, ErrBadOutcome), so a transport
-// picks its answer with errors.Is — net/server maps them to DRV/1 error
+// picks its answer with errors.Is — net/server maps them to DRV/2 error
 // codes in one table — while the text still says what was wrong and what
 // was expected.
 var (

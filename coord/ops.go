@@ -18,7 +18,7 @@ const ReasonBadKey ledger.Reason = "bad-key"
 const ReasonMaxJobs ledger.Reason = "max-jobs"
 
 // WireReasons lists every reason a verdict, a late answer or a submit
-// verdict can carry to a peer (DRV/1 §6.8 lists the same; a test compares
+// verdict can carry to a peer (DRV/2 §6.8 lists the same; a test compares
 // them). The ledger's other reasons (expired, released, bad-session) only
 // ever appear in events.
 var WireReasons = []ledger.Reason{

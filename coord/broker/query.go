@@ -13,7 +13,7 @@ import (
 // Window limits of the console queries.
 const (
 	DefaultLimit = 50    // rows when a query gives no limit
-	MaxLimit     = 10000 // rows at most per query (DRV/1 §13)
+	MaxLimit     = 10000 // rows at most per query (DRV/2 §13)
 )
 
 // Totals fills the broker's figures in dst: jobs by state, unroutable jobs,

@@ -169,9 +169,9 @@ func TestRolesOverCurve(t *testing.T) {
 	p.send(&wire.Submit{Req: 3, Jobs: sub})
 	expect[*wire.Submitted](t, p.recv())
 	job := expect[*wire.Job](t, w.recv())
-	p.send(&wire.Result{Req: 4, Items: []wire.ResultItem{{JobID: job.Jobs[0].JobID, Outcome: wire.OutcomeOK}}})
+	p.send(&wire.Result{Req: 4, Items: []wire.ResultItem{{JobID: job.Jobs[0].JobID, Attempt: job.Jobs[0].Attempt, Outcome: wire.OutcomeOK}}})
 	expectCode(t, p.recv(), wire.CodeForbidden, "producer key RESULT")
-	w.send(&wire.Result{Req: 5, Items: []wire.ResultItem{{JobID: job.Jobs[0].JobID, Outcome: wire.OutcomeOK}}})
+	w.send(&wire.Result{Req: 5, Items: []wire.ResultItem{{JobID: job.Jobs[0].JobID, Attempt: job.Jobs[0].Attempt, Outcome: wire.OutcomeOK}}})
 	expect[*wire.ResultOK](t, w.recv())
 
 	// viewer: queries and totals, never an action, never the peers socket.

@@ -8,7 +8,7 @@ import (
 	"drover/net/wire"
 )
 
-// errorCodes maps the coordinator's errors to the DRV/1 error code of the
+// errorCodes maps the coordinator's errors to the DRV/2 error code of the
 // ERROR that answers them (docs/PROTOCOL.md §7): the one place that does.
 // The first entry the error matches with errors.Is wins.
 var errorCodes = []struct {
@@ -24,7 +24,6 @@ var errorCodes = []struct {
 	{broker.ErrUnknownWorker, wire.CodeNotFound},
 	{coord.ErrConflict, wire.CodeConflict},
 	{broker.ErrWrongState, wire.CodeConflict},
-	{broker.ErrOrphan, wire.CodeConflict},
 }
 
 // errorCode is the code that answers err; an error of no listed kind is the

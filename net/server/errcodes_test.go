@@ -26,7 +26,6 @@ func TestErrorCode(t *testing.T) {
 		{fmt.Errorf("drain: %w", broker.ErrUnknownWorker), wire.CodeNotFound},
 		{fmt.Errorf("hello: %w", coord.ErrConflict), wire.CodeConflict},
 		{fmt.Errorf("drain: %w", broker.ErrWrongState), wire.CodeConflict},
-		{fmt.Errorf("result: %w", broker.ErrOrphan), wire.CodeConflict},
 		{fmt.Errorf("something else"), wire.CodeInternal},
 	} {
 		if got := errorCode(tc.err); got != tc.want {
@@ -50,7 +49,7 @@ func TestCoordinatorErrorsOverTheWire(t *testing.T) {
 	p := dial(t, s.PeersEndpoint())
 	p.send(&wire.Hello{Req: 1, Role: wire.RoleProducer, ID: "p"})
 	expect[*wire.Welcome](t, p.recv())
-	p.send(&wire.Result{Req: 2, Items: []wire.ResultItem{{JobID: 1, Outcome: wire.OutcomeOK}}})
+	p.send(&wire.Result{Req: 2, Items: []wire.ResultItem{{JobID: 1, Attempt: 1, Outcome: wire.OutcomeOK}}})
 	if e := expect[*wire.Error](t, p.recv()); e.Code != wire.CodeForbidden || e.Req != 2 {
 		t.Fatalf("RESULT from a producer: %+v, want 403 for request 2", e)
 	}

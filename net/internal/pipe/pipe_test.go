@@ -87,7 +87,7 @@ func TestRoundTrip(t *testing.T) {
 func TestValues(t *testing.T) {
 	h, _, name := listen(t)
 	c, _ := dial(t, name)
-	res := &wire.Result{Req: 7, Items: []wire.ResultItem{{JobID: 1, Outcome: wire.OutcomeOK, Output: []byte("out")}}}
+	res := &wire.Result{Req: 7, Items: []wire.ResultItem{{JobID: 1, Attempt: 1, Outcome: wire.OutcomeOK, Output: []byte("out")}}}
 	if err := c.Send([][]byte{[]byte("first")}); err != nil {
 		t.Fatal(err)
 	}
