@@ -36,7 +36,7 @@ func TestBudget(t *testing.T) {
 		t.Fatalf("BudgetUsed = %d, %d, %v; want 3 of 3", used, limit, ok)
 	}
 	// A retry of a dispatched job is not a new page.
-	if err := b.Result(now, 1, as[0].Job, Outcome{Kind: Internal}); err != nil {
+	if err := result(b, now, 1, as[0].Job, Outcome{Kind: Internal}); err != nil {
 		t.Fatal(err)
 	}
 	if again := b.Dispatch(now, nil); len(again) != 1 || again[0].Job != as[0].Job {
