@@ -235,7 +235,7 @@ func readInput(stdin io.Reader, args []string) (input, error) {
 }
 
 // readLines reads one URL per line, with no limit on a line's length
-// below DRV/1's own URL limit: a longer line is reported (and the rest of
+// below DRV/2's own URL limit: a longer line is reported (and the rest of
 // it read past), never an error that stops the input.
 func readLines(r io.Reader) (input, error) {
 	in := input{unit: "line"}
@@ -251,7 +251,7 @@ func readLines(r io.Reader) (input, error) {
 			return in, nil
 		}
 		if long {
-			in.bad = append(in.bad, badLine{n, fmt.Sprintf("longer than %d bytes, the longest URL DRV/1 carries", wire.MaxURL)})
+			in.bad = append(in.bad, badLine{n, fmt.Sprintf("longer than %d bytes, the longest URL DRV/2 carries", wire.MaxURL)})
 		} else if u := strings.TrimSpace(string(line)); u != "" && !strings.HasPrefix(u, "#") {
 			if why := checkURL(u); why != "" {
 				in.bad = append(in.bad, badLine{n, why})
@@ -287,14 +287,14 @@ func readLine(br *bufio.Reader, buf []byte, max int) (line []byte, long bool, er
 	}
 }
 
-// checkURL says why u cannot be submitted ("" when it can): what DRV/1's
+// checkURL says why u cannot be submitted ("" when it can): what DRV/2's
 // url field refuses (§4). Whether it is a URL the server decides.
 func checkURL(u string) string {
 	switch {
 	case !utf8.ValidString(u):
 		return "not valid UTF-8"
 	case len(u) > wire.MaxURL:
-		return fmt.Sprintf("%d bytes, longer than %d, the longest URL DRV/1 carries", len(u), wire.MaxURL)
+		return fmt.Sprintf("%d bytes, longer than %d, the longest URL DRV/2 carries", len(u), wire.MaxURL)
 	}
 	for _, r := range u {
 		if r < 0x20 || (r >= 0x7f && r <= 0x9f) {

@@ -9,7 +9,7 @@ import (
 
 // Submit resumption (issue 14). A producer whose session ends before the
 // SUBMITTED of a request arrives sends the request again on its next
-// session, with the same request id (DRV/1 allows it: the first one is no
+// session, with the same request id (DRV/2 allows it: the first one is no
 // longer outstanding). The keys its first send got accepted are now
 // duplicates of the jobs it made, and a producer counting them would say
 // "0 accepted, N duplicates" while it added N jobs. So the server
