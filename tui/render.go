@@ -142,6 +142,11 @@ func (m *model) header() []string {
 		l3 += " " + s.Accent.Render(spark)
 	}
 	l3 += sep + count("waiters", t.Waiters, s.Text)
+	if n := t.Forbidden + t.HandshakesRefused; n > 0 {
+		// Clients the coordinator refused (with keys: docs/PROTOCOL.md §15):
+		// shown only once there are some.
+		l3 += sep + s.Muted.Render("refused ") + s.Error.Render(common.Compact(n))
+	}
 	if !m.haveTotals {
 		l2, l3 = s.Muted.Render("jobs    -"), s.Muted.Render("workers -")
 	}

@@ -322,3 +322,19 @@ func TestHeaderSaysWhenAllDone(t *testing.T) {
 		})
 	}
 }
+
+// Refused clients (commands forbidden for their key's role, handshakes
+// refused) show in the header once there are some.
+func TestHeaderShowsRefusedClients(t *testing.T) {
+	b := seedBackend()
+	h := newHarness(t, b, Options{}, 160, 40)
+	if strings.Contains(h.screen(), "refused") {
+		t.Fatalf("refused shown with none:\n%s", h.screen())
+	}
+	b.mu.Lock()
+	tot := admin.Totals{WorkersIdle: 1, Forbidden: 3, HandshakesRefused: 2}
+	b.totals = &tot
+	b.mu.Unlock()
+	h.refresh()
+	h.mustContain("refused 5")
+}
