@@ -10,7 +10,6 @@ import (
 	"drover/admin"
 	"drover/coord"
 	"drover/crawl"
-	"drover/crawl/job"
 	"drover/store"
 )
 
@@ -97,7 +96,7 @@ func (s *Server) seedPayload(spec *coord.JobSpec) {
 	if cs == nil {
 		return
 	}
-	p := job.Payload{Depth: 0, Seed: spec.Key.URL, Scope: cs.def.Scope, MaxDepth: cs.def.MaxDepth}
+	p := crawl.JobPayload{Depth: 0, Seed: spec.Key.URL, Scope: cs.def.Scope, MaxDepth: cs.def.MaxDepth}
 	spec.Payload, _ = json.Marshal(p) // plain fields: cannot fail
 }
 
