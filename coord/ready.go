@@ -63,11 +63,16 @@ type Output struct {
 // free slots filled — and returns what the transport must do.
 func (c *Coordinator) Ready(now time.Time) *Output {
 	out := &c.out
-	out.Answers = out.Answers[:0]
-	out.Jobs = out.Jobs[:0]
-	out.Finished = out.Finished[:0]
-	out.Events = out.Events[:0]
-	out.Writes = out.Writes[:0]
+	// The last step's values go: kept beyond their length they would pin
+	// what their strings and outputs came from until a bigger step
+	// overwrote them; and the room a burst (a 10,000-job batch) needed is
+	// released, so that memory does not depend on how work was batched.
+	out.Answers = reuse(out.Answers)
+	out.Jobs = reuse(out.Jobs)
+	out.Finished = reuse(out.Finished)
+	out.Events = reuse(out.Events)
+	out.Writes = reuse(out.Writes)
+	c.scratch.levents = reuse(c.scratch.levents)
 	out.Closes = append(out.Closes[:0], c.closes...)
 	out.Cancels = append(out.Cancels[:0], c.cancels...)
 	c.cancels = c.cancels[:0]
@@ -118,6 +123,19 @@ func (c *Coordinator) Ready(now time.Time) *Output {
 	out.Writes = c.collectWrites(now, out.Writes) // durability hook (persist.go); after collectEvents, which it reads
 	out.Changed = len(out.Events) > 0 || len(out.Jobs) > 0 || len(out.Closes) > 0
 	return out
+}
+
+// maxIdle is the most elements' room an output slice keeps between steps.
+const maxIdle = 4096
+
+// reuse empties s for the next step: cleared, and released if a burst left
+// it bigger than maxIdle.
+func reuse[T any](s []T) []T {
+	if cap(s) > maxIdle {
+		return nil
+	}
+	clear(s)
+	return s[:0]
 }
 
 func (c *Coordinator) dropPending(s id.Session) {

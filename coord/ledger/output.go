@@ -78,11 +78,18 @@ func (l *Ledger) event(k EventKind, s id.Session, fp id.Fingerprint, r Reason) {
 	}
 }
 
+// maxIdleEvents is the most events' room kept between bursts.
+const maxIdleEvents = 4096
+
 // TakeEvents appends to dst the events produced since the last call, in
 // order, and forgets them.
 func (l *Ledger) TakeEvents(dst []Event) []Event {
 	dst = append(dst, l.events...)
-	l.events = l.events[:0]
+	if cap(l.events) > maxIdleEvents {
+		l.events = nil // a burst (a big batch) is over: release it
+	} else {
+		l.events = l.events[:0]
+	}
 	return dst
 }
 

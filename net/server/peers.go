@@ -14,6 +14,7 @@ import (
 	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/coord/ledger"
+	"drover/net/internal/pipe"
 	"drover/net/wire"
 )
 
@@ -299,15 +300,11 @@ func (s *Server) verdicts(p *peer, req uint64, vs []coord.Verdict, err error, du
 	s.send(s.peers, p.ident, &wire.Verdicts{Req: req, Items: items})
 }
 
-func fromWireSpec(it *wire.SubmitItem) coord.JobSpec {
-	return coord.JobSpec{Key: it.Key, Headers: it.Headers.Map(), Payload: it.Payload}
-}
-
 func (s *Server) submit(now time.Time, p *peer, m *wire.Submit) {
 	specs := make([]coord.JobSpec, len(m.Jobs))
 	for i := range m.Jobs {
-		specs[i] = fromWireSpec(&m.Jobs[i])
-		s.seedPayload(&specs[i]) // crawls.go
+		specs[i] = s.compactSpec(&m.Jobs[i], true) // compact.go
+		s.seedPayload(&specs[i])                   // crawls.go
 	}
 	vs, err := s.c.Submit(now, p.s, m.Req, specs, nil)
 	if err != nil {
@@ -357,8 +354,9 @@ func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
 		}
 		if len(it.Links) > 0 {
 			start := len(specs)
+			wired := !pipe.IsClient(p.ident) // an in-process worker's links alias no message
 			for j := range it.Links {
-				specs = append(specs, fromWireSpec(&it.Links[j]))
+				specs = append(specs, s.compactSpec(&it.Links[j], wired)) // compact.go
 			}
 			r.Discovered = specs[start:len(specs):len(specs)]
 		}

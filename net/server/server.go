@@ -153,6 +153,7 @@ type Server struct {
 	owners map[ownerKey]id.Session // the live session holding each peer id (auth.go)
 
 	memo     submitMemo             // accepted submits by producer and request (submitmemo.go)
+	strs     interner               // short strings jobs repeat, one copy each (compact.go)
 	dur      *durable               // nil without a store
 	res      *resultLog             // nil without Options.Results
 	crawls   map[string]*crawlState // crawl definitions by name (crawls.go)

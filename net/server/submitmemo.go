@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"slices"
 	"time"
 
 	"drover/coord/id"
@@ -21,13 +23,14 @@ import (
 //
 // The memory lasts while it can matter: a producer that ends its session
 // with DISCONNECT has its memos dropped at once (it resends nothing), the
-// others' are kept for memoTTL after their last use, and at most
+// others' are kept for memoTTL after their last use (a resend comes
+// within liveness plus the reconnect back-off, 32 s at most), and at most
 // memoMaxKeys keys in all (the oldest requests go first). A coordinator
 // restart forgets them (see docs/PROTOCOL.md §6.11).
 
 const (
-	memoTTL     = 5 * time.Minute
-	memoMaxKeys = 4 << 20
+	memoTTL     = 2 * time.Minute
+	memoMaxKeys = 1 << 20
 )
 
 // memoName is the name the memo knows a peer by: its role and HELLO id
@@ -40,10 +43,30 @@ type memoKey struct {
 	req      uint64
 }
 
-// memoEntry is what one request got accepted: key -> job id.
+// memoEntry is what one request got accepted, key and job id, in the
+// order the answers said it (sorted by key when a resend needs it).
 type memoEntry struct {
-	accepted map[id.Fingerprint]uint64
+	accepted []memoItem
+	sorted   bool
 	used     time.Time
+}
+
+type memoItem struct {
+	fp  id.Fingerprint
+	job uint64
+}
+
+// find returns the job the request got accepted for fp.
+func (e *memoEntry) find(fp id.Fingerprint) (uint64, bool) {
+	if !e.sorted {
+		slices.SortFunc(e.accepted, func(a, b memoItem) int { return bytes.Compare(a.fp[:], b.fp[:]) })
+		e.sorted = true
+	}
+	i, ok := slices.BinarySearchFunc(e.accepted, fp, func(a memoItem, fp id.Fingerprint) int { return bytes.Compare(a.fp[:], fp[:]) })
+	if !ok {
+		return 0, false
+	}
+	return e.accepted[i].job, true
 }
 
 // submitMemo is the server's memory of accepted submits (reactor only).
@@ -70,7 +93,7 @@ func (m *submitMemo) patch(now time.Time, producer string, req uint64, items []w
 			if it.Status != wire.SubmitDuplicate {
 				continue
 			}
-			j, ok := e.accepted[it.Fingerprint]
+			j, ok := e.find(it.Fingerprint)
 			if !ok || seen[it.Fingerprint] {
 				continue
 			}
@@ -81,18 +104,27 @@ func (m *submitMemo) patch(now time.Time, producer string, req uint64, items []w
 			it.Status, it.JobID, it.Reason = wire.SubmitAccepted, j, ""
 		}
 	}
+	existed := e != nil
+	var add []memoItem
 	for i := range items {
 		it := &items[i]
 		if it.Status != wire.SubmitAccepted || it.JobID == 0 {
 			continue
 		}
+		if existed {
+			if _, ok := e.find(it.Fingerprint); ok {
+				continue // a resend's item answered from the memo
+			}
+		}
+		add = append(add, memoItem{it.Fingerprint, it.JobID})
+	}
+	if len(add) > 0 {
 		if e == nil {
 			e = m.add(now, k)
 		}
-		if _, ok := e.accepted[it.Fingerprint]; !ok {
-			e.accepted[it.Fingerprint] = it.JobID
-			m.keys++
-		}
+		e.accepted = append(e.accepted, add...)
+		e.sorted = false
+		m.keys += len(add)
 	}
 	if e != nil {
 		e.used = now
@@ -104,7 +136,7 @@ func (m *submitMemo) add(now time.Time, k memoKey) *memoEntry {
 	if m.entries == nil {
 		m.entries = make(map[memoKey]*memoEntry)
 	}
-	e := &memoEntry{accepted: make(map[id.Fingerprint]uint64), used: now}
+	e := &memoEntry{used: now}
 	m.entries[k] = e
 	m.order = append(m.order, k)
 	return e
