@@ -76,7 +76,7 @@ type Result struct {
 	Crawler      string    `json:"crawler"`
 	Processor    string    `json:"processor"`
 	URL          string    `json:"url"`
-	Outcome      string    `json:"outcome"` // ok, failed, or budget (not run: past its crawl's page budget)
+	Outcome      string    `json:"outcome"` // ok, failed, budget (not run: past its crawl's page budget) or cancelled (not run: its crawl was cancelled)
 	Error        string    `json:"error,omitempty"`
 	Attempt      int       `json:"attempt"`
 	Worker       string    `json:"worker,omitempty"`
@@ -232,6 +232,7 @@ const (
 	ActPause         ActionKind = "pause"          // stop dispatching
 	ActResume        ActionKind = "resume"         // dispatch again
 	ActDefineCrawl   ActionKind = "define-crawl"   // Action.Crawl: define (or redefine) a crawl
+	ActCancel        ActionKind = "cancel"         // Action.Crawler: fail the crawl's jobs that have not run
 )
 
 // Action is an operator command. Targets are worker ids (evict, drain,
@@ -240,6 +241,9 @@ type Action struct {
 	Kind    ActionKind `json:"kind"`
 	Targets []string   `json:"targets,omitempty"`
 	Crawl   *Crawl     `json:"crawl,omitempty"` // define-crawl only
+	// Crawler makes pause, resume and requeue-failed act on that crawl
+	// only; cancel requires it.
+	Crawler string `json:"crawler,omitempty"`
 }
 
 // Crawl is a crawl defined on the coordinator, named by the crawler part
@@ -253,6 +257,7 @@ type Crawl struct {
 	MaxDepth int       `json:"max_depth"`        // deepest level followed; 0: no limit
 	MaxPages int       `json:"max_pages"`        // page budget; 0: none
 	Pages    int       `json:"pages"`            // server: jobs dispatched so far (the budget's count)
+	State    string    `json:"state,omitempty"`  // server: running, paused or cancelled
 	Defined  time.Time `json:"defined,omitzero"` // server: when it was last defined
 }
 

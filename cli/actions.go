@@ -192,37 +192,84 @@ func knownWorkers(ctx context.Context, a *client.Admin, verb string, ids []strin
 }
 
 func newPauseCmd() *cobra.Command {
-	cmd, _ := newActionCmd("pause", "Pause dispatch: queued jobs wait, running ones run to the end",
+	var crawler string
+	cmd, _ := newActionCmd("pause", "Pause dispatch (or one crawl's, --crawler): queued jobs wait, running ones run to the end",
 		`pause stops the coordinator dispatching jobs, like P in the console: queued jobs
 wait, dispatched jobs run to the end, submits are still accepted. "drover resume"
-dispatches again. Pausing a paused coordinator does nothing.`,
-		"  drover pause\n  drover pause --connect tcp://10.0.0.5:5571 --json", cobra.NoArgs, false,
+dispatches again. Pausing a paused coordinator does nothing.
+
+With --crawler NAME only that crawl (the jobs whose key has crawler NAME) is
+paused: its jobs wait (queued) while other crawls' jobs are dispatched; the
+pause is stored and survives restarts.`,
+		"  drover pause\n  drover pause --crawler news\n  drover pause --connect tcp://10.0.0.5:5571 --json", cobra.NoArgs, false,
 		func(context.Context, *cobra.Command, *client.Admin, []string, *actionFlags) (admin.Action, string, error) {
-			return admin.Action{Kind: admin.ActPause}, "", nil
+			return admin.Action{Kind: admin.ActPause, Crawler: crawler}, "", nil
 		},
-		func(_ admin.Action, r admin.ActionResult) string {
-			if r.Affected == 0 {
+		func(act admin.Action, r admin.ActionResult) string {
+			switch {
+			case act.Crawler != "" && r.Affected == 0:
+				return "crawl " + act.Crawler + " was already paused"
+			case act.Crawler != "":
+				return "crawl " + act.Crawler + " paused"
+			case r.Affected == 0:
 				return "dispatch was already paused"
 			}
 			return "dispatch paused"
 		})
+	cmd.Flags().StringVar(&crawler, "crawler", "", "pause only this crawl")
 	return cmd
 }
 
 func newResumeCmd() *cobra.Command {
-	cmd, _ := newActionCmd("resume", "Resume dispatch after drover pause",
+	var crawler string
+	cmd, _ := newActionCmd("resume", "Resume dispatch after drover pause (or one crawl's, --crawler)",
 		`resume lets the coordinator dispatch jobs again after "drover pause" (or P in
-the console). Resuming a coordinator that is not paused does nothing.`,
-		"  drover resume", cobra.NoArgs, false,
+the console). Resuming a coordinator that is not paused does nothing. With
+--crawler NAME it resumes that crawl after "drover pause --crawler NAME" or
+"drover cancel --crawler NAME" (cancelled jobs stay failed: "drover requeue
+--failed --crawler NAME" brings them back).`,
+		"  drover resume\n  drover resume --crawler news", cobra.NoArgs, false,
 		func(context.Context, *cobra.Command, *client.Admin, []string, *actionFlags) (admin.Action, string, error) {
-			return admin.Action{Kind: admin.ActResume}, "", nil
+			return admin.Action{Kind: admin.ActResume, Crawler: crawler}, "", nil
 		},
-		func(_ admin.Action, r admin.ActionResult) string {
-			if r.Affected == 0 {
+		func(act admin.Action, r admin.ActionResult) string {
+			switch {
+			case act.Crawler != "" && r.Affected == 0:
+				return "crawl " + act.Crawler + " was not paused or cancelled"
+			case act.Crawler != "":
+				return "crawl " + act.Crawler + " resumed"
+			case r.Affected == 0:
 				return "dispatch was not paused"
 			}
 			return "dispatch resumed"
 		})
+	cmd.Flags().StringVar(&crawler, "crawler", "", "resume only this crawl")
+	return cmd
+}
+
+func newCancelCmd() *cobra.Command {
+	var crawler string
+	run := func(ctx context.Context, cmd *cobra.Command, a *client.Admin, _ []string, f *actionFlags) (admin.Action, string, error) {
+		if crawler == "" {
+			return admin.Action{}, "", usageError("cancel: --crawler NAME is required")
+		}
+		act := admin.Action{Kind: admin.ActCancel, Crawler: crawler}
+		return act, "", confirm(cmd, f, "Cancel crawl "+crawler+"?", []string{crawler},
+			"Its jobs that have not run fail as cancelled; running jobs finish.")
+	}
+	cmd, _ := newActionCmd("cancel --crawler NAME", "Cancel one crawl: its jobs that have not run fail as cancelled",
+		`cancel stops the crawl NAME (the jobs whose key has crawler NAME): its queued and
+backing-off jobs fail at once with outcome cancelled (drover results shows them),
+later jobs of it fail the same way, and its running jobs run to the end. The
+cancellation is stored and survives restarts. "drover resume --crawler NAME"
+lets new jobs of it run again, and "drover requeue --failed --crawler NAME"
+brings the cancelled ones back. It asks first on a terminal; --yes does it
+without asking, and is required when stdin is not a terminal.`,
+		"  drover cancel --crawler news --yes", cobra.NoArgs, true, run,
+		func(act admin.Action, r admin.ActionResult) string {
+			return "crawl " + act.Crawler + " cancelled: " + plural(r.Affected, "job") + " failed as cancelled"
+		})
+	cmd.Flags().StringVar(&crawler, "crawler", "", "the crawl to cancel (required)")
 	return cmd
 }
 

@@ -239,7 +239,7 @@ func printCrawls(w io.Writer, crawls []admin.Crawl) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nCRAWL\tSCOPE\tMAX DEPTH\tPAGES\tBUDGET LEFT")
+	fmt.Fprintln(tw, "\nCRAWL\tSTATE\tSCOPE\tMAX DEPTH\tPAGES\tBUDGET LEFT")
 	for _, c := range crawls {
 		depth, left := strconv.Itoa(c.MaxDepth), "-"
 		if c.MaxDepth == 0 {
@@ -248,7 +248,14 @@ func printCrawls(w io.Writer, crawls []admin.Crawl) {
 		if c.MaxPages > 0 {
 			left = strconv.Itoa(max(c.MaxPages-c.Pages, 0)) + " of " + strconv.Itoa(c.MaxPages)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", c.Name, c.Scope, depth, c.Pages, left)
+		state, scope := c.State, c.Scope
+		if state == "" {
+			state = "running"
+		}
+		if scope == "" { // paused or cancelled by name, never defined
+			scope, depth = "-", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", c.Name, state, scope, depth, c.Pages, left)
 	}
 	tw.Flush()
 }

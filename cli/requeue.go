@@ -17,14 +17,15 @@ const requeueWindow = 10000
 
 func newRequeueCmd() *cobra.Command {
 	var (
-		failed bool
-		filter string
+		failed  bool
+		filter  string
+		crawler string
 	)
 	cmd, _ := newActionCmd("requeue JOB... | --failed | --filter F", "Requeue jobs now: by id, every failed job, or those a filter matches",
 		`requeue puts jobs back in the queue now, like R in the console, keeping their
 attempt and failure counts: the jobs named by id (as the console's job detail
 and Events view show it, or a worker's jobs in drover status --json), every
-failed job (--failed), or
+failed job (--failed; of one crawl with --crawler NAME), or
 every job the console filter F matches (--filter, e.g. "state=backoff
 host=example.com"; requested keys that have no job yet are skipped). A job
 whose key other work holds again is refused and named. Requeueing more than
@@ -32,6 +33,7 @@ one job asks first on a terminal; --yes does it without asking, and is
 required when stdin is not a terminal.`,
 		`  drover requeue 1042
   drover requeue --failed --yes
+  drover requeue --failed --crawler news --yes
   drover requeue --filter 'state=backoff host=example.com' --json`,
 		func(cmd *cobra.Command, args []string) error {
 			given := 0
@@ -42,6 +44,9 @@ required when stdin is not a terminal.`,
 			}
 			if given != 1 {
 				return usageError("requeue: give job ids, --failed or --filter F (exactly one of them)")
+			}
+			if crawler != "" && !failed {
+				return usageError("requeue: --crawler goes with --failed (for other selections use --filter crawler=NAME)")
 			}
 			for _, a := range args {
 				if n, err := strconv.ParseUint(a, 10, 64); err != nil || n == 0 {
@@ -54,7 +59,7 @@ required when stdin is not a terminal.`,
 			const note = "Back to the queue now; attempt and failure counts are kept."
 			switch {
 			case failed:
-				return requeueFailed(ctx, cmd, a, f, note)
+				return requeueFailed(ctx, cmd, a, f, crawler, note)
 			case filter != "":
 				return requeueFiltered(ctx, cmd, a, f, filter, note)
 			}
@@ -66,28 +71,35 @@ required when stdin is not a terminal.`,
 		},
 		func(_ admin.Action, r admin.ActionResult) string { return "requeued " + plural(r.Affected, "job") })
 	cmd.Flags().BoolVar(&failed, "failed", false, "requeue every failed job")
+	cmd.Flags().StringVar(&crawler, "crawler", "", "with --failed: only the failed jobs of this crawl")
 	cmd.Flags().StringVar(&filter, "filter", "", "requeue every job this console filter matches (state=, host=, worker=, crawler=, processor=, free text)")
 	return cmd
 }
 
-// requeueFailed asks about, then requeues, every failed job.
-func requeueFailed(ctx context.Context, cmd *cobra.Command, a *client.Admin, f *actionFlags, note string) (admin.Action, string, error) {
-	act := admin.Action{Kind: admin.ActRequeueFailed}
-	page, err := a.Query(ctx, admin.Query{View: admin.ViewRetries, Filter: "state=failed", Limit: 10})
+// requeueFailed asks about, then requeues, every failed job (of crawler,
+// when given).
+func requeueFailed(ctx context.Context, cmd *cobra.Command, a *client.Admin, f *actionFlags, crawler, note string) (admin.Action, string, error) {
+	act := admin.Action{Kind: admin.ActRequeueFailed, Crawler: crawler}
+	filter, what := "state=failed", "failed job"
+	if crawler != "" {
+		filter += " crawler=" + crawler
+		what = "failed job of crawl " + crawler
+	}
+	page, err := a.Query(ctx, admin.Query{View: admin.ViewRetries, Filter: filter, Limit: 10})
 	if err != nil {
 		return act, "", fmt.Errorf("requeue: counting the failed jobs: %w", err)
 	}
 	if page.Total == 0 {
-		return act, "no failed jobs to requeue", nil
+		return act, "no " + what + "s to requeue", nil
 	}
 	items := make([]string, 0, len(page.Jobs)+1)
 	for _, j := range page.Jobs {
 		items = append(items, j.URL)
 	}
 	if more := page.Total - len(items); more > 0 {
-		items = append(items, "and "+plural(more, "more failed job"))
+		items = append(items, "and "+plural(more, "more "+what))
 	}
-	return act, "", confirm(cmd, f, "Requeue all "+plural(page.Total, "failed job")+"?", items, note)
+	return act, "", confirm(cmd, f, "Requeue all "+plural(page.Total, what)+"?", items, note)
 }
 
 // requeueFiltered collects the jobs filter matches, asks, and requeues them.

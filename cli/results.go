@@ -34,7 +34,7 @@ result is readable once it is durable (the same group commit as its job's
 done state), so it survives a crash of the coordinator.
 
 Lines: {"cursor", "job_id", "crawler", "processor", "url", "outcome" (ok,
-failed, budget), "error", "attempt", "worker", "finished_at", "output" (valid
+failed, or budget and cancelled: not run, see drover submit and drover cancel), "error", "attempt", "worker", "finished_at", "output" (valid
 UTF-8 up to 1 MiB) or "output_base64" (anything else)}; empty members are left
 out. Results deleted by the retention policy (results.max_age,
 results.max_bytes) before they were read are reported on standard error.

@@ -35,7 +35,7 @@ type ResultRecord struct {
 	Cursor  uint64    // the result's sequence number; never 0
 	Job     uint64    // the broker's job id
 	Key     id.Key    // the work key
-	Outcome string    // "ok", "failed", or "budget" (skipped past the crawl's page budget)
+	Outcome string    // "ok", "failed", "budget" or "cancelled" (not run: past its crawl's budget, or its crawl cancelled)
 	Error   string    // why it failed (empty for ok)
 	Attempt int       // the attempt that finished it
 	Worker  string    // the worker that ran it (may be empty)

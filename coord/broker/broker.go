@@ -224,7 +224,7 @@ type Finished struct {
 	Attempt int
 	Worker  string
 	At      time.Time
-	Budget  bool // failed without running: past its crawl's page budget (budget.go)
+	Skipped string // failed without running (budget.go): "budget" (past its crawl's page budget) or "cancelled"
 }
 
 // Closed asks the caller to tell a session DISCONNECT: the worker was

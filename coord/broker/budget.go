@@ -5,23 +5,41 @@ import (
 	"time"
 )
 
-// Page budgets (issue 23): a crawl, named by the crawler part of its keys,
-// may have a budget of pages: at most that many of its jobs are ever
-// dispatched (a job counts once, at its first dispatch; retries of it do
-// not count again). A job that would be dispatched past the budget is not:
-// it fails at once with Finished.Budget set, so it is visible (failed,
-// requeueable once the budget grows) and its key is settled.
+// Crawls (issue 23): a crawl, named by the crawler part of its keys, may
+// have a page budget and may be paused or cancelled on its own.
+//
+//   - Budget: at most limit of its jobs are ever dispatched (a job counts
+//     once, at its first dispatch; retries of it do not count again). A job
+//     that would be dispatched past the budget is not: it fails at once with
+//     Finished.Skipped "budget", so it is visible (failed, requeueable once
+//     the budget grows) and its key is settled.
+//   - Pause: a job of a paused crawl that reaches the head of its queue is
+//     parked (still queued, out of the dispatch order) until the crawl is
+//     resumed; other crawls' jobs are dispatched meanwhile.
+//   - Cancel: its queued, parked and backing-off jobs fail at once with
+//     Finished.Skipped "cancelled", and so does every later job of it until
+//     the crawl is resumed; running jobs finish.
 
-// budget is one crawler's page budget.
+// budget is one crawler's page budget and state.
 type budget struct {
-	limit int // 0: none
-	used  int // first dispatches so far
+	limit     int // 0: none
+	used      int // first dispatches so far
+	paused    bool
+	cancelled bool
+	parked    jobList // jobs of a paused crawl taken from their queues
 }
 
-// SetBudget gives crawler a budget of limit pages, used of which are
-// spent (a restart restores the count); limit 0 removes the budget but
-// keeps counting.
-func (b *Broker) SetBudget(crawler string, limit, used int) {
+// CrawlState is a crawl's state for SetCrawlState.
+type CrawlState uint8
+
+// The crawl states.
+const (
+	CrawlRunning   CrawlState = iota // dispatched as usual
+	CrawlPaused                      // its jobs wait
+	CrawlCancelled                   // its jobs fail as cancelled
+)
+
+func (b *Broker) budgetOf(crawler string) *budget {
 	if b.budgets == nil {
 		b.budgets = make(map[string]*budget)
 	}
@@ -30,6 +48,14 @@ func (b *Broker) SetBudget(crawler string, limit, used int) {
 		bg = &budget{}
 		b.budgets[crawler] = bg
 	}
+	return bg
+}
+
+// SetBudget gives crawler a budget of limit pages, used of which are
+// spent (a restart restores the count); limit 0 removes the budget but
+// keeps counting.
+func (b *Broker) SetBudget(crawler string, limit, used int) {
+	bg := b.budgetOf(crawler)
 	bg.limit, bg.used = max(limit, 0), max(used, bg.used, 0)
 }
 
@@ -44,27 +70,84 @@ func (b *Broker) BudgetUsed(crawler string) (used, limit int, ok bool) {
 	return bg.used, bg.limit, true
 }
 
-// spend counts j's first dispatch against its crawler's budget and
-// reports whether the budget allowed it.
-func (b *Broker) spend(j *job) bool {
-	if len(b.budgets) == 0 || j.attempts > 0 {
+// SetCrawlState pauses, cancels or resumes crawler and returns how many of
+// its jobs that changed: resumed from parking, or failed as cancelled.
+func (b *Broker) SetCrawlState(now time.Time, crawler string, st CrawlState) int {
+	bg := b.budgetOf(crawler)
+	t := ns(now)
+	n := 0
+	switch st {
+	case CrawlPaused:
+		bg.paused, bg.cancelled = true, false
+	case CrawlRunning:
+		bg.paused, bg.cancelled = false, false
+		for bg.parked.head != nil {
+			j := bg.parked.head
+			bg.parked.remove(j)
+			b.place(j, t, now)
+			n++
+		}
+	case CrawlCancelled:
+		bg.paused, bg.cancelled = false, true
+		for bg.parked.head != nil {
+			j := bg.parked.head
+			bg.parked.remove(j)
+			b.skip(j, t, now, "cancelled")
+			n++
+		}
+		for id := JobID(1); int(id) <= b.jobs.n; id++ {
+			j := b.jobs.get(id)
+			if j == nil || j.spec.Key.Crawler != crawler {
+				continue
+			}
+			switch j.state {
+			case Queued:
+				b.unqueue(j)
+			case Backoff:
+				j.host.backoff.remove(j)
+			default:
+				continue
+			}
+			b.skip(j, t, now, "cancelled")
+			n++
+		}
+	}
+	return n
+}
+
+// admit decides, at the dispatch of a job taken from its queue, whether
+// its crawl lets it run, counting its first dispatch against the budget.
+// A job it refuses is parked or failed.
+func (b *Broker) admit(j *job, t int64, now time.Time) bool {
+	if len(b.budgets) == 0 {
 		return true
 	}
 	bg := b.budgets[j.spec.Key.Crawler]
-	if bg == nil {
+	switch {
+	case bg == nil:
 		return true
-	}
-	if bg.limit > 0 && bg.used >= bg.limit {
+	case bg.cancelled:
+		b.skip(j, t, now, "cancelled")
+		return false
+	case bg.paused:
+		bg.parked.push(j)
+		return false
+	case j.attempts > 0:
+		return true
+	case bg.limit > 0 && bg.used >= bg.limit:
+		b.skip(j, t, now, "budget")
 		return false
 	}
 	bg.used++
 	return true
 }
 
-// skipBudget fails a queued job (already taken from its queue) that its
-// crawl's budget does not allow.
-func (b *Broker) skipBudget(j *job, t int64, now time.Time) {
-	_, limit, _ := b.BudgetUsed(j.spec.Key.Crawler)
-	b.fail(j, t, now, "budget: crawl "+j.spec.Key.Crawler+" has dispatched its "+strconv.Itoa(limit)+" pages")
-	b.finished[len(b.finished)-1].Budget = true
+// skip fails a job (in no list) that its crawl does not let run.
+func (b *Broker) skip(j *job, t int64, now time.Time, why string) {
+	msg := "cancelled: crawl " + j.spec.Key.Crawler + " was cancelled"
+	if why == "budget" {
+		msg = "budget: crawl " + j.spec.Key.Crawler + " has dispatched its " + strconv.Itoa(b.budgets[j.spec.Key.Crawler].limit) + " pages"
+	}
+	b.fail(j, t, now, msg)
+	b.finished[len(b.finished)-1].Skipped = why
 }

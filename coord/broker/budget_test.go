@@ -29,7 +29,7 @@ func TestBudget(t *testing.T) {
 		t.Fatalf("%d dispatched, want 3: 2 of news (budget 3, 1 spent) and other's", len(as))
 	}
 	fin := b.TakeFinished(nil)
-	if len(fin) != 2 || !fin[0].Budget || !fin[1].Budget || !fin[0].Failed {
+	if len(fin) != 2 || fin[0].Skipped != "budget" || fin[1].Skipped != "budget" || !fin[0].Failed {
 		t.Fatalf("finished %+v: want 2 budget failures", fin)
 	}
 	if used, limit, ok := b.BudgetUsed("news"); used != 3 || limit != 3 || !ok {
@@ -47,5 +47,59 @@ func TestBudget(t *testing.T) {
 	}
 	if _, _, ok := b.BudgetUsed("other"); ok {
 		t.Fatal("other has a budget, want none")
+	}
+}
+
+// TestCrawlPauseCancel: a paused crawl's jobs wait while another crawl's
+// run; resume dispatches them; cancel fails the queued ones as cancelled,
+// and a cancelled job can be requeued once the crawl is resumed.
+func TestCrawlPauseCancel(t *testing.T) {
+	b, err := New(Config{Jitter: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := epoch
+	if err := b.Register(now, 1, WorkerInfo{ID: "w", Slots: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.SetCrawlState(now, "a", CrawlPaused)
+	for i := range 3 {
+		b.Submit(now, Spec{Key: id.Key{Crawler: "a", URL: "http://h/a" + strconv.Itoa(i)}, Host: "h"})
+	}
+	b.Submit(now, Spec{Key: id.Key{Crawler: "b", URL: "http://h/b"}, Host: "h"})
+	as := b.Dispatch(now, nil)
+	if len(as) != 1 || as[0].Job != 4 {
+		t.Fatalf("dispatched %+v while a is paused, want only b's job 4", as)
+	}
+	if err := b.Result(now, 1, 4, Outcome{Kind: OK}); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.SetCrawlState(now, "a", CrawlRunning); n != 3 {
+		t.Fatalf("resume moved %d jobs, want 3", n)
+	}
+	as = b.Dispatch(now, nil)
+	if len(as) != 2 || as[0].Job != 1 || as[1].Job != 2 {
+		t.Fatalf("after resume: %+v, want jobs 1 and 2 in order", as)
+	}
+	if n := b.SetCrawlState(now, "a", CrawlCancelled); n != 1 {
+		t.Fatalf("cancel failed %d jobs, want 1 (job 3 queued; 1 and 2 run on)", n)
+	}
+	fin := b.TakeFinished(nil)
+	if len(fin) != 2 || fin[1].Job != 3 || fin[1].Skipped != "cancelled" {
+		t.Fatalf("finished %+v: want b's job done and job 3 cancelled", fin)
+	}
+	b.Submit(now, Spec{Key: id.Key{Crawler: "a", URL: "http://h/a9"}, Host: "h"})
+	if err := b.Result(now, 1, 1, Outcome{Kind: OK}); err != nil {
+		t.Fatal(err)
+	}
+	if as := b.Dispatch(now, nil); len(as) != 0 {
+		t.Fatalf("dispatched %+v for a cancelled crawl, want none", as)
+	}
+	b.SetCrawlState(now, "a", CrawlRunning)
+	if err := b.Requeue(now, 3); err != nil {
+		t.Fatal(err)
+	}
+	if as := b.Dispatch(now, nil); len(as) != 1 || as[0].Job != 3 {
+		t.Fatalf("after resume and requeue: %+v, want job 3 in the free slot", as)
 	}
 }

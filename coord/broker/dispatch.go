@@ -56,8 +56,7 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 		}
 		misses = 0
 		b.unqueue(j)
-		if !b.spend(j) { // budget.go
-			b.skipBudget(j, t, now)
+		if !b.admit(j, t, now) { // budget.go: parked or failed
 			continue // the same worker, the next job
 		}
 		b.setState(j, Dispatched, t)

@@ -101,9 +101,12 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		}
 		var res admin.ActionResult
 		var err error
-		if m.Action.Kind == admin.ActDefineCrawl {
+		switch {
+		case m.Action.Kind == admin.ActDefineCrawl:
 			res, err = s.defineCrawl(now, *m.Action.Crawl) // crawls.go
-		} else {
+		case m.Action.Crawler != "":
+			res, err = s.crawlAction(now, m.Action) // crawls.go
+		default:
 			res, err = s.c.Act(now, m.Action)
 		}
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"drover/admin"
 	"drover/coord"
+	"drover/coord/broker"
 	"drover/crawl"
 	"drover/store"
 )
@@ -22,10 +23,17 @@ import (
 // whose count it persists in the same batch as the dispatches that spend
 // it.
 
-// crawlState is one defined crawl.
+// crawlState is one crawl: defined (define-crawl), or only paused or
+// cancelled by name.
 type crawlState struct {
-	def   admin.Crawl
-	saved int // def.Pages as last written to the store
+	def     admin.Crawl
+	saved   int  // def.Pages as last written to the store
+	defined bool // by define-crawl: its seeds get the crawl payload
+}
+
+// The crawl states of admin.Crawl.State.
+var crawlStates = map[string]broker.CrawlState{
+	"": broker.CrawlRunning, "running": broker.CrawlRunning, "paused": broker.CrawlPaused, "cancelled": broker.CrawlCancelled,
 }
 
 // restoreCrawls reads the definitions from the store and gives the broker
@@ -40,8 +48,15 @@ func (s *Server) restoreCrawls() error {
 		if err := json.Unmarshal(v, &c); err != nil || c.Name != name {
 			return fmt.Errorf("crawl definition %q in the store: %q does not decode to it (%v)", name, v, err)
 		}
-		s.crawls[name] = &crawlState{def: c, saved: c.Pages}
+		st, ok := crawlStates[c.State]
+		if !ok {
+			return fmt.Errorf("crawl definition %q in the store: state %q, want running, paused or cancelled", name, c.State)
+		}
+		s.crawls[name] = &crawlState{def: c, saved: c.Pages, defined: c.Scope != ""}
 		s.c.SetBudget(name, c.MaxPages, c.Pages)
+		if st != broker.CrawlRunning {
+			s.c.SetCrawlState(s.now(), name, st)
+		}
 		return nil
 	})
 }
@@ -62,28 +77,76 @@ func (s *Server) defineCrawl(now time.Time, c admin.Crawl) (admin.ActionResult, 
 		cs = &crawlState{}
 		s.crawls[c.Name] = cs
 	}
-	c.Pages, c.Defined = cs.def.Pages, now
-	cs.def = c
+	c.Pages, c.Defined, c.State = cs.def.Pages, now, cs.def.State
+	cs.def, cs.defined = c, true
 	s.c.SetBudget(c.Name, c.MaxPages, c.Pages)
-	if s.dur != nil {
-		if s.dur.failed != nil {
-			return admin.ActionResult{}, fmt.Errorf("define-crawl %s: not recorded: the store failed: %w", c.Name, s.dur.failed)
-		}
-		b := s.dur.st.NewBatch()
-		v, _ := json.Marshal(&c) // plain fields: cannot fail
-		if err := b.PutCrawl(c.Name, v); err != nil {
-			return admin.ActionResult{}, fmt.Errorf("define-crawl %s: %w", c.Name, err)
-		}
-		done := make(chan error, 1)
-		s.dur.st.Apply(b, func(err error) { done <- err })
-		if err := <-done; err != nil { // a definition is rare: the reactor waits for it
-			return admin.ActionResult{}, fmt.Errorf("define-crawl %s: not recorded: %w", c.Name, err)
-		}
-		cs.saved = c.Pages
+	if err := s.saveCrawl(cs); err != nil {
+		return admin.ActionResult{}, fmt.Errorf("define-crawl %s: %w", c.Name, err)
 	}
 	s.log.Info("crawl defined", "crawl", c.Name, "scope", c.Scope, "max_depth", c.MaxDepth, "max_pages", c.MaxPages, "pages", c.Pages)
 	s.dirty = true
 	return admin.ActionResult{Affected: 1}, nil
+}
+
+// saveCrawl writes cs to the store, if there is one, and waits until it is
+// durable (crawl actions are rare: the reactor waits for them).
+func (s *Server) saveCrawl(cs *crawlState) error {
+	if s.dur == nil {
+		return nil
+	}
+	if s.dur.failed != nil {
+		return fmt.Errorf("not recorded: the store failed: %w", s.dur.failed)
+	}
+	b := s.dur.st.NewBatch()
+	v, _ := json.Marshal(&cs.def) // plain fields: cannot fail
+	if err := b.PutCrawl(cs.def.Name, v); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	s.dur.st.Apply(b, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		return fmt.Errorf("not recorded: %w", err)
+	}
+	cs.saved = cs.def.Pages
+	return nil
+}
+
+// crawlAction carries out pause, resume, cancel or requeue-failed for the
+// one crawl the action names.
+func (s *Server) crawlAction(now time.Time, a admin.Action) (admin.ActionResult, error) {
+	if a.Kind == admin.ActRequeueFailed {
+		return s.c.RequeueFailedOf(now, a.Crawler), nil
+	}
+	var state string
+	switch a.Kind {
+	case admin.ActPause:
+		state = "paused"
+	case admin.ActResume:
+		state = "running"
+	case admin.ActCancel:
+		state = "cancelled"
+	default:
+		return admin.ActionResult{}, fmt.Errorf("action %s for crawl %s: want pause, resume, cancel or requeue-failed", a.Kind, a.Crawler)
+	}
+	cs := s.crawls[a.Crawler]
+	if cs == nil {
+		cs = &crawlState{def: admin.Crawl{Name: a.Crawler}}
+		s.crawls[a.Crawler] = cs
+	}
+	if cs.def.State == "" {
+		cs.def.State = "running"
+	}
+	if cs.def.State == state {
+		return admin.ActionResult{}, nil
+	}
+	cs.def.State = state
+	n := s.c.SetCrawlState(now, a.Crawler, crawlStates[state])
+	if err := s.saveCrawl(cs); err != nil {
+		return admin.ActionResult{}, fmt.Errorf("%s crawl %s: %w", a.Kind, a.Crawler, err)
+	}
+	s.log.Info("crawl "+state, "crawl", a.Crawler, "jobs", n)
+	s.dirty = true
+	return admin.ActionResult{Affected: max(n, 1)}, nil
 }
 
 // seedPayload gives a job of a defined crawl submitted without a payload
@@ -93,7 +156,7 @@ func (s *Server) seedPayload(spec *coord.JobSpec) {
 		return
 	}
 	cs := s.crawls[spec.Key.Crawler]
-	if cs == nil {
+	if cs == nil || !cs.defined {
 		return
 	}
 	p := crawl.JobPayload{Depth: 0, Seed: spec.Key.URL, Scope: cs.def.Scope, MaxDepth: cs.def.MaxDepth}

@@ -93,8 +93,8 @@ func (s *Server) keepResults(fs []broker.Finished) {
 			Attempt: f.Attempt, Worker: f.Worker, At: f.At, Output: f.Output,
 		}
 		switch {
-		case f.Budget:
-			rec.Outcome = "budget"
+		case f.Skipped != "":
+			rec.Outcome = f.Skipped // budget, cancelled
 		case f.Failed:
 			rec.Outcome = "failed"
 		}

@@ -151,6 +151,10 @@ func (m *Action) decodeBody(r *reader) {
 	case admin.ActEvict, admin.ActDrain, admin.ActUndrain, admin.ActRequeue:
 		wantTargets = true
 	case admin.ActRequeueFailed, admin.ActPause, admin.ActResume:
+	case admin.ActCancel:
+		if a.Crawler == "" {
+			r.fail(CodeMalformed, "crawler", "empty, want the crawl to cancel")
+		}
 	case admin.ActDefineCrawl:
 		if c := a.Crawl; c == nil {
 			r.fail(CodeMalformed, "crawl", "missing, want the crawl's definition for %s", a.Kind)
@@ -158,7 +162,17 @@ func (m *Action) decodeBody(r *reader) {
 			r.fail(CodeMalformed, "crawl.name", "%q, want 1 to %d bytes of text, like a key's crawler", c.Name, MaxName)
 		}
 	default:
-		r.fail(CodeMalformed, "kind", "%q, want evict, drain, undrain, requeue, requeue-failed, pause, resume or define-crawl", a.Kind)
+		r.fail(CodeMalformed, "kind", "%q, want evict, drain, undrain, requeue, requeue-failed, pause, resume, cancel or define-crawl", a.Kind)
+		return
+	}
+	switch {
+	case r.err != nil:
+		return
+	case a.Crawler != "" && a.Kind != admin.ActPause && a.Kind != admin.ActResume && a.Kind != admin.ActRequeueFailed && a.Kind != admin.ActCancel:
+		r.fail(CodeMalformed, "crawler", "given for %s, want it only with pause, resume, requeue-failed or cancel", a.Kind)
+		return
+	case len(a.Crawler) > MaxName || checkKind([]byte(a.Crawler), kLine) != "":
+		r.fail(CodeMalformed, "crawler", "%q, want at most %d bytes of text, like a key's crawler", a.Crawler, MaxName)
 		return
 	}
 	switch {
