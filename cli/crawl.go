@@ -87,6 +87,7 @@ written as JSON lines to --out.`,
 	}
 	addCrawlFlags(cmd, &o)
 	addServerFlags(cmd)
+	crawlMetricsFlag(cmd)
 	return cmd
 }
 
@@ -186,6 +187,14 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	if o.ephemeral {
 		opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
 	}
+	metrics, err := crawlMetrics(cfg, sink)
+	if err != nil {
+		sink.Close()
+		return fmt.Errorf("crawl: %w", err)
+	}
+	if metrics != nil {
+		opts.OnTotals = metrics.Update
+	}
 	opts.Coord.MaxJobs = o.maxPages
 	if o.state != "" {
 		// Closed after the server has stopped (defers run last-first).
@@ -240,6 +249,14 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		stopSrv()
 		<-srvDone
 	}()
+	if metrics != nil {
+		wait, err := serveCrawlMetrics(srvCtx, cfg, metrics, srv, log)
+		if err != nil {
+			return err
+		}
+		defer wait() // after stopSrv (defers run last-first)
+		defer stopSrv()
+	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	var wg sync.WaitGroup

@@ -189,6 +189,18 @@ func (m *Metrics) RegisterReactor(stats func() ReactorStats) error {
 	return nil
 }
 
+// RegisterCrawl exports the counters of a crawl run by drover crawl, read
+// through refused at each scrape.
+func (m *Metrics) RegisterCrawl(refused func() uint64) error {
+	c := prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: "crawl_pages_refused_total",
+		Help: "Pages a crawl from a public seed did not fetch because their host resolves to a loopback, private, link-local or CGNAT address (crawl.allow_private)."},
+		func() float64 { return float64(refused()) })
+	if err := m.reg.Register(c); err != nil {
+		return fmt.Errorf("obs: registering crawl metrics (expected one crawl per Metrics): %w", err)
+	}
+	return nil
+}
+
 // RegisterNotifier exports the notifier's counters and queue length.
 func (m *Metrics) RegisterNotifier(n *Notifier) error {
 	stat := func(pick func(NotifierStats) float64) func() float64 {
