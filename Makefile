@@ -7,7 +7,7 @@ DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -X drover/cli.version=$(VERSION) -X drover/cli.commit=$(COMMIT) -X drover/cli.date=$(DATE)
 BENCHTIME ?= 1s
 
-.PHONY: all build demo test verify bench deps deps-test release-snapshot clean
+.PHONY: all build demo test soak verify bench deps deps-test release-snapshot clean
 
 all: build
 
@@ -27,6 +27,11 @@ demo: build
 ## test: the whole suite with the race detector (this is what CI runs).
 test: deps-test
 	$(GO) test -race -count=1 ./...
+
+## soak: the crash soak (real serve, workers, producer; worker and coordinator
+## SIGKILLs, a SIGSTOP) at full length, minutes; `make test` runs a short one.
+soak: deps-test
+	DROVER_SOAK=full $(GO) test -count=1 -run '^TestSoakCrashes$$' -timeout 60m -v ./cli
 
 ## verify: formatting, vet, staticcheck and a tidy go.mod.
 verify: deps
