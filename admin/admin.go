@@ -217,7 +217,16 @@ type Event struct {
 	URL    string    `json:"url,omitempty"`
 	Worker string    `json:"worker,omitempty"`
 	Detail string    `json:"detail,omitempty"`
+	// Cursor is, on job.done and job.failed, the job's result cursor when
+	// the coordinator keeps results (QUERY view results from Cursor-1
+	// reads it); Output carries the result's output too when it is valid
+	// UTF-8 of at most MaxEventOutput bytes.
+	Cursor uint64 `json:"cursor,omitempty"`
+	Output string `json:"output,omitempty"`
 }
+
+// MaxEventOutput is the largest output an Event carries.
+const MaxEventOutput = 1024
 
 // ActionKind names an operator action.
 type ActionKind string

@@ -3,6 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,5 +153,46 @@ func TestResultsFollowMemory(t *testing.T) {
 	}
 	if r := byURL["http://m.test/bad"]; r.Outcome != "failed" || !strings.Contains(r.Error, "external") {
 		t.Errorf("result of bad: %+v, want failed with an external failure", r)
+	}
+}
+
+// TestNotifierCarriesCursor: the HTTP notifier's job.done report names the
+// result's cursor and carries a small output.
+func TestNotifierCarriesCursor(t *testing.T) {
+	got := make(chan admin.Event, 16)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev admin.Event
+		if err := json.NewDecoder(r.Body).Decode(&ev); err == nil {
+			got <- ev
+		}
+	}))
+	defer hook.Close()
+	t.Setenv("DROVER_NOTIFIER_URL", hook.URL)
+	eps := freeEndpoints(t, 3)
+	peers, adminEP, events := eps[0], eps[1], eps[2]
+	_, srvOut := start(t, "serve", "--store", "memory", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "200ms")
+	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
+	start(t, "worker", "--connect", peers, "--heartbeat-interval", "200ms", "--exec", `echo "small $DROVER_URL"`)
+	if out, code := run(t, "", "submit", "--connect", peers, "--crawler", "n", "http://n.test/a"); code != 0 {
+		t.Fatalf("submit: exit %d, %s", code, out)
+	}
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-got:
+			if ev.Kind != admin.EventJobDone {
+				continue
+			}
+			if ev.Cursor != 1 || ev.Output != "small http://n.test/a\n" {
+				t.Fatalf("job.done report %+v: want cursor 1 and the output", ev)
+			}
+			out, _ := run(t, "", "results", "--connect", adminEP, "--from", fmt.Sprint(ev.Cursor-1))
+			if rs := resultLines(t, out); len(rs) != 1 || rs[0].JobID != ev.JobID {
+				t.Fatalf("results from the report's cursor: %q, want its job", out)
+			}
+			return
+		case <-deadline:
+			t.Fatal("no job.done report within 30s")
+		}
 	}
 }

@@ -28,6 +28,7 @@ func (s *Server) flush(now time.Time) {
 		if s.opts.OnEvent == nil && (s.pub == nil || !s.subscribed(string(out.Events[i].Kind))) {
 			continue // nobody wants it
 		}
+		s.noteCursor(&out.Events[i]) // results.go
 		if ev := &out.Events[i]; !s.hold(held{kind: heldEvent, ev: new(*ev)}) {
 			s.publish(ev)
 		}

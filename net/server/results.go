@@ -54,6 +54,14 @@ type resultLog struct {
 	marks    []resultMark         // applied batches' last cursors, in order
 	mem      []store.ResultRecord // without a store: the results kept
 	memBytes int64
+	byJob    map[uint64]int // this step's finished jobs: index in stepFin
+	stepFin  []stepResult
+}
+
+// stepResult is a result of the current step, for its job's event.
+type stepResult struct {
+	cursor uint64
+	output []byte
 }
 
 type resultMark struct{ batch, cursor uint64 }
@@ -85,9 +93,16 @@ func (s *Server) keepResults(fs []broker.Finished) {
 	if r == nil || len(fs) == 0 {
 		return
 	}
+	clear(r.byJob)
+	r.stepFin = r.stepFin[:0]
 	for i := range fs {
 		f := &fs[i]
 		r.last++
+		if r.byJob == nil {
+			r.byJob = make(map[uint64]int)
+		}
+		r.byJob[uint64(f.Job)] = len(r.stepFin)
+		r.stepFin = append(r.stepFin, stepResult{cursor: r.last, output: f.Output})
 		rec := store.ResultRecord{
 			Cursor: r.last, Job: uint64(f.Job), Key: f.Key, Outcome: "ok", Error: f.Error,
 			Attempt: f.Attempt, Worker: f.Worker, At: f.At, Output: f.Output,
@@ -137,6 +152,24 @@ func (s *Server) trimMemory(now time.Time) {
 		n := copy(r.mem, r.mem[cut:])
 		clear(r.mem[n:])
 		r.mem = r.mem[:n]
+	}
+}
+
+// noteCursor gives a job.done or job.failed event of the step its result's
+// cursor, and the output when it is small text.
+func (s *Server) noteCursor(ev *admin.Event) {
+	r := s.res
+	if r == nil || len(r.byJob) == 0 || (ev.Kind != admin.EventJobDone && ev.Kind != admin.EventJobFailed) {
+		return
+	}
+	i, ok := r.byJob[ev.JobID]
+	if !ok {
+		return
+	}
+	sr := &r.stepFin[i]
+	ev.Cursor = sr.cursor
+	if len(sr.output) <= admin.MaxEventOutput && utf8.Valid(sr.output) {
+		ev.Output = string(sr.output)
 	}
 }
 
