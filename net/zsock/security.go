@@ -26,8 +26,12 @@ type Security struct {
 	Public       string // this socket's public key (clients)
 	Secret       string // this socket's secret key (servers; clients)
 	// Domain is a server socket's ZAP domain (ZMQ_ZAP_DOMAIN): with CURVE,
-	// the ZAP handler registered for it decides every handshake, and
-	// libzmq refuses them all when none is (ZMQ_ZAP_ENFORCE_DOMAIN).
+	// the ZAP handler registered for it (HandleZAP) decides every
+	// handshake; the process's handler refuses domains nobody registered.
+	// Register the domain before the socket binds and keep it until the
+	// socket is closed: libzmq admits everyone when no handler runs at all,
+	// unless it has the draft option ZMQ_ZAP_ENFORCE_DOMAIN, which is set
+	// where it exists.
 	Domain string
 }
 
