@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,7 @@ type crawlOptions struct {
 	warc                               string // --warc FILE.warc.gz
 	warcMaxSize                        string
 	warcFirst                          string // the first WARC file written
+	format                             string // --format: jsonl, csv or "" (by --out's extension)
 	out                                string
 	state                              string // store directory: the crawl resumes from it
 	noTUI                              bool
@@ -98,7 +100,8 @@ func addCrawlFlags(cmd *cobra.Command, o *crawlOptions) {
 	fs.IntVar(&o.maxPages, "max-pages", 0, "stop submitting new pages after this many (0: no limit)")
 	fs.IntVar(&o.maxDepth, "max-depth", crawl.DefaultMaxDepth, "links followed from the seed (0: no limit)")
 	fs.StringVar(&o.scope, "scope", "host", "which links to follow: host (same host), domain (host and subdomains) or prefix (under the seed's directory)")
-	fs.StringVar(&o.out, "out", "", "write one JSON object per fetched page to this file (JSON lines)")
+	fs.StringVar(&o.out, "out", "", "write one record per fetched page to this file (JSON lines, or CSV: --format)")
+	fs.StringVar(&o.format, "format", "", "--out's format: jsonl or csv (default: csv for a file ending in .csv, else jsonl)")
 	fs.BoolVar(&o.requisites, "requisites", false, "also fetch page requisites (images, scripts, style sheets, CSS url() references), as wget -p; style sheets are then parsed for more")
 	fs.BoolVar(&o.ignoreRobots, "ignore-robots", false, "ignore robots.txt, rel=nofollow and <meta name=robots>/X-Robots-Tag nofollow (only for sites you may crawl so)")
 	fs.BoolVar(&o.sitemaps, "sitemaps", true, "read the seed origin's sitemaps (robots.txt Sitemap: lines, /sitemap.xml) as a source of links")
@@ -154,6 +157,11 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	if err != nil {
 		return err
 	}
+	switch strings.ToLower(o.format) {
+	case "", "jsonl", "json", "csv":
+	default:
+		return usageError("crawl: --format %q: want jsonl or csv", o.format)
+	}
 	useTUI := !o.noTUI && isTerminal(cmd.OutOrStdout()) && isTerminal(cmd.InOrStdin())
 	if cfg.Source("log.level").Kind == config.FromDefault {
 		cfg.Log.Level = "warn" // progress lines say what matters; -v style detail on request
@@ -165,13 +173,13 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	defer done()
 	out := cmd.OutOrStdout()
 
-	var jsonl *crawl.JSONLWriter
+	var results crawl.RecordWriter // stays a nil interface without --out
 	if o.out != "" {
-		if jsonl, err = crawl.OpenJSONL(o.out); err != nil {
-			return fmt.Errorf("crawl: --out: %w", err)
+		if results, err = openResults(o.out, o.format); err != nil {
+			return err
 		}
 	}
-	sink := job.NewSink(jsonl, o.check != nil)
+	sink := job.NewSink(results, o.check != nil)
 	settled := make(chan struct{}, 1) // the reactor saw the crawl settle
 
 	opts := server.Options{
@@ -205,7 +213,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		}
 		defer st.Close()
 		opts.Store = st
-		if jsonl != nil {
+		if results != nil {
 			// A page done in the store has its record in --out, whenever
 			// the process dies: each batch waits for the records before it.
 			opts.BeforeCommit = sink.Mark

@@ -100,3 +100,29 @@ func warcFileName(wid string) string {
 	}, wid)
 	return "drover-" + strings.TrimLeft(safe, ".") + ".warc.gz"
 }
+
+// openResults opens --out in --format: "jsonl", "csv", or "" for csv
+// when the name ends in .csv and jsonl otherwise.
+func openResults(path, format string) (crawl.RecordWriter, error) {
+	if format == "" {
+		format = "jsonl"
+		if strings.HasSuffix(strings.ToLower(path), ".csv") {
+			format = "csv"
+		}
+	}
+	switch strings.ToLower(format) {
+	case "jsonl", "json":
+		w, err := crawl.OpenJSONL(path)
+		if err != nil {
+			return nil, fmt.Errorf("crawl: --out: %w", err)
+		}
+		return w, nil
+	case "csv":
+		w, err := crawl.OpenCSV(path)
+		if err != nil {
+			return nil, fmt.Errorf("crawl: --out: %w", err)
+		}
+		return w, nil
+	}
+	return nil, usageError("crawl: --format %q: want jsonl or csv", format)
+}

@@ -221,6 +221,9 @@ func crawlSite(t *testing.T, s *linkSite, extra ...string) []crawl.Record {
 	if r := byPath["/"]; r.Canonical != s.srv.URL+"/" || r.Title != "Home" {
 		t.Errorf("home record: canonical %q, title %q", r.Canonical, r.Title)
 	}
+	if r := byPath["/a.html"]; r.Parent != s.srv.URL+"/" || r.Depth != 1 {
+		t.Errorf("/a.html record: parent %q, depth %d; want the home page, 1", r.Parent, r.Depth)
+	}
 	if r := byPath["/redir-in"]; r.Status != 301 || r.FinalURL != s.srv.URL+"/redirected.html" {
 		t.Errorf("redirect record: status %d, final URL %q", r.Status, r.FinalURL)
 	}

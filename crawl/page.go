@@ -83,18 +83,20 @@ type Page struct {
 // Record is one line of the crawl's JSONL result file: a fetched page and
 // the job facts around it (depth, which worker, which attempt).
 type Record struct {
-	URL         string    `json:"url"`
-	FinalURL    string    `json:"final_url"`
-	Status      int       `json:"status"`
-	ContentType string    `json:"content_type"`
-	Title       string    `json:"title"`
-	Depth       int       `json:"depth"`
-	LinksOut    int       `json:"links_out"`
-	Bytes       int64     `json:"bytes"`
-	FetchMS     float64   `json:"fetch_ms"`
-	Worker      string    `json:"worker"`
-	Attempt     int       `json:"attempt"`
-	FetchedAt   time.Time `json:"fetched_at"`
+	URL         string `json:"url"`
+	FinalURL    string `json:"final_url"`
+	Status      int    `json:"status"`
+	ContentType string `json:"content_type"`
+	Title       string `json:"title"`
+	Depth       int    `json:"depth"`
+	// Parent is the page whose links first named this one ("" for a seed).
+	Parent    string    `json:"parent,omitempty"`
+	LinksOut  int       `json:"links_out"`
+	Bytes     int64     `json:"bytes"`
+	FetchMS   float64   `json:"fetch_ms"`
+	Worker    string    `json:"worker"`
+	Attempt   int       `json:"attempt"`
+	FetchedAt time.Time `json:"fetched_at"`
 	// Outcome is the page's Outcome; a record is normally written for ok
 	// pages, but a caller may also record the final failure of a job.
 	Outcome Outcome `json:"outcome"`

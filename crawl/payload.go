@@ -12,4 +12,7 @@ type JobPayload struct {
 	Seed     string `json:"seed"`
 	Scope    string `json:"scope,omitempty"`
 	MaxDepth int    `json:"max_depth,omitempty"`
+	// Parent is the page whose links first named this one (the page
+	// record's parent); the coordinator keeps the first submitter's.
+	Parent string `json:"parent,omitempty"`
 }

@@ -27,6 +27,10 @@ func (r Record) AppendJSON(b []byte) []byte {
 	b = appendJSONString(b, r.Title)
 	b = append(b, `,"depth":`...)
 	b = strconv.AppendInt(b, int64(r.Depth), 10)
+	if r.Parent != "" {
+		b = append(b, `,"parent":`...)
+		b = appendJSONString(b, r.Parent)
+	}
 	b = append(b, `,"links_out":`...)
 	b = strconv.AppendInt(b, int64(r.LinksOut), 10)
 	b = append(b, `,"bytes":`...)

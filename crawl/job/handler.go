@@ -63,6 +63,7 @@ func Handler(f Fetcher, cfg crawl.Config, workerID string) worker.Handler {
 		ctx = crawl.WithSeed(ctx, p.Seed) // the private-address guard judges by the crawl's seed
 		page := f.Fetch(ctx, j.Key.URL)
 		rec := page.Record(p.Depth, workerID, j.Attempt)
+		rec.Parent = p.Parent
 		switch page.Outcome {
 		case crawl.Throttled:
 			return worker.Result{Outcome: wire.OutcomeThrottled, RetryAfter: page.RetryAfter, Error: page.Err}
@@ -79,7 +80,7 @@ func Handler(f Fetcher, cfg crawl.Config, workerID string) worker.Handler {
 		}
 		links := follow.Follow(p.Seed, p.Depth, found)
 		if len(links) > 0 {
-			child := payloads.encode(Payload{Depth: p.Depth + 1, Seed: p.Seed, Scope: p.Scope, MaxDepth: p.MaxDepth})
+			child := payloads.encode(Payload{Depth: p.Depth + 1, Seed: p.Seed, Scope: p.Scope, MaxDepth: p.MaxDepth, Parent: j.Key.URL})
 			res.Links = make([]wire.SubmitItem, len(links))
 			for i, l := range links {
 				res.Links[i] = wire.SubmitItem{Key: id.Key{Crawler: j.Key.Crawler, Processor: j.Key.Processor, URL: l}, Payload: child}

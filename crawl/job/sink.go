@@ -31,7 +31,7 @@ type Sink struct {
 	closed   bool
 	exited   bool // the writer has stopped: nothing more will be written
 	done     chan struct{}
-	w        *crawl.JSONLWriter // nil: records are only counted
+	w        crawl.RecordWriter // nil: records are only counted
 	err      error
 	// For the demo's check against the site (unless keep is false): the
 	// latest record of each URL, the job that fetched it, and the URLs two
@@ -51,14 +51,14 @@ type Sink struct {
 
 // NewSink starts a sink writing to w (nil: records are only counted);
 // keep keeps the latest record of each URL for Records.
-func NewSink(w *crawl.JSONLWriter, keep bool) *Sink {
+func NewSink(w crawl.RecordWriter, keep bool) *Sink {
 	s := newSink(w, keep)
 	go s.run()
 	return s
 }
 
 // newSink is NewSink without its writer goroutine.
-func newSink(w *crawl.JSONLWriter, keep bool) *Sink {
+func newSink(w crawl.RecordWriter, keep bool) *Sink {
 	s := &Sink{w: w, keep: keep, done: make(chan struct{}), statuses: map[int]int{},
 		records: map[string]crawl.Record{}, jobOf: map[string]uint64{}}
 	s.cond, s.progress = sync.NewCond(&s.mu), sync.NewCond(&s.mu)
