@@ -12,16 +12,19 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/ssh"
 	"charm.land/wish/v2"
 	"charm.land/wish/v2/activeterm"
 	bm "charm.land/wish/v2/bubbletea"
+	"github.com/fsnotify/fsnotify"
 	gossh "golang.org/x/crypto/ssh"
 
 	"drover/config"
@@ -187,6 +190,7 @@ func startSSHConsole(ctx context.Context, cfg *config.Config, srv *server.Server
 	// client) by the innermost middleware once the program has quit: the
 	// bubbletea middleware quits it when the session ends.
 	var ends sync.Map // ssh.Session -> func(): what ends its console
+	live := &sshLive{sessions: map[ssh.Session]string{}}
 	program := func(sess ssh.Session) *tea.Program {
 		role := sshRole(authorized, sess.PublicKey(), log)
 		if role == "" { // removed since the login
@@ -212,7 +216,9 @@ func startSSHConsole(ctx context.Context, cfg *config.Config, srv *server.Server
 			return nil
 		}
 		slg.Info("ssh console session")
+		live.add(sess, role)
 		ends.Store(sess, func() {
+			live.remove(sess)
 			cancel()
 			a.Close()
 			slg.Info("ssh console session ended")
@@ -253,6 +259,7 @@ func startSSHConsole(ctx context.Context, cfg *config.Config, srv *server.Server
 		<-ctx.Done()
 		s.Close() // ends the sessions too: each console quits with its session
 	}()
+	go watchSSHKeys(ctx, authorized, live, log)
 	log.Info("ssh console listening", "addr", ln.Addr().String())
 	return func() { <-done }, ln.Addr(), nil
 }
@@ -271,4 +278,83 @@ func sshSessionID(n uint64, user string) string {
 		clean = clean[:32]
 	}
 	return fmt.Sprintf("ssh-%d-%s", n, clean)
+}
+
+// sshLive are the consoles open now, with the role each logged in with.
+type sshLive struct {
+	mu       sync.Mutex
+	sessions map[ssh.Session]string
+}
+
+func (l *sshLive) add(s ssh.Session, role string) {
+	l.mu.Lock()
+	l.sessions[s] = role
+	l.mu.Unlock()
+}
+
+func (l *sshLive) remove(s ssh.Session) {
+	l.mu.Lock()
+	delete(l.sessions, s)
+	l.mu.Unlock()
+}
+
+// revoke ends the sessions whose key path no longer lists with the role
+// they logged in with (removed, or made a viewer): they may log in again
+// with what the file now grants. A file that cannot be read changes
+// nothing.
+func (l *sshLive) revoke(path string, log *slog.Logger) {
+	if _, err := os.Stat(path); err != nil {
+		return // removed or mid-rename: the new file's event follows
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for s, role := range l.sessions {
+		if now := sshRole(path, s.PublicKey(), log); now != role {
+			log.Info("ssh console: session ended, its key's role changed", "user", s.User(), "remote", s.RemoteAddr().String(), "was", role, "now", now)
+			wish.Errorln(s, "\r\ndrover: this key's console access was revoked or changed")
+			if c, ok := s.Context().Value(ssh.ContextKeyConn).(interface{ Close() error }); ok {
+				c.Close()
+			}
+			delete(l.sessions, s)
+		}
+	}
+}
+
+// watchSSHKeys re-checks the live sessions against the keys file when it
+// changes (written, or replaced by a rename) and on SIGHUP, until ctx ends.
+func watchSSHKeys(ctx context.Context, path string, live *sshLive, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		log.Warn("ssh console: not watching the keys file (SIGHUP still re-reads it)", "err", err)
+	} else {
+		defer w.Close()
+		if err := w.Add(filepath.Dir(path)); err != nil {
+			log.Warn("ssh console: not watching the keys file (SIGHUP still re-reads it)", "err", err)
+		}
+	}
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if w != nil {
+		events, errs = w.Events, w.Errors
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			live.revoke(path, log)
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if filepath.Base(ev.Name) == filepath.Base(path) && ev.Has(fsnotify.Write|fsnotify.Create|fsnotify.Rename) {
+				live.revoke(path, log)
+			}
+		case err := <-errs:
+			log.Warn("ssh console: watching the keys file", "err", err)
+		}
+	}
 }

@@ -81,8 +81,9 @@ func (c *sshConsole) press(keys string) {
 
 // TestSSHConsole serves the console over SSH from a real serve: an
 // operator's session renders it and may pause, a viewer's is read-only
-// (its action refused, the coordinator unchanged), an unlisted key is
-// refused at login; the host key is generated 0600.
+// (its action refused, the coordinator unchanged) and ends when its key
+// is removed, an unlisted key is refused at login; the host key is
+// generated 0600.
 func TestSSHConsole(t *testing.T) {
 	dir := t.TempDir()
 	opSigner, opLine := sshClientKey(t, "alice@ops")
@@ -128,6 +129,25 @@ func TestSSHConsole(t *testing.T) {
 	viewer.waitFor("read-only console: pause (P) is disabled")
 	if tot, _ := totals(t, eps[1]); tot.Paused {
 		t.Fatal("dispatch paused from a viewer's session")
+	}
+
+	// Removing the viewer's line (the file replaced, as editors do) ends
+	// its session at once.
+	if err := os.WriteFile(keys+".new", []byte("operator "+opLine+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(keys+".new", keys); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- viewer.sess.Wait() }()
+	select {
+	case <-ended:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the viewer's session still open 20s after its key was removed")
+	}
+	if _, err := dialConsole(t, sshAddr, hostKey, viewSigner); err == nil {
+		t.Fatal("a removed key logged in again")
 	}
 
 	// The operator pauses: P opens the dialog, tab moves to Pause, enter.

@@ -251,7 +251,7 @@ var schema = []Key{
 	key("ssh.listen", KindHostPort, "",
 		"serve: address serving the console over SSH, one console per session; a port alone (:2222) listens on loopback; empty disables"),
 	key("ssh.authorized_keys", KindString, "",
-		"serve: the SSH keys admitted to the console, one per line: ROLE followed by an OpenSSH public key line, roles operator (may act) and viewer (read-only); read at every login"),
+		"serve: the SSH keys admitted to the console, one per line: ROLE followed by an OpenSSH public key line, roles operator (may act) and viewer (read-only); read at every login, and when it changes or on SIGHUP (ending the sessions of a removed key)"),
 	key("ssh.host_key", KindString, "",
 		"serve: the SSH server's private host key, generated (ed25519, mode 0600) when missing; empty: $XDG_STATE_HOME/drover/ssh_host_ed25519_key"),
 
