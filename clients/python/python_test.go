@@ -3,9 +3,11 @@ package python
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -38,15 +40,39 @@ func python(t *testing.T, modules ...string) string {
 	return ""
 }
 
-// droverBinary builds drover from this tree into a temporary directory.
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// TestMain removes the drover binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// droverBinary builds drover from this tree, once for the package's tests.
 func droverBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "drover")
-	cmd := exec.Command("go", "build", "-o", bin, "drover")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "drover-python-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "drover")
+		if out, err := exec.Command("go", "build", "-o", binPath, "drover").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	return bin
+	return binPath
 }
 
 // runUnittest runs python -m unittest on the pattern in this directory.
@@ -84,4 +110,13 @@ func TestPythonClient(t *testing.T) {
 	py := python(t, "zmq")
 	bin := droverBinary(t)
 	runUnittest(t, py, bin, "test_[rs]e*.py")
+}
+
+// TestScrapy: two real Scrapy processes (Debian's python3-scrapy) with the
+// drover scheduler and dupefilter crawl one local site through a real
+// drover serve, and every page is fetched exactly once, by one of them.
+func TestScrapy(t *testing.T) {
+	py := python(t, "zmq", "scrapy")
+	bin := droverBinary(t)
+	runUnittest(t, py, bin, "test_scrapy.py")
 }

@@ -100,7 +100,10 @@ class Session:
     def _wake(self):
         with self.wake_lock:
             if not self.waker.closed:
-                self.waker.send(b"", zmq.NOBLOCK)
+                try:
+                    self.waker.send(b"", zmq.NOBLOCK)
+                except zmq.Again:
+                    pass  # wake-ups are pending already: the I/O thread will look
 
     # --- the I/O thread -------------------------------------------------------
 

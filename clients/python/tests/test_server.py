@@ -145,8 +145,9 @@ class LiveServer(unittest.TestCase):
 
     def test_submit_statuses(self):
         p = self.producer("submit")
-        r = p.submit([("news", "html", "https://submit.example/"), ("news", "html", "HTTPS://Submit.EXAMPLE:443/#x"),
-                      ("news", "html", "mailto:x")])
+        h = {"suite": "submit"}  # no worker has it: the jobs stay queued
+        r = p.submit([("news", "html", "https://submit.example/", h), ("news", "html", "HTTPS://Submit.EXAMPLE:443/#x", h),
+                      ("news", "html", "mailto:x", h)])
         self.assertEqual(r[0].status, drv1.S_ACCEPTED)
         self.assertEqual(r[0].fingerprint, fingerprint("news", "html", normalize("https://submit.example/")))
         self.assertEqual((r[1].status, r[1].job_id, r[1].reason), (drv1.S_DUPLICATE, r[0].job_id, "queued"))
@@ -155,20 +156,23 @@ class LiveServer(unittest.TestCase):
         holder = self.producer("submit-holder")
         u = "https://submit.example/held"
         self.assertEqual(holder.request([K(u)])[0].verdict, drv1.OK)
-        self.assertEqual(p.submit([("news", "html", u)], wait=False)[0][::3], (drv1.S_WAIT, "requested"))
+        self.assertEqual(p.submit([("news", "html", u, h)], wait=False)[0][::3], (drv1.S_WAIT, "requested"))
         holder.done([K(u)])
-        self.assertEqual(eventually(lambda: p.submit([("news", "html", u)])[0]).status, drv1.S_DUPLICATE)
+        self.assertEqual(eventually(lambda: p.submit([("news", "html", u, h)])[0]).status, drv1.S_DUPLICATE)
 
     def test_worker_outcomes_links_and_progress(self):
         outcomes = {
-            "/ok": lambda job: Ok(output="page " + job.url, links=["https://jobs.example/linked"]),
+            "/ok": lambda job: Ok(output="page " + job.url, links=[("news", "html", "https://jobs.example/linked", SUITE)]),
             "/linked": lambda job: b"linked",
             "/external": lambda job: (_ for _ in ()).throw(External("HTTP 404")),
             "/internal": lambda job: (_ for _ in ()).throw(RuntimeError("boom")),
             "/throttled": lambda job: Throttled(retry_after=0.5, error="HTTP 429"),
         }
+        # Every job of this suite carries the header suite=outcomes, which only this worker has;
+        # the bare workers of the other tests have no headers, so they can take none of them.
+        SUITE = {"suite": "outcomes"}
         seen = queue.Queue()
-        w = Worker(self.server.peers, peer_id="outcomes", slots=4, headers={"lang": "en"})
+        w = Worker(self.server.peers, peer_id="outcomes", slots=4, headers={"lang": "en", "suite": "outcomes"})
 
         @w.handler
         def run(job):
@@ -183,11 +187,12 @@ class LiveServer(unittest.TestCase):
         self.addCleanup(w.close)
         p = self.producer("outcomes-p")
         urls = ["https://jobs.example" + s for s in ("/ok", "/external", "/internal", "/throttled")]
-        r = p.submit([("news", "html", u, {"lang": "en"}) for u in urls])
+        r = p.submit([("news", "html", u, dict(SUITE, lang="en")) for u in urls])
         self.assertTrue(all(x.status == drv1.S_ACCEPTED for x in r))
         acked = []
         # ok, linked, external, internal x3 (the budget), throttled x2.
         eventually(lambda: acked.extend(_drain(w.acked)) or len(acked) >= 8, what="8 results acknowledged")
+        self.assertEqual(len(acked), 8, acked)
         self.assertTrue(all(a["status"] == drv1.RECORDED for a in acked), acked)
         self.assertIn(1, [a["accepted"] for a in acked])  # the link
         runs = _drain(seen)
