@@ -1,9 +1,9 @@
-"""drover's Python client: workers and producers for a drover coordinator over DRV/1
-(docs/PROTOCOL.md). Standard library and pyzmq only; the codec (drover.drv1) and URL
+"""drover's Python client: workers and producers for a drover coordinator over DRV/2
+(docs/PROTOCOL.md). Standard library and pyzmq only; the codec (drover.drv) and URL
 normalisation (drover.url) need no pyzmq."""
 
-from . import drv1
-from .drv1 import Key
+from . import drv
+from .drv import Key
 from .url import URLRefused, fingerprint, normalize
 
 _LAZY = {  # these need pyzmq: imported on first use
@@ -20,4 +20,4 @@ def __getattr__(name):
     raise AttributeError("module 'drover' has no attribute %r" % name)
 
 
-__all__ = ["drv1", "Key", "URLRefused", "fingerprint", "normalize"] + sorted(_LAZY)
+__all__ = ["drv", "Key", "URLRefused", "fingerprint", "normalize"] + sorted(_LAZY)

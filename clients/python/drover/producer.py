@@ -4,30 +4,30 @@ import os
 import socket
 from collections import namedtuple
 
-from . import drv1
+from . import drv
 from .session import DroverError, Session
 
-#: One SUBMITTED item: status (drv1.S_*), job id, fingerprint (16 bytes), reason.
+#: One SUBMITTED item: status (drv.S_*), job id, fingerprint (16 bytes), reason.
 Submitted = namedtuple("Submitted", "status job_id fingerprint reason")
-#: One verdict: verdict (drv1.OK, NO, WAIT, ERROR), reason, fingerprint.
+#: One verdict: verdict (drv.OK, NO, WAIT, ERROR), reason, fingerprint.
 Verdict = namedtuple("Verdict", "verdict reason fingerprint")
 
 
 def _key(k):
-    if isinstance(k, drv1.Key):
+    if isinstance(k, drv.Key):
         return k
     if isinstance(k, dict):
-        return drv1.Key(k["crawler"], k["processor"], k["url"])
-    return drv1.Key(*k)
+        return drv.Key(k["crawler"], k["processor"], k["url"])
+    return drv.Key(*k)
 
 
 def _job(j):
     """A job as SUBMIT carries it, from (crawler, processor, url[, headers[, payload]]) or a dict."""
     if isinstance(j, dict):
-        key = _key(j["key"]) if "key" in j else drv1.Key(j["crawler"], j["processor"], j["url"])
+        key = _key(j["key"]) if "key" in j else drv.Key(j["crawler"], j["processor"], j["url"])
         headers, payload = j.get("headers", ()), j.get("payload", b"")
     else:
-        key, rest = drv1.Key(*j[:3]), list(j[3:])
+        key, rest = drv.Key(*j[:3]), list(j[3:])
         headers = rest[0] if rest else ()
         payload = rest[1] if len(rest) > 1 else b""
     if isinstance(headers, dict):
@@ -48,12 +48,12 @@ class Producer:
 
         with Producer("tcp://127.0.0.1:5570") as p:
             for s in p.submit([("news", "html", "https://example.com/")]):
-                print(s.status == drv1.S_ACCEPTED, s.job_id)
+                print(s.status == drv.S_ACCEPTED, s.job_id)
     """
 
     def __init__(self, endpoint="tcp://127.0.0.1:5570", peer_id=None, timeout=30.0, heartbeat_ms=1000, context=None):
         self.timeout = timeout
-        self.session = Session(endpoint, drv1.PRODUCER, peer_id or "py-producer-%s-%d" % (socket.gethostname(), os.getpid()),
+        self.session = Session(endpoint, drv.PRODUCER, peer_id or "py-producer-%s-%d" % (socket.gethostname(), os.getpid()),
                                heartbeat_ms=heartbeat_ms, context=context)
 
     def __enter__(self):
@@ -70,7 +70,7 @@ class Producer:
         return self.session.call(command, fields, settle).result(self.timeout)
 
     def _batches(self, items):
-        n = drv1.MAX_BATCH
+        n = drv.MAX_BATCH
         if self.session.welcome:
             n = self.session.welcome["limits"]["max_batch"]
         for i in range(0, len(items), n):
@@ -84,7 +84,7 @@ class Producer:
         when the holder finishes, accepted with a job id when it dies."""
         out = []
         for batch in self._batches([_job(j) for j in jobs]):
-            settle = (lambda items: all(it["status"] != drv1.S_WAIT for it in items)) if wait else None
+            settle = (lambda items: all(it["status"] != drv.S_WAIT for it in items)) if wait else None
             r = self._call("SUBMIT", {"jobs": batch}, settle)
             out += [Submitted(it["status"], it["job_id"], it["fingerprint"], it["reason"]) for it in r["items"]]
         return out
@@ -102,7 +102,7 @@ class Producer:
         (do the work, then :meth:`queue` or :meth:`done` it), no means someone else has it
         queued or done. With ``wait`` a key another session holds is waited for (its
         ANSWER: ok ``handover``, or no); without, its verdict is WAIT."""
-        settle = (lambda items: all(it["verdict"] != drv1.WAIT for it in items)) if wait else None
+        settle = (lambda items: all(it["verdict"] != drv.WAIT for it in items)) if wait else None
         return self._ledger("REQUEST", [_key(k) for k in keys], settle)
 
     def queue(self, keys):
@@ -111,7 +111,7 @@ class Producer:
 
     def done(self, keys, failed=False):
         """Marks keys done (outcome failed with ``failed``), whatever their state."""
-        o = drv1.DONE_FAILED if failed else drv1.DONE_OK
+        o = drv.DONE_FAILED if failed else drv.DONE_OK
         return self._ledger("DONE", [{"key": _key(k), "outcome": o} for k in keys])
 
 

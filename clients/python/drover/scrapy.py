@@ -45,7 +45,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.request import request_from_dict
 
-from . import drv1
+from . import drv
 from .producer import Producer
 from .worker import Internal, Ok, Worker
 
@@ -177,10 +177,10 @@ class Scheduler:
         d = request.to_dict(spider=self.spider)
         d["meta"].pop("drover_job", None)
         s = self.producer.submit([(self.spider.name, self.processor, request.url, [], _encode(d))])[0]
-        if s.status == drv1.S_ACCEPTED:
+        if s.status == drv.S_ACCEPTED:
             self.crawler.stats.inc_value("drover/submitted", spider=self.spider)
             return True
-        if s.status == drv1.S_DUPLICATE:
+        if s.status == drv.S_DUPLICATE:
             self.df.log(request, self.spider)
         else:
             log.warning("drover: %s not scheduled: %s", request.url, s.reason)
@@ -297,7 +297,7 @@ class DupeFilter:
         name = spider.name if spider is not None else "scrapy"
         key = (name, self.processor, request.url)
         v = self.producer.request([key], wait=False)[0]
-        if v.verdict != drv1.OK:
+        if v.verdict != drv.OK:
             return True
         self.producer.queue([key])
         return False

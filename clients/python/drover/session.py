@@ -1,4 +1,4 @@
-"""One DRV/1 session over a ZeroMQ DEALER, owned by one I/O thread.
+"""One DRV/2 session over a ZeroMQ DEALER, owned by one I/O thread.
 
 The thread owns the socket (pyzmq sockets are not thread-safe): it says
 HELLO, heartbeats, notices a dead server (heartbeat x liveness of silence),
@@ -18,7 +18,7 @@ from concurrent.futures import Future
 
 import zmq
 
-from . import drv1
+from . import drv
 
 log = logging.getLogger("drover")
 
@@ -27,7 +27,7 @@ class DroverError(Exception):
     """The server answered ERROR (``code`` from section 7), or the session could not do the call."""
 
     def __init__(self, code, message):
-        super().__init__("drv %d %s: %s" % (code, drv1.CODE_NAMES.get(code, "?"), message))
+        super().__init__("drv %d %s: %s" % (code, drv.CODE_NAMES.get(code, "?"), message))
         self.code, self.message = code, message
 
 
@@ -40,7 +40,7 @@ class _Call:
 
 
 class Session:
-    """A client session: ``role`` (drv1.WORKER or drv1.PRODUCER), ``peer_id``
+    """A client session: ``role`` (drv.WORKER or drv.PRODUCER), ``peer_id``
     (stable across reconnects), ``slots`` and ``headers`` for a worker.
 
     ``on_message(command, req, fields)`` gets what is not a reply (JOB,
@@ -127,7 +127,7 @@ class Session:
             wake.close(linger=0)
             for c in self.calls.values():
                 if not c.future.done():
-                    c.future.set_exception(DroverError(drv1.CODE_UNAVAILABLE, "session closed"))
+                    c.future.set_exception(DroverError(drv.CODE_UNAVAILABLE, "session closed"))
 
     def _connection(self, wake):
         """One connection, from HELLO to its end; returns (got a WELCOME, evicted)."""
@@ -147,14 +147,14 @@ class Session:
 
     def _serve(self, sock, wake):
         hello_req = next(self.ids)
-        self._send(sock, drv1.encode("HELLO", hello_req, {
+        self._send(sock, drv.encode("HELLO", hello_req, {
             "role": self.role, "id": self.peer_id, "host": socket.gethostname()[:255], "slots": self.slots,
-            "heartbeat_ms": self.heartbeat_ms, "headers": self.headers if self.role == drv1.WORKER else [],
-            "held": sorted(self.held()) if self.role == drv1.WORKER else []}))
+            "heartbeat_ms": self.heartbeat_ms, "headers": self.headers if self.role == drv.WORKER else [],
+            "held": sorted(self.held()) if self.role == drv.WORKER else []}))
         if not sock.poll(int(self.welcome_timeout * 1000)):
             log.warning("drover: no WELCOME from %s within %.0f s", self.endpoint, self.welcome_timeout)
             return False, False
-        command, _, w = drv1.decode(sock.recv_multipart())
+        command, _, w = drv.decode_reply(sock.recv_multipart())
         if command != "WELCOME":
             log.warning("drover: HELLO refused: %s %s", command, w)
             return False, False
@@ -166,13 +166,13 @@ class Session:
             self.on_welcome(w)
         # Requests not answered before the connection ended go again, with
         # fresh request ids; a RESULT leaves out the jobs WELCOME cancelled.
-        cancel = set(w["cancel"])
+        cancel = {(r["job_id"], r["attempt"]) for r in w["cancel"]}
         for req, c in list(self.calls.items()):
             del self.calls[req]
             if c.future.done():
                 continue
             if c.command == "RESULT":
-                items = [it for it in c.fields["items"] if it["job_id"] not in cancel]
+                items = [it for it in c.fields["items"] if (it["job_id"], it["attempt"]) not in cancel]
                 if not items:
                     c.future.set_result({"items": []})
                     continue
@@ -191,7 +191,7 @@ class Session:
                 while wake.poll(0):
                     wake.recv()
             if self.stopping.is_set():
-                self._send(sock, drv1.encode("DISCONNECT", 0, {"code": 200, "reason": "closing"}))
+                self._send(sock, drv.encode("DISCONNECT", 0, {"code": 200, "reason": "closing"}))
                 return True, False
             while True:
                 try:
@@ -202,15 +202,15 @@ class Session:
                     self._start_call(sock, command, fields, future, settle)
                 else:
                     try:
-                        self._send(sock, drv1.encode(command, 0, fields))
-                    except drv1.Malformed as e:
+                        self._send(sock, drv.encode(command, 0, fields))
+                    except drv.Malformed as e:
                         log.error("drover: %s not sent: %s", command, e)
             if sock in events:
                 while sock.poll(0):
                     last_in = time.monotonic()
                     try:
-                        command, req, fields = drv1.decode(sock.recv_multipart())
-                    except drv1.Malformed as e:
+                        command, req, fields = drv.decode_reply(sock.recv_multipart())
+                    except drv.Malformed as e:
                         log.warning("drover: malformed message from the server: %s", e)
                         continue
                     end = self._handle(command, req, fields)
@@ -221,13 +221,13 @@ class Session:
                 log.warning("drover: nothing from %s for %.1f s: reconnecting", self.endpoint, now - last_in)
                 return True, False
             if now - self.last_out >= beat:
-                self._send(sock, drv1.encode("HEARTBEAT"))
+                self._send(sock, drv.encode("HEARTBEAT"))
 
     def _start_call(self, sock, command, fields, future, settle):
         req = next(self.ids)
         try:
-            frames = drv1.encode(command, req, fields)
-        except drv1.Malformed as e:
+            frames = drv.encode(command, req, fields)
+        except drv.Malformed as e:
             future.set_exception(DroverError(e.code, e.message))
             return
         self.calls[req] = _Call(command, fields, future, settle)
@@ -239,8 +239,8 @@ class Session:
             return None
         if command == "DISCONNECT":
             log.info("drover: server said DISCONNECT %d %s", fields["code"], fields["reason"])
-            return True, fields["code"] == drv1.CODE_EVICTED
-        if command == "ERROR" and fields["code"] == drv1.CODE_HELLO_REQUIRED:
+            return True, fields["code"] == drv.CODE_EVICTED
+        if command == "ERROR" and fields["code"] == drv.CODE_HELLO_REQUIRED:
             return True, False
         c = self.calls.get(req) if req else None
         if c is None:

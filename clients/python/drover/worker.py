@@ -25,7 +25,7 @@ import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from . import drv1
+from . import drv
 from .session import Session
 
 log = logging.getLogger("drover")
@@ -34,7 +34,7 @@ log = logging.getLogger("drover")
 class Outcome(Exception):
     """How a job ended (also raisable from a handler)."""
 
-    code = drv1.R_OK
+    code = drv.R_OK
 
     def __init__(self, error="", output=b"", links=(), retry_after=0.0):
         super().__init__(error)
@@ -53,20 +53,20 @@ class Ok(Outcome):
 class Internal(Outcome):
     """The worker's fault: the job is retried and charged one failure."""
 
-    code = drv1.R_INTERNAL
+    code = drv.R_INTERNAL
 
 
 class External(Outcome):
     """The job's fault (e.g. HTTP 404): the job fails at once."""
 
-    code = drv1.R_EXTERNAL
+    code = drv.R_EXTERNAL
 
 
 class Throttled(Outcome):
     """The site said slow down: the job's host backs off for ``retry_after`` seconds (0: the
     server's back-off) and the job is requeued, not charged."""
 
-    code = drv1.R_THROTTLED
+    code = drv.R_THROTTLED
 
     def __init__(self, retry_after=0.0, error="throttled"):
         super().__init__(error=error, retry_after=retry_after)
@@ -87,7 +87,7 @@ class Job:
 
     def progress(self, text):
         """Tells the console how the job is doing (at most about once a second)."""
-        self._worker.session.post("PROGRESS", {"job_id": self.id, "text": text[:drv1.MAX_TEXT]})
+        self._worker.session.post("PROGRESS", {"job_id": self.id, "attempt": self.attempt, "text": text[:drv.MAX_TEXT]})
 
     def __repr__(self):
         return "Job(%d, attempt %d, %s)" % (self.id, self.attempt, self.url)
@@ -95,12 +95,12 @@ class Job:
 
 def _link(job, l):
     if isinstance(l, str):
-        key, headers, payload = drv1.Key(job.crawler, job.processor, l), [], b""
+        key, headers, payload = drv.Key(job.crawler, job.processor, l), [], b""
     elif isinstance(l, dict):
-        key = drv1.Key(l.get("crawler", job.crawler), l.get("processor", job.processor), l["url"])
+        key = drv.Key(l.get("crawler", job.crawler), l.get("processor", job.processor), l["url"])
         headers, payload = l.get("headers", []), l.get("payload", b"")
     else:
-        key, rest = drv1.Key(*l[:3]), list(l[3:])
+        key, rest = drv.Key(*l[:3]), list(l[3:])
         headers = rest[0] if rest else []
         payload = rest[1] if len(rest) > 1 else b""
     if isinstance(headers, dict):
@@ -146,7 +146,7 @@ class Worker:
     def start(self):
         """Connects and starts taking jobs in the background."""
         self.pool = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="drover-job")
-        self.session = Session(self.endpoint, drv1.WORKER, self.peer_id, slots=self.slots, headers=self.headers,
+        self.session = Session(self.endpoint, drv.WORKER, self.peer_id, slots=self.slots, headers=self.headers,
                                heartbeat_ms=self.heartbeat_ms, on_message=self._on_message,
                                on_welcome=self._on_welcome, held=self._held, context=self.context)
         return self
@@ -177,16 +177,14 @@ class Worker:
     # --- on the session's I/O thread ----------------------------------------
 
     def _held(self):
+        """The runs (job id, attempt) received and not yet acknowledged, for HELLO."""
         with self.lock:
-            return set(self.running) | set(self.unacked)
+            return {(j.id, j.attempt) for j in self.running.values()} | {(i["job_id"], i["attempt"]) for i in self.unacked.values()}
 
     def _on_welcome(self, w):
         with self.lock:
-            for job_id in w["cancel"]:
-                self.unacked.pop(job_id, None)
-                job = self.running.get(job_id)
-                if job:
-                    job.cancelled.set()
+            for run in w["cancel"]:
+                self._cancel(run)
 
     def _on_message(self, command, req, fields):
         if command == "JOB":
@@ -197,10 +195,17 @@ class Worker:
                 self.pool.submit(self._run_job, job)
         elif command == "CANCEL":
             with self.lock:
-                for job_id in fields["job_ids"]:
-                    job = self.running.get(job_id)
-                    if job:
-                        job.cancelled.set()
+                for run in fields["runs"]:
+                    self._cancel(run)
+
+    def _cancel(self, run):
+        """Drops a run the server no longer wants (self.lock held): a running job is told."""
+        it = self.unacked.get(run["job_id"])
+        if it is not None and it["attempt"] == run["attempt"]:
+            del self.unacked[run["job_id"]]
+        job = self.running.get(run["job_id"])
+        if job is not None and job.attempt == run["attempt"]:
+            job.cancelled.set()
 
     # --- on a slot thread -------------------------------------------------------
 
@@ -215,10 +220,10 @@ class Worker:
         if out is None or isinstance(out, (bytes, bytearray, str)):
             out = Ok(output=out or b"")
         output = out.output.encode("utf-8") if isinstance(out.output, str) else bytes(out.output)
-        item = {"job_id": job.id, "outcome": out.code, "error": str(out.error)[:drv1.MAX_TEXT],
-                "retry_after_ms": int(out.retry_after * 1000) if out.code == drv1.R_THROTTLED else 0,
-                "output": output[:drv1.MAX_OUTPUT],
-                "links": [_link(job, l) for l in out.links] if out.code == drv1.R_OK else []}
+        item = {"job_id": job.id, "attempt": job.attempt, "outcome": out.code, "error": str(out.error)[:drv.MAX_TEXT],
+                "retry_after_ms": int(out.retry_after * 1000) if out.code == drv.R_THROTTLED else 0,
+                "output": output[:drv.MAX_OUTPUT],
+                "links": [_link(job, l) for l in out.links] if out.code == drv.R_OK else []}
         with self.lock:
             self.running.pop(job.id, None)
             self.unacked[job.id] = item

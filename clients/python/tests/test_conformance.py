@@ -6,7 +6,7 @@ import os
 import re
 import unittest
 
-from drover import drv1, url
+from drover import drv, url
 
 KIT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "conformance")
 
@@ -18,7 +18,7 @@ def load(name):
 
 def plain(x):
     """The kit's neutral form of a decoded value: bytes as hex, keys as objects."""
-    if isinstance(x, drv1.Key):
+    if isinstance(x, drv.Key):
         return {"crawler": x.crawler, "processor": x.processor, "url": x.url}
     if isinstance(x, (bytes, bytearray)):
         return x.hex()
@@ -37,9 +37,9 @@ def native(x, name=None):
     if name in BYTES_FIELDS and isinstance(x, str):
         return bytes.fromhex(x)
     if name == "key" and isinstance(x, dict):
-        return drv1.Key(x["crawler"], x["processor"], x["url"])
+        return drv.Key(x["crawler"], x["processor"], x["url"])
     if name == "keys":
-        return [drv1.Key(k["crawler"], k["processor"], k["url"]) for k in x]
+        return [drv.Key(k["crawler"], k["processor"], k["url"]) for k in x]
     if name == "body":
         return x
     if isinstance(x, dict):
@@ -52,21 +52,21 @@ def native(x, name=None):
 class Frames(unittest.TestCase):
     def test_every_command_is_covered(self):
         seen = {v["command"] for v in load("frames.json")["vectors"]}
-        self.assertEqual(seen, set(drv1.COMMANDS))
+        self.assertEqual(seen, set(drv.COMMANDS))
 
     def test_decode(self):
         for v in load("frames.json")["vectors"]:
             with self.subTest(v["name"]):
-                command, req, fields = drv1.decode([bytes.fromhex(f) for f in v["frames"]])
+                command, req, fields = drv.decode([bytes.fromhex(f) for f in v["frames"]])
                 self.assertEqual((command, req), (v["command"], v["req"]))
                 self.assertEqual(plain(fields), v["fields"])
 
     def test_encode(self):
         for v in load("frames.json")["vectors"]:
             with self.subTest(v["name"]):
-                frames = drv1.encode(v["command"], v["req"], native(v["fields"]))
+                frames = drv.encode(v["command"], v["req"], native(v["fields"]))
                 want = [bytes.fromhex(f) for f in v["frames"]]
-                if v["command"] in drv1.JSON_COMMANDS:
+                if v["command"] in drv.JSON_COMMANDS:
                     # JSON member order and spacing may differ: compare values.
                     self.assertEqual(frames[:3], want[:3])
                     self.assertEqual(json.loads(frames[3]), json.loads(want[3]))
@@ -78,18 +78,18 @@ class Errors(unittest.TestCase):
     def test_refused_with_code(self):
         for v in load("errors.json")["vectors"]:
             with self.subTest(v["name"]):
-                with self.assertRaises(drv1.Malformed) as cm:
-                    drv1.decode([bytes.fromhex(f) for f in v["frames"]])
+                with self.assertRaises(drv.Malformed) as cm:
+                    drv.decode([bytes.fromhex(f) for f in v["frames"]])
                 self.assertEqual(cm.exception.code, v["code"], str(cm.exception))
                 self.assertEqual(cm.exception.req, v["req"], str(cm.exception))
 
     def test_encoder_refuses_too(self):
-        with self.assertRaises(drv1.Malformed) as cm:
-            drv1.encode("REQUEST", 1, {"keys": [drv1.Key("news", "html", "")]})
-        self.assertEqual(cm.exception.code, drv1.CODE_MALFORMED)
-        with self.assertRaises(drv1.Malformed) as cm:
-            drv1.encode("SUBMIT", 1, {"jobs": [{"key": drv1.Key("n", "h", "https://a/"), "payload": b"x" * (drv1.MAX_PAYLOAD + 1)}]})
-        self.assertEqual(cm.exception.code, drv1.CODE_TOO_LARGE)
+        with self.assertRaises(drv.Malformed) as cm:
+            drv.encode("REQUEST", 1, {"keys": [drv.Key("news", "html", "")]})
+        self.assertEqual(cm.exception.code, drv.CODE_MALFORMED)
+        with self.assertRaises(drv.Malformed) as cm:
+            drv.encode("SUBMIT", 1, {"jobs": [{"key": drv.Key("n", "h", "https://a/"), "payload": b"x" * (drv.MAX_PAYLOAD + 1)}]})
+        self.assertEqual(cm.exception.code, drv.CODE_TOO_LARGE)
 
 
 class URLs(unittest.TestCase):

@@ -14,7 +14,7 @@ try:
 except ImportError:
     raise unittest.SkipTest("pyzmq is not installed (Debian: python3-zmq)")
 
-from drover import drv1, Producer, Worker
+from drover import drv, Producer, Worker
 from tests.server import Server, eventually
 
 
@@ -50,7 +50,7 @@ class Reconnect(unittest.TestCase):
                    and _reconnected(w), timeout=30, what="the worker's reconnection")
         release.set()
         ack = eventually(lambda: _first(w.acked), timeout=30, what="RESULT-OK")
-        self.assertEqual((ack["job_id"], ack["status"]), (job_id, drv1.RECORDED))
+        self.assertEqual((ack["job_id"], ack["status"]), (job_id, drv.RECORDED))
         self.assertEqual(runs.qsize(), 1, "the job ran twice")
 
 

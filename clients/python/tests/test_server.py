@@ -14,14 +14,14 @@ try:
 except ImportError:  # the Go test that runs this suite says why it skips
     raise unittest.SkipTest("pyzmq is not installed (Debian: python3-zmq)")
 
-from drover import drv1, Producer, Worker, Ok, External, Internal, Throttled, Key
+from drover import drv, Producer, Worker, Ok, External, Internal, Throttled, Key
 from drover.session import DroverError
 from drover.url import fingerprint, normalize
 from tests.server import Server, eventually
 
 
 class Raw:
-    """A bare DEALER speaking DRV/1 through the client's codec, for protocol-level checks."""
+    """A bare DEALER speaking DRV/2 through the client's codec, for protocol-level checks."""
 
     def __init__(self, endpoint):
         self.sock = zmq.Context.instance().socket(zmq.DEALER)
@@ -36,14 +36,14 @@ class Raw:
         while True:
             if not self.sock.poll(max(1, int((deadline - time.monotonic()) * 1000))):
                 raise AssertionError("no message within %.0f s" % timeout)
-            command, req, fields = drv1.decode(self.sock.recv_multipart())
+            command, req, fields = drv.decode_reply(self.sock.recv_multipart())
             if command not in skip:
                 return command, req, fields
 
     def hello(self, role, peer_id, **kw):
         fields = {"role": role, "id": peer_id, "host": "test", "slots": kw.pop("slots", 0), "heartbeat_ms": 1000,
                   "headers": kw.pop("headers", []), "held": kw.pop("held", []), "read_only": kw.pop("read_only", False)}
-        self.send(drv1.encode("HELLO", 1, fields))
+        self.send(drv.encode("HELLO", 1, fields))
         return self.recv()
 
     def close(self):
@@ -112,34 +112,34 @@ class LiveServer(unittest.TestCase):
         a, b = self.producer("ledger-a"), self.producer("ledger-b")
         u = "https://ledger.example/x"
         v = a.request([K(u)])[0]
-        self.assertEqual((v.verdict, v.reason), (drv1.OK, ""))
+        self.assertEqual((v.verdict, v.reason), (drv.OK, ""))
         self.assertEqual(v.fingerprint, fingerprint("news", "html", u))
-        self.assertEqual(a.request([K(u)])[0][:2], (drv1.OK, "owner"))
+        self.assertEqual(a.request([K(u)])[0][:2], (drv.OK, "owner"))
         w = b.request([K(u)], wait=False)[0]
-        self.assertEqual((w.verdict, w.reason), (drv1.WAIT, "requested"))
-        self.assertEqual(b.queue([K(u)])[0][:2], (drv1.ERROR, "not-owner"))
-        self.assertEqual(a.queue([K(u)])[0][:2], (drv1.OK, ""))
-        self.assertEqual(a.queue([K(u)])[0][:2], (drv1.ERROR, "wrong-state"))
-        self.assertEqual(a.queue([K("https://ledger.example/never")])[0][:2], (drv1.ERROR, "unknown"))
-        self.assertEqual(b.request([K(u)])[0][:2], (drv1.NO, "queued"))
+        self.assertEqual((w.verdict, w.reason), (drv.WAIT, "requested"))
+        self.assertEqual(b.queue([K(u)])[0][:2], (drv.ERROR, "not-owner"))
+        self.assertEqual(a.queue([K(u)])[0][:2], (drv.OK, ""))
+        self.assertEqual(a.queue([K(u)])[0][:2], (drv.ERROR, "wrong-state"))
+        self.assertEqual(a.queue([K("https://ledger.example/never")])[0][:2], (drv.ERROR, "unknown"))
+        self.assertEqual(b.request([K(u)])[0][:2], (drv.NO, "queued"))
         a.done([K(u)])
-        self.assertEqual(b.request([K(u)])[0][:2], (drv1.NO, "done"))
+        self.assertEqual(b.request([K(u)])[0][:2], (drv.NO, "done"))
         a.done([K("https://ledger.example/f")], failed=True)
-        self.assertEqual(b.request([K("https://ledger.example/f")])[0][:2], (drv1.NO, "failed"))
+        self.assertEqual(b.request([K("https://ledger.example/f")])[0][:2], (drv.NO, "failed"))
         bad = a.request([K("ftp://ledger.example/")])[0]
-        self.assertEqual((bad.verdict, drv1.reason_token(bad.reason)), (drv1.ERROR, "bad-key"))
+        self.assertEqual((bad.verdict, drv.reason_token(bad.reason)), (drv.ERROR, "bad-key"))
 
     def test_handover_to_a_waiter(self):
         a, b = self.producer("hand-a"), self.producer("hand-b")
         u = "https://handover.example/"
-        self.assertEqual(a.request([K(u)])[0].verdict, drv1.OK)
+        self.assertEqual(a.request([K(u)])[0].verdict, drv.OK)
         got = []
         t = threading.Thread(target=lambda: got.append(b.request([K(u)])[0]))
         t.start()
         time.sleep(0.3)  # b is waiting; now a leaves: the key passes to b
         a.close()
         t.join(20)
-        self.assertEqual(got[0][:2], (drv1.OK, "handover"))
+        self.assertEqual(got[0][:2], (drv.OK, "handover"))
 
     # --- submitting and running jobs --------------------------------------------
 
@@ -148,17 +148,17 @@ class LiveServer(unittest.TestCase):
         h = {"suite": "submit"}  # no worker has it: the jobs stay queued
         r = p.submit([("news", "html", "https://submit.example/", h), ("news", "html", "HTTPS://Submit.EXAMPLE:443/#x", h),
                       ("news", "html", "mailto:x", h)])
-        self.assertEqual(r[0].status, drv1.S_ACCEPTED)
+        self.assertEqual(r[0].status, drv.S_ACCEPTED)
         self.assertEqual(r[0].fingerprint, fingerprint("news", "html", normalize("https://submit.example/")))
-        self.assertEqual((r[1].status, r[1].job_id, r[1].reason), (drv1.S_DUPLICATE, r[0].job_id, "queued"))
-        self.assertEqual((r[2].status, r[2].job_id, drv1.reason_token(r[2].reason)), (drv1.S_ERROR, 0, "bad-key"))
+        self.assertEqual((r[1].status, r[1].job_id, r[1].reason), (drv.S_DUPLICATE, r[0].job_id, "queued"))
+        self.assertEqual((r[2].status, r[2].job_id, drv.reason_token(r[2].reason)), (drv.S_ERROR, 0, "bad-key"))
         # A key held through a ledger REQUEST: the submit waits, then is duplicate once the holder finishes it.
         holder = self.producer("submit-holder")
         u = "https://submit.example/held"
-        self.assertEqual(holder.request([K(u)])[0].verdict, drv1.OK)
-        self.assertEqual(p.submit([("news", "html", u, h)], wait=False)[0][::3], (drv1.S_WAIT, "requested"))
+        self.assertEqual(holder.request([K(u)])[0].verdict, drv.OK)
+        self.assertEqual(p.submit([("news", "html", u, h)], wait=False)[0][::3], (drv.S_WAIT, "requested"))
         holder.done([K(u)])
-        self.assertEqual(eventually(lambda: p.submit([("news", "html", u, h)])[0]).status, drv1.S_DUPLICATE)
+        self.assertEqual(eventually(lambda: p.submit([("news", "html", u, h)])[0]).status, drv.S_DUPLICATE)
 
     def test_worker_outcomes_links_and_progress(self):
         outcomes = {
@@ -188,12 +188,12 @@ class LiveServer(unittest.TestCase):
         p = self.producer("outcomes-p")
         urls = ["https://jobs.example" + s for s in ("/ok", "/external", "/internal", "/throttled")]
         r = p.submit([("news", "html", u, dict(SUITE, lang="en")) for u in urls])
-        self.assertTrue(all(x.status == drv1.S_ACCEPTED for x in r))
+        self.assertTrue(all(x.status == drv.S_ACCEPTED for x in r))
         acked = []
         # ok, linked, external, internal x3 (the budget), throttled x2.
         eventually(lambda: acked.extend(_drain(w.acked)) or len(acked) >= 8, what="8 results acknowledged")
         self.assertEqual(len(acked), 8, acked)
-        self.assertTrue(all(a["status"] == drv1.RECORDED for a in acked), acked)
+        self.assertTrue(all(a["status"] == drv.RECORDED for a in acked), acked)
         self.assertIn(1, [a["accepted"] for a in acked])  # the link
         runs = _drain(seen)
         self.assertIn("https://jobs.example/linked", [u for u, _ in runs])
@@ -205,47 +205,47 @@ class LiveServer(unittest.TestCase):
 
     def test_stale_and_unknown_results(self):
         r = self.raw()
-        self.assertEqual(r.hello(drv1.WORKER, "stale-w", slots=1)[0], "WELCOME")
-        r.send(drv1.encode("RESULT", 5, {"items": [{"job_id": 987654, "outcome": drv1.R_OK, "output": b"", "links": []}]}))
+        self.assertEqual(r.hello(drv.WORKER, "stale-w", slots=1)[0], "WELCOME")
+        r.send(drv.encode("RESULT", 5, {"items": [{"job_id": 987654, "attempt": 1, "outcome": drv.R_OK, "output": b"", "links": []}]}))
         command, req, f = r.recv()
         self.assertEqual((command, req), ("RESULT-OK", 5))
-        self.assertIn(f["items"][0]["status"], (drv1.STALE, drv1.UNKNOWN))
+        self.assertIn(f["items"][0]["status"], (drv.STALE, drv.UNKNOWN))
 
     # --- sessions and errors ----------------------------------------------------
 
     def test_error_codes_by_number(self):
         r = self.raw()
-        r.send(drv1.encode("REQUEST", 7, {"keys": [K("https://e.example/")]}))
-        self.assertEqual(_code(r.recv()), (7, drv1.CODE_HELLO_REQUIRED))
-        self.assertEqual(r.hello(drv1.PRODUCER, "errors")[0], "WELCOME")
-        r.send(drv1.encode("RESULT", 8, {"items": [{"job_id": 1, "outcome": 1, "output": b"", "links": []}]}))
-        self.assertEqual(_code(r.recv()), (8, drv1.CODE_FORBIDDEN))
-        r.send([b"DRV1", b"REQUEST", (9).to_bytes(8, "big"), b"\x00\x00\x00\x05"])
-        self.assertEqual(_code(r.recv()), (9, drv1.CODE_MALFORMED))
-        r.send([b"DRV1", b"REQUEST", (10).to_bytes(8, "big"), b"\x00\x00\x27\x11"])
-        self.assertEqual(_code(r.recv()), (10, drv1.CODE_TOO_LARGE))
-        r.send([b"DRV1", b"FROBNICATE", (11).to_bytes(8, "big")])
-        self.assertEqual(_code(r.recv()), (11, drv1.CODE_UNKNOWN_COMMAND))
+        r.send(drv.encode("REQUEST", 7, {"keys": [K("https://e.example/")]}))
+        self.assertEqual(_code(r.recv()), (7, drv.CODE_HELLO_REQUIRED))
+        self.assertEqual(r.hello(drv.PRODUCER, "errors")[0], "WELCOME")
+        r.send(drv.encode("RESULT", 8, {"items": [{"job_id": 1, "attempt": 1, "outcome": 1, "output": b"", "links": []}]}))
+        self.assertEqual(_code(r.recv()), (8, drv.CODE_FORBIDDEN))
+        r.send([drv.PROTOCOL, b"REQUEST", (9).to_bytes(8, "big"), b"\x00\x00\x00\x05"])
+        self.assertEqual(_code(r.recv()), (9, drv.CODE_MALFORMED))
+        r.send([drv.PROTOCOL, b"REQUEST", (10).to_bytes(8, "big"), b"\x00\x00\x27\x11"])
+        self.assertEqual(_code(r.recv()), (10, drv.CODE_TOO_LARGE))
+        r.send([drv.PROTOCOL, b"FROBNICATE", (11).to_bytes(8, "big")])
+        self.assertEqual(_code(r.recv()), (11, drv.CODE_UNKNOWN_COMMAND))
         r.send([b"DRV9", b"HEARTBEAT", (12).to_bytes(8, "big")])
-        self.assertEqual(_code(r.recv()), (12, drv1.CODE_VERSION))
+        self.assertEqual(_code(r.recv()), (12, drv.CODE_VERSION))
         # The session survived all of that.
-        r.send(drv1.encode("REQUEST", 13, {"keys": [K("https://e.example/")]}))
+        r.send(drv.encode("REQUEST", 13, {"keys": [K("https://e.example/")]}))
         self.assertEqual(r.recv()[:2], ("VERDICTS", 13))
 
     def test_superseded_and_goodbye(self):
         first, second = self.raw(), self.raw()
-        self.assertEqual(first.hello(drv1.WORKER, "twin", slots=1)[0], "WELCOME")
-        self.assertEqual(second.hello(drv1.WORKER, "twin", slots=1)[0], "WELCOME")
+        self.assertEqual(first.hello(drv.WORKER, "twin", slots=1)[0], "WELCOME")
+        self.assertEqual(second.hello(drv.WORKER, "twin", slots=1)[0], "WELCOME")
         command, _, f = first.recv(skip=("HEARTBEAT", "JOB"))
-        self.assertEqual((command, f["code"], f["reason"]), ("DISCONNECT", drv1.CODE_CONFLICT, "superseded"))
-        second.send(drv1.encode("DISCONNECT", 0, {"code": 200, "reason": "bye"}))
+        self.assertEqual((command, f["code"], f["reason"]), ("DISCONNECT", drv.CODE_CONFLICT, "superseded"))
+        second.send(drv.encode("DISCONNECT", 0, {"code": 200, "reason": "bye"}))
         eventually(lambda: "worker.left" in self.events.kinds, what="worker.left")
 
     def test_welcome_values(self):
         r = self.raw()
-        command, req, w = r.hello(drv1.WORKER, "welcome-w", slots=8)
+        command, req, w = r.hello(drv.WORKER, "welcome-w", slots=8)
         self.assertEqual((command, req), ("WELCOME", 1))
-        self.assertEqual(w["limits"], {"max_body": drv1.MAX_BODY, "max_batch": drv1.MAX_BATCH, "max_payload": drv1.MAX_PAYLOAD})
+        self.assertEqual(w["limits"], {"max_body": drv.MAX_BODY, "max_batch": drv.MAX_BATCH, "max_payload": drv.MAX_PAYLOAD})
         self.assertEqual((w["heartbeat_ms"], w["liveness"], w["slots"], w["cancel"]), (1000, 3, 8, []))
         self.assertTrue(w["server"].startswith("drover"))
 
@@ -254,24 +254,24 @@ class LiveServer(unittest.TestCase):
     def test_admin_status_query_action(self):
         r = Raw(self.server.admin)
         self.addCleanup(r.close)
-        self.assertEqual(r.hello(drv1.CONSOLE, "py-console")[0], "WELCOME")
-        r.send(drv1.encode("STATUS", 2))
+        self.assertEqual(r.hello(drv.CONSOLE, "py-console")[0], "WELCOME")
+        r.send(drv.encode("STATUS", 2))
         command, req, t = r.recv(skip=("HEARTBEAT", "CHANGED"))
         self.assertEqual((command, req), ("TOTALS", 2))
         self.assertIn("queued", t["body"])
-        r.send(drv1.encode("QUERY", 3, {"body": {"view": "events", "limit": 5}}))
+        r.send(drv.encode("QUERY", 3, {"body": {"view": "events", "limit": 5}}))
         command, req, page = r.recv(skip=("HEARTBEAT", "CHANGED"))
         self.assertEqual((command, req, page["body"]["view"]), ("PAGE", 3, "events"))
         for n, kind in ((4, "pause"), (5, "resume")):
-            r.send(drv1.encode("ACTION", n, {"body": {"kind": kind}}))
+            r.send(drv.encode("ACTION", n, {"body": {"kind": kind}}))
             command, req, acted = r.recv(skip=("HEARTBEAT", "CHANGED"))
             self.assertEqual((command, req, acted["body"]["affected"]), ("ACTED", n, 1))
         eventually(lambda: {"broker.paused", "broker.resumed"} <= self.events.kinds, what="pause events")
         ro = Raw(self.server.admin)
         self.addCleanup(ro.close)
-        self.assertEqual(ro.hello(drv1.CONSOLE, "py-ro", read_only=True)[0], "WELCOME")
-        ro.send(drv1.encode("ACTION", 6, {"body": {"kind": "pause"}}))
-        self.assertEqual(_code(ro.recv(skip=("HEARTBEAT", "CHANGED"))), (6, drv1.CODE_FORBIDDEN))
+        self.assertEqual(ro.hello(drv.CONSOLE, "py-ro", read_only=True)[0], "WELCOME")
+        ro.send(drv.encode("ACTION", 6, {"body": {"kind": "pause"}}))
+        self.assertEqual(_code(ro.recv(skip=("HEARTBEAT", "CHANGED"))), (6, drv.CODE_FORBIDDEN))
 
 
 class Examples(unittest.TestCase):

@@ -1,4 +1,4 @@
-"""DRV/1, drover's wire protocol (docs/PROTOCOL.md): a complete codec.
+"""DRV/2, drover's wire protocol (docs/PROTOCOL.md): a complete codec.
 
 Messages are ``(command, req, fields)``: the command name (``"SUBMIT"``), the
 request id, and a dict of fields named as the conformance kit names them
@@ -10,7 +10,7 @@ command.
 :func:`decode` validates a message completely (every limit, character
 class, enumeration and field rule of the document) and raises
 :class:`Malformed` with the ERROR code a server answers; :func:`encode`
-builds the frames and validates them the same way, so nothing DRV/1 cannot
+builds the frames and validates them the same way, so nothing DRV/2 cannot
 carry leaves this module. Standard library only.
 """
 
@@ -18,7 +18,7 @@ import json
 import struct
 from collections import namedtuple
 
-PROTOCOL = b"DRV1"
+PROTOCOL = b"DRV2"
 
 # HELLO role
 WORKER, PRODUCER, CONSOLE = 1, 2, 3
@@ -102,7 +102,7 @@ Key = namedtuple("Key", "crawler processor url")
 
 
 class Malformed(ValueError):
-    """A message DRV/1 does not allow; ``code`` is the ERROR code (400, 413, 501, 505)."""
+    """A message DRV/2 does not allow; ``code`` is the ERROR code (400, 413, 501, 505)."""
 
     def __init__(self, code, message, req=0):
         super().__init__("drv %d %s: %s" % (code, CODE_NAMES.get(code, "?"), message))
@@ -132,9 +132,14 @@ def _headers(h):
     return struct.pack(">H", len(h)) + b"".join(_str(n) + _str(v) for n, v in h)
 
 
-def _ids(ids):
-    ids = list(ids or ())
-    return struct.pack(">I", len(ids)) + b"".join(struct.pack(">Q", i) for i in ids)
+def _run(r):
+    """A run: {"job_id", "attempt"} or (job_id, attempt)."""
+    return struct.pack(">QI", *((r["job_id"], r["attempt"]) if isinstance(r, dict) else r))
+
+
+def _runs(runs):
+    runs = list(runs or ())
+    return struct.pack(">I", len(runs)) + b"".join(_run(r) for r in runs)
 
 
 def _submit_item(j):
@@ -150,12 +155,12 @@ def _body(command, f):
     if command == "HELLO":
         return (struct.pack(">BB", f["role"], 1 if f.get("read_only") else 0) + _str(f["id"])
                 + _str(f.get("host", "")) + struct.pack(">II", f.get("slots", 0), f.get("heartbeat_ms", 0))
-                + _headers(f.get("headers", ())) + _ids(f.get("held", ())))
+                + _headers(f.get("headers", ())) + _runs(f.get("held", ())))
     if command == "WELCOME":
         lim = f["limits"]
         return (struct.pack(">QIHIIII", f["session"], f["heartbeat_ms"], f["liveness"], f.get("slots", 0),
                             lim["max_body"], lim["max_batch"], lim["max_payload"])
-                + _str(f.get("server", "")) + _ids(f.get("cancel", ())))
+                + _str(f.get("server", "")) + _runs(f.get("cancel", ())))
     if command == "DISCONNECT":
         return struct.pack(">H", f["code"]) + _str(f.get("reason", ""))
     if command == "ERROR":
@@ -177,30 +182,30 @@ def _body(command, f):
         return _count(f["jobs"]) + b"".join(
             struct.pack(">QI", j["job_id"], j["attempt"]) + _submit_item(j) for j in f["jobs"])
     if command == "CANCEL":
-        return _ids(f["job_ids"]) + _str(f.get("reason", ""))
+        return _runs(f["runs"]) + _str(f.get("reason", ""))
     if command == "RESULT":
         out = _count(f["items"])
         for i in f["items"]:
             links = i.get("links", ())
-            out += (struct.pack(">QBI", i["job_id"], i["outcome"], i.get("retry_after_ms", 0))
+            out += (struct.pack(">QIBI", i["job_id"], i["attempt"], i["outcome"], i.get("retry_after_ms", 0))
                     + _str(i.get("error", "")) + _blob(i.get("output", b""))
                     + _count(links) + b"".join(_submit_item(l) for l in links))
         return out
     if command == "RESULT-OK":
         return _count(f["items"]) + b"".join(
-            struct.pack(">QBII", i["job_id"], i["status"], i.get("accepted", 0), i.get("duplicates", 0))
+            struct.pack(">QIBII", i["job_id"], i["attempt"], i["status"], i.get("accepted", 0), i.get("duplicates", 0))
             for i in f["items"])
     if command == "PROGRESS":
-        return struct.pack(">Q", f["job_id"]) + _str(f.get("text", ""))
+        return struct.pack(">QI", f["job_id"], f["attempt"]) + _str(f.get("text", ""))
     if command in JSON_COMMANDS:
         return json.dumps(f["body"], separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    raise Malformed(CODE_UNKNOWN_COMMAND, "command %r is not a DRV/1 command" % command)
+    raise Malformed(CODE_UNKNOWN_COMMAND, "command %r is not a DRV/2 command" % command)
 
 
 def encode(command, req=0, fields=None):
     """Returns the frames of a message, validated as :func:`decode` would."""
     if command not in COMMANDS:
-        raise Malformed(CODE_UNKNOWN_COMMAND, "command %r is not a DRV/1 command" % command)
+        raise Malformed(CODE_UNKNOWN_COMMAND, "command %r is not a DRV/2 command" % command)
     frames = [PROTOCOL, command.encode("ascii"), struct.pack(">Q", req)]
     if COMMANDS[command][0]:
         try:
@@ -318,9 +323,15 @@ class _Reader:
             out.append((name, value))
         return out
 
-    def ids(self, count_field, field, hi):
-        n = self.count(count_field, 0, hi, 8)
-        return [self.job_id(field) for _ in range(n)]
+    def attempt(self, field):
+        v = self.u32(field)
+        if v == 0:
+            self.fail(CODE_MALFORMED, field, "0, want an attempt of at least 1")
+        return v
+
+    def runs(self, count_field, field, hi):
+        n = self.count(count_field, 0, hi, 12)
+        return [{"job_id": self.job_id(field), "attempt": self.attempt(field + " attempt")} for _ in range(n)]
 
     def submit_item(self):
         return {"key": self.key(), "headers": self.headers(), "payload": self.blob("payload", MAX_PAYLOAD)}
@@ -355,7 +366,7 @@ def _hello(r):
     f["slots"] = r.u32("slots")
     f["heartbeat_ms"] = r.u32("heartbeat")
     f["headers"] = r.headers()
-    f["held"] = r.ids("held count", "held", MAX_SLOTS)
+    f["held"] = r.runs("held count", "held", MAX_SLOTS)
     r.end()
     role = f["role"]
     if role == WORKER and not 1 <= f["slots"] <= MAX_SLOTS:
@@ -394,7 +405,7 @@ def _welcome(r):
     f["limits"] = {"max_body": _limit(r, "max body", MAX_BODY), "max_batch": _limit(r, "max batch", MAX_BATCH),
                    "max_payload": _limit(r, "max payload", MAX_PAYLOAD)}
     f["server"] = r.str("server", _LINE, 0, MAX_HOST)
-    f["cancel"] = r.ids("cancel count", "cancel", MAX_SLOTS)
+    f["cancel"] = r.runs("cancel count", "cancel", MAX_SLOTS)
     r.end()
     return f
 
@@ -462,10 +473,7 @@ def _submitted(r):
 def _job(r):
     def one():
         job_id = r.job_id("job id")
-        attempt = r.u32("attempt")
-        if attempt == 0:
-            r.fail(CODE_MALFORMED, "attempt", "0, want at least 1")
-        it = {"job_id": job_id, "attempt": attempt}
+        it = {"job_id": job_id, "attempt": r.attempt("attempt")}
         it.update(r.submit_item())
         return it
     f = {"jobs": r.records("count", 1, MAX_BATCH, 8 + 4 + _MIN_SUBMIT, one)}
@@ -474,10 +482,10 @@ def _job(r):
 
 
 def _cancel(r):
-    ids = r.ids("count", "job id", MAX_SLOTS)
-    if not ids:
+    runs = r.runs("count", "job id", MAX_SLOTS)
+    if not runs:
         r.fail(CODE_MALFORMED, "count", "0, want at least 1")
-    f = {"job_ids": ids, "reason": r.str("reason", _TEXT, 0, MAX_TEXT)}
+    f = {"runs": runs, "reason": r.str("reason", _TEXT, 0, MAX_TEXT)}
     r.end()
     return f
 
@@ -486,7 +494,7 @@ def _result(r):
     total = [0]
 
     def one():
-        it = {"job_id": r.job_id("job id"), "outcome": r.enum("outcome", OUTCOMES),
+        it = {"job_id": r.job_id("job id"), "attempt": r.attempt("attempt"), "outcome": r.enum("outcome", OUTCOMES),
               "retry_after_ms": r.u32("retry after")}
         if it["retry_after_ms"] and it["outcome"] != R_THROTTLED:
             r.fail(CODE_MALFORMED, "retry after", "want 0 unless throttled")
@@ -501,25 +509,25 @@ def _result(r):
             r.fail(CODE_TOO_LARGE, "link count", "%d links in the message, want at most %d" % (total[0], MAX_LINKS))
         it["links"] = [r.submit_item() for _ in range(k)]
         return it
-    f = {"items": r.records("count", 1, MAX_BATCH, 8 + 1 + 4 + 2 + 4 + 4, one)}
+    f = {"items": r.records("count", 1, MAX_BATCH, 8 + 4 + 1 + 4 + 2 + 4 + 4, one)}
     r.end()
     return f
 
 
 def _result_ok(r):
     def one():
-        it = {"job_id": r.job_id("job id"), "status": r.enum("status", RESULT_STATUSES),
+        it = {"job_id": r.job_id("job id"), "attempt": r.attempt("attempt"), "status": r.enum("status", RESULT_STATUSES),
               "accepted": r.u32("accepted"), "duplicates": r.u32("duplicates")}
         if it["status"] != RECORDED and (it["accepted"] or it["duplicates"]):
             r.fail(CODE_MALFORMED, "accepted", "want 0 unless recorded")
         return it
-    f = {"items": r.records("count", 1, MAX_BATCH, 8 + 1 + 4 + 4, one)}
+    f = {"items": r.records("count", 1, MAX_BATCH, 8 + 4 + 1 + 4 + 4, one)}
     r.end()
     return f
 
 
 def _progress(r):
-    f = {"job_id": r.job_id("job id"), "text": r.str("text", _TEXT, 0, MAX_TEXT)}
+    f = {"job_id": r.job_id("job id"), "attempt": r.attempt("attempt"), "text": r.str("text", _TEXT, 0, MAX_TEXT)}
     r.end()
     return f
 
@@ -616,8 +624,8 @@ def decode(frames):
     p = frames[0]
     if p != PROTOCOL:
         if len(p) == 4 and p[:3] == b"DRV" and 0x30 <= p[3] <= 0x39:
-            raise Malformed(CODE_VERSION, "protocol %r is not supported, this peer speaks DRV1" % p, req)
-        raise Malformed(CODE_MALFORMED, "protocol frame %r, want DRV1" % p[:32], req)
+            raise Malformed(CODE_VERSION, "protocol %r is not supported, this peer speaks DRV2" % p, req)
+        raise Malformed(CODE_MALFORMED, "protocol frame %r, want DRV2" % p[:32], req)
     if len(frames) > 4:
         raise Malformed(CODE_MALFORMED, "%d frames, want at most 4" % len(frames), req)
     if len(frames) < 3:
@@ -627,7 +635,7 @@ def decode(frames):
     except UnicodeDecodeError:
         command = None
     if command not in COMMANDS:
-        raise Malformed(CODE_UNKNOWN_COMMAND, "command %r is not a DRV/1 command" % frames[1][:32], req)
+        raise Malformed(CODE_UNKNOWN_COMMAND, "command %r is not a DRV/2 command" % frames[1][:32], req)
     if len(frames[2]) != 8:
         raise Malformed(CODE_MALFORMED, "%s request id: %d bytes, want 8" % (command, len(frames[2])))
     has_body = COMMANDS[command][0]
@@ -645,3 +653,14 @@ def decode(frames):
 def reason_token(reason):
     """The token of a verdict or submit reason: the part before the first ':' (section 6.8)."""
     return reason.split(":", 1)[0]
+
+
+def decode_reply(frames):
+    """:func:`decode` for what a client receives: an ERROR in another DRV version's frame 0 (a
+    server refusing a message of that version answers in it, section 12) is read too, since
+    ERROR's body is the same in every version."""
+    frames = [bytes(f) for f in frames]
+    if (len(frames) == 4 and frames[0] != PROTOCOL and len(frames[0]) == 4 and frames[0][:3] == b"DRV"
+            and frames[1] == b"ERROR"):
+        return decode([PROTOCOL] + frames[1:])
+    return decode(frames)
