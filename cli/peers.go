@@ -77,7 +77,7 @@ DROVER_JOB_ID, DROVER_URL and DROVER_ATTEMPT in the environment; exit 0 is ok,
 75 (EX_TEMPFAIL) a retryable failure, 65 (EX_DATAERR) a bad job, anything else a
 retryable failure; stdout becomes the job's output. It reconnects by itself
 (1s doubling to 32s) and re-announces the jobs it holds.`,
-		Example: `  drover worker --connect tcp://10.0.0.5:5570 --slots 8
+		Example: `  drover worker --connect tcp://10.0.0.5:5570 --slots 8 --key worker.key --server-key server.pub
   drover worker --header hwgroup=gpu --exec 'render "$DROVER_URL"'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -49,11 +49,20 @@ time) is kept in the store with the job, in the same write as its done state,
 until results.max_age or results.max_bytes deletes the oldest; drover results
 reads them by cursor. --results DIR also writes them, as the JSON lines drover
 results prints, to DIR/results-00000001.jsonl, results-00000002.jsonl, ... (a
-new file every --results-file-bytes), resuming after the last line written.`,
+new file every --results-file-bytes), resuming after the last line written.
+
+With --key (its CURVE secret key, from drover keygen) and --authorized-keys (the
+client keys it admits, one per line: ROLE PUBLIC-KEY [comment], roles worker,
+producer, operator, viewer), every listener encrypts and authenticates with
+CURVE, and each command is checked against the role of its sender's key. The
+file is re-read when it changes and on SIGHUP; a removed key's sessions end.
+Listening on anything but loopback without --key is refused (exit 2) unless
+--insecure is given. --metrics-token makes /metrics require a bearer token.`,
 		Example: `  drover serve
   drover serve --store /var/lib/drover/store --store-sync always
   drover serve --results /var/lib/drover/results --results-file-bytes 256MiB
-  drover serve --bind tcp://0.0.0.0:5570 --metrics 127.0.0.1:9570
+  drover serve --bind tcp://0.0.0.0:5570 --key /etc/drover/server.key --authorized-keys /etc/drover/authorized_keys
+  drover serve --bind tcp://10.0.0.5:5570 --insecure   # a network you trust entirely
   drover console --connect tcp://127.0.0.1:5571   # in another terminal`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
