@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"drover/admin"
+	"drover/backoff"
 	"drover/config"
 )
 
@@ -332,11 +333,7 @@ const MaxRetryDelay = time.Hour
 // retryDelay is the wait after the given failed attempt (1 for the first):
 // base, then doubling, capped at MaxRetryDelay.
 func retryDelay(base time.Duration, attempt int) time.Duration {
-	d := base
-	for i := 1; i < attempt && d < MaxRetryDelay; i++ {
-		d *= 2
-	}
-	return min(d, MaxRetryDelay)
+	return backoff.Policy{Start: base, Cap: MaxRetryDelay}.Delay(attempt, nil)
 }
 
 // permanentError is a failure that retrying would repeat.

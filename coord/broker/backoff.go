@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"drover/admin"
+	"drover/backoff"
 )
 
 // host is the per-host state: the job index used by host= filters, the
@@ -56,15 +57,8 @@ func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Ti
 	if retryAfter > 0 {
 		d = min(retryAfter, b.cfg.BackoffCap)
 	} else {
-		d = b.cfg.BackoffStart
-		for i := 1; i < h.level && d < b.cfg.BackoffCap; i++ {
-			d *= 2
-		}
-		d = min(d, b.cfg.BackoffCap)
-		if b.cfg.Jitter > 0 {
-			f := 1 + b.cfg.Jitter*(2*b.cfg.Rand.Float64()-1)
-			d = min(time.Duration(float64(d)*f), b.cfg.BackoffCap)
-		}
+		p := backoff.Policy{Start: b.cfg.BackoffStart, Cap: b.cfg.BackoffCap, Jitter: max(b.cfg.Jitter, 0)}
+		d = p.Delay(h.level, b.cfg.Rand.Float64)
 	}
 	b.thr[h] = struct{}{}
 	until := t + int64(d)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/pebbe/zmq4"
 
+	"drover/backoff"
 	"drover/net/wire"
 	"drover/net/zsock"
 )
@@ -170,7 +171,7 @@ func Start(cfg Config, h Handler) (*Conn, error) {
 		bell: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
-	c.link = Link{c: c, ready: make(chan struct{}, 1), backoff: backoff{min: cfg.ReconnectMin, max: cfg.ReconnectMax}}
+	c.link = Link{c: c, ready: make(chan struct{}, 1), backoff: reconnectBackoff{p: backoff.Policy{Start: cfg.ReconnectMin, Cap: cfg.ReconnectMax, Jitter: 0.1}}}
 	go func() {
 		c.loop()
 		close(c.done)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pebbe/zmq4"
 
+	"drover/backoff"
 	"drover/net/internal/testsrv"
 	"drover/net/wire"
 	"drover/net/zsock"
@@ -309,11 +310,11 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
-	b := backoff{min: time.Second, max: 8 * time.Second}
+	b := reconnectBackoff{p: backoff.Policy{Start: time.Second, Cap: 8 * time.Second, Jitter: 0.1}}
 	want := []time.Duration{1, 2, 4, 8, 8}
 	for i, w := range want {
 		got := b.next()
-		lo, hi := w*time.Second*9/10, w*time.Second*11/10
+		lo, hi := w*time.Second*9/10, min(w*time.Second*11/10, 8*time.Second)
 		if got < lo || got > hi {
 			t.Fatalf("wait %d: %v, want %v ±10%%", i+1, got, w*time.Second)
 		}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"drover/backoff"
 	"drover/net/wire"
 	"drover/net/zsock"
 )
@@ -51,7 +52,7 @@ type Link struct {
 	now                time.Time
 	lastRecv, lastSend time.Time
 	greetBy, retryAt   time.Time
-	backoff            backoff
+	backoff            reconnectBackoff
 }
 
 // Up reports whether a session is live (WELCOME received, not ended).
@@ -445,21 +446,19 @@ func (c *Conn) stop() {
 	c.err = l.stopErr
 }
 
-// backoff is the reconnection wait: min, doubling to max, ±10 % jitter.
-type backoff struct {
-	min, max, cur time.Duration
+// reconnectBackoff is the reconnection wait: min, doubling to max, ±10 %
+// jitter.
+type reconnectBackoff struct {
+	p backoff.Policy
+	n int // reconnections since the last WELCOME
 }
 
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.min
-	}
-	d := b.cur
-	b.cur = min(b.cur*2, b.max)
-	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
+func (b *reconnectBackoff) next() time.Duration {
+	b.n++
+	return b.p.Delay(b.n, rand.Float64)
 }
 
-func (b *backoff) reset() { b.cur = 0 }
+func (b *reconnectBackoff) reset() { b.n = 0 }
 
 // clip shortens s to at most n bytes on a rune boundary.
 func clip(s string, n int) string {
