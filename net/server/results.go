@@ -10,6 +10,7 @@ import (
 
 	"drover/admin"
 	"drover/coord/broker"
+	"drover/filter"
 	"drover/net/wire"
 	"drover/store"
 )
@@ -226,17 +227,12 @@ func (s *Server) queryResults(q admin.Query) (admin.Page, wire.Code, error) {
 	if r == nil {
 		return page, wire.CodeNotFound, fmt.Errorf("view results: this coordinator keeps no results")
 	}
-	var crawler, processor string
-	for _, term := range strings.Fields(q.Filter) {
-		k, v, ok := strings.Cut(term, "=")
-		switch {
-		case ok && k == "crawler":
-			crawler = v
-		case ok && k == "processor":
-			processor = v
-		default:
-			return page, wire.CodeMalformed, fmt.Errorf("view results: filter term %q: want crawler=NAME or processor=NAME", term)
-		}
+	f, err := filter.Parse(q.Filter)
+	if err != nil {
+		return page, wire.CodeMalformed, fmt.Errorf("view results: %w", err)
+	}
+	if other := f.Without(filter.FieldCrawler, filter.FieldProcessor); !other.Empty() {
+		return page, wire.CodeMalformed, fmt.Errorf("view results: filter %q: want only crawler= and processor= terms", other)
 	}
 	limit := q.Limit
 	if limit == 0 {
@@ -248,7 +244,12 @@ func (s *Server) queryResults(q admin.Query) (admin.Page, wire.Code, error) {
 		if scanned >= resultsScan || len(page.Results) >= limit {
 			return false
 		}
-		if (crawler != "" && rec.Key.Crawler != crawler) || (processor != "" && rec.Key.Processor != processor) {
+		if !f.Match(func(n filter.Field) (string, bool) {
+			if n == filter.FieldCrawler {
+				return rec.Key.Crawler, true
+			}
+			return rec.Key.Processor, true
+		}) {
 			scanned++
 			page.Next = rec.Cursor
 			return true
