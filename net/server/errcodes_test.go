@@ -79,7 +79,7 @@ func TestResultsFilter(t *testing.T) {
 		m := w.recv()
 		if j, ok := m.(*wire.Job); ok {
 			for _, it := range j.Jobs {
-				results = append(results, wire.ResultItem{JobID: it.JobID, Outcome: wire.OutcomeOK})
+				results = append(results, wire.ResultItem{JobID: it.JobID, Attempt: it.Attempt, Outcome: wire.OutcomeOK})
 			}
 		}
 	}
