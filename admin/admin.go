@@ -122,6 +122,16 @@ type Totals struct {
 	// docs/PROTOCOL.md §15).
 	Forbidden         uint64 `json:"forbidden"`
 	HandshakesRefused uint64 `json:"handshakes_refused"`
+	// Listening are the coordinator's endpoints as bound: a port asked
+	// as 0 (or *) shows the one the OS chose.
+	Listening Listeners `json:"listening,omitzero"`
+}
+
+// Listeners are a coordinator's bound endpoints (empty: not listening).
+type Listeners struct {
+	Peers  string `json:"peers,omitempty"`
+	Admin  string `json:"admin,omitempty"`
+	Events string `json:"events,omitempty"`
 }
 
 // Sorts names, per view, the orders the coordinator answers queries in

@@ -65,8 +65,30 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// listening waits until serve's output names the address of each listener
+// in names (peers, admin, events, metrics), and returns them.
+func listening(t *testing.T, out *syncBuffer, names ...string) map[string]string {
+	t.Helper()
+	at := make(map[string]string)
+	eventually(t, "serve listening on "+strings.Join(names, ", "), 20*time.Second, func() bool {
+		for _, line := range strings.Split(out.String(), "\n") {
+			if name, addr, ok := strings.Cut(line, " listening on "); ok && !strings.Contains(name, " ") {
+				at[name] = addr
+			}
+		}
+		for _, n := range names {
+			if at[n] == "" {
+				return false
+			}
+		}
+		return true
+	})
+	return at
+}
+
 // freeEndpoints returns n tcp://127.0.0.1:PORT endpoints that were free a
-// moment ago.
+// moment ago (for a restart on the same ports; a first start binds port 0
+// and reads the ports with listening).
 func freeEndpoints(t *testing.T, n int) []string {
 	t.Helper()
 	var eps []string
@@ -169,11 +191,13 @@ func statusJSON(t *testing.T, adminEP string) (admin.Totals, []admin.WorkerRow, 
 // TestServeWorkerSubmitStatus drives the headless server with a real
 // --exec worker process, submit and status, then stops it with SIGTERM.
 func TestServeWorkerSubmitStatus(t *testing.T) {
-	eps := freeEndpoints(t, 4)
-	peers, adminEP, events, metrics := eps[0], eps[1], eps[2], strings.TrimPrefix(eps[3], "tcp://")
-	srv, srvOut := start(t, "serve", "--store", "memory", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", metrics, "--heartbeat-interval", "100ms")
-	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
-	start(t, "worker", "--connect", peers, "--slots", "2", "--id", "w-exec", "--heartbeat-interval", "100ms",
+	// Every port is chosen by the OS and read from serve's output.
+	const ephemeral = "tcp://127.0.0.1:0"
+	srv, srvOut := start(t, "serve", "--store", "memory", "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral,
+		"--metrics", "127.0.0.1:0", "--heartbeat-interval", "1s")
+	at := listening(t, srvOut, "peers", "admin", "events", "metrics")
+	peers, adminEP, metrics := at["peers"], at["admin"], strings.TrimPrefix(at["metrics"], "http://")
+	start(t, "worker", "--connect", peers, "--slots", "2", "--id", "w-exec", "--heartbeat-interval", "1s",
 		"--exec", `echo "page $DROVER_URL"; case "$DROVER_URL" in *bad*) exit 65;; *retry*) exit 75;; esac`)
 
 	out, code := run(t, "http://x.test/a\nhttp://x.test/b\nhttp://X.TEST:80/a#top\nhttp://x.test/bad\nhttp://x.test/retry\nnot a url\n",
@@ -190,6 +214,9 @@ func TestServeWorkerSubmitStatus(t *testing.T) {
 	// bad: external, failed at once; retry: internal 3 times, then failed.
 	if tot.Done != 2 || tot.Failed != 2 || tot.DedupHits != 1 {
 		t.Fatalf("totals %+v: want 2 done, 2 failed, 1 duplicate", tot)
+	}
+	if l := tot.Listening; l.Peers != peers || l.Admin != adminEP || l.Events != at["events"] {
+		t.Fatalf("status lists the endpoints %+v, want those serve printed: %v", l, at)
 	}
 	_, workers, _ := statusJSON(t, adminEP)
 	if len(workers) != 1 || workers[0].ID != "w-exec" || workers[0].Slots != 2 {

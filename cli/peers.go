@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -221,6 +222,9 @@ func printStatus(w io.Writer, t admin.Totals, workers []admin.WorkerRow) {
 	fmt.Fprintf(w, "keys:    requested %d, queued %d, done %d, waiters %d, duplicates avoided %d\n",
 		t.KeysRequested, t.KeysQueued, t.KeysDone, t.Waiters, t.DedupHits)
 	fmt.Fprintf(w, "workers: idle %d, busy %d, draining %d, lost %d\n", t.WorkersIdle, t.WorkersBusy, t.WorkersDraining, t.WorkersLost)
+	if l := t.Listening; l != (admin.Listeners{}) {
+		fmt.Fprintf(w, "listening: peers %s, admin %s, events %s\n", cmp.Or(l.Peers, "-"), cmp.Or(l.Admin, "-"), cmp.Or(l.Events, "-"))
+	}
 	if len(workers) == 0 {
 		return
 	}

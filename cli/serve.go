@@ -190,6 +190,9 @@ type coordinator struct {
 	notifier *obs.Notifier
 	log      *slog.Logger
 	wg       sync.WaitGroup
+	// metricsAt receives the metrics endpoint's address once it listens
+	// (the port the OS chose for :0), or "" when it could not listen.
+	metricsAt chan string
 }
 
 // startCoordinator opens the store and creates the server, and serves
@@ -274,9 +277,12 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		return obs.ReactorStats{Steps: r.Steps, Messages: r.Messages, Gathered: r.Gathered}
 	}))
 	if cfg.Metrics.Listen != "" {
+		c.metricsAt = make(chan string, 1)
+		var once sync.Once
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
+			defer once.Do(func() { c.metricsAt <- "" })
 			h := obs.Handler(metrics, func() error {
 				if !c.srv.Ready() {
 					return errors.New("the reactor is not serving")
@@ -284,7 +290,10 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 				return nil
 			})
 			h = obs.RequireToken(h, "/metrics", token)
-			if err := obs.Serve(ctx, cfg.Metrics.Listen, h, func(a net.Addr) { log.Info("metrics listening", "addr", a.String()) }); err != nil {
+			if err := obs.Serve(ctx, cfg.Metrics.Listen, h, func(a net.Addr) {
+				log.Info("metrics listening", "addr", a.String())
+				once.Do(func() { c.metricsAt <- a.String() })
+			}); err != nil {
 				log.Error("metrics server", "err", err)
 			}
 		}()
@@ -332,7 +341,20 @@ func runServe(cmd *cobra.Command, cfg *config.Config) error {
 		defer cancel()
 		fmt.Fprintf(cmd.OutOrStdout(), "drover console over ssh on %s\n", addr)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "drover serving: peers %s, admin %s, events %s\n", c.srv.PeersEndpoint(), c.srv.AdminEndpoint(), c.srv.EventsEndpoint())
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "drover serving: peers %s, admin %s, events %s\n", c.srv.PeersEndpoint(), c.srv.AdminEndpoint(), c.srv.EventsEndpoint())
+	// One line per listener with the address it is bound to: a port of 0
+	// (or *) is chosen by the OS, and scripts and tests read it here.
+	for _, l := range []struct{ name, at string }{{"peers", c.srv.PeersEndpoint()}, {"admin", c.srv.AdminEndpoint()}, {"events", c.srv.EventsEndpoint()}} {
+		if l.at != "" {
+			fmt.Fprintf(out, "%s listening on %s\n", l.name, l.at)
+		}
+	}
+	if c.metricsAt != nil {
+		if at := <-c.metricsAt; at != "" {
+			fmt.Fprintf(out, "metrics listening on http://%s\n", at)
+		}
+	}
 	if dir := cfg.Results.Dir; dir != "" {
 		files := make(chan error, 1)
 		go func() { files <- writeResultFiles(ctx, c.srv.InprocAdmin(), dir, cfg.Results.FileBytes, log) }()

@@ -431,6 +431,7 @@ func (s *Server) Run(ctx context.Context) error {
 // totals are the coordinator's totals with the transport's counters.
 func (s *Server) totals(now time.Time) admin.Totals {
 	t := s.c.Totals(now)
+	t.Listening = admin.Listeners{Peers: s.peersEP, Admin: s.adminEP, Events: s.eventsEP}
 	if s.auth != nil {
 		t.Forbidden = s.auth.forbidden
 		t.HandshakesRefused = s.auth.refused.Load()
