@@ -27,13 +27,27 @@ import (
 func BenchmarkEndToEndStore(b *testing.B) {
 	// batch+cache is serve's default: sync=batch and a bounded done set
 	// (store.done_cache), so every new key is also looked up in the store.
-	for _, policy := range []string{"memory", "none", "batch", "always", "batch+cache"} {
+	// batch+output has every job return 256 bytes of output, and
+	// batch+results keeps those results in the store (serve's default,
+	// results.go): their difference is the cost of keeping results.
+	for _, policy := range []string{"memory", "none", "batch", "always", "batch+cache", "batch+output", "batch+results"} {
 		b.Run("store="+policy, func(b *testing.B) {
 			opts := Options{Peers: zsock.Ephemeral, Admin: zsock.Ephemeral, Events: "-",
 				Coord: coord.Config{Heartbeat: time.Second}}
-			if policy == "batch+cache" {
+			var output []byte
+			switch policy {
+			case "batch+cache":
 				policy = "batch"
 				opts.Coord.Ledger.DoneCache = 1_000_000
+			case "batch+results":
+				opts.Results = &ResultsOptions{}
+				fallthrough
+			case "batch+output":
+				policy = "batch"
+				output = make([]byte, 256)
+				for i := range output {
+					output[i] = 'a' + byte(i%26)
+				}
 			}
 			if policy != "memory" {
 				st, err := store.Open(store.Options{Path: filepath.Join(b.TempDir(), "store"), Sync: store.Sync(policy)})
@@ -71,7 +85,7 @@ func BenchmarkEndToEndStore(b *testing.B) {
 			for i := range 4 {
 				go func() {
 					workers <- worker.Run(wctx, worker.Options{Connect: s.PeersEndpoint(), ID: fmt.Sprintf("noop-%d", i), Slots: 64},
-						func(context.Context, worker.Job) worker.Result { return worker.Result{} })
+						func(context.Context, worker.Job) worker.Result { return worker.Result{Output: output} })
 				}()
 			}
 			defer func() {
