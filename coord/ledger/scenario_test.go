@@ -1,24 +1,24 @@
 package ledger
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/datadriven"
+
 	"drover/coord/id"
 )
 
 // Scenario tests: each testdata/*.txt file is a script in the datadriven
-// style of etcd-io/raft. A block is a command line, a "----" line, and the
-// expected output up to the next blank line; '#' lines are comments. The
-// output of a command is its own result lines followed by the deferred
-// answers, events and writes it produced. Run with -rewrite to regenerate
-// the expected parts (then read the diff: it is the specification).
+// format (github.com/cockroachdb/datadriven, as etcd-io/raft uses it): a
+// command line, a "----" line, and the expected output up to the next
+// blank line; '#' lines are comments. The output of a command is its own
+// result lines followed by the deferred answers, events and writes it
+// produced. Run with -rewrite to regenerate the expected parts (then read
+// the diff: it is the specification).
 //
 // Commands (keys are labels: key "a" is c/p http://example.com/a; times are
 // offsets from the scenario's start):
@@ -33,89 +33,34 @@ import (
 //	requested [offset=N] [limit=N]   queued [offset=N] [limit=N]
 //	restore op=put-queued|put-done|delete key=K [at=D] [outcome=failed]
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the testdata scenarios")
-
-type block struct {
-	pre      []string // comments and blank lines before the command
-	cmd      string
-	line     int
-	expected []string
-}
-
-func parseScript(t *testing.T, path string) (blocks []block, trailer []string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	var pre []string
-	for i := 0; i < len(lines); i++ {
-		ln := lines[i]
-		if strings.TrimSpace(ln) == "" || strings.HasPrefix(ln, "#") {
-			pre = append(pre, ln)
-			continue
-		}
-		b := block{pre: pre, cmd: ln, line: i + 1}
-		pre = nil
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("%s:%d: command %q is not followed by a ---- line", path, i+1, ln)
-		}
-		for i += 2; i < len(lines) && lines[i] != ""; i++ {
-			b.expected = append(b.expected, lines[i])
-		}
-		i-- // the blank line (if any) belongs to the next block's preamble
-		blocks = append(blocks, b)
-	}
-	return blocks, pre
-}
-
 func TestScenarios(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no scenarios in testdata: %v", err)
-	}
-	for _, path := range paths {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
-			blocks, trailer := parseScript(t, path)
-			sc := &scenario{t: t, path: path}
-			var out strings.Builder
-			for _, b := range blocks {
-				sc.line = b.line
-				got := sc.run(b.cmd)
-				if *rewrite {
-					for _, p := range b.pre {
-						out.WriteString(p + "\n")
-					}
-					out.WriteString(b.cmd + "\n----\n")
-					for _, g := range got {
-						out.WriteString(g + "\n")
-					}
-					continue
-				}
-				if strings.Join(got, "\n") != strings.Join(b.expected, "\n") {
-					t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", path, b.line, b.cmd,
-						strings.Join(got, "\n"), strings.Join(b.expected, "\n"))
-				}
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		sc := &scenario{t: t}
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			sc.t, sc.pos = t, td.Pos
+			got := sc.run(commandLine(td))
+			if len(got) == 0 {
+				return ""
 			}
-			if *rewrite {
-				for _, p := range trailer {
-					out.WriteString(p + "\n")
-				}
-				if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			return strings.Join(got, "\n") + "\n"
 		})
+	})
+}
+
+// commandLine is a datadriven directive as its script spells it.
+func commandLine(td *datadriven.TestData) string {
+	parts := []string{td.Cmd}
+	for _, a := range td.CmdArgs {
+		parts = append(parts, a.String())
 	}
+	return strings.Join(parts, " ")
 }
 
 // scenario is the state of one script: a ledger, its clock, and the labels
 // of the keys it has seen.
 type scenario struct {
 	t      *testing.T
-	path   string
-	line   int
+	pos    string // file:line of the command running
 	l      *Ledger
 	now    time.Time
 	labels map[id.Fingerprint]string
@@ -123,7 +68,7 @@ type scenario struct {
 
 func (sc *scenario) fatalf(format string, args ...any) {
 	sc.t.Helper()
-	sc.t.Fatalf("%s:%d: %s", sc.path, sc.line, fmt.Sprintf(format, args...))
+	sc.t.Fatalf("%s: %s", sc.pos, fmt.Sprintf(format, args...))
 }
 
 func (sc *scenario) fp(label string) id.Fingerprint {
