@@ -71,7 +71,7 @@ func TestCrawlPauseCancel(t *testing.T) {
 	if len(as) != 1 || as[0].Job != 4 {
 		t.Fatalf("dispatched %+v while a is paused, want only b's job 4", as)
 	}
-	if err := b.Result(now, 1, 4, Outcome{Kind: OK}); err != nil {
+	if _, err := b.Result(now, 1, Run{Job: 4, Attempt: as[0].Attempt}, Outcome{Kind: OK}); err != nil {
 		t.Fatal(err)
 	}
 	if n := b.SetCrawlState(now, "a", CrawlRunning); n != 3 {
@@ -89,7 +89,7 @@ func TestCrawlPauseCancel(t *testing.T) {
 		t.Fatalf("finished %+v: want b's job done and job 3 cancelled", fin)
 	}
 	b.Submit(now, Spec{Key: id.Key{Crawler: "a", URL: "http://h/a9"}, Host: "h"})
-	if err := b.Result(now, 1, 1, Outcome{Kind: OK}); err != nil {
+	if _, err := b.Result(now, 1, Run{Job: 1, Attempt: 1}, Outcome{Kind: OK}); err != nil {
 		t.Fatal(err)
 	}
 	if as := b.Dispatch(now, nil); len(as) != 0 {
