@@ -1,16 +1,14 @@
 package coord
 
 import (
-	"bufio"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/datadriven"
 
 	"drover/admin"
 	"drover/coord/broker"
@@ -18,12 +16,13 @@ import (
 	"drover/coord/ledger"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of coord/testdata/*.txt scenarios")
-
-// TestScenarios runs the scripted scenarios in testdata/*.txt. Each case is
-// one or more command lines, a "----" line, and the expected output up to a
+// TestScenarios runs the scripted scenarios in testdata/*.txt, in the
+// datadriven format (github.com/cockroachdb/datadriven). Each case is one
+// or more command lines (the directive and its input lines; '#' lines
+// among them are comments), a "----" line, and the expected output up to a
 // blank line. After every command the coordinator's Ready output is printed
 // too, so a scenario shows every answer, dispatch, close and finished job.
+// Run with -rewrite to regenerate the expected output.
 //
 // Commands (sessions are s1, s2, ...; time starts at 2026-01-01 00:00:00):
 //
@@ -34,93 +33,29 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of coord/
 //	beat S...  (traffic)     disconnect S     advance D (advance the clock, then Tick)
 //	act KIND [TARGET...]     totals     query VIEW [filter=...]
 func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenario files in testdata: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { runScenarioFile(t, f) })
-	}
-}
-
-type scenarioCase struct {
-	cmds     []string
-	expected string
-}
-
-func parseScenarios(t *testing.T, path string) ([]string, []scenarioCase) {
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	var (
-		cases    []scenarioCase
-		comments []string // leading comment block of each case, for rewrite
-		cur      scenarioCase
-		inExp    bool
-		exp      strings.Builder
-		pending  []string
-	)
-	sc := bufio.NewScanner(fh)
-	flush := func() {
-		if len(cur.cmds) > 0 {
-			cur.expected = exp.String()
-			cases = append(cases, cur)
-			comments = append(comments, strings.Join(pending, "\n"))
-			pending = nil
-		}
-		cur, inExp = scenarioCase{}, false
-		exp.Reset()
-	}
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case inExp && line == "":
-			flush()
-		case inExp:
-			exp.WriteString(line + "\n")
-		case line == "----":
-			inExp = true
-		case strings.HasPrefix(line, "#") || (line == "" && len(cur.cmds) == 0):
-			if len(cur.cmds) == 0 {
-				pending = append(pending, line)
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		h := newScenario(t)
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			h.t = t
+			var got strings.Builder
+			h.run(&got, commandLine(td))
+			for _, line := range strings.Split(td.Input, "\n") {
+				if line != "" && !strings.HasPrefix(line, "#") {
+					h.run(&got, line)
+				}
 			}
-		default:
-			cur.cmds = append(cur.cmds, line)
-		}
-	}
-	flush()
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return comments, cases
+			return got.String()
+		})
+	})
 }
 
-func runScenarioFile(t *testing.T, path string) {
-	comments, cases := parseScenarios(t, path)
-	h := newScenario(t)
-	var out strings.Builder
-	failed := false
-	for i, c := range cases {
-		var got strings.Builder
-		for _, cmd := range c.cmds {
-			h.run(&got, cmd)
-		}
-		if got.String() != c.expected && !*rewrite {
-			failed = true
-			t.Errorf("%s: case %d (%s):\n--- want\n%s--- got\n%s", path, i+1, c.cmds[0], c.expected, got.String())
-		}
-		if comments[i] != "" {
-			out.WriteString(comments[i] + "\n")
-		}
-		out.WriteString(strings.Join(c.cmds, "\n") + "\n----\n" + got.String() + "\n")
+// commandLine is a datadriven directive as its script spells it.
+func commandLine(td *datadriven.TestData) string {
+	parts := []string{td.Cmd}
+	for _, a := range td.CmdArgs {
+		parts = append(parts, a.String())
 	}
-	if *rewrite && !failed {
-		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return strings.Join(parts, " ")
 }
 
 type scenario struct {
