@@ -30,8 +30,11 @@ func BenchmarkEndToEndStore(b *testing.B) {
 	// batch+output has every job return 256 bytes of output, and
 	// batch+results keeps those results in the store (serve's default,
 	// results.go): their difference is the cost of keeping results.
-	for _, policy := range []string{"memory", "none", "batch", "always", "batch+cache", "batch+output", "batch+results"} {
+	// batch+2ms: sync=batch with store.sync_interval 2ms (a JOB waits for
+	// its dispatch's fsync: the interval is in every slot's cycle).
+	for _, policy := range []string{"memory", "none", "batch", "always", "batch+cache", "batch+output", "batch+results", "batch+2ms"} {
 		b.Run("store="+policy, func(b *testing.B) {
+			var interval time.Duration
 			opts := Options{Peers: zsock.Ephemeral, Admin: zsock.Ephemeral, Events: "-",
 				Coord: coord.Config{Heartbeat: time.Second}}
 			var output []byte
@@ -48,9 +51,11 @@ func BenchmarkEndToEndStore(b *testing.B) {
 				for i := range output {
 					output[i] = 'a' + byte(i%26)
 				}
+			case "batch+2ms":
+				policy, interval = "batch", 2*time.Millisecond
 			}
 			if policy != "memory" {
-				st, err := store.Open(store.Options{Path: filepath.Join(b.TempDir(), "store"), Sync: store.Sync(policy)})
+				st, err := store.Open(store.Options{Path: filepath.Join(b.TempDir(), "store"), Sync: store.Sync(policy), SyncInterval: interval})
 				if err != nil {
 					b.Fatal(err)
 				}
