@@ -45,10 +45,12 @@ func crawlResumesFromState(t *testing.T) {
 	}
 	dir := t.TempDir()
 	state, out := filepath.Join(dir, "state"), filepath.Join(dir, "pages.jsonl")
+	warcDir := filepath.Join(dir, "warc")
 	args := func() []string {
 		eps := freeEndpoints(t, 3)
 		return []string{"crawl", hs.URL + "/", "--no-tui", "--workers", "2", "--slots", "1", "--state", state, "--out", out,
-			"--bind", eps[0], "--admin", eps[1], "--events", eps[2], "--metrics", "", "--crawl-min-delay", "20ms"}
+			"--bind", eps[0], "--admin", eps[1], "--events", eps[2], "--metrics", "", "--crawl-min-delay", "20ms",
+			"--warc", filepath.Join(warcDir, "site.warc.gz")}
 	}
 
 	first, firstOut := start(t, args()...)
@@ -98,6 +100,39 @@ func crawlResumesFromState(t *testing.T) {
 		t.Errorf("%d pages fetched twice across the kill, want only those in flight", twice)
 	}
 	t.Logf("%d records before the kill, %d pages fetched twice", before, twice)
+
+	// The archive: the first run's file, left open by the kill, was cut
+	// after its last whole record and closed; the resumed run added a
+	// file; warcio reads them all; pages done before the kill were not
+	// archived again.
+	files, _ := filepath.Glob(filepath.Join(warcDir, "*"))
+	if len(files) != 2 || filepath.Base(files[0]) != "site-00001.warc.gz" || filepath.Base(files[1]) != "site-00002.warc.gz" {
+		t.Fatalf("WARC files %q, want site-00001.warc.gz (repaired) and site-00002.warc.gz", files)
+	}
+	archived := map[string]int{}
+	for _, l := range warcioVerify(t, files) {
+		if l.Type == "response" {
+			archived[l.URI]++
+		}
+	}
+	archivedTwice := 0
+	for u, n := range archived {
+		if n > 1 {
+			archivedTwice++
+		}
+		if _, ok := want.Pages[u]; !ok {
+			t.Errorf("archived a page not in the site: %s", u)
+		}
+	}
+	if archivedTwice > 8 {
+		t.Errorf("%d pages archived twice across the kill, want only those in flight", archivedTwice)
+	}
+	for u, f := range want.Pages {
+		if f.Outcome == demosite.Fetched && archived[u] == 0 {
+			t.Errorf("fetched but not archived: %s", u)
+		}
+	}
+	t.Logf("%d pages archived, %d twice", len(archived), archivedTwice)
 }
 
 func countLines(t *testing.T, path string) int {
