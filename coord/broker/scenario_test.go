@@ -1,23 +1,21 @@
 package broker
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/datadriven"
+
 	"drover/admin"
 	"drover/coord/id"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt scenarios")
-
-// A scenario file is a sequence of blocks, datadriven style:
+// A scenario file is a sequence of blocks in the datadriven format
+// (github.com/cockroachdb/datadriven):
 //
 //	# comment
 //	command args...
@@ -31,88 +29,29 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // the broker's invariants are checked. Run with -rewrite to regenerate the
 // expected output.
 func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenario files in testdata: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { runScenario(t, f) })
-	}
-}
-
-type block struct {
-	cmd      string
-	expected string
-	line     int
-}
-
-func parseScenario(t *testing.T, path string) (pre []string, blocks []block) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(data), "\n")
-	for i := 0; i < len(lines); i++ {
-		l := lines[i]
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
-			pre = append(pre, l)
-			continue
-		}
-		b := block{cmd: l, line: i + 1}
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("%s:%d: command %q not followed by ----", path, i+1, l)
-		}
-		i += 2
-		var out []string
-		for ; i < len(lines) && lines[i] != ""; i++ {
-			out = append(out, lines[i])
-		}
-		b.expected = strings.Join(out, "\n")
-		blocks = append(blocks, b)
-		pre = append(pre, "\x00"+strconv.Itoa(len(blocks)-1))
-	}
-	return pre, blocks
-}
-
-func runScenario(t *testing.T, path string) {
-	layout, blocks := parseScenario(t, path)
-	s := newScript(t)
-	var outs []string
-	for _, bl := range blocks {
-		got := s.run(bl.cmd)
-		if err := checkInvariants(s.b); err != nil {
-			t.Fatalf("%s:%d %q: invariant broken: %v", path, bl.line, bl.cmd, err)
-		}
-		outs = append(outs, got)
-		if !*rewrite && got != bl.expected {
-			t.Errorf("%s:%d %s\n--- got:\n%s\n--- want:\n%s", path, bl.line, bl.cmd, got, bl.expected)
-		}
-	}
-	if !*rewrite {
-		return
-	}
-	var sb strings.Builder
-	for i, l := range layout {
-		if strings.HasPrefix(l, "\x00") {
-			k, _ := strconv.Atoi(l[1:])
-			sb.WriteString(blocks[k].cmd + "\n----\n")
-			if outs[k] != "" {
-				sb.WriteString(outs[k] + "\n")
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		s := newScript(t)
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			s.t = t
+			got := s.run(commandLine(td))
+			if err := checkInvariants(s.b); err != nil {
+				t.Fatalf("%s %s: invariant broken: %v", td.Pos, commandLine(td), err)
 			}
-			sb.WriteString("\n")
-			continue
-		}
-		if l == "" && i > 0 && strings.HasPrefix(layout[i-1], "\x00") {
-			continue // the blank line that ends a block is written above
-		}
-		sb.WriteString(l)
-		if i < len(layout)-1 {
-			sb.WriteString("\n")
-		}
+			if got == "" {
+				return ""
+			}
+			return got + "\n"
+		})
+	})
+}
+
+// commandLine is a datadriven directive as its script spells it.
+func commandLine(td *datadriven.TestData) string {
+	parts := []string{td.Cmd}
+	for _, a := range td.CmdArgs {
+		parts = append(parts, a.String())
 	}
-	if err := os.WriteFile(path, []byte(strings.TrimRight(sb.String(), "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return strings.Join(parts, " ")
 }
 
 // script drives one broker from scenario commands on a simulated clock.
