@@ -10,9 +10,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
+
+// Settle is how long the authorized_keys file must stay unchanged after a
+// change before Watch reads it.
+const Settle = 250 * time.Millisecond
 
 // Authorizer keeps the current authorized_keys: read at start, re-read on
 // SIGHUP and whenever the file changes (Watch). A file that no longer
@@ -137,12 +142,24 @@ func (a *Authorizer) Watch(ctx context.Context) error {
 	if err := w.Add(dir); err != nil {
 		return fmt.Errorf("watching %s: %w", a.path, err)
 	}
+	// A file written in place is empty, or half written, for a moment: an
+	// empty file is valid (it admits nobody) and would end every session.
+	// So a change is read once the file has been quiet for Settle.
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
+	defer settle.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-hup:
 			a.log.Info("SIGHUP: reloading the authorized keys", "file", a.path)
+			a.Reload()
+		case <-settle.C:
+			if _, err := os.Stat(a.path); err != nil {
+				a.log.Warn("the authorized keys file is gone: the keys in force stay", "file", a.path, "err", err)
+				continue
+			}
 			a.Reload()
 		case ev, ok := <-w.Events:
 			if !ok {
@@ -151,10 +168,7 @@ func (a *Authorizer) Watch(ctx context.Context) error {
 			if filepath.Base(ev.Name) != base || !ev.Has(fsnotify.Write|fsnotify.Create|fsnotify.Rename|fsnotify.Remove) {
 				continue
 			}
-			if _, err := os.Stat(a.path); err != nil {
-				continue // removed or mid-rename: the new file's event follows
-			}
-			a.Reload()
+			settle.Reset(Settle)
 		case err, ok := <-w.Errors:
 			if !ok {
 				return nil

@@ -51,7 +51,7 @@ func TestAuthorizerFollowsTheFile(t *testing.T) {
 		writeAtomically(t, path, "viewer "+a2.Public+" two\n")
 		select {
 		case <-changed:
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(4 * Settle): // longer than Settle, or the writes would keep it waiting
 			if time.Now().After(deadline) {
 				t.Fatal("the change was not seen within 10s")
 			}
