@@ -21,7 +21,7 @@ func TestDelay(t *testing.T) {
 	}{
 		{1, 0, 750 * time.Millisecond},
 		{1, 0.5, time.Second},
-		{2, 0.999999, 2*time.Second + 499999 * time.Microsecond + 996 * time.Nanosecond},
+		{2, 0.999999, 2*time.Second + 499999*time.Microsecond + 996*time.Nanosecond},
 		{10, 0.99, 10 * time.Second},
 		{10, 0, 7500 * time.Millisecond},
 	} {
