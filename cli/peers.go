@@ -166,7 +166,7 @@ func newStatusCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "status",
-		Short:   "Print the coordinator's totals and workers",
+		Short:   "Print the coordinator's totals, workers and crawls",
 		Example: "  drover status\n  drover status --connect tcp://10.0.0.5:5571 --json | jq .totals",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -192,18 +192,25 @@ func newStatusCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("status: %w", err)
 			}
+			jobs := make(map[string]map[string]int, len(crawls.Crawls))
+			for _, c := range crawls.Crawls {
+				if jobs[c.Name], err = crawlJobs(ctx, a, c.Name); err != nil {
+					return fmt.Errorf("status: %w", err)
+				}
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(struct {
-					Totals  admin.Totals      `json:"totals"`
-					Workers []admin.WorkerRow `json:"workers"`
-					Crawls  []admin.Crawl     `json:"crawls"`
-				}{t, page.Workers, crawls.Crawls})
+					Totals    admin.Totals              `json:"totals"`
+					Workers   []admin.WorkerRow         `json:"workers"`
+					Crawls    []admin.Crawl             `json:"crawls"`
+					CrawlJobs map[string]map[string]int `json:"crawl_jobs"`
+				}{t, page.Workers, crawls.Crawls, jobs})
 			}
 			printStatus(out, t, page.Workers)
-			printCrawls(out, crawls.Crawls)
+			printCrawls(out, crawls.Crawls, jobs)
 			return nil
 		},
 	}
@@ -238,12 +245,12 @@ func printStatus(w io.Writer, t admin.Totals, workers []admin.WorkerRow) {
 }
 
 // printCrawls lists the crawls defined on the coordinator.
-func printCrawls(w io.Writer, crawls []admin.Crawl) {
+func printCrawls(w io.Writer, crawls []admin.Crawl, jobs map[string]map[string]int) {
 	if len(crawls) == 0 {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nCRAWL\tSTATE\tSCOPE\tMAX DEPTH\tPAGES\tBUDGET LEFT")
+	fmt.Fprintln(tw, "\nCRAWL\tSTATE\tSCOPE\tMAX DEPTH\tPAGES\tBUDGET LEFT\tQUEUED\tRUNNING\tBACKOFF\tFAILED")
 	for _, c := range crawls {
 		depth, left := strconv.Itoa(c.MaxDepth), "-"
 		if c.MaxDepth == 0 {
@@ -259,9 +266,34 @@ func printCrawls(w io.Writer, crawls []admin.Crawl) {
 		if scope == "" { // paused or cancelled by name, never defined
 			scope, depth = "-", "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", c.Name, state, scope, depth, c.Pages, left)
+		n := func(st string) string {
+			if v, ok := jobs[c.Name][st]; ok {
+				return strconv.Itoa(v)
+			}
+			return "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Name, state, scope, depth, c.Pages, left,
+			n("queued"), n("dispatched"), n("backoff"), n("failed"))
 	}
 	tw.Flush()
+}
+
+// crawlJobs counts a crawl's jobs in the states that change (done jobs'
+// records are forgotten after a while: the results count those). A name
+// the filter grammar cannot hold (white space) gets no counts.
+func crawlJobs(ctx context.Context, a *client.Admin, name string) (map[string]int, error) {
+	if strings.ContainsAny(name, " \t\n") {
+		return nil, nil
+	}
+	m := map[string]int{}
+	for _, st := range []string{"queued", "dispatched", "backoff", "failed"} {
+		p, err := a.Query(ctx, admin.Query{View: admin.ViewJobs, Filter: "state=" + st + " crawler=" + name, Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		m[st] = p.Total
+	}
+	return m, nil
 }
 
 func newConsoleCmd() *cobra.Command {
