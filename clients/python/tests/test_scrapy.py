@@ -58,7 +58,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             links = ["/", self.path.rsplit("/", 1)[0] + "/"]
         # The home page is slow, so that both processes are up when its links are scheduled;
         # the others take a little time each, so that both processes get some.
-        time.sleep(1.5 if self.path == "/" else 0.1)
+        time.sleep(3 if self.path == "/" else 0.15)
         body = "<html><body>%s</body></html>" % "".join('<a href="%s">x</a>' % l for l in links)
         self.send_response(200)
         self.send_header("Content-Type", "text/html")

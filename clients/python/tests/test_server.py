@@ -274,6 +274,19 @@ class LiveServer(unittest.TestCase):
         self.assertEqual(_code(ro.recv(skip=("HEARTBEAT", "CHANGED"))), (6, drv.CODE_FORBIDDEN))
 
 
+    def test_zz_every_event_kind_seen_is_documented(self):
+        """Runs last: the kinds the suite caused are all in PROTOCOL.md section 14's table."""
+        import os
+        import re
+        doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "PROTOCOL.md"), encoding="utf-8").read()
+        table = doc.split("<!-- event-kinds -->", 1)[1].split("\n\n", 1)[0]
+        documented = set(re.findall(r"^\| `([a-z0-9._-]+)` \|", table, re.M))
+        self.assertGreater(len(documented), 20)
+        seen = set(self.events.kinds)
+        self.assertGreaterEqual(len(seen), 15, seen)
+        self.assertLessEqual(seen, documented, "kinds emitted but not documented: %s" % (seen - documented))
+
+
 class Examples(unittest.TestCase):
     def test_producer_example_runs(self):
         import os
