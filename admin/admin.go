@@ -109,6 +109,7 @@ type Totals struct {
 	WorkersBusy     int `json:"workers_busy"`
 	WorkersDraining int `json:"workers_draining"`
 	WorkersLost     int `json:"workers_lost"`
+	WorkersHeld     int `json:"workers_held"` // held back after dying before a first result (broker.holdback_start)
 	// Counters since start.
 	Dispatches   uint64 `json:"dispatches"`
 	Completions  uint64 `json:"completions"`
@@ -159,7 +160,7 @@ type WorkerRow struct {
 	ID            string            `json:"id"`   // stable worker id from HELLO
 	Host          string            `json:"host"` // as the worker reported it
 	Headers       map[string]string `json:"headers"`
-	State         string            `json:"state"` // idle, busy, draining, lost
+	State         string            `json:"state"` // idle, busy, held, draining, lost
 	Slots         int               `json:"slots"`
 	Used          int               `json:"used"`
 	Jobs          []uint64          `json:"jobs,omitempty"` // job ids held now
@@ -167,6 +168,10 @@ type WorkerRow struct {
 	Failures      uint64            `json:"failures"`
 	LastHeartbeat time.Time         `json:"last_heartbeat"`
 	Since         time.Time         `json:"since"` // registration time
+	// HeldUntil: the worker id died holding jobs before reporting any
+	// result more than once in a row, so it gets no job until then
+	// (state held).
+	HeldUntil time.Time `json:"held_until,omitzero"`
 }
 
 // JobRow is the state of one URL: a broker job, or a key requested in the

@@ -29,6 +29,7 @@ const (
 	EventWorkerDraining     EventKind = "worker.draining"      // an operator drained a worker: no new jobs
 	EventWorkerUndrained    EventKind = "worker.undrained"     // an operator undrained a worker
 	EventWorkerClosed       EventKind = "worker.closed"        // a drained worker finished its jobs and was let go
+	EventWorkerHeldBack     EventKind = "worker.held-back"     // a worker id that died again before a first result gets no jobs for a while
 	EventHostBackoff        EventKind = "host.backoff"         // a host backs off: its jobs wait
 	EventHostResumed        EventKind = "host.resumed"         // a host's back-off ended
 	EventHostForgiven       EventKind = "host.forgiven"        // a host's throttle count was forgotten
@@ -68,6 +69,7 @@ var eventKinds = []EventKind{
 	EventWorkerDraining,
 	EventWorkerUndrained,
 	EventWorkerClosed,
+	EventWorkerHeldBack,
 	EventHostBackoff,
 	EventHostResumed,
 	EventHostForgiven,

@@ -62,6 +62,8 @@ func coordConfig(c *config.Config) coord.Config {
 			BackoffForgive:     c.Backoff.Forgive,
 			Jitter:             c.Backoff.Jitter,
 			UnroutableTimeout:  c.Broker.UnroutableTimeout,
+			HoldbackStart:      c.Broker.HoldbackStart,
+			HoldbackCap:        c.Broker.HoldbackCap,
 		},
 	}
 }

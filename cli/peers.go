@@ -228,7 +228,7 @@ func printStatus(w io.Writer, t admin.Totals, workers []admin.WorkerRow) {
 		t.Queued, t.Dispatched, t.Backoff, t.Done, t.Failed, t.Unroutable, paused)
 	fmt.Fprintf(w, "keys:    requested %d, queued %d, done %d, waiters %d, duplicates avoided %d\n",
 		t.KeysRequested, t.KeysQueued, t.KeysDone, t.Waiters, t.DedupHits)
-	fmt.Fprintf(w, "workers: idle %d, busy %d, draining %d, lost %d\n", t.WorkersIdle, t.WorkersBusy, t.WorkersDraining, t.WorkersLost)
+	fmt.Fprintf(w, "workers: idle %d, busy %d, draining %d, held back %d, lost %d\n", t.WorkersIdle, t.WorkersBusy, t.WorkersDraining, t.WorkersHeld, t.WorkersLost)
 	if l := t.Listening; l != (admin.Listeners{}) {
 		fmt.Fprintf(w, "listening: peers %s, admin %s, events %s\n", cmp.Or(l.Peers, "-"), cmp.Or(l.Admin, "-"), cmp.Or(l.Events, "-"))
 	}
@@ -238,7 +238,11 @@ func printStatus(w io.Writer, t admin.Totals, workers []admin.WorkerRow) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nWORKER\tHOST\tSTATE\tSLOTS\tJOBS\tDONE\tFAILURES\tHEARTBEAT")
 	for _, r := range workers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%v\t%d\t%d\t%s ago\n", r.ID, r.Host, r.State, r.Used, r.Slots, r.Jobs, r.Done, r.Failures,
+		state := r.State
+		if !r.HeldUntil.IsZero() {
+			state += " until " + r.HeldUntil.Local().Format(time.TimeOnly) // held back after early deaths
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%v\t%d\t%d\t%s ago\n", r.ID, r.Host, state, r.Used, r.Slots, r.Jobs, r.Done, r.Failures,
 			time.Since(r.LastHeartbeat).Round(100*time.Millisecond))
 	}
 	tw.Flush()

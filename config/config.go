@@ -80,6 +80,8 @@ type Broker struct {
 	MaxRequestFailures int           `yaml:"max_request_failures"`
 	UnroutableTimeout  time.Duration `yaml:"unroutable_timeout"` // 0: wait forever
 	ReclaimTimeout     time.Duration `yaml:"reclaim_timeout"`    // 0: heartbeat x liveness x 2
+	HoldbackStart      time.Duration `yaml:"holdback_start"`
+	HoldbackCap        time.Duration `yaml:"holdback_cap"`
 }
 
 // Ledger configures the work-key ledger.

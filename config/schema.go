@@ -266,6 +266,10 @@ var schema = []Key{
 		"how long a job no live worker can take waits before it fails; 0 waits forever", dur(0, forever)),
 	key("broker.reclaim_timeout", KindDuration, time.Duration(0),
 		"after a restart from the store, how long a job that was running waits for its worker to reconnect and reclaim it before it is requeued uncharged; 0 means heartbeat interval x liveness x 2", dur(0, forever)),
+	key("broker.holdback_start", KindDuration, 5*time.Second,
+		"a worker id that dies holding jobs before reporting any result twice in a row gets no job for this long; each further such death doubles it", dur(time.Millisecond, forever)),
+	key("broker.holdback_cap", KindDuration, 5*time.Minute,
+		"longest hold of a worker id that keeps dying before its first result", dur(time.Millisecond, forever)),
 
 	key("ledger.request_ttl", KindDuration, 5*time.Minute,
 		"lease of a requested key; when it ends the key passes to the next waiter even if its owner lives",

@@ -134,10 +134,14 @@ func (m *model) header() []string {
 	if len(m.rates) > 0 {
 		rate = common.Rate(m.rates[len(m.rates)-1])
 	}
-	l3 := s.Muted.Render("workers ") + strings.Join([]string{
+	wcounts := []string{
 		count("idle", t.WorkersIdle, s.OK), count("busy", t.WorkersBusy, s.Info),
 		count("draining", t.WorkersDraining, s.Warn), count("lost", t.WorkersLost, s.Error),
-	}, "  ") + sep + s.Muted.Render("dispatch ") + s.Text.Render(rate)
+	}
+	if t.WorkersHeld > 0 { // held back after dying before a first result
+		wcounts = append(wcounts, count("held", t.WorkersHeld, s.Warn))
+	}
+	l3 := s.Muted.Render("workers ") + strings.Join(wcounts, "  ") + sep + s.Muted.Render("dispatch ") + s.Text.Render(rate)
 	if spark := common.Sparkline(m.rates, 16); spark != "" {
 		l3 += " " + s.Accent.Render(spark)
 	}

@@ -63,10 +63,14 @@ var views = map[admin.View]*viewDesc{
 		id:  func(p *admin.Page, i int) string { return p.Workers[i].ID },
 		row: func(p *admin.Page, i int, now time.Time) table.Row {
 			w := &p.Workers[i]
+			state := common.StateLabel(w.State)
+			if !w.HeldUntil.IsZero() {
+				state += " " + common.Until(now, w.HeldUntil) // held back after early deaths
+			}
 			return table.Row{
 				ID: w.ID, StateCol: 2, State: w.State,
 				Cells: []string{
-					w.ID, w.Host, common.StateLabel(w.State),
+					w.ID, w.Host, state,
 					strconv.Itoa(w.Used) + "/" + strconv.Itoa(w.Slots),
 					jobList(w.Jobs),
 					common.Compact(w.Done), common.Compact(w.Failures),

@@ -146,6 +146,7 @@ func (b *Broker) Tick(now time.Time) {
 		}
 		b.schedule(h, t)
 	}
+	b.releaseHolds(t)
 	if b.cfg.UnroutableTimeout > 0 && b.unrt > 0 {
 		limit := int64(b.cfg.UnroutableTimeout)
 		for _, c := range b.classAll {
@@ -167,6 +168,9 @@ func (b *Broker) NextDeadline() (time.Time, bool) {
 	var d int64
 	if len(b.heap) > 0 {
 		d = b.heap[0].due
+	}
+	if h, ok := b.nextHold(); ok && (d == 0 || h < d) {
+		d = h
 	}
 	if b.cfg.UnroutableTimeout > 0 && b.unrt > 0 {
 		for _, c := range b.classAll {

@@ -122,6 +122,16 @@ type Config struct {
 	LostWorkers int
 	// HistoryLimit is how many attempts each job remembers for Job. Default 8.
 	HistoryLimit int
+	// HoldbackStart is how long a worker id that died twice in a row
+	// holding jobs before reporting any result gets no job; it doubles
+	// with each further such death. Default 5 s.
+	HoldbackStart time.Duration
+	// HoldbackCap caps a worker id's hold. Default 5 min.
+	HoldbackCap time.Duration
+	// HoldbackForgive is how long a worker id's record of early deaths is
+	// kept after its last one (a result clears it at once). Default 10 ×
+	// HoldbackCap.
+	HoldbackForgive time.Duration
 	// DoneRetention is how many done jobs keep their records for the console
 	// (Jobs, Job); older ones are forgotten, oldest first, and stay counted
 	// in Totals.Done. The done set itself lives in the ledger. Default
@@ -138,6 +148,8 @@ const (
 	DefaultLostWorkers        = 256
 	DefaultHistoryLimit       = 8
 	DefaultDoneRetention      = 100_000
+	DefaultHoldbackStart      = 5 * time.Second
+	DefaultHoldbackCap        = 5 * time.Minute
 )
 
 // validate fills defaults and checks every field, naming the bad one.
@@ -192,6 +204,26 @@ func (c *Config) validate() error {
 	}
 	if c.DoneRetention == 0 {
 		c.DoneRetention = DefaultDoneRetention
+	}
+	durs := []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"HoldbackStart", &c.HoldbackStart, DefaultHoldbackStart},
+		{"HoldbackCap", &c.HoldbackCap, DefaultHoldbackCap},
+		{"HoldbackForgive", &c.HoldbackForgive, 10 * max(c.HoldbackCap, DefaultHoldbackCap)},
+	}
+	for _, d := range durs {
+		switch {
+		case *d.v == 0:
+			*d.v = d.def
+		case *d.v < 0:
+			errs = append(errs, fmt.Errorf("broker config %s %v: want > 0 (or 0 for the default %v)", d.name, *d.v, d.def))
+		}
+	}
+	if c.HoldbackCap > 0 && c.HoldbackStart > c.HoldbackCap {
+		errs = append(errs, fmt.Errorf("broker config HoldbackCap %v: want >= HoldbackStart %v", c.HoldbackCap, c.HoldbackStart))
 	}
 	return errors.Join(errs...)
 }
@@ -268,6 +300,10 @@ type Broker struct {
 	seq    uint64 // queue order across classes
 	useSeq uint64 // LRU clock
 
+	ids     map[string]*idRecord // worker ids with early deaths (deaths.go)
+	held    []*worker            // live workers held back after early deaths
+	idSweep int64                // last sweep of ids (Unix ns)
+
 	finished []Finished
 	budgets  map[string]*budget // page budgets by crawler (budget.go)
 	events   []admin.Event
@@ -296,6 +332,7 @@ func New(cfg Config) (*Broker, error) {
 		workers:  make(map[string]*worker),
 		sessions: make(map[id.Session]*worker),
 		byKey:    make(map[id.Fingerprint]JobID),
+		ids:      make(map[string]*idRecord),
 		fanout:   otMax,
 	}
 	b.noHdr = b.newClass("", nil)

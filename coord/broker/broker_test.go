@@ -102,21 +102,26 @@ func TestBadOutcomeChangesNothing(t *testing.T) {
 	}
 }
 
+// TestWorkerDeathCharges: a worker's death is charged to the jobs it held
+// only when it had reported a result since it registered (the death
+// policy); oneJob's worker reported one per earlier internal failure.
 func TestWorkerDeathCharges(t *testing.T) {
 	cases := []struct {
 		name     string
-		failures int // earlier internal failures, max 3
+		failures int // earlier internal failures (results of the worker), max 3
 		state    JobState
+		charged  int
 	}{
-		{"first death requeues", 0, Queued},
-		{"death at the limit fails", 2, Failed},
+		{"death before any result: requeued uncharged", 0, Queued, 0},
+		{"death of a proven worker is charged", 1, Queued, 1},
+		{"charged death at the limit fails", 2, Failed, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := oneJob(t, Config{Jitter: -1}, c.failures)
 			b.Lost(epoch, 1)
-			if j := b.jobs.get(1); j.state != c.state || int(j.failures) != c.failures+1 {
-				t.Fatalf("job %s with %d failures, want %s with %d", j.state, j.failures, c.state, c.failures+1)
+			if j := b.jobs.get(1); j.state != c.state || int(j.failures) != c.failures+c.charged {
+				t.Fatalf("job %s with %d failures, want %s with %d", j.state, j.failures, c.state, c.failures+c.charged)
 			}
 			// Leaving or eviction are not charged.
 			b2 := oneJob(t, Config{Jitter: -1}, c.failures)

@@ -190,6 +190,7 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 	if o.Error != "" {
 		j.lastError = o.Error
 	}
+	b.proven(w)
 	switch o.Kind {
 	case OK:
 		defer b.retain()

@@ -200,7 +200,7 @@ func checkInvariants(b *Broker) error {
 		return fmt.Errorf("ready list length %d, counted %d", b.ready.n, ready)
 	}
 	for _, w := range b.sessions {
-		if w.takesJobs() && w.free() > 0 && !w.inReady {
+		if w.takesJobs() && w.free() > 0 && w.heldUntil == 0 && !w.inReady {
 			return fmt.Errorf("worker %q has free slots but is not ready", w.id)
 		}
 		for i, j := range w.held {

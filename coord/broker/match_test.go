@@ -108,7 +108,8 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{MaxRequestFailures: 3, BackoffStart: time.Minute, BackoffCap: 24 * time.Hour, BackoffForgive: 10 * time.Minute,
-		LostWorkers: DefaultLostWorkers, HistoryLimit: DefaultHistoryLimit, DoneRetention: DefaultDoneRetention}
+		LostWorkers: DefaultLostWorkers, HistoryLimit: DefaultHistoryLimit, DoneRetention: DefaultDoneRetention,
+		HoldbackStart: DefaultHoldbackStart, HoldbackCap: DefaultHoldbackCap, HoldbackForgive: 10 * DefaultHoldbackCap}
 	if b.cfg != want {
 		t.Fatalf("defaults %+v, want %+v", b.cfg, want)
 	}

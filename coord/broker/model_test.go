@@ -271,7 +271,7 @@ func (m *model) dispatch() error {
 	// Nothing left that a worker with a free slot could have taken.
 	if !b.paused {
 		for _, w := range b.sessions {
-			if !w.takesJobs() || w.free() <= 0 {
+			if !w.takesJobs() || w.free() <= 0 || w.heldUntil > 0 {
 				continue
 			}
 			for jid := range queued {

@@ -31,6 +31,8 @@ func (b *Broker) Totals(dst *admin.Totals) {
 		switch {
 		case w.draining:
 			dst.WorkersDraining++
+		case w.heldUntil > 0:
+			dst.WorkersHeld++
 		case len(w.held) > 0:
 			dst.WorkersBusy++
 		default:
@@ -445,6 +447,7 @@ func (b *Broker) workerRow(w *worker) admin.WorkerRow {
 		Failures:      w.failures,
 		LastHeartbeat: tm(w.seen),
 		Since:         tm(w.since),
+		HeldUntil:     tm(w.heldUntil),
 	}
 	for _, j := range w.held {
 		r.Jobs = append(r.Jobs, uint64(j.id))

@@ -168,6 +168,7 @@ func (b *Broker) Restore(r *JobRecord) error {
 			return fmt.Errorf("restore job %d: %w: worker %q has a live or lost record, want only restored placeholders", r.ID, ErrRestore, r.Worker)
 		}
 	}
+	st := r.State
 	b.skipTo(int(r.ID) - 1)
 	c := b.classFor(r.Headers)
 	h := b.hostFor(r.Host)
@@ -190,37 +191,37 @@ func (b *Broker) Restore(r *JobRecord) error {
 		j.history[len(j.history)-1].outcome = a.Outcome
 		j.history[len(j.history)-1].err = a.Error
 	}
-	if r.State == Backoff {
+	if st == Backoff {
 		j.retryAt = ns(r.RetryAt)
 	}
 	j.hostPos = int32(len(h.ids))
 	h.ids = append(h.ids, j.id)
 	b.byKey[r.FP] = j.id
-	j.state = r.State
-	b.count[r.State]++
-	b.age.add(j.id, r.State)
-	h.idx.add(int(j.hostPos), r.State, 1)
+	j.state = st
+	b.count[st]++
+	b.age.add(j.id, st)
+	h.idx.add(int(j.hostPos), st, 1)
 	b.changes++
 	for _, tr := range b.trees {
 		if tr != nil {
 			tr.insert(j)
 		}
 	}
-	switch r.State {
-	case Queued:
+	switch {
+	case st == Queued:
 		// In ID order for now: FinishRestore sorts the queues by the time
 		// each job was queued.
 		j.queuedAt = j.updated
 		c.push(b, j)
 		h.queued.push(j)
-	case Dispatched:
+	case st == Dispatched:
 		b.hold(b.placeholder(r.Worker), j)
-	case Backoff:
+	case st == Backoff:
 		h.backoff.push(j)
-	case Done:
+	case st == Done:
 		j.spec.Payload = nil
 		b.dones.push(j)
-	case Failed:
+	case st == Failed:
 		b.fails.push(j)
 	}
 	return nil

@@ -134,6 +134,10 @@ func (s *script) run(cmd string) string {
 				cfg.BackoffForgive = dur(v)
 			case "unroutable-timeout":
 				cfg.UnroutableTimeout = dur(v)
+			case "holdback-start":
+				cfg.HoldbackStart = dur(v)
+			case "holdback-cap":
+				cfg.HoldbackCap = dur(v)
 			case "jitter":
 				f, _ := strconv.ParseFloat(v, 64)
 				cfg.Jitter = f
@@ -318,7 +322,11 @@ func (s *script) run(cmd string) string {
 	case "workers":
 		p := s.b.Workers(admin.Query{Filter: strings.Join(pos, " "), Sort: kv["sort"]})
 		for _, w := range p.Workers {
-			say("%s %s slots=%d used=%d jobs=%v done=%d failures=%d", w.ID, w.State, w.Slots, w.Used, w.Jobs, w.Done, w.Failures)
+			line := fmt.Sprintf("%s %s slots=%d used=%d jobs=%v done=%d failures=%d", w.ID, w.State, w.Slots, w.Used, w.Jobs, w.Done, w.Failures)
+			if !w.HeldUntil.IsZero() {
+				line += " held-until=+" + w.HeldUntil.Sub(epoch).String()
+			}
+			say("%s", line)
 		}
 	default:
 		panic("unknown command " + words[0])

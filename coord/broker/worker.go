@@ -38,6 +38,8 @@ type worker struct {
 	lastUsed   uint64 // LRU clock at the last assignment
 
 	done, failures uint64
+	results        uint64 // results recorded from this registration (the death policy's proof of health)
+	heldUntil      int64  // held back after early deaths until (Unix ns); 0 when not
 	since, seen    int64
 }
 
@@ -52,6 +54,8 @@ func (w *worker) stateName() string {
 		return "lost"
 	case w.draining:
 		return "draining"
+	case w.heldUntil > 0:
+		return "held"
 	case len(w.held) > 0:
 		return "busy"
 	}
@@ -106,7 +110,7 @@ func (l *workerList) remove(w *worker) {
 // syncReady puts w in or out of the ready list after its slots, draining or
 // lost flag changed.
 func (b *Broker) syncReady(w *worker) {
-	want := w.takesJobs() && w.free() > 0
+	want := w.takesJobs() && w.free() > 0 && w.heldUntil == 0
 	switch {
 	case want && !w.inReady:
 		b.ready.insert(w)
@@ -195,6 +199,7 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 		j.history[len(j.history)-1].outcome, j.history[len(j.history)-1].err = "", "" // running again
 		b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: nw.id})
 	}
+	b.holdOnRegister(nw, t)
 	b.syncReady(nw)
 	b.emit(admin.Event{At: now, Kind: admin.EventWorkerRegistered, Worker: nw.id, Detail: "slots " + strconv.Itoa(slots)})
 	return nil
@@ -301,7 +306,7 @@ func (b *Broker) Lost(now time.Time, s id.Session) {
 	b.unlinkWorker(w, t)
 	w.lost = true
 	b.emit(admin.Event{At: now, Kind: admin.EventWorkerLost, Worker: w.id, Detail: strconv.Itoa(len(w.held)) + " jobs requeued"})
-	b.requeueHeld(w, now, t, "lost", true)
+	b.requeueHeld(w, now, t, "lost", b.died(w, now, t))
 	if b.cfg.LostWorkers == 0 {
 		b.dropRecord(w)
 		return

@@ -3,8 +3,11 @@ package server
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"drover/admin"
+	"drover/coord"
+	"drover/coord/broker"
 	"drover/net/wire"
 )
 
@@ -210,4 +213,59 @@ func TestRequeueCancelBeforeNewAttempt(t *testing.T) {
 		t.Fatalf("totals done %d dispatched %d: the cancelled run's result changed the job", tot.Done, tot.Dispatched)
 	}
 	status(t, f.result(t, 5, okItem(f.job.JobID, 2)), wire.ResultRecorded)
+}
+
+// TestHeldBackWorker: a worker id whose sessions take a job and go silent
+// before reporting anything is, from its second such death, held back: a
+// new session with that id is welcomed but given no JOB, and the admin
+// rows show it held; the job was never charged for those deaths.
+func TestHeldBackWorker(t *testing.T) {
+	s := startServer(t, Options{Coord: coord.Config{Heartbeat: 100 * time.Millisecond, MinHeartbeat: 10 * time.Millisecond,
+		Broker: broker.Config{HoldbackStart: time.Hour, HoldbackCap: time.Hour}}})
+	p := dial(t, s.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, "p1", 0)
+	p.send(&wire.Submit{Req: 2, Jobs: []wire.SubmitItem{{Key: key("http://held.test/")}}})
+	expect[*wire.Submitted](t, p.recv())
+	for death := 1; death <= 2; death++ {
+		w := dial(t, s.PeersEndpoint())
+		hello(t, w, wire.RoleWorker, "flaky", 1)
+		if j := expect[*wire.Job](t, w.recv()); j.Jobs[0].Attempt != uint32(death) {
+			t.Fatalf("death %d: JOB %+v, want attempt %d", death, j.Jobs, death)
+		}
+		w.sock.Close() // silent from now on: the server declares it lost
+		deadline := time.Now().Add(10 * time.Second)
+		for totals(t, s).WorkersLost < 1 || totals(t, s).Dispatched != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("death %d: the silent worker was not declared lost", death)
+			}
+			p.send(&wire.Heartbeat{})
+		}
+	}
+	w := dial(t, s.PeersEndpoint())
+	hello(t, w, wire.RoleWorker, "flaky", 1)
+	if m, err := w.recvWithin(time.Second); err == nil {
+		t.Fatalf("held-back worker got %s %+v, want nothing", m.Command(), m)
+	}
+	tot := totals(t, s)
+	if tot.WorkersHeld != 1 || tot.Queued != 1 || tot.Failures != 0 {
+		t.Fatalf("totals held %d queued %d failures %d: want the worker held, the job queued and uncharged", tot.WorkersHeld, tot.Queued, tot.Failures)
+	}
+	con := dial(t, s.AdminEndpoint())
+	con.send(&wire.Hello{Req: 1, Role: wire.RoleConsole, ID: "ops", ReadOnly: true})
+	expect[*wire.Welcome](t, con.recv())
+	con.send(&wire.Query{Req: 2, Query: admin.Query{View: admin.ViewWorkers, Filter: "flaky"}})
+	for {
+		if pg, ok := con.recv().(*wire.Page); ok {
+			var row *admin.WorkerRow
+			for i := range pg.Page.Workers {
+				if pg.Page.Workers[i].State != "lost" {
+					row = &pg.Page.Workers[i]
+				}
+			}
+			if row == nil || row.State != "held" || row.HeldUntil.Before(time.Now().Add(50*time.Minute)) {
+				t.Fatalf("workers %+v: want flaky held for about an hour", pg.Page.Workers)
+			}
+			return
+		}
+	}
 }

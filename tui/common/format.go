@@ -20,6 +20,7 @@ var stateSymbols = map[string]string{
 	"idle":     "○",
 	"busy":     "●",
 	"draining": "◐",
+	"held":     "◔",
 	"lost":     "✗",
 }
 

@@ -74,7 +74,7 @@ func (s *Styles) State(state string) lipgloss.Style {
 	switch state {
 	case "done", "idle", "ok":
 		return s.OK
-	case "backoff", "draining", "requested", "throttled":
+	case "backoff", "draining", "held", "requested", "throttled":
 		return s.Warn
 	case "failed", "lost", "internal", "external", "evicted":
 		return s.Error
