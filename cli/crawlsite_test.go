@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -377,4 +378,53 @@ func warcioDir(t *testing.T) string {
 		t.Fatalf("npm install warcio@%s: %v\n%s", warcioVersion, err, out)
 	}
 	return dir
+}
+
+// TestWorkerWARC runs a serve and a crawl worker with --warc DIR: the
+// worker writes its fetches to files named after its id, closed when it
+// stops, which warcio reads.
+func TestWorkerWARC(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, `<title>seed</title><a href="/one">1</a><iframe src="/two"></iframe>`)
+		case "/one", "/two":
+			fmt.Fprint(w, "<title>"+r.URL.Path+"</title>")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer site.Close()
+	const ephemeral = "tcp://127.0.0.1:0"
+	_, srvOut := start(t, "serve", "--store", "memory", "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral,
+		"--metrics", "", "--heartbeat-interval", "1s")
+	at := listening(t, srvOut, "peers", "admin", "events")
+	dir := t.TempDir()
+	worker, workerOut := start(t, "worker", "--connect", at["peers"], "--id", "w/arc 1", "--warc", dir, "--heartbeat-interval", "1s")
+	if out, code := run(t, "", "submit", site.URL+"/", "--connect", at["peers"]); code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, out)
+	}
+	eventually(t, "the site crawled", 30*time.Second, func() bool {
+		tot, _, ok := statusJSON(t, at["admin"])
+		return ok && tot.Done == 3
+	})
+	worker.Process.Signal(syscall.SIGTERM)
+	if err := worker.Wait(); err != nil {
+		t.Fatalf("worker: %v\n%s", err, workerOut.String())
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) != 1 || filepath.Base(files[0]) != "drover-w_arc_1-00001.warc.gz" {
+		t.Fatalf("worker WARC files %q, want drover-w_arc_1-00001.warc.gz (its id, made safe)", files)
+	}
+	var got []string
+	for _, l := range warcioVerify(t, files) {
+		if l.Type == "response" {
+			got = append(got, strings.TrimPrefix(l.URI, site.URL))
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"/", "/one", "/two"}; !slices.Equal(got, want) {
+		t.Errorf("archived %q, want %q", got, want)
+	}
 }
