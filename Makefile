@@ -31,7 +31,7 @@ test: deps-test
 ## soak: the crash soak (real serve, workers, producer; worker and coordinator
 ## SIGKILLs, a SIGSTOP) at full length, minutes; `make test` runs a short one.
 soak: deps-test
-	DROVER_SOAK=full $(GO) test -count=1 -run '^TestSoakCrashes$$' -timeout 60m -v ./cli
+	SOAK=full $(GO) test -count=1 -run '^TestSoakCrashes$$' -timeout 60m -v ./cli
 
 ## verify: formatting, vet, staticcheck and a tidy go.mod.
 verify: deps

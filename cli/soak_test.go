@@ -35,9 +35,10 @@ import (
 // the event stream, no event seq used twice, and re-executions bounded by
 // the kills times the slots.
 //
-// DROVER_SOAK=full (make soak) runs it longer: more rounds, jobs, workers.
+// SOAK=full (make soak) runs it longer (not a DROVER_ variable: those are
+// configuration, and an unknown one makes every command warn): more rounds, jobs, workers.
 func TestSoakCrashes(t *testing.T) {
-	full := os.Getenv("DROVER_SOAK") == "full"
+	full := os.Getenv("SOAK") == "full"
 	rounds, perRound, nWorkers, slots := 6, 60, 3, 2
 	if full {
 		rounds, perRound, nWorkers, slots = 30, 400, 6, 4
