@@ -37,7 +37,8 @@ import (
 //     state, used, done, failures, last_heartbeat, since; jobs url, state,
 //     owner, waiters, attempts, failures, retry_at, worker, created;
 //     waiters position, session, since; retries url, state, retry_at,
-//     attempts, failures, throttles, worker; events seq, at, kind, worker.
+//     attempts, failures, throttles, worker; events seq, at, kind, worker;
+//     crawls name.
 //     An empty Sort is the view's default order (events: newest first).
 //   - Filter follows drover/filter (free text, state=, host=, worker=,
 //     crawler=, processor=, kind=, key=), row by row as filter.Filter's Job,
@@ -46,6 +47,8 @@ import (
 //   - ViewJobs with Key set returns that key's row with its History (the
 //     detail pane, and the check whether a vanished row still exists).
 //   - ViewWaiters lists the FIFO of Query.Key.
+//   - ViewCrawls lists the crawl definitions; each crawl's job counts are
+//     ViewJobs totals for state=S crawler=NAME with Limit 1.
 //   - ViewRetries returns the backoff and failed jobs, and in Page.Hosts
 //     every host back-off in force.
 //

@@ -115,6 +115,9 @@ func (m *model) toggleDetail() tea.Cmd {
 	if p.view == admin.ViewWaiters {
 		return m.setFlash(flashInfo, "waiters have no detail; the key's detail is in Jobs (2)")
 	}
+	if p.view == admin.ViewCrawls {
+		return m.setFlash(flashInfo, "crawls have no detail; filter Jobs (2) by crawler=NAME")
+	}
 	if p.selID == "" {
 		return m.setFlash(flashInfo, "no row selected")
 	}

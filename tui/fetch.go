@@ -27,7 +27,9 @@ type fetchedMsg struct {
 	totals admin.Totals
 	page   admin.Page
 	detail *detailData
-	err    error
+	// crawlJobs: ViewCrawls' job counts by crawl name and state.
+	crawlJobs map[string]map[string]int
+	err       error
 }
 
 // probeMsg tells what became of a selected row that left the window.
@@ -104,6 +106,12 @@ func (m *model) startFetch() tea.Cmd {
 			}
 			msg.page = page
 		}
+		if q.View == admin.ViewCrawls {
+			if msg.crawlJobs, err = fetchCrawlJobs(ctx, b, msg.page.Crawls); err != nil {
+				msg.err = fmt.Errorf("crawl jobs: %w", err)
+				return msg
+			}
+		}
 		if req != nil {
 			msg.detail = fetchDetail(ctx, b, *req)
 		}
@@ -131,6 +139,9 @@ func (m *model) applyFetch(msg fetchedMsg) tea.Cmd {
 		m.lastOK = m.Now()
 		m.setTotals(msg.totals)
 		if p := m.panes[msg.view]; msg.gen == p.gen {
+			if msg.view == admin.ViewCrawls {
+				p.crawls.apply(msg.page.Crawls, msg.crawlJobs, crawlClock(msg.totals.At, m.Now()))
+			}
 			cmds = append(cmds, m.applyPage(p, msg.page, msg.q))
 		}
 		if msg.detail != nil && m.detail != nil && m.detail.view == msg.detail.view && m.detail.id == msg.detail.id {
@@ -291,6 +302,8 @@ func (m *model) lost(p *pane, id, label string) tea.Cmd {
 		return m.setFlash(flashWarn, label+" no longer waits")
 	case admin.ViewEvents:
 		return m.setFlash(flashWarn, label+" aged out of the event log")
+	case admin.ViewCrawls:
+		return m.setFlash(flashWarn, label+" is no longer listed")
 	}
 	var q admin.Query
 	if p.view == admin.ViewWorkers {

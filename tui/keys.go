@@ -14,6 +14,7 @@ import (
 type keyMap struct {
 	Up, Down, Top, Bottom, PageUp, PageDown key.Binding
 	Workers, Jobs, Waiters, Retries, Events key.Binding
+	Crawls                                  key.Binding
 	Filter, Clear, Sort, Reverse            key.Binding
 	Detail, Mark, MarkAll                   key.Binding
 	Evict, Drain, Requeue, Pause            key.Binding
@@ -33,6 +34,7 @@ func newKeyMap(readOnly bool) keyMap {
 		Waiters:  key.NewBinding(key.WithKeys("3"), key.WithHelp("3", "waiters of the selected key")),
 		Retries:  key.NewBinding(key.WithKeys("4"), key.WithHelp("4", "retries and host back-offs")),
 		Events:   key.NewBinding(key.WithKeys("5"), key.WithHelp("5", "events")),
+		Crawls:   key.NewBinding(key.WithKeys("6"), key.WithHelp("6", "crawls: jobs, pages/s, budget")),
 		Filter:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter: text or field=value")),
 		Clear:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close pane, clear filter, marks")),
 		Sort:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort by next column")),
@@ -78,7 +80,7 @@ type helpGroup struct {
 func (k keyMap) fullHelp() []helpGroup {
 	return []helpGroup{
 		{"move", []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}},
-		{"views", []key.Binding{k.Workers, k.Jobs, k.Waiters, k.Retries, k.Events}},
+		{"views", []key.Binding{k.Workers, k.Jobs, k.Waiters, k.Retries, k.Events, k.Crawls}},
 		{"find", []key.Binding{k.Filter, k.Clear, k.Sort, k.Reverse, k.Detail}},
 		{"select", []key.Binding{k.Mark, k.MarkAll}},
 		{"act", []key.Binding{k.Evict, k.Drain, k.Requeue, k.Pause}},
@@ -102,6 +104,8 @@ func (k keyMap) hints(v admin.View) []key.Binding {
 	case admin.ViewRetries:
 		return []key.Binding{withDesc(k.Requeue, "requeue (all failed if none marked)"), withDesc(k.Mark, "mark"),
 			withDesc(k.Detail, "attempts"), withDesc(k.Filter, "filter"), withDesc(k.Sort, "sort"), withDesc(k.Pause, "pause"), move}
+	case admin.ViewCrawls:
+		return []key.Binding{withDesc(k.Filter, "filter"), withDesc(k.Reverse, "reverse"), withDesc(k.Pause, "pause"), move}
 	default:
 		return []key.Binding{withDesc(k.Detail, "detail"), withDesc(k.Filter, "filter"), withDesc(k.Top, "newest"),
 			withDesc(k.Pause, "pause"), move}

@@ -51,6 +51,9 @@ type pane struct {
 	page   admin.Page
 	loaded bool
 	marks  map[string]mark
+	// crawls: ViewCrawls' job counts by crawl and state, and the pages/s
+	// computed from successive refreshes of each crawl's page count.
+	crawls crawlFigures
 }
 
 // flashLevel says how a flash message is styled.
@@ -344,6 +347,8 @@ func (m *model) normalKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.switchView(admin.ViewRetries)
 	case pressed(k, keys.Events):
 		return m.switchView(admin.ViewEvents)
+	case pressed(k, keys.Crawls):
+		return m.switchView(admin.ViewCrawls)
 	case pressed(k, keys.Filter):
 		m.mode = modeFilter
 		m.inputErr = ""

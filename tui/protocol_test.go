@@ -323,3 +323,43 @@ func TestProtocolReadOnlyRefuses(t *testing.T) {
 	}
 	w1.idle(t)
 }
+
+// TestProtocolCrawls: key 6 lists the crawls defined on the coordinator
+// with their definition, their jobs by state counted by the coordinator,
+// the pages dispatched against the budget, and the state that pause,
+// resume and cancel set.
+func TestProtocolCrawls(t *testing.T) {
+	s := startCoordinator(t)
+	p := newProbe(t, s)
+	ctx := t.Context()
+	op := dialAdmin(t, s, "operator", false)
+	if _, err := op.Act(ctx, admin.Action{Kind: admin.ActDefineCrawl, Crawl: &admin.Crawl{Name: "proto", Scope: "domain", MaxDepth: 3, MaxPages: 10}}); err != nil {
+		t.Fatalf("define crawl: %v", err)
+	}
+	release := make(chan struct{})
+	defer close(release)
+	w := startWorker(t, s, p, "w1", 1, hold(release))
+	jids := submit(t, s, "https://example.com/a", "https://example.com/b", "https://example.com/c")
+	w.next(t)
+	p.jobState(jids[0], "dispatched")
+
+	c := openConsole(t, s, false)
+	c.press("6")
+	c.waitText("[6 Crawls]", "CRAWL", "PAGES/S", "BUDGET USED/LEFT")
+	line := c.waitRow("proto", "running", "domain")
+	f := strings.Fields(line[2:])
+	// CRAWL STATE SCOPE DEPTH QUEUED RUNNING FAILED PAGES PAGES/S BUDGET
+	if len(f) != 10 || f[3] != "3" || f[4] != "2" || f[5] != "1" || f[6] != "0" || f[7] != "1" || f[9] != "1/9" {
+		t.Fatalf("crawl row %q: want depth 3, 2 queued, 1 running, 0 failed, 1 page, budget 1/9", line)
+	}
+	if _, err := op.Act(ctx, admin.Action{Kind: admin.ActPause, Crawler: "proto"}); err != nil {
+		t.Fatalf("pause crawl: %v", err)
+	}
+	c.waitRow("proto", "paused")
+	if _, err := op.Act(ctx, admin.Action{Kind: admin.ActCancel, Crawler: "proto"}); err != nil {
+		t.Fatalf("cancel crawl: %v", err)
+	}
+	c.waitRow("proto", "cancelled")
+	c.press("enter")
+	c.waitText("crawls have no detail")
+}

@@ -281,7 +281,12 @@ func (m *model) tableView(h int) []string {
 			rows = append(rows, table.Row{StateCol: -1, Cells: []string{"…"}})
 			continue
 		}
-		r := d.row(&p.page, i, now)
+		var r table.Row
+		if d.paneRow != nil {
+			r = d.paneRow(p, i, now)
+		} else {
+			r = d.row(&p.page, i, now)
+		}
 		_, r.Marked = p.marks[r.ID]
 		rows = append(rows, r)
 	}

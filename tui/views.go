@@ -12,8 +12,8 @@ import (
 	"drover/tui/table"
 )
 
-// viewOrder is the order of the views on the tab bar and keys 1-5.
-var viewOrder = []admin.View{admin.ViewWorkers, admin.ViewJobs, admin.ViewWaiters, admin.ViewRetries, admin.ViewEvents}
+// viewOrder is the order of the views on the tab bar and keys 1-6.
+var viewOrder = []admin.View{admin.ViewWorkers, admin.ViewJobs, admin.ViewWaiters, admin.ViewRetries, admin.ViewEvents, admin.ViewCrawls}
 
 // mark is what the console remembers of a marked row: enough to list it in
 // a dialog and to name it in an action, without the row being loaded.
@@ -38,6 +38,9 @@ type viewDesc struct {
 	id func(p *admin.Page, i int) string
 	// row renders row i.
 	row func(p *admin.Page, i int, now time.Time) table.Row
+	// paneRow, when set, renders row i instead of row, from figures the
+	// console keeps beside the page (the crawls' job counts and rates).
+	paneRow func(p *pane, i int, now time.Time) table.Row
 	// mark describes row i for marks and dialogs.
 	mark func(p *admin.Page, i int) mark
 	// label names row i in flash messages.
@@ -197,6 +200,7 @@ var views = map[admin.View]*viewDesc{
 		},
 		label: func(p *admin.Page, i int) string { return "event " + strconv.FormatUint(p.Events[i].Seq, 10) },
 	},
+	admin.ViewCrawls: crawlsView,
 }
 
 func jobMark(p *admin.Page, i int) mark {
