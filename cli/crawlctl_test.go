@@ -1,9 +1,14 @@
 package cli
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"drover/admin"
 )
 
 // TestCrawlControl: pause, resume, cancel and requeue --failed act on one
@@ -69,4 +74,42 @@ func TestCrawlControl(t *testing.T) {
 		o := outcomes("c")
 		return o["http://c.test/1"] == "ok" && o["http://c.test/2"] == "ok" && o["http://c.test/3"] == "ok"
 	})
+}
+
+// TestServeConfigCrawls: a crawls section in the config file defines its
+// crawls when serve starts, as submit --scope does: status --json lists
+// them; a bad value exits 2 naming its key.
+func TestServeConfigCrawls(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "drover.yaml")
+	if err := os.WriteFile(cfgFile, []byte("crawls:\n  news: {scope: domain, max_depth: 5, max_pages: 100000}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const ephemeral = "tcp://127.0.0.1:0"
+	_, srvOut := start(t, "serve", "--config", cfgFile, "--store", filepath.Join(dir, "store"), "--bind", ephemeral, "--admin", ephemeral,
+		"--events", ephemeral, "--metrics", "")
+	adminEP := listening(t, srvOut, "admin")["admin"]
+	out, code := run(t, "", "status", "--json", "--connect", adminEP)
+	if code != 0 {
+		t.Fatalf("status --json: exit %d, %s", code, out)
+	}
+	var st struct {
+		Crawls []admin.Crawl `json:"crawls"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json printed %q: %v", out, err)
+	}
+	if len(st.Crawls) != 1 || st.Crawls[0].Name != "news" || st.Crawls[0].Scope != "domain" || st.Crawls[0].MaxDepth != 5 ||
+		st.Crawls[0].MaxPages != 100000 {
+		t.Fatalf("status --json crawls %+v, want news: domain, depth 5, 100000 pages", st.Crawls)
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("crawls:\n  news: {scope: planet}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code = run(t, "", "serve", "--config", bad, "--store", "memory", "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral, "--metrics", "")
+	if code != 2 || !strings.Contains(out, "crawls.news.scope") {
+		t.Fatalf("serve with crawls.news.scope: planet: exit %d, %q; want exit 2 naming crawls.news.scope", code, out)
+	}
 }

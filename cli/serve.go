@@ -250,6 +250,10 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		Results: &server.ResultsOptions{MaxAge: cfg.Results.MaxAge, MaxBytes: cfg.Results.MaxBytes},
 		Auth:    sec,
 	}
+	for _, name := range cfg.CrawlNames() {
+		d := cfg.Crawls[name]
+		opts.Crawls = append(opts.Crawls, admin.Crawl{Name: name, Scope: d.Scope, MaxDepth: d.MaxDepth, MaxPages: d.MaxPages})
+	}
 	if c.st == nil && (opts.Results.MaxBytes == 0 || opts.Results.MaxBytes > server.DefaultMemoryResultBytes) {
 		opts.Results.MaxBytes = server.DefaultMemoryResultBytes
 	}

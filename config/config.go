@@ -27,6 +27,11 @@ type Config struct {
 	Console   Console   `yaml:"console"`
 	Log       Log       `yaml:"log"`
 
+	// Crawls are the file's crawls section, by name: crawls the
+	// coordinator defines at start-up. Not a schema key: no flag or
+	// environment variable sets it.
+	Crawls map[string]CrawlDef `yaml:"-"`
+
 	// File is the config file that was read, or empty when none was.
 	File string `yaml:"-"`
 	// Sources says where each key's value came from, by key name; a key

@@ -67,7 +67,7 @@ func Load(opts LoadOptions) (*Config, error) {
 	var file map[string]fileValue
 	if path != "" {
 		cfg.File = path
-		file = readFile(path, &errs)
+		file, cfg.Crawls = readFile(path, &errs)
 	}
 	warn := opts.Warn
 	if warn == nil {
@@ -256,7 +256,7 @@ func unwrapPathError(err error) error {
 
 // readFile reads the config file with viper and returns its values by key
 // name, reporting unknown keys and unreadable files.
-func readFile(path string, errs *Errors) map[string]fileValue {
+func readFile(path string, errs *Errors) (map[string]fileValue, map[string]CrawlDef) {
 	src := Source{Kind: FromFile, Name: path}
 	ext := strings.ToLower(filepath.Ext(path))
 	known := false
@@ -266,13 +266,13 @@ func readFile(path string, errs *Errors) map[string]fileValue {
 	if !known {
 		errs.add(&Error{Kind: ErrFile, Source: src,
 			Expected: fmt.Sprintf("unsupported extension %q; expected %s", ext, strings.Join(Extensions, ", "))})
-		return nil
+		return nil, nil
 	}
 	v := viper.New()
 	v.SetConfigFile(path)
 	if err := v.ReadInConfig(); err != nil {
 		errs.add(&Error{Kind: ErrFile, Source: src, Expected: "cannot read the config file: " + err.Error()})
-		return nil
+		return nil, nil
 	}
 	lines := map[string]int{}
 	if ext == ".yaml" || ext == ".yml" {
@@ -288,8 +288,12 @@ func readFile(path string, errs *Errors) map[string]fileValue {
 	out := map[string]fileValue{}
 	fileKeys := v.AllKeys()
 	sort.Strings(fileKeys)
+	crawls := readCrawls(fileKeys, v.Get, at, errs)
 	reported := map[string]bool{}
 	for _, fk := range fileKeys {
+		if fk == "crawls" || strings.HasPrefix(fk, "crawls.") {
+			continue // readCrawls
+		}
 		if _, ok := Lookup(fk); ok {
 			out[fk] = fileValue{raw: v.Get(fk), src: at(fk)}
 			continue
@@ -320,7 +324,7 @@ func readFile(path string, errs *Errors) map[string]fileValue {
 		}
 		errs.add(x)
 	}
-	return out
+	return out, crawls
 }
 
 // ownerKey returns the key whose value contains the dotted path, when the

@@ -551,3 +551,36 @@ func TestUnknownEnvWarns(t *testing.T) {
 		t.Errorf("warnings:\n%q\nwant:\n%q", warnings, want)
 	}
 }
+
+// TestCrawlsSection: the file's crawls section defines crawls by name,
+// with define-crawl's defaults and checks; a bad value is an error naming
+// its key.
+func TestCrawlsSection(t *testing.T) {
+	opts := isolated(t)
+	opts.File = writeFile(t, t.TempDir(), "drover.yaml", "crawls:\n  news: {scope: Domain, max_depth: 5, max_pages: 100000}\n  blog: {max_pages: 7}\n")
+	cfg, err := Load(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]CrawlDef{
+		"news": {Scope: "domain", MaxDepth: 5, MaxPages: 100000},
+		"blog": {Scope: "host", MaxDepth: 10, MaxPages: 7},
+	}
+	if !reflect.DeepEqual(want, cfg.Crawls) {
+		t.Errorf("crawls %+v, want %+v", cfg.Crawls, want)
+	}
+	for _, tc := range []struct{ file, want string }{
+		{"crawls:\n  news: {scope: planet}\n", "crawls.news.scope = \"planet\""},
+		{"crawls:\n  news: {max_depth: -1}\n", "crawls.news.max_depth = \"-1\""},
+		{"crawls:\n  news: {max_pages: lots}\n", "crawls.news.max_pages = \"lots\""},
+		{"crawls:\n  news: {scop: host}\n", "unknown key crawls.news.scop"},
+		{"crawls:\n  news: 5\n", "crawls.news = \"5\""},
+		{"crawls: 5\n", "crawls = \"5\""},
+	} {
+		opts.File = writeFile(t, t.TempDir(), "drover.yaml", tc.file)
+		_, err := Load(opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one containing %q", tc.file, err, tc.want)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"drover/crawl"
 )
 
 // Show renders the effective configuration as YAML, every key in schema
@@ -65,7 +67,7 @@ Durations take a unit (250ms, 1s, 5m, 24h); sizes take an optional unit
 		// The defaults are typed by the schema and checked by the tests.
 		return []byte("# error generating the example: " + err.Error() + "\n")
 	}
-	return b
+	return append(b, fmt.Sprintf(crawlsExample, crawl.DefaultMaxDepth)...)
 }
 
 // Redacted is how a Secret key's value is shown: a file path as it is,

@@ -76,6 +76,10 @@ type Options struct {
 	ChangedEvery time.Duration
 	// Server names the software in WELCOME (default "drover").
 	Server string
+	// Crawls are defined by New, after the store's crawls are restored,
+	// as ACTION define-crawl defines them (the config file's crawls
+	// section): a crawl already stored keeps its page count and state.
+	Crawls []admin.Crawl
 	// Store makes the coordinator durable (issue 7): New restores the
 	// coordinator from it, every step's writes are applied to it as one
 	// batch, and acknowledgements that promise durability wait for their
@@ -254,6 +258,11 @@ func New(opts Options) (*Server, error) {
 	}
 	if err := s.restoreCrawls(); err != nil {
 		return nil, fmt.Errorf("restore from the store: %w", err)
+	}
+	for _, c := range opts.Crawls {
+		if _, err := s.defineCrawl(s.now(), c); err != nil {
+			return nil, fmt.Errorf("crawls.%s: %w", c.Name, err)
+		}
 	}
 	if err := s.bind(); err != nil {
 		s.closeSockets()
