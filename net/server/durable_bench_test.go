@@ -32,8 +32,11 @@ func BenchmarkEndToEndStore(b *testing.B) {
 	// results.go): their difference is the cost of keeping results.
 	// batch+2ms: sync=batch with store.sync_interval 2ms (a JOB waits for
 	// its dispatch's fsync: the interval is in every slot's cycle).
-	for _, policy := range []string{"memory", "none", "batch", "always", "batch+cache", "batch+output", "batch+results", "batch+2ms"} {
-		b.Run("store="+policy, func(b *testing.B) {
+	for _, name := range []string{"memory", "none", "batch", "always", "batch+cache", "batch+output", "batch+results", "batch+2ms"} {
+		b.Run("store="+name, func(b *testing.B) {
+			// b.Run calls this more than once (N=1 first): the variant is
+			// decoded from name, not from a variable the first call changed.
+			policy := name
 			var interval time.Duration
 			opts := Options{Peers: zsock.Ephemeral, Admin: zsock.Ephemeral, Events: "-",
 				Coord: coord.Config{Heartbeat: time.Second}}
