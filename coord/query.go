@@ -33,6 +33,14 @@ func (c *Coordinator) Totals(now time.Time) admin.Totals {
 	return t
 }
 
+// UncountDuplicates takes back n of the duplicate submits counted
+// (Totals.DedupHits): the server's submit memo found them to be a
+// producer's resend of keys the same request already got accepted, which
+// it answers as accepted (docs/PROTOCOL.md §6.11).
+func (c *Coordinator) UncountDuplicates(n int) {
+	c.dedupHits -= min(uint64(n), c.dedupHits)
+}
+
 // Settled reports what Totals(now).Settled() does (nothing queued,
 // running, backing off or requested, and something finished) without
 // building the totals: the server asks after every step that changed

@@ -131,7 +131,9 @@ func (s *Server) answerGroup(as []coord.Answer) {
 			}
 			items[i] = it
 		}
-		s.memo.patch(s.now(), memoName(p), a0.ReqID, items)
+		if n := s.memo.patch(s.now(), memoName(p), a0.ReqID, items); n > 0 {
+			s.c.UncountDuplicates(n) // a resend's copy is not a duplicate
+		}
 		s.ack(p.ident, &wire.Submitted{Req: a0.ReqID, Items: items})
 		return
 	}

@@ -79,10 +79,12 @@ type submitMemo struct {
 // patch rewrites, in a SUBMITTED for request req of producer, every
 // duplicate of a key an earlier send of the request got accepted into
 // accepted with that job's id (once per key: a key twice in a request
-// was accepted once), then remembers what this answer accepted.
-func (m *submitMemo) patch(now time.Time, producer string, req uint64, items []wire.SubmittedItem) {
+// was accepted once), then remembers what this answer accepted. It
+// returns how many items it rewrote: the coordinator counted them as
+// duplicates, which they are not.
+func (m *submitMemo) patch(now time.Time, producer string, req uint64, items []wire.SubmittedItem) (rewritten int) {
 	if producer == "" || req == 0 {
-		return
+		return 0
 	}
 	k := memoKey{producer, req}
 	e := m.entries[k]
@@ -102,6 +104,7 @@ func (m *submitMemo) patch(now time.Time, producer string, req uint64, items []w
 			}
 			seen[it.Fingerprint] = true
 			it.Status, it.JobID, it.Reason = wire.SubmitAccepted, j, ""
+			rewritten++
 		}
 	}
 	existed := e != nil
@@ -130,6 +133,7 @@ func (m *submitMemo) patch(now time.Time, producer string, req uint64, items []w
 		e.used = now
 	}
 	m.expire(now)
+	return rewritten
 }
 
 func (m *submitMemo) add(now time.Time, k memoKey) *memoEntry {

@@ -39,6 +39,21 @@ func TestSubmitResentAfterReconnect(t *testing.T) {
 			t.Fatalf("resent item %d: %s job %d, want %s job %d (all: %+v)", i, it.Status, it.JobID, w.st, w.job, again.Items)
 		}
 	}
+	// The resend's copies of a and b are not duplicates (the second a is):
+	// the totals count one.
+	con := dial(t, s.InprocAdmin())
+	con.send(&wire.Hello{Req: 1, Role: wire.RoleConsole, ID: "console"})
+	expect[*wire.Welcome](t, con.recv())
+	con.send(&wire.Status{Req: 2})
+	var tot *wire.Totals
+	for tot == nil {
+		if m, ok := con.recv().(*wire.Totals); ok {
+			tot = m
+		}
+	}
+	if tot.Totals.DedupHits != 1 {
+		t.Fatalf("dedup hits after the resend: %d, want 1 (the key twice in the request)", tot.Totals.DedupHits)
+	}
 	// Another request of the same producer is not its resend.
 	p1b.send(&wire.Submit{Req: 6, Jobs: []wire.SubmitItem{{Key: a}}})
 	if it := expect[*wire.Submitted](t, p1b.recv()).Items[0]; it.Status != wire.SubmitDuplicate || it.JobID != ja {
