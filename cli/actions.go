@@ -206,18 +206,24 @@ pause is stored and survives restarts.`,
 			return admin.Action{Kind: admin.ActPause, Crawler: crawler}, "", nil
 		},
 		func(act admin.Action, r admin.ActionResult) string {
-			switch {
-			case act.Crawler != "" && r.Affected == 0:
-				return "crawl " + act.Crawler + " was already paused"
-			case act.Crawler != "":
-				return "crawl " + act.Crawler + " paused"
-			case r.Affected == 0:
-				return "dispatch was already paused"
-			}
-			return "dispatch paused"
+			return switchMessage(act, r, "paused", "was already paused", "was already paused")
 		})
 	cmd.Flags().StringVar(&crawler, "crawler", "", "pause only this crawl")
 	return cmd
+}
+
+// switchMessage says what pause or resume did: to one crawl (act.Crawler)
+// or to dispatch, done (past) or not needed (crawlNoop, dispatchNoop) when
+// nothing was affected.
+func switchMessage(act admin.Action, r admin.ActionResult, past, crawlNoop, dispatchNoop string) string {
+	what, noop := "dispatch", dispatchNoop
+	if act.Crawler != "" {
+		what, noop = "crawl "+act.Crawler, crawlNoop
+	}
+	if r.Affected == 0 {
+		return what + " " + noop
+	}
+	return what + " " + past
 }
 
 func newResumeCmd() *cobra.Command {
@@ -233,15 +239,7 @@ the console). Resuming a coordinator that is not paused does nothing. With
 			return admin.Action{Kind: admin.ActResume, Crawler: crawler}, "", nil
 		},
 		func(act admin.Action, r admin.ActionResult) string {
-			switch {
-			case act.Crawler != "" && r.Affected == 0:
-				return "crawl " + act.Crawler + " was not paused or cancelled"
-			case act.Crawler != "":
-				return "crawl " + act.Crawler + " resumed"
-			case r.Affected == 0:
-				return "dispatch was not paused"
-			}
-			return "dispatch resumed"
+			return switchMessage(act, r, "resumed", "was not paused or cancelled", "was not paused")
 		})
 	cmd.Flags().StringVar(&crawler, "crawler", "", "resume only this crawl")
 	return cmd

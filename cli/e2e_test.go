@@ -110,7 +110,14 @@ func freeEndpoints(t *testing.T, n int) []string {
 // start runs the binary with args in the background; its output is kept.
 func start(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
-	cmd := exec.Command(drover(t), args...)
+	return startCmd(t, exec.Command(drover(t), args...))
+}
+
+// startCmd starts cmd (the binary, or a command that runs it) in the
+// background with the tests' environment, its output kept; it is killed
+// when the test ends.
+func startCmd(t *testing.T, cmd *exec.Cmd) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1")

@@ -74,20 +74,7 @@ func newNetns(t *testing.T) *netns {
 // the test ends.
 func (n *netns) start(t *testing.T, ns string, args ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, drover(t)}, args...)...)
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	return cmd, &out
+	return startCmd(t, exec.Command("ip", append([]string{"netns", "exec", ns, drover(t)}, args...)...))
 }
 
 // run runs the binary inside namespace ns to completion, bounded.
