@@ -61,19 +61,6 @@ func hexFrames(frames [][]byte) []string {
 	return out
 }
 
-func unhexFrames(t *testing.T, hs []string) [][]byte {
-	t.Helper()
-	out := make([][]byte, len(hs))
-	for i, h := range hs {
-		f, err := hex.DecodeString(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = f
-	}
-	return out
-}
-
 type frameVector struct {
 	Name    string         `json:"name"`
 	Command string         `json:"command"`
