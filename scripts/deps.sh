@@ -3,15 +3,17 @@
 # libzmq (with its headers) and pkg-config for the ZeroMQ binding, tmux
 # for the terminal tests, iproute2 (ip) for the network-namespace test, python3-zmq and python3-scrapy for the Python
 # client's tests, and wget, nodejs, npm and diffutils-doc (a real HTML tree)
-# for the crawl's tests. Uses apt-get, through sudo when not root.
-# Usage: scripts/deps.sh [build|test]
+# for the crawl's tests, and redis-server (with redis-cli) for the Redis
+# store's tests and the side-by-side benchmarks. Uses apt-get, through sudo
+# when not root.
+# Usage: scripts/deps.sh [build|test|bench]
 set -euo pipefail
 want=${1:-build}
 
 missing=()
 pkg-config --exists libzmq 2>/dev/null || missing+=(libzmq3-dev pkg-config)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
-if [ "$want" = test ]; then
+if [ "$want" = test ] || [ "$want" = bench ]; then
   command -v tmux >/dev/null 2>&1 || missing+=(tmux)
   command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
   # The Python client's tests (clients/python) and its Scrapy integration.
@@ -23,6 +25,9 @@ if [ "$want" = test ]; then
   [ -f /usr/share/doc/diffutils/index.html ] || missing+=(diffutils-doc)
   command -v node >/dev/null 2>&1 || missing+=(nodejs)
   command -v npm >/dev/null 2>&1 || missing+=(npm)
+  # the Redis store backend's tests and `make bench-peers`
+  command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+  command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
