@@ -7,7 +7,7 @@ DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -X drover/cli.version=$(VERSION) -X drover/cli.commit=$(COMMIT) -X drover/cli.date=$(DATE)
 BENCHTIME ?= 1s
 
-.PHONY: all build demo test soak verify bench deps deps-test release-snapshot clean
+.PHONY: all build demo test soak verify bench bench-peers deps deps-test release-snapshot clean
 
 all: build
 
@@ -44,6 +44,13 @@ verify: deps
 ## bench: every benchmark, once; see docs/BENCHMARKS.md for the figures.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+## bench-peers: drover side by side with Redis SADD, asynq and colly, in one
+## run (tens of minutes; PEERS_FLAGS=-short for a smaller run); installs
+## redis-server first. See docs/BENCHMARKS.md.
+bench-peers: build
+	@scripts/deps.sh bench
+	$(GO) run ./bench/peers -drover $(BIN) $(PEERS_FLAGS)
 
 release-snapshot:
 	goreleaser release --snapshot --clean

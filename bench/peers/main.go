@@ -1,0 +1,378 @@
+// Command peers measures drover side by side with the tools a user would
+// otherwise reach for, in one run on one machine, alternating the sides
+// round by round, and prints medians and ratios as Markdown tables:
+//
+//   - dedup: decisions/s of `drover serve --store memory` (REQUEST, and
+//     REQUEST + QUEUE) against Redis SADD, 1M keys of which half are
+//     duplicates, batches of 1000, 4 connections with one batch in flight
+//     each (pipelined on Redis);
+//   - queue: no-op jobs/s through drover's broker against asynq on the
+//     same Redis, the same number of workers and concurrency;
+//   - crawl: pages/s of `drover crawl` against a colly collector on a
+//     generated local site (5k and 30k pages), same parallelism, no delay,
+//     each started cold;
+//   - memory: bytes per key held as requested, queued and done, at 1M and
+//     10M keys: RSS growth of the drover serve process, used_memory and
+//     RSS growth of redis-server.
+//
+// Everything drover does goes through its CLI (serve, crawl) and its
+// public Go client and worker packages. The command starts its own
+// redis-server (no persistence) on a free loopback port and its drover
+// processes on OS-chosen ports, and stops them all before it exits.
+//
+//	go run ./bench/peers                      # the full run (tens of minutes)
+//	go run ./bench/peers -short               # a smaller run, to try it
+//	make bench-peers                          # installs redis-server, builds, runs
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type config struct {
+	drover, redis string
+	rounds        int
+	only          map[string]bool
+	dedupKeys     int
+	batch, conns  int
+	jobs          int
+	workers       int
+	slots         int
+	pages         []int
+	par           int
+	memKeys       []int
+	asynqMemMax   int
+}
+
+func main() {
+	var cfg config
+	var only, pages, memKeys string
+	short := flag.Bool("short", false, "a smaller run: 200k dedup keys, 20k jobs, 5k pages, memory at 200k keys, 3 rounds")
+	flag.StringVar(&cfg.drover, "drover", "", "the drover binary (default: built from this module into a temporary directory)")
+	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "the redis-server binary")
+	flag.IntVar(&cfg.rounds, "rounds", 3, "rounds of each comparison (the sides alternate; medians are reported)")
+	flag.StringVar(&only, "only", "dedup,queue,crawl,memory", "comparisons to run, comma-separated")
+	flag.IntVar(&cfg.dedupKeys, "dedup-keys", 1_000_000, "dedup: keys sent per round (half are duplicates)")
+	flag.IntVar(&cfg.batch, "batch", 1000, "dedup: keys per batch (Redis: SADD commands per pipeline)")
+	flag.IntVar(&cfg.conns, "conns", 4, "dedup: connections, one batch in flight each")
+	flag.IntVar(&cfg.jobs, "jobs", 100_000, "queue: no-op jobs per round")
+	flag.IntVar(&cfg.workers, "workers", 4, "queue: worker processes (drover workers, asynq servers)")
+	flag.IntVar(&cfg.slots, "slots", 16, "queue: concurrency of each worker (drover slots, asynq Concurrency)")
+	flag.StringVar(&pages, "pages", "5000,30000", "crawl: site sizes, comma-separated")
+	flag.IntVar(&cfg.par, "par", 8, "crawl: parallel fetches (drover: workers of one slot and --per-host; colly: Parallelism)")
+	flag.StringVar(&memKeys, "mem-keys", "1000000,10000000", "memory: key counts, comma-separated")
+	flag.IntVar(&cfg.asynqMemMax, "asynq-mem-max", 1_000_000, "memory: largest count of asynq tasks enqueued for Redis's queued figure (asynq enqueues one task per round trip)")
+	flag.Parse()
+	if *short {
+		cfg.dedupKeys, cfg.jobs, pages, memKeys = 200_000, 20_000, "5000", "200000"
+	}
+	var err error
+	if cfg.pages, err = ints("pages", pages); err == nil {
+		cfg.memKeys, err = ints("mem-keys", memKeys)
+	}
+	if err != nil || cfg.rounds < 1 || cfg.conns < 1 || cfg.batch < 1 {
+		fmt.Fprintf(os.Stderr, "peers: bad flags: %v (rounds, conns, batch must be >= 1)\n", err)
+		os.Exit(2)
+	}
+	cfg.only = map[string]bool{}
+	for _, o := range strings.Split(only, ",") {
+		switch o = strings.TrimSpace(o); o {
+		case "dedup", "queue", "crawl", "memory":
+			cfg.only[o] = true
+		default:
+			fmt.Fprintf(os.Stderr, "peers: -only %q: want dedup, queue, crawl or memory\n", o)
+			os.Exit(2)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "peers:", err)
+		os.Exit(1)
+	}
+}
+
+func ints(name, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-%s %q: want positive integers, comma-separated", name, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func run(ctx context.Context, cfg config) error {
+	if cfg.drover == "" {
+		dir, err := os.MkdirTemp("", "drover-peers-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		cfg.drover = filepath.Join(dir, "drover")
+		progress("building drover into %s", cfg.drover)
+		if out, err := exec.Command("go", "build", "-o", cfg.drover, "drover").CombinedOutput(); err != nil {
+			return fmt.Errorf("go build drover: %w\n%s", err, out)
+		}
+	}
+	if _, err := exec.LookPath(cfg.redis); err != nil {
+		return fmt.Errorf("redis-server not found (%w): run scripts/deps.sh bench, or pass -redis-server", err)
+	}
+	verOut, _ := exec.Command(cfg.drover, "version").Output()
+	ver, _, _ := strings.Cut(string(verOut), "\n")
+	rver, _ := exec.Command(cfg.redis, "--version").Output()
+	host, _ := os.Hostname()
+	fmt.Printf("# drover side by side with its peers\n\n")
+	fmt.Printf("- %s, %s\n- %s\n- %s- host %s, %d CPUs (%s)\n- load average at start: %s\n\n",
+		time.Now().UTC().Format(time.RFC3339), goVersion(), ver, rver, host, numCPU(), cpuModel(), loadavg())
+	var err error
+	if cfg.only["dedup"] && err == nil {
+		err = benchDedup(ctx, cfg)
+	}
+	if cfg.only["queue"] && err == nil {
+		err = benchQueue(ctx, cfg)
+	}
+	if cfg.only["crawl"] && err == nil {
+		err = benchCrawl(ctx, cfg)
+	}
+	if cfg.only["memory"] && err == nil {
+		err = benchMemory(ctx, cfg)
+	}
+	fmt.Printf("Load average at the end: %s\n", loadavg())
+	return err
+}
+
+// series collects one figure's value per round.
+type series []float64
+
+func (s series) median() float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	c := slices.Clone(s)
+	slices.Sort(c)
+	if len(c)%2 == 1 {
+		return c[len(c)/2]
+	}
+	return (c[len(c)/2-1] + c[len(c)/2]) / 2
+}
+
+func (s series) String() string {
+	parts := make([]string, len(s))
+	for i, v := range s {
+		parts[i] = human(v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func human(v float64) string {
+	switch {
+	case v >= 10_000:
+		return fmt.Sprintf("%.0fk", v/1000)
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	default:
+		return fmt.Sprintf("%.1f", v)
+	}
+}
+
+func progress(f string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(f, args...))
+}
+
+func benchDedup(ctx context.Context, cfg config) error {
+	r, err := startRedis(cfg.redis)
+	if err != nil {
+		return err
+	}
+	defer r.stop()
+	var redisS, reqS, queueS series
+	for round := range cfg.rounds {
+		streams := dedupStreams(cfg.dedupKeys, cfg.conns, uint64(round+1))
+		sides := []func() error{
+			func() error {
+				d, err := redisDedup(ctx, r.addr, streams, cfg.batch)
+				progress("dedup round %d: redis SADD %s decisions/s (%d duplicates)", round+1, human(d.rate()), d.duplicates)
+				redisS = append(redisS, d.rate())
+				return err
+			},
+			func() error {
+				for _, queue := range []bool{false, true} {
+					s, err := startDrover(cfg.drover)
+					if err != nil {
+						return err
+					}
+					d, err := droverDedup(ctx, s.peers, streams, cfg.batch, queue)
+					s.stop()
+					if err != nil {
+						return err
+					}
+					name := "REQUEST"
+					if queue {
+						name = "REQUEST+QUEUE"
+						queueS = append(queueS, d.rate())
+					} else {
+						reqS = append(reqS, d.rate())
+					}
+					progress("dedup round %d: drover %s %s decisions/s (%d duplicates)", round+1, name, human(d.rate()), d.duplicates)
+				}
+				return nil
+			},
+		}
+		if round%2 == 1 {
+			slices.Reverse(sides)
+		}
+		for _, side := range sides {
+			if err := side(); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Printf("## Dedup decisions/s\n\n%d keys per round (half duplicates), batches of %d, %d connections with one batch in flight each; %d rounds, sides alternating. Load average now: %s.\n\n",
+		cfg.dedupKeys, cfg.batch, cfg.conns, cfg.rounds, loadavg())
+	fmt.Printf("| side | rounds | median | drover / Redis |\n|---|---|---|---|\n")
+	fmt.Printf("| Redis `SADD`, pipelined | %s | %s | — |\n", redisS, human(redisS.median()))
+	fmt.Printf("| drover `REQUEST` | %s | %s | %.2f× |\n", reqS, human(reqS.median()), reqS.median()/redisS.median())
+	fmt.Printf("| drover `REQUEST` + `QUEUE` | %s | %s | %.2f× |\n\n", queueS, human(queueS.median()), queueS.median()/redisS.median())
+	return nil
+}
+
+func benchQueue(ctx context.Context, cfg config) error {
+	r, err := startRedis(cfg.redis)
+	if err != nil {
+		return err
+	}
+	defer r.stop()
+	var dEnq, dDrain, aEnq, aDrain series
+	for round := range cfg.rounds {
+		sides := []func() error{
+			func() error {
+				s, err := startDrover(cfg.drover)
+				if err != nil {
+					return err
+				}
+				defer s.stop()
+				q, err := droverQueue(ctx, s, round, cfg.jobs, cfg.workers, cfg.slots)
+				if err != nil {
+					return err
+				}
+				dEnq, dDrain = append(dEnq, q.enqueueRate()), append(dDrain, q.drainRate())
+				progress("queue round %d: drover submit %s jobs/s, drain %s jobs/s", round+1, human(q.enqueueRate()), human(q.drainRate()))
+				return nil
+			},
+			func() error {
+				q, err := asynqQueue(ctx, r.addr, round, cfg.jobs, cfg.workers, cfg.slots)
+				if err != nil {
+					return err
+				}
+				aEnq, aDrain = append(aEnq, q.enqueueRate()), append(aDrain, q.drainRate())
+				progress("queue round %d: asynq enqueue %s jobs/s, drain %s jobs/s", round+1, human(q.enqueueRate()), human(q.drainRate()))
+				return nil
+			},
+		}
+		if round%2 == 1 {
+			slices.Reverse(sides)
+		}
+		for _, side := range sides {
+			if err := side(); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Printf("## Queue jobs/s\n\n%d no-op jobs per round; %d workers × %d concurrency; %d rounds, sides alternating. Load average now: %s.\n\n",
+		cfg.jobs, cfg.workers, cfg.slots, cfg.rounds, loadavg())
+	fmt.Printf("| figure | drover rounds | asynq rounds | drover median | asynq median | drover / asynq |\n|---|---|---|---|---|---|\n")
+	fmt.Printf("| enqueue (no worker running) | %s | %s | %s | %s | %.2f× |\n", dEnq, aEnq, human(dEnq.median()), human(aEnq.median()), dEnq.median()/aEnq.median())
+	fmt.Printf("| drain (workers start → last job done) | %s | %s | %s | %s | %.2f× |\n\n", dDrain, aDrain, human(dDrain.median()), human(aDrain.median()), dDrain.median()/aDrain.median())
+	return nil
+}
+
+func benchCrawl(ctx context.Context, cfg config) error {
+	fmt.Printf("## Crawl pages/s\n\nA generated local site (page i links to 10i+1…10i+10), crawled from /p/0 to the end; parallelism %d, no delay, each crawl started cold; %d rounds, sides alternating.\n\n",
+		cfg.par, cfg.rounds)
+	fmt.Printf("| pages | drover rounds | colly rounds | drover median | colly median | drover / colly | load average |\n|---|---|---|---|---|---|---|\n")
+	for _, n := range cfg.pages {
+		hs := site(n)
+		seed := hs.URL + "/p/0"
+		var dS, cS series
+		for round := range cfg.rounds {
+			sides := []func() error{
+				func() error {
+					got, took, err := droverCrawl(ctx, cfg.drover, seed, cfg.par)
+					if err == nil && got != n {
+						err = fmt.Errorf("drover crawl fetched %d pages, want %d", got, n)
+					}
+					if err != nil {
+						return err
+					}
+					dS = append(dS, float64(n)/took.Seconds())
+					progress("crawl %d pages round %d: drover %s pages/s", n, round+1, human(dS[len(dS)-1]))
+					return nil
+				},
+				func() error {
+					got, took, err := collyCrawl(seed, cfg.par)
+					if err == nil && got != n {
+						err = fmt.Errorf("colly fetched %d pages, want %d", got, n)
+					}
+					if err != nil {
+						return err
+					}
+					cS = append(cS, float64(n)/took.Seconds())
+					progress("crawl %d pages round %d: colly %s pages/s", n, round+1, human(cS[len(cS)-1]))
+					return nil
+				},
+			}
+			if round%2 == 1 {
+				slices.Reverse(sides)
+			}
+			for _, side := range sides {
+				if err := side(); err != nil {
+					hs.Close()
+					return err
+				}
+			}
+		}
+		hs.Close()
+		fmt.Printf("| %d | %s | %s | %s | %s | %.2f× | %s |\n", n, dS, cS, human(dS.median()), human(cS.median()), dS.median()/cS.median(), loadavg())
+	}
+	fmt.Println()
+	return nil
+}
+
+func benchMemory(ctx context.Context, cfg config) error {
+	fmt.Printf("## Memory per key\n\nEach figure in a fresh process: growth after the keys are in, once RSS has settled, divided by the keys. drover: `serve --store memory`, RSS. Redis: a set member (SADD) for requested and done (Redis has no other state), an asynq task with an empty payload for queued; used_memory and RSS.\n\n")
+	fmt.Printf("| keys | state | drover RSS B/key | drover Go heap in use B/key | Redis used_memory B/key | Redis RSS B/key | drover / Redis RSS | load average |\n|---|---|---|---|---|---|---|---|\n")
+	for _, n := range cfg.memKeys {
+		for _, st := range []memState{stateRequested, stateQueued, stateDone} {
+			d, err := droverMemory(ctx, cfg.drover, n, st)
+			if err != nil {
+				return err
+			}
+			progress("memory %d %s: drover %.0f B/key RSS, %.0f B/key Go heap in use", n, st, d.rss, d.used)
+			rs, ratio := "— | —", "—"
+			if st != stateQueued || n <= cfg.asynqMemMax {
+				r, err := redisMemoryPerKey(ctx, cfg.redis, n, st)
+				if err != nil {
+					return err
+				}
+				progress("memory %d %s: redis %.0f B/key used_memory, %.0f B/key RSS", n, st, r.used, r.rss)
+				rs, ratio = fmt.Sprintf("%.0f | %.0f", r.used, r.rss), fmt.Sprintf("%.2f×", d.rss/r.rss)
+			}
+			fmt.Printf("| %d | %s | %.0f | %.0f | %s | %s | %s |\n", n, st, d.rss, d.used, rs, ratio, loadavg())
+		}
+	}
+	fmt.Println()
+	return nil
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"drover/coord/id"
+	"drover/net/client"
+	"drover/net/wire"
+)
+
+// memState is what the memory benchmark leaves n keys in.
+type memState string
+
+const (
+	stateRequested memState = "requested"
+	stateQueued    memState = "queued"
+	stateDone      memState = "done"
+)
+
+// memResult is bytes per key: RSS growth, and for Redis used_memory growth.
+type memResult struct {
+	rss  float64 // RSS growth per key
+	used float64 // Redis: used_memory growth per key; drover: Go heap in use growth per key
+}
+
+const memChunk = 100_000 // keys per client call (the client splits and pipelines it)
+
+func memKey(i int) id.Key {
+	return id.Key{Crawler: "bench", Processor: "fetch", URL: fmt.Sprintf("https://host-%d.example.com/section/%d/page-%d.html", i%1000, i%997, i)}
+}
+
+// droverMemory starts a fresh `drover serve --store memory`, puts n keys
+// in state st through one producer session (requested: REQUEST; queued:
+// SUBMIT with an empty payload; done: REQUEST then DONE ok, chunk by
+// chunk), and returns the serve process's RSS growth per key, measured
+// once RSS has settled, with the session still open.
+func droverMemory(ctx context.Context, bin string, n int, st memState) (memResult, error) {
+	s, err := startDrover(bin)
+	if err != nil {
+		return memResult{}, err
+	}
+	defer s.stop()
+	c, err := client.Dial(ctx, client.Options{Connect: s.peers, ID: "bench-memory"})
+	if err != nil {
+		return memResult{}, err
+	}
+	defer c.Close()
+	base, err := settledRSS(s.cmd.Process.Pid)
+	if err != nil {
+		return memResult{}, err
+	}
+	heap0, err := s.heapInuse()
+	if err != nil {
+		return memResult{}, err
+	}
+	keys := make([]id.Key, 0, memChunk)
+	for lo := 0; lo < n; lo += memChunk {
+		keys = keys[:0]
+		for i := lo; i < min(lo+memChunk, n); i++ {
+			keys = append(keys, memKey(i))
+		}
+		switch st {
+		case stateRequested, stateDone:
+			v, err := c.Request(ctx, keys)
+			if err != nil {
+				return memResult{}, err
+			}
+			for i, x := range v {
+				if x.Verdict != wire.VerdictOK {
+					return memResult{}, fmt.Errorf("REQUEST %s: %v %s, want ok", keys[i].URL, x.Verdict, x.Reason)
+				}
+			}
+			if st == stateDone {
+				items := make([]wire.DoneItem, len(keys))
+				for i, k := range keys {
+					items[i] = wire.DoneItem{Key: k, Outcome: wire.DoneOK}
+				}
+				if _, err := c.Done(ctx, items); err != nil {
+					return memResult{}, err
+				}
+			}
+		case stateQueued:
+			items := make([]wire.SubmitItem, len(keys))
+			for i, k := range keys {
+				items[i] = wire.SubmitItem{Key: k}
+			}
+			v, err := c.Submit(ctx, items)
+			if err != nil {
+				return memResult{}, err
+			}
+			for i, x := range v {
+				if x.Status != wire.SubmitAccepted {
+					return memResult{}, fmt.Errorf("SUBMIT %s: %+v, want accepted", keys[i].URL, x)
+				}
+			}
+		}
+	}
+	after, err := settledRSS(s.cmd.Process.Pid)
+	if err != nil {
+		return memResult{}, err
+	}
+	heap1, err := s.heapInuse()
+	if err != nil {
+		return memResult{}, err
+	}
+	return memResult{rss: float64(after-base) / float64(n), used: float64(heap1-heap0) / float64(n)}, nil
+}
+
+// redisMemory starts a fresh redis-server and holds n keys there: for
+// requested and done (Redis has one state: a member of a set), SADD
+// members as the dedup benchmark stores them; for queued, n asynq tasks
+// with an empty payload (a task hash and a list entry each). It returns
+// the growth of used_memory and of used_memory_rss per key.
+func redisMemoryPerKey(ctx context.Context, bin string, n int, st memState) (memResult, error) {
+	r, err := startRedis(bin)
+	if err != nil {
+		return memResult{}, err
+	}
+	defer r.stop()
+	c := redis.NewClient(&redis.Options{Addr: r.addr})
+	defer c.Close()
+	used0, _, err := redisMemory(ctx, c)
+	if err != nil {
+		return memResult{}, err
+	}
+	rss0, err := rssOf(r.cmd.Process.Pid)
+	if err != nil {
+		return memResult{}, err
+	}
+	switch st {
+	case stateRequested, stateDone:
+		members := make([]any, 0, 1000)
+		p := c.Pipeline()
+		for i := range n {
+			members = append(members, member(memKey(i)))
+			if len(members) == cap(members) || i == n-1 {
+				p.SAdd(ctx, "seen", members...)
+				members = make([]any, 0, 1000)
+			}
+			if p.Len() == 100 || i == n-1 {
+				if _, err := p.Exec(ctx); err != nil {
+					return memResult{}, fmt.Errorf("redis SADD: %w", err)
+				}
+			}
+		}
+		if got, err := c.SCard(ctx, "seen").Result(); err != nil || got != int64(n) {
+			return memResult{}, fmt.Errorf("redis SCARD %d (%v), want %d", got, err, n)
+		}
+	case stateQueued:
+		ac := asynq.NewClient(asynq.RedisClientOpt{Addr: r.addr})
+		defer ac.Close()
+		var next atomic.Int64
+		var first atomic.Value
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() {
+				for next.Add(1) <= int64(n) {
+					if _, err := ac.EnqueueContext(ctx, asynq.NewTask("fetch", nil)); err != nil {
+						first.CompareAndSwap(nil, fmt.Errorf("asynq enqueue: %w", err))
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err, _ := first.Load().(error); err != nil {
+			return memResult{}, err
+		}
+	}
+	used1, _, err := redisMemory(ctx, c)
+	if err != nil {
+		return memResult{}, err
+	}
+	rss1, err := settledRSS(r.cmd.Process.Pid)
+	if err != nil {
+		return memResult{}, err
+	}
+	return memResult{rss: float64(rss1-rss0) / float64(n), used: float64(used1-used0) / float64(n)}, nil
+}
