@@ -42,9 +42,6 @@ type markAllMsg struct {
 func (m *model) toggleMark() tea.Cmd {
 	p := m.pane()
 	d := views[p.view]
-	if !d.markable {
-		return m.setFlash(flashInfo, "nothing to mark in "+d.title)
-	}
 	i := p.cursor - p.page.Offset
 	if p.selID == "" || i < 0 || i >= d.len(&p.page) {
 		return m.setFlash(flashInfo, "no row selected")
@@ -62,9 +59,6 @@ func (m *model) toggleMark() tea.Cmd {
 func (m *model) markAll() tea.Cmd {
 	p := m.pane()
 	d := views[p.view]
-	if !d.markable {
-		return m.setFlash(flashInfo, "nothing to mark in "+d.title)
-	}
 	q := admin.Query{View: p.view, Limit: markAllCap, Sort: p.sort, Desc: p.desc, Filter: p.filter}
 	view, gen := p.view, p.gen
 	b, parent, timeout := m.b, m.ctx, m.opts.Timeout
@@ -122,60 +116,87 @@ var actionNames = map[admin.ActionKind]string{
 	admin.ActEvict: "evict (E)", admin.ActDrain: "drain (D)", admin.ActRequeue: "requeue (R)", admin.ActPause: "pause (P)",
 }
 
-// startAction opens the confirmation dialog of an action key, listing what
-// the action affects, with Cancel focused. Read-only consoles refuse.
-func (m *model) startAction(kind admin.ActionKind) tea.Cmd {
+// refused says why an action key did nothing: read-only, or not a view
+// it works in. A nil answer means the action may go on.
+func (m *model) refused(kind admin.ActionKind) tea.Cmd {
 	if m.opts.ReadOnly {
 		return m.setFlash(flashWarn, "read-only console: "+actionNames[kind]+" is disabled")
-	}
-	p := m.pane()
-	switch kind {
-	case admin.ActEvict, admin.ActDrain:
-		if p.view != admin.ViewWorkers {
-			return m.setFlash(flashInfo, actionNames[kind]+" works on workers: press 1 for the Workers view")
-		}
-		ts := m.targets(p)
-		if len(ts) == 0 {
-			return m.setFlash(flashInfo, "no worker selected")
-		}
-		ids, labels := split(ts)
-		n := plural(len(ts), "worker")
-		if kind == admin.ActEvict {
-			return m.openDialog(admin.Action{Kind: admin.ActEvict, Targets: ids}, "Evict "+n+"?", labels,
-				"Their jobs go back to the queue, not charged a failure.", "Evict")
-		}
-		allDraining := true
-		for _, t := range ts {
-			allDraining = allDraining && t.state == "draining"
-		}
-		if allDraining {
-			return m.openDialog(admin.Action{Kind: admin.ActUndrain, Targets: ids}, "Undrain "+n+"?", labels,
-				"They take new jobs again.", "Undrain")
-		}
-		return m.openDialog(admin.Action{Kind: admin.ActDrain, Targets: ids}, "Drain "+n+"?", labels,
-			"They get no new jobs and leave when their jobs finish.", "Drain")
-	case admin.ActRequeue:
-		return m.startRequeue(p)
-	case admin.ActPause:
-		if m.totals.Paused {
-			return m.openDialog(admin.Action{Kind: admin.ActResume}, "Resume dispatch?",
-				[]string{common.Grouped(m.totals.Queued) + " queued jobs become eligible"},
-				"Workers get jobs again.", "Resume")
-		}
-		return m.openDialog(admin.Action{Kind: admin.ActPause}, "Pause dispatch?",
-			[]string{common.Grouped(m.totals.Queued) + " queued jobs wait",
-				common.Grouped(m.totals.Dispatched) + " dispatched jobs run to the end"},
-			"Nothing new is dispatched until you resume (P).", "Pause")
 	}
 	return nil
 }
 
-// startRequeue requeues the marked jobs, or the selected one; in Retries
-// with nothing marked it requeues every failed job.
-func (m *model) startRequeue(p *pane) tea.Cmd {
-	if p.view != admin.ViewJobs && p.view != admin.ViewRetries {
+// refuseAction answers an action key pressed in a view it does not work in.
+func (m *model) refuseAction(kind admin.ActionKind) tea.Cmd {
+	if cmd := m.refused(kind); cmd != nil {
+		return cmd
+	}
+	if kind == admin.ActRequeue {
 		return m.setFlash(flashInfo, "requeue (R) works on jobs: press 2 for Jobs or 4 for Retries")
 	}
+	return m.setFlash(flashInfo, actionNames[kind]+" works on workers: press 1 for the Workers view")
+}
+
+// startEvict asks to evict the marked workers, or the selected one.
+func (m *model) startEvict() tea.Cmd {
+	if cmd := m.refused(admin.ActEvict); cmd != nil {
+		return cmd
+	}
+	ts := m.targets(m.pane())
+	if len(ts) == 0 {
+		return m.setFlash(flashInfo, "no worker selected")
+	}
+	ids, labels := split(ts)
+	return m.openDialog(admin.Action{Kind: admin.ActEvict, Targets: ids}, "Evict "+plural(len(ts), "worker")+"?", labels,
+		"Their jobs go back to the queue, not charged a failure.", "Evict")
+}
+
+// startDrain asks to drain the marked workers, or the selected one; to
+// undrain them when all are draining already.
+func (m *model) startDrain() tea.Cmd {
+	if cmd := m.refused(admin.ActDrain); cmd != nil {
+		return cmd
+	}
+	ts := m.targets(m.pane())
+	if len(ts) == 0 {
+		return m.setFlash(flashInfo, "no worker selected")
+	}
+	ids, labels := split(ts)
+	n := plural(len(ts), "worker")
+	allDraining := true
+	for _, t := range ts {
+		allDraining = allDraining && t.state == "draining"
+	}
+	if allDraining {
+		return m.openDialog(admin.Action{Kind: admin.ActUndrain, Targets: ids}, "Undrain "+n+"?", labels,
+			"They take new jobs again.", "Undrain")
+	}
+	return m.openDialog(admin.Action{Kind: admin.ActDrain, Targets: ids}, "Drain "+n+"?", labels,
+		"They get no new jobs and leave when their jobs finish.", "Drain")
+}
+
+// startPause asks to pause dispatch, or to resume it.
+func (m *model) startPause() tea.Cmd {
+	if cmd := m.refused(admin.ActPause); cmd != nil {
+		return cmd
+	}
+	if m.totals.Paused {
+		return m.openDialog(admin.Action{Kind: admin.ActResume}, "Resume dispatch?",
+			[]string{common.Grouped(m.totals.Queued) + " queued jobs become eligible"},
+			"Workers get jobs again.", "Resume")
+	}
+	return m.openDialog(admin.Action{Kind: admin.ActPause}, "Pause dispatch?",
+		[]string{common.Grouped(m.totals.Queued) + " queued jobs wait",
+			common.Grouped(m.totals.Dispatched) + " dispatched jobs run to the end"},
+		"Nothing new is dispatched until you resume (P).", "Pause")
+}
+
+// startRequeue requeues the marked jobs, or the selected one; in Retries
+// with nothing marked it requeues every failed job.
+func (m *model) startRequeue() tea.Cmd {
+	if cmd := m.refused(admin.ActRequeue); cmd != nil {
+		return cmd
+	}
+	p := m.pane()
 	note := "Back to the queue now; attempt and failure counts are kept."
 	if p.view == admin.ViewRetries && len(p.marks) == 0 {
 		n := m.totals.Failed

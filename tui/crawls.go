@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"charm.land/bubbles/v2/key"
+
 	"context"
 	"strconv"
 	"strings"
@@ -84,6 +86,11 @@ func crawlClock(at, now time.Time) time.Time {
 // crawlsView lists the crawls defined on the coordinator (§13.1).
 var crawlsView = &viewDesc{
 	view: admin.ViewCrawls, title: "Crawls", noun: "crawl",
+	noDetail: "crawls have no detail; filter Jobs (2) by crawler=NAME",
+	keys:     func(*keyMap) keymap { return nil },
+	hints: func(k *keyMap) []key.Binding {
+		return []key.Binding{withDesc(k.Filter, "filter"), withDesc(k.Reverse, "reverse"), withDesc(k.Pause, "pause"), moveHint}
+	},
 	columns: []table.Column{
 		{Title: "CRAWL", Sort: "name", Min: 8, Max: 32, Flex: 2},
 		{Title: "STATE", Min: 9},

@@ -112,12 +112,6 @@ func (m *model) toggleDetail() tea.Cmd {
 		return nil
 	}
 	p := m.pane()
-	if p.view == admin.ViewWaiters {
-		return m.setFlash(flashInfo, "waiters have no detail; the key's detail is in Jobs (2)")
-	}
-	if p.view == admin.ViewCrawls {
-		return m.setFlash(flashInfo, "crawls have no detail; filter Jobs (2) by crawler=NAME")
-	}
 	if p.selID == "" {
 		return m.setFlash(flashInfo, "no row selected")
 	}

@@ -275,6 +275,7 @@ func keyPress(name string) tea.KeyPressMsg {
 		"pgdown": {Code: tea.KeyPgDown}, "home": {Code: tea.KeyHome}, "end": {Code: tea.KeyEnd},
 		"space": {Code: tea.KeySpace, Text: " "}, "backspace": {Code: tea.KeyBackspace},
 		"ctrl+c": {Code: 'c', Mod: tea.ModCtrl}, "ctrl+r": {Code: 'r', Mod: tea.ModCtrl},
+		"ctrl+b": {Code: 'b', Mod: tea.ModCtrl}, "ctrl+f": {Code: 'f', Mod: tea.ModCtrl},
 	}
 	if k, ok := special[name]; ok {
 		return k

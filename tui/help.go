@@ -3,11 +3,60 @@ package tui
 import (
 	"strings"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 )
 
 // helpColumnWidth is the narrowest column of the help screen.
 const helpColumnWidth = 40
+
+// helpScreen is the help component's state: how far it is scrolled. Its
+// content is generated from the components' keymaps (fullHelp).
+type helpScreen struct {
+	scroll int
+}
+
+// helpKeys is the help screen's keymap: j/k scroll, ctrl+c quits, and any
+// other key closes help (helpKey).
+func helpKeys(k *keyMap) keymap {
+	closeHelp := func(m *model) tea.Cmd {
+		m.mode = modeNormal
+		return nil
+	}
+	return keymap{
+		{key: k.Down, run: func(m *model) tea.Cmd {
+			m.helpScreen.scroll = min(m.helpScreen.scroll+1, max(len(m.helpLines())-(m.Height-1), 0))
+			return nil
+		}},
+		{key: k.Up, run: func(m *model) tea.Cmd {
+			m.helpScreen.scroll = max(m.helpScreen.scroll-1, 0)
+			return nil
+		}},
+		{key: k.ForceQuit, run: (*model).quit},
+		{key: k.CloseHelp, run: closeHelp},
+	}
+}
+
+// helpHints are the help screen's keys on the hint line: Scroll stands for
+// Up and Down.
+func helpHints(k *keyMap) []key.Binding { return []key.Binding{k.Scroll, k.CloseHelp} }
+
+// openHelp shows the help screen from its top.
+func (m *model) openHelp() tea.Cmd {
+	m.mode, m.helpScreen.scroll = modeHelp, 0
+	return nil
+}
+
+// helpKey routes a key press on the help screen; a key its keymap lacks
+// closes help, as CloseHelp does.
+func (m *model) helpKey(k tea.KeyPressMsg) tea.Cmd {
+	if b := m.helpKeys.find(k); b != nil {
+		return b.run(m)
+	}
+	m.mode = modeNormal
+	return nil
+}
 
 // helpLines lays out every key in as many columns as the width allows,
 // balanced by height. A read-only console lists its disabled keys too,
@@ -15,7 +64,7 @@ const helpColumnWidth = 40
 func (m *model) helpLines() []string {
 	s := m.Styles
 	var blocks [][]string
-	for _, g := range m.keys.fullHelp() {
+	for _, g := range m.fullHelp() {
 		title := strings.ToUpper(g.title)
 		for _, b := range g.keys {
 			if !b.Enabled() {
@@ -98,11 +147,11 @@ func stack(blocks [][]string) []string {
 	return out
 }
 
-// helpView renders the help screen in h lines, scrolled by helpScroll.
+// helpView renders the help screen in h lines, scrolled.
 func (m *model) helpView(h int) []string {
 	lines := m.helpLines()
 	maxScroll := max(len(lines)-h, 0)
-	scroll := min(m.helpScroll, maxScroll)
+	scroll := min(m.helpScreen.scroll, maxScroll)
 	lines = lines[scroll:]
 	out := make([]string, 0, h)
 	for i := 0; i < h; i++ {

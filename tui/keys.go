@@ -5,12 +5,12 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-
-	"drover/admin"
 )
 
-// keyMap holds every key of the console. Help and the hint line are built
-// from it, so they cannot drift from what the keys do.
+// keyMap is the console's key vocabulary: every key defined once, with the
+// text help shows for it. No key does anything by being here: a component
+// answers a key only through a binding in its keymap (component.go), and
+// help is generated from those keymaps.
 type keyMap struct {
 	Up, Down, Top, Bottom, PageUp, PageDown key.Binding
 	Workers, Jobs, Waiters, Retries, Events key.Binding
@@ -19,6 +19,8 @@ type keyMap struct {
 	Detail, Mark, MarkAll                   key.Binding
 	Evict, Drain, Requeue, Pause            key.Binding
 	Theme, Refresh, Help, Quit              key.Binding
+	// The keys of the filter editor and the help screen.
+	Apply, Cancel, ForceQuit, Scroll, CloseHelp key.Binding
 }
 
 func newKeyMap(readOnly bool) keyMap {
@@ -50,6 +52,13 @@ func newKeyMap(readOnly bool) keyMap {
 		Refresh:  key.NewBinding(key.WithKeys("ctrl+r"), key.WithHelp("ctrl+r", "refresh now")),
 		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit (or ctrl+c)")),
+
+		Apply:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply")),
+		Cancel:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		ForceQuit: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+		Scroll:    key.NewBinding(key.WithKeys("j", "down", "k", "up"), key.WithHelp("j/k", "scroll")),
+		// Any key closes help; these are the ones it names.
+		CloseHelp: key.NewBinding(key.WithKeys("?", "esc", "q"), key.WithHelp("any key", "close help")),
 	}
 	if readOnly {
 		for _, b := range k.actions() {
@@ -70,50 +79,11 @@ func pressed(msg tea.KeyPressMsg, b key.Binding) bool {
 	return slices.Contains(b.Keys(), msg.String())
 }
 
-// helpGroup is one titled column of the help screen.
-type helpGroup struct {
-	title string
-	keys  []key.Binding
-}
-
-// fullHelp lists every key, grouped.
-func (k keyMap) fullHelp() []helpGroup {
-	return []helpGroup{
-		{"move", []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}},
-		{"views", []key.Binding{k.Workers, k.Jobs, k.Waiters, k.Retries, k.Events, k.Crawls}},
-		{"find", []key.Binding{k.Filter, k.Clear, k.Sort, k.Reverse, k.Detail}},
-		{"select", []key.Binding{k.Mark, k.MarkAll}},
-		{"act", []key.Binding{k.Evict, k.Drain, k.Requeue, k.Pause}},
-		{"console", []key.Binding{k.Theme, k.Refresh, k.Help, k.Quit}},
-	}
-}
-
-// hints returns the short hint line's keys for a view, most useful first.
-// Disabled keys (read-only) drop out of the hint line; help lists them.
-func (k keyMap) hints(v admin.View) []key.Binding {
-	move := key.NewBinding(key.WithKeys("j"), key.WithHelp("j/k", "move"))
-	switch v {
-	case admin.ViewWorkers:
-		return []key.Binding{withDesc(k.Evict, "evict"), withDesc(k.Drain, "drain"), withDesc(k.Mark, "mark"),
-			withDesc(k.Detail, "detail"), withDesc(k.Filter, "filter"), withDesc(k.Sort, "sort"), withDesc(k.Pause, "pause"), move}
-	case admin.ViewJobs:
-		return []key.Binding{withDesc(k.Detail, "attempts"), withDesc(k.Waiters, "waiters"), withDesc(k.Requeue, "requeue"),
-			withDesc(k.Mark, "mark"), withDesc(k.Filter, "filter"), withDesc(k.Sort, "sort"), withDesc(k.Pause, "pause"), move}
-	case admin.ViewWaiters:
-		return []key.Binding{withDesc(k.Jobs, "pick a key in jobs"), withDesc(k.Sort, "sort"), withDesc(k.Pause, "pause"), move}
-	case admin.ViewRetries:
-		return []key.Binding{withDesc(k.Requeue, "requeue (all failed if none marked)"), withDesc(k.Mark, "mark"),
-			withDesc(k.Detail, "attempts"), withDesc(k.Filter, "filter"), withDesc(k.Sort, "sort"), withDesc(k.Pause, "pause"), move}
-	case admin.ViewCrawls:
-		return []key.Binding{withDesc(k.Filter, "filter"), withDesc(k.Reverse, "reverse"), withDesc(k.Pause, "pause"), move}
-	default:
-		return []key.Binding{withDesc(k.Detail, "detail"), withDesc(k.Filter, "filter"), withDesc(k.Top, "newest"),
-			withDesc(k.Pause, "pause"), move}
-	}
-}
-
 // withDesc copies a binding with a shorter description for the hint line.
 func withDesc(b key.Binding, desc string) key.Binding {
 	b.SetHelp(b.Help().Key, desc)
 	return b
 }
+
+// moveHint stands for the move keys on the hint lines.
+var moveHint = key.NewBinding(key.WithKeys("j"), key.WithHelp("j/k", "move"))

@@ -6,11 +6,9 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/help"
-	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
 	"drover/admin"
-	"drover/filter"
 	"drover/themes"
 	"drover/tui/common"
 	"drover/tui/dialog"
@@ -76,13 +74,16 @@ type model struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	keys   keyMap
-	themes *themes.Set
+	// The components' keymaps, built from keys (component.go).
+	viewKeys                                          map[admin.View]keymap
+	tableKeys, switcherKeys, consoleKeys, refusalKeys keymap
+	filterKeys, helpKeys                              keymap
+	themes                                            *themes.Set
 	// themePinned stops background detection from overriding a theme the
 	// operator chose (option or `t`).
 	themePinned bool
 	help        help.Model
-	input       textinput.Model
-	inputErr    string
+	editor      filterEditor
 
 	view  admin.View
 	panes map[admin.View]*pane
@@ -117,7 +118,7 @@ type model struct {
 	dialog     dialog.Model
 	pending    *admin.Action
 	detail     *detailState
-	helpScroll int
+	helpScreen helpScreen
 	flash      flashState
 	quitting   bool
 
@@ -168,7 +169,7 @@ func newModel(ctx context.Context, b Backend, opts Options) *model {
 		keys:   newKeyMap(opts.ReadOnly),
 		themes: set,
 		help:   help.New(),
-		input:  textinput.New(),
+		editor: newFilterEditor(),
 		view:   admin.ViewWorkers,
 		panes:  make(map[admin.View]*pane, len(viewOrder)),
 		after: func(d time.Duration, msg tea.Msg) tea.Cmd {
@@ -177,13 +178,17 @@ func newModel(ctx context.Context, b Backend, opts Options) *model {
 		blocking: func(c tea.Cmd) tea.Cmd { return c },
 	}
 	m.Clock = opts.Clock
+	m.tableKeys, m.switcherKeys = tableKeys(&m.keys), switcherKeys(&m.keys)
+	m.consoleKeys, m.refusalKeys = consoleKeys(&m.keys), refusalKeys(&m.keys)
+	m.filterKeys, m.helpKeys = filterKeys(&m.keys), helpKeys(&m.keys)
+	m.viewKeys = make(map[admin.View]keymap, len(viewOrder))
+	for _, v := range viewOrder {
+		m.viewKeys[v] = views[v].keys(&m.keys)
+	}
 	for _, v := range viewOrder {
 		m.panes[v] = &pane{view: v, marks: map[string]mark{}}
 	}
 	m.panes[admin.ViewEvents].follow = true
-	m.input.Prompt = "/"
-	m.input.Placeholder = "text, state=failed, host=example.com, worker=ID"
-	m.input.CharLimit = 256
 
 	th := themes.Default()
 	switch {
@@ -215,14 +220,7 @@ func (m *model) setTheme(t themes.Theme) {
 		Ellipsis: m.Styles.HintSep,
 	}
 	m.help.Styles = hs
-	is := textinput.DefaultStyles(t.Dark)
-	is.Focused.Prompt = m.Styles.Accent
-	is.Focused.Text = m.Styles.Text
-	is.Focused.Placeholder = m.Styles.Muted
-	is.Blurred.Prompt = m.Styles.Muted
-	// A steady cursor: blinking would redraw twice a second over SSH.
-	is.Cursor.Blink = false
-	m.input.SetStyles(is)
+	m.editor.setStyles(m.Styles, t.Dark)
 }
 
 // Init starts the first refresh, listens for changes, starts the poll
@@ -288,7 +286,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	}
 	if m.mode == modeFilter {
 		var cmd tea.Cmd
-		m.input, cmd = m.input.Update(msg)
+		m.editor.input, cmd = m.editor.input.Update(msg)
 		return m, cmd
 	}
 	return m, nil
@@ -298,18 +296,13 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	switch m.mode {
 	case modeDialog:
-		if k.String() == "ctrl+c" && m.dialog.ID == quitDialog {
+		if pressed(k, m.keys.ForceQuit) && m.dialog.ID == quitDialog {
 			return m.quitNow()
 		}
 		var cmd tea.Cmd
 		m.dialog, cmd = m.dialog.Update(k)
 		return cmd
 	case modeFilter:
-		if k.String() == "ctrl+c" {
-			m.mode = modeNormal
-			m.input.Blur()
-			return m.quit()
-		}
 		return m.filterKey(k)
 	case modeHelp:
 		return m.helpKey(k)
@@ -317,115 +310,11 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	return m.normalKey(k)
 }
 
+// normalKey offers a key press to the keymaps of the current view
+// (component.go): the root model only routes.
 func (m *model) normalKey(k tea.KeyPressMsg) tea.Cmd {
-	keys := &m.keys
-	p := m.pane()
-	switch {
-	case pressed(k, keys.Quit):
-		return m.quit()
-	case pressed(k, keys.Help):
-		m.mode, m.helpScroll = modeHelp, 0
-	case pressed(k, keys.Down):
-		return m.moveTo(p.cursor + 1)
-	case pressed(k, keys.Up):
-		return m.moveTo(p.cursor - 1)
-	case pressed(k, keys.Top):
-		return m.moveTo(0)
-	case pressed(k, keys.Bottom):
-		return m.moveTo(p.page.Total - 1)
-	case pressed(k, keys.PageDown):
-		return m.moveTo(p.cursor + max(m.visRows(), 1))
-	case pressed(k, keys.PageUp):
-		return m.moveTo(p.cursor - max(m.visRows(), 1))
-	case pressed(k, keys.Workers):
-		return m.switchView(admin.ViewWorkers)
-	case pressed(k, keys.Jobs):
-		return m.switchView(admin.ViewJobs)
-	case pressed(k, keys.Waiters):
-		return m.switchView(admin.ViewWaiters)
-	case pressed(k, keys.Retries):
-		return m.switchView(admin.ViewRetries)
-	case pressed(k, keys.Events):
-		return m.switchView(admin.ViewEvents)
-	case pressed(k, keys.Crawls):
-		return m.switchView(admin.ViewCrawls)
-	case pressed(k, keys.Filter):
-		m.mode = modeFilter
-		m.inputErr = ""
-		m.input.SetValue(p.filter)
-		m.input.CursorEnd()
-		return m.input.Focus()
-	case pressed(k, keys.Clear):
-		return m.clear()
-	case pressed(k, keys.Sort):
-		return m.nextSort()
-	case pressed(k, keys.Reverse):
-		p.desc = !p.desc
-		return m.basisChanged(p)
-	case pressed(k, keys.Detail):
-		return m.toggleDetail()
-	case pressed(k, keys.Mark):
-		return m.toggleMark()
-	case pressed(k, keys.MarkAll):
-		return m.markAll()
-	case pressed(k, keys.Evict):
-		return m.startAction(admin.ActEvict)
-	case pressed(k, keys.Drain):
-		return m.startAction(admin.ActDrain)
-	case pressed(k, keys.Requeue):
-		return m.startAction(admin.ActRequeue)
-	case pressed(k, keys.Pause):
-		return m.startAction(admin.ActPause)
-	case pressed(k, keys.Theme):
-		return m.nextTheme()
-	case pressed(k, keys.Refresh):
-		return m.requestRefresh(true)
-	}
-	return nil
-}
-
-// filterKey edits the filter: enter applies it (after checking its
-// grammar), esc leaves it as it was.
-func (m *model) filterKey(k tea.KeyPressMsg) tea.Cmd {
-	switch k.String() {
-	case "esc":
-		m.mode = modeNormal
-		m.input.Blur()
-		m.inputErr = ""
-		return nil
-	case "enter":
-		f, err := filter.Parse(m.input.Value())
-		if err != nil {
-			m.inputErr = err.Error()
-			return nil
-		}
-		m.mode = modeNormal
-		m.input.Blur()
-		m.inputErr = ""
-		p := m.pane()
-		if f.String() == p.filter {
-			return nil
-		}
-		p.filter = f.String()
-		return m.basisChanged(p)
-	}
-	var cmd tea.Cmd
-	m.input, cmd = m.input.Update(k)
-	m.inputErr = ""
-	return cmd
-}
-
-func (m *model) helpKey(k tea.KeyPressMsg) tea.Cmd {
-	switch {
-	case pressed(k, m.keys.Down):
-		m.helpScroll = min(m.helpScroll+1, max(len(m.helpLines())-(m.Height-1), 0))
-	case pressed(k, m.keys.Up):
-		m.helpScroll = max(m.helpScroll-1, 0)
-	case k.String() == "ctrl+c":
-		return m.quit()
-	default:
-		// ?, esc, q or any other key closes help.
-		m.mode = modeNormal
+	if b := m.lookup(m.view, k); b != nil {
+		return b.run(m)
 	}
 	return nil
 }

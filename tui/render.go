@@ -3,12 +3,14 @@ package tui
 import (
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"drover/admin"
 	"drover/tui/common"
+	"drover/tui/dialog"
 	"drover/tui/table"
 )
 
@@ -178,9 +180,9 @@ func (m *model) status() string {
 	s := m.Styles
 	p := m.pane()
 	if m.mode == modeFilter {
-		line := m.input.View()
-		if m.inputErr != "" {
-			line += "  " + s.Error.Render(common.Sanitize(m.inputErr))
+		line := m.editor.input.View()
+		if m.editor.err != "" {
+			line += "  " + s.Error.Render(common.Sanitize(m.editor.err))
 		} else {
 			line += "  " + s.Muted.Render("enter applies · esc cancels")
 		}
@@ -376,27 +378,20 @@ func (m *model) flashLine() string {
 // the right.
 func (m *model) hintLine() string {
 	s := m.Styles
-	right := s.HintKey.Render("?") + " " + s.HintDesc.Render("help") + s.HintSep.Render(" • ") +
-		s.HintKey.Render("q") + " " + s.HintDesc.Render("quit")
+	right := hintText(s, []key.Binding{withDesc(m.keys.Help, "help"), withDesc(m.keys.Quit, "quit")})
 	switch m.mode {
 	case modeDialog:
-		right = s.HintKey.Render("tab") + " " + s.HintDesc.Render("switch button") + s.HintSep.Render(" • ") +
-			s.HintKey.Render("enter") + " " + s.HintDesc.Render("press") + s.HintSep.Render(" • ") +
-			s.HintKey.Render("esc") + " " + s.HintDesc.Render("cancel")
-		return fitLine(right, m.Width)
+		return fitLine(hintText(s, dialog.Keys.ShortHelp()), m.Width)
 	case modeHelp:
-		return fitLine(s.HintKey.Render("j/k")+" "+s.HintDesc.Render("scroll")+s.HintSep.Render(" • ")+
-			s.HintKey.Render("any key")+" "+s.HintDesc.Render("close help"), m.Width)
+		return fitLine(hintText(s, helpHints(&m.keys)), m.Width)
 	case modeFilter:
-		return fitLine(s.HintKey.Render("enter")+" "+s.HintDesc.Render("apply")+s.HintSep.Render(" • ")+
-			s.HintKey.Render("esc")+" "+s.HintDesc.Render("cancel")+s.HintSep.Render(" • ")+
-			s.HintDesc.Render("e.g. state=failed host=example.com worker=ID or any text"), m.Width)
+		return fitLine(hintText(s, filterHints(&m.keys))+s.HintSep.Render(" • ")+s.HintDesc.Render(filterExample), m.Width)
 	}
 	rw := ansi.StringWidth(right)
 	avail := max(m.Width-rw-2, 0)
 	h := m.help
 	h.SetWidth(avail)
-	left := h.ShortHelpView(m.keys.hints(m.view))
+	left := h.ShortHelpView(views[m.view].hints(&m.keys))
 	// help drops the items that do not fit, but keeps one that leaves no
 	// room for its ellipsis: cut what is left over.
 	if ansi.StringWidth(left) > avail {
@@ -404,4 +399,17 @@ func (m *model) hintLine() string {
 	}
 	gap := max(m.Width-ansi.StringWidth(left)-rw, 1)
 	return fitLine(left+strings.Repeat(" ", gap)+right, m.Width)
+}
+
+// hintText renders bindings as hint items: the key, its short description,
+// a separator between items.
+func hintText(s *common.Styles, bs []key.Binding) string {
+	var b strings.Builder
+	for i, k := range bs {
+		if i > 0 {
+			b.WriteString(s.HintSep.Render(" • "))
+		}
+		b.WriteString(s.HintKey.Render(k.Help().Key) + " " + s.HintDesc.Render(k.Help().Desc))
+	}
+	return b.String()
 }

@@ -218,7 +218,7 @@ func TestHelpListsEveryKey(t *testing.T) {
 			t.Fatal("? should open help")
 		}
 		s := h.screen()
-		for _, g := range h.m.keys.fullHelp() {
+		for _, g := range h.m.fullHelp() {
 			for _, b := range g.keys {
 				line := b.Help().Key
 				if !strings.Contains(s, line) || !strings.Contains(s, b.Help().Desc) {

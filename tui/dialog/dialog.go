@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -33,6 +34,25 @@ type ClosedMsg struct {
 	// Confirmed is true only for enter on the confirm button.
 	Confirmed bool
 }
+
+// KeyMap is the dialog's keys. The dialog answers them and nothing else;
+// the console's hint line shows them while the dialog is open.
+type KeyMap struct {
+	Switch, Press, Cancel key.Binding
+}
+
+// Keys are the dialog's keys.
+var Keys = KeyMap{
+	Switch: key.NewBinding(key.WithKeys("tab", "shift+tab", "left", "right", "h", "l"), key.WithHelp("tab", "switch button")),
+	Press:  key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "press")),
+	Cancel: key.NewBinding(key.WithKeys("esc", "q", "n"), key.WithHelp("esc", "cancel")),
+}
+
+// ShortHelp lists the keys for a hint line (help.KeyMap).
+func (k KeyMap) ShortHelp() []key.Binding { return []key.Binding{k.Switch, k.Press, k.Cancel} }
+
+// FullHelp lists the keys in one group (help.KeyMap).
+func (k KeyMap) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }
 
 // Model is an open confirmation dialog.
 type Model struct {
@@ -64,16 +84,16 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	if !ok {
 		return m, nil
 	}
-	switch k.String() {
-	case "tab", "shift+tab", "left", "right", "h", "l":
+	switch {
+	case key.Matches(k, Keys.Switch):
 		if m.focus == Cancel {
 			m.focus = Confirm
 		} else {
 			m.focus = Cancel
 		}
-	case "enter", "space":
+	case key.Matches(k, Keys.Press):
 		return m, m.closed(m.focus == Confirm)
-	case "esc", "q", "n":
+	case key.Matches(k, Keys.Cancel):
 		return m, m.closed(false)
 	}
 	return m, nil

@@ -11,7 +11,7 @@ import (
 	"drover/tui/common"
 )
 
-func key(s string) tea.KeyPressMsg {
+func press(s string) tea.KeyPressMsg {
 	switch s {
 	case "enter":
 		return tea.KeyPressMsg{Code: tea.KeyEnter}
@@ -64,7 +64,7 @@ func TestKeySequences(t *testing.T) {
 			var got *ClosedMsg
 			for _, k := range tc.keys {
 				var cmd tea.Cmd
-				m, cmd = m.Update(key(k))
+				m, cmd = m.Update(press(k))
 				if cmd != nil {
 					msg, ok := cmd().(ClosedMsg)
 					if !ok {
@@ -97,7 +97,7 @@ func TestViewListsItemsAndFocus(t *testing.T) {
 	if strings.Contains(out, "[ Evict ]") {
 		t.Error("confirm button shown focused on open")
 	}
-	m, _ = m.Update(key("tab"))
+	m, _ = m.Update(press("tab"))
 	if out := ansi.Strip(m.View()); !strings.Contains(out, "[ Evict ]") || strings.Contains(out, "[ Cancel ]") {
 		t.Errorf("after tab, focus brackets should be on Evict:\n%s", out)
 	}
