@@ -281,6 +281,7 @@ type Broker struct {
 	fails  jobList                  // failed jobs, oldest failure first
 	dones  jobList                  // done jobs whose records are kept, oldest first
 	forgot int                      // done jobs whose records were forgotten
+	paged  int                      // queued jobs paged out of memory (page.go), counted as queued
 	byKey  map[id.Fingerprint]JobID // the newest job of each key whose record is kept
 	heap   hostHeap                 // hosts with a pending timer (wake-up or forgiveness)
 	thr    map[*host]struct{}       // hosts with a back-off level > 0 (HostRows)

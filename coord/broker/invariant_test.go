@@ -167,8 +167,8 @@ func checkInvariants(b *Broker) error {
 		}
 		sum += per[st]
 	}
-	if sum != b.jobs.n {
-		return fmt.Errorf("submitted %d != queued+dispatched+backoff+done+failed %d", b.jobs.n, sum)
+	if sum+b.paged != b.jobs.n {
+		return fmt.Errorf("submitted %d != queued+dispatched+backoff+done+failed %d + paged out %d", b.jobs.n, sum, b.paged)
 	}
 	for k, t := range b.trees {
 		if t == nil {
@@ -176,8 +176,8 @@ func checkInvariants(b *Broker) error {
 		}
 		var all []*job
 		walkTree(t.root, &all)
-		if len(all) != b.jobs.n-b.forgot {
-			return fmt.Errorf("%s index holds %d jobs, want %d", sortNames[k], len(all), b.jobs.n-b.forgot)
+		if len(all) != b.jobs.n-b.forgot-b.paged {
+			return fmt.Errorf("%s index holds %d jobs, want %d", sortNames[k], len(all), b.jobs.n-b.forgot-b.paged)
 		}
 		if !slices.IsSortedFunc(all, t.cmp) {
 			return fmt.Errorf("%s index out of order", sortNames[k])

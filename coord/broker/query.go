@@ -20,7 +20,7 @@ const (
 // workers by state and the counters. Ledger fields and At are left alone.
 func (b *Broker) Totals(dst *admin.Totals) {
 	dst.Paused = b.paused
-	dst.Queued = b.count[Queued]
+	dst.Queued = b.count[Queued] + b.paged
 	dst.Dispatched = b.count[Dispatched]
 	dst.Backoff = b.count[Backoff]
 	dst.Done = b.count[Done]

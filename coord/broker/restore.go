@@ -398,7 +398,7 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 	// failed records the store swept after their TTL. They count as
 	// forgotten done jobs, so that the states still add up to the jobs
 	// submitted.
-	gaps := b.jobs.n
+	gaps := b.jobs.n - b.paged // queued jobs left in the store (RestorePaged) have no record either
 	for st := Queued; st < nStates; st++ {
 		gaps -= b.count[st]
 	}

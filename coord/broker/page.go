@@ -1,0 +1,157 @@
+package broker
+
+import (
+	"fmt"
+	"time"
+)
+
+// Paging (issue 21, store.resident_jobs): queued jobs beyond what the
+// coordinator keeps in memory live only in its store. The broker's side is
+// narrow: PageOut drops a queued job's record from memory, PageIn takes a
+// persisted queued record back, and both keep the job counted as queued
+// (Totals.Queued, PagedOut), so the per-state totals still add up to the
+// jobs submitted. Which jobs go out and come back, and when, is the
+// caller's: it pages out the youngest queued jobs once their records are
+// durable, and pages the oldest back in, in ID order, before the queues run
+// dry.
+//
+// A paged-out job is in no index: the console's job lists and Job do not
+// see it, dispatch does not consider it, and a result naming it is stale.
+// Its position in its host's job list is left empty (ID 0); PageIn gives
+// it a new one at the end of the list.
+
+// PageOut takes queued job jid out of memory: its record leaves every index
+// and is forgotten, and it counts as a paged-out queued job until PageIn
+// brings it back. Only a job waiting in its queue can go: not one in
+// back-off, dispatched, finished, or of a paused crawl (parked or about to
+// be). The caller must hold the job's current record in its store. It
+// reports whether the job was paged out.
+func (b *Broker) PageOut(jid JobID) bool {
+	j := b.jobs.get(jid)
+	if j == nil || j.state != Queued {
+		return false
+	}
+	if bg := b.budgets[j.spec.Key.Crawler]; bg != nil && (bg.paused || bg.cancelled) {
+		return false
+	}
+	b.unqueue(j)
+	b.count[Queued]--
+	b.age.move(j.id, Queued, 0)
+	h := j.host
+	h.idx.add(int(j.hostPos), Queued, -1)
+	h.ids[j.hostPos] = 0
+	for _, tr := range b.trees {
+		if tr != nil {
+			tr.remove(j)
+		}
+	}
+	if b.byKey[j.spec.FP] == j.id {
+		delete(b.byKey, j.spec.FP)
+	}
+	b.changes++
+	b.paged++
+	b.jobs.forget(j)
+	return true
+}
+
+// PageIn takes back a queued job's persisted record, paged out before (or
+// left in the store by a restore: RestorePaged): the job enters its queue
+// at the back (FIFO order is the order of PageIn calls, so call it in ID
+// order), or its host's back-off when the host is held, exactly as a
+// requeued job would, and stops counting as paged out. It is an error for
+// a record that is not queued, names an ID never allocated, or a job the
+// broker holds.
+func (b *Broker) PageIn(now time.Time, r *JobRecord) error {
+	switch {
+	case r.State != Queued:
+		return fmt.Errorf("page in job %d: state %s, want queued", r.ID, r.State)
+	case r.ID == 0 || int(r.ID) > b.jobs.n:
+		return fmt.Errorf("page in job %d: no such job ID (the last allocated is %d)", r.ID, b.jobs.n)
+	case b.jobs.get(r.ID) != nil:
+		return fmt.Errorf("page in job %d: the job is in memory already", r.ID)
+	case b.paged == 0:
+		return fmt.Errorf("page in job %d: no job is paged out", r.ID)
+	case r.Attempts < 0 || r.Failures < 0 || r.Throttles < 0 || r.Attempts > 1<<30 || r.Failures > 1<<30 || r.Throttles > 1<<30:
+		return fmt.Errorf("page in job %d: counters attempts %d, failures %d, throttles %d, want 0..2^30", r.ID, r.Attempts, r.Failures, r.Throttles)
+	}
+	t := ns(now)
+	c := b.classFor(r.Headers)
+	h := b.hostFor(r.Host)
+	j := b.jobs.revive(r.ID)
+	j.id = r.ID
+	j.spec = Spec{Key: r.Key, FP: r.FP, Host: r.Host, Headers: c.headers, Payload: r.Payload}
+	j.class = c
+	j.host = h
+	j.created = ns(r.Created)
+	j.updated = ns(r.Updated)
+	j.heldIdx = -1
+	j.attempts, j.failures, j.throttles = int32(r.Attempts), int32(r.Failures), int32(r.Throttles)
+	j.lastError = r.LastError
+	hist := r.History
+	if len(hist) > b.cfg.HistoryLimit {
+		hist = hist[len(hist)-b.cfg.HistoryLimit:]
+	}
+	for _, a := range hist {
+		j.addAttempt(a.Worker, ns(a.At), b.cfg.HistoryLimit)
+		j.history[len(j.history)-1].outcome = a.Outcome
+		j.history[len(j.history)-1].err = a.Error
+	}
+	j.hostPos = int32(len(h.ids))
+	h.ids = append(h.ids, j.id)
+	b.byKey[r.FP] = j.id
+	j.state = Queued
+	b.paged--
+	b.count[Queued]++
+	b.age.move(j.id, 0, Queued)
+	h.idx.add(int(j.hostPos), Queued, 1)
+	b.changes++
+	for _, tr := range b.trees {
+		if tr != nil {
+			tr.insert(j)
+		}
+	}
+	b.place(j, t, now)
+	return nil
+}
+
+// RestorePaged counts n queued jobs a restore left in the store instead of
+// passing them to Restore: they count as queued (not as forgotten done
+// jobs) and come back with PageIn. Call it before FinishRestore.
+func (b *Broker) RestorePaged(n int) error {
+	if n < 0 {
+		return fmt.Errorf("restore %d paged-out jobs: %w: want >= 0", n, ErrRestore)
+	}
+	b.paged += n
+	return nil
+}
+
+// PagedOut is the number of queued jobs paged out of memory.
+func (b *Broker) PagedOut() int { return b.paged }
+
+// YoungestQueued appends to dst the IDs of up to n queued jobs, youngest
+// (highest ID) first: the candidates for PageOut.
+func (b *Broker) YoungestQueued(n int, dst []JobID) []JobID {
+	total := b.count[Queued]
+	if n <= 0 || total == 0 {
+		return dst
+	}
+	b.age.idx.scan(&b.age, 1<<Queued, total-1, -1, n, func(j JobID) { dst = append(dst, j) })
+	return dst
+}
+
+// revive makes the record of ID j, forgotten before, live again and
+// returns it (zeroed), allocating its chunk when it was released.
+func (s *jobStore) revive(j JobID) *job {
+	i := int(j - 1)
+	c := i >> chunkBits
+	if s.chunks[c] == nil {
+		if k := len(s.spare); k > 0 {
+			s.chunks[c], s.spare = s.spare[k-1], s.spare[:k-1]
+		} else {
+			s.chunks[c] = new([chunkSize]job)
+		}
+	}
+	s.alive[c]++
+	return &s.chunks[c][i&(chunkSize-1)]
+}
+
