@@ -112,14 +112,14 @@ type hostSet struct {
 	age *ageIndex
 }
 
-func (s hostSet) len() int               { return len(s.h.ids) }
+func (s hostSet) len() int { return len(s.h.ids) }
 func (s hostSet) state(pos int) JobState {
 	if s.h.ids[pos] == 0 {
 		return 0 // a position left by a job paged out (page.go)
 	}
 	return s.age.states[s.h.ids[pos]-1]
 }
-func (s hostSet) id(pos int) JobID       { return s.h.ids[pos] }
+func (s hostSet) id(pos int) JobID { return s.h.ids[pos] }
 
 // scan yields up to lim jobs of ps whose state is in m, from the k-th (from
 // 0, in position order) on, forward (dir 1) or backward (dir -1). It

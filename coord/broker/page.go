@@ -154,4 +154,3 @@ func (s *jobStore) revive(j JobID) *job {
 	s.alive[c]++
 	return &s.chunks[c][i&(chunkSize-1)]
 }
-
