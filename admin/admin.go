@@ -283,6 +283,19 @@ type Crawl struct {
 	Pages    int       `json:"pages"`            // server: jobs dispatched so far (the budget's count)
 	State    string    `json:"state,omitempty"`  // server: running, paused or cancelled
 	Defined  time.Time `json:"defined,omitzero"` // server: when it was last defined
+	// Server: the crawl's jobs by state now (Queued includes jobs a pause
+	// set aside), and Done, its jobs finished ok since it was first named
+	// (kept in the store with the crawl: it survives restarts and the
+	// broker forgetting old done jobs); Failed counts its jobs failed now
+	// (budget and cancelled included; a requeue takes one back).
+	Queued  int `json:"queued"`
+	Running int `json:"running"`
+	Backoff int `json:"backoff"`
+	Done    int `json:"done"`
+	Failed  int `json:"failed"`
+	// PagesPerSec is the crawl's jobs finished ok per second over the last
+	// 10 seconds (fewer when its first finished more recently).
+	PagesPerSec float64 `json:"pages_per_s"`
 }
 
 // ActionResult says what an action did, target by target.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,8 @@ import (
 func TestCrawlControl(t *testing.T) {
 	eps := freeEndpoints(t, 3)
 	peers, adminEP, events := eps[0], eps[1], eps[2]
-	_, srvOut := start(t, "serve", "--store", t.TempDir(), "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "200ms")
+	serveArgs := []string{"serve", "--store", t.TempDir(), "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "200ms"}
+	srv, srvOut := start(t, serveArgs...)
 	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
 	start(t, "worker", "--connect", peers, "--slots", "2", "--heartbeat-interval", "200ms", "--exec", `echo "ran $DROVER_URL"`)
 	act := func(args ...string) string {
@@ -56,6 +58,9 @@ func TestCrawlControl(t *testing.T) {
 	}
 	act("resume", "--crawler", "a")
 	eventually(t, "a runs after resume", 30*time.Second, func() bool { return len(outcomes("a")) == 2 })
+	if a := crawlStatus(t, adminEP)["a"]; a.Done != 2 || a.Queued+a.Running+a.Failed != 0 {
+		t.Fatalf("crawl a after its 2 jobs ran: %+v, want 2 done, none queued, running or failed", a)
+	}
 
 	act("pause", "--crawler", "c")
 	submit("c", "http://c.test/1", "http://c.test/2", "http://c.test/3")
@@ -66,6 +71,9 @@ func TestCrawlControl(t *testing.T) {
 		o := outcomes("c")
 		return len(o) == 3 && o["http://c.test/1"] == "cancelled"
 	})
+	if c := crawlStatus(t, adminEP)["c"]; c.Failed != 3 || c.Done != 0 || c.Queued != 0 {
+		t.Fatalf("crawl c after its cancel: %+v, want 3 failed, none done or queued", c)
+	}
 	act("resume", "--crawler", "c")
 	if out := act("requeue", "--failed", "--crawler", "c", "--yes"); !strings.Contains(out, "requeued 3 jobs") {
 		t.Fatalf("requeue --failed --crawler c: %q", out)
@@ -74,6 +82,44 @@ func TestCrawlControl(t *testing.T) {
 		o := outcomes("c")
 		return o["http://c.test/1"] == "ok" && o["http://c.test/2"] == "ok" && o["http://c.test/3"] == "ok"
 	})
+	if c := crawlStatus(t, adminEP)["c"]; c.Failed != 0 || c.Done != 3 {
+		t.Fatalf("crawl c after its requeued jobs ran: %+v, want 3 done, 0 failed", c)
+	}
+
+	// The done counts survive a kill -9 of the coordinator.
+	if err := srv.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Wait()
+	_, srvOut = start(t, serveArgs...)
+	eventually(t, "serve listening again", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
+	cs := crawlStatus(t, adminEP)
+	if cs["a"].Done != 2 || cs["c"].Done != 3 || cs["c"].Failed != 0 {
+		t.Fatalf("crawls after kill -9 and restart: a %+v, c %+v; want 2 and 3 done", cs["a"], cs["c"])
+	}
+	if out := act("status"); !regexp.MustCompile(`(?m)^c +running +- +- +0 +0 +0 +3 +0 +`).MatchString(out) {
+		t.Fatalf("status:\n%s\nwant crawl c running with 3 done", out)
+	}
+}
+
+// crawlStatus is status --json's crawls by name.
+func crawlStatus(t *testing.T, adminEP string) map[string]admin.Crawl {
+	t.Helper()
+	out, code := run(t, "", "status", "--json", "--connect", adminEP)
+	if code != 0 {
+		t.Fatalf("status --json: exit %d, %s", code, out)
+	}
+	var st struct {
+		Crawls []admin.Crawl `json:"crawls"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json printed %q: %v", out, err)
+	}
+	m := map[string]admin.Crawl{}
+	for _, c := range st.Crawls {
+		m[c.Name] = c
+	}
+	return m
 }
 
 // TestServeConfigCrawls: a crawls section in the config file defines its

@@ -192,25 +192,18 @@ func newStatusCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("status: %w", err)
 			}
-			jobs := make(map[string]map[string]int, len(crawls.Crawls))
-			for _, c := range crawls.Crawls {
-				if jobs[c.Name], err = crawlJobs(ctx, a, c.Name); err != nil {
-					return fmt.Errorf("status: %w", err)
-				}
-			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(struct {
-					Totals    admin.Totals              `json:"totals"`
-					Workers   []admin.WorkerRow         `json:"workers"`
-					Crawls    []admin.Crawl             `json:"crawls"`
-					CrawlJobs map[string]map[string]int `json:"crawl_jobs"`
-				}{t, page.Workers, crawls.Crawls, jobs})
+					Totals  admin.Totals      `json:"totals"`
+					Workers []admin.WorkerRow `json:"workers"`
+					Crawls  []admin.Crawl     `json:"crawls"`
+				}{t, page.Workers, crawls.Crawls})
 			}
 			printStatus(out, t, page.Workers)
-			printCrawls(out, crawls.Crawls, jobs)
+			printCrawls(out, crawls.Crawls)
 			return nil
 		},
 	}
@@ -249,12 +242,12 @@ func printStatus(w io.Writer, t admin.Totals, workers []admin.WorkerRow) {
 }
 
 // printCrawls lists the crawls defined on the coordinator.
-func printCrawls(w io.Writer, crawls []admin.Crawl, jobs map[string]map[string]int) {
+func printCrawls(w io.Writer, crawls []admin.Crawl) {
 	if len(crawls) == 0 {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nCRAWL\tSTATE\tSCOPE\tMAX DEPTH\tPAGES\tBUDGET LEFT\tQUEUED\tRUNNING\tBACKOFF\tFAILED")
+	fmt.Fprintln(tw, "\nCRAWL\tSTATE\tSCOPE\tMAX DEPTH\tQUEUED\tRUNNING\tBACKOFF\tDONE\tFAILED\tPAGES/S\tPAGES\tBUDGET LEFT")
 	for _, c := range crawls {
 		depth, left := strconv.Itoa(c.MaxDepth), "-"
 		if c.MaxDepth == 0 {
@@ -270,36 +263,11 @@ func printCrawls(w io.Writer, crawls []admin.Crawl, jobs map[string]map[string]i
 		if scope == "" { // paused or cancelled by name, never defined
 			scope, depth = "-", "-"
 		}
-		n := func(st string) string {
-			if v, ok := jobs[c.Name][st]; ok {
-				return strconv.Itoa(v)
-			}
-			return "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Name, state, scope, depth, c.Pages, left,
-			n("queued"), n("dispatched"), n("backoff"), n("failed"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%d\t%s\n", c.Name, state, scope, depth,
+			c.Queued, c.Running, c.Backoff, c.Done, c.Failed, c.PagesPerSec, c.Pages, left)
 	}
 	tw.Flush()
 }
-
-// crawlJobs counts a crawl's jobs in the states that change (done jobs'
-// records are forgotten after a while: the results count those). A name
-// the filter grammar cannot hold (white space) gets no counts.
-func crawlJobs(ctx context.Context, a *client.Admin, name string) (map[string]int, error) {
-	if strings.ContainsAny(name, " \t\n") {
-		return nil, nil
-	}
-	m := map[string]int{}
-	for _, st := range []string{"queued", "dispatched", "backoff", "failed"} {
-		p, err := a.Query(ctx, admin.Query{View: admin.ViewJobs, Filter: "state=" + st + " crawler=" + name, Limit: 1})
-		if err != nil {
-			return nil, err
-		}
-		m[st] = p.Total
-	}
-	return m, nil
-}
-
 func newConsoleCmd() *cobra.Command {
 	var readOnly bool
 	cmd := &cobra.Command{

@@ -21,6 +21,12 @@ func (c *Coordinator) BudgetUsed(crawler string) (used, limit int, ok bool) {
 	return c.brk.BudgetUsed(crawler)
 }
 
+// CrawlJobs counts the jobs of a crawl SetBudget or SetCrawlState named,
+// by state (broker.CrawlJobs).
+func (c *Coordinator) CrawlJobs(crawler string) broker.CrawlJobs {
+	return c.brk.CrawlJobs(crawler)
+}
+
 // SetCrawlState pauses, cancels or resumes one crawl (broker.SetCrawlState)
 // and returns how many of its jobs that moved.
 func (c *Coordinator) SetCrawlState(now time.Time, crawler string, st broker.CrawlState) int {

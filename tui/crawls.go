@@ -12,78 +12,62 @@ import (
 	"drover/tui/table"
 )
 
-// crawlStates are the job states the Crawls view counts per crawl, asked
-// of the jobs view with a state= and crawler= filter and limit 1 (only the
-// page's total is read), as `drover status` does.
-var crawlStates = []string{"queued", "dispatched", "failed"}
+// maxBackoffQueries bounds the queries one refresh of the Crawls view
+// makes to find its crawls' hosts among the host back-offs.
+const maxBackoffQueries = 64
 
-// fetchCrawlJobs counts each crawl's jobs by state. A crawl whose name the
-// filter grammar cannot express (it holds a space) gets no counts.
-func fetchCrawlJobs(ctx context.Context, b Backend, crawls []admin.Crawl) (map[string]map[string]int, error) {
-	out := make(map[string]map[string]int, len(crawls))
+// crawlBackoff is a host back-off holding jobs of one crawl.
+type crawlBackoff struct {
+	admin.HostRow
+	crawlJobs int // jobs of the crawl it holds back
+}
+
+// fetchCrawlBackoffs finds, for each crawl with jobs backing off, the host
+// back-offs that hold them: the host back-offs in force (the Retries
+// view's Page.Hosts), then per host and crawl the count of the crawl's
+// jobs of that host in backoff (the jobs view, host= crawler= state=
+// filter, limit 1). A crawl whose name the filter grammar cannot express
+// (it holds white space) gets none.
+func fetchCrawlBackoffs(ctx context.Context, b Backend, crawls []admin.Crawl, now time.Time) (map[string][]crawlBackoff, error) {
+	want := false
 	for _, c := range crawls {
-		if strings.ContainsAny(c.Name, " \t\n") {
+		want = want || c.Backoff > 0
+	}
+	if !want {
+		return nil, nil
+	}
+	r, err := b.Query(ctx, admin.Query{View: admin.ViewRetries, Filter: "state=backoff", Limit: 1})
+	if err != nil || len(r.Hosts) == 0 {
+		return nil, err
+	}
+	out := map[string][]crawlBackoff{}
+	asked := 0
+	for _, c := range crawls {
+		if c.Backoff == 0 || strings.ContainsAny(c.Name, " \t\n") {
 			continue
 		}
-		n := make(map[string]int, len(crawlStates))
-		for _, st := range crawlStates {
-			p, err := b.Query(ctx, admin.Query{View: admin.ViewJobs, Filter: "state=" + st + " crawler=" + c.Name, Limit: 1})
+		for _, h := range r.Hosts {
+			if asked == maxBackoffQueries {
+				return out, nil
+			}
+			if !h.Until.After(now) || strings.ContainsAny(h.Host, " \t\n") {
+				continue
+			}
+			asked++
+			p, err := b.Query(ctx, admin.Query{View: admin.ViewJobs, Filter: "state=backoff crawler=" + c.Name + " host=" + h.Host, Limit: 1})
 			if err != nil {
 				return nil, err
 			}
-			n[st] = p.Total
+			if p.Total > 0 {
+				out[c.Name] = append(out[c.Name], crawlBackoff{HostRow: h, crawlJobs: p.Total})
+			}
 		}
-		out[c.Name] = n
 	}
 	return out, nil
 }
 
-// crawlSample is one crawl's page count at a moment.
-type crawlSample struct {
-	pages int
-	at    time.Time
-}
-
-// crawlFigures is what the Crawls view keeps beside its page: the job
-// counts of the last refresh, and pages/s from successive page counts.
-type crawlFigures struct {
-	jobs   map[string]map[string]int
-	sample map[string]crawlSample
-	rate   map[string]float64
-}
-
-// apply takes a refresh's counts. The rate is the change of the crawl's
-// page count (jobs dispatched, its budget's count) over at least a second
-// of the coordinator's clock; a redefined crawl whose count went down
-// starts over.
-func (f *crawlFigures) apply(crawls []admin.Crawl, jobs map[string]map[string]int, at time.Time) {
-	f.jobs = jobs
-	if f.sample == nil {
-		f.sample, f.rate = map[string]crawlSample{}, map[string]float64{}
-	}
-	for _, c := range crawls {
-		s, ok := f.sample[c.Name]
-		switch {
-		case !ok || c.Pages < s.pages || at.Before(s.at):
-			f.sample[c.Name] = crawlSample{c.Pages, at}
-			delete(f.rate, c.Name)
-		case at.Sub(s.at) >= time.Second:
-			f.rate[c.Name] = float64(c.Pages-s.pages) / at.Sub(s.at).Seconds()
-			f.sample[c.Name] = crawlSample{c.Pages, at}
-		}
-	}
-}
-
-// crawlClock is the coordinator's time of a refresh, or the console's when
-// the coordinator gave none.
-func crawlClock(at, now time.Time) time.Time {
-	if at.IsZero() {
-		return now
-	}
-	return at
-}
-
-// crawlsView lists the crawls defined on the coordinator (§13.1).
+// crawlsView lists the crawls defined on the coordinator (§13.1) with
+// their jobs by state, as the coordinator counts them.
 var crawlsView = &viewDesc{
 	view: admin.ViewCrawls, title: "Crawls", noun: "crawl",
 	noDetail: "crawls have no detail; filter Jobs (2) by crawler=NAME",
@@ -94,13 +78,15 @@ var crawlsView = &viewDesc{
 	columns: []table.Column{
 		{Title: "CRAWL", Sort: "name", Min: 8, Max: 32, Flex: 2},
 		{Title: "STATE", Min: 9},
-		{Title: "SCOPE", Min: 6, Priority: 2},
-		{Title: "DEPTH", Min: 5, Align: table.Right, Priority: 3},
+		{Title: "SCOPE", Min: 6, Priority: 3},
+		{Title: "DEPTH", Min: 5, Align: table.Right, Priority: 4},
 		{Title: "QUEUED", Min: 6, Align: table.Right},
 		{Title: "RUNNING", Min: 7, Align: table.Right},
+		{Title: "DONE", Min: 6, Align: table.Right},
 		{Title: "FAILED", Min: 6, Align: table.Right, Priority: 1},
-		{Title: "PAGES", Min: 6, Align: table.Right},
 		{Title: "PAGES/S", Min: 7, Align: table.Right, Priority: 1},
+		{Title: "BACK-OFFS", Min: 9, Align: table.Right, Priority: 2},
+		{Title: "PAGES", Min: 6, Align: table.Right, Priority: 4},
 		{Title: "BUDGET USED/LEFT", Min: 16, Align: table.Right, Priority: 2},
 	},
 	len: func(p *admin.Page) int { return len(p.Crawls) },
@@ -114,16 +100,12 @@ var crawlsView = &viewDesc{
 		if c.MaxPages > 0 {
 			budget = strconv.Itoa(c.Pages) + "/" + strconv.Itoa(max(c.MaxPages-c.Pages, 0))
 		}
-		count := func(st string) string {
-			n, ok := p.crawls.jobs[c.Name][st]
-			if !ok {
-				return "-"
+		backoffs := "-"
+		if n := len(p.backoffs[c.Name]); n > 0 || c.Backoff > 0 {
+			backoffs = strconv.Itoa(n) + " hosts"
+			if n == 1 {
+				backoffs = "1 host"
 			}
-			return strconv.Itoa(n)
-		}
-		rate := "-"
-		if r, ok := p.crawls.rate[c.Name]; ok {
-			rate = strconv.FormatFloat(r, 'f', 1, 64)
 		}
 		state := c.State
 		if state == "" {
@@ -133,8 +115,8 @@ var crawlsView = &viewDesc{
 			ID: c.Name, StateCol: 1, State: crawlStateColour[state],
 			Cells: []string{
 				c.Name, state, dash(c.Scope), depth,
-				count("queued"), count("dispatched"), count("failed"),
-				strconv.Itoa(c.Pages), rate, budget,
+				strconv.Itoa(c.Queued + c.Backoff), strconv.Itoa(c.Running), strconv.Itoa(c.Done), strconv.Itoa(c.Failed),
+				strconv.FormatFloat(c.PagesPerSec, 'f', 1, 64), backoffs, strconv.Itoa(c.Pages), budget,
 			},
 		}
 	},
@@ -143,3 +125,22 @@ var crawlsView = &viewDesc{
 
 // crawlStateColour colours a crawl's state by a job state word.
 var crawlStateColour = map[string]string{"running": "dispatched", "paused": "backoff", "cancelled": "failed"}
+
+// selectedBackoffs are the host back-offs holding jobs of the crawl
+// selected in the Crawls view.
+func (m *model) selectedBackoffs() []crawlBackoff {
+	p := m.panes[admin.ViewCrawls]
+	if p == nil || p.selID == "" {
+		return nil
+	}
+	return p.backoffs[p.selID]
+}
+
+// crawlClock is the coordinator's time of a refresh, or the console's when
+// the coordinator gave none.
+func crawlClock(at, now time.Time) time.Time {
+	if at.IsZero() {
+		return now
+	}
+	return at
+}

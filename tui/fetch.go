@@ -27,9 +27,9 @@ type fetchedMsg struct {
 	totals admin.Totals
 	page   admin.Page
 	detail *detailData
-	// crawlJobs: ViewCrawls' job counts by crawl name and state.
-	crawlJobs map[string]map[string]int
-	err       error
+	// backoffs: ViewCrawls' host back-offs by crawl name.
+	backoffs map[string][]crawlBackoff
+	err      error
 }
 
 // probeMsg tells what became of a selected row that left the window.
@@ -86,7 +86,7 @@ func (m *model) startFetch() tea.Cmd {
 	m.inFlight = true
 	msg := fetchedMsg{seq: m.seq, view: p.view, gen: p.gen, q: q}
 	req := m.detailRequest()
-	b, parent, timeout := m.b, m.ctx, m.opts.Timeout
+	b, parent, timeout, asked := m.b, m.ctx, m.opts.Timeout, m.Now()
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(parent, timeout)
 		defer cancel()
@@ -107,8 +107,8 @@ func (m *model) startFetch() tea.Cmd {
 			msg.page = page
 		}
 		if q.View == admin.ViewCrawls {
-			if msg.crawlJobs, err = fetchCrawlJobs(ctx, b, msg.page.Crawls); err != nil {
-				msg.err = fmt.Errorf("crawl jobs: %w", err)
+			if msg.backoffs, err = fetchCrawlBackoffs(ctx, b, msg.page.Crawls, crawlClock(t.At, asked)); err != nil {
+				msg.err = fmt.Errorf("crawl back-offs: %w", err)
 				return msg
 			}
 		}
@@ -140,7 +140,7 @@ func (m *model) applyFetch(msg fetchedMsg) tea.Cmd {
 		m.setTotals(msg.totals)
 		if p := m.panes[msg.view]; msg.gen == p.gen {
 			if msg.view == admin.ViewCrawls {
-				p.crawls.apply(msg.page.Crawls, msg.crawlJobs, crawlClock(msg.totals.At, m.Now()))
+				p.backoffs = msg.backoffs
 			}
 			cmds = append(cmds, m.applyPage(p, msg.page, msg.q))
 		}

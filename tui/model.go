@@ -49,9 +49,8 @@ type pane struct {
 	page   admin.Page
 	loaded bool
 	marks  map[string]mark
-	// crawls: ViewCrawls' job counts by crawl and state, and the pages/s
-	// computed from successive refreshes of each crawl's page count.
-	crawls crawlFigures
+	// backoffs: ViewCrawls' host back-offs holding each crawl's jobs.
+	backoffs map[string][]crawlBackoff
 }
 
 // flashLevel says how a flash message is styled.

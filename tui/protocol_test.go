@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"drover/admin"
 	"drover/net/worker"
@@ -338,20 +339,34 @@ func TestProtocolCrawls(t *testing.T) {
 	}
 	release := make(chan struct{})
 	defer close(release)
-	w := startWorker(t, s, p, "w1", 1, hold(release))
-	jids := submit(t, s, "https://example.com/a", "https://example.com/b", "https://example.com/c")
-	w.next(t)
-	p.jobState(jids[0], "dispatched")
+	// /slow runs until the end, limited.example.org throttles (its host
+	// backs off for an hour), the rest is done at once.
+	startWorker(t, s, p, "w1", 2, func(ctx context.Context, j worker.Job) worker.Result {
+		switch {
+		case strings.HasSuffix(j.Key.URL, "/slow"):
+			return hold(release)(ctx, j)
+		case strings.Contains(j.Key.URL, "limited"):
+			return worker.Throttled(time.Hour, errors.New("429"))
+		}
+		return worker.OK(nil)
+	})
+	jids := submit(t, s, "https://example.com/a", "https://example.com/slow", "https://limited.example.org/x", "https://limited.example.org/y")
+	p.jobState(jids[0], "done")
+	p.jobState(jids[1], "dispatched")
+	p.jobState(jids[2], "backoff")
+	p.jobState(jids[3], "backoff")
 
 	c := openConsole(t, s, false)
 	c.press("6")
-	c.waitText("[6 Crawls]", "CRAWL", "PAGES/S", "BUDGET USED/LEFT")
-	line := c.waitRow("proto", "running", "domain")
+	c.waitText("[6 Crawls]", "CRAWL", "DONE", "PAGES/S", "BACK-OFFS")
+	line := c.waitRow("proto", "running", "domain", "1 host")
 	f := strings.Fields(line[2:])
-	// CRAWL STATE SCOPE DEPTH QUEUED RUNNING FAILED PAGES PAGES/S BUDGET
-	if len(f) != 10 || f[3] != "3" || f[4] != "2" || f[5] != "1" || f[6] != "0" || f[7] != "1" || f[9] != "1/9" {
-		t.Fatalf("crawl row %q: want depth 3, 2 queued, 1 running, 0 failed, 1 page, budget 1/9", line)
+	// CRAWL STATE SCOPE DEPTH QUEUED RUNNING DONE FAILED PAGES/S BACK-OFFS(2) PAGES BUDGET
+	if len(f) != 13 || f[3] != "3" || f[4] != "2" || f[5] != "1" || f[6] != "1" || f[7] != "0" || f[11] != "3" || f[12] != "3/7" {
+		t.Fatalf("crawl row %q: want depth 3, 2 queued (in backoff), 1 running, 1 done, 0 failed, 1 host backing off, 3 pages, budget 3/7", line)
 	}
+	c.selectRow("proto")
+	c.waitText("HOST BACK-OFFS OF proto (1)", "limited.example.org", "(of the crawl 2)")
 	if _, err := op.Act(ctx, admin.Action{Kind: admin.ActPause, Crawler: "proto"}); err != nil {
 		t.Fatalf("pause crawl: %v", err)
 	}
@@ -359,7 +374,10 @@ func TestProtocolCrawls(t *testing.T) {
 	if _, err := op.Act(ctx, admin.Action{Kind: admin.ActCancel, Crawler: "proto"}); err != nil {
 		t.Fatalf("cancel crawl: %v", err)
 	}
-	c.waitRow("proto", "cancelled")
+	line = c.waitRow("proto", "cancelled")
+	if f := strings.Fields(line[2:]); len(f) != 12 || f[4] != "0" || f[7] != "2" || f[9] != "-" {
+		t.Fatalf("cancelled crawl row %q: want 0 queued, 2 failed (its jobs in backoff), no back-offs", line)
+	}
 	c.press("enter")
 	c.waitText("crawls have no detail")
 }

@@ -36,10 +36,15 @@ func (m *model) layout() (tableH, hostsH, detailH int) {
 		// a few table rows keep the context.
 		detailH = body - max(body/3, min(body, 6))
 	}
-	if m.view == admin.ViewRetries {
-		if n := len(m.panes[admin.ViewRetries].page.Hosts); n > 0 {
-			hostsH = min(n+1, hostLinesMax, max(body-detailH-3, 0))
-		}
+	n := 0
+	switch m.view {
+	case admin.ViewRetries:
+		n = len(m.panes[admin.ViewRetries].page.Hosts)
+	case admin.ViewCrawls:
+		n = len(m.selectedBackoffs())
+	}
+	if n > 0 {
+		hostsH = min(n+1, hostLinesMax, max(body-detailH-3, 0))
 	}
 	tableH = max(body-detailH-hostsH, 0)
 	return tableH, hostsH, detailH
@@ -313,12 +318,22 @@ func (m *model) emptyText(p *pane) string {
 	return "no " + d.noun + "s"
 }
 
-// hostsView renders the per-host back-offs below the Retries table.
+// hostsView renders the per-host back-offs below the Retries table, or
+// below the Crawls table those holding the selected crawl's jobs.
 func (m *model) hostsView(h int) []string {
 	s := m.Styles
 	hosts := m.panes[admin.ViewRetries].page.Hosts
+	title := "  HOST BACK-OFFS ("
+	var crawlJobs []int
+	if m.view == admin.ViewCrawls {
+		hosts = hosts[:0:0]
+		for _, b := range m.selectedBackoffs() {
+			hosts, crawlJobs = append(hosts, b.HostRow), append(crawlJobs, b.crawlJobs)
+		}
+		title = "  HOST BACK-OFFS OF " + common.Sanitize(m.panes[admin.ViewCrawls].selID) + " ("
+	}
 	now := m.Now()
-	out := []string{fitLine(s.ColumnTitle.Render("  HOST BACK-OFFS ("+itoa(len(hosts))+")"), m.Width)}
+	out := []string{fitLine(s.ColumnTitle.Render(title+itoa(len(hosts))+")"), m.Width)}
 	for i := 0; i < len(hosts) && len(out) < h; i++ {
 		hr := hosts[i]
 		if len(out) == h-1 && len(hosts)-i > 1 {
@@ -328,6 +343,9 @@ func (m *model) hostsView(h int) []string {
 		line := "  " + s.Warn.Render("↻ "+common.Sanitize(hr.Host)) + s.Muted.Render("  until ") + clockTime(hr.Until) +
 			" (" + common.Until(now, hr.Until) + ")" + s.Muted.Render("  throttles ") + itoa(hr.Throttles) +
 			s.Muted.Render("  jobs held ") + itoa(hr.Jobs)
+		if crawlJobs != nil {
+			line += s.Muted.Render(" (of the crawl ") + itoa(crawlJobs[i]) + s.Muted.Render(")")
+		}
 		out = append(out, fitLine(line, m.Width))
 	}
 	return out

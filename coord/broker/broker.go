@@ -362,6 +362,7 @@ func (b *Broker) Submit(now time.Time, spec Spec) JobID {
 	// Enter the indexes in state queued, then move if the host is held.
 	j.state = Queued
 	b.count[Queued]++
+	b.countCrawl(j, 0, Queued)
 	b.age.add(j.id, Queued)
 	h.idx.add(int(j.hostPos), Queued, 1)
 	b.changes++
@@ -470,6 +471,7 @@ func (b *Broker) setState(j *job, st JobState, t int64) {
 	}
 	b.count[old]--
 	b.count[st]++
+	b.countCrawl(j, old, st)
 	b.changes++
 	b.age.move(j.id, old, st)
 	j.host.idx.add(int(j.hostPos), old, -1)

@@ -27,6 +27,12 @@ type budget struct {
 	paused    bool
 	cancelled bool
 	parked    jobList // jobs of a paused crawl taken from their queues
+	count     [nStates]int
+}
+
+// CrawlJobs counts one crawl's jobs by state (Broker.CrawlJobs).
+type CrawlJobs struct {
+	Queued, Dispatched, Backoff, Failed int
 }
 
 // CrawlState is a crawl's state for SetCrawlState.
@@ -47,8 +53,41 @@ func (b *Broker) budgetOf(crawler string) *budget {
 	if bg == nil {
 		bg = &budget{}
 		b.budgets[crawler] = bg
+		// From now on countCrawl keeps the counts: start from the jobs
+		// kept (once per crawl name).
+		for id := JobID(1); int(id) <= b.jobs.n; id++ {
+			if j := b.jobs.get(id); j != nil && j.spec.Key.Crawler == crawler {
+				bg.count[j.state]++
+			}
+		}
 	}
 	return bg
+}
+
+// countCrawl moves a job of a crawl the broker knows (SetBudget,
+// SetCrawlState) from state old to st in its crawl's counts; 0 is no
+// state.
+func (b *Broker) countCrawl(j *job, old, st JobState) {
+	if len(b.budgets) == 0 {
+		return
+	}
+	bg := b.budgets[j.spec.Key.Crawler]
+	if bg == nil {
+		return
+	}
+	bg.count[old]--
+	bg.count[st]++
+}
+
+// CrawlJobs counts the jobs of crawler by state, for a crawler SetBudget
+// or SetCrawlState named (others: zero). Done jobs are not counted here:
+// their records are forgotten after a while (Config.DoneRetention).
+func (b *Broker) CrawlJobs(crawler string) CrawlJobs {
+	bg := b.budgets[crawler]
+	if bg == nil {
+		return CrawlJobs{}
+	}
+	return CrawlJobs{Queued: bg.count[Queued], Dispatched: bg.count[Dispatched], Backoff: bg.count[Backoff], Failed: bg.count[Failed]}
 }
 
 // SetBudget gives crawler a budget of limit pages, used of which are

@@ -102,4 +102,49 @@ func TestCrawlPauseCancel(t *testing.T) {
 	if as := b.Dispatch(now, nil); len(as) != 1 || as[0].Job != 3 {
 		t.Fatalf("after resume and requeue: %+v, want job 3 in the free slot", as)
 	}
+	if err := checkInvariants(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCrawlJobs: a crawl's job counts by state follow its jobs, whether
+// they were submitted before the broker knew the crawl or after, and
+// leave other crawlers' jobs out.
+func TestCrawlJobs(t *testing.T) {
+	b, err := New(Config{Jitter: -1, MaxRequestFailures: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := epoch
+	if err := b.Register(now, 1, WorkerInfo{ID: "w", Slots: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.Submit(now, Spec{Key: id.Key{Crawler: "news", URL: "http://h/0"}, Host: "h"})
+	b.Submit(now, Spec{Key: id.Key{Crawler: "other", URL: "http://h/x"}, Host: "h"})
+	if got := b.CrawlJobs("news"); got != (CrawlJobs{}) {
+		t.Fatalf("CrawlJobs of a crawl the broker was not told of = %+v, want zero", got)
+	}
+	b.SetBudget("news", 0, 0)
+	for i := 1; i < 4; i++ {
+		b.Submit(now, Spec{Key: id.Key{Crawler: "news", URL: "http://h/" + strconv.Itoa(i)}, Host: "h"})
+	}
+	if got := b.CrawlJobs("news"); got != (CrawlJobs{Queued: 4}) {
+		t.Fatalf("after 4 submits: %+v, want 4 queued", got)
+	}
+	as := b.Dispatch(now, nil) // news/0 and other/x: oldest first
+	if len(as) != 2 {
+		t.Fatalf("dispatched %d, want 2", len(as))
+	}
+	if got := b.CrawlJobs("news"); got != (CrawlJobs{Queued: 3, Dispatched: 1}) {
+		t.Fatalf("after a dispatch: %+v, want 3 queued, 1 dispatched", got)
+	}
+	if err := result(b, now, 1, as[0].Job, Outcome{Kind: External, Error: "bad"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.CrawlJobs("news"); got != (CrawlJobs{Queued: 3, Failed: 1}) {
+		t.Fatalf("after a failure: %+v, want 3 queued, 1 failed", got)
+	}
+	if err := checkInvariants(b); err != nil {
+		t.Fatal(err)
+	}
 }

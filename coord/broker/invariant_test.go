@@ -170,6 +170,19 @@ func checkInvariants(b *Broker) error {
 	if sum+b.paged != b.jobs.n {
 		return fmt.Errorf("submitted %d != queued+dispatched+backoff+done+failed %d + paged out %d", b.jobs.n, sum, b.paged)
 	}
+	for name, bg := range b.budgets {
+		var kept [nStates]int
+		for id := JobID(1); int(id) <= b.jobs.n; id++ {
+			if j := b.jobs.get(id); j != nil && j.spec.Key.Crawler == name {
+				kept[j.state]++
+			}
+		}
+		for st := Queued; st < nStates; st++ {
+			if st != Done && kept[st] != bg.count[st] {
+				return fmt.Errorf("crawl %q: %s count %d, counted %d", name, st, bg.count[st], kept[st])
+			}
+		}
+	}
 	for k, t := range b.trees {
 		if t == nil {
 			continue

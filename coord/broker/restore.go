@@ -199,6 +199,7 @@ func (b *Broker) Restore(r *JobRecord) error {
 	b.byKey[r.FP] = j.id
 	j.state = st
 	b.count[st]++
+	b.countCrawl(j, 0, st)
 	b.age.add(j.id, st)
 	h.idx.add(int(j.hostPos), st, 1)
 	b.changes++

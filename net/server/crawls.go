@@ -27,8 +27,50 @@ import (
 // cancelled by name.
 type crawlState struct {
 	def     admin.Crawl
-	saved   int  // def.Pages as last written to the store
+	dirty   bool // def.Pages or def.Done changed since it was written
 	defined bool // by define-crawl: its seeds get the crawl payload
+	rate    crawlRate
+}
+
+// crawlRate counts a crawl's jobs finished ok per second of the server's
+// clock, for the last rateWindow seconds.
+type crawlRate struct {
+	first int64 // the second of the first finish counted (0: none yet)
+	sec   [rateWindow + 1]int64
+	n     [rateWindow + 1]int
+}
+
+// rateWindow is the seconds PagesPerSec averages over.
+const rateWindow = 10
+
+// add counts n finishes at now.
+func (r *crawlRate) add(now time.Time, n int) {
+	t := now.Unix()
+	if r.first == 0 {
+		r.first = t
+	}
+	i := t % int64(len(r.sec))
+	if r.sec[i] != t {
+		r.sec[i], r.n[i] = t, 0
+	}
+	r.n[i] += n
+}
+
+// perSec is the finishes per second over the whole seconds before now,
+// at most rateWindow of them.
+func (r *crawlRate) perSec(now time.Time) float64 {
+	t := now.Unix()
+	span := min(t-r.first, rateWindow)
+	if r.first == 0 || span <= 0 {
+		return 0
+	}
+	sum := 0
+	for i := range r.sec {
+		if r.sec[i] >= t-span && r.sec[i] < t {
+			sum += r.n[i]
+		}
+	}
+	return float64(sum) / float64(span)
 }
 
 // The crawl states of admin.Crawl.State.
@@ -52,7 +94,8 @@ func (s *Server) restoreCrawls() error {
 		if !ok {
 			return fmt.Errorf("crawl definition %q in the store: state %q, want running, paused or cancelled", name, c.State)
 		}
-		s.crawls[name] = &crawlState{def: c, saved: c.Pages, defined: c.Scope != ""}
+		c.Queued, c.Running, c.Backoff, c.Failed, c.PagesPerSec = 0, 0, 0, 0, 0 // live figures: not kept
+		s.crawls[name] = &crawlState{def: c, defined: c.Scope != ""}
 		s.c.SetBudget(name, c.MaxPages, c.Pages)
 		if st != broker.CrawlRunning {
 			s.c.SetCrawlState(s.now(), name, st)
@@ -77,7 +120,8 @@ func (s *Server) defineCrawl(now time.Time, c admin.Crawl) (admin.ActionResult, 
 		cs = &crawlState{}
 		s.crawls[c.Name] = cs
 	}
-	c.Pages, c.Defined, c.State = cs.def.Pages, now, cs.def.State
+	c.Pages, c.Done, c.Defined, c.State = cs.def.Pages, cs.def.Done, now, cs.def.State
+	c.Queued, c.Running, c.Backoff, c.Failed, c.PagesPerSec = 0, 0, 0, 0, 0 // live figures: not kept
 	cs.def, cs.defined = c, true
 	s.c.SetBudget(c.Name, c.MaxPages, c.Pages)
 	if err := s.saveCrawl(cs); err != nil {
@@ -107,7 +151,7 @@ func (s *Server) saveCrawl(cs *crawlState) error {
 	if err := <-done; err != nil {
 		return fmt.Errorf("not recorded: %w", err)
 	}
-	cs.saved = cs.def.Pages
+	cs.dirty = false
 	return nil
 }
 
@@ -168,16 +212,36 @@ func (s *Server) seedPayload(spec *coord.JobSpec) {
 func (s *Server) countPages() {
 	for name, cs := range s.crawls {
 		if used, _, ok := s.c.BudgetUsed(name); ok && used != cs.def.Pages {
-			cs.def.Pages = used
+			cs.def.Pages, cs.dirty = used, true
 			s.dirty = true
 		}
 	}
 }
 
-// pendingCrawls reports whether a page count changed since it was written.
+// countDone counts the step's jobs finished ok in their crawls' Done, to
+// be written in the step's batch (with the jobs' done state).
+func (s *Server) countDone(fs []broker.Finished) {
+	if len(s.crawls) == 0 || len(fs) == 0 {
+		return
+	}
+	now := s.now()
+	for i := range fs {
+		if fs[i].Failed {
+			continue
+		}
+		if cs := s.crawls[fs[i].Key.Crawler]; cs != nil {
+			cs.def.Done++
+			cs.dirty = true
+			cs.rate.add(now, 1)
+		}
+	}
+}
+
+// pendingCrawls reports whether a page or done count changed since it was
+// written.
 func (s *Server) pendingCrawls() bool {
 	for _, cs := range s.crawls {
-		if cs.def.Pages != cs.saved {
+		if cs.dirty {
 			return true
 		}
 	}
@@ -188,24 +252,30 @@ func (s *Server) pendingCrawls() bool {
 // durable with the dispatches that spent them.
 func (s *Server) crawlsInto(b *store.Batch) {
 	for name, cs := range s.crawls {
-		if cs.def.Pages == cs.saved {
+		if !cs.dirty {
 			continue
 		}
 		v, _ := json.Marshal(&cs.def)
 		if err := b.PutCrawl(name, v); err != nil {
 			return // recorded in the batch: Apply fails it as a whole
 		}
-		cs.saved = cs.def.Pages
+		cs.dirty = false
 	}
 }
 
 // queryCrawls answers QUERY view crawls: the definitions by name, those
-// whose name contains the filter text.
+// whose name contains the filter text, with their jobs by state and their
+// rate.
 func (s *Server) queryCrawls(q admin.Query) admin.Page {
 	page := admin.Page{View: admin.ViewCrawls}
+	now := s.now()
 	for _, cs := range s.crawls {
 		if q.Filter == "" || strings.Contains(cs.def.Name, q.Filter) {
-			page.Crawls = append(page.Crawls, cs.def)
+			c := cs.def
+			n := s.c.CrawlJobs(c.Name)
+			c.Queued, c.Running, c.Backoff, c.Failed = n.Queued, n.Dispatched, n.Backoff, n.Failed
+			c.PagesPerSec = cs.rate.perSec(now)
+			page.Crawls = append(page.Crawls, c)
 		}
 	}
 	slices.SortFunc(page.Crawls, func(a, b admin.Crawl) int { return strings.Compare(a.Name, b.Name) })

@@ -21,6 +21,7 @@ func (s *Server) flush(now time.Time) {
 	s.answers(out.Answers)
 	s.finished(out.Finished)    // before the batch: see Options.BeforeCommit
 	s.keepResults(out.Finished) // results.go: into the step's batch
+	s.countDone(out.Finished)   // crawls.go: into the step's batch
 	s.countPages()              // crawls.go: page budgets spent by this step's dispatches
 	s.cancel(now, out.Cancels)  // before the JOBs: a new attempt never overtakes the CANCEL of the old one
 	s.dispatch(now, out)

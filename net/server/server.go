@@ -502,6 +502,7 @@ func (s *Server) shutdown() error {
 	out := s.c.Ready(now)
 	s.finished(out.Finished)
 	s.keepResults(out.Finished)
+	s.countDone(out.Finished)
 	s.persist(out.Writes) // the disconnects' writes: jobs back in the queue
 	if serr == nil {
 		serr = s.settle(time.Now().Add(5 * time.Second))
