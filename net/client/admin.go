@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"drover/admin"
+	"drover/clock"
 	"drover/net/internal/conn"
 	"drover/net/wire"
 	"drover/net/zsock"
@@ -44,6 +45,8 @@ type AdminOptions struct {
 	// coordinator that refuses the client makes DialAdmin (or, later, the
 	// session) fail with an error wrapping ErrNotAuthorized.
 	Security zsock.Security
+	// Clock gives the library its time (default: the system clock).
+	Clock clock.Clock
 }
 
 // Admin is a console's session with the coordinator's admin socket. It
@@ -89,7 +92,7 @@ func DialAdmin(ctx context.Context, opts AdminOptions) (*Admin, error) {
 	a.e = newEngine(hello, true, opts.Log)
 	a.e.onChanged = a.signal
 	a.e.onUp = a.signal // state may have moved while away
-	c, err := start(ctx, a.e, conn.Config{Endpoint: opts.Connect, ReconnectMin: opts.ReconnectMin, ReconnectMax: opts.ReconnectMax, Log: opts.Log, Security: opts.Security})
+	c, err := start(ctx, a.e, conn.Config{Endpoint: opts.Connect, ReconnectMin: opts.ReconnectMin, ReconnectMax: opts.ReconnectMax, Log: opts.Log, Security: opts.Security, Clock: opts.Clock})
 	if err != nil {
 		return nil, err
 	}

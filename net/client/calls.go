@@ -282,7 +282,7 @@ func (e *engine) post(cn *conn.Conn, c *call) bool {
 // (not a deferred ANSWER, which may take as long as the key's owner
 // does), ctx the whole call.
 func (e *engine) wait(ctx context.Context, cn *conn.Conn, c *call, timeout time.Duration) error {
-	timer := time.NewTimer(timeout)
+	timer := cn.Clock().NewTimer(timeout)
 	defer timer.Stop()
 	armed := true
 	giveUp := func(err error) error {
@@ -302,7 +302,7 @@ func (e *engine) wait(ctx context.Context, cn *conn.Conn, c *call, timeout time.
 				timer.Stop()
 				armed = false
 			}
-		case <-timer.C:
+		case <-timer.C():
 			armed = false
 			if c.awaiting.Load() {
 				return giveUp(fmt.Errorf("%w at %s within %v", ErrTimeout, cn.Endpoint(), timeout))

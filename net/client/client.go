@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"time"
 
+	"drover/clock"
 	"drover/coord/id"
 	"drover/net/internal/conn"
 	"drover/net/wire"
@@ -68,6 +69,10 @@ type Options struct {
 	ReconnectMin, ReconnectMax time.Duration
 	// Log receives the library's events (default: discard).
 	Log *slog.Logger
+	// Clock gives the library its time: heartbeats, liveness, reconnection
+	// waits and Timeout (default: the system clock; tests pass a
+	// clock.Fake).
+	Clock clock.Clock
 }
 
 // Defaults of Options and AdminOptions.
@@ -137,7 +142,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("client options: %w", err)
 	}
 	e := newEngine(hello, false, opts.Log)
-	c, err := start(ctx, e, conn.Config{Endpoint: opts.Connect, ReconnectMin: opts.ReconnectMin, ReconnectMax: opts.ReconnectMax, Log: opts.Log, Security: opts.Security})
+	c, err := start(ctx, e, conn.Config{Endpoint: opts.Connect, ReconnectMin: opts.ReconnectMin, ReconnectMax: opts.ReconnectMax, Log: opts.Log, Security: opts.Security, Clock: opts.Clock})
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func Progress(ctx context.Context, text string) {
 	if !ok {
 		return
 	}
-	now := time.Now().UnixNano()
+	now := r.c.Clock().Now().UnixNano()
 	last := r.last.Load()
 	if last != 0 && now-last < int64(ProgressEvery) || !r.last.CompareAndSwap(last, now) {
 		return

@@ -46,6 +46,7 @@ import (
 	"strconv"
 	"time"
 
+	"drover/clock"
 	"drover/coord/id"
 	"drover/net/internal/conn"
 	"drover/net/wire"
@@ -180,6 +181,10 @@ type Options struct {
 	// handlers to return and their ok results to be acknowledged (default
 	// 10 s).
 	StopTimeout time.Duration
+	// Clock gives the library its time: heartbeats, liveness, reconnection
+	// waits, the stop timeout and progress spacing (default: the system
+	// clock; tests pass a clock.Fake).
+	Clock clock.Clock
 }
 
 // Defaults of Options.
@@ -275,6 +280,7 @@ func Run(ctx context.Context, opts Options, h Handler) error {
 		ReconnectMax: opts.ReconnectMax,
 		Log:          opts.Log,
 		Security:     opts.Security,
+		Clock:        opts.Clock,
 	}, s)
 	if err != nil {
 		s.pool.close()
@@ -283,11 +289,11 @@ func Run(ctx context.Context, opts Options, h Handler) error {
 	select {
 	case <-ctx.Done():
 		c.Post(s.beginStop)
-		timer := time.NewTimer(opts.StopTimeout)
+		timer := c.Clock().NewTimer(opts.StopTimeout)
 		defer timer.Stop()
 		select {
 		case <-c.Done():
-		case <-timer.C:
+		case <-timer.C():
 			c.Post(func(l *conn.Link) {
 				opts.Log.Warn("stop timeout: leaving handlers behind", "running", s.busy, "timeout", opts.StopTimeout)
 				l.Stop(nil)

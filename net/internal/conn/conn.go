@@ -24,6 +24,7 @@ import (
 	"github.com/pebbe/zmq4"
 
 	"drover/backoff"
+	"drover/clock"
 	"drover/net/wire"
 	"drover/net/zsock"
 )
@@ -99,7 +100,15 @@ type Config struct {
 	// loop with an error wrapping zsock.ErrNotAuthorized, as do ERROR 403
 	// answering HELLO and DISCONNECT 403.
 	Security zsock.Security
+	// Clock gives the loop its time: heartbeats, liveness, the greeting
+	// timeout and reconnection waits (default: the system clock; tests
+	// pass a clock.Fake).
+	Clock clock.Clock
 }
+
+// Clock returns the clock the connection runs on: its handler's timers
+// take their time from it too.
+func (c *Conn) Clock() clock.Clock { return c.cfg.Clock }
 
 func (c *Config) setDefaults() error {
 	if c.Endpoint == "" {
@@ -116,6 +125,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Linger == 0 {
 		c.Linger = DefaultLinger
+	}
+	if c.Clock == nil {
+		c.Clock = clock.System{}
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
@@ -224,7 +236,7 @@ func (c *Conn) RunIfIdle(f func(*Link)) bool {
 	if _, ok := l.sock.(*pipeSocket); !ok {
 		return false
 	}
-	l.now = time.Now()
+	l.now = c.cfg.Clock.Now()
 	f(l)
 	c.h.Flush(l)
 	if l.stopping || l.drop != nil || len(l.pending) > 0 {

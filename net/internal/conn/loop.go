@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"drover/backoff"
+	"drover/clock"
 	"drover/net/wire"
 	"drover/net/zsock"
 )
@@ -30,7 +31,7 @@ type Link struct {
 	c     *Conn
 	sock  socket        // the session's transport; nil while down
 	ready chan struct{} // the socket may have changed state
-	timer *time.Timer   // the loop's wait
+	timer clock.Timer   // the loop's wait
 	// dirty: the socket may have a message waiting without a signal to
 	// come (it signalled, a receive stopped at its bound, or a send may
 	// have taken a signal): look before waiting.
@@ -159,13 +160,13 @@ func (l *Link) flushPending() {
 // loop is the connection's goroutine.
 func (c *Conn) loop() {
 	l := &c.link
-	l.timer = time.NewTimer(time.Hour)
+	l.timer = c.cfg.Clock.NewTimer(time.Hour)
 	l.timer.Stop()
 	c.run.Lock()
 	defer c.run.Unlock()
 	defer c.stop()
 	for !l.stopping {
-		l.now = time.Now()
+		l.now = c.cfg.Clock.Now()
 		switch {
 		case l.sock == nil && l.now.Before(l.retryAt):
 			l.block(l.retryAt.Sub(l.now))
@@ -174,7 +175,7 @@ func (c *Conn) loop() {
 		default:
 			l.poll()
 		}
-		l.now = time.Now()
+		l.now = c.cfg.Clock.Now()
 		for _, f := range c.takePosts(false) {
 			f(l)
 		}
@@ -202,7 +203,7 @@ func (l *Link) block(d time.Duration) {
 	case <-l.c.bell:
 	case <-l.ready:
 		l.dirty = true
-	case <-l.timer.C:
+	case <-l.timer.C():
 	}
 	l.c.run.Lock()
 	l.timer.Stop()
@@ -227,7 +228,7 @@ func (l *Link) poll() {
 	}
 	if !l.dirty {
 		l.block(l.nextTimer())
-		l.now = time.Now()
+		l.now = l.c.cfg.Clock.Now()
 		if err := l.sock.refused(); err != nil {
 			l.notAuthorized(err)
 			return
@@ -427,7 +428,7 @@ func (l *Link) closeSocket(linger time.Duration) {
 // functions still queued run with a closed Link.
 func (c *Conn) stop() {
 	l := &c.link
-	l.now = time.Now()
+	l.now = c.cfg.Clock.Now()
 	if l.state == up {
 		if err := l.Send(&wire.Disconnect{Code: wire.CodeOK, Reason: "client closing"}); err != nil {
 			c.cfg.Log.Debug("DISCONNECT not sent", "endpoint", c.cfg.Endpoint, "err", err)

@@ -2,9 +2,10 @@ package conn
 
 import (
 	"errors"
-	"go.uber.org/goleak"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"drover/net/internal/pipe"
 	"drover/net/wire"
