@@ -144,6 +144,11 @@ type Stats struct {
 	KeysQueued, KeysDone, KeysFailed                              int
 	JobsQueued, JobsDispatched, JobsBackoff, JobsDone, JobsFailed int
 	Elapsed                                                       time.Duration // how long Recover took
+	// Left out by RecoverOptions (and counted above too): queued key
+	// records (SkipQueuedKeys), queued job records beyond MaxQueuedJobs,
+	// and the id of the first of those (0: none).
+	KeysQueuedLeft, JobsQueuedLeft int
+	FirstJobLeft                   uint64
 }
 
 // Keys is the number of key records.
@@ -221,6 +226,15 @@ type RecoverOptions struct {
 	SkipDoneKeys bool
 	// SkipFinishedJobs leaves out done and failed job records.
 	SkipFinishedJobs bool
+	// SkipQueuedKeys leaves out queued key records (Stats.KeysQueuedLeft
+	// counts them): a coordinator that pages queued jobs in from the store
+	// (queue.go) looks them up on demand.
+	SkipQueuedKeys bool
+	// MaxQueuedJobs, when positive, returns only the first MaxQueuedJobs
+	// queued job records (by id) and leaves the others out
+	// (Stats.JobsQueuedLeft, Stats.FirstJobLeft): ReadQueuedJobs reads them
+	// later.
+	MaxQueuedJobs int
 }
 
 // RecoverWith is Recover leaving out the records o skips.
@@ -271,23 +285,36 @@ func (s *Store) RecoverWith(o RecoverOptions, fn func(Record) error) (Stats, err
 // skipped reports whether o leaves out the record at k, counting it in st
 // when it does.
 func (s *Store) skipped(o *RecoverOptions, k, v []byte, st *Stats) (bool, error) {
-	switch {
-	case o.SkipDoneKeys && k[0] == pfxKey:
+	if k[0] == pfxKey && (o.SkipDoneKeys || o.SkipQueuedKeys) {
 		ks, _, err := keyHead(v)
 		if err != nil {
 			return false, s.badRecord(KindKey, k, err)
 		}
-		if ks == KeyDone || ks == KeyFailed {
+		switch {
+		case o.SkipDoneKeys && (ks == KeyDone || ks == KeyFailed):
 			st.count(&Record{Kind: KindKey, Key: KeyRecord{State: ks}})
 			return true, nil
+		case o.SkipQueuedKeys && ks == KeyQueued:
+			st.count(&Record{Kind: KindKey, Key: KeyRecord{State: ks}})
+			st.KeysQueuedLeft++
+			return true, nil
 		}
-	case o.SkipFinishedJobs && k[0] == pfxJob:
+	}
+	if k[0] == pfxJob && (o.SkipFinishedJobs || o.MaxQueuedJobs > 0) {
 		js, _, err := jobHead(v)
 		if err != nil {
 			return false, s.badRecord(KindJob, k, err)
 		}
-		if js == JobDone || js == JobFailed {
+		switch {
+		case o.SkipFinishedJobs && (js == JobDone || js == JobFailed):
 			st.count(&Record{Kind: KindJob, Job: JobRecord{State: js}})
+			return true, nil
+		case o.MaxQueuedJobs > 0 && js == JobQueued && st.JobsQueued >= o.MaxQueuedJobs:
+			st.count(&Record{Kind: KindJob, Job: JobRecord{State: js}})
+			if st.JobsQueuedLeft == 0 && len(k) == 9 {
+				st.FirstJobLeft = binary.BigEndian.Uint64(k[1:])
+			}
+			st.JobsQueuedLeft++
 			return true, nil
 		}
 	}
