@@ -1,0 +1,40 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// connect opens a cluster client on t's seed nodes (a plain client when
+// the one seed is a Redis without cluster support) and checks it answers.
+func connect(ctx context.Context, t Target) (goredis.UniversalClient, error) {
+	opts := &goredis.ClusterOptions{
+		Addrs:        t.Addrs,
+		Username:     t.Username,
+		Password:     t.Password,
+		TLSConfig:    t.tlsConfig(),
+		DialTimeout:  5 * time.Second,
+		ReadTimeout:  5 * time.Second,
+		WriteTimeout: 5 * time.Second,
+		MaxRedirects: 8,
+	}
+	var rdb goredis.UniversalClient = goredis.NewClusterClient(opts)
+	err := rdb.Ping(ctx).Err()
+	if err != nil && len(t.Addrs) == 1 && strings.Contains(err.Error(), "cluster support disabled") {
+		rdb.Close()
+		rdb = goredis.NewClient(&goredis.Options{
+			Addr: t.Addrs[0], Username: t.Username, Password: t.Password, TLSConfig: t.tlsConfig(),
+			DialTimeout: opts.DialTimeout, ReadTimeout: opts.ReadTimeout, WriteTimeout: opts.WriteTimeout,
+		})
+		err = rdb.Ping(ctx).Err()
+	}
+	if err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("redis store %s: %w", t, err)
+	}
+	return rdb, nil
+}

@@ -1,0 +1,451 @@
+// Package redis keeps drover's ledger on a Redis Cluster (or Valkey), so
+// that several coordinators share one table of work keys: the same key
+// submitted to two of them is accepted once, and a waiter on one is handed
+// a key released on another.
+//
+// Every transition is one run of the Lua script ledger.lua (a `#!lua`
+// script whose keys are declared), atomic on the keys of one host: each key
+// carries the URL's host as its hash tag, "PREFIX:{host}:wk:FP" (the key's
+// record: state, holder, lease start, fencing token; done records expire
+// with EXPIRE a while after their TTL), "PREFIX:{host}:w:FP" (the FIFO of
+// waiters), "PREFIX:{host}:lease" and ":q" (requested and queued keys in
+// order), ":s:OWNER" and ":sw:OWNER" (what one session holds and waits on),
+// ":co:COORD" (the sessions of one coordinator there) and ":n" (counters).
+// So one call never crosses slots, and a host's keys live on one shard.
+//
+// Sessions are named cluster-wide as "COORD.SESSION", where COORD is the
+// coordinator's incarnation, a number it takes from the cluster when it
+// starts and never shares: a session of a coordinator that restarted is a
+// new owner, so nothing it held before can be queued by its new self (the
+// owner check is the fencing), and every hand-over stamps the record with
+// a fresh token from the host's sequence.
+//
+// Ledger implements ledger.Backend: the same rules, answers, events and
+// writes as the in-memory ledger (the scenario files of coord/ledger run
+// against both). Differences, by design: times are kept to the microsecond;
+// a batch spanning several hosts runs one script per host, so its answers
+// and events come host by host; Lookup, Waiters and Queue, which name a
+// key by fingerprint alone, find keys this coordinator has requested,
+// queued or been told of (LookupKey finds any key); Counts, Requested and
+// Queued cover the hosts this coordinator has touched. A store error makes
+// Request and Queue answer Error "unavailable" (Err says why), and is
+// retried for Done, Requeue and Release on the next call.
+package redis
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"drover/coord/id"
+	"drover/coord/ledger"
+)
+
+//go:embed ledger.lua
+var ledgerLua string
+
+var script = goredis.NewScript(ledgerLua)
+
+// ReasonUnavailable is the Error reason of a call the store did not answer.
+const ReasonUnavailable ledger.Reason = "unavailable"
+
+// Config parameterises a Ledger.
+type Config struct {
+	// Ledger holds the rules' parameters (TTLs, Persist, SweepLimit), as
+	// for the in-memory ledger. DoneCache must be 0: Redis holds every
+	// record.
+	Ledger ledger.Config
+	// Prefix namespaces every key ("drover" if empty), so several
+	// deployments (or tests) can share a cluster.
+	Prefix string
+	// Slack is how long a done record outlives its TTL in Redis before
+	// Redis itself drops it (EXPIRE), in case no sweep reaches it.
+	// Default 1h.
+	Slack time.Duration
+	// Timeout bounds each call to the store. Default 5s.
+	Timeout time.Duration
+}
+
+// Ledger is the ledger on Redis for one coordinator. Like *ledger.Ledger
+// it is not safe for concurrent use.
+type Ledger struct {
+	cfg    Config
+	rdb    goredis.UniversalClient
+	coord  string // this coordinator's incarnation
+	static []string
+
+	fpHost   map[id.Fingerprint]string // keys this coordinator knows the host of
+	sessions map[id.Session]map[string]struct{}
+	hosts    map[string]struct{} // hosts touched, in no order
+	hostList []string            // the same, in the order first touched
+	sweeping map[string]struct{} // hosts with done records waiting for a sweep
+	leases   deadlines
+
+	answers []ledger.Answer
+	events  []ledger.Event
+	writes  []ledger.Write
+	retry   []pending // idempotent calls the store did not take, retried first
+	err     error
+
+	inbox *inbox // answers other coordinators sent this one
+}
+
+// pending is a call to send again: its host and script arguments.
+type pending struct {
+	host string
+	keys []string
+	args []any
+}
+
+// Open connects to the cluster at t, takes an incarnation number for this
+// coordinator and returns its ledger. Close it when done.
+func Open(ctx context.Context, t Target, cfg Config) (*Ledger, error) {
+	rdb, err := connect(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	l, err := newLedger(ctx, rdb, cfg)
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func newLedger(ctx context.Context, rdb goredis.UniversalClient, cfg Config) (*Ledger, error) {
+	if cfg.Ledger.DoneCache != 0 {
+		return nil, fmt.Errorf("redis ledger config: DoneCache is %d; want 0 (the cluster holds every record)", cfg.Ledger.DoneCache)
+	}
+	if _, err := ledger.New(cfg.Ledger); err != nil { // the same validation
+		return nil, err
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "drover"
+	}
+	if strings.ContainsAny(cfg.Prefix, "{}") {
+		return nil, fmt.Errorf("redis ledger config: Prefix %q contains a brace; want a plain name (braces are hash tags)", cfg.Prefix)
+	}
+	if cfg.Slack <= 0 {
+		cfg.Slack = time.Hour
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.Ledger.SweepLimit == 0 {
+		cfg.Ledger.SweepLimit = 4096
+	}
+	n, err := rdb.Incr(ctx, cfg.Prefix+":coordinators").Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis ledger: taking a coordinator number: %w", err)
+	}
+	l := &Ledger{
+		cfg:      cfg,
+		rdb:      rdb,
+		coord:    strconv.FormatInt(n, 10),
+		fpHost:   make(map[id.Fingerprint]string),
+		sessions: make(map[id.Session]map[string]struct{}),
+		hosts:    make(map[string]struct{}),
+		sweeping: make(map[string]struct{}),
+	}
+	l.leases.init()
+	flag := func(b bool) string {
+		if b {
+			return "1"
+		}
+		return "0"
+	}
+	c := cfg.Ledger
+	l.static = []string{
+		strconv.FormatInt(c.RequestTTL.Microseconds(), 10),
+		strconv.FormatInt(c.DoneTTL.Microseconds(), 10),
+		strconv.FormatInt(c.FailedTTL.Microseconds(), 10),
+		flag(c.Persist), "0",
+		strconv.Itoa(c.SweepLimit),
+		strconv.FormatInt(int64(cfg.Slack/time.Second), 10),
+	}
+	return l, nil
+}
+
+// Coordinator is this ledger's incarnation number in the cluster.
+func (l *Ledger) Coordinator() string { return l.coord }
+
+// Err is the last error the store returned, or nil.
+func (l *Ledger) Err() error { return l.err }
+
+// Close stops listening for answers and closes the connections.
+func (l *Ledger) Close() error {
+	if l.inbox != nil {
+		l.inbox.close()
+	}
+	return l.rdb.Close()
+}
+
+// hostOf is the hash tag of key k: its URL's host ("/" for none: a host
+// never contains a slash, and an empty tag would not be one).
+func hostOf(k *id.Key) string {
+	h := id.Host(k.URL)
+	if h == "" {
+		return "/"
+	}
+	return h
+}
+
+func (l *Ledger) pre(host string) string { return l.cfg.Prefix + ":{" + host + "}:" }
+
+func (l *Ledger) owner(s id.Session) string {
+	return l.coord + "." + strconv.FormatUint(uint64(s), 10)
+}
+
+// session maps an owner name back to a session of this coordinator, or 0.
+func (l *Ledger) session(owner string) id.Session {
+	c, s, ok := strings.Cut(owner, ".")
+	if !ok || c != l.coord {
+		return 0
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return id.Session(n)
+}
+
+// baseKeys are the keys every call declares, for host.
+func (l *Ledger) baseKeys(host string, extra int) []string {
+	p := l.pre(host)
+	return append(make([]string, 0, 5+extra), p+"n", p+"lease", p+"q", p+"dq:0", p+"dq:1")
+}
+
+func (l *Ledger) sessKeys(keys []string, host string, s id.Session) []string {
+	p, o := l.pre(host), l.owner(s)
+	return append(keys, p+"s:"+o, p+"sw:"+o, p+"co:"+l.coord)
+}
+
+func (l *Ledger) itemKeys(keys []string, host string, fp id.Fingerprint) []string {
+	p, h := l.pre(host), fp.String()
+	return append(keys, p+"wk:"+h, p+"w:"+h)
+}
+
+func (l *Ledger) args(op string, now time.Time, extra int) []any {
+	a := make([]any, 0, 9+extra)
+	a = append(a, op, strconv.FormatInt(now.UnixMicro(), 10))
+	for _, s := range l.static {
+		a = append(a, s)
+	}
+	return a
+}
+
+// touch records that this coordinator has state on host (for Tick,
+// Counts and the sweep of a dead coordinator's sessions).
+func (l *Ledger) touch(ctx context.Context, host string) error {
+	if _, ok := l.hosts[host]; ok {
+		return nil
+	}
+	// Registered before any script runs there, so a coordinator that dies
+	// never leaves state on a host its peers cannot find.
+	pipe := l.rdb.Pipeline()
+	pipe.SAdd(ctx, l.cfg.Prefix+":hosts", host)
+	pipe.SAdd(ctx, l.cfg.Prefix+":coord:"+l.coord+":hosts", host)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("redis ledger: registering host %q: %w", host, err)
+	}
+	l.hosts[host] = struct{}{}
+	l.hostList = append(l.hostList, host)
+	return nil
+}
+
+func (l *Ledger) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), l.cfg.Timeout)
+}
+
+// call is one script run on one host.
+type call struct {
+	host string
+	keys []string
+	args []any
+}
+
+// exec runs calls in one pipeline and applies their effects in order; it
+// returns each call's per-item results (nil for a failed call) and the
+// first error.
+func (l *Ledger) exec(calls []call) ([][]ledger.Result, error) {
+	ctx, cancel := l.ctx()
+	defer cancel()
+	var first error
+	for _, c := range calls {
+		if err := l.touch(ctx, c.host); err != nil {
+			l.err = err
+			return make([][]ledger.Result, len(calls)), err
+		}
+	}
+	cmds := make([]*goredis.Cmd, len(calls))
+	pipe := l.rdb.Pipeline()
+	for i, c := range calls {
+		cmds[i] = script.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	out := make([][]ledger.Result, len(calls))
+	for i, c := range calls {
+		v, err := cmds[i].Result()
+		if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
+			v, err = script.Eval(ctx, l.rdb, c.keys, c.args...).Result()
+		}
+		if err != nil {
+			err = fmt.Errorf("redis ledger: %s on host %q: %w", c.args[0], c.host, err)
+			l.err = err
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		res, err := l.apply(c.host, v)
+		if err != nil {
+			l.err = err
+			if first == nil {
+				first = err
+			}
+		}
+		out[i] = res
+	}
+	return out, first
+}
+
+// apply takes in a script's output: results, answers, events, writes and
+// the host's next lease deadline.
+func (l *Ledger) apply(host string, v any) ([]ledger.Result, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("redis ledger: script answered %T; want an array", v)
+	}
+	s := make([]string, len(arr))
+	for i, x := range arr {
+		if s[i], ok = x.(string); !ok {
+			return nil, fmt.Errorf("redis ledger: script answered %T at %d; want strings", x, i)
+		}
+	}
+	var res []ledger.Result
+	deadline := int64(-1)
+	sweep := false
+	for i := 0; i < len(s); {
+		need := map[string]int{"R": 3, "A": 6, "E": 5, "W": 8, "D": 2, "S": 2}[s[i]]
+		if need == 0 || i+need > len(s) {
+			return res, fmt.Errorf("redis ledger: bad script output at %d: %q", i, s[i:min(i+8, len(s))])
+		}
+		f := s[i : i+need]
+		i += need
+		switch f[0] {
+		case "R":
+			res = append(res, ledger.Result{Verdict: parseVerdict(f[1]), Reason: ledger.Reason(f[2])})
+		case "A":
+			fp, err := id.ParseFingerprint(f[3])
+			if err != nil {
+				return res, err
+			}
+			req, _ := strconv.ParseUint(f[2], 10, 64)
+			a := ledger.Answer{Session: l.session(f[1]), ReqID: req, FP: fp, Verdict: parseVerdict(f[4]), Reason: ledger.Reason(f[5])}
+			if a.Session == 0 {
+				l.forward(f[1], a)
+				continue
+			}
+			l.settle(a.Session, fp)
+			if a.Verdict == ledger.OK {
+				l.held(a.Session, host, fp)
+			}
+			l.answers = append(l.answers, a)
+		case "E":
+			fp, err := id.ParseFingerprint(f[3])
+			if err != nil {
+				return res, err
+			}
+			l.events = append(l.events, ledger.Event{Kind: parseKind(f[1]), Session: l.session(f[2]), FP: fp, Reason: ledger.Reason(f[4])})
+		case "W":
+			fp, err := id.ParseFingerprint(f[2])
+			if err != nil {
+				return res, err
+			}
+			at, _ := strconv.ParseInt(f[3], 10, 64)
+			w := ledger.Write{Op: parseOp(f[1]), FP: fp, Key: id.Key{Crawler: f[5], Processor: f[6], URL: f[7]}, At: time.UnixMicro(at).UTC()}
+			if f[4] == "1" {
+				w.Outcome = ledger.DoneFailed
+			}
+			l.writes = append(l.writes, w)
+		case "D":
+			deadline, _ = strconv.ParseInt(f[1], 10, 64)
+		case "S":
+			sweep = f[1] != "0"
+			if sweep {
+				l.sweeping[host] = struct{}{}
+			} else {
+				delete(l.sweeping, host)
+			}
+		}
+	}
+	_ = sweep
+	l.leases.set(host, deadline)
+	return res, nil
+}
+
+func parseVerdict(s string) ledger.Verdict {
+	switch s {
+	case "ok":
+		return ledger.OK
+	case "no":
+		return ledger.No
+	case "wait":
+		return ledger.Wait
+	}
+	return ledger.Error
+}
+
+var kinds = func() map[string]ledger.EventKind {
+	m := make(map[string]ledger.EventKind)
+	for k := ledger.EventRequested; k <= ledger.EventLeft; k++ {
+		m[k.String()] = k
+	}
+	return m
+}()
+
+func parseKind(s string) ledger.EventKind { return kinds[s] }
+
+func parseOp(s string) ledger.WriteOp {
+	switch s {
+	case "put-queued":
+		return ledger.PutQueued
+	case "put-done":
+		return ledger.PutDone
+	}
+	return ledger.Delete
+}
+
+// held notes that local session s has state on host for key fp.
+func (l *Ledger) held(s id.Session, host string, fp id.Fingerprint) {
+	l.fpHost[fp] = host
+	hs := l.sessions[s]
+	if hs == nil {
+		hs = make(map[string]struct{})
+		l.sessions[s] = hs
+	}
+	hs[host] = struct{}{}
+}
+
+// settle forgets that local session s waits on fp (it got its answer).
+func (l *Ledger) settle(s id.Session, fp id.Fingerprint) {
+	if l.inbox != nil {
+		l.inbox.settle(l.owner(s), fp)
+	}
+}
+
+// forward sends an answer for a session of another coordinator.
+func (l *Ledger) forward(owner string, a ledger.Answer) {
+	c, _, _ := strings.Cut(owner, ".")
+	msg := formatAnswer(owner, a)
+	ctx, cancel := l.ctx()
+	defer cancel()
+	// Only for speed: the waiting coordinator also polls the keys its
+	// sessions wait on, so a lost message delays the answer, no more.
+	_ = l.rdb.Publish(ctx, l.cfg.Prefix+":answers:"+c, msg).Err()
+}

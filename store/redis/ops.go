@@ -1,0 +1,334 @@
+package redis
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"drover/coord/id"
+	"drover/coord/ledger"
+)
+
+// Request asks for key k on behalf of session s (see ledger.Ledger.Request).
+func (l *Ledger) Request(now time.Time, s id.Session, reqID uint64, k id.Key, fp id.Fingerprint) (ledger.Verdict, ledger.Reason) {
+	r := l.RequestBatch(now, s, reqID, []ledger.Item{{Key: k, FP: fp}}, nil)
+	return r[0].Verdict, r[0].Reason
+}
+
+// RequestBatch requests every item for session s, one script per host, and
+// appends one Result per item to dst.
+func (l *Ledger) RequestBatch(now time.Time, s id.Session, reqID uint64, items []ledger.Item, dst []ledger.Result) []ledger.Result {
+	l.flushRetry()
+	start := len(dst)
+	dst = append(dst, make([]ledger.Result, len(items))...)
+	if s == 0 {
+		for i := range items {
+			dst[start+i] = ledger.Result{Verdict: ledger.Error, Reason: ledger.ReasonBadSession}
+		}
+		return dst
+	}
+	groups, order := groupItems(items)
+	calls := make([]call, len(order))
+	for i, host := range order {
+		idx := groups[host]
+		keys := l.sessKeys(l.baseKeys(host, 3+2*len(idx)), host, s)
+		args := append(l.args("request", now, 2+4*len(idx)), l.owner(s), strconv.FormatUint(reqID, 10))
+		for _, j := range idx {
+			it := &items[j]
+			keys = l.itemKeys(keys, host, it.FP)
+			args = append(args, it.FP.String(), it.Key.Crawler, it.Key.Processor, it.Key.URL)
+		}
+		calls[i] = call{host, keys, args}
+	}
+	all := l.due(now, calls)
+	res, _ := l.exec(all)
+	res = res[len(all)-len(calls):]
+	for i, host := range order {
+		for n, j := range groups[host] {
+			r := ledger.Result{Verdict: ledger.Error, Reason: ReasonUnavailable}
+			if n < len(res[i]) {
+				r = res[i][n]
+			}
+			dst[start+j] = r
+			if r.Verdict == ledger.OK || r.Verdict == ledger.Wait {
+				l.held(s, host, items[j].FP)
+			}
+			if r.Verdict == ledger.Wait && l.inbox != nil {
+				l.inbox.wait(l.owner(s), items[j].FP, host, reqID, s)
+			}
+		}
+	}
+	return dst
+}
+
+// due prepends to calls, for every host whose next lease deadline has
+// passed at now, a call expiring its leases: expiry is applied at the start
+// of every call that carries a time, whichever hosts it is about.
+func (l *Ledger) due(now time.Time, calls []call) []call {
+	hosts := l.leases.due(now.UnixMicro())
+	if len(hosts) == 0 {
+		return calls
+	}
+	pre := make([]call, 0, len(hosts)+len(calls))
+	for _, h := range l.hostList {
+		if _, ok := hosts[h]; ok {
+			pre = append(pre, call{h, l.baseKeys(h, 0), l.args("expire", now, 0)})
+		}
+	}
+	return append(pre, calls...)
+}
+
+// groupItems groups item indexes by host, hosts in first-seen order.
+func groupItems(items []ledger.Item) (map[string][]int, []string) {
+	groups := make(map[string][]int)
+	var order []string
+	for i := range items {
+		h := hostOf(&items[i].Key)
+		if _, ok := groups[h]; !ok {
+			order = append(order, h)
+		}
+		groups[h] = append(groups[h], i)
+	}
+	return groups, order
+}
+
+// Queue records that session s, owner of requested key fp, has queued it.
+func (l *Ledger) Queue(now time.Time, s id.Session, fp id.Fingerprint) (ledger.Verdict, ledger.Reason) {
+	r := l.QueueBatch(now, s, []id.Fingerprint{fp}, nil)
+	return r[0].Verdict, r[0].Reason
+}
+
+// QueueBatch queues every fingerprint for session s. A fingerprint this
+// coordinator has never seen is answered Error "unknown": queue is only
+// for keys the session requested here.
+func (l *Ledger) QueueBatch(now time.Time, s id.Session, fps []id.Fingerprint, dst []ledger.Result) []ledger.Result {
+	l.flushRetry()
+	start := len(dst)
+	dst = append(dst, make([]ledger.Result, len(fps))...)
+	groups := make(map[string][]int)
+	var order []string
+	for i, fp := range fps {
+		h, ok := l.fpHost[fp]
+		if !ok {
+			dst[start+i] = ledger.Result{Verdict: ledger.Error, Reason: ledger.ReasonUnknown}
+			continue
+		}
+		if _, ok := groups[h]; !ok {
+			order = append(order, h)
+		}
+		groups[h] = append(groups[h], i)
+	}
+	calls := make([]call, len(order))
+	for i, host := range order {
+		idx := groups[host]
+		keys := l.sessKeys(l.baseKeys(host, 3+2*len(idx)), host, s)
+		args := append(l.args("queue", now, 1+len(idx)), l.owner(s))
+		for _, j := range idx {
+			keys = l.itemKeys(keys, host, fps[j])
+			args = append(args, fps[j].String())
+		}
+		calls[i] = call{host, keys, args}
+	}
+	all := l.due(now, calls)
+	res, _ := l.exec(all)
+	res = res[len(all)-len(calls):]
+	for i, host := range order {
+		for n, j := range groups[host] {
+			r := ledger.Result{Verdict: ledger.Error, Reason: ReasonUnavailable}
+			if n < len(res[i]) {
+				r = res[i][n]
+			}
+			dst[start+j] = r
+		}
+	}
+	return dst
+}
+
+// Done marks key k done with outcome o, whatever its state.
+func (l *Ledger) Done(now time.Time, k id.Key, fp id.Fingerprint, o ledger.Outcome) {
+	l.DoneBatch(now, []ledger.Item{{Key: k, FP: fp}}, o)
+}
+
+// DoneBatch marks every item done with outcome o. What the store does not
+// take is sent again before the next call.
+func (l *Ledger) DoneBatch(now time.Time, items []ledger.Item, o ledger.Outcome) {
+	l.flushRetry()
+	oc := "0"
+	if o != ledger.DoneOK {
+		oc = "1"
+	}
+	groups, order := groupItems(items)
+	calls := make([]call, len(order))
+	for i, host := range order {
+		idx := groups[host]
+		keys := l.baseKeys(host, 2*len(idx))
+		args := append(l.args("done", now, 1+4*len(idx)), oc)
+		for _, j := range idx {
+			it := &items[j]
+			keys = l.itemKeys(keys, host, it.FP)
+			args = append(args, it.FP.String(), it.Key.Crawler, it.Key.Processor, it.Key.URL)
+			l.fpHost[it.FP] = host
+		}
+		calls[i] = call{host, keys, args}
+		if l.cfg.Ledger.DoneTTL != 0 || l.cfg.Ledger.FailedTTL != 0 {
+			l.sweeping[host] = struct{}{}
+		}
+	}
+	l.execRetrying(l.due(now, calls))
+}
+
+// Requeue makes key k queued whatever its state (see ledger.Ledger.Requeue).
+func (l *Ledger) Requeue(now time.Time, k id.Key, fp id.Fingerprint) {
+	l.flushRetry()
+	host := hostOf(&k)
+	l.fpHost[fp] = host
+	keys := l.itemKeys(l.baseKeys(host, 2), host, fp)
+	args := append(l.args("requeue", now, 4), fp.String(), k.Crawler, k.Processor, k.URL)
+	l.execRetrying(l.due(now, []call{{host, keys, args}}))
+}
+
+// Release lets go of everything session s holds or waits on, on every
+// host it touched.
+func (l *Ledger) Release(now time.Time, s id.Session) {
+	l.flushRetry()
+	hs := l.sessions[s]
+	if len(hs) == 0 {
+		if calls := l.due(now, nil); len(calls) > 0 {
+			l.execRetrying(calls)
+		}
+		return
+	}
+	delete(l.sessions, s)
+	if l.inbox != nil {
+		l.inbox.release(l.owner(s))
+	}
+	calls := make([]call, 0, len(hs))
+	for _, host := range l.hostList { // touched order: deterministic
+		if _, ok := hs[host]; !ok {
+			continue
+		}
+		keys := l.sessKeys(l.baseKeys(host, 3), host, s)
+		calls = append(calls, call{host, keys, append(l.args("release", now, 1), l.owner(s))})
+	}
+	l.execRetrying(l.due(now, calls))
+}
+
+// execRetrying runs calls and keeps the ones the store did not take for
+// the next call (they are idempotent or order-insensitive: done, requeue,
+// release).
+func (l *Ledger) execRetrying(calls []call) {
+	res, err := l.exec(calls)
+	if err == nil {
+		return
+	}
+	for i, c := range calls {
+		if res[i] == nil {
+			l.retry = append(l.retry, pending{c.host, c.keys, c.args})
+		}
+	}
+}
+
+// flushRetry sends again what the store did not take, oldest first.
+func (l *Ledger) flushRetry() {
+	if len(l.retry) == 0 {
+		return
+	}
+	calls := make([]call, len(l.retry))
+	for i, p := range l.retry {
+		calls[i] = call{p.host, p.keys, p.args}
+	}
+	l.retry = nil
+	l.execRetrying(calls)
+}
+
+// Pending is the number of calls waiting to be sent again.
+func (l *Ledger) Pending() int { return len(l.retry) }
+
+// Tick expires due leases on the hosts whose next lease deadline has
+// passed, and sweeps expired done records (at most SweepLimit per outcome
+// on each host with some).
+func (l *Ledger) Tick(now time.Time) {
+	l.flushRetry()
+	var calls []call
+	due := l.leases.due(now.UnixMicro())
+	for _, host := range l.hostList {
+		_, d := due[host]
+		_, s := l.sweeping[host]
+		if !d && !s {
+			continue
+		}
+		calls = append(calls, call{host, l.baseKeys(host, 0), l.args("tick", now, 0)})
+	}
+	if len(calls) > 0 {
+		_, _ = l.exec(calls)
+	}
+}
+
+// NextDeadline is the earliest lease deadline on the hosts this
+// coordinator knows.
+func (l *Ledger) NextDeadline() (time.Time, bool) {
+	us, ok := l.leases.min()
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(us).UTC(), true
+}
+
+// Restore applies a persisted record quietly: the way to rebuild the
+// ledger from, or import it into the cluster from, an embedded store.
+func (l *Ledger) Restore(w ledger.Write) {
+	host := hostOf(&w.Key)
+	if w.Key.URL == "" {
+		h, ok := l.fpHost[w.FP]
+		if !ok {
+			l.err = fmt.Errorf("redis ledger: restore %v of %v without its key: records are placed by the key's host; want Write.Key set", w.Op, w.FP)
+			return
+		}
+		host = h
+	}
+	l.fpHost[w.FP] = host
+	keys := l.itemKeys(l.baseKeys(host, 2), host, w.FP)
+	args := l.args("restore", w.At, 6)
+	args[6] = "1" // quiet
+	oc := "0"
+	if w.Outcome != ledger.DoneOK {
+		oc = "1"
+	}
+	args = append(args, w.Op.String(), w.FP.String(), oc, w.Key.Crawler, w.Key.Processor, w.Key.URL)
+	if w.Op == ledger.PutDone && (l.cfg.Ledger.DoneTTL != 0 || l.cfg.Ledger.FailedTTL != 0) {
+		l.sweeping[host] = struct{}{}
+	}
+	l.execRetrying([]call{{host, keys, args}})
+}
+
+// TakeAnswers appends the deferred answers produced (and received from
+// other coordinators) since the last call.
+func (l *Ledger) TakeAnswers(dst []ledger.Answer) []ledger.Answer {
+	if l.inbox != nil {
+		for _, a := range l.inbox.take() {
+			if h, ok := l.fpHost[a.FP]; ok && a.Verdict == ledger.OK {
+				l.held(a.Session, h, a.FP)
+			}
+			l.answers = append(l.answers, a)
+		}
+	}
+	dst = append(dst, l.answers...)
+	l.answers = l.answers[:0]
+	return dst
+}
+
+// TakeEvents appends the events produced since the last call.
+func (l *Ledger) TakeEvents(dst []ledger.Event) []ledger.Event {
+	dst = append(dst, l.events...)
+	l.events = l.events[:0]
+	return dst
+}
+
+// TakeWrites appends the records to persist since the last call (with
+// Config.Ledger.Persist): a log of the cluster's changes this coordinator
+// made, for an embedded store kept as a mirror.
+func (l *Ledger) TakeWrites(dst []ledger.Write) []ledger.Write {
+	dst = append(dst, l.writes...)
+	l.writes = l.writes[:0]
+	return dst
+}

@@ -1,0 +1,182 @@
+package redis
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"drover/coord/id"
+	"drover/coord/ledger"
+)
+
+// Lookup returns the record of fp, if this coordinator knows its host
+// (see the package comment); LookupKey finds any key.
+func (l *Ledger) Lookup(now time.Time, fp id.Fingerprint) (ledger.Record, bool) {
+	host, ok := l.fpHost[fp]
+	if !ok {
+		return ledger.Record{}, false
+	}
+	return l.lookup(now, host, fp)
+}
+
+// LookupKey returns the record of key k (fingerprint fp) at time now.
+func (l *Ledger) LookupKey(now time.Time, k id.Key, fp id.Fingerprint) (ledger.Record, bool) {
+	return l.lookup(now, hostOf(&k), fp)
+}
+
+func (l *Ledger) lookup(now time.Time, host string, fp id.Fingerprint) (ledger.Record, bool) {
+	ctx, cancel := l.ctx()
+	defer cancel()
+	p, h := l.pre(host), fp.String()
+	pipe := l.rdb.Pipeline()
+	hc := pipe.HGetAll(ctx, p+"wk:"+h)
+	nc := pipe.LLen(ctx, p+"w:"+h)
+	if _, err := pipe.Exec(ctx); err != nil {
+		l.err = err
+		return ledger.Record{}, false
+	}
+	m := hc.Val()
+	return l.record(now, fp, m, int(nc.Val()))
+}
+
+func (l *Ledger) record(now time.Time, fp id.Fingerprint, m map[string]string, waiters int) (ledger.Record, bool) {
+	r := ledger.Record{FP: fp}
+	switch m["st"] {
+	case "r":
+		r.State, r.Owner, r.Waiters = ledger.Requested, l.session(m["own"]), waiters
+	case "q":
+		r.State = ledger.Queued
+	case "d":
+		stamp, _ := strconv.ParseInt(m["t"], 10, 64)
+		r.State, r.Since = ledger.Done, time.Unix(stamp, 0).UTC()
+		ttl := l.cfg.Ledger.DoneTTL
+		if m["oc"] == "1" {
+			r.Outcome, ttl = ledger.DoneFailed, l.cfg.Ledger.FailedTTL
+		}
+		if ttl != 0 && !now.Before(r.Since.Add(ttl)) {
+			return ledger.Record{}, false
+		}
+		return r, true
+	default:
+		return ledger.Record{}, false
+	}
+	us, _ := strconv.ParseInt(m["since"], 10, 64)
+	r.Since = time.UnixMicro(us).UTC()
+	r.Key = id.Key{Crawler: m["c"], Processor: m["p"], URL: m["u"]}
+	return r, true
+}
+
+// Waiters returns the sessions waiting on fp, first in line first; those
+// of other coordinators have Session 0.
+func (l *Ledger) Waiters(fp id.Fingerprint) []ledger.Waiter {
+	host, ok := l.fpHost[fp]
+	if !ok {
+		return nil
+	}
+	ctx, cancel := l.ctx()
+	defer cancel()
+	ws, err := l.rdb.LRange(ctx, l.pre(host)+"w:"+fp.String(), 0, -1).Result()
+	if err != nil {
+		l.err = err
+		return nil
+	}
+	var out []ledger.Waiter
+	for _, w := range ws {
+		f := strings.SplitN(w, "|", 3)
+		if len(f) != 3 {
+			continue
+		}
+		req, _ := strconv.ParseUint(f[1], 10, 64)
+		us, _ := strconv.ParseInt(f[2], 10, 64)
+		out = append(out, ledger.Waiter{Session: l.session(f[0]), ReqID: req, Since: time.UnixMicro(us).UTC()})
+	}
+	return out
+}
+
+// Counts sums the counters of the hosts this coordinator has touched.
+func (l *Ledger) Counts() ledger.Counts {
+	ctx, cancel := l.ctx()
+	defer cancel()
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*goredis.SliceCmd, len(l.hostList))
+	for i, h := range l.hostList {
+		cmds[i] = pipe.HMGet(ctx, l.pre(h)+"n", "r", "q", "d", "w")
+	}
+	if len(cmds) == 0 {
+		return ledger.Counts{}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		l.err = err
+	}
+	var c ledger.Counts
+	for _, cmd := range cmds {
+		v := cmd.Val()
+		n := func(i int) int {
+			if i >= len(v) {
+				return 0
+			}
+			s, _ := v[i].(string)
+			x, _ := strconv.Atoi(s)
+			return x
+		}
+		c.Requested += n(0)
+		c.Queued += n(1)
+		c.Done += n(2)
+		c.Waiters += n(3)
+	}
+	return c
+}
+
+// Requested lists requested keys host by host, each host's oldest lease
+// first.
+func (l *Ledger) Requested(offset, limit int) []ledger.Record {
+	return l.window("lease", offset, limit)
+}
+
+// Queued lists queued keys host by host, each host's in queue order.
+func (l *Ledger) Queued(offset, limit int) []ledger.Record { return l.window("q", offset, limit) }
+
+func (l *Ledger) window(set string, offset, limit int) []ledger.Record {
+	offset = max(offset, 0)
+	if limit <= 0 {
+		return nil
+	}
+	ctx, cancel := l.ctx()
+	defer cancel()
+	var out []ledger.Record
+	now := time.Now()
+	for _, h := range l.hostList {
+		p := l.pre(h)
+		n, err := l.rdb.ZCard(ctx, p+set).Result()
+		if err != nil {
+			l.err = err
+			return out
+		}
+		if int64(offset) >= n {
+			offset -= int(n)
+			continue
+		}
+		fps, err := l.rdb.ZRange(ctx, p+set, int64(offset), int64(offset+limit-len(out)-1)).Result()
+		if err != nil {
+			l.err = err
+			return out
+		}
+		offset = 0
+		for _, s := range fps {
+			fp, err := id.ParseFingerprint(s)
+			if err != nil {
+				continue
+			}
+			if r, ok := l.lookup(now, h, fp); ok {
+				l.fpHost[fp] = h
+				out = append(out, r)
+			}
+		}
+		if len(out) >= limit {
+			break
+		}
+	}
+	return out
+}

@@ -1,0 +1,313 @@
+// Package redistest starts a local Redis Cluster for tests: six
+// redis-server processes on loopback (three masters, three replicas,
+// cluster-node-timeout 2000 ms) joined with `redis-cli --cluster create
+// --cluster-replicas 1`, and stops them when the test ends. The shell
+// equivalent for people is scripts/redis-cluster.sh.
+package redistest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Nodes is the number of redis-server processes in a cluster: three
+// masters, each with one replica.
+const Nodes = 6
+
+// NodeTimeout is the cluster-node-timeout the nodes run with: a master
+// unreachable this long is failed over to its replica.
+const NodeTimeout = 2000 * time.Millisecond
+
+// Cluster is a running local cluster. Its nodes listen on 127.0.0.1 at
+// Ports; node i's cluster bus is Ports[i]+10000.
+type Cluster struct {
+	Ports []int
+	dir   string
+	procs []*exec.Cmd
+	logf  func(string, ...any)
+}
+
+// Available reports whether redis-server and redis-cli are on the PATH,
+// and if not, what is missing.
+func Available() (bool, string) {
+	var missing []string
+	for _, b := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(b); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	if len(missing) > 0 {
+		return false, strings.Join(missing, " and ") + " not found on PATH (scripts/deps.sh test installs them)"
+	}
+	return true, ""
+}
+
+// Start starts a cluster for t, or skips t when redis-server is not
+// installed; the cluster is stopped when t ends.
+func Start(t testing.TB) *Cluster {
+	t.Helper()
+	if ok, why := Available(); !ok {
+		t.Skipf("Redis Cluster tests need redis-server: %s", why)
+	}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		c := &Cluster{dir: t.TempDir(), logf: t.Logf}
+		if err = c.start(); err == nil {
+			t.Cleanup(c.Stop)
+			return c
+		}
+		c.Stop()
+		t.Logf("starting a Redis cluster (attempt %d): %v", attempt+1, err)
+	}
+	t.Fatalf("starting a Redis cluster: %v", err)
+	return nil
+}
+
+// Launch starts a cluster with its files under dir, for a TestMain that
+// shares one cluster among a package's tests; Stop it when done.
+func Launch(dir string, logf func(string, ...any)) (*Cluster, error) {
+	if ok, why := Available(); !ok {
+		return nil, errors.New(why)
+	}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		c := &Cluster{dir: filepath.Join(dir, strconv.Itoa(attempt)), logf: logf}
+		if err = c.start(); err == nil {
+			return c, nil
+		}
+		c.Stop()
+	}
+	return nil, err
+}
+
+// Addrs are the nodes' addresses, host:port.
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.Ports))
+	for i, p := range c.Ports {
+		out[i] = "127.0.0.1:" + strconv.Itoa(p)
+	}
+	return out
+}
+
+// URL is a store URL naming every node as a seed: redis://a,b,...
+func (c *Cluster) URL() string { return "redis://" + strings.Join(c.Addrs(), ",") }
+
+// freePorts finds n consecutive ports p such that p and its cluster bus
+// port p+10000 are free on loopback.
+func freePorts(n int) ([]int, error) {
+	for try := 0; try < 50; try++ {
+		base := 20000 + rand.IntN(25000)
+		ok := true
+		for p := base; p < base+n && ok; p++ {
+			for _, q := range []int{p, p + 10000} {
+				l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q))
+				if err != nil {
+					ok = false
+					break
+				}
+				l.Close()
+			}
+		}
+		if ok {
+			ports := make([]int, n)
+			for i := range ports {
+				ports[i] = base + i
+			}
+			return ports, nil
+		}
+	}
+	return nil, errors.New("no run of free ports with free bus ports (+10000) found in 50 tries")
+}
+
+func (c *Cluster) start() error {
+	ports, err := freePorts(Nodes)
+	if err != nil {
+		return err
+	}
+	c.Ports = ports
+	for i := range ports {
+		if err := c.startNode(i); err != nil {
+			return err
+		}
+	}
+	for _, p := range ports {
+		if err := waitPing(p, 20*time.Second); err != nil {
+			return err
+		}
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("redis-cli --cluster create: %w\n%s", err, out)
+	}
+	return c.WaitOK(60 * time.Second)
+}
+
+// startNode starts (or restarts, keeping its nodes file) node i.
+func (c *Cluster) startNode(i int) error {
+	p := c.Ports[i]
+	dir := filepath.Join(c.dir, strconv.Itoa(p))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("node dir: %w", err)
+	}
+	cmd := exec.Command("redis-server",
+		"--port", strconv.Itoa(p), "--bind", "127.0.0.1", "--protected-mode", "yes",
+		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", strconv.Itoa(int(NodeTimeout/time.Millisecond)),
+		"--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no",
+		"--logfile", "redis.log")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting redis-server on port %d: %w", p, err)
+	}
+	for len(c.procs) <= i {
+		c.procs = append(c.procs, nil)
+	}
+	c.procs[i] = cmd
+	return nil
+}
+
+// Stop stops every node (SIGTERM, then SIGKILL after 10 s) and waits for them.
+func (c *Cluster) Stop() {
+	for i := range c.procs {
+		c.stopNode(i, syscall.SIGTERM)
+	}
+}
+
+func (c *Cluster) stopNode(i int, sig syscall.Signal) {
+	cmd := c.procs[i]
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	c.procs[i] = nil
+	_ = cmd.Process.Signal(sig)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Kill sends SIGKILL to node i and waits for it to exit.
+func (c *Cluster) Kill(i int) { c.stopNode(i, syscall.SIGKILL) }
+
+// Restart starts node i again after Kill, with its cluster identity.
+func (c *Cluster) Restart(i int) error {
+	if err := c.startNode(i); err != nil {
+		return err
+	}
+	return waitPing(c.Ports[i], 20*time.Second)
+}
+
+// Cli runs redis-cli against node i and returns its output.
+func (c *Cluster) Cli(i int, args ...string) (string, error) {
+	return cli(c.Ports[i], args...)
+}
+
+func cli(port int, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "redis-cli", append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(port)}, args...)...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("redis-cli -p %d %s: %w: %s", port, strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return string(out), nil
+}
+
+// Info returns field of node i's INFO section (e.g. "replication",
+// "role"), or "" if absent.
+func (c *Cluster) Info(i int, section, field string) string {
+	out, err := c.Cli(i, "info", section)
+	if err != nil {
+		return ""
+	}
+	return infoField(out, field)
+}
+
+func infoField(out, field string) string {
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Masters returns the indexes of the nodes that are masters now.
+func (c *Cluster) Masters() []int {
+	var out []int
+	for i := range c.Ports {
+		if c.procs[i] != nil && c.Info(i, "replication", "role") == "master" {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// WaitOK polls every running node until it reports cluster_state:ok and
+// every running replica reports master_link_status:up, or the timeout
+// passes.
+func (c *Cluster) WaitOK(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		bad := ""
+		for i, p := range c.Ports {
+			if c.procs[i] == nil {
+				continue
+			}
+			out, err := cli(p, "cluster", "info")
+			if err != nil {
+				bad = err.Error()
+				break
+			}
+			if st := infoField(out, "cluster_state"); st != "ok" {
+				bad = fmt.Sprintf("node %d: cluster_state:%s", p, st)
+				break
+			}
+			if c.Info(i, "replication", "role") == "slave" {
+				if st := c.Info(i, "replication", "master_link_status"); st != "up" {
+					bad = fmt.Sprintf("replica %d: master_link_status:%s", p, st)
+					break
+				}
+			}
+		}
+		if bad == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster not ok after %v: %s", timeout, bad)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func waitPing(port int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		out, err := cli(port, "ping")
+		if err == nil && strings.TrimSpace(out) == "PONG" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redis-server on port %d did not answer PING within %v: %v", port, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

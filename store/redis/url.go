@@ -1,0 +1,117 @@
+package redis
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// Target is a parsed store URL: where the cluster's seed nodes are and
+// how to log in. String never shows the password.
+type Target struct {
+	Addrs    []string // seed nodes, host:port; the rest of the topology is discovered
+	TLS      bool     // rediss://: TLS to every node
+	Username string   // ACL user, "" for the default user
+	Password string   // "" for none
+}
+
+// ParseURL parses redis://[user:password@]HOST:PORT[,HOST:PORT...] or the
+// same with rediss:// (TLS). The port defaults to 6379.
+func ParseURL(raw string) (Target, error) {
+	var t Target
+	scheme, rest, ok := strings.Cut(raw, "://")
+	switch {
+	case !ok:
+		return t, fmt.Errorf("store URL %q: want redis://HOST:PORT[,HOST:PORT...] or rediss://...", redact(raw))
+	case scheme == "redis":
+	case scheme == "rediss":
+		t.TLS = true
+	default:
+		return t, fmt.Errorf("store URL %q: scheme %q; want redis or rediss", redact(raw), scheme)
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		if strings.Trim(rest[i:], "/") != "" {
+			return t, fmt.Errorf("store URL %q: unexpected %q after the hosts; want redis://HOST:PORT[,HOST:PORT...] (cluster mode has no database number)", redact(raw), rest[i:])
+		}
+		rest = rest[:i]
+	}
+	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+		info := rest[:at]
+		rest = rest[at+1:]
+		user, pass, hasPass := strings.Cut(info, ":")
+		var err error
+		if t.Username, err = url.PathUnescape(user); err != nil {
+			return Target{}, fmt.Errorf("store URL %q: user name: %w", redact(raw), err)
+		}
+		if hasPass {
+			if t.Password, err = url.PathUnescape(pass); err != nil {
+				return Target{}, fmt.Errorf("store URL %q: password is not validly escaped: %w", redact(raw), err)
+			}
+		}
+	}
+	for _, h := range strings.Split(rest, ",") {
+		if h == "" {
+			return Target{}, fmt.Errorf("store URL %q: empty host; want HOST:PORT[,HOST:PORT...]", redact(raw))
+		}
+		host, port, err := net.SplitHostPort(h)
+		if err != nil {
+			host, port = h, "6379"
+			if strings.Contains(h, ":") && !strings.HasPrefix(h, "[") {
+				return Target{}, fmt.Errorf("store URL %q: host %q: %w", redact(raw), h, err)
+			}
+			host = strings.Trim(host, "[]")
+		}
+		if host == "" || port == "" {
+			return Target{}, fmt.Errorf("store URL %q: host %q: want HOST:PORT", redact(raw), h)
+		}
+		t.Addrs = append(t.Addrs, net.JoinHostPort(host, port))
+	}
+	return t, nil
+}
+
+// String is the URL with the password replaced by "xxxxx".
+func (t Target) String() string {
+	var b strings.Builder
+	b.WriteString("redis")
+	if t.TLS {
+		b.WriteString("s")
+	}
+	b.WriteString("://")
+	if t.Username != "" || t.Password != "" {
+		b.WriteString(url.PathEscape(t.Username))
+		if t.Password != "" {
+			b.WriteString(":xxxxx")
+		}
+		b.WriteString("@")
+	}
+	b.WriteString(strings.Join(t.Addrs, ","))
+	return b.String()
+}
+
+// tlsConfig is the TLS configuration of a rediss:// target: the system's
+// roots, TLS 1.2 at least.
+func (t Target) tlsConfig() *tls.Config {
+	if !t.TLS {
+		return nil
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12}
+}
+
+// redact hides a password in a URL that did not parse.
+func redact(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		return raw
+	}
+	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
+}
