@@ -203,7 +203,7 @@ type JobRow struct {
 type Attempt struct {
 	Worker  string    `json:"worker"`
 	At      time.Time `json:"at"`
-	Outcome string    `json:"outcome"` // ok, internal, external, throttled, lost, evicted, requeued, or empty while running
+	Outcome string    `json:"outcome"` // ok, internal, external, throttled, lost, evicted, requeued, skipped, or empty while running
 	Error   string    `json:"error,omitempty"`
 }
 

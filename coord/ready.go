@@ -39,6 +39,7 @@ func (c Close) Lost() bool { return c.Reason == CloseLost }
 type Cancel struct {
 	Session id.Session
 	Run     broker.Run
+	Reason  string // why, for the worker's log ("": requeued by an operator)
 }
 
 // Output is everything the transport has to carry out after a step. It is

@@ -90,6 +90,10 @@ func (c *Coordinator) Hello(now time.Time, s id.Session, h Hello) (Welcome, erro
 		if err != nil {
 			return Welcome{}, fmt.Errorf("hello: %w", err)
 		}
+		// Runs of other workers an adopted unrecorded attempt superseded.
+		for _, sr := range c.brk.TakeSuperseded(nil) {
+			c.cancels = append(c.cancels, Cancel{Session: sr.Session, Run: sr.Run, Reason: "superseded by a later attempt dispatched before the coordinator restarted"})
+		}
 	}
 	ss := &session{id: s, role: h.Role, name: h.ID, detail: "session " + sessionName(s), beat: beat, since: now}
 	c.sessions[s] = ss

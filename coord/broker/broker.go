@@ -239,6 +239,12 @@ type Assignment struct {
 	Job     JobID
 	Spec    *Spec
 	Attempt int
+	// AfterRestore: the job's first dispatch since a restore, which
+	// skipped attempt Attempt-1 (it may have been dispatched, unrecorded,
+	// before the restart: unrecorded.go). Its JOB must not leave before
+	// this dispatch is durable, or a second crash could skip to Attempt
+	// again.
+	AfterRestore bool
 }
 
 // Finished is a job's terminal outcome: the coordinator marks the key done
@@ -309,6 +315,9 @@ type Broker struct {
 	budgets  map[string]*budget // page budgets by crawler (budget.go)
 	events   []admin.Event
 	closed   []Closed
+	// superseded: runs of connected workers an adopted unrecorded attempt
+	// took over, to be told CANCEL (unrecorded.go)
+	superseded []SessionRun
 
 	dispatches, completions, failures, throttles, orphans uint64
 

@@ -61,6 +61,7 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 		}
 		b.setState(j, Dispatched, t)
 		b.hold(w, j)
+		skipped := b.skipUnrecorded(j, t) // unrecorded.go
 		b.countAttempt(j)
 		j.addAttempt(w.id, t, b.cfg.HistoryLimit)
 		b.dispatches++
@@ -70,7 +71,7 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 		if w.free() > 0 {
 			b.ready.insert(w) // at the back: it is now the most recently used
 		}
-		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: &j.spec, Attempt: int(j.attempts)})
+		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: &j.spec, Attempt: int(j.attempts), AfterRestore: skipped})
 		b.emit(admin.Event{At: now, Kind: admin.EventJobDispatched, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id})
 		if next == nil {
 			next = b.ready.head

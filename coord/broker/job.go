@@ -17,6 +17,9 @@ type job struct {
 	hostPos int32   // position in host.ids
 	heldIdx int32   // position in worker.held, -1 when not held
 	state   JobState
+	// unrec: restored, and attempt attempts+1 may have been dispatched
+	// before the restart without being recorded (unrecorded.go).
+	unrec bool
 
 	attempts, failures, throttles int32
 

@@ -198,6 +198,7 @@ func (b *Broker) Restore(r *JobRecord) error {
 	h.ids = append(h.ids, j.id)
 	b.byKey[r.FP] = j.id
 	j.state = st
+	j.unrec = st == Queued || st == Backoff || st == Dispatched
 	b.count[st]++
 	b.countCrawl(j, 0, st)
 	b.age.add(j.id, st)

@@ -125,7 +125,8 @@ func (b *Broker) syncReady(w *worker) {
 // requeued uncharged. A held run that is the current attempt of a job the
 // broker has put back in the queue meanwhile (the worker was lost, or the
 // coordinator restarted) is re-adopted: the same attempt goes on, on this
-// worker, and no new attempt is counted. Held runs that are unknown,
+// worker, and no new attempt is counted. After a restore, a held run one
+// attempt past the job's restored one is adopted (unrecorded.go). Held runs that are unknown,
 // finished, of another attempt or another worker's are left alone (their
 // results will be stale; the caller tells the worker to drop them).
 func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []Run) error {
@@ -185,6 +186,10 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 	}
 	b.gen++
 	for _, r := range held {
+		if b.adoptUnrecorded(now, t, nw, r) { // unrecorded.go
+			continue
+		}
+		b.nameSkipped(now, nw.id, r)
 		j := b.jobs.get(r.Job)
 		if j == nil || j.state != Queued || int(j.attempts) != r.Attempt || r.Attempt < 1 {
 			continue

@@ -8,6 +8,7 @@ import (
 
 	"drover/admin"
 	"drover/coord"
+	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/net/wire"
 	"drover/store"
@@ -21,12 +22,18 @@ import (
 //
 //   - acknowledgements that promise durability (SUBMITTED, VERDICTS
 //     answering QUEUE and DONE, RESULT-OK);
-//   - JOBs: a dispatch is durable before its JOB leaves, so after a crash
-//     the restored job names every attempt that may be running (its worker
-//     reclaims it, or the next dispatch is a new attempt), never one that
-//     never left and never one a worker runs unknown to the store;
-//   - CANCELs, so that a worker never gets a cancel before the JOB it
-//     cancels, nor a new attempt before the cancel of the old;
+//   - JOBs that could otherwise name a run twice across a crash: a JOB
+//     leaves at once when every earlier record of its job is durable (its
+//     creation included), else it waits for the step's batch (see
+//     leavesNow). So a crash loses at most one dispatch per job: the store
+//     shows the job at attempt K while a worker may run K+1 — never K+2,
+//     which would have waited for K+1's record. A restore treats K+1 as
+//     possibly running: the worker that re-announces it has it adopted,
+//     else the next dispatch skips it (coord/broker/unrecorded.go), and
+//     that first dispatch after a restore waits for its batch;
+//   - CANCELs whose job has a JOB still held, so that a worker never gets
+//     a cancel before the JOB it cancels, nor a new attempt before the
+//     cancel of the old;
 //   - events (the events socket and Options.OnEvent: the notifier), so
 //     that nothing published is taken back by a crash: a job.done is
 //     published once, when the job's done record is durable, and the
@@ -73,6 +80,95 @@ type durable struct {
 	failed  error         // the failure, once the reactor saw it
 	look    doneLookup    // the bounded done set's marks and scratch (donelookup.go)
 	ring    chan struct{} // the store got further (a buffer of one)
+
+	// Which jobs' records are not yet durable (leavesNow): the latest
+	// batch holding a record of each, the job ids of each batch not yet
+	// released, and the highest job id created by an applied batch and by
+	// a released one.
+	pend      map[broker.JobID]uint64
+	inflight  []batchJobs
+	lastID    broker.JobID
+	durableID broker.JobID
+}
+
+// batchJobs are the jobs with a record in batch seq, and the highest job id
+// allocated when it was applied.
+type batchJobs struct {
+	seq  uint64
+	ids  []broker.JobID
+	last broker.JobID
+}
+
+// leavesNow reports whether the JOB of assignment a may leave before the
+// step's batch is durable: every earlier record of its job is durable
+// (none waits in an applied batch, and the batch that created it is
+// released), and it is not the job's first dispatch since a restore. Then
+// a crash before the batch can lose this dispatch only as the one attempt
+// after the job's durable record, which a restore treats as possibly
+// running. Without a store every JOB leaves at once.
+func (s *Server) leavesNow(a *broker.Assignment) bool {
+	d := s.dur
+	if d == nil || d.failed != nil {
+		return true
+	}
+	return !a.AfterRestore && a.Job <= d.durableID && d.pend[a.Job] == 0
+}
+
+// cancelWaits reports whether a CANCEL must wait for the step's batch: a
+// JOB of one of its jobs is still held, and the CANCEL must not overtake
+// it (nor may a new attempt overtake the CANCEL: its job waits too).
+func (s *Server) cancelWaits(m *wire.Cancel) bool {
+	d := s.dur
+	if d == nil {
+		return false
+	}
+	for _, r := range m.Runs {
+		if d.pend[broker.JobID(r.JobID)] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// notePending records the jobs with a record in batch seq (writes).
+func (d *durable) notePending(seq uint64, writes []coord.Record) {
+	if d.pend == nil {
+		d.pend = make(map[broker.JobID]uint64)
+	}
+	bj := batchJobs{seq: seq, last: d.lastID}
+	for i := range writes {
+		switch w := &writes[i]; w.Kind {
+		case coord.RecordJob:
+			bj.ids = append(bj.ids, w.Job.ID)
+			d.pend[w.Job.ID] = seq
+		case coord.RecordMeta:
+			if w.Meta.Name == coord.MetaLastJob {
+				bj.last = max(bj.last, broker.JobID(w.Meta.Value))
+			}
+		}
+	}
+	d.lastID = bj.last
+	d.inflight = append(d.inflight, bj)
+}
+
+// releasePending forgets the records of batches up to done: they are
+// durable and their held messages were delivered.
+func (d *durable) releasePending(done uint64) {
+	n := 0
+	for ; n < len(d.inflight) && d.inflight[n].seq <= done; n++ {
+		bj := &d.inflight[n]
+		for _, j := range bj.ids {
+			if d.pend[j] == bj.seq {
+				delete(d.pend, j)
+			}
+		}
+		d.durableID = max(d.durableID, bj.last)
+	}
+	if n > 0 {
+		m := copy(d.inflight, d.inflight[n:])
+		clear(d.inflight[m:])
+		d.inflight = d.inflight[:m]
+	}
 }
 
 // callback is the done function of batch seq: it runs on the store's
@@ -184,6 +280,7 @@ func (s *Server) persist(writes []coord.Record) {
 		seq := d.applied
 		s.markBatch(seq)   // donelookup.go
 		s.markResults(seq) // results.go
+		d.notePending(seq, writes)
 		for i := range d.step {
 			d.step[i].seq = seq
 		}
@@ -245,6 +342,7 @@ func (s *Server) release() error {
 		clear(d.waiting[m:])
 		d.waiting = d.waiting[:m]
 	}
+	d.releasePending(done) // after the delivery: the held JOBs are out
 	return nil
 }
 

@@ -202,7 +202,7 @@ func TestStoreAcksHeldUntilDurable(t *testing.T) {
 // the coordinator died: w-gone reconnecting with the job held gets it back
 // (its RESULT is recorded, the job is not dispatched again); with nobody
 // reclaiming it, another worker gets it after the reclaim timeout,
-// uncharged.
+// uncharged, as attempt 3 (attempt 2 may have left unrecorded: skipped).
 func TestStoreReclaim(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -238,10 +238,11 @@ func TestStoreReclaim(t *testing.T) {
 			attempt := uint32(1) // the reclaimed run goes on
 			if tc.held == nil {
 				j := expect[*wire.Job](t, w.recv())
-				if len(j.Jobs) != 1 || j.Jobs[0].JobID != 1 || j.Jobs[0].Attempt != 2 {
-					t.Fatalf("job %+v: want job 1 requeued after the reclaim timeout, attempt 2", j.Jobs)
+				// Attempt 2 may have left unrecorded before the crash: skipped.
+				if len(j.Jobs) != 1 || j.Jobs[0].JobID != 1 || j.Jobs[0].Attempt != 3 {
+					t.Fatalf("job %+v: want job 1 requeued after the reclaim timeout, attempt 3", j.Jobs)
 				}
-				attempt = 2
+				attempt = 3
 			}
 			w.send(&wire.Result{Req: 3, Items: []wire.ResultItem{{JobID: 1, Attempt: attempt, Outcome: wire.OutcomeOK}}})
 			// A JOB here would mean job 1 was dispatched again.

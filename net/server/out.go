@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"time"
 
 	"drover/admin"
@@ -145,7 +146,8 @@ func (s *Server) answerGroup(as []coord.Answer) {
 	s.send(s.peers, p.ident, &wire.Answer{Req: a0.ReqID, Items: items})
 }
 
-// dispatch sends the jobs of this step, one JOB message per worker. A JOB
+// dispatch sends the jobs of this step, one JOB message per worker (two
+// when some of its jobs must wait for the step's batch: durable.go). A JOB
 // that cannot be delivered (the worker vanished, or its queue is full) ends
 // the worker's session, which puts its jobs back in the queue uncharged:
 // a job is never lost in the transport.
@@ -155,24 +157,33 @@ func (s *Server) dispatch(now time.Time, out *coord.Output) {
 	}
 	clear(s.batches)
 	order := s.order[:0]
-	for _, a := range out.Jobs {
-		msg, ok := s.batches[a.Session]
+	for i := range out.Jobs {
+		a := &out.Jobs[i]
+		k := jobBatch{sid: a.Session, wait: !s.leavesNow(a)} // durable.go
+		msg, ok := s.batches[k]
 		if !ok {
 			msg = newJobMsg()
-			s.batches[a.Session] = msg
-			order = append(order, a.Session)
+			s.batches[k] = msg
+			order = append(order, k)
 		}
 		msg.Jobs = append(msg.Jobs, wire.JobItem{
 			JobID: uint64(a.Job), Attempt: uint32(a.Attempt), Key: a.Spec.Key,
 			Headers: toWireHeaders(a.Spec.Headers), Payload: a.Spec.Payload,
 		})
 	}
-	for _, sid := range order {
-		if !s.hold(held{kind: heldJob, sid: sid, msg: s.batches[sid]}) {
-			s.sendJob(now, sid, s.batches[sid])
+	for _, k := range order {
+		if !k.wait || !s.hold(held{kind: heldJob, sid: k.sid, msg: s.batches[k]}) {
+			s.sendJob(now, k.sid, s.batches[k])
 		}
 	}
 	s.order = order
+}
+
+// jobBatch is one JOB message of a step: to session sid, sent at once or
+// held for the step's batch (wait).
+type jobBatch struct {
+	sid  id.Session
+	wait bool
 }
 
 // sendJob sends a JOB to session sid. A session that ended meanwhile (its
@@ -260,11 +271,11 @@ func (s *Server) cancel(now time.Time, cs []coord.Cancel) {
 		for j < len(cs) && cs[j].Session == cs[i].Session {
 			j++
 		}
-		msg := &wire.Cancel{Reason: "requeued by an operator"}
+		msg := &wire.Cancel{Reason: cmp.Or(cs[i].Reason, "requeued by an operator")}
 		for _, c := range cs[i:j] {
 			msg.Runs = append(msg.Runs, toWireRun(c.Run))
 		}
-		if !s.hold(held{kind: heldOther, sid: cs[i].Session, msg: msg}) {
+		if !s.cancelWaits(msg) || !s.hold(held{kind: heldOther, sid: cs[i].Session, msg: msg}) {
 			if p, ok := s.peer[cs[i].Session]; ok && s.send(s.peers, p.ident, msg) {
 				p.lastSent = now
 			}

@@ -146,8 +146,8 @@ type Server struct {
 	lastBeatScan time.Time
 	lastTotals   time.Time
 	dirty        bool
-	batches      map[id.Session]*wire.Job // dispatch scratch
-	order        []id.Session
+	batches      map[jobBatch]*wire.Job // dispatch scratch
+	order        []jobBatch
 
 	stats Stats
 	ready atomic.Bool
@@ -239,7 +239,7 @@ func New(opts Options) (*Server, error) {
 		owners: make(map[ownerKey]id.Session),
 		seq:    inprocSeq.Add(1),
 
-		batches: make(map[id.Session]*wire.Job),
+		batches: make(map[jobBatch]*wire.Job),
 	}
 	if opts.Store != nil {
 		// Restore before binding: no session may say HELLO mid-restore.
@@ -247,6 +247,7 @@ func New(opts Options) (*Server, error) {
 		if s.restored, s.storeSt, err = restore(c, opts.Store, opts.Clock.Now); err != nil {
 			return nil, err
 		}
+		s.dur.lastID, s.dur.durableID = s.restored.LastJob, s.restored.LastJob
 		s.log.Info("restored from the store", "path", opts.Store.Path(), "sync", opts.Store.SyncPolicy(),
 			"elapsed", s.storeSt.Elapsed, "summary", s.restored.String())
 	}

@@ -1,0 +1,127 @@
+package broker
+
+import (
+	"strconv"
+	"time"
+
+	"drover/admin"
+	"drover/coord/id"
+)
+
+// Unrecorded dispatches (issue 14). A durable coordinator does not make a
+// JOB wait for the fsync of its dispatch record (net/server): a JOB leaves
+// as soon as every earlier record of its job is durable. So a crash can
+// lose a dispatch that a worker received: the store shows the job at
+// attempt K (queued, in back-off, or dispatched to the worker of attempt
+// K) while a worker runs attempt K+1. Never more than one: attempt K+2
+// would have waited for the record of K+1.
+//
+// A restore therefore marks every job that was not finished: attempt K+1
+// may be out there (job.unrec). Then, for such a job:
+//
+//   - a worker that says HELLO listing run (job, K+1) gets it adopted: the
+//     run goes on as the job's current attempt, on that worker, and the
+//     history records it (the attempt K it superseded, if the job was
+//     still dispatched, ends "requeued", and its worker, if connected, is
+//     told CANCEL);
+//   - otherwise the job's next dispatch skips attempt K+1: the history
+//     records it as "skipped" by no worker, and the dispatch is attempt
+//     K+2 (Assignment.AfterRestore: its JOB waits until it is durable, so a
+//     second crash cannot skip to K+2 again). A worker that re-announces
+//     the skipped run later is told to drop it, and the skipped entry
+//     names it. No (job, attempt) ever names two runs.
+
+// OutcomeSkipped is the outcome of an attempt number a restart skipped: the
+// attempt may have been dispatched before the restart without being
+// recorded, so it is never given out again.
+const OutcomeSkipped = "skipped"
+
+// SessionRun is a run of a live worker session.
+type SessionRun struct {
+	Session id.Session
+	Run     Run
+}
+
+// skipUnrecorded skips the attempt number a restart may have lost, before
+// j's first dispatch since: it reports whether it did.
+func (b *Broker) skipUnrecorded(j *job, t int64) bool {
+	if !j.unrec {
+		return false
+	}
+	j.unrec = false
+	b.countAttempt(j)
+	j.addAttempt("", t, b.cfg.HistoryLimit)
+	j.endAttempt(OutcomeSkipped, "may have been dispatched before the coordinator restarted, unrecorded: never given out again")
+	return true
+}
+
+// adoptUnrecorded adopts run r for worker nw when it is the attempt a
+// restart may have lost (see above); it reports whether it did.
+func (b *Broker) adoptUnrecorded(now time.Time, t int64, nw *worker, r Run) bool {
+	j := b.jobs.get(r.Job)
+	if j == nil || !j.unrec || r.Attempt != int(j.attempts)+1 {
+		return false
+	}
+	switch j.state {
+	case Queued:
+		b.unqueue(j)
+	case Backoff:
+		j.host.backoff.remove(j)
+		if j.retryAt != 0 {
+			b.setRetryAt(j, 0)
+		}
+	case Dispatched:
+		// The later attempt proves this one ended before the crash.
+		w := j.worker
+		b.release(j)
+		j.endAttempt("requeued", "superseded by attempt "+strconv.Itoa(r.Attempt)+" on "+nw.id+", dispatched before the coordinator restarted")
+		if w != nw && !isPlaceholder(w) && !w.lost {
+			b.superseded = append(b.superseded, SessionRun{Session: w.session, Run: Run{Job: j.id, Attempt: int(j.attempts)}})
+			b.syncReady(w)
+			defer b.closeIfDrained(now, w)
+		}
+	default:
+		return false
+	}
+	j.unrec = false
+	b.setState(j, Dispatched, t)
+	b.hold(nw, j)
+	b.countAttempt(j)
+	j.addAttempt(nw.id, t, b.cfg.HistoryLimit)
+	b.dispatches++
+	b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: nw.id,
+		Detail: "adopted attempt " + strconv.Itoa(r.Attempt) + ": dispatched before the coordinator restarted, not recorded"})
+	return true
+}
+
+// nameSkipped records, in the history entry of a skipped attempt, the
+// worker that re-announced it: the run happened, on that worker, before the
+// restart. The worker is told to drop it (a later attempt is current).
+func (b *Broker) nameSkipped(now time.Time, wid string, r Run) {
+	j := b.jobs.get(r.Job)
+	if j == nil {
+		return
+	}
+	i := len(j.history) - 1 - (int(j.attempts) - r.Attempt)
+	if r.Attempt < 1 || i < 0 || i >= len(j.history) {
+		return
+	}
+	a := &j.history[i]
+	if a.worker != "" || a.outcome != OutcomeSkipped {
+		return
+	}
+	a.worker = wid
+	a.err = "ran on " + wid + " before the coordinator restarted, unrecorded; dropped when it re-announced it"
+	b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: wid,
+		Detail: "skipped attempt " + strconv.Itoa(r.Attempt) + " re-announced: dropped"})
+}
+
+// TakeSuperseded appends to dst the runs of connected workers that an
+// adopted unrecorded attempt superseded since the last call: each must be
+// told CANCEL.
+func (b *Broker) TakeSuperseded(dst []SessionRun) []SessionRun {
+	dst = append(dst, b.superseded...)
+	clear(b.superseded)
+	b.superseded = b.superseded[:0]
+	return dst
+}

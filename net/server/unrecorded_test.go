@@ -1,0 +1,234 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"drover/coord"
+	"drover/coord/broker"
+	"drover/net/wire"
+	"drover/net/zsock"
+	"drover/store"
+)
+
+// TestUnrecordedChild is the coordinator process of
+// TestUnrecordedDispatchSurvivesKill: a server on a store whose batches a
+// gate can hold (commands on stdin: close, open, stop), killed by the
+// parent.
+func TestUnrecordedChild(t *testing.T) {
+	dir := os.Getenv("DROVER_UNRECORDED_DIR")
+	if dir == "" {
+		t.Skip("helper process for TestUnrecordedDispatchSurvivesKill")
+	}
+	st, err := store.Open(store.Options{Path: dir, Sync: store.SyncAlways})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	g := &gatedStore{}
+	s, err := New(Options{Peers: zsock.Ephemeral, Admin: zsock.Ephemeral, Events: "-", Store: st, BeforeCommit: g.beforeCommit,
+		Coord: coord.Config{Heartbeat: 5 * time.Second, ReclaimTimeout: time.Minute}})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	fmt.Println("ready", s.PeersEndpoint())
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		switch sc.Text() {
+		case "close":
+			g.close()
+		case "open":
+			g.open()
+		case "stop":
+			g.open()
+			cancel()
+			if err := <-ran; err != nil {
+				fmt.Println("error", err)
+				os.Exit(2)
+			}
+			if err := st.Close(); err != nil {
+				fmt.Println("error", err)
+				os.Exit(2)
+			}
+		}
+		fmt.Println("did", sc.Text())
+	}
+	os.Exit(0) // stdin closed: the parent is gone
+}
+
+// unrecChild is a running TestUnrecordedChild.
+type unrecChild struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan string
+	peers string
+}
+
+func startUnrecChild(t *testing.T, dir string) *unrecChild {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestUnrecordedChild$")
+	cmd.Env = append(os.Environ(), "DROVER_UNRECORDED_DIR="+dir)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &unrecChild{t: t, cmd: cmd, in: in, lines: make(chan string, 16)}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	go func() {
+		defer close(c.lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+	}()
+	c.peers = strings.TrimPrefix(c.line("ready "), "ready ")
+	return c
+}
+
+// line returns the child's next line, which must start with prefix.
+func (c *unrecChild) line(prefix string) string {
+	c.t.Helper()
+	select {
+	case l, ok := <-c.lines:
+		if !ok || !strings.HasPrefix(l, prefix) {
+			c.t.Fatalf("coordinator process said %q (open %v), want %q...", l, ok, prefix)
+		}
+		return l
+	case <-time.After(30 * time.Second):
+		c.t.Fatalf("coordinator process: no %q within 30s", prefix)
+	}
+	return ""
+}
+
+// do sends a command and waits until the child did it.
+func (c *unrecChild) do(cmd string) {
+	c.t.Helper()
+	if _, err := fmt.Fprintln(c.in, cmd); err != nil {
+		c.t.Fatal(err)
+	}
+	c.line("did " + cmd)
+}
+
+func (c *unrecChild) kill() {
+	c.cmd.Process.Kill()
+	c.cmd.Wait()
+}
+
+// TestUnrecordedDispatchSurvivesKill: a JOB does not wait for the fsync
+// of its dispatch, and a SIGKILL that loses the dispatch never lets one
+// run identity (job, attempt) name two runs. A coordinator process
+// dispatches two jobs, whose submits are durable, to worker w-a while its
+// store's batches are held back: the JOBs leave at once (the old design
+// held them until durable: this test fails there). The process is killed:
+// the store never saw the dispatches. After a restart on the store, worker
+// w-b comes first and gets job 1 as attempt 2 (attempt 1 is skipped: it
+// may be running unrecorded), and that first dispatch after a restart
+// waits for its batch. Then w-a reconnects holding both runs: job 2's
+// attempt 1 is adopted (its RESULT recorded), job 1's attempt 1 is
+// cancelled and its skipped history entry names w-a.
+func TestUnrecordedDispatchSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	dir := filepath.Join(t.TempDir(), "store")
+	c1 := startUnrecChild(t, dir)
+	p := dial(t, c1.peers)
+	hello(t, p, wire.RoleProducer, "p1", 0)
+	p.send(&wire.Submit{Req: 2, Jobs: []wire.SubmitItem{{Key: key("http://a.test/1")}, {Key: key("http://a.test/2")}}})
+	expect[*wire.Submitted](t, p.recv()) // durable
+
+	c1.do("close")
+	a := dial(t, c1.peers)
+	hello(t, a, wire.RoleWorker, "w-a", 2)
+	var runs []wire.Run
+	for len(runs) < 2 {
+		m, err := a.recvWithin(10 * time.Second)
+		if err != nil {
+			t.Fatalf("worker got %v while the dispatch's batch was not durable: %v; want the JOBs at once", runs, err)
+		}
+		for _, it := range expect[*wire.Job](t, m).Jobs {
+			runs = append(runs, wire.Run{JobID: it.JobID, Attempt: it.Attempt})
+		}
+	}
+	slices.SortFunc(runs, func(x, y wire.Run) int { return int(x.JobID) - int(y.JobID) })
+	if want := []wire.Run{{JobID: 1, Attempt: 1}, {JobID: 2, Attempt: 1}}; !slices.Equal(runs, want) {
+		t.Fatalf("runs %v, want %v", runs, want)
+	}
+	c1.kill() // the dispatches were never written
+
+	c2 := startUnrecChild(t, dir)
+	c2.do("close")
+	b := dial(t, c2.peers)
+	hello(t, b, wire.RoleWorker, "w-b", 1)
+	if m, err := b.recvWithin(500 * time.Millisecond); err == nil {
+		t.Fatalf("w-b got %s %+v before the first dispatch after the restart was durable", m.Command(), m)
+	}
+	c2.do("open")
+	jb := expect[*wire.Job](t, b.recv())
+	if len(jb.Jobs) != 1 || jb.Jobs[0].JobID != 1 || jb.Jobs[0].Attempt != 2 {
+		t.Fatalf("w-b got %+v: want job 1 as attempt 2 (attempt 1 skipped)", jb.Jobs)
+	}
+
+	a2 := dial(t, c2.peers)
+	a2.send(&wire.Hello{Req: 1, Role: wire.RoleWorker, ID: "w-a", Host: "test", Slots: 2, Held: runs})
+	w := expect[*wire.Welcome](t, a2.recv())
+	if want := []wire.Run{{JobID: 1, Attempt: 1}}; !slices.Equal(w.Cancel, want) {
+		t.Fatalf("welcome cancels %v, want %v: job 1's attempt 1 dropped, job 2's adopted", w.Cancel, want)
+	}
+	a2.send(&wire.Result{Req: 2, Items: []wire.ResultItem{{JobID: 2, Attempt: 1, Outcome: wire.OutcomeOK}}})
+	b.send(&wire.Result{Req: 2, Items: []wire.ResultItem{{JobID: 1, Attempt: 2, Outcome: wire.OutcomeOK}}})
+	for _, c := range []*rawClient{a2, b} {
+		ok := expect[*wire.ResultOK](t, c.recv())
+		if ok.Items[0].Status != wire.ResultRecorded {
+			t.Fatalf("result-ok %+v: want recorded", ok.Items)
+		}
+	}
+	c2.do("stop")
+
+	st := openStore(t, dir, store.SyncAlways)
+	defer st.Close()
+	want := map[uint64][]store.Attempt{
+		1: {{Worker: "w-a", Outcome: broker.OutcomeSkipped}, {Worker: "w-b", Outcome: "ok"}},
+		2: {{Worker: "w-a", Outcome: "ok"}},
+	}
+	for id, hist := range want {
+		r, found, err := st.GetJob(id)
+		if err != nil || !found {
+			t.Fatalf("job %d in the store: %v %v", id, found, err)
+		}
+		got := make([]store.Attempt, len(r.History))
+		for i, a := range r.History {
+			got[i] = store.Attempt{Worker: a.Worker, Outcome: a.Outcome}
+		}
+		if r.State != store.JobDone || r.Attempts != len(hist) || !slices.Equal(got, hist) {
+			t.Errorf("job %d stored %s, %d attempts, history %+v: want done, %d attempts, %+v", id, r.State, r.Attempts, got, len(hist), hist)
+		}
+	}
+}
