@@ -204,6 +204,10 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		opts.OnTotals = metrics.Update
 	}
 	opts.Coord.MaxJobs = o.maxPages
+	// The crawl is defined on its coordinator as a fleet crawl is (submit
+	// --crawler --scope --max-depth --max-pages), so status and the
+	// console's Crawls view show it.
+	opts.Crawls = []admin.Crawl{{Name: job.Crawler, Scope: string(ccfg.Scope), MaxDepth: ccfg.MaxDepth, MaxPages: ccfg.MaxPages}}
 	if o.state != "" {
 		// Closed after the server has stopped (defers run last-first).
 		st, err := store.Open(store.Options{Path: o.state, Sync: store.SyncBatch, Log: log})

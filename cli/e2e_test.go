@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -319,6 +320,10 @@ func TestCrawlSurvivesWorkerKill(t *testing.T) {
 	eventually(t, "a third of the site fetched", 30*time.Second, func() bool { return len(site.Hits()) > len(want.Pages)/3 })
 	victim.Process.Signal(syscall.SIGKILL)
 	victim.Wait()
+	// The crawl is defined on its coordinator, as a fleet crawl is.
+	if out, code := run(t, "", "status", "--connect", eps[1]); code != 0 || !regexp.MustCompile(`(?m)^crawl +running +host +10 `).MatchString(out) {
+		t.Fatalf("status during the crawl: exit %d\n%s\nwant crawl running, scope host, depth 10", code, out)
+	}
 
 	done := make(chan error, 1)
 	go func() { done <- crawlCmd.Wait() }()

@@ -86,6 +86,10 @@ func TestTmuxDemo(t *testing.T) {
 	s.waitFor("header and workers view", "drover", "local-1")
 	s.keys("2")
 	s.waitFor("jobs view", "http://demo.drover.test/")
+	// The demo's crawl is defined on its coordinator: the Crawls view
+	// lists it.
+	s.keys("6")
+	s.waitFor("crawls view", "[6 Crawls]", "DONE", "> crawl ", "host")
 	s.keys("?")
 	s.waitFor("help", "quit")
 	// Any key closes the help; wait until the table is back before q (an
