@@ -318,6 +318,9 @@ type Broker struct {
 	// superseded: runs of connected workers an adopted unrecorded attempt
 	// took over, to be told CANCEL (unrecorded.go)
 	superseded []SessionRun
+	// restoredLast is the last job id FinishRestore saw: a job up to it
+	// paged in may have an unrecorded attempt (unrecorded.go)
+	restoredLast JobID
 
 	dispatches, completions, failures, throttles, orphans uint64
 

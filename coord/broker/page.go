@@ -100,6 +100,10 @@ func (b *Broker) PageIn(now time.Time, r *JobRecord) error {
 	h.ids = append(h.ids, j.id)
 	b.byKey[r.FP] = j.id
 	j.state = Queued
+	// A restored job may have an unrecorded attempt (unrecorded.go): so
+	// may one paged in (a job paged out since had a durable record, but
+	// the restore's doubt about it stays).
+	j.unrec = r.ID <= b.restoredLast
 	b.paged--
 	b.count[Queued]++
 	b.age.move(j.id, 0, Queued)

@@ -413,6 +413,7 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 	b.dispatches, b.completions, b.failures, b.throttles, b.orphans = c.Dispatches, c.Completions, c.Failures, c.Throttles, c.Orphans
 	b.paused = c.Paused
 
+	b.restoredLast = JobID(b.jobs.n)
 	for _, w := range b.wsorted {
 		if !isPlaceholder(w) {
 			continue
