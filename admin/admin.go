@@ -99,6 +99,7 @@ type Totals struct {
 	Done       int `json:"done"`
 	Failed     int `json:"failed"`
 	Unroutable int `json:"unroutable"` // queued jobs no live worker can take
+	Polite     int `json:"polite"`     // queued jobs waiting for their host's politeness limits
 	// Ledger keys by state (done includes keys done outside the broker).
 	KeysRequested int `json:"keys_requested"`
 	KeysQueued    int `json:"keys_queued"`
@@ -214,12 +215,19 @@ type WaiterRow struct {
 	Since    time.Time `json:"since"`
 }
 
-// HostRow is a per-host back-off in force after throttling.
+// HostRow is a host holding jobs back: a back-off in force after
+// throttling, or (Polite) its politeness limits.
 type HostRow struct {
 	Host      string    `json:"host"`
-	Until     time.Time `json:"until"`
+	Until     time.Time `json:"until"` // back-off end; for a polite host its next eligible time (zero while it waits for a job in flight to end)
 	Throttles int       `json:"throttles"`
 	Jobs      int       `json:"jobs"` // jobs held back by it
+	// Polite marks a host whose queued jobs wait for its politeness
+	// limits; InFlight are its jobs dispatched now and Limit its limits
+	// in force ("1 at once, 1 per 200ms").
+	Polite   bool   `json:"polite,omitempty"`
+	InFlight int    `json:"in_flight,omitempty"`
+	Limit    string `json:"limit,omitempty"`
 }
 
 // Event is one state change on the monitor stream.

@@ -33,6 +33,8 @@ const (
 	EventHostBackoff        EventKind = "host.backoff"         // a host backs off: its jobs wait
 	EventHostResumed        EventKind = "host.resumed"         // a host's back-off ended
 	EventHostForgiven       EventKind = "host.forgiven"        // a host's throttle count was forgotten
+	EventHostPolite         EventKind = "host.polite"          // a host at its politeness limit starts holding queued jobs back
+	EventHostCrawlDelay     EventKind = "host.crawl-delay"     // a worker reported a host's robots.txt Crawl-delay: its interval changed
 	EventBrokerPaused       EventKind = "broker.paused"        // dispatch paused by an operator
 	EventBrokerResumed      EventKind = "broker.resumed"       // dispatch resumed
 	EventBrokerReclaimEnded EventKind = "broker.reclaim-ended" // after a restart, jobs no worker re-announced went back to the queue
@@ -73,6 +75,8 @@ var eventKinds = []EventKind{
 	EventHostBackoff,
 	EventHostResumed,
 	EventHostForgiven,
+	EventHostPolite,
+	EventHostCrawlDelay,
 	EventBrokerPaused,
 	EventBrokerResumed,
 	EventBrokerReclaimEnded,

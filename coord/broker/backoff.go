@@ -11,15 +11,29 @@ import (
 	"drover/backoff"
 )
 
-// host is the per-host state: the job index used by host= filters, the
-// throttling back-off, and the lists of its queued and held-back jobs.
+// host is the per-host state, the one record of everything the fleet
+// knows about a host: the job index used by host= filters, its queued jobs
+// (lanes, one per header class), its politeness (polite.go: cap, interval,
+// Crawl-delay, in-flight count, next eligible time), the throttling
+// back-off and its held-back jobs.
 type host struct {
 	name string
 	ids  []JobID  // every job naming this host, in submission order
 	idx  countIdx // per-state counts over positions in ids
 
-	queued  hostList // its queued jobs (also in their class queues)
-	backoff jobList  // its jobs in back-off, in the order they entered it
+	lane0 lane    // its queued jobs of its first header class
+	more  []*lane // of other classes
+	nq    int     // queued jobs in its lanes
+
+	backoff jobList // its jobs in back-off, in the order they entered it
+
+	cap        int32 // jobs dispatched at once at most; 0: no cap
+	inflight   int32 // its jobs dispatched now
+	minDelay   int64 // configured interval between dispatches (ns)
+	crawlDelay int64 // robots.txt Crawl-delay reported (ns), capped
+	next       int64 // earliest next dispatch (Unix ns)
+	parked     bool  // ineligible: its lanes are out of the rings
+	waitShown  bool  // host.polite emitted for the current wait
 
 	level     int    // consecutive throttles since the last forgiveness
 	throttles int    // throttles since the last forgiveness
@@ -36,6 +50,7 @@ func (b *Broker) hostFor(name string) *host {
 	h := b.hosts[name]
 	if h == nil {
 		h = &host{name: name, heapIdx: -1}
+		b.setLimits(h, b.cfg.Politeness.For(name))
 		b.hosts[name] = h
 	}
 	return h
@@ -77,11 +92,13 @@ func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Ti
 		}
 	}
 	b.place(j, t, now)
-	for h.queued.head != nil {
-		k := h.queued.head
-		b.unqueue(k)
-		b.place(k, t, now)
-	}
+	h.eachLane(func(l *lane) {
+		for l.q.head != nil {
+			k := l.q.head
+			b.unqueue(k)
+			b.place(k, t, now)
+		}
+	})
 	b.schedule(h, t)
 }
 
@@ -99,7 +116,8 @@ func (b *Broker) forgive(h *host) {
 }
 
 // schedule sets the host's heap entry to its next timer: the end of its
-// back-off while jobs wait, else its forgiveness; none when neither applies.
+// back-off while jobs wait, else its forgiveness, or the end of its
+// politeness interval when sooner; none when nothing applies.
 func (b *Broker) schedule(h *host, t int64) {
 	var due int64
 	switch {
@@ -107,6 +125,9 @@ func (b *Broker) schedule(h *host, t int64) {
 		due = h.until
 	case h.level > 0:
 		due = h.lastEnd + int64(b.cfg.BackoffForgive)
+	}
+	if p := politeDue(h, t); p != 0 && (due == 0 || p < due) {
+		due = p
 	}
 	switch {
 	case due == 0 && h.heapIdx >= 0:
@@ -122,10 +143,31 @@ func (b *Broker) schedule(h *host, t int64) {
 
 // Tick applies every timer due at now: hosts whose back-off ended release
 // their jobs to the queue, hosts quiet for BackoffForgive after their last
-// back-off ended are forgiven (level reset), and
-// jobs unroutable for UnroutableTimeout fail.
+// back-off ended are forgiven (level reset), hosts past their politeness
+// interval take turns again, and jobs unroutable for UnroutableTimeout
+// fail.
 func (b *Broker) Tick(now time.Time) {
 	t := ns(now)
+	b.wake(t, now)
+	b.releaseHolds(t)
+	if b.cfg.UnroutableTimeout > 0 && b.unrt > 0 {
+		limit := int64(b.cfg.UnroutableTimeout)
+		for _, c := range b.classAll {
+			if c.capable > 0 {
+				continue
+			}
+			for j := c.queue.head; j != nil && t-max(j.queuedAt, c.unrtAt) >= limit; j = c.queue.head {
+				reason := b.unroutableReason(c)
+				b.unqueue(j)
+				b.fail(j, t, now, reason+" for "+b.cfg.UnroutableTimeout.String())
+			}
+		}
+	}
+}
+
+// wake applies the host timers due at t (back-off ends, forgiveness,
+// politeness intervals): a heap pop per due host, never a scan.
+func (b *Broker) wake(t int64, now time.Time) {
 	for len(b.heap) > 0 && b.heap[0].due <= t {
 		h := b.heap[0]
 		if h.until != 0 && h.until <= t {
@@ -144,21 +186,7 @@ func (b *Broker) Tick(now time.Time) {
 			b.forgive(h)
 			b.emit(admin.Event{At: now, Kind: admin.EventHostForgiven, Detail: h.name})
 		}
-		b.schedule(h, t)
-	}
-	b.releaseHolds(t)
-	if b.cfg.UnroutableTimeout > 0 && b.unrt > 0 {
-		limit := int64(b.cfg.UnroutableTimeout)
-		for _, c := range b.classAll {
-			if c.capable > 0 {
-				continue
-			}
-			for j := c.queue.head; j != nil && t-max(j.queuedAt, c.unrtAt) >= limit; j = c.queue.head {
-				reason := b.unroutableReason(c)
-				b.unqueue(j)
-				b.fail(j, t, now, reason+" for "+b.cfg.UnroutableTimeout.String())
-			}
-		}
+		b.refresh(h, t) // schedules it
 	}
 }
 

@@ -137,6 +137,9 @@ type Config struct {
 	// in Totals.Done. The done set itself lives in the ledger. Default
 	// 100000; negative keeps every record.
 	DoneRetention int
+	// Politeness holds every host's limits for the whole fleet (polite.go).
+	// The zero value holds nothing back.
+	Politeness Politeness
 }
 
 // The defaults of Config.
@@ -222,6 +225,9 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("broker config %s %v: want > 0 (or 0 for the default %v)", d.name, *d.v, d.def))
 		}
 	}
+	if err := c.Politeness.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.HoldbackCap > 0 && c.HoldbackStart > c.HoldbackCap {
 		errs = append(errs, fmt.Errorf("broker config HoldbackCap %v: want >= HoldbackStart %v", c.HoldbackCap, c.HoldbackStart))
 	}
@@ -279,19 +285,21 @@ type Broker struct {
 	cfg    Config
 	paused bool
 
-	jobs   jobStore
-	count  [nStates]int
-	age    ageIndex                 // every job by ID, with per-state counts
-	trees  [nSorts]*orderTree       // lazily built sort indexes (nil until first used)
-	hosts  map[string]*host         // every host a job named
-	fails  jobList                  // failed jobs, oldest failure first
-	dones  jobList                  // done jobs whose records are kept, oldest first
-	forgot int                      // done jobs whose records were forgotten
-	paged  int                      // queued jobs paged out of memory (page.go), counted as queued
-	byKey  map[id.Fingerprint]JobID // the newest job of each key whose record is kept
-	heap   hostHeap                 // hosts with a pending timer (wake-up or forgiveness)
-	thr    map[*host]struct{}       // hosts with a back-off level > 0 (HostRows)
-	unrt   int                      // queued jobs in classes no capable worker matches
+	jobs    jobStore
+	count   [nStates]int
+	age     ageIndex                 // every job by ID, with per-state counts
+	trees   [nSorts]*orderTree       // lazily built sort indexes (nil until first used)
+	hosts   map[string]*host         // every host a job named
+	fails   jobList                  // failed jobs, oldest failure first
+	dones   jobList                  // done jobs whose records are kept, oldest first
+	forgot  int                      // done jobs whose records were forgotten
+	paged   int                      // queued jobs paged out of memory (page.go), counted as queued
+	byKey   map[id.Fingerprint]JobID // the newest job of each key whose record is kept
+	heap    hostHeap                 // hosts with a pending timer (wake-up or forgiveness)
+	thr     map[*host]struct{}       // hosts with a back-off level > 0 (HostRows)
+	unrt    int                      // queued jobs in classes no capable worker matches
+	polite  int                      // queued jobs of hosts parked for politeness
+	waiting map[*host]struct{}       // parked hosts with queued jobs (politeRows)
 
 	classes  map[string]*class // by canonical header key
 	classAll []*class          // in creation order
@@ -341,6 +349,7 @@ func New(cfg Config) (*Broker, error) {
 		cfg:      cfg,
 		hosts:    make(map[string]*host),
 		thr:      make(map[*host]struct{}),
+		waiting:  make(map[*host]struct{}),
 		classes:  make(map[string]*class),
 		workers:  make(map[string]*worker),
 		sessions: make(map[id.Session]*worker),
@@ -405,17 +414,22 @@ func (b *Broker) place(j *job, t int64, now time.Time) {
 	if j.retryAt != 0 {
 		b.setRetryAt(j, 0)
 	}
+	b.enqueue(j, t)
+}
+
+// enqueue appends a job in state Queued to its class queue and its lane.
+func (b *Broker) enqueue(j *job, t int64) {
 	j.queuedAt = t
 	b.seq++
 	j.seq = b.seq
 	j.class.push(b, j)
-	h.queued.push(j)
+	b.laneAdd(j, t)
 }
 
-// unqueue takes a queued job out of its class queue and host list.
+// unqueue takes a queued job out of its class queue and its lane.
 func (b *Broker) unqueue(j *job) {
 	j.class.remove(b, j)
-	j.host.queued.remove(j)
+	b.laneRemove(j)
 }
 
 // TakeFinished appends the terminal outcomes since the last call to dst and

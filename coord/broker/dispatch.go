@@ -32,20 +32,26 @@ func IsUnknown(err error) bool {
 func IsWrongState(err error) bool { return errors.Is(err, ErrWrongState) }
 
 // Dispatch fills free worker slots and appends the decisions to dst. Ready
-// workers are served least recently used first; each gets the oldest queued
-// job (FIFO across header classes) whose headers it satisfies, then moves to
-// the back of the order. A worker never gets more jobs than its free slots.
-// Nothing is dispatched while paused.
+// workers are served least recently used first; each gets the head job of
+// the next lane in turn (polite.go: hosts take turns, oldest first across
+// header classes) among the classes it satisfies, then moves to the back of
+// the order. A worker never gets more jobs than its free slots, and no host
+// more than its limits allow. Nothing is dispatched while paused.
 func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 	if b.paused {
 		return dst
 	}
 	b.dropIdleTrees()
 	t := ns(now)
+	b.wake(t, now)
 	misses := 0
 	for w := b.ready.head; w != nil && b.count[Queued]-b.unrt > 0 && misses < b.ready.n; {
 		next := w.next
-		j := oldestFor(w)
+		l := nextLane(w)
+		var j *job
+		if l != nil {
+			j = l.q.head
+		}
 		if j == nil {
 			misses++
 			if next == nil {
@@ -56,11 +62,15 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 		}
 		misses = 0
 		b.unqueue(j)
+		if l.inRing && l.class.ring.tail != l { // its host's turn is over
+			l.class.ring.remove(l)
+			l.class.ring.push(l)
+		}
 		if !b.admit(j, t, now) { // budget.go: parked or failed
 			continue // the same worker, the next job
 		}
 		b.setState(j, Dispatched, t)
-		b.hold(w, j)
+		b.hold(w, j, t)
 		skipped := b.skipUnrecorded(j, t) // unrecorded.go
 		b.countAttempt(j)
 		j.addAttempt(w.id, t, b.cfg.HistoryLimit)
@@ -73,6 +83,7 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 		}
 		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: &j.spec, Attempt: int(j.attempts), AfterRestore: skipped})
 		b.emit(admin.Event{At: now, Kind: admin.EventJobDispatched, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id})
+		b.dispatched(j.host, t)
 		if next == nil {
 			next = b.ready.head
 		}
@@ -118,12 +129,14 @@ func (b *Broker) countFailure(j *job) {
 	}
 }
 
-// oldestFor returns the oldest queued job w can take, or nil.
-func oldestFor(w *worker) *job {
-	var best *job
+// nextLane returns the lane w takes its next job from: among the classes
+// w satisfies, the front lane of the ring whose front lane's head job is
+// oldest; nil when none has a job w may take now.
+func nextLane(w *worker) *lane {
+	var best *lane
 	for _, c := range w.classes {
-		if h := c.queue.head; h != nil && (best == nil || h.seq < best.seq) {
-			best = h
+		if l := c.ring.head; l != nil && (best == nil || l.q.head.seq < best.q.head.seq) {
+			best = l
 		}
 	}
 	return best
@@ -186,7 +199,7 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 		return st, nil
 	}
 	t := ns(now)
-	b.release(j)
+	b.release(j, t)
 	j.endAttempt(o.Kind.String(), o.Error)
 	if o.Error != "" {
 		j.lastError = o.Error
@@ -298,7 +311,7 @@ func (b *Broker) Requeue(now time.Time, jid JobID) error {
 		j.host.backoff.remove(j)
 	case Dispatched:
 		w := j.worker
-		b.release(j)
+		b.release(j, t)
 		j.endAttempt("requeued", "taken back by the operator")
 		b.syncReady(w)
 		defer b.closeIfDrained(now, w)
@@ -308,11 +321,7 @@ func (b *Broker) Requeue(now time.Time, jid JobID) error {
 		b.setRetryAt(j, 0)
 	}
 	b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Detail: "operator"})
-	j.queuedAt = t
-	b.seq++
-	j.seq = b.seq
-	j.class.push(b, j)
-	j.host.queued.push(j)
+	b.enqueue(j, t)
 	return nil
 }
 

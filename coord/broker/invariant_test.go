@@ -48,6 +48,9 @@ func checkInvariants(b *Broker) error {
 	if unrt != b.unrt {
 		return fmt.Errorf("unroutable total %d, want %d", b.unrt, unrt)
 	}
+	if err := checkRings(b); err != nil {
+		return err
+	}
 	for _, h := range b.hosts {
 		n := 0
 		for j := h.backoff.head; j != nil; j = j.next {
@@ -65,15 +68,8 @@ func checkInvariants(b *Broker) error {
 		if n != h.backoff.n {
 			return fmt.Errorf("host %q back-off length %d, counted %d", h.name, h.backoff.n, n)
 		}
-		n = 0
-		for j := h.queued.head; j != nil; j = j.hnext {
-			if j.state != Queued || j.host != h {
-				return fmt.Errorf("job %d in host %q queued list but state %s", j.id, h.name, j.state)
-			}
-			n++
-		}
-		if n != h.queued.n {
-			return fmt.Errorf("host %q queued length %d, counted %d", h.name, h.queued.n, n)
+		if err := checkHost(b, h); err != nil {
+			return err
 		}
 		for st := Queued; st < nStates; st++ {
 			c := 0
@@ -247,4 +243,104 @@ func walkTree(n *otNode, out *[]*job) {
 	for _, k := range n.kids {
 		walkTree(k, out)
 	}
+}
+
+// checkHost checks a host's lanes and politeness: every queued job of the
+// host is in its lane in queue order, the in-flight count is its
+// dispatched jobs, a lane is in its class's ring exactly when it has jobs
+// and its host is not parked, and a parked host with queued jobs waits
+// for a job to end (at its cap) or for a timer no later than its next
+// eligible time.
+func checkHost(b *Broker, h *host) error {
+	n, inflight := 0, 0
+	for _, id := range h.ids {
+		if j := b.jobs.get(id); j != nil {
+			switch j.state {
+			case Queued:
+				if _, parked := b.budgets[j.spec.Key.Crawler]; !parked || !onParkedList(b, j) {
+					n++
+				}
+			case Dispatched:
+				inflight++
+			}
+		}
+	}
+	inLanes := 0
+	var err error
+	h.eachLane(func(l *lane) {
+		var last uint64
+		c := 0
+		for j := l.q.head; j != nil; j = j.hnext {
+			switch {
+			case err != nil:
+			case j.state != Queued || j.host != h || j.class != l.class:
+				err = fmt.Errorf("job %d (%s, host %q) in lane %q/%q", j.id, j.state, j.host.name, h.name, l.class.key)
+			case j.seq <= last:
+				err = fmt.Errorf("lane %q/%q out of order at job %d", h.name, l.class.key, j.id)
+			}
+			last = j.seq
+			c++
+		}
+		if err == nil && c != l.q.n {
+			err = fmt.Errorf("lane %q/%q length %d, counted %d", h.name, l.class.key, l.q.n, c)
+		}
+		if want := c > 0 && !h.parked; err == nil && l.inRing != want {
+			err = fmt.Errorf("lane %q/%q in ring %v, want %v (jobs %d, parked %v)", h.name, l.class.key, l.inRing, want, c, h.parked)
+		}
+		inLanes += c
+	})
+	switch {
+	case err != nil:
+		return err
+	case inLanes != h.nq || n != h.nq:
+		return fmt.Errorf("host %q: %d jobs in lanes, %d queued, counted %d", h.name, inLanes, n, h.nq)
+	case int(h.inflight) != inflight:
+		return fmt.Errorf("host %q: in flight %d, dispatched jobs %d", h.name, h.inflight, inflight)
+	case !h.parked && h.cap > 0 && h.inflight >= h.cap:
+		return fmt.Errorf("host %q: %d in flight at cap %d but not parked", h.name, h.inflight, h.cap)
+	case h.parked && h.nq > 0 && (h.cap == 0 || h.inflight < h.cap) && (h.heapIdx < 0 || h.due > h.next):
+		return fmt.Errorf("host %q parked with %d jobs under its cap, no timer by %d (heap %d, due %d)", h.name, h.nq, h.next, h.heapIdx, h.due)
+	}
+	_, waiting := b.waiting[h]
+	if waiting != (h.parked && h.nq > 0) {
+		return fmt.Errorf("host %q: in waiting set %v, parked %v with %d jobs", h.name, waiting, h.parked, h.nq)
+	}
+	return nil
+}
+
+// onParkedList reports whether a queued job sits in its crawl's parked
+// list (a paused crawl), out of its lane.
+func onParkedList(b *Broker, j *job) bool {
+	for k := b.budgets[j.spec.Key.Crawler].parked.head; k != nil; k = k.next {
+		if k == j {
+			return true
+		}
+	}
+	return false
+}
+
+// checkRings checks every class's ring and the politeness total.
+func checkRings(b *Broker) error {
+	for _, c := range b.classAll {
+		n := 0
+		for l := c.ring.head; l != nil; l = l.next {
+			if !l.inRing || l.class != c || l.q.n == 0 || l.host.parked {
+				return fmt.Errorf("class %q ring holds lane of %q (in ring %v, jobs %d, parked %v)", c.key, l.host.name, l.inRing, l.q.n, l.host.parked)
+			}
+			n++
+		}
+		if n != c.ring.n {
+			return fmt.Errorf("class %q ring length %d, counted %d", c.key, c.ring.n, n)
+		}
+	}
+	polite := 0
+	for _, h := range b.hosts {
+		if h.parked {
+			polite += h.nq
+		}
+	}
+	if polite != b.polite {
+		return fmt.Errorf("polite total %d, want %d", b.polite, polite)
+	}
+	return nil
 }

@@ -47,9 +47,10 @@ type class struct {
 	key     string
 	headers map[string]string
 	names   []string // header names, sorted
-	queue   jobList
-	capable int   // live, not draining workers that match
-	unrtAt  int64 // when capable dropped to 0 (Unix ns); 0 while routable
+	queue   jobList  // every queued job of the class, FIFO
+	ring    ring     // its lanes that can give a job now, in turn (polite.go)
+	capable int      // live, not draining workers that match
+	unrtAt  int64    // when capable dropped to 0 (Unix ns); 0 while routable
 	reason  string
 	rgen    uint64
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -109,8 +110,9 @@ func TestConfigValidate(t *testing.T) {
 	}
 	want := Config{MaxRequestFailures: 3, BackoffStart: time.Minute, BackoffCap: 24 * time.Hour, BackoffForgive: 10 * time.Minute,
 		LostWorkers: DefaultLostWorkers, HistoryLimit: DefaultHistoryLimit, DoneRetention: DefaultDoneRetention,
-		HoldbackStart: DefaultHoldbackStart, HoldbackCap: DefaultHoldbackCap, HoldbackForgive: 10 * DefaultHoldbackCap}
-	if b.cfg != want {
+		HoldbackStart: DefaultHoldbackStart, HoldbackCap: DefaultHoldbackCap, HoldbackForgive: 10 * DefaultHoldbackCap,
+		Politeness: Politeness{MaxCrawlDelay: DefaultMaxCrawlDelay}}
+	if !reflect.DeepEqual(b.cfg, want) {
 		t.Fatalf("defaults %+v, want %+v", b.cfg, want)
 	}
 }

@@ -54,6 +54,25 @@ var (
 	modelSorts = []string{"", "age", "url", "attempts", "failures", "retry_at", "throttles", "worker", "state"}
 )
 
+// modelPoliteness is a random politeness policy: off, a default cap, a
+// default interval, both, or rules for some hosts.
+func modelPoliteness(r *rand.Rand) Politeness {
+	switch r.IntN(5) {
+	case 0:
+		return Politeness{}
+	case 1:
+		return Politeness{Default: Limits{PerHost: 1 + r.IntN(2)}}
+	case 2:
+		return Politeness{Default: Limits{MinDelay: time.Duration(1+r.IntN(90)) * time.Second}}
+	case 3:
+		return Politeness{Default: Limits{PerHost: 1 + r.IntN(3), MinDelay: time.Duration(1+r.IntN(90)) * time.Second}}
+	}
+	return Politeness{Default: Limits{PerHost: 3}, Rules: []HostRule{
+		{Pattern: "a.test", Limits: Limits{PerHost: 1, MinDelay: 20 * time.Second}},
+		{Pattern: "*.a.test", Limits: Limits{}},
+	}}
+}
+
 type model struct {
 	r        *rand.Rand
 	b        *Broker
@@ -72,6 +91,7 @@ func runModel(seed uint64, steps int) error {
 		Rand:               rand.New(rand.NewPCG(seed, 7)),
 		LostWorkers:        1 + r.IntN(3),
 		DoneRetention:      []int{-1, 1, 5}[r.IntN(3)],
+		Politeness:         modelPoliteness(r),
 	}
 	if r.IntN(2) == 0 {
 		cfg.UnroutableTimeout = 2 * time.Minute
@@ -199,6 +219,14 @@ func (m *model) step() (string, error) {
 			return "requeue-failed", fmt.Errorf("requeued %d of %d failed, %d left", got, want, b.count[Failed])
 		}
 		return "requeue-failed", nil
+	case op < 97:
+		h := modelHosts[r.IntN(len(modelHosts))]
+		d := time.Duration(r.IntN(4)*15) * time.Second
+		b.SetCrawlDelay(m.now, h, d)
+		if got := b.HostLimits(h).MinDelay; got < min(d, DefaultMaxCrawlDelay) {
+			return "crawl-delay", fmt.Errorf("host %s interval %v after a Crawl-delay of %v", h, got, d)
+		}
+		return "crawl-delay " + h, nil
 	case op < 98:
 		if b.Paused() {
 			b.Resume(m.now)
@@ -236,7 +264,10 @@ func (m *model) dispatch() error {
 			queued[JobID(i)] = true
 		}
 	}
-	want := m.expectDispatch()
+	want, err := m.expectDispatch()
+	if err != nil {
+		return err
+	}
 	as := b.Dispatch(m.now, nil)
 	var got []string
 	for _, a := range as {
@@ -275,7 +306,7 @@ func (m *model) dispatch() error {
 				continue
 			}
 			for jid := range queued {
-				if j := b.jobs.get(jid); Match(j.spec.Headers, w.headers) {
+				if j := b.jobs.get(jid); Match(j.spec.Headers, w.headers) && j.host.eligible(ns(m.now)) {
 					return fmt.Errorf("job %d left queued while worker %q with a free slot matches", jid, w.id)
 				}
 			}
@@ -285,36 +316,96 @@ func (m *model) dispatch() error {
 }
 
 // expectDispatch is the reference dispatch: walk the ready workers in LRU
-// order; the first one with a matching queued job gets the oldest such job
-// and moves to the back (or out, when full); repeat until nobody can take.
-func (m *model) expectDispatch() []string {
+// order; the first one with a job it may take gets the head job of the
+// front lane (host × header class) among its classes' rings whose head is
+// oldest; the lane goes to the back of its ring, the worker to the back of
+// the order (or out, when full), and a host past its cap or in its
+// interval leaves the rings; repeat until nobody can take. The lanes and
+// which of them are in a ring are derived here from the jobs and the
+// hosts' limits; only the rings' order comes from the broker, and must
+// hold exactly the lanes derived.
+func (m *model) expectDispatch() ([]string, error) {
 	b := m.b
 	if b.paused {
-		return nil
+		return nil, nil
 	}
+	t := ns(m.now)
 	var order []*worker
 	free := map[*worker]int{}
 	for w := b.ready.head; w != nil; w = w.next {
 		order = append(order, w)
 		free[w] = w.free()
 	}
-	var queued []*job
+	type laneKey struct {
+		h *host
+		c *class
+	}
+	lanes := map[laneKey][]*job{}
+	inflight := map[*host]int{}
 	for i := 1; i <= b.jobs.n; i++ {
-		if j := b.jobs.get(JobID(i)); j != nil && j.state == Queued {
-			queued = append(queued, j)
+		j := b.jobs.get(JobID(i))
+		switch {
+		case j == nil:
+		case j.state == Queued:
+			k := laneKey{j.host, j.class}
+			lanes[k] = append(lanes[k], j)
+		case j.state == Dispatched:
+			inflight[j.host]++
 		}
 	}
-	slices.SortFunc(queued, func(x, y *job) int { return cmp.Compare(x.seq, y.seq) })
+	for _, js := range lanes {
+		slices.SortFunc(js, func(x, y *job) int { return cmp.Compare(x.seq, y.seq) })
+	}
+	next := map[*host]int64{}
+	eligible := func(h *host) bool {
+		return (h.cap == 0 || inflight[h] < int(h.cap)) && max(h.next, next[h]) <= t
+	}
+	rings := map[*class][]laneKey{}
+	for _, c := range b.classAll {
+		for l := c.ring.head; l != nil; l = l.next {
+			rings[c] = append(rings[c], laneKey{l.host, c})
+		}
+		for k, js := range lanes {
+			want := k.c == c && len(js) > 0 && eligible(k.h)
+			if got := slices.Contains(rings[c], k); got != want {
+				return nil, fmt.Errorf("lane %q/%q in ring %v, want %v (jobs %d, in flight %d of %d, next in %v)",
+					k.h.name, c.key, got, want, len(js), inflight[k.h], k.h.cap, time.Duration(k.h.next-t))
+			}
+		}
+	}
 	var out []string
 	for progress := true; progress; {
 		progress = false
 		for i, w := range order {
-			k := slices.IndexFunc(queued, func(j *job) bool { return Match(j.spec.Headers, w.headers) })
-			if k < 0 {
+			var best *laneKey
+			for _, c := range b.classAll {
+				if r := rings[c]; len(r) > 0 && Match(c.headers, w.headers) {
+					if best == nil || lanes[r[0]][0].seq < lanes[*best][0].seq {
+						best = &r[0]
+					}
+				}
+			}
+			if best == nil {
 				continue
 			}
-			out = append(out, fmt.Sprintf("%d->%s", queued[k].id, w.id))
-			queued = slices.Delete(queued, k, k+1)
+			k := *best
+			j := lanes[k][0]
+			lanes[k] = lanes[k][1:]
+			r := rings[k.c][1:]
+			if len(lanes[k]) > 0 {
+				r = append(r, k)
+			}
+			rings[k.c] = r
+			inflight[k.h]++
+			if g := k.h.gap(); g > 0 {
+				next[k.h] = t + g
+			}
+			if !eligible(k.h) {
+				for c, r := range rings {
+					rings[c] = slices.DeleteFunc(r, func(x laneKey) bool { return x.h == k.h })
+				}
+			}
+			out = append(out, fmt.Sprintf("%d->%s", j.id, w.id))
 			order = slices.Delete(order, i, i+1)
 			if free[w]--; free[w] > 0 {
 				order = append(order, w)
@@ -323,7 +414,7 @@ func (m *model) expectDispatch() []string {
 			break
 		}
 	}
-	return out
+	return out, nil
 }
 
 // result reports a random outcome for a held job, or an orphan result.

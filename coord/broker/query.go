@@ -26,6 +26,7 @@ func (b *Broker) Totals(dst *admin.Totals) {
 	dst.Done = b.count[Done]
 	dst.Failed = b.count[Failed]
 	dst.Unroutable = b.unrt
+	dst.Polite = b.polite
 	dst.WorkersIdle, dst.WorkersBusy, dst.WorkersDraining, dst.WorkersLost = 0, 0, 0, len(b.lostOrder)
 	for _, w := range b.sessions {
 		switch {
@@ -134,10 +135,11 @@ func (b *Broker) Jobs(q admin.Query) admin.Page {
 }
 
 // Retries answers a window of jobs in backoff or failed (default sort
-// retry_at, filters as Jobs) with the host back-offs in force.
+// retry_at, filters as Jobs) with the host back-offs in force, then the
+// hosts holding jobs back for politeness (most waiting jobs first).
 func (b *Broker) Retries(q admin.Query) admin.Page {
 	p := b.jobsPage(q, 1<<Backoff|1<<Failed, sortRetryAt, admin.ViewRetries)
-	p.Hosts = b.hostRows()
+	p.Hosts = append(b.hostRows(), b.politeRows()...)
 	return p
 }
 
@@ -301,6 +303,9 @@ func (b *Broker) reason(j *job) string {
 		}
 		if b.paused {
 			return "paused"
+		}
+		if j.host.parked {
+			return b.politeWhy(j.host)
 		}
 	case Backoff:
 		return j.host.reason

@@ -214,10 +214,9 @@ func (b *Broker) Restore(r *JobRecord) error {
 		// In ID order for now: FinishRestore sorts the queues by the time
 		// each job was queued.
 		j.queuedAt = j.updated
-		c.push(b, j)
-		h.queued.push(j)
+		c.push(b, j) // lanes are built by FinishRestore
 	case st == Dispatched:
-		b.hold(b.placeholder(r.Worker), j)
+		b.hold(b.placeholder(r.Worker), j, 0) // FinishRestore sets its host
 	case st == Backoff:
 		h.backoff.push(j)
 	case st == Done:
@@ -332,13 +331,14 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 		}
 	}
 	for _, h := range b.hosts {
-		h.queued = hostList{}
+		b.refresh(h, t)    // restored dispatched jobs count as in flight
+		h.waitShown = true // no event from a restore
 	}
 	for _, j := range queued {
 		b.seq++
 		j.seq = b.seq
 		j.class.queue.push(j) // unrt already counts it (class.push in Restore)
-		j.host.queued.push(j)
+		b.laneAdd(j, t)
 	}
 
 	// Host back-offs, from the retry times of their jobs.
@@ -450,7 +450,7 @@ func (b *Broker) EndReclaim(now time.Time, jobs []JobID, why string) int {
 	n := 0
 	requeue := func(j *job) {
 		w := j.worker
-		b.release(j)
+		b.release(j, t)
 		j.endAttempt("requeued", why)
 		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: why})
 		b.place(j, t, now)

@@ -79,6 +79,7 @@ func sameJobs(a, b *Broker) error {
 	a.Totals(&ta)
 	b.Totals(&tb)
 	ta.Unroutable, tb.Unroutable = 0, 0
+	ta.Polite, tb.Polite = 0, 0 // the politeness clock is not persisted: a restart starts it afresh
 	ta.WorkersIdle, ta.WorkersBusy, ta.WorkersDraining, ta.WorkersLost = 0, 0, 0, 0
 	tb.WorkersIdle, tb.WorkersBusy, tb.WorkersDraining, tb.WorkersLost = 0, 0, 0, 0
 	if ta != tb {
@@ -148,6 +149,7 @@ func runRestoreModel(t *testing.T, seed uint64, steps int) error {
 		Rand:               rand.New(rand.NewPCG(seed, 7)),
 		LostWorkers:        1 + r.IntN(3),
 		DoneRetention:      []int{-1, 1, 5}[r.IntN(3)],
+		Politeness:         modelPoliteness(r),
 		HistoryLimit:       3,
 	}
 	b, err := New(cfg)

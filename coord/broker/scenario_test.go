@@ -138,6 +138,18 @@ func (s *script) run(cmd string) string {
 				cfg.HoldbackStart = dur(v)
 			case "holdback-cap":
 				cfg.HoldbackCap = dur(v)
+			case "per-host":
+				cfg.Politeness.Default.PerHost = int(num(v))
+			case "min-delay":
+				cfg.Politeness.Default.MinDelay = dur(v)
+			case "exempt-local":
+				cfg.Politeness.ExemptLocal = v == "true"
+			case "rules":
+				// pattern:cap:delay,...
+				for r := range strings.SplitSeq(v, ",") {
+					f := strings.Split(r, ":")
+					cfg.Politeness.Rules = append(cfg.Politeness.Rules, HostRule{Pattern: f[0], Limits: Limits{PerHost: int(num(f[1])), MinDelay: dur(f[2])}})
+				}
 			case "jitter":
 				f, _ := strconv.ParseFloat(v, 64)
 				cfg.Jitter = f
@@ -256,12 +268,19 @@ func (s *script) run(cmd string) string {
 		s.b.Pause(s.now)
 	case "resume":
 		s.b.Resume(s.now)
+	case "crawl-delay":
+		changed := s.b.SetCrawlDelay(s.now, pos[0], dur(pos[1]))
+		say("changed=%v limits: %v", changed, s.b.HostLimits(pos[0]))
 	case "seen":
 		s.b.Seen(s.now, id.Session(num(pos[0])))
 	case "totals":
 		var tt admin.Totals
 		s.b.Totals(&tt)
-		say("queued=%d dispatched=%d backoff=%d done=%d failed=%d unroutable=%d", tt.Queued, tt.Dispatched, tt.Backoff, tt.Done, tt.Failed, tt.Unroutable)
+		line := fmt.Sprintf("queued=%d dispatched=%d backoff=%d done=%d failed=%d unroutable=%d", tt.Queued, tt.Dispatched, tt.Backoff, tt.Done, tt.Failed, tt.Unroutable)
+		if tt.Polite > 0 {
+			line += fmt.Sprintf(" polite=%d", tt.Polite)
+		}
+		say("%s", line)
 		say("workers idle=%d busy=%d draining=%d lost=%d paused=%v", tt.WorkersIdle, tt.WorkersBusy, tt.WorkersDraining, tt.WorkersLost, tt.Paused)
 		say("dispatches=%d completions=%d failures=%d throttles=%d stale=%d", tt.Dispatches, tt.Completions, tt.Failures, tt.Throttles, tt.StaleResults)
 	case "deadline":
@@ -307,6 +326,14 @@ func (s *script) run(cmd string) string {
 			say("%s", line)
 		}
 		for _, h := range p.Hosts {
+			if h.Polite {
+				line := fmt.Sprintf("host %s polite jobs=%d in-flight=%d limit=%q", h.Host, h.Jobs, h.InFlight, h.Limit)
+				if !h.Until.IsZero() {
+					line += " next+" + h.Until.Sub(s.now).String()
+				}
+				say("%s", line)
+				continue
+			}
 			say("host %s until+%v throttles=%d jobs=%d", h.Host, h.Until.Sub(s.now), h.Throttles, h.Jobs)
 		}
 	case "job":

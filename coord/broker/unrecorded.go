@@ -73,7 +73,7 @@ func (b *Broker) adoptUnrecorded(now time.Time, t int64, nw *worker, r Run) bool
 	case Dispatched:
 		// The later attempt proves this one ended before the crash.
 		w := j.worker
-		b.release(j)
+		b.release(j, t)
 		j.endAttempt("requeued", "superseded by attempt "+strconv.Itoa(r.Attempt)+" on "+nw.id+", dispatched before the coordinator restarted")
 		if w != nw && !isPlaceholder(w) && !w.lost {
 			b.superseded = append(b.superseded, SessionRun{Session: w.session, Run: Run{Job: j.id, Attempt: int(j.attempts)}})
@@ -85,7 +85,7 @@ func (b *Broker) adoptUnrecorded(now time.Time, t int64, nw *worker, r Run) bool
 	}
 	j.unrec = false
 	b.setState(j, Dispatched, t)
-	b.hold(nw, j)
+	b.hold(nw, j, t)
 	b.countAttempt(j)
 	j.addAttempt(nw.id, t, b.cfg.HistoryLimit)
 	b.dispatches++

@@ -165,9 +165,9 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 	if old != nil {
 		b.unlinkWorker(old, t)
 		for _, j := range slices.Clone(old.held) {
-			b.release(j)
+			b.release(j, t)
 			if keep[Run{j.id, int(j.attempts)}] {
-				b.hold(nw, j)
+				b.hold(nw, j, t)
 				continue
 			}
 			j.endAttempt("requeued", "worker re-registered without it")
@@ -200,7 +200,7 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 		}
 		b.unqueue(j)
 		b.setState(j, Dispatched, t)
-		b.hold(nw, j)
+		b.hold(nw, j, t)
 		j.history[len(j.history)-1].outcome, j.history[len(j.history)-1].err = "", "" // running again
 		b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: nw.id})
 	}
@@ -210,15 +210,20 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 	return nil
 }
 
-// hold gives a dispatched job to w.
-func (b *Broker) hold(w *worker, j *job) {
+// hold gives a dispatched job to w at t; its host counts it in flight.
+func (b *Broker) hold(w *worker, j *job, t int64) {
 	b.reorder(j, sortWorker, func() { j.worker = w })
 	j.heldIdx = int32(len(w.held))
 	w.held = append(w.held, j)
+	h := j.host
+	h.inflight++
+	if !h.parked && h.cap > 0 && h.inflight >= h.cap {
+		b.refresh(h, t)
+	}
 }
 
 // release takes a job from its worker's slots.
-func (b *Broker) release(j *job) {
+func (b *Broker) release(j *job, t int64) {
 	w := j.worker
 	i := int(j.heldIdx)
 	last := len(w.held) - 1
@@ -228,6 +233,11 @@ func (b *Broker) release(j *job) {
 	w.held = w.held[:last]
 	b.reorder(j, sortWorker, func() { j.worker = nil })
 	j.heldIdx = -1
+	h := j.host
+	h.inflight--
+	if h.parked {
+		b.refresh(h, t)
+	}
 }
 
 // unlinkWorker takes a live worker out of dispatch: ready list, session map
@@ -271,7 +281,7 @@ func (b *Broker) requeueHeld(w *worker, now time.Time, t int64, outcome string, 
 	n := len(w.held)
 	for len(w.held) > 0 {
 		j := w.held[len(w.held)-1]
-		b.release(j)
+		b.release(j, t)
 		if charged {
 			b.countFailure(j)
 			w.failures++

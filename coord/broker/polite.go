@@ -1,0 +1,465 @@
+package broker
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"drover/admin"
+)
+
+// Politeness (issue 22, DESIGN.md §8 "Politeness is the frontier's"): the
+// broker holds every host's limits for the whole fleet, so they hold
+// whatever the number of workers.
+//
+//   - A host has a concurrency cap (at most PerHost of its jobs dispatched
+//     at once; 0 = no cap) and an interval (at least MinDelay between two
+//     of its dispatches, raised by a robots.txt Crawl-delay a worker
+//     reported; 0 = none). A host under its cap and past its interval is
+//     eligible.
+//   - Queued jobs wait in lanes: one FIFO per (host, header class). Each
+//     class keeps a ring of the lanes whose host is eligible and that hold
+//     jobs. A worker takes the head job of the front lane of the class
+//     (among those it matches) whose front lane's head is oldest; the lane
+//     moves to the back of its ring. So hosts take turns (round-robin): a
+//     host with a million queued jobs gets one turn per round, like a host
+//     with ten. With one host (or none with limits and one lane per class)
+//     this is the FIFO order of DESIGN.md §3.
+//   - A host that reaches its cap or enters its interval leaves the rings
+//     (its lanes are parked) and its queued jobs wait with the reason
+//     "polite: ..."; it comes back when one of its jobs ends (cap) or at
+//     its next eligible time (a timer in the host heap, so dispatch never
+//     scans hosts). Worker slots are never held for a parked host: they
+//     take other hosts' jobs.
+
+// Limits are one host's politeness limits.
+type Limits struct {
+	// PerHost is the most jobs of the host dispatched at once; 0 = no cap.
+	PerHost int
+	// MinDelay is the least time between two dispatches of the host's
+	// jobs; 0 = none.
+	MinDelay time.Duration
+}
+
+// Off reports whether the limits hold nothing back.
+func (l Limits) Off() bool { return l.PerHost == 0 && l.MinDelay == 0 }
+
+// String renders the limits as the console and reasons show them.
+func (l Limits) String() string {
+	if l.Off() {
+		return "no limits"
+	}
+	var parts []string
+	if l.PerHost > 0 {
+		parts = append(parts, strconv.Itoa(l.PerHost)+" at once")
+	}
+	if l.MinDelay > 0 {
+		parts = append(parts, "1 per "+l.MinDelay.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// HostRule gives the hosts matching Pattern their own limits. Patterns:
+// "*" (every host), "*.example.com" (example.com and every name under it),
+// or one host ("example.com"). A pattern without a port matches the host on
+// any port; "example.com:8080" only that port.
+type HostRule struct {
+	Pattern string
+	Limits
+}
+
+// Match reports whether the rule's pattern covers host (a host key: the
+// URL's host, with its port when not the scheme's default).
+func (r HostRule) Match(host string) bool {
+	p := strings.ToLower(r.Pattern)
+	h := strings.ToLower(host)
+	if p == "*" {
+		return true
+	}
+	if !hasPort(p) {
+		h = stripPort(h)
+	}
+	if rest, ok := strings.CutPrefix(p, "*."); ok {
+		return h == rest || strings.HasSuffix(h, "."+rest)
+	}
+	return h == p
+}
+
+// hasPort reports whether a host key ends in :port (not the last group
+// of a bracketed IPv6 literal).
+func hasPort(h string) bool {
+	i := strings.LastIndexByte(h, ':')
+	return i >= 0 && !strings.Contains(h[i:], "]") && (h[0] != '[' || strings.Contains(h[:i], "]"))
+}
+
+func stripPort(h string) string {
+	if hasPort(h) {
+		return h[:strings.LastIndexByte(h, ':')]
+	}
+	return h
+}
+
+// Politeness is the fleet's politeness policy (Config.Politeness).
+type Politeness struct {
+	// Default applies to every host no rule matches.
+	Default Limits
+	// Rules override Default for the hosts they match; the first match
+	// wins.
+	Rules []HostRule
+	// ExemptLocal exempts local hosts (localhost, *.localhost, loopback,
+	// private and link-local IP literals) from Default: a local site is
+	// the user's own. Rules still apply to them. For defaults only: an
+	// explicit setting applies to every host.
+	ExemptLocal bool
+	// MaxCrawlDelay caps a robots.txt Crawl-delay reported for a host
+	// (SetCrawlDelay). Default 30 s.
+	MaxCrawlDelay time.Duration
+}
+
+// DefaultMaxCrawlDelay is Politeness.MaxCrawlDelay's default.
+const DefaultMaxCrawlDelay = 30 * time.Second
+
+// For returns the configured limits of host.
+func (p Politeness) For(host string) Limits {
+	for _, r := range p.Rules {
+		if r.Match(host) {
+			return r.Limits
+		}
+	}
+	if p.ExemptLocal && IsLocalHost(host) {
+		return Limits{}
+	}
+	return p.Default
+}
+
+// IsLocalHost reports whether a host key names the local machine or a
+// private network by its spelling alone (no lookup): localhost,
+// *.localhost, or a loopback, private or link-local IP literal.
+func IsLocalHost(host string) bool {
+	h := strings.TrimSuffix(strings.ToLower(stripPort(host)), ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	if i := strings.IndexByte(h, '%'); i >= 0 {
+		h = h[:i]
+	}
+	ip, err := netip.ParseAddr(h)
+	if err != nil {
+		return false
+	}
+	ip = ip.Unmap()
+	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()
+}
+
+// validate checks the policy, naming the bad field.
+func (p *Politeness) validate() error {
+	var errs []error
+	check := func(what string, l Limits) {
+		if l.PerHost < 0 {
+			errs = append(errs, fmt.Errorf("broker config %s per-host %d: want >= 0 (0: no cap)", what, l.PerHost))
+		}
+		if l.MinDelay < 0 {
+			errs = append(errs, fmt.Errorf("broker config %s min-delay %v: want >= 0 (0: none)", what, l.MinDelay))
+		}
+	}
+	check("Politeness.Default", p.Default)
+	for i, r := range p.Rules {
+		if err := ValidPattern(r.Pattern); err != nil {
+			errs = append(errs, fmt.Errorf("broker config Politeness.Rules[%d]: %w", i, err))
+		}
+		check(fmt.Sprintf("Politeness.Rules[%d] (%s)", i, r.Pattern), r.Limits)
+	}
+	switch {
+	case p.MaxCrawlDelay == 0:
+		p.MaxCrawlDelay = DefaultMaxCrawlDelay
+	case p.MaxCrawlDelay < 0:
+		errs = append(errs, fmt.Errorf("broker config Politeness.MaxCrawlDelay %v: want > 0 (or 0 for the default %v)", p.MaxCrawlDelay, DefaultMaxCrawlDelay))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidPattern checks a host pattern: "*", "*.domain" or a host, without
+// spaces, slashes or other wildcards.
+func ValidPattern(p string) error {
+	rest := strings.TrimPrefix(p, "*.")
+	switch {
+	case p == "*":
+		return nil
+	case rest == "":
+		return fmt.Errorf("host pattern %q: empty, want a host, *.domain or *", p)
+	case strings.ContainsAny(rest, "*/ \t?#@"):
+		return fmt.Errorf("host pattern %q: want a host (example.com, example.com:8080), *.domain or *", p)
+	}
+	return nil
+}
+
+// lane is the queued jobs of one host in one header class, FIFO through
+// job.hprev/hnext. It sits in its class's ring while it holds jobs and its
+// host is eligible.
+type lane struct {
+	host       *host
+	class      *class
+	q          hostList
+	prev, next *lane // ring
+	inRing     bool
+}
+
+// ring is a class's round-robin of lanes that can give a job now.
+type ring struct {
+	head, tail *lane
+	n          int
+}
+
+func (r *ring) push(l *lane) {
+	l.next = nil
+	l.prev = r.tail
+	if r.tail != nil {
+		r.tail.next = l
+	} else {
+		r.head = l
+	}
+	r.tail = l
+	l.inRing = true
+	r.n++
+}
+
+func (r *ring) remove(l *lane) {
+	if l.prev != nil {
+		l.prev.next = l.next
+	} else {
+		r.head = l.next
+	}
+	if l.next != nil {
+		l.next.prev = l.prev
+	} else {
+		r.tail = l.prev
+	}
+	l.prev, l.next = nil, nil
+	l.inRing = false
+	r.n--
+}
+
+// laneFor returns h's lane for class c, creating it.
+func (h *host) laneFor(c *class) *lane {
+	if h.lane0.class == c {
+		return &h.lane0
+	}
+	if h.lane0.class == nil {
+		h.lane0 = lane{host: h, class: c}
+		return &h.lane0
+	}
+	for _, l := range h.more {
+		if l.class == c {
+			return l
+		}
+	}
+	l := &lane{host: h, class: c}
+	h.more = append(h.more, l)
+	return l
+}
+
+// eachLane calls f for every lane of h.
+func (h *host) eachLane(f func(*lane)) {
+	if h.lane0.class == nil {
+		return
+	}
+	f(&h.lane0)
+	for _, l := range h.more {
+		f(l)
+	}
+}
+
+// laneAdd appends a queued job to its lane (it is already in its class
+// queue); the lane enters its ring if the host is eligible.
+func (b *Broker) laneAdd(j *job, t int64) {
+	h := j.host
+	l := h.laneFor(j.class)
+	l.q.push(j)
+	h.nq++
+	if h.parked {
+		b.polite++
+		b.syncWaiting(h)
+		b.refresh(h, t)
+		if h.parked {
+			b.politeWait(h, t)
+		}
+		return
+	}
+	if !l.inRing {
+		l.class.ring.push(l)
+	}
+}
+
+// laneRemove takes a queued job out of its lane.
+func (b *Broker) laneRemove(j *job) {
+	h := j.host
+	l := h.laneFor(j.class)
+	l.q.remove(j)
+	h.nq--
+	if h.parked {
+		b.polite--
+		b.syncWaiting(h)
+	}
+	if l.q.n == 0 && l.inRing {
+		l.class.ring.remove(l)
+	}
+	if h.nq == 0 {
+		h.waitShown = false
+	}
+}
+
+// eligible reports whether host h may have a job dispatched at t.
+func (h *host) eligible(t int64) bool {
+	return (h.cap == 0 || h.inflight < h.cap) && h.next <= t
+}
+
+// refresh parks or unparks h after its in-flight count, its next eligible
+// time or its limits changed, and sets its timer.
+func (b *Broker) refresh(h *host, t int64) {
+	switch el := h.eligible(t); {
+	case el && h.parked:
+		h.parked = false
+		b.polite -= h.nq
+		h.eachLane(func(l *lane) {
+			if l.q.n > 0 && !l.inRing {
+				l.class.ring.push(l)
+			}
+		})
+		b.syncWaiting(h)
+	case !el && !h.parked:
+		h.parked = true
+		b.polite += h.nq
+		h.eachLane(func(l *lane) {
+			if l.inRing {
+				l.class.ring.remove(l)
+			}
+		})
+		b.syncWaiting(h)
+	}
+	b.schedule(h, t)
+}
+
+// politeDue is when a parked host with queued jobs becomes eligible by the
+// clock: 0 when it waits for a slot (or has nothing to wait for).
+func politeDue(h *host, t int64) int64 {
+	if h.parked && h.nq > 0 && (h.cap == 0 || h.inflight < h.cap) && h.next > t {
+		return h.next
+	}
+	return 0
+}
+
+// politeWait emits host.polite when a host starts holding queued jobs
+// back: once per backlog (until its queue empties), not at every turn.
+func (b *Broker) politeWait(h *host, t int64) {
+	if h.waitShown || h.nq == 0 {
+		return
+	}
+	h.waitShown = true
+	b.emit(admin.Event{At: tm(t), Kind: admin.EventHostPolite, Detail: h.name + ": " + b.politeWhy(h) + "; " + strconv.Itoa(h.nq) + " jobs wait"})
+}
+
+// gap is h's interval between dispatches: max(MinDelay, Crawl-delay).
+func (h *host) gap() int64 { return max(h.minDelay, h.crawlDelay) }
+
+// dispatched applies a dispatch of one of h's jobs at t.
+func (b *Broker) dispatched(h *host, t int64) {
+	if g := h.gap(); g > 0 {
+		h.next = t + g
+	}
+	if !h.eligible(t) {
+		b.refresh(h, t)
+		b.politeWait(h, t)
+	}
+}
+
+// politeWhy says why a parked host holds its jobs back.
+func (b *Broker) politeWhy(h *host) string {
+	lim := h.limits()
+	if h.cap > 0 && h.inflight >= h.cap {
+		return "polite: " + strconv.Itoa(int(h.inflight)) + " in flight on " + h.name + " (limit " + lim.String() + ")"
+	}
+	return "polite: next dispatch to " + h.name + " at " + tm(h.next).Format(time.RFC3339Nano) + " (limit " + lim.String() + ")"
+}
+
+// limits are h's limits in force (MinDelay raised by its Crawl-delay).
+func (h *host) limits() Limits {
+	return Limits{PerHost: int(h.cap), MinDelay: time.Duration(h.gap())}
+}
+
+// setLimits applies configured limits to h.
+func (b *Broker) setLimits(h *host, l Limits) {
+	h.cap = int32(min(l.PerHost, 1<<30))
+	h.minDelay = int64(l.MinDelay)
+}
+
+// SetCrawlDelay records a robots.txt Crawl-delay a worker saw for host:
+// the host's interval becomes max(its MinDelay, d capped at
+// Politeness.MaxCrawlDelay) for the whole fleet. d = 0 clears it. It
+// reports whether the host's interval changed.
+func (b *Broker) SetCrawlDelay(now time.Time, hostName string, d time.Duration) bool {
+	d = min(max(d, 0), b.cfg.Politeness.MaxCrawlDelay)
+	h := b.hostFor(hostName)
+	if h.crawlDelay == int64(d) {
+		return false
+	}
+	before := h.gap()
+	h.crawlDelay = int64(d)
+	t := ns(now)
+	if h.next != 0 {
+		h.next += h.gap() - before // the dispatch that set it is spaced by the new interval
+	}
+	b.refresh(h, t)
+	if h.gap() != before {
+		b.emit(admin.Event{At: now, Kind: admin.EventHostCrawlDelay, Detail: h.name + ": Crawl-delay " + d.String() + ", limit " + h.limits().String()})
+	}
+	return h.gap() != before
+}
+
+// HostLimits returns the limits in force for host (configured, with its
+// Crawl-delay): what the broker would apply to a job of it.
+func (b *Broker) HostLimits(hostName string) Limits {
+	if h := b.hosts[hostName]; h != nil {
+		return h.limits()
+	}
+	return b.cfg.Politeness.For(hostName)
+}
+
+// syncWaiting keeps the set of hosts holding queued jobs back.
+func (b *Broker) syncWaiting(h *host) {
+	want := h.parked && h.nq > 0
+	if _, in := b.waiting[h]; in != want {
+		if want {
+			b.waiting[h] = struct{}{}
+		} else {
+			delete(b.waiting, h)
+		}
+	}
+}
+
+// maxPoliteRows bounds the polite hosts a page lists (most jobs first).
+const maxPoliteRows = 100
+
+// politeRows lists the hosts holding queued jobs back for politeness, most
+// waiting jobs first, at most maxPoliteRows.
+func (b *Broker) politeRows() []admin.HostRow {
+	rows := make([]admin.HostRow, 0, min(len(b.waiting), maxPoliteRows))
+	hs := make([]*host, 0, len(b.waiting))
+	for h := range b.waiting {
+		hs = append(hs, h)
+	}
+	slices.SortFunc(hs, func(x, y *host) int { return cmp.Or(cmp.Compare(y.nq, x.nq), strings.Compare(x.name, y.name)) })
+	for _, h := range hs[:min(len(hs), maxPoliteRows)] {
+		r := admin.HostRow{Host: h.name, Jobs: h.nq, Polite: true, InFlight: int(h.inflight), Limit: h.limits().String()}
+		if politeDue(h, 0) != 0 {
+			r.Until = tm(h.next)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
