@@ -71,7 +71,11 @@ process, starting from URL. Every page is fetched once: links go back to the
 coordinator with each result and are deduplicated there. Remote workers may join
 with "drover worker --connect" on the peers endpoint it prints. It ends when the
 frontier is empty and nothing is in flight, and prints a summary. Results are
-written as JSON lines to --out.`,
+written as JSON lines to --out.
+
+Its listeners stay on loopback: --bind, --admin or --events on another address
+is refused (exit 2) unless --insecure, since crawl takes no keys (for remote
+workers over CURVE, run drover serve --key and define the crawl there).`,
 		Example: `  drover crawl https://example.com/ --workers 4 --max-pages 500 --out pages.jsonl
   drover crawl https://example.com/docs/ --scope prefix --max-depth 3 --no-tui`,
 		Args: cobra.ExactArgs(1),
@@ -112,6 +116,7 @@ func addCrawlFlags(cmd *cobra.Command, o *crawlOptions) {
 	must(config.AddFlag(fs, "crawl.per_host", "per-host", ""))
 	must(config.AddFlags(fs, "crawl.user_agent", "crawl.timeout", "crawl.min_delay"))
 	must(config.AddFlag(fs, "crawl.allow_private", "allow-private", ""))
+	must(config.AddFlag(fs, "security.insecure", "insecure", ""))
 }
 
 // crawlConfig builds the fetcher's configuration from the config keys and
@@ -156,6 +161,11 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	ccfg, err := crawlConfig(cfg, o)
 	if err != nil {
 		return err
+	}
+	if !o.ephemeral { // the demo's listeners are on loopback ports
+		if err := checkExposure(cfg, false); err != nil {
+			return err
+		}
 	}
 	switch strings.ToLower(o.format) {
 	case "", "jsonl", "json", "csv":

@@ -107,12 +107,21 @@ func watchKeys(ctx context.Context, a *server.Auth, log *slog.Logger) {
 	}
 }
 
-// checkExposure refuses a coordinator listening beyond this machine
-// without keys, unless security.insecure says so: the error names the
-// flags to add.
-func checkExposure(cfg *config.Config) error {
-	if cfg.Security.Key != "" || cfg.Security.Insecure {
+// checkExposure is the one exposure rule of every command that runs a
+// coordinator (serve, the console's embedded coordinator, crawl): a
+// listener beyond this machine needs CURVE keys, unless security.insecure
+// accepts that it has none. keys says whether the command takes keys:
+// crawl does not, so its listeners stay on loopback or are --insecure
+// whatever security.key holds. The error names the flags to add.
+func checkExposure(cfg *config.Config, keys bool) error {
+	if (keys && cfg.Security.Key != "") || cfg.Security.Insecure {
 		return nil
+	}
+	remedy := "Add --key FILE --authorized-keys FILE (drover keygen makes the key; see README, \"Running workers on other machines\"), " +
+		"or --insecure to accept that"
+	if !keys {
+		remedy = "drover crawl takes no keys: bind it to loopback, or add --insecure to accept that " +
+			"(for keys, run drover serve --key with remote workers and define the crawl there)"
 	}
 	for _, l := range []struct{ key, flag, ep string }{
 		{"peers.listen", "--bind", cfg.Peers.Listen},
@@ -123,9 +132,8 @@ func checkExposure(cfg *config.Config) error {
 			continue
 		}
 		return &exitError{code: 2, err: fmt.Errorf(
-			"%s %s (%s) listens beyond this machine without keys: anyone who reaches it could act as any worker or operator. "+
-				"Add --key FILE --authorized-keys FILE (drover keygen makes the key; see README, \"Running workers on other machines\"), "+
-				"or --insecure to accept that", l.flag, l.ep, l.key)}
+			"%s %s (%s) listens beyond this machine without keys: anyone who reaches it could act as any worker or operator. %s",
+			l.flag, l.ep, l.key, remedy)}
 	}
 	return nil
 }

@@ -198,7 +198,7 @@ type coordinator struct {
 // startCoordinator opens the store and creates the server, and serves
 // metrics until ctx ends. Close it when the server has stopped.
 func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger) (*coordinator, error) {
-	if err := checkExposure(cfg); err != nil {
+	if err := checkExposure(cfg, true); err != nil {
 		return nil, err
 	}
 	token, err := metricsToken(cfg)

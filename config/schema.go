@@ -246,7 +246,7 @@ var schema = []Key{
 	key("security.authorized_keys", KindString, "",
 		"serve: the file of client keys admitted, one per line: ROLE Z85-PUBLIC-KEY [comment], roles worker, producer, operator, viewer; re-read on SIGHUP and when it changes"),
 	key("security.insecure", KindBool, false,
-		"serve: allow listening on a non-loopback address without a key (anyone who reaches the port can act as any peer)"),
+		"serve and crawl: allow listening on a non-loopback address without a key (anyone who reaches the port can act as any peer)"),
 
 	key("ssh.listen", KindHostPort, "",
 		"serve: address serving the console over SSH, one console per session; a port alone (:2222) listens on loopback; empty disables"),
