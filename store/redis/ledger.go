@@ -69,6 +69,11 @@ type Config struct {
 	Slack time.Duration
 	// Timeout bounds each call to the store. Default 5s.
 	Timeout time.Duration
+	// Heartbeat, if set, makes this ledger a peer of the other
+	// coordinators on the cluster (peers.go): it renews its alive key this
+	// often (TTL three heartbeats), receives answers for its waiting
+	// sessions, and sweeps dead peers' sessions. At least 100ms.
+	Heartbeat time.Duration
 }
 
 // Ledger is the ledger on Redis for one coordinator. Like *ledger.Ledger
@@ -92,7 +97,11 @@ type Ledger struct {
 	retry   []pending // idempotent calls the store did not take, retried first
 	err     error
 
-	inbox *inbox // answers other coordinators sent this one
+	inbox    *inbox    // answers other coordinators sent this one; nil without Heartbeat
+	nextBeat time.Time // when Tick next calls Maintain
+
+	// Swept counts the dead coordinators this one has swept.
+	Swept int
 }
 
 // pending is a call to send again: its host and script arguments.
@@ -153,6 +162,14 @@ func newLedger(ctx context.Context, rdb goredis.UniversalClient, cfg Config) (*L
 		sweeping: make(map[string]struct{}),
 	}
 	l.leases.init()
+	if cfg.Heartbeat > 0 {
+		if cfg.Heartbeat < 100*time.Millisecond {
+			return nil, fmt.Errorf("redis ledger config: Heartbeat is %v; want 0 (alone) or at least 100ms", cfg.Heartbeat)
+		}
+		if err := l.join(ctx); err != nil {
+			return nil, err
+		}
+	}
 	flag := func(b bool) string {
 		if b {
 			return "1"

@@ -249,6 +249,9 @@ func (l *Ledger) Pending() int { return len(l.retry) }
 // on each host with some).
 func (l *Ledger) Tick(now time.Time) {
 	l.flushRetry()
+	if l.inbox != nil && !now.Before(l.nextBeat) {
+		l.Maintain(now)
+	}
 	var calls []call
 	due := l.leases.due(now.UnixMicro())
 	for _, host := range l.hostList {
@@ -305,7 +308,7 @@ func (l *Ledger) Restore(w ledger.Write) {
 // other coordinators) since the last call.
 func (l *Ledger) TakeAnswers(dst []ledger.Answer) []ledger.Answer {
 	if l.inbox != nil {
-		for _, a := range l.inbox.take() {
+		for _, a := range l.inbox.take(l.owner) {
 			if h, ok := l.fpHost[a.FP]; ok && a.Verdict == ledger.OK {
 				l.held(a.Session, h, a.FP)
 			}

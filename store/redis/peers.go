@@ -1,0 +1,203 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"drover/coord/ledger"
+)
+
+// Several coordinators on one cluster. With Config.Heartbeat set, a
+// ledger:
+//
+//   - keeps PREFIX:coord:ID:alive alive (TTL three heartbeats) and is listed
+//     in PREFIX:coordinators:live;
+//   - listens on PREFIX:answers:ID for the answers other coordinators'
+//     scripts produce for its waiting sessions (a key released there is
+//     handed to a waiter here); the notification is only for speed: every
+//     heartbeat it also reads the keys its sessions wait on, and answers
+//     those that were handed to them, queued or done;
+//   - sweeps dead peers: when a listed coordinator's alive key has expired,
+//     the live coordinator that rendezvous hashing picks for it releases
+//     every session the dead one had, host by host (PREFIX:coord:ID:hosts
+//     lists where), so its keys pass to their waiters or are removed. A
+//     double sweep is harmless: releasing a released session does nothing.
+
+func (l *Ledger) liveSet() string          { return l.cfg.Prefix + ":coordinators:live" }
+func (l *Ledger) aliveKey(c string) string { return l.cfg.Prefix + ":coord:" + c + ":alive" }
+func (l *Ledger) hostsKey(c string) string { return l.cfg.Prefix + ":coord:" + c + ":hosts" }
+
+// join starts the heartbeat and the inbox (Config.Heartbeat > 0).
+func (l *Ledger) join(ctx context.Context) error {
+	b, err := newInbox(ctx, l.rdb, l.cfg.Prefix+":answers:"+l.coord, l.parseAnswer)
+	if err != nil {
+		return fmt.Errorf("redis ledger: subscribing to answers: %w", err)
+	}
+	l.inbox = b
+	if err := l.beat(ctx); err != nil {
+		return err
+	}
+	return l.rdb.SAdd(ctx, l.liveSet(), l.coord).Err()
+}
+
+func (l *Ledger) beat(ctx context.Context) error {
+	if err := l.rdb.Set(ctx, l.aliveKey(l.coord), "1", 3*l.cfg.Heartbeat).Err(); err != nil {
+		return fmt.Errorf("redis ledger: heartbeat: %w", err)
+	}
+	return nil
+}
+
+// Maintain is the heartbeat: it renews this coordinator's alive key,
+// answers waits whose notification did not come, and sweeps dead peers.
+// Tick calls it once per Config.Heartbeat; call it directly to force one.
+func (l *Ledger) Maintain(now time.Time) {
+	if l.inbox == nil {
+		return
+	}
+	ctx, cancel := l.ctx()
+	defer cancel()
+	if err := l.beat(ctx); err != nil {
+		l.err = err
+		return
+	}
+	l.nextBeat = now.Add(l.cfg.Heartbeat)
+	l.pollWaits(ctx, now)
+	l.sweepDead(ctx, now)
+}
+
+// pollWaits reads the keys local sessions wait on and answers those no
+// longer held by someone else.
+func (l *Ledger) pollWaits(ctx context.Context, now time.Time) {
+	type w struct {
+		k   waitKey
+		e   waitEntry
+		cmd *goredis.SliceCmd
+	}
+	var ws []w
+	pipe := l.rdb.Pipeline()
+	for k, e := range l.inbox.waits {
+		if len(ws) == 4096 {
+			break
+		}
+		ws = append(ws, w{k, e, pipe.HMGet(ctx, l.pre(e.host)+"wk:"+k.fp.String(), "st", "own", "t", "oc")})
+	}
+	if len(ws) == 0 {
+		return
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != goredis.Nil {
+		l.err = err
+		return
+	}
+	for _, x := range ws {
+		v := x.cmd.Val()
+		str := func(i int) string { s, _ := v[i].(string); return s }
+		a := ledger.Answer{Session: x.e.s, ReqID: x.e.req, FP: x.k.fp}
+		switch str(0) {
+		case "r":
+			if str(1) != x.k.owner {
+				continue // still held by another
+			}
+			a.Verdict, a.Reason = ledger.OK, ledger.ReasonHandover
+		case "q":
+			a.Verdict, a.Reason = ledger.No, ledger.ReasonQueued
+		case "d":
+			a.Verdict, a.Reason = ledger.No, ledger.ReasonDone
+			if str(3) == "1" {
+				a.Reason = ledger.ReasonFailed
+			}
+		default:
+			continue
+		}
+		l.inbox.settle(x.k.owner, x.k.fp)
+		if a.Verdict == ledger.OK {
+			l.held(a.Session, x.e.host, a.FP)
+		}
+		l.answers = append(l.answers, a)
+	}
+}
+
+// sweepDead releases the sessions of dead coordinators this one is
+// responsible for.
+func (l *Ledger) sweepDead(ctx context.Context, now time.Time) {
+	ids, err := l.rdb.SMembers(ctx, l.liveSet()).Result()
+	if err != nil {
+		l.err = err
+		return
+	}
+	pipe := l.rdb.Pipeline()
+	alive := make([]*goredis.IntCmd, len(ids))
+	for i, c := range ids {
+		alive[i] = pipe.Exists(ctx, l.aliveKey(c))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		l.err = err
+		return
+	}
+	var live, dead []string
+	for i, c := range ids {
+		if alive[i].Val() == 1 {
+			live = append(live, c)
+		} else {
+			dead = append(dead, c)
+		}
+	}
+	for _, d := range dead {
+		if sweeper(d, live) == l.coord {
+			l.sweepCoordinator(ctx, now, d)
+		}
+	}
+}
+
+// sweeper is the live coordinator that sweeps dead one d: the highest
+// rendezvous hash of (d, live).
+func sweeper(d string, live []string) string {
+	best, bestH := "", uint64(0)
+	for _, c := range live {
+		h := fnv.New64a()
+		h.Write([]byte(d + "/" + c))
+		if v := h.Sum64(); best == "" || v > bestH {
+			best, bestH = c, v
+		}
+	}
+	return best
+}
+
+// sweepCoordinator releases every session of coordinator d, host by host.
+func (l *Ledger) sweepCoordinator(ctx context.Context, now time.Time, d string) {
+	hosts, err := l.rdb.SMembers(ctx, l.hostsKey(d)).Result()
+	if err != nil {
+		l.err = err
+		return
+	}
+	calls := make([]call, 0, len(hosts))
+	for _, h := range hosts {
+		keys := append(l.baseKeys(h, 1), l.pre(h)+"co:"+d)
+		calls = append(calls, call{h, keys, l.args("release-all", now, 0)})
+	}
+	if len(calls) > 0 {
+		if _, err := l.exec(calls); err != nil {
+			return // tried again at the next heartbeat
+		}
+	}
+	l.rdb.Del(ctx, l.hostsKey(d))
+	l.rdb.SRem(ctx, l.liveSet(), d)
+	l.Swept++
+}
+
+// Leave stops the heartbeat as a clean shutdown would: releases every
+// local session, removes this coordinator from the live set and closes
+// the ledger.
+func (l *Ledger) Leave(now time.Time) error {
+	for s := range l.sessions {
+		l.Release(now, s)
+	}
+	ctx, cancel := l.ctx()
+	defer cancel()
+	l.rdb.Del(ctx, l.aliveKey(l.coord), l.hostsKey(l.coord))
+	l.rdb.SRem(ctx, l.liveSet(), l.coord)
+	return l.Close()
+}

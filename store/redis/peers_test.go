@@ -1,0 +1,202 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"drover/coord/id"
+	"drover/coord/ledger"
+)
+
+// peers opens n coordinators' ledgers on one prefix of the test cluster.
+func peers(t *testing.T, rdb goredis.UniversalClient, n int, cfg ledger.Config) []*Ledger {
+	t.Helper()
+	prefix := fmt.Sprintf("p%d", prefixes.Add(1))
+	out := make([]*Ledger, n)
+	for i := range out {
+		l, err := newLedger(context.Background(), rdb, Config{Ledger: cfg, Prefix: prefix, Heartbeat: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = l
+		t.Cleanup(func() { l.inbox.close() })
+	}
+	return out
+}
+
+func webKey(i int) ledger.Item {
+	k := id.Key{Crawler: "c", Processor: "p", URL: fmt.Sprintf("http://h%d.example/page/%d", i%50, i)}
+	return ledger.Item{Key: k, FP: k.Fingerprint()}
+}
+
+// The same URLs submitted to two coordinators at once are accepted once:
+// each key gets exactly one OK over both, the other asks wait.
+func TestSameKeysAcceptedOnce(t *testing.T) {
+	rdb := client(t)
+	ls := peers(t, rdb, 2, ledger.Config{})
+	const n = 3000
+	items := make([]ledger.Item, n)
+	for i := range items {
+		items[i] = webKey(i)
+	}
+	results := make([][]ledger.Result, 2)
+	var wg sync.WaitGroup
+	for c := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < n; i += 100 {
+				results[c] = ls[c].RequestBatch(time.Now(), 1, uint64(i), items[i:i+100], results[c])
+			}
+		}()
+	}
+	wg.Wait()
+	for c, l := range ls {
+		if err := l.Err(); err != nil {
+			t.Fatalf("coordinator %d: %v", c, err)
+		}
+	}
+	for i := range items {
+		a, b := results[0][i], results[1][i]
+		oks := 0
+		for _, r := range []ledger.Result{a, b} {
+			switch r.Verdict {
+			case ledger.OK:
+				oks++
+			case ledger.Wait:
+			default:
+				t.Fatalf("key %d: %v %v; want ok or wait", i, r.Verdict, r.Reason)
+			}
+		}
+		if oks != 1 {
+			t.Fatalf("key %d: answers %+v and %+v; want exactly one ok", i, a, b)
+		}
+	}
+	// Each queues what it got; the other's waiters are told "queued".
+	for c, l := range ls {
+		var mine []id.Fingerprint
+		for i, r := range results[c] {
+			if r.Verdict == ledger.OK {
+				mine = append(mine, items[i].FP)
+			}
+		}
+		for _, r := range l.QueueBatch(time.Now(), 1, mine, nil) {
+			if r.Verdict != ledger.OK {
+				t.Fatalf("coordinator %d: queue: %v %v", c, r.Verdict, r.Reason)
+			}
+		}
+	}
+	if c := ls[0].Counts(); c.Queued != n || c.Requested != 0 || c.Waiters != 0 {
+		t.Fatalf("counts after queueing every key = %+v; want %d queued, nothing requested or waiting", c, n)
+	}
+	waitAnswers(t, ls, n)
+}
+
+// waitAnswers polls both ledgers until, together, they have given n
+// deferred answers.
+func waitAnswers(t *testing.T, ls []*Ledger, n int) []ledger.Answer {
+	t.Helper()
+	return waitAnswersBy(t, ls, n, true)
+}
+
+// waitAnswersBy is waitAnswers; without tick, only notifications answer.
+func waitAnswersBy(t *testing.T, ls []*Ledger, n int, tick bool) []ledger.Answer {
+	t.Helper()
+	var got []ledger.Answer
+	deadline := time.Now().Add(30 * time.Second)
+	for len(got) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deferred answers after 30s; want %d", len(got), n)
+		}
+		for _, l := range ls {
+			if tick {
+				l.Tick(time.Now())
+			}
+			got = l.TakeAnswers(got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return got
+}
+
+// A waiter on one coordinator is handed a key released on another: by the
+// notification, and, when the notification is lost, by the heartbeat's poll.
+func TestHandoverAcrossCoordinators(t *testing.T) {
+	rdb := client(t)
+	for _, lost := range []bool{false, true} {
+		t.Run(fmt.Sprintf("notification-lost=%v", lost), func(t *testing.T) {
+			ls := peers(t, rdb, 2, ledger.Config{RequestTTL: time.Minute})
+			a, b := ls[0], ls[1]
+			it := webKey(7)
+			now := time.Now()
+			if v, r := a.Request(now, 1, 1, it.Key, it.FP); v != ledger.OK {
+				t.Fatalf("a: %v %v", v, r)
+			}
+			if v, r := b.Request(now, 5, 42, it.Key, it.FP); v != ledger.Wait {
+				t.Fatalf("b: %v %v; want wait", v, r)
+			}
+			if lost {
+				b.inbox.close() // no notifications any more
+			}
+			a.Release(time.Now(), 1)
+			// Without the notification only the heartbeat's poll answers;
+			// with it, no tick is needed.
+			got := waitAnswersBy(t, []*Ledger{b}, 1, lost)
+			want := ledger.Answer{Session: 5, ReqID: 42, FP: it.FP, Verdict: ledger.OK, Reason: ledger.ReasonHandover}
+			if got[0] != want {
+				t.Fatalf("b's answer = %+v; want %+v", got[0], want)
+			}
+			if v, r := b.Queue(time.Now(), 5, it.FP); v != ledger.OK {
+				t.Fatalf("b queues the key it was handed: %v %v", v, r)
+			}
+			if rec, ok := a.LookupKey(time.Now(), it.Key, it.FP); !ok || rec.State != ledger.Queued {
+				t.Fatalf("a sees %+v %v; want queued", rec, ok)
+			}
+		})
+	}
+}
+
+// A coordinator that stops heartbeating is swept by a live one: its keys
+// pass to their waiters (on the live coordinator) or are removed.
+func TestDeadCoordinatorSwept(t *testing.T) {
+	rdb := client(t)
+	ls := peers(t, rdb, 2, ledger.Config{})
+	dead, live := ls[0], ls[1]
+	now := time.Now()
+	var held []ledger.Item
+	for i := range 20 {
+		it := webKey(i)
+		held = append(held, it)
+		if v, r := dead.Request(now, 3, 1, it.Key, it.FP); v != ledger.OK {
+			t.Fatalf("%v %v", v, r)
+		}
+	}
+	if v, _ := live.Request(now, 9, 77, held[4].Key, held[4].FP); v != ledger.Wait {
+		t.Fatalf("live waits on a dead one's key: %v", v)
+	}
+	dead.inbox.close() // the process is gone: no more heartbeats
+	start := time.Now()
+	got := waitAnswers(t, []*Ledger{live}, 1)
+	want := ledger.Answer{Session: 9, ReqID: 77, FP: held[4].FP, Verdict: ledger.OK, Reason: ledger.ReasonHandover}
+	if got[0] != want {
+		t.Fatalf("after the sweep: %+v; want %+v", got[0], want)
+	}
+	if live.Swept != 1 {
+		t.Fatalf("live swept %d coordinators; want 1", live.Swept)
+	}
+	t.Logf("handed over %v after the last heartbeat (alive TTL %v)", time.Since(start).Round(100*time.Millisecond), 3*time.Second)
+	for i, it := range held {
+		rec, ok := live.LookupKey(time.Now(), it.Key, it.FP)
+		switch {
+		case i == 4 && (!ok || rec.Owner != 9):
+			t.Fatalf("key 4: %+v %v; want held by session 9", rec, ok)
+		case i != 4 && ok:
+			t.Fatalf("key %d: %+v; want removed with its dead owner", i, rec)
+		}
+	}
+}
