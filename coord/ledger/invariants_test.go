@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"drover/coord/id"
@@ -14,20 +15,20 @@ func (l *Ledger) check() error {
 	walk := func(name string, ls *list, state State) error {
 		n, prev := 0, int32(0)
 		var last int64
-		for ri := ls.head; ri != 0; ri = l.recs.at(ri).next {
+		for ri := ls.head; ri != 0; ri = l.recs.at(ri).lq.next {
 			r := l.recs.at(ri)
 			if where, dup := seen[ri]; dup {
 				return fmt.Errorf("rec %d on the %s list and the %s list", ri, name, where)
 			}
 			seen[ri] = name
-			if r.prev != prev {
-				return fmt.Errorf("%s list: rec %d prev %d, want %d", name, ri, r.prev, prev)
+			if r.lq.prev != prev {
+				return fmt.Errorf("%s list: rec %d prev %d, want %d", name, ri, r.lq.prev, prev)
 			}
 			if r.state != state {
 				return fmt.Errorf("%s list: rec %d in state %v", name, ri, r.state)
 			}
-			if got, ok := l.live[r.fp]; !ok || got != ri {
-				return fmt.Errorf("%s list: rec %d (%s) not indexed in live (got %d, %v)", name, ri, r.fp, got, ok)
+			if got := l.idx.get(&r.fp, &l.recs); got != ri {
+				return fmt.Errorf("%s list: rec %d (%s) not indexed (got %d)", name, ri, r.fp, got)
 			}
 			if n > 0 && r.since < last {
 				return fmt.Errorf("%s list: rec %d since %d before its predecessor's %d", name, ri, r.since, last)
@@ -49,13 +50,19 @@ func (l *Ledger) check() error {
 	if err := walk("queue", &l.queue, Queued); err != nil {
 		return err
 	}
-	if len(l.live) != len(seen) {
-		return fmt.Errorf("live has %d keys, lists hold %d", len(l.live), len(seen))
+	if l.idx.n != len(seen) {
+		return fmt.Errorf("index has %d keys, lists hold %d", l.idx.n, len(seen))
 	}
-	for fp := range l.live {
-		if _, done := l.done.lookup(fp); done {
-			return fmt.Errorf("key %s is both live and done", fp)
+	if err := l.checkIndex(); err != nil {
+		return err
+	}
+	for ri := range seen {
+		if _, done := l.done.lookup(l.recs.at(ri).fp); done {
+			return fmt.Errorf("key %s is both live and done", l.recs.at(ri).fp)
 		}
+	}
+	if err := l.checkKeys(seen); err != nil {
+		return err
 	}
 
 	// Owners: every requested record is held by exactly one session, its owner.
@@ -66,44 +73,46 @@ func (l *Ledger) check() error {
 		if ss.id != s {
 			return fmt.Errorf("session %d indexed at %d which holds session %d", s, si, ss.id)
 		}
-		if ss.ohead == 0 && ss.whead == 0 {
+		if ss.held.head == 0 && ss.waits.head == 0 {
 			return fmt.Errorf("session %d holds and waits on nothing but is kept", s)
 		}
-		prev := int32(0)
-		for ri := ss.ohead; ri != 0; ri = l.recs.at(ri).snext {
+		prev, n := int32(0), 0
+		for ri := ss.held.head; ri != 0; ri = l.recs.at(ri).own.next {
 			r := l.recs.at(ri)
-			if r.sprev != prev {
-				return fmt.Errorf("session %d held list: rec %d sprev %d, want %d", s, ri, r.sprev, prev)
+			if r.own.prev != prev {
+				return fmt.Errorf("session %d held list: rec %d prev %d, want %d", s, ri, r.own.prev, prev)
 			}
 			if other, dup := held[ri]; dup {
 				return fmt.Errorf("key %s has two owners: sessions %d and %d", r.fp, other, s)
 			}
 			held[ri] = s
-			if r.state != Requested || r.owner != s {
-				return fmt.Errorf("session %d holds rec %d in state %v owned by %d", s, ri, r.state, r.owner)
+			if r.state != Requested || r.owner != si {
+				return fmt.Errorf("session %d holds rec %d in state %v owned by session index %d", s, ri, r.state, r.owner)
 			}
 			prev = ri
+			n++
 		}
-		if ss.otail != prev {
-			return fmt.Errorf("session %d held list tail %d, want %d", s, ss.otail, prev)
+		if ss.held.tail != prev || ss.held.n != n {
+			return fmt.Errorf("session %d held list tail %d n %d, want %d and %d", s, ss.held.tail, ss.held.n, prev, n)
 		}
-		prev = 0
-		for wi := ss.whead; wi != 0; wi = l.ws.at(wi).snext {
+		prev, n = 0, 0
+		for wi := ss.waits.head; wi != 0; wi = l.ws.at(wi).sw.next {
 			w := l.ws.at(wi)
-			if w.sprev != prev {
-				return fmt.Errorf("session %d wait list: waiter %d sprev %d, want %d", s, wi, w.sprev, prev)
+			if w.sw.prev != prev {
+				return fmt.Errorf("session %d wait list: waiter %d prev %d, want %d", s, wi, w.sw.prev, prev)
 			}
 			if w.session != s {
 				return fmt.Errorf("session %d wait list holds a waiter of session %d", s, w.session)
 			}
-			if r := l.recs.at(w.rec); r.state != Requested || r.owner == s {
-				return fmt.Errorf("session %d waits on key %s in state %v owned by %d", s, r.fp, r.state, r.owner)
+			if r := l.recs.at(w.rec); r.state != Requested || r.owner == si {
+				return fmt.Errorf("session %d waits on key %s in state %v owned by session index %d", s, r.fp, r.state, r.owner)
 			}
 			waits++
 			prev = wi
+			n++
 		}
-		if ss.wtail != prev {
-			return fmt.Errorf("session %d wait list tail %d, want %d", s, ss.wtail, prev)
+		if ss.waits.tail != prev || ss.waits.n != n {
+			return fmt.Errorf("session %d wait list tail %d n %d, want %d and %d", s, ss.waits.tail, ss.waits.n, prev, n)
 		}
 	}
 	if len(held) != l.lease.n {
@@ -114,15 +123,23 @@ func (l *Ledger) check() error {
 	}
 
 	// Waiter queues.
-	total := 0
+	total, fifos := 0, 0
 	for ri := range seen {
 		r := l.recs.at(ri)
+		q, has := l.wq[ri]
+		if has != r.waited {
+			return fmt.Errorf("key %s: waited %v but FIFO present %v", r.fp, r.waited, has)
+		}
+		if !has {
+			continue
+		}
+		fifos++
 		n, prev := 0, int32(0)
 		sessions := make(map[id.Session]bool)
-		for wi := r.whead; wi != 0; wi = l.ws.at(wi).next {
+		for wi := q.head; wi != 0; wi = l.ws.at(wi).fifo.next {
 			w := l.ws.at(wi)
-			if w.prev != prev || w.rec != ri {
-				return fmt.Errorf("key %s FIFO: waiter %d prev %d rec %d, want %d and %d", r.fp, wi, w.prev, w.rec, prev, ri)
+			if w.fifo.prev != prev || w.rec != ri {
+				return fmt.Errorf("key %s FIFO: waiter %d prev %d rec %d, want %d and %d", r.fp, wi, w.fifo.prev, w.rec, prev, ri)
 			}
 			if sessions[w.session] {
 				return fmt.Errorf("key %s: session %d waits twice", r.fp, w.session)
@@ -134,13 +151,16 @@ func (l *Ledger) check() error {
 			prev = wi
 			n++
 		}
-		if r.wtail != prev || int(r.nwait) != n {
-			return fmt.Errorf("key %s FIFO: tail %d nwait %d, walked tail %d count %d", r.fp, r.wtail, r.nwait, prev, n)
+		if q.tail != prev || q.n != n || n == 0 {
+			return fmt.Errorf("key %s FIFO: tail %d n %d, walked tail %d count %d (an empty FIFO is dropped)", r.fp, q.tail, q.n, prev, n)
 		}
-		if n > 0 && r.state != Requested {
+		if r.state != Requested {
 			return fmt.Errorf("key %s in state %v has %d waiters", r.fp, r.state, n)
 		}
 		total += n
+	}
+	if fifos != len(l.wq) {
+		return fmt.Errorf("%d waiter FIFOs, %d of live keys", len(l.wq), fifos)
 	}
 	if total != waits || total != l.nWaiters {
 		return fmt.Errorf("waiters: %d in key queues, %d in session lists, counter %d", total, waits, l.nWaiters)
@@ -154,10 +174,10 @@ func (l *Ledger) check() error {
 		}
 		return n
 	}
-	if f := count(l.freeR, func(i int32) int32 { return l.recs.at(i).next }); f+len(l.live) != l.recs.size()-1 {
-		return fmt.Errorf("recs: %d free + %d live != %d slots", f, len(l.live), l.recs.size()-1)
+	if f := count(l.freeR, func(i int32) int32 { return l.recs.at(i).lq.next }); f+len(seen) != l.recs.size()-1 {
+		return fmt.Errorf("recs: %d free + %d live != %d slots", f, len(seen), l.recs.size()-1)
 	}
-	if f := count(l.freeW, func(i int32) int32 { return l.ws.at(i).next }); f+l.nWaiters != l.ws.size()-1 {
+	if f := count(l.freeW, func(i int32) int32 { return l.ws.at(i).fifo.next }); f+l.nWaiters != l.ws.size()-1 {
 		return fmt.Errorf("waiters: %d free + %d used != %d slots", f, l.nWaiters, l.ws.size()-1)
 	}
 	if f := count(l.freeS, func(i int32) int32 { return l.sess[i].nextFree }); f+len(l.sessIdx) != len(l.sess)-1 {
@@ -213,6 +233,110 @@ func checkDoneCache(l *Ledger) error {
 	}
 	if l.done.q[0].n+l.done.q[1].n != 0 {
 		return fmt.Errorf("bounded done set uses its sweep queues (%d, %d entries)", l.done.q[0].n, l.done.q[1].n)
+	}
+	return nil
+}
+
+// checkIndex verifies the fingerprint index: every entry names a live
+// record with its tag, is reachable from its home without crossing an empty
+// slot, and the count is right.
+func (l *Ledger) checkIndex() error {
+	x := &l.idx
+	n := 0
+	for i, s := range x.slots {
+		if s == 0 {
+			continue
+		}
+		n++
+		ri := int32(uint32(s))
+		if ri <= 0 || int(ri) >= l.recs.size() {
+			return fmt.Errorf("index slot %d names rec %d, outside the slab", i, ri)
+		}
+		r := l.recs.at(ri)
+		if r.state == 0 {
+			return fmt.Errorf("index slot %d names free rec %d", i, ri)
+		}
+		if s&^0xFFFFFFFF != fpTag(&r.fp) {
+			return fmt.Errorf("index slot %d: tag %x, rec %d's is %x", i, s>>32, ri, fpTag(&r.fp)>>32)
+		}
+		for j := fpHome(&r.fp) & x.mask; j != uint64(i); j = (j + 1) & x.mask {
+			if x.slots[j] == 0 {
+				return fmt.Errorf("index slot %d (rec %d): empty slot %d between it and its home", i, ri, j)
+			}
+		}
+	}
+	if n != x.n {
+		return fmt.Errorf("index holds %d entries, counts %d", n, x.n)
+	}
+	if 4*x.n > 3*len(x.slots) {
+		return fmt.Errorf("index %d/%d full, over 3/4", x.n, len(x.slots))
+	}
+	return nil
+}
+
+// checkKeys verifies the key store: the name pairs' reference counts are
+// the live records using them, every URL slot is used by one record or
+// free, and no freed pair is still indexed.
+func (l *Ledger) checkKeys(live map[int32]string) error {
+	ks := &l.keys
+	refs := make(map[uint32]int)
+	used := make(map[[2]uint32]bool) // (class, slot)
+	longs := make(map[uint32]bool)
+	for ri := range live {
+		r := l.recs.at(ri)
+		refs[r.names]++
+		switch r.ulen {
+		case 0:
+		case urlLong:
+			if longs[r.url] {
+				return fmt.Errorf("long URL %d used twice", r.url)
+			}
+			longs[r.url] = true
+		default:
+			k := [2]uint32{uint32((int(r.ulen) - 1) / urlClassStep), r.url}
+			if used[k] {
+				return fmt.Errorf("URL slot %v used twice", k)
+			}
+			used[k] = true
+		}
+	}
+	inUse := 0
+	for i := 1; i < len(ks.pairs); i++ {
+		e := &ks.pairs[i]
+		if e.refs != refs[uint32(i)] {
+			return fmt.Errorf("name pair %d (%q, %q): %d references, %d live records use it", i, e.crawler, e.processor, e.refs, refs[uint32(i)])
+		}
+		if e.refs > 0 {
+			inUse++
+			if got := ks.pairIdx[e.namePair]; got != uint32(i) {
+				return fmt.Errorf("name pair %d (%q, %q) indexed at %d", i, e.crawler, e.processor, got)
+			}
+		}
+	}
+	if inUse != len(ks.pairIdx) || inUse+len(ks.freeP) != len(ks.pairs)-1 {
+		return fmt.Errorf("name pairs: %d in use, %d indexed, %d free, %d slots", inUse, len(ks.pairIdx), len(ks.freeP), len(ks.pairs)-1)
+	}
+	for c := range ks.urls {
+		s := &ks.urls[c]
+		free := 0
+		for i := s.free; i != 0; i = binary.LittleEndian.Uint32(s.at(i)) {
+			if used[[2]uint32{uint32(c), i}] {
+				return fmt.Errorf("URL class %d: slot %d is free and used", c, i)
+			}
+			free++
+		}
+		inClass := 0
+		for k := range used {
+			if k[0] == uint32(c) {
+				inClass++
+			}
+		}
+		if s.n > 0 && free+inClass != int(s.n)-1 {
+			return fmt.Errorf("URL class %d: %d free + %d used != %d slots", c, free, inClass, s.n-1)
+		}
+	}
+	if len(longs)+len(ks.freeL) != len(ks.long)-1 {
+		return fmt.Errorf("long URLs: %d used + %d free != %d", len(longs), len(ks.freeL), len(ks.long)-1)
 	}
 	return nil
 }

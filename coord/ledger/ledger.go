@@ -206,14 +206,19 @@ type Ledger struct {
 	cfg      Config
 	leaseTTL int64 // RequestTTL in nanoseconds
 
-	live  map[id.Fingerprint]int32 // requested and queued keys -> index in recs
-	recs  slab[rec]                // index 0 is unused so that 0 means "none"
-	freeR int32                    // free list of recs, linked through next
-	lease list                     // requested keys, oldest lease first
-	queue list                     // queued keys, in the order they were queued
+	idx   index     // requested and queued keys -> index in recs
+	recs  slab[rec] // index 0 is unused so that 0 means "none"
+	freeR int32     // free list of recs, linked through lq.next
+	keys  keyStore  // the keys of recs
+	lease list      // requested keys, oldest lease first
+	queue list      // queued keys, in the order they were queued
 
-	ws    slab[waiter] // index 0 unused
-	freeW int32
+	ws    slab[waiter]    // index 0 unused
+	freeW int32           // free list of waiters, linked through fifo.next
+	wq    map[int32]*list // the waiter FIFO of each record that has waiters
+
+	// The links of each list (slab.go).
+	atLQ, atOwn, atFIFO, atSW func(int32) *link
 
 	sessIdx map[id.Session]int32 // sessions holding or waiting on keys -> index in sess
 	sess    []session            // slab; index 0 unused
@@ -243,13 +248,16 @@ func New(cfg Config) (*Ledger, error) {
 	l := &Ledger{
 		cfg:      cfg,
 		leaseTTL: int64(cfg.RequestTTL),
-		live:     make(map[id.Fingerprint]int32),
 		sessIdx:  make(map[id.Session]int32),
+		wq:       make(map[int32]*list),
 		sess:     make([]session, 1, 16),
 		wbatch:   1,
 	}
 	l.recs.grow() // reserve index 0
 	l.ws.grow()
+	l.idx.init()
+	l.keys.init()
+	l.bindLinks()
 	l.done.init(cfg.DoneTTL, cfg.FailedTTL, cfg.DoneCache)
 	return l, nil
 }
@@ -268,12 +276,12 @@ func (l *Ledger) request(t int64, s id.Session, reqID uint64, k *id.Key, fp id.F
 	if s == 0 {
 		return Error, ReasonBadSession
 	}
-	if ri, ok := l.live[fp]; ok {
+	if ri := l.idx.get(&fp, &l.recs); ri != 0 {
 		r := l.recs.at(ri)
 		switch {
 		case r.state == Queued:
 			return No, ReasonQueued
-		case r.owner == s:
+		case l.sess[r.owner].id == s:
 			return OK, ReasonOwner
 		}
 		l.wait(t, s, reqID, ri)
@@ -288,13 +296,11 @@ func (l *Ledger) request(t int64, s id.Session, reqID uint64, k *id.Key, fp id.F
 			l.addWrite(Write{Op: Delete, FP: fp, At: time.Unix(0, t).UTC()})
 		}
 	}
-	ri := l.allocRec()
 	si := l.session(s, true)
-	r := l.recs.at(ri)
-	r.fp, r.key, r.state, r.owner, r.since = fp, *k, Requested, s, t
-	l.live[fp] = ri
-	l.listAppend(&l.lease, ri)
-	l.ownAppend(si, ri)
+	ri, r := l.newRec(fp, k, Requested, t)
+	r.owner = si
+	l.lease.push(ri, l.atLQ)
+	l.sess[si].held.push(ri, l.atOwn)
 	l.event(EventRequested, s, fp, ReasonNone)
 	return OK, ReasonNone
 }
@@ -302,18 +308,20 @@ func (l *Ledger) request(t int64, s id.Session, reqID uint64, k *id.Key, fp id.F
 // wait puts s at the end of record ri's waiter queue, unless it is in it
 // already, in which case only its request id is updated.
 func (l *Ledger) wait(t int64, s id.Session, reqID uint64, ri int32) {
-	for wi := l.recs.at(ri).whead; wi != 0; wi = l.ws.at(wi).next {
-		if l.ws.at(wi).session == s {
-			l.ws.at(wi).reqID = reqID
-			return
+	if q := l.fifo(ri, false); q != nil {
+		for wi := q.head; wi != 0; wi = l.ws.at(wi).fifo.next {
+			if l.ws.at(wi).session == s {
+				l.ws.at(wi).reqID = reqID
+				return
+			}
 		}
 	}
 	si := l.session(s, true)
 	wi := l.allocWaiter()
 	w := l.ws.at(wi)
 	w.session, w.reqID, w.since, w.rec = s, reqID, t, ri
-	l.fifoAppend(ri, wi)
-	l.swaitAppend(si, wi)
+	l.fifo(ri, true).push(wi, l.atFIFO)
+	l.sess[si].waits.push(wi, l.atSW)
 	l.nWaiters++
 	l.event(EventWaiting, s, l.recs.at(ri).fp, ReasonNone)
 }
@@ -328,8 +336,8 @@ func (l *Ledger) Queue(now time.Time, s id.Session, fp id.Fingerprint) (Verdict,
 }
 
 func (l *Ledger) queueKey(t int64, s id.Session, fp id.Fingerprint) (Verdict, Reason) {
-	ri, ok := l.live[fp]
-	if !ok {
+	ri := l.idx.get(&fp, &l.recs)
+	if ri == 0 {
 		if _, done := l.done.get(fp, t); done {
 			return Error, ReasonWrongState
 		}
@@ -339,7 +347,7 @@ func (l *Ledger) queueKey(t int64, s id.Session, fp id.Fingerprint) (Verdict, Re
 	switch {
 	case r.state != Requested:
 		return Error, ReasonWrongState
-	case r.owner != s:
+	case l.sess[r.owner].id != s:
 		return Error, ReasonNotOwner
 	}
 	l.toQueued(t, ri)
@@ -351,16 +359,18 @@ func (l *Ledger) queueKey(t int64, s id.Session, fp id.Fingerprint) (Verdict, Re
 func (l *Ledger) toQueued(t int64, ri int32) {
 	l.answerWaiters(ri, ReasonQueued)
 	r := l.recs.at(ri)
-	owner := r.owner
-	si := l.session(owner, false)
-	l.ownUnlink(si, ri)
+	si := r.owner
+	owner := l.sess[si].id
+	l.sess[si].held.unlink(ri, l.atOwn)
 	l.gcSession(si)
-	l.listUnlink(&l.lease, ri)
-	r = l.recs.at(ri)
+	l.lease.unlink(ri, l.atLQ)
 	r.state, r.owner, r.since = Queued, 0, t
-	l.listAppend(&l.queue, ri)
+	l.queue.push(ri, l.atLQ)
 	l.event(EventQueued, owner, r.fp, ReasonNone)
-	l.write(PutQueued, r.fp, &r.key, t, DoneOK)
+	if l.cfg.Persist && !l.quiet {
+		k := l.keys.key(r)
+		l.write(PutQueued, r.fp, &k, t, DoneOK)
+	}
 }
 
 // Done marks key k (fingerprint fp) done with outcome o, whatever its state,
@@ -377,19 +387,18 @@ func (l *Ledger) markDone(t int64, k *id.Key, fp id.Fingerprint, o Outcome) {
 	if o != DoneOK {
 		o = DoneFailed
 	}
-	if ri, ok := l.live[fp]; ok {
+	if ri := l.idx.get(&fp, &l.recs); ri != 0 {
 		l.answerWaiters(ri, o.reason())
 		r := l.recs.at(ri)
 		if r.state == Requested {
-			si := l.session(r.owner, false)
-			l.ownUnlink(si, ri)
+			si := r.owner
+			l.sess[si].held.unlink(ri, l.atOwn)
 			l.gcSession(si)
-			l.listUnlink(&l.lease, ri)
+			l.lease.unlink(ri, l.atLQ)
 		} else {
-			l.listUnlink(&l.queue, ri)
+			l.queue.unlink(ri, l.atLQ)
 		}
-		delete(l.live, fp)
-		l.freeRec(ri)
+		l.dropRec(ri)
 	}
 	l.done.put(fp, t, o, l.batch())
 	l.event(EventDone, 0, fp, o.reason())
@@ -399,18 +408,22 @@ func (l *Ledger) markDone(t int64, k *id.Key, fp id.Fingerprint, o Outcome) {
 // answerWaiters gives every waiter of record ri a deferred No with reason,
 // in FIFO order, and empties the queue.
 func (l *Ledger) answerWaiters(ri int32, reason Reason) {
-	for wi := l.recs.at(ri).whead; wi != 0; {
+	q := l.fifo(ri, false)
+	if q == nil {
+		return
+	}
+	for wi := q.head; wi != 0; {
 		w := *l.ws.at(wi)
 		l.answers = append(l.answers, Answer{Session: w.session, ReqID: w.reqID, FP: l.recs.at(ri).fp, Verdict: No, Reason: reason})
 		si := l.session(w.session, false)
-		l.swaitUnlink(si, wi)
+		l.sess[si].waits.unlink(wi, l.atSW)
 		l.gcSession(si)
 		l.freeWaiter(wi)
 		l.nWaiters--
-		wi = w.next
+		wi = w.fifo.next
 	}
-	r := l.recs.at(ri)
-	r.whead, r.wtail, r.nwait = 0, 0, 0
+	*q = list{}
+	l.dropFIFO(ri)
 }
 
 // Release lets go of everything session s holds: it leaves every waiter
@@ -426,22 +439,24 @@ func (l *Ledger) Release(now time.Time, s id.Session) {
 		return
 	}
 	ss := l.sess[si]
-	for wi := ss.whead; wi != 0; {
+	for wi := ss.waits.head; wi != 0; {
 		w := *l.ws.at(wi)
-		l.fifoUnlink(w.rec, wi)
+		l.fifo(w.rec, false).unlink(wi, l.atFIFO)
+		l.dropFIFO(w.rec)
 		l.event(EventLeft, s, l.recs.at(w.rec).fp, ReasonReleased)
 		l.freeWaiter(wi)
 		l.nWaiters--
-		wi = w.snext
+		wi = w.sw.next
 	}
-	for ri := ss.ohead; ri != 0; {
-		next := l.recs.at(ri).snext
-		l.recs.at(ri).sprev, l.recs.at(ri).snext = 0, 0
-		l.event(EventReleased, s, l.recs.at(ri).fp, ReasonReleased)
+	for ri := ss.held.head; ri != 0; {
+		r := l.recs.at(ri)
+		next := r.own.next
+		r.own = link{}
+		l.event(EventReleased, s, r.fp, ReasonReleased)
 		l.handOver(t, ri, ReasonReleased)
 		ri = next
 	}
-	l.sess[si].ohead, l.sess[si].otail, l.sess[si].whead, l.sess[si].wtail = 0, 0, 0, 0
+	l.sess[si].held, l.sess[si].waits = list{}, list{}
 	l.gcSession(si)
 }
 
@@ -449,24 +464,24 @@ func (l *Ledger) Release(now time.Time, s id.Session) {
 // owner's list, to its first waiter, or removes it if there is none. cause
 // says why (released or expired) in the handover event.
 func (l *Ledger) handOver(t int64, ri int32, cause Reason) {
-	l.listUnlink(&l.lease, ri)
+	l.lease.unlink(ri, l.atLQ)
 	r := l.recs.at(ri)
-	wi := r.whead
-	if wi == 0 {
-		delete(l.live, r.fp)
-		l.freeRec(ri)
+	q := l.fifo(ri, false)
+	if q == nil {
+		l.dropRec(ri)
 		return
 	}
+	wi := q.head
 	w := *l.ws.at(wi)
 	si := l.session(w.session, false)
-	l.fifoUnlink(ri, wi)
-	l.swaitUnlink(si, wi)
+	q.unlink(wi, l.atFIFO)
+	l.dropFIFO(ri)
+	l.sess[si].waits.unlink(wi, l.atSW)
 	l.freeWaiter(wi)
 	l.nWaiters--
-	r = l.recs.at(ri)
-	r.owner, r.since = w.session, t
-	l.listAppend(&l.lease, ri)
-	l.ownAppend(si, ri)
+	r.owner, r.since = si, t
+	l.lease.push(ri, l.atLQ)
+	l.sess[si].held.push(ri, l.atOwn)
 	l.answers = append(l.answers, Answer{Session: w.session, ReqID: w.reqID, FP: r.fp, Verdict: OK, Reason: ReasonHandover})
 	l.event(EventHandover, w.session, r.fp, cause)
 }
@@ -488,9 +503,9 @@ func (l *Ledger) expireLeases(t int64) {
 	}
 	for ri := l.lease.head; ri != 0 && l.recs.at(ri).since+l.leaseTTL <= t; ri = l.lease.head {
 		r := l.recs.at(ri)
-		owner := r.owner
-		si := l.session(owner, false)
-		l.ownUnlink(si, ri)
+		si := r.owner
+		owner := l.sess[si].id
+		l.sess[si].held.unlink(ri, l.atOwn)
 		l.event(EventExpired, owner, r.fp, ReasonExpired)
 		l.handOver(t, ri, ReasonExpired)
 		l.gcSession(si)

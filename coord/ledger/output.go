@@ -158,14 +158,11 @@ func (l *Ledger) Restore(w Write) {
 	switch w.Op {
 	case PutQueued:
 		l.done.remove(w.FP)
-		ri, ok := l.live[w.FP]
+		ri := l.idx.get(&w.FP, &l.recs)
 		switch {
-		case !ok:
-			ri = l.allocRec()
-			r := l.recs.at(ri)
-			r.fp, r.key, r.state, r.since = w.FP, w.Key, Queued, t
-			l.live[w.FP] = ri
-			l.listAppend(&l.queue, ri)
+		case ri == 0:
+			ri, _ = l.newRec(w.FP, &w.Key, Queued, t)
+			l.queue.push(ri, l.atLQ)
 		case l.recs.at(ri).state == Requested:
 			l.toQueued(t, ri)
 		}
@@ -173,10 +170,9 @@ func (l *Ledger) Restore(w Write) {
 		l.markDone(t, &w.Key, w.FP, w.Outcome)
 	case Delete:
 		l.done.remove(w.FP)
-		if ri, ok := l.live[w.FP]; ok && l.recs.at(ri).state == Queued {
-			l.listUnlink(&l.queue, ri)
-			delete(l.live, w.FP)
-			l.freeRec(ri)
+		if ri := l.idx.get(&w.FP, &l.recs); ri != 0 && l.recs.at(ri).state == Queued {
+			l.queue.unlink(ri, l.atLQ)
+			l.dropRec(ri)
 		}
 	}
 }

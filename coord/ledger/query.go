@@ -44,7 +44,7 @@ type Counts struct {
 // Lookup returns the record of fp at time now; a done record past its TTL
 // is reported absent.
 func (l *Ledger) Lookup(now time.Time, fp id.Fingerprint) (Record, bool) {
-	if ri, ok := l.live[fp]; ok {
+	if ri := l.idx.get(&fp, &l.recs); ri != 0 {
 		return l.record(ri), true
 	}
 	v, ok := l.done.lookup(fp)
@@ -56,12 +56,16 @@ func (l *Ledger) Lookup(now time.Time, fp id.Fingerprint) (Record, bool) {
 
 func (l *Ledger) record(ri int32) Record {
 	r := l.recs.at(ri)
+	waiters := 0
+	if q := l.fifo(ri, false); q != nil {
+		waiters = q.n
+	}
 	return Record{
 		FP:      r.fp,
 		State:   r.state,
-		Key:     r.key,
-		Owner:   r.owner,
-		Waiters: int(r.nwait),
+		Key:     l.keys.key(r),
+		Owner:   l.owner(r),
+		Waiters: waiters,
 		Since:   time.Unix(0, r.since).UTC(),
 	}
 }
@@ -69,12 +73,16 @@ func (l *Ledger) record(ri int32) Record {
 // Waiters returns the sessions waiting on fp, first in line first; nil if
 // none (or fp is not requested).
 func (l *Ledger) Waiters(fp id.Fingerprint) []Waiter {
-	ri, ok := l.live[fp]
-	if !ok || l.recs.at(ri).nwait == 0 {
+	ri := l.idx.get(&fp, &l.recs)
+	if ri == 0 {
 		return nil
 	}
-	out := make([]Waiter, 0, l.recs.at(ri).nwait)
-	for wi := l.recs.at(ri).whead; wi != 0; wi = l.ws.at(wi).next {
+	q := l.fifo(ri, false)
+	if q == nil {
+		return nil
+	}
+	out := make([]Waiter, 0, q.n)
+	for wi := q.head; wi != 0; wi = l.ws.at(wi).fifo.next {
 		w := l.ws.at(wi)
 		out = append(out, Waiter{Session: w.session, ReqID: w.reqID, Since: time.Unix(0, w.since).UTC()})
 	}
@@ -113,9 +121,9 @@ func (l *Ledger) window(ls *list, offset, limit int) []Record {
 	out := make([]Record, 0, min(limit, ls.n-offset))
 	ri := ls.head
 	for ; offset > 0; offset-- {
-		ri = l.recs.at(ri).next
+		ri = l.recs.at(ri).lq.next
 	}
-	for ; ri != 0 && len(out) < limit; ri = l.recs.at(ri).next {
+	for ; ri != 0 && len(out) < limit; ri = l.recs.at(ri).lq.next {
 		out = append(out, l.record(ri))
 	}
 	return out

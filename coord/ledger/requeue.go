@@ -14,18 +14,15 @@ import (
 func (l *Ledger) Requeue(now time.Time, k id.Key, fp id.Fingerprint) {
 	t := now.UnixNano()
 	l.expireLeases(t)
-	if ri, ok := l.live[fp]; ok {
+	if ri := l.idx.get(&fp, &l.recs); ri != 0 {
 		if l.recs.at(ri).state == Requested {
 			l.toQueued(t, ri)
 		}
 		return
 	}
 	l.done.remove(fp)
-	ri := l.allocRec()
-	r := l.recs.at(ri)
-	r.fp, r.key, r.state, r.since = fp, k, Queued, t
-	l.live[fp] = ri
-	l.listAppend(&l.queue, ri)
+	ri, _ := l.newRec(fp, &k, Queued, t)
+	l.queue.push(ri, l.atLQ)
 	l.event(EventQueued, 0, fp, ReasonNone)
 	l.write(PutQueued, fp, &k, t, DoneOK)
 }

@@ -4,52 +4,89 @@ import "drover/coord/id"
 
 // Storage. Live records, waiters and sessions live in slabs (reused through
 // free lists) and are linked by int32 indexes, index 0 meaning "none", so
-// the steady state allocates nothing and the garbage collector has few
-// pointers to follow:
+// the steady state allocates nothing and the garbage collector has no
+// pointer to follow in them (keys.go keeps the keys, index.go finds a
+// record by fingerprint):
 //
 //   - every requested record is on the lease list (oldest lease first) and
 //     on its owner's list of held keys; every queued record is on the queue
-//     list (both lists use rec.prev/next: a record is on one at a time);
+//     list (both use rec.lq: a record is on one at a time);
 //   - every waiter is on its key's FIFO and on its session's list of waits;
+//     a record's FIFO lives in Ledger.wq, only while it has waiters;
 //   - a session exists while it holds or waits on a key.
 //
-// The common case, a key with no waiter, costs no waiter storage at all.
+// The common case, a key with no waiter, costs 56 bytes of record, 8 to 16
+// of index and its URL rounded up to 8 bytes.
 
 // rec is a live (requested or queued) record.
 type rec struct {
-	fp           id.Fingerprint
-	key          id.Key
-	owner        id.Session // requested: the holder; queued: 0
-	since        int64      // ns: lease start (requested) or queue time
-	state        State
-	prev, next   int32 // lease list or queue list; next links the free list
-	sprev, snext int32 // owner's held keys
-	whead, wtail int32 // waiters, FIFO
-	nwait        int32
+	fp     id.Fingerprint
+	since  int64  // ns: lease start (requested) or queue time
+	lq     link   // lease list or queue list; lq.next links the free list
+	own    link   // owner's held keys
+	owner  int32  // requested: the holder's index in Ledger.sess; queued: 0
+	names  uint32 // the interned (crawler, processor)
+	url    uint32 // the URL's slot (keyStore)
+	ulen   uint16 // the URL's length; urlLong: kept as a string
+	state  State  // 0 for a free record
+	waited bool   // has a FIFO of waiters in Ledger.wq
 }
 
 // waiter is one session waiting on one requested record.
 type waiter struct {
-	session      id.Session
-	reqID        uint64
-	since        int64
-	rec          int32
-	prev, next   int32 // the record's FIFO; next links the free list
-	sprev, snext int32 // the session's waits
+	session id.Session
+	reqID   uint64
+	since   int64
+	rec     int32
+	fifo    link // the record's FIFO; fifo.next links the free list
+	sw      link // the session's waits
 }
 
 // session is what one session holds and waits on.
 type session struct {
-	id           id.Session
-	ohead, otail int32 // held (requested) records
-	whead, wtail int32 // waiters
-	nextFree     int32
+	id       id.Session
+	held     list // requested records, linked by rec.own
+	waits    list // waiters, linked by waiter.sw
+	nextFree int32
 }
 
-// list is the head and tail of a list of records linked by prev/next.
+// link is an element's place in a doubly linked list of slab indexes.
+type link struct{ prev, next int32 }
+
+// list is the head, tail and length of a list of slab indexes.
 type list struct {
 	head, tail int32
 	n          int
+}
+
+// push appends element i, whose link at returns, to the list.
+func (ls *list) push(i int32, at func(int32) *link) {
+	p := at(i)
+	p.prev, p.next = ls.tail, 0
+	if ls.tail != 0 {
+		at(ls.tail).next = i
+	} else {
+		ls.head = i
+	}
+	ls.tail = i
+	ls.n++
+}
+
+// unlink removes element i, whose link at returns, from the list.
+func (ls *list) unlink(i int32, at func(int32) *link) {
+	p := at(i)
+	if p.prev != 0 {
+		at(p.prev).next = p.next
+	} else {
+		ls.head = p.next
+	}
+	if p.next != 0 {
+		at(p.next).prev = p.prev
+	} else {
+		ls.tail = p.prev
+	}
+	p.prev, p.next = 0, 0
+	ls.n--
 }
 
 // slab is storage for T addressed by int32 index, in fixed-size chunks so
@@ -80,31 +117,87 @@ func (s *slab[T]) grow() int32 {
 // size is the number of indexes handed out, 0 included.
 func (s *slab[T]) size() int { return int(s.n) }
 
+// The links each list uses, bound once in New.
+func (l *Ledger) bindLinks() {
+	l.atLQ = func(i int32) *link { return &l.recs.at(i).lq }
+	l.atOwn = func(i int32) *link { return &l.recs.at(i).own }
+	l.atFIFO = func(i int32) *link { return &l.ws.at(i).fifo }
+	l.atSW = func(i int32) *link { return &l.ws.at(i).sw }
+}
+
 func (l *Ledger) allocRec() int32 {
 	if ri := l.freeR; ri != 0 {
 		r := l.recs.at(ri)
-		l.freeR, r.next = r.next, 0
+		l.freeR, r.lq.next = r.lq.next, 0
 		return ri
 	}
 	return l.recs.grow()
 }
 
-func (l *Ledger) freeRec(ri int32) {
-	*l.recs.at(ri) = rec{next: l.freeR} // drops the key's strings for the GC
+// dropRec removes live record ri (already off its lists, without waiters)
+// from the index and frees it with its key.
+func (l *Ledger) dropRec(ri int32) {
+	r := l.recs.at(ri)
+	l.idx.del(&r.fp, ri, &l.recs)
+	l.keys.free(r)
+	*r = rec{lq: link{next: l.freeR}}
 	l.freeR = ri
+}
+
+// newRec makes a live record for key k in state st since t, indexed; the
+// caller puts it on its lists.
+func (l *Ledger) newRec(fp id.Fingerprint, k *id.Key, st State, t int64) (int32, *rec) {
+	ri := l.allocRec()
+	r := l.recs.at(ri)
+	r.fp, r.since = fp, t
+	l.keys.put(r, k)
+	l.idx.put(&r.fp, ri, &l.recs) // before the state is set: a growing index takes the records with one
+	r.state = st
+	return ri, r
+}
+
+// owner returns the session holding record r (0 for a queued one).
+func (l *Ledger) owner(r *rec) id.Session {
+	if r.owner == 0 {
+		return 0
+	}
+	return l.sess[r.owner].id
+}
+
+// fifo returns record ri's waiter FIFO, creating it if create is set; nil
+// when it has none and create is not set.
+func (l *Ledger) fifo(ri int32, create bool) *list {
+	r := l.recs.at(ri)
+	if !r.waited {
+		if !create {
+			return nil
+		}
+		r.waited = true
+		l.wq[ri] = &list{}
+	}
+	return l.wq[ri]
+}
+
+// dropFIFO forgets record ri's FIFO once it is empty.
+func (l *Ledger) dropFIFO(ri int32) {
+	r := l.recs.at(ri)
+	if r.waited && l.wq[ri].n == 0 {
+		delete(l.wq, ri)
+		r.waited = false
+	}
 }
 
 func (l *Ledger) allocWaiter() int32 {
 	if wi := l.freeW; wi != 0 {
 		w := l.ws.at(wi)
-		l.freeW, w.next = w.next, 0
+		l.freeW, w.fifo.next = w.fifo.next, 0
 		return wi
 	}
 	return l.ws.grow()
 }
 
 func (l *Ledger) freeWaiter(wi int32) {
-	*l.ws.at(wi) = waiter{next: l.freeW}
+	*l.ws.at(wi) = waiter{fifo: link{next: l.freeW}}
 	l.freeW = wi
 }
 
@@ -138,7 +231,7 @@ func (l *Ledger) gcSession(si int32) {
 		return
 	}
 	ss := &l.sess[si]
-	if ss.ohead != 0 || ss.whead != 0 {
+	if ss.held.head != 0 || ss.waits.head != 0 {
 		return
 	}
 	delete(l.sessIdx, ss.id)
@@ -147,116 +240,4 @@ func (l *Ledger) gcSession(si int32) {
 	}
 	*ss = session{nextFree: l.freeS}
 	l.freeS = si
-}
-
-// The list operations below are written out once per link field on
-// purpose, as the broker's are (see coord/broker/job.go): they sit on every
-// request, queue and done.
-
-func (l *Ledger) listAppend(ls *list, ri int32) {
-	r := l.recs.at(ri)
-	r.prev, r.next = ls.tail, 0
-	if ls.tail != 0 {
-		l.recs.at(ls.tail).next = ri
-	} else {
-		ls.head = ri
-	}
-	ls.tail = ri
-	ls.n++
-}
-
-func (l *Ledger) listUnlink(ls *list, ri int32) {
-	r := l.recs.at(ri)
-	if r.prev != 0 {
-		l.recs.at(r.prev).next = r.next
-	} else {
-		ls.head = r.next
-	}
-	if r.next != 0 {
-		l.recs.at(r.next).prev = r.prev
-	} else {
-		ls.tail = r.prev
-	}
-	r.prev, r.next = 0, 0
-	ls.n--
-}
-
-func (l *Ledger) ownAppend(si, ri int32) {
-	ss, r := &l.sess[si], l.recs.at(ri)
-	r.sprev, r.snext = ss.otail, 0
-	if ss.otail != 0 {
-		l.recs.at(ss.otail).snext = ri
-	} else {
-		ss.ohead = ri
-	}
-	ss.otail = ri
-}
-
-func (l *Ledger) ownUnlink(si, ri int32) {
-	ss, r := &l.sess[si], l.recs.at(ri)
-	if r.sprev != 0 {
-		l.recs.at(r.sprev).snext = r.snext
-	} else {
-		ss.ohead = r.snext
-	}
-	if r.snext != 0 {
-		l.recs.at(r.snext).sprev = r.sprev
-	} else {
-		ss.otail = r.sprev
-	}
-	r.sprev, r.snext = 0, 0
-}
-
-func (l *Ledger) fifoAppend(ri, wi int32) {
-	r, w := l.recs.at(ri), l.ws.at(wi)
-	w.prev, w.next = r.wtail, 0
-	if r.wtail != 0 {
-		l.ws.at(r.wtail).next = wi
-	} else {
-		r.whead = wi
-	}
-	r.wtail = wi
-	r.nwait++
-}
-
-func (l *Ledger) fifoUnlink(ri, wi int32) {
-	r, w := l.recs.at(ri), l.ws.at(wi)
-	if w.prev != 0 {
-		l.ws.at(w.prev).next = w.next
-	} else {
-		r.whead = w.next
-	}
-	if w.next != 0 {
-		l.ws.at(w.next).prev = w.prev
-	} else {
-		r.wtail = w.prev
-	}
-	w.prev, w.next = 0, 0
-	r.nwait--
-}
-
-func (l *Ledger) swaitAppend(si, wi int32) {
-	ss, w := &l.sess[si], l.ws.at(wi)
-	w.sprev, w.snext = ss.wtail, 0
-	if ss.wtail != 0 {
-		l.ws.at(ss.wtail).snext = wi
-	} else {
-		ss.whead = wi
-	}
-	ss.wtail = wi
-}
-
-func (l *Ledger) swaitUnlink(si, wi int32) {
-	ss, w := &l.sess[si], l.ws.at(wi)
-	if w.sprev != 0 {
-		l.ws.at(w.sprev).snext = w.snext
-	} else {
-		ss.whead = w.snext
-	}
-	if w.snext != 0 {
-		l.ws.at(w.snext).sprev = w.sprev
-	} else {
-		ss.wtail = w.sprev
-	}
-	w.sprev, w.snext = 0, 0
 }

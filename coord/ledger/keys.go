@@ -1,0 +1,192 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"strings"
+
+	"drover/coord/id"
+)
+
+// Keys of live records are kept without a string header or a heap object
+// per key (issue 21):
+//
+//   - the (crawler, processor) pair is interned: a record holds a uint32
+//     naming it, and the pair is forgotten when no record uses it any more
+//     (a producer inventing names costs memory only while its keys live);
+//   - the URL's bytes go into a slab of fixed-size slots, one slab per size
+//     class (8, 16, ... 256 bytes), so a record holds a slot number and the
+//     length. Freed slots are reused by the next URL of the same class.
+//     URLs longer than the largest class (rare) are kept as strings.
+//
+// Every slab is a few large pointer-free chunks: the garbage collector has
+// nothing to scan in them, and growing never copies.
+
+// namePair is a key's crawler and processor.
+type namePair struct{ crawler, processor string }
+
+type pairEntry struct {
+	namePair
+	refs int // live records using the pair; 0 means free
+}
+
+const (
+	urlClassStep = 8   // slot sizes are multiples of this
+	urlClassMax  = 256 // the largest slot; longer URLs are strings
+	urlClasses   = urlClassMax / urlClassStep
+	urlLong      = 0xFFFF // rec.ulen of a URL kept in keyStore.long
+	urlChunkBits = 10     // slots per chunk: 1024
+)
+
+// keyStore holds the keys of live records.
+type keyStore struct {
+	pairs   []pairEntry // index 0 unused
+	pairIdx map[namePair]uint32
+	freeP   []uint32
+	last    namePair // one-entry cache in front of pairIdx
+	lastID  uint32
+
+	urls  [urlClasses]byteSlab
+	long  []string // URLs longer than urlClassMax; index 0 unused
+	freeL []uint32
+}
+
+func (ks *keyStore) init() {
+	ks.pairs = make([]pairEntry, 1, 4)
+	ks.pairIdx = make(map[namePair]uint32)
+	ks.long = make([]string, 1)
+	for c := range ks.urls {
+		ks.urls[c].size = (c + 1) * urlClassStep
+	}
+}
+
+// put stores key k for record r (whose key fields are empty).
+func (ks *keyStore) put(r *rec, k *id.Key) {
+	r.names = ks.intern(k.Crawler, k.Processor)
+	switch n := len(k.URL); {
+	case n == 0:
+		r.url, r.ulen = 0, 0
+	case n <= urlClassMax:
+		s := &ks.urls[(n-1)/urlClassStep]
+		i := s.alloc()
+		copy(s.at(i), k.URL)
+		r.url, r.ulen = i, uint16(n)
+	default:
+		var i uint32
+		if f := len(ks.freeL); f > 0 {
+			i = ks.freeL[f-1]
+			ks.freeL = ks.freeL[:f-1]
+		} else {
+			ks.long = append(ks.long, "")
+			i = uint32(len(ks.long) - 1)
+		}
+		ks.long[i] = strings.Clone(k.URL)
+		r.url, r.ulen = i, urlLong
+	}
+}
+
+// key returns record r's key, in new strings (the names are shared).
+func (ks *keyStore) key(r *rec) id.Key {
+	p := &ks.pairs[r.names]
+	return id.Key{Crawler: p.crawler, Processor: p.processor, URL: ks.url(r)}
+}
+
+// url returns record r's URL in a new string.
+func (ks *keyStore) url(r *rec) string {
+	switch r.ulen {
+	case 0:
+		return ""
+	case urlLong:
+		return ks.long[r.url]
+	}
+	return string(ks.urls[(int(r.ulen)-1)/urlClassStep].at(r.url)[:r.ulen])
+}
+
+// free releases record r's key.
+func (ks *keyStore) free(r *rec) {
+	ks.release(r.names)
+	switch r.ulen {
+	case 0:
+	case urlLong:
+		ks.long[r.url] = ""
+		ks.freeL = append(ks.freeL, r.url)
+	default:
+		ks.urls[(int(r.ulen)-1)/urlClassStep].release(r.url)
+	}
+	r.names, r.url, r.ulen = 0, 0, 0
+}
+
+// intern returns the id of the pair (crawler, processor), taking a
+// reference on it.
+func (ks *keyStore) intern(crawler, processor string) uint32 {
+	if ks.lastID != 0 && ks.last.crawler == crawler && ks.last.processor == processor {
+		ks.pairs[ks.lastID].refs++
+		return ks.lastID
+	}
+	p := namePair{crawler, processor}
+	i, ok := ks.pairIdx[p]
+	if !ok {
+		p = namePair{strings.Clone(crawler), strings.Clone(processor)}
+		if f := len(ks.freeP); f > 0 {
+			i = ks.freeP[f-1]
+			ks.freeP = ks.freeP[:f-1]
+		} else {
+			ks.pairs = append(ks.pairs, pairEntry{})
+			i = uint32(len(ks.pairs) - 1)
+		}
+		ks.pairs[i].namePair = p
+		ks.pairIdx[p] = i
+	}
+	ks.pairs[i].refs++
+	ks.last, ks.lastID = ks.pairs[i].namePair, i
+	return i
+}
+
+// release drops a reference on pair i, forgetting the pair with its last.
+func (ks *keyStore) release(i uint32) {
+	e := &ks.pairs[i]
+	if e.refs--; e.refs > 0 {
+		return
+	}
+	delete(ks.pairIdx, e.namePair)
+	if ks.lastID == i {
+		ks.last, ks.lastID = namePair{}, 0
+	}
+	*e = pairEntry{}
+	ks.freeP = append(ks.freeP, i)
+}
+
+// byteSlab is fixed-size byte slots addressed by a uint32, in chunks of
+// 1024 slots; slot 0 is never handed out, so 0 means none. A free slot's
+// first four bytes link the free list.
+type byteSlab struct {
+	size   int
+	chunks [][]byte
+	n      uint32 // slots handed out, 0 included
+	free   uint32
+}
+
+func (s *byteSlab) at(i uint32) []byte {
+	c := s.chunks[i>>urlChunkBits]
+	off := int(i&(1<<urlChunkBits-1)) * s.size
+	return c[off : off+s.size : off+s.size]
+}
+
+func (s *byteSlab) alloc() uint32 {
+	if i := s.free; i != 0 {
+		s.free = binary.LittleEndian.Uint32(s.at(i))
+		return i
+	}
+	if s.n == 0 {
+		s.n = 1 // reserve slot 0
+	}
+	if int(s.n>>urlChunkBits) == len(s.chunks) {
+		s.chunks = append(s.chunks, make([]byte, s.size<<urlChunkBits))
+	}
+	s.n++
+	return s.n - 1
+}
+
+func (s *byteSlab) release(i uint32) {
+	binary.LittleEndian.PutUint32(s.at(i), s.free)
+	s.free = i
+}
