@@ -133,9 +133,7 @@ func (s *Server) answerGroup(as []coord.Answer) {
 			}
 			items[i] = it
 		}
-		if n := s.memo.patch(s.now(), memoName(p), a0.ReqID, items); n > 0 {
-			s.c.UncountDuplicates(n) // a resend's copy is not a duplicate
-		}
+		s.patchSubmitted(s.now(), p, a0.ReqID, items) // submitmemo.go
 		s.ack(p.ident, &wire.Submitted{Req: a0.ReqID, Items: items})
 		return
 	}

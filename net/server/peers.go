@@ -326,9 +326,7 @@ func (s *Server) submit(now time.Time, p *peer, m *wire.Submit) {
 		}
 		items[i] = it
 	}
-	if n := s.memo.patch(now, memoName(p), m.Req, items); n > 0 { // submitmemo.go: a resent request's statuses are its first send's
-		s.c.UncountDuplicates(n) // and its copies are not duplicates
-	}
+	s.patchSubmitted(now, p, m.Req, items) // submitmemo.go: a resent request's statuses are its first send's
 	s.ack(p.ident, &wire.Submitted{Req: m.Req, Items: items})
 }
 

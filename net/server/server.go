@@ -248,6 +248,9 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 		s.dur.lastID, s.dur.durableID = s.restored.LastJob, s.restored.LastJob
+		if err := s.restoreMemos(); err != nil { // submitmemo.go
+			return nil, fmt.Errorf("restore from the store: %w", err)
+		}
 		s.log.Info("restored from the store", "path", opts.Store.Path(), "sync", opts.Store.SyncPolicy(),
 			"elapsed", s.storeSt.Elapsed, "summary", s.restored.String())
 	}

@@ -2,11 +2,14 @@ package server
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"slices"
 	"time"
 
 	"drover/coord/id"
 	"drover/net/wire"
+	"drover/store"
 )
 
 // Submit resumption (issue 14). A producer whose session ends before the
@@ -25,8 +28,12 @@ import (
 // with DISCONNECT has its memos dropped at once (it resends nothing), the
 // others' are kept for memoTTL after their last use (a resend comes
 // within liveness plus the reconnect back-off, 32 s at most), and at most
-// memoMaxKeys keys in all (the oldest requests go first). A coordinator
-// restart forgets them (see docs/PROTOCOL.md §6.11).
+// memoMaxKeys keys in all (the oldest requests go first).
+//
+// With a store the memos are durable: each change goes into the step's
+// batch, with the jobs the SUBMITTED names (so the memo is durable when
+// the answer leaves), and New restores them. A producer that re-sends a
+// request after a coordinator restart is answered as its first send was.
 
 const (
 	memoTTL     = 2 * time.Minute
@@ -74,6 +81,30 @@ type submitMemo struct {
 	entries map[memoKey]*memoEntry
 	order   []memoKey // creation order, for expiry and the size bound
 	keys    int       // accepted keys held in all
+	// With a store: the requests whose memo changed since the last batch
+	// (written if still held, else deleted).
+	durable bool
+	dirty   map[memoKey]struct{}
+}
+
+// touch notes that k's memo changed (with a store).
+func (m *submitMemo) touch(k memoKey) {
+	if !m.durable {
+		return
+	}
+	if m.dirty == nil {
+		m.dirty = make(map[memoKey]struct{})
+	}
+	m.dirty[k] = struct{}{}
+}
+
+// patchSubmitted applies the memo to a SUBMITTED for request req of p
+// (patch): the items it rewrote are not duplicates.
+func (s *Server) patchSubmitted(now time.Time, p *peer, req uint64, items []wire.SubmittedItem) {
+	if n := s.memo.patch(now, memoName(p), req, items); n > 0 {
+		s.c.UncountDuplicates(n)
+		s.log.Info("submit resent: keys its first send got accepted answered accepted again", "producer", p.id, "request", req, "keys", n)
+	}
 }
 
 // patch rewrites, in a SUBMITTED for request req of producer, every
@@ -131,6 +162,7 @@ func (m *submitMemo) patch(now time.Time, producer string, req uint64, items []w
 	}
 	if e != nil {
 		e.used = now
+		m.touch(k)
 	}
 	m.expire(now)
 	return rewritten
@@ -159,6 +191,7 @@ func (m *submitMemo) expire(now time.Time) {
 		if ok {
 			m.keys -= len(e.accepted)
 			delete(m.entries, k)
+			m.touch(k)
 		}
 		n++
 	}
@@ -183,8 +216,84 @@ func (m *submitMemo) drop(producer string) {
 		if e, ok := m.entries[k]; ok {
 			m.keys -= len(e.accepted)
 			delete(m.entries, k)
+			m.touch(k)
 		}
 	}
 	clear(m.order[len(kept):])
 	m.order = kept
+}
+
+// pendingMemos reports whether memos changed since the last batch.
+func (s *Server) pendingMemos() bool { return len(s.memo.dirty) > 0 }
+
+// memosInto writes the memos that changed into b: the step's SUBMITTEDs
+// wait for b, so what they said is durable with them.
+func (s *Server) memosInto(b *store.Batch) {
+	m := &s.memo
+	for k := range m.dirty {
+		if e, ok := m.entries[k]; ok {
+			b.PutMemo(k.producer, k.req, encodeMemo(e)) // a refusal fails the batch
+		} else {
+			b.DeleteMemo(k.producer, k.req)
+		}
+	}
+	clear(m.dirty)
+}
+
+// encodeMemo is the stored form of a memo: when it was last used (Unix
+// ns), then per accepted key its fingerprint and job id.
+func encodeMemo(e *memoEntry) []byte {
+	v := make([]byte, 0, 8+len(e.accepted)*(len(id.Fingerprint{})+8))
+	v = binary.BigEndian.AppendUint64(v, uint64(e.used.UnixNano()))
+	for _, it := range e.accepted {
+		v = append(v, it.fp[:]...)
+		v = binary.BigEndian.AppendUint64(v, it.job)
+	}
+	return v
+}
+
+// decodeMemo is encodeMemo's inverse.
+func decodeMemo(v []byte) (*memoEntry, error) {
+	const item = len(id.Fingerprint{}) + 8
+	if len(v) < 8 || (len(v)-8)%item != 0 {
+		return nil, fmt.Errorf("submit memo of %d bytes: want 8 + %d per key", len(v), item)
+	}
+	e := &memoEntry{used: time.Unix(0, int64(binary.BigEndian.Uint64(v)))}
+	for rest := v[8:]; len(rest) > 0; rest = rest[item:] {
+		var it memoItem
+		copy(it.fp[:], rest)
+		it.job = binary.BigEndian.Uint64(rest[len(it.fp):])
+		if it.job == 0 {
+			return nil, fmt.Errorf("submit memo: key %s with job 0, want the job it was accepted as", it.fp)
+		}
+		e.accepted = append(e.accepted, it)
+	}
+	return e, nil
+}
+
+// restoreMemos reads the store's memos back (New), oldest use first, and
+// expires those past memoTTL.
+func (s *Server) restoreMemos() error {
+	m := &s.memo
+	m.durable = true
+	err := s.dur.st.ReadMemos(func(producer string, req uint64, v []byte) error {
+		e, err := decodeMemo(v)
+		if err != nil {
+			return fmt.Errorf("producer %q request %d: %w", producer, req, err)
+		}
+		if m.entries == nil {
+			m.entries = make(map[memoKey]*memoEntry)
+		}
+		k := memoKey{producer, req}
+		m.entries[k] = e
+		m.order = append(m.order, k)
+		m.keys += len(e.accepted)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("restore submit memos: %w", err)
+	}
+	slices.SortStableFunc(m.order, func(a, b memoKey) int { return m.entries[a].used.Compare(m.entries[b].used) })
+	m.expire(s.now())
+	return nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"path/filepath"
 	"testing"
 
 	"drover/net/wire"
@@ -73,5 +74,49 @@ func TestSubmitResentAfterReconnect(t *testing.T) {
 	p1c.send(&wire.Submit{Req: 5, Jobs: []wire.SubmitItem{{Key: a}}})
 	if it := expect[*wire.Submitted](t, p1c.recv()).Items[0]; it.Status != wire.SubmitDuplicate {
 		t.Fatalf("after goodbye: %+v, want duplicate", it)
+	}
+}
+
+// TestSubmitMemoSurvivesKill: the memo is durable. A producer's SUBMIT is
+// answered, the coordinator process is SIGKILLed and restarted on its
+// store, and the producer sends the request again (its answer, say, never
+// arrived): the keys the first send got accepted are answered accepted with
+// their job ids, a new key in it is accepted, and nothing counts as a
+// duplicate.
+func TestSubmitMemoSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	dir := filepath.Join(t.TempDir(), "store")
+	a, b, c := key("http://memo.test/a"), key("http://memo.test/b"), key("http://memo.test/c")
+	c1 := startUnrecChild(t, dir)
+	p := dial(t, c1.peers)
+	hello(t, p, wire.RoleProducer, "p1", 0)
+	p.send(&wire.Submit{Req: 5, Jobs: []wire.SubmitItem{{Key: a}, {Key: b}}})
+	first := expect[*wire.Submitted](t, p.recv())
+	c1.kill()
+
+	c2 := startUnrecChild(t, dir)
+	p2 := dial(t, c2.peers)
+	hello(t, p2, wire.RoleProducer, "p1", 0)
+	p2.send(&wire.Submit{Req: 5, Jobs: []wire.SubmitItem{{Key: a}, {Key: b}, {Key: c}}})
+	again := expect[*wire.Submitted](t, p2.recv())
+	for i, it := range again.Items {
+		if it.Status != wire.SubmitAccepted || (i < 2 && it.JobID != first.Items[i].JobID) {
+			t.Fatalf("resent item %d after the restart: %+v, want accepted as its first send (%+v)", i, it, first.Items)
+		}
+	}
+	con := dial(t, c2.admin)
+	con.send(&wire.Hello{Req: 1, Role: wire.RoleConsole, ID: "console"})
+	expect[*wire.Welcome](t, con.recv())
+	con.send(&wire.Status{Req: 2})
+	var tot *wire.Totals
+	for tot == nil {
+		if m, ok := con.recv().(*wire.Totals); ok {
+			tot = m
+		}
+	}
+	if tot.Totals.DedupHits != 0 || tot.Totals.Queued != 3 {
+		t.Fatalf("totals after the resend: %d dedup hits, %d queued; want 0 and 3", tot.Totals.DedupHits, tot.Totals.Queued)
 	}
 }

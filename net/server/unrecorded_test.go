@@ -21,7 +21,7 @@ import (
 )
 
 // TestUnrecordedChild is the coordinator process of
-// TestUnrecordedDispatchSurvivesKill: a server on a store whose batches a
+// TestUnrecordedDispatchSurvivesKill and TestSubmitMemoSurvivesKill: a server on a store whose batches a
 // gate can hold (commands on stdin: close, open, stop), killed by the
 // parent.
 func TestUnrecordedChild(t *testing.T) {
@@ -44,7 +44,7 @@ func TestUnrecordedChild(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- s.Run(ctx) }()
-	fmt.Println("ready", s.PeersEndpoint())
+	fmt.Println("ready", s.PeersEndpoint(), s.AdminEndpoint())
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		switch sc.Text() {
@@ -76,6 +76,7 @@ type unrecChild struct {
 	in    io.WriteCloser
 	lines chan string
 	peers string
+	admin string
 }
 
 func startUnrecChild(t *testing.T, dir string) *unrecChild {
@@ -108,7 +109,11 @@ func startUnrecChild(t *testing.T, dir string) *unrecChild {
 			c.lines <- sc.Text()
 		}
 	}()
-	c.peers = strings.TrimPrefix(c.line("ready "), "ready ")
+	f := strings.Fields(c.line("ready "))
+	if len(f) != 3 {
+		t.Fatalf("coordinator process said %q, want ready PEERS ADMIN", f)
+	}
+	c.peers, c.admin = f[1], f[2]
 	return c
 }
 
