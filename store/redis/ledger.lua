@@ -29,6 +29,13 @@ local function wl(fp) return pre .. 'w:' .. fp end
 local function sh(o) return pre .. 's:' .. o end
 local function sw(o) return pre .. 'sw:' .. o end
 local function co(o) return pre .. 'co:' .. string.match(o, '^[^.]*') end
+local listed = {}
+local function list(o) -- o has state on this host: listed under its coordinator
+  if not listed[o] then
+    redis.call('SADD', co(o), o)
+    listed[o] = true
+  end
+end
 
 local out = {}
 local function push(...)
@@ -41,8 +48,21 @@ local function ans(o, req, fp, v, r) push('A', o, req, fp, v, r) end
 local function wr(op, fp, oc, c, p, u)
   if persist and not quiet then push('W', op, fp, NOW, oc, c or '', p or '', u or '') end
 end
-local function seq() return redis.call('HINCRBY', N, 'seq', 1) end
-local function count(f, d) redis.call('HINCRBY', N, f, d) end
+-- the host's sequence and counters, read once and written back at the end
+local seqv = false
+local function seq()
+  if not seqv then seqv = tonumber(redis.call('HGET', N, 'seq') or '0') end
+  seqv = seqv + 1
+  return seqv
+end
+local delta = {r = 0, q = 0, d = 0, w = 0}
+local function count(f, d) delta[f] = delta[f] + d end
+local function flush()
+  if seqv then redis.call('HSET', N, 'seq', num(seqv)) end
+  for f, d in pairs(delta) do
+    if d ~= 0 then redis.call('HINCRBY', N, f, d) end
+  end
+end
 local function reason(oc) if oc == '1' then return 'failed' end return 'done' end
 
 -- a done record stamped stamp (whole seconds, rounded up) with outcome oc
@@ -60,6 +80,7 @@ end
 local function gcsess(o)
   if redis.call('EXISTS', sh(o)) == 0 and redis.call('EXISTS', sw(o)) == 0 then
     redis.call('SREM', co(o), o)
+    listed[o] = nil
   end
 end
 
@@ -148,7 +169,7 @@ local function request(o, req, fp, c, p, u)
     end
     redis.call('RPUSH', wl(fp), o .. '|' .. req .. '|' .. NOW)
     redis.call('ZADD', sw(o), seq(), fp)
-    redis.call('SADD', co(o), o)
+    list(o)
     count('w', 1)
     ev('waiting', o, fp, '')
     return 'wait', 'requested'
@@ -162,7 +183,7 @@ local function request(o, req, fp, c, p, u)
   redis.call('HSET', k, 'st', 'r', 'own', o, 'since', NOW, 'tok', seq(), 'c', c, 'p', p, 'u', u)
   redis.call('ZADD', LEASE, seq(), fp)
   redis.call('ZADD', sh(o), seq(), fp)
-  redis.call('SADD', co(o), o)
+  list(o)
   count('r', 1)
   ev('requested', o, fp, '')
   return 'ok', ''
@@ -351,5 +372,6 @@ elseif op == 'tick' then
 else
   return redis.error_reply('drover ledger: unknown operation ' .. tostring(op))
 end
+flush()
 deadline()
 return out
