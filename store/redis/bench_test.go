@@ -15,14 +15,14 @@ import (
 	"drover/store/redis/redistest"
 )
 
-// benchItems are n keys over 100 hosts, each key twice (half the
+// benchItems are n keys over hosts hosts, each key twice (half the
 // decisions are duplicates), in batches of 1000.
-func benchItems(n int) []ledger.Item {
+func benchItems(n, hosts int) []ledger.Item {
 	items := make([]ledger.Item, 0, 2*n)
 	for i := 0; i < n; i += 500 {
 		for r := 0; r < 2; r++ {
 			for j := i; j < min(i+500, n); j++ {
-				k := id.Key{Crawler: "c", Processor: "p", URL: fmt.Sprintf("http://h%d.example/page/%d", j%100, j)}
+				k := id.Key{Crawler: "c", Processor: "p", URL: fmt.Sprintf("http://h%d.example/page/%d", j%hosts, j)}
 				items = append(items, ledger.Item{Key: k, FP: k.Fingerprint()})
 			}
 		}
@@ -44,13 +44,19 @@ func usedMemory(b *testing.B) int64 {
 }
 
 // BenchmarkDedupVersusSADD: dedup decisions/s of the ledger's request
-// script (batches of 1000 keys over 100 hosts, half duplicates) against
+// script (batches of 1000 keys over 100 hosts, or one, half duplicates) against
 // plain SADD of the same URLs into per-host sets, pipelined 1000 at a
 // time, alternating in one run on the local cluster; and the cluster
 // memory per key each leaves (INFO memory used_memory on the masters).
 //
 //	go test -run '^$' -bench DedupVersusSADD -benchtime 1x ./store/redis
 func BenchmarkDedupVersusSADD(b *testing.B) {
+	for _, hosts := range []int{100, 1} {
+		b.Run(fmt.Sprintf("hosts=%d", hosts), func(b *testing.B) { benchDedup(b, hosts) })
+	}
+}
+
+func benchDedup(b *testing.B, hosts int) {
 	if ok, why := redistest.Available(); !ok {
 		b.Skip(why)
 	}
@@ -60,12 +66,12 @@ func BenchmarkDedupVersusSADD(b *testing.B) {
 	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs()})
 	defer rdb.Close()
 	const n = 20_000
-	items := benchItems(n)
+	items := benchItems(n, hosts)
 	ctx := context.Background()
 	var ledgerRate, saddRate, ledgerMem, saddMem []float64
 	for round := 0; round < 3*b.N; round++ {
 		// the ledger
-		l, err := newLedger(ctx, rdb, Config{Ledger: ledger.Config{RequestTTL: time.Hour}, Prefix: fmt.Sprintf("bl%d", round)})
+		l, err := newLedger(ctx, rdb, Config{Ledger: ledger.Config{RequestTTL: time.Hour}, Prefix: fmt.Sprintf("bl%d-%d", hosts, round)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -86,7 +92,7 @@ func BenchmarkDedupVersusSADD(b *testing.B) {
 		for i := 0; i < len(items); i += 1000 {
 			pipe := rdb.Pipeline()
 			for _, it := range items[i : i+1000] {
-				pipe.SAdd(ctx, fmt.Sprintf("bs%d:{%s}:seen", round, hostOf(&it.Key)), it.Key.URL)
+				pipe.SAdd(ctx, fmt.Sprintf("bs%d-%d:{%s}:seen", hosts, round, hostOf(&it.Key)), it.Key.URL)
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
 				b.Fatal(err)
