@@ -169,6 +169,8 @@ type scratch struct {
 	levents  []ledger.Event
 	finished []broker.Finished
 	closed   []broker.Closed
+	items    []ledger.Item   // Request's keys for the ledger
+	results  []ledger.Result // and its answers
 }
 
 // New returns a coordinator with no sessions, keys or jobs.

@@ -2,6 +2,7 @@ package coord
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"drover/admin"
@@ -126,18 +127,34 @@ func (c *Coordinator) Request(now time.Time, s id.Session, reqID uint64, keys []
 	if _, err := c.session(now, s); err != nil {
 		return dst, err
 	}
+	// The good keys go to the ledger as one batch (the same answers as
+	// one call per key, in order); a bad key's verdict keeps its place.
+	base := len(dst)
+	dst = slices.Grow(dst, len(keys))
+	items := c.scratch.items[:0]
 	for _, k := range keys {
 		nk, fp, err := c.normalize(k)
 		if err != nil {
 			dst = append(dst, Verdict{Verdict: ledger.Error, Reason: ReasonBadKey, Detail: err.Error()})
 			continue
 		}
-		v, r := c.led.Request(now, s, reqID, nk, fp)
-		if v == ledger.No {
+		items = append(items, ledger.Item{Key: nk, FP: fp})
+		dst = append(dst, Verdict{FP: fp})
+	}
+	res := c.led.RequestBatch(now, s, reqID, items, c.scratch.results[:0])
+	j := 0
+	for i := base; i < len(dst); i++ {
+		if dst[i].Verdict == ledger.Error {
+			continue
+		}
+		dst[i].Verdict, dst[i].Reason = res[j].Verdict, res[j].Reason
+		if res[j].Verdict == ledger.No {
 			c.dedupHits++
 		}
-		dst = append(dst, Verdict{FP: fp, Verdict: v, Reason: r})
+		j++
 	}
+	c.scratch.items, c.scratch.results = reuse(items), reuse(res) // the keys' strings go
+
 	return dst, nil
 }
 
@@ -148,6 +165,7 @@ func (c *Coordinator) Queue(now time.Time, s id.Session, keys []id.Key, dst []Ve
 	if _, err := c.session(now, s); err != nil {
 		return dst, err
 	}
+	dst = slices.Grow(dst, len(keys))
 	for _, k := range keys {
 		_, fp, err := c.normalize(k)
 		if err != nil {

@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"slices"
 	"time"
 
 	"drover/admin"
@@ -188,13 +189,19 @@ func (c *Coordinator) collectEvents(now time.Time) {
 	out := &c.out
 	start := len(out.Events)
 	out.Events = c.brk.TakeEvents(out.Events)
+	c.scratch.levents = c.led.TakeEvents(c.scratch.levents[:0])
+	// One allocation for the step's events, however many keys it moved
+	// (a REQUEST of 1,000 keys makes 1,000 events).
+	out.Events = slices.Grow(out.Events, len(c.extra)+len(c.scratch.levents))
 	out.Events = append(out.Events, c.extra...)
 	clear(c.extra)
 	c.extra = c.extra[:0]
-	c.scratch.levents = c.led.TakeEvents(c.scratch.levents[:0])
 	for _, e := range c.scratch.levents {
 		out.Events = append(out.Events, c.ledgerEvent(now, e))
 	}
+	// Only the newest events of a big step reach the ring: it keeps
+	// EventBuffer events, the older ones would be overwritten at once.
+	keep := max(start, len(out.Events)-len(c.events.buf))
 	for i := start; i < len(out.Events); i++ {
 		c.seq++
 		ev := &out.Events[i]
@@ -202,7 +209,9 @@ func (c *Coordinator) collectEvents(now time.Time) {
 		if ev.At.IsZero() {
 			ev.At = now
 		}
-		c.events.add(*ev)
+		if i >= keep {
+			c.events.add(*ev)
+		}
 	}
 }
 
@@ -219,9 +228,11 @@ var keyKinds = [...]admin.EventKind{
 }
 
 func (c *Coordinator) ledgerEvent(now time.Time, e ledger.Event) admin.Event {
-	kind := admin.EventKind("key." + e.Kind.String()) // a kind added to the ledger but not here
+	var kind admin.EventKind
 	if int(e.Kind) < len(keyKinds) && keyKinds[e.Kind] != "" {
 		kind = keyKinds[e.Kind]
+	} else {
+		kind = admin.EventKind("key." + e.Kind.String()) // a kind added to the ledger but not here
 	}
 	ev := admin.Event{At: now, Kind: kind, Key: e.FP.String()}
 	if e.Session != 0 {

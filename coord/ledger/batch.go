@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"slices"
 	"time"
 
 	"drover/coord/id"
@@ -27,6 +28,8 @@ type Result struct {
 func (l *Ledger) RequestBatch(now time.Time, s id.Session, reqID uint64, items []Item, dst []Result) []Result {
 	t := now.UnixNano()
 	l.expireLeases(t)
+	dst = slices.Grow(dst, len(items))
+	l.events = slices.Grow(l.events, len(items))
 	for i := range items {
 		v, r := l.request(t, s, reqID, &items[i].Key, items[i].FP)
 		dst = append(dst, Result{v, r})
