@@ -123,6 +123,9 @@ def _check(s, v, path):
     if t == "integer":
         assert isinstance(v, int) and not isinstance(v, bool), "%s: %r is not an integer" % (path, v)
         assert v >= s.get("minimum", v), "%s: %r below the minimum" % (path, v)
+    elif t == "number":
+        assert isinstance(v, (int, float)) and not isinstance(v, bool), "%s: %r is not a number" % (path, v)
+        assert v >= s.get("minimum", v), "%s: %r below the minimum" % (path, v)
     elif t:
         assert isinstance(v, types[t]), "%s: %r is not a %s" % (path, v, t)
     if "enum" in s:
