@@ -284,13 +284,20 @@ type Action struct {
 // so crawl workers follow its definition whatever their own; at most
 // MaxPages of its jobs are ever dispatched.
 type Crawl struct {
-	Name     string    `json:"name"`             // the crawler name, 1-255 bytes
-	Scope    string    `json:"scope"`            // host, domain or prefix
-	MaxDepth int       `json:"max_depth"`        // deepest level followed; 0: no limit
-	MaxPages int       `json:"max_pages"`        // page budget; 0: none
-	Pages    int       `json:"pages"`            // server: jobs dispatched so far (the budget's count)
-	State    string    `json:"state,omitempty"`  // server: running, paused or cancelled
-	Defined  time.Time `json:"defined,omitzero"` // server: when it was last defined
+	Name     string `json:"name"`      // the crawler name, 1-255 bytes
+	Scope    string `json:"scope"`     // host, domain or prefix
+	MaxDepth int    `json:"max_depth"` // deepest level followed; 0: no limit
+	MaxPages int    `json:"max_pages"` // page budget; 0: none
+	// ResultsMaxAge (seconds) and ResultsMaxBytes keep the crawl's results
+	// by limits of its own instead of the coordinator's (results.max_age,
+	// results.max_bytes); 0 takes the coordinator's. Its own size limit
+	// bounds its results alone, which then do not count towards the
+	// coordinator's.
+	ResultsMaxAge   int64     `json:"results_max_age,omitempty"`
+	ResultsMaxBytes int64     `json:"results_max_bytes,omitempty"`
+	Pages           int       `json:"pages"`            // server: jobs dispatched so far (the budget's count)
+	State           string    `json:"state,omitempty"`  // server: running, paused or cancelled
+	Defined         time.Time `json:"defined,omitzero"` // server: when it was last defined
 	// Server: the crawl's jobs by state now (Queued includes jobs a pause
 	// set aside), and Done, its jobs finished ok since it was first named
 	// (kept in the store with the crawl: it survives restarts and the

@@ -128,7 +128,7 @@ func crawlStatus(t *testing.T, adminEP string) map[string]admin.Crawl {
 func TestServeConfigCrawls(t *testing.T) {
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "drover.yaml")
-	if err := os.WriteFile(cfgFile, []byte("crawls:\n  news: {scope: domain, max_depth: 5, max_pages: 100000}\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfgFile, []byte("crawls:\n  news: {scope: domain, max_depth: 5, max_pages: 100000, results_max_age: 72h, results_max_bytes: 500MiB}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const ephemeral = "tcp://127.0.0.1:0"
@@ -146,8 +146,8 @@ func TestServeConfigCrawls(t *testing.T) {
 		t.Fatalf("status --json printed %q: %v", out, err)
 	}
 	if len(st.Crawls) != 1 || st.Crawls[0].Name != "news" || st.Crawls[0].Scope != "domain" || st.Crawls[0].MaxDepth != 5 ||
-		st.Crawls[0].MaxPages != 100000 {
-		t.Fatalf("status --json crawls %+v, want news: domain, depth 5, 100000 pages", st.Crawls)
+		st.Crawls[0].MaxPages != 100000 || st.Crawls[0].ResultsMaxAge != 72*3600 || st.Crawls[0].ResultsMaxBytes != 500<<20 {
+		t.Fatalf("status --json crawls %+v, want news: domain, depth 5, 100000 pages, results kept 72h and 500MiB", st.Crawls)
 	}
 
 	bad := filepath.Join(dir, "bad.yaml")
@@ -157,5 +157,12 @@ func TestServeConfigCrawls(t *testing.T) {
 	out, code = run(t, "", "serve", "--config", bad, "--store", "memory", "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral, "--metrics", "")
 	if code != 2 || !strings.Contains(out, "crawls.news.scope") {
 		t.Fatalf("serve with crawls.news.scope: planet: exit %d, %q; want exit 2 naming crawls.news.scope", code, out)
+	}
+	if err := os.WriteFile(bad, []byte("crawls:\n  news: {results_max_age: soon}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code = run(t, "", "serve", "--config", bad, "--store", "memory", "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral, "--metrics", "")
+	if code != 2 || !strings.Contains(out, "crawls.news.results_max_age") {
+		t.Fatalf("serve with crawls.news.results_max_age: soon: exit %d, %q; want exit 2 naming the key", code, out)
 	}
 }

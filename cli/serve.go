@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -252,7 +253,8 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 	}
 	for _, name := range cfg.CrawlNames() {
 		d := cfg.Crawls[name]
-		opts.Crawls = append(opts.Crawls, admin.Crawl{Name: name, Scope: d.Scope, MaxDepth: d.MaxDepth, MaxPages: d.MaxPages})
+		opts.Crawls = append(opts.Crawls, admin.Crawl{Name: name, Scope: d.Scope, MaxDepth: d.MaxDepth, MaxPages: d.MaxPages,
+			ResultsMaxAge: int64(d.ResultsMaxAge / time.Second), ResultsMaxBytes: d.ResultsMaxBytes})
 	}
 	if c.st == nil && (opts.Results.MaxBytes == 0 || opts.Results.MaxBytes > server.DefaultMemoryResultBytes) {
 		opts.Results.MaxBytes = server.DefaultMemoryResultBytes

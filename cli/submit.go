@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -22,12 +23,14 @@ import (
 
 func newSubmitCmd() *cobra.Command {
 	var (
-		headers   []string
-		crawler   string
-		processor string
-		seed      bool
-		strict    bool
-		def       admin.Crawl
+		headers      []string
+		crawler      string
+		processor    string
+		seed         bool
+		strict       bool
+		def          admin.Crawl
+		resultsAge   time.Duration
+		resultsBytes string
 	)
 	cmd := &cobra.Command{
 		Use:   "submit URL... | -",
@@ -53,7 +56,8 @@ jobs, so workers need no crawl flags; at most --max-pages of the crawl's jobs ar
 ever dispatched, fleet-wide (jobs past the budget fail with outcome budget, shown
 by drover results). A crawl defined once applies to later submits of the same
 crawler without the flags; giving them again redefines it (its page count is
-kept).`,
+kept). --results-max-age and --results-max-bytes give the crawl's results limits
+of their own instead of the coordinator's results.max_age and results.max_bytes.`,
 		Example: `  drover submit https://example.com/a https://example.com/b
   cat urls.txt | drover submit - --header hwgroup=gpu
   drover submit --strict - < urls.txt
@@ -68,8 +72,16 @@ kept).`,
 			if err != nil {
 				return err
 			}
-			define := cmd.Flags().Changed("scope") || cmd.Flags().Changed("max-depth") || cmd.Flags().Changed("max-pages")
+			define := cmd.Flags().Changed("scope") || cmd.Flags().Changed("max-depth") || cmd.Flags().Changed("max-pages") ||
+				cmd.Flags().Changed("results-max-age") || cmd.Flags().Changed("results-max-bytes")
 			if define {
+				if resultsAge < 0 || (resultsAge > 0 && resultsAge < time.Second) {
+					return usageError("submit: --results-max-age %v: want 1s or more, or 0 for the coordinator's results.max_age", resultsAge)
+				}
+				def.ResultsMaxAge = int64(resultsAge / time.Second)
+				if def.ResultsMaxBytes, err = config.ParseSize(resultsBytes); err != nil {
+					return usageError("submit: --results-max-bytes: %v", err)
+				}
 				if _, err := crawl.ParseScope(def.Scope); err != nil {
 					return usageError("submit: --scope: %v", err)
 				}
@@ -156,6 +168,8 @@ kept).`,
 	fs.StringVar(&def.Scope, "scope", "host", "define the crawl: links followed within the seed's host, domain or prefix")
 	fs.IntVar(&def.MaxDepth, "max-depth", crawl.DefaultMaxDepth, "define the crawl: deepest level followed (the seed is 0); 0: no limit")
 	fs.IntVar(&def.MaxPages, "max-pages", 0, "define the crawl: page budget, at most this many of its jobs dispatched fleet-wide; 0: none")
+	fs.DurationVar(&resultsAge, "results-max-age", 0, "define the crawl: its results are deleted this long after they finished; 0: the coordinator's results.max_age")
+	fs.StringVar(&resultsBytes, "results-max-bytes", "0", "define the crawl: its oldest results are deleted while its results take more (e.g. 500MiB); 0: the coordinator's results.max_bytes")
 	fs.BoolVar(&strict, "strict", false, "submit nothing if any input line is bad (checked before anything is sent)")
 	fs.BoolVar(&seed, "seed", true, "no effect (seeds need no payload since crawl definitions)")
 	must(fs.MarkDeprecated("seed", "crawl jobs need no payload: a worker takes one without as a seed"))

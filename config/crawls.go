@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"drover/crawl"
 )
@@ -16,10 +17,15 @@ type CrawlDef struct {
 	Scope    string // host, domain or prefix; default host
 	MaxDepth int    // deepest level followed; 0: no limit; default crawl.DefaultMaxDepth
 	MaxPages int    // page budget; 0 (the default): none
+	// ResultsMaxAge and ResultsMaxBytes keep the crawl's results by limits
+	// of its own instead of results.max_age and results.max_bytes; 0 (the
+	// default): those.
+	ResultsMaxAge   time.Duration
+	ResultsMaxBytes int64
 }
 
 // crawlFields are the keys of one crawls entry.
-var crawlFields = []string{"scope", "max_depth", "max_pages"}
+var crawlFields = []string{"scope", "max_depth", "max_pages", "results_max_age", "results_max_bytes"}
 
 // readCrawls takes the crawls section out of the file's keys (crawls.NAME.FIELD),
 // checking each value as define-crawl does; a bad one is an error naming
@@ -72,6 +78,32 @@ func readCrawls(keys []string, get func(string) any, at func(string) Source, err
 			} else {
 				def.MaxPages = int(n)
 			}
+		case "results_max_age":
+			d, ok := time.Duration(0), false
+			if s, isStr := raw.(string); isStr {
+				v, err := time.ParseDuration(strings.TrimSpace(s))
+				d, ok = v, err == nil && v >= time.Second
+			} else if n, isInt := asInt(raw); isInt && n == 0 {
+				ok = true
+			}
+			if !ok {
+				errs.add(&Error{Kind: ErrRange, Key: fk, Value: writtenAs(raw), Source: at(fk),
+					Expected: "a duration of 1s or more (e.g. 72h), or 0 for results.max_age"})
+				continue
+			}
+			def.ResultsMaxAge = d.Truncate(time.Second)
+		case "results_max_bytes":
+			n, ok := asInt(raw)
+			if s, isStr := raw.(string); isStr {
+				v, err := ParseSize(s)
+				n, ok = v, err == nil
+			}
+			if !ok || n < 0 {
+				errs.add(&Error{Kind: ErrRange, Key: fk, Value: writtenAs(raw), Source: at(fk),
+					Expected: "a size (e.g. 500MiB), or 0 for results.max_bytes"})
+				continue
+			}
+			def.ResultsMaxBytes = n
 		default:
 			x := &Error{Kind: ErrUnknown, Key: fk, Source: at(fk), Expected: "the keys of a crawl are " + strings.Join(crawlFields, ", ")}
 			if s := suggest(field, crawlFields); s != "" {
@@ -104,8 +136,10 @@ const crawlsExample = `
 # "drover submit --crawler NAME --scope S --max-depth D --max-pages P" does,
 # by name: scope host, domain or prefix (default host); max_depth 0 (no
 # limit) or more (default %d); max_pages, the page budget, 0 (none, the
-# default) or more. None by default. A crawl defined here is defined again
+# default) or more; results_max_age and results_max_bytes, limits of its own
+# for its results instead of results.max_age and results.max_bytes (0, the
+# default: those). None by default. A crawl defined here is defined again
 # at every start, keeping its page count.
 # crawls:
-#   news: {scope: domain, max_depth: 5, max_pages: 100000}
+#   news: {scope: domain, max_depth: 5, max_pages: 100000, results_max_age: 72h}
 `

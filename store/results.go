@@ -180,24 +180,26 @@ type ResultStats struct {
 type resultIndex struct {
 	mu      sync.Mutex
 	scanned uint64 // the last cursor read
-	entries []resultEntry
-	bytes   int64
+	entries  []resultEntry
+	bytes    int64
+	crawlers map[string]string // interned crawler names
 }
 
 type resultEntry struct {
-	seq  uint64
-	at   int64
-	size int64
+	seq     uint64
+	at      int64
+	size    int64
+	crawler string // interned: one string per crawler name
 }
 
-// TrimResults deletes the oldest results: those that finished before
-// now-maxAge (0: no age limit), then more of the oldest until the rest
-// take at most maxBytes of stored values (0: no size limit). It returns
-// how many it deleted and what is kept. It reads only the results written
-// since its last call; the deletion is written on the writer goroutine,
-// between batches, and is not fsync'd on its own (a deletion lost in a
-// crash is redone next time). Calls must not overlap.
-func (s *Store) TrimResults(now time.Time, maxAge time.Duration, maxBytes int64) (deleted int, kept ResultStats, err error) {
+// TrimResults deletes the results the policy p no longer keeps (Retention:
+// by age, then the oldest while the rest take more than the size limit,
+// sizes being the stored values'). It returns how many it deleted and what
+// is kept. It reads only the results written since its last call; the
+// deletion is written on the writer goroutine, between batches, and is not
+// fsync'd on its own (a deletion lost in a crash is redone next time).
+// Calls must not overlap.
+func (s *Store) TrimResults(now time.Time, p *Retention) (deleted int, kept ResultStats, err error) {
 	x := &s.results
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -219,11 +221,22 @@ func (s *Store) TrimResults(now time.Time, maxAge time.Duration, maxBytes int64)
 		d := decoder{b: v}
 		d.byte()
 		at := d.varint()
+		d.uvarint() // job
+		d.int()     // attempt
+		crawler := d.string()
 		if d.err != nil {
 			err = fmt.Errorf("store %s: %w: result record %x: %w", s.where(), ErrCorrupt, k, d.err)
 			break
 		}
-		e := resultEntry{seq: binary.BigEndian.Uint64(k[1:]), at: at, size: int64(len(v))}
+		if c, ok := x.crawlers[crawler]; ok {
+			crawler = c
+		} else {
+			if x.crawlers == nil {
+				x.crawlers = map[string]string{}
+			}
+			x.crawlers[crawler] = crawler
+		}
+		e := resultEntry{seq: binary.BigEndian.Uint64(k[1:]), at: at, size: int64(len(v)), crawler: crawler}
 		x.entries = append(x.entries, e)
 		x.bytes += e.size
 		x.scanned = e.seq
@@ -235,23 +248,33 @@ func (s *Store) TrimResults(now time.Time, maxAge time.Duration, maxBytes int64)
 	if err != nil {
 		return 0, kept, err
 	}
-	cutoff := stamp(now.Add(-maxAge))
-	cut := 0
-	for cut < len(x.entries) && maxAge > 0 && x.entries[cut].at <= cutoff {
-		x.bytes -= x.entries[cut].size
+	drop := make([]bool, len(x.entries))
+	p.Drop(now, len(x.entries), func(i int) (string, time.Time, int64) {
+		e := &x.entries[i]
+		return e.crawler, unstamp(e.at), e.size
+	}, drop)
+	cut, deleted := 0, 0 // cut: the leading results dropped, deleted in a range
+	for cut < len(drop) && drop[cut] {
 		cut++
 	}
-	for cut < len(x.entries) && maxBytes > 0 && x.bytes > maxBytes {
-		x.bytes -= x.entries[cut].size
-		cut++
+	for _, d := range drop {
+		if d {
+			deleted++
+		}
 	}
-	if cut > 0 {
-		upper := resultKey(x.entries[cut-1].seq + 1)
+	if deleted > 0 {
 		var werr error
 		if err := s.do(func(w *writer) {
 			b := s.db.NewBatch()
 			defer b.Close()
-			_ = b.DeleteRange([]byte{pfxResult}, upper, nil)
+			if cut > 0 {
+				_ = b.DeleteRange([]byte{pfxResult}, resultKey(x.entries[cut-1].seq+1), nil)
+			}
+			for i := cut; i < len(drop); i++ {
+				if drop[i] {
+					_ = b.Delete(resultKey(x.entries[i].seq), nil)
+				}
+			}
 			if err := s.pebbleApply(b, pebble.NoSync); err != nil {
 				w.fail(err)
 				werr = s.sticky()
@@ -266,12 +289,22 @@ func (s *Store) TrimResults(now time.Time, maxAge time.Duration, maxBytes int64)
 		if werr != nil {
 			return 0, kept, werr
 		}
-		x.entries = append(x.entries[:0], x.entries[cut:]...)
+		n := 0
+		for i := range x.entries {
+			if drop[i] {
+				x.bytes -= x.entries[i].size
+				continue
+			}
+			x.entries[n] = x.entries[i]
+			n++
+		}
+		clear(x.entries[n:])
+		x.entries = x.entries[:n]
 	}
 	if rest := x.entries; len(rest) > 0 {
 		kept = ResultStats{Count: len(rest), Bytes: x.bytes, First: rest[0].seq, Last: rest[len(rest)-1].seq, Oldest: unstamp(rest[0].at)}
 	}
-	return cut, kept, nil
+	return deleted, kept, nil
 }
 
 // FirstResultCursor is the oldest result cursor kept (0: none).

@@ -85,6 +85,7 @@ func (s *Server) restoreCrawls() error {
 	if s.dur == nil {
 		return nil
 	}
+	defer s.setRetention() // results.go: the crawls' own limits
 	return s.dur.st.ReadCrawls(func(name string, v []byte) error {
 		var c admin.Crawl
 		if err := json.Unmarshal(v, &c); err != nil || c.Name != name {
@@ -113,6 +114,8 @@ func (s *Server) defineCrawl(now time.Time, c admin.Crawl) (admin.ActionResult, 
 		return admin.ActionResult{}, fmt.Errorf("define-crawl %s: %w", c.Name, err)
 	case c.MaxDepth < 0 || c.MaxPages < 0:
 		return admin.ActionResult{}, fmt.Errorf("define-crawl %s: max_depth %d, max_pages %d: want 0 (no limit) or more", c.Name, c.MaxDepth, c.MaxPages)
+	case c.ResultsMaxAge < 0 || c.ResultsMaxBytes < 0:
+		return admin.ActionResult{}, fmt.Errorf("define-crawl %s: results_max_age %d, results_max_bytes %d: want 0 (the coordinator's) or more", c.Name, c.ResultsMaxAge, c.ResultsMaxBytes)
 	}
 	c.Scope = string(sc)
 	cs := s.crawls[c.Name]
@@ -127,7 +130,9 @@ func (s *Server) defineCrawl(now time.Time, c admin.Crawl) (admin.ActionResult, 
 	if err := s.saveCrawl(cs); err != nil {
 		return admin.ActionResult{}, fmt.Errorf("define-crawl %s: %w", c.Name, err)
 	}
-	s.log.Info("crawl defined", "crawl", c.Name, "scope", c.Scope, "max_depth", c.MaxDepth, "max_pages", c.MaxPages, "pages", c.Pages)
+	s.setRetention() // results.go
+	s.log.Info("crawl defined", "crawl", c.Name, "scope", c.Scope, "max_depth", c.MaxDepth, "max_pages", c.MaxPages, "pages", c.Pages,
+		"results_max_age", c.ResultsMaxAge, "results_max_bytes", c.ResultsMaxBytes)
 	s.dirty = true
 	return admin.ActionResult{Affected: 1}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -49,11 +50,13 @@ const (
 // resultLog is the reactor's side of the results.
 type resultLog struct {
 	opts     ResultsOptions
-	last     uint64               // the last cursor assigned
+	policy   atomic.Pointer[store.Retention] // the options' limits and the crawls' own; read by the trimmer
+	last     uint64                          // the last cursor assigned
 	readable uint64               // the last cursor durable (readable)
 	step     []store.ResultRecord // this step's, for the next batch (store)
 	marks    []resultMark         // applied batches' last cursors, in order
 	mem      []store.ResultRecord // without a store: the results kept
+	trimmed  time.Time            // without a store: when the policy was last applied to mem
 	memBytes int64
 	byJob    map[uint64]int // this step's finished jobs: index in stepFin
 	stepFin  []stepResult
@@ -77,6 +80,7 @@ func (s *Server) initResults() error {
 	if s.dur == nil && s.res.opts.MaxBytes == 0 {
 		s.res.opts.MaxBytes = DefaultMemoryResultBytes
 	}
+	s.setRetention()
 	if s.dur != nil {
 		last, err := s.dur.st.LastResultCursor()
 		if err != nil {
@@ -137,23 +141,66 @@ func memSize(r *store.ResultRecord) int64 {
 	return int64(len(r.Output)+len(r.Error)+len(r.Key.URL)+len(r.Key.Crawler)+len(r.Key.Processor)+len(r.Worker)) + 64
 }
 
-// trimMemory applies the limits to the results kept in memory.
+// trimMemory applies the retention policy to the results kept in memory,
+// at most once a second (it reads them all); their total stays under the
+// memory bound (MaxBytes) after every step whatever the crawls' own
+// limits.
 func (s *Server) trimMemory(now time.Time) {
 	r := s.res
+	if now.Sub(r.trimmed) < time.Second && now.After(r.trimmed) {
+		cut := 0
+		for cut < len(r.mem) && r.memBytes > r.opts.MaxBytes {
+			r.memBytes -= memSize(&r.mem[cut])
+			cut++
+		}
+		if cut > 0 {
+			n := copy(r.mem, r.mem[cut:])
+			clear(r.mem[n:])
+			r.mem = r.mem[:n]
+		}
+		return
+	}
+	r.trimmed = now
+	p := r.policy.Load()
+	drop := make([]bool, len(r.mem))
+	p.Drop(now, len(r.mem), func(i int) (string, time.Time, int64) {
+		return r.mem[i].Key.Crawler, r.mem[i].At, memSize(&r.mem[i])
+	}, drop)
+	n := 0
+	for i := range r.mem {
+		if drop[i] {
+			r.memBytes -= memSize(&r.mem[i])
+			continue
+		}
+		r.mem[n] = r.mem[i]
+		n++
+	}
 	cut := 0
-	for cut < len(r.mem) && r.opts.MaxAge > 0 && now.Sub(r.mem[cut].At) >= r.opts.MaxAge {
+	for cut < n && r.memBytes > r.opts.MaxBytes {
 		r.memBytes -= memSize(&r.mem[cut])
 		cut++
 	}
-	for cut < len(r.mem) && r.opts.MaxBytes > 0 && r.memBytes > r.opts.MaxBytes {
-		r.memBytes -= memSize(&r.mem[cut])
-		cut++
+	n = copy(r.mem, r.mem[cut:n])
+	clear(r.mem[n:])
+	r.mem = r.mem[:n]
+}
+
+// setRetention gives the results the retention policy of the options and
+// the crawls' own limits (after a crawl is defined or restored).
+func (s *Server) setRetention() {
+	if s.res == nil {
+		return
 	}
-	if cut > 0 {
-		n := copy(r.mem, r.mem[cut:])
-		clear(r.mem[n:])
-		r.mem = r.mem[:n]
+	p := &store.Retention{Default: store.ResultLimits{MaxAge: s.res.opts.MaxAge, MaxBytes: s.res.opts.MaxBytes}}
+	for name, cs := range s.crawls {
+		if cs.def.ResultsMaxAge > 0 || cs.def.ResultsMaxBytes > 0 {
+			if p.PerCrawler == nil {
+				p.PerCrawler = map[string]store.ResultLimits{}
+			}
+			p.PerCrawler[name] = store.ResultLimits{MaxAge: time.Duration(cs.def.ResultsMaxAge) * time.Second, MaxBytes: cs.def.ResultsMaxBytes}
+		}
 	}
+	s.res.policy.Store(p)
 }
 
 // noteCursor gives a job.done or job.failed event of the step its result's
@@ -318,7 +365,7 @@ func resultRow(r *store.ResultRecord) admin.Result {
 // startResultTrimmer starts the goroutine that applies the results'
 // limits to the store and returns the function that stops it.
 func (s *Server) startResultTrimmer() (stop func()) {
-	if s.res == nil || s.dur == nil || (s.res.opts.MaxAge == 0 && s.res.opts.MaxBytes == 0) {
+	if s.res == nil || s.dur == nil {
 		return func() {}
 	}
 	every := s.res.opts.TrimEvery
@@ -326,13 +373,18 @@ func (s *Server) startResultTrimmer() (stop func()) {
 		every = time.Minute
 	}
 	quit, exited := make(chan struct{}), make(chan struct{})
-	st, clk, log, o := s.dur.st, s.opts.Clock, s.log, s.res.opts
+	st, clk, log, policy := s.dur.st, s.opts.Clock, s.log, &s.res.policy
 	go func() {
 		defer close(exited)
 		t := clk.NewTimer(every)
 		defer t.Stop()
 		for {
-			n, kept, err := st.TrimResults(clk.Now(), o.MaxAge, o.MaxBytes)
+			var n int
+			var kept store.ResultStats
+			var err error
+			if p := policy.Load(); p.Limited() {
+				n, kept, err = st.TrimResults(clk.Now(), p)
+			}
 			switch {
 			case err != nil:
 				log.Error("results trim", "err", err)
