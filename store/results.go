@@ -178,8 +178,8 @@ type ResultStats struct {
 // resultIndex is what TrimResults remembers of the results it has seen
 // (a few dozen bytes each), so that each trim reads only the new ones.
 type resultIndex struct {
-	mu      sync.Mutex
-	scanned uint64 // the last cursor read
+	mu       sync.Mutex
+	scanned  uint64 // the last cursor read
 	entries  []resultEntry
 	bytes    int64
 	crawlers map[string]string // interned crawler names

@@ -52,11 +52,11 @@ type resultLog struct {
 	opts     ResultsOptions
 	policy   atomic.Pointer[store.Retention] // the options' limits and the crawls' own; read by the trimmer
 	last     uint64                          // the last cursor assigned
-	readable uint64               // the last cursor durable (readable)
-	step     []store.ResultRecord // this step's, for the next batch (store)
-	marks    []resultMark         // applied batches' last cursors, in order
-	mem      []store.ResultRecord // without a store: the results kept
-	trimmed  time.Time            // without a store: when the policy was last applied to mem
+	readable uint64                          // the last cursor durable (readable)
+	step     []store.ResultRecord            // this step's, for the next batch (store)
+	marks    []resultMark                    // applied batches' last cursors, in order
+	mem      []store.ResultRecord            // without a store: the results kept
+	trimmed  time.Time                       // without a store: when the policy was last applied to mem
 	memBytes int64
 	byJob    map[uint64]int // this step's finished jobs: index in stepFin
 	stepFin  []stepResult

@@ -27,7 +27,7 @@ func TestResultsRetentionPerCrawl(t *testing.T) {
 			opts := Options{
 				Clock: clk, Coord: coord.Config{Heartbeat: time.Hour, MaxHeartbeat: time.Hour},
 				Results: &ResultsOptions{MaxAge: time.Hour, TrimEvery: time.Minute},
-				Crawls: []admin.Crawl{{Name: "short", Scope: "host", ResultsMaxAge: 60}},
+				Crawls:  []admin.Crawl{{Name: "short", Scope: "host", ResultsMaxAge: 60}},
 			}
 			if durable {
 				opts.Store = openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncAlways)
