@@ -41,6 +41,9 @@ their workers to reconnect and reclaim them, then go back to the queue.
 Only the newest --store-done-cache done keys (store.done_cache) stay in memory;
 older ones are looked up in the store when asked for, and a restart does not
 read them back.
+Likewise only the oldest --store-resident-jobs queued jobs (store.resident_jobs)
+are held in memory: the others stay in the store and are paged in, in queue
+order, before the ones in memory run out; a restart reads back only those.
 With --store memory serve keeps everything in memory instead (lost on exit).
 A store that is locked by another process, corrupt or
 unreadable is an error with a non-zero exit, never a fresh start.
@@ -97,6 +100,7 @@ func addStoreFlags(cmd *cobra.Command) {
 	must(config.AddFlag(fs, "store.sync", "store-sync", ""))
 	must(config.AddFlag(fs, "store.sync_interval", "store-sync-interval", ""))
 	must(config.AddFlag(fs, "store.done_cache", "store-done-cache", ""))
+	must(config.AddFlag(fs, "store.resident_jobs", "store-resident-jobs", ""))
 }
 
 // storePath is the store directory serve uses: store.path, or
@@ -247,7 +251,7 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 	opts := server.Options{
 		Peers: cfg.Peers.Listen, Gather: cfg.Peers.Gather, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
 		Coord: cc, Log: log, Server: "drover " + version,
-		OnTotals: metrics.Update, Store: c.st,
+		OnTotals: metrics.Update, Store: c.st, ResidentJobs: residentJobs(c.st, cfg.Store.ResidentJobs),
 		Results: &server.ResultsOptions{MaxAge: cfg.Results.MaxAge, MaxBytes: cfg.Results.MaxBytes},
 		Auth:    sec,
 	}
@@ -372,4 +376,13 @@ func runServe(cmd *cobra.Command, cfg *config.Config) error {
 		}()
 	}
 	return c.srv.Run(ctx)
+}
+
+// residentJobs is store.resident_jobs for a coordinator with store st: with
+// no store (memory) every job is in memory.
+func residentJobs(st *store.Store, n int) int {
+	if st == nil {
+		return 0
+	}
+	return n
 }

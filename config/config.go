@@ -109,7 +109,8 @@ type Store struct {
 	Path         string        `yaml:"path"` // empty: in memory
 	Sync         string        `yaml:"sync"` // SyncAlways, SyncBatch or SyncNone
 	SyncInterval time.Duration `yaml:"sync_interval"`
-	DoneCache    int           `yaml:"done_cache"` // done keys kept in memory; 0: all
+	DoneCache    int           `yaml:"done_cache"`    // done keys kept in memory; 0: all
+	ResidentJobs int           `yaml:"resident_jobs"` // queued jobs kept in memory; 0: all
 }
 
 // Results configures the results kept by the coordinator.

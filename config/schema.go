@@ -298,6 +298,9 @@ var schema = []Key{
 	key("store.done_cache", KindInt, 1_000_000,
 		"done and failed keys serve keeps in memory; older ones are evicted once on disk and looked up in the store when asked for; 0 keeps every one in memory",
 		ints(0, 1<<30)),
+	key("store.resident_jobs", KindInt, 1_000_000,
+		"queued jobs serve keeps in memory; the others stay only in the store and are paged in, oldest first, before the ones in memory run out; 0 keeps every one in memory",
+		ints(0, 1<<30)),
 
 	key("results.max_age", KindDuration, time.Duration(0),
 		"results that finished longer ago are deleted; 0 keeps them whatever their age", dur(0, forever)),

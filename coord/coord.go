@@ -137,7 +137,8 @@ type Coordinator struct {
 	led *ledger.Ledger
 	brk *broker.Broker
 
-	norms map[id.Key]normal // Unknown's memo of normal forms (donecache.go)
+	norms     map[id.Key]normal // Unknown's memo of normal forms (donecache.go)
+	pagedKeys int               // queued keys left in the store, not in the ledger's memory (page.go)
 
 	sessions map[id.Session]*session
 	byName   map[nameKey]id.Session

@@ -31,8 +31,8 @@ type KnownKey struct {
 // normalise are left out (the operation rejects them). With an unbounded
 // done set every record is in memory and Unknown appends nothing.
 func (c *Coordinator) Unknown(keys []id.Key, dst []id.Fingerprint) []id.Fingerprint {
-	if c.cfg.Ledger.DoneCache == 0 {
-		return dst
+	if c.cfg.Ledger.DoneCache == 0 && c.pagedKeys == 0 {
+		return dst // every record is in memory (page.go: queued keys may not be)
 	}
 	// The operation that follows names the same keys: it takes their
 	// normal forms from the memo (Coordinator.normalize) instead of

@@ -24,7 +24,7 @@ func (c *Coordinator) Totals(now time.Time) admin.Totals {
 	lc := c.led.Counts()
 	t.At = now
 	t.KeysRequested = lc.Requested
-	t.KeysQueued = lc.Queued
+	t.KeysQueued = lc.Queued + c.pagedKeys // page.go: those left in the store count too
 	t.KeysDone = lc.Done
 	t.Waiters = lc.Waiters
 	t.DedupHits = c.dedupHits

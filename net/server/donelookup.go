@@ -90,7 +90,7 @@ func (s *Server) durableUpTo(done uint64) {
 // (answering it without the records could hand out finished work again)
 // and the store's failure is recorded, which stops the reactor.
 func (s *Server) lookupDone(ident []byte, m wire.Message) bool {
-	if !s.bounded() || s.dur.failed != nil {
+	if !s.bounded() && s.pg == nil || s.dur.failed != nil {
 		return true
 	}
 	l := &s.dur.look
@@ -138,8 +138,15 @@ func (s *Server) lookupDone(ident []byte, m wire.Message) bool {
 		if ok && (state == store.KeyDone || state == store.KeyFailed) {
 			back = append(back, coord.KnownKey{FP: fp, At: at, Failed: state == store.KeyFailed})
 		}
+		if ok && state == store.KeyQueued && s.pg != nil {
+			if err := s.queuedFromStore(fp); err != nil { // paging.go
+				s.send(s.peers, ident, storeFailedError(m.RequestID(), err))
+				return false
+			}
+		}
 	}
 	l.stats.Hits += uint64(s.c.KnownDone(back))
+	s.pg.giveBack(s.c) // paging.go
 	l.back = back[:0]
 	return true
 }

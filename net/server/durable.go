@@ -280,6 +280,7 @@ func (s *Server) persist(writes []coord.Record) {
 		d.applied++
 		seq := d.applied
 		s.markBatch(seq)   // donelookup.go
+		s.pageMark(seq)    // paging.go
 		s.markResults(seq) // results.go
 		d.notePending(seq, writes)
 		for i := range d.step {
@@ -330,6 +331,7 @@ func (s *Server) release() error {
 		return err
 	}
 	s.durableUpTo(done)    // donelookup.go
+	s.pageDurable(done)    // paging.go
 	s.resultsDurable(done) // results.go
 	s.storeExpired()       // donelookup.go
 	n := 0

@@ -86,6 +86,11 @@ type Options struct {
 	// batch. Nil keeps everything in memory. The caller opens the store and
 	// closes it after Run returns.
 	Store *store.Store
+	// ResidentJobs, with a Store, bounds the queued jobs kept in memory:
+	// the others stay only in the store and are paged in, oldest first,
+	// as the ones in memory run low (paging.go). 0 keeps every job in
+	// memory.
+	ResidentJobs int
 	// Auth turns CURVE on for every listener and admits only the listed
 	// client keys, each to what its role allows (docs/PROTOCOL.md §15).
 	// Nil: no CURVE, every client may do everything (loopback only).
@@ -108,6 +113,7 @@ type Server struct {
 	log         *slog.Logger
 	now         func() time.Time
 	c           *coord.Coordinator
+	pg          *pager // queued jobs beyond memory (paging.go); nil: all in memory
 	peers       *zmq4.Socket
 	admin       *zmq4.Socket
 	pub         *zmq4.Socket
@@ -244,7 +250,13 @@ func New(opts Options) (*Server, error) {
 	if opts.Store != nil {
 		// Restore before binding: no session may say HELLO mid-restore.
 		s.dur = &durable{st: opts.Store, ring: make(chan struct{}, 1)}
-		if s.restored, s.storeSt, err = restore(c, opts.Store, opts.Clock.Now); err != nil {
+		if opts.ResidentJobs > 0 {
+			s.pg = newPager(opts.ResidentJobs) // paging.go
+			s.restored, s.storeSt, err = restoreResident(c, opts.Store, opts.Clock.Now, s.pg)
+		} else {
+			s.restored, s.storeSt, err = restore(c, opts.Store, opts.Clock.Now)
+		}
+		if err != nil {
 			return nil, err
 		}
 		s.dur.lastID, s.dur.durableID = s.restored.LastJob, s.restored.LastJob
@@ -390,6 +402,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.dur != nil {
 		stored = s.dur.ring
 		defer s.startSweeper()()
+		defer s.startPager()() // paging.go
 	}
 	defer s.startResultTrimmer()()
 	timer := s.opts.Clock.NewTimer(time.Hour)
@@ -410,11 +423,13 @@ func (s *Server) Run(ctx context.Context) error {
 		now := s.now()
 		s.recheckKeys(now)
 		s.c.Tick(now)
+		s.pageIn(now) // paging.go
 		s.flush(now)
 		if err := s.release(); err != nil {
 			s.shutdown()
 			return fmt.Errorf("reactor: %w", err)
 		}
+		s.pageOut(now)
 		s.heartbeats(now)
 		if s.opts.OnTotals != nil && now.Sub(s.lastTotals) >= time.Second {
 			s.lastTotals = now

@@ -1,0 +1,131 @@
+package coord
+
+import (
+	"fmt"
+	"time"
+
+	"drover/coord/broker"
+	"drover/coord/id"
+	"drover/coord/ledger"
+)
+
+// Queued jobs beyond RAM (issue 21, store.resident_jobs), the core's half.
+// The edge (the reactor) keeps at most so many queued jobs in memory: once
+// their records are durable it pages the youngest out (PageOut: the
+// broker's job record and the ledger's queued key both leave memory), and
+// before the queues run dry it reads the oldest back from its store and
+// pages them in (PageIn), in id order. Jobs and keys paged out still count
+// as queued in Totals.
+//
+// A key paged out is still queued: before an operation, Unknown names it
+// (as it names done keys a bounded done set evicted), the edge looks it up
+// in the store and gives it back with KnownQueued, and the operation
+// answers as if it had never left (a REQUEST is answered no "queued", a
+// SUBMIT is a duplicate). Such a key stays in memory; its job comes back
+// with PageIn in its turn.
+
+// QueuedKey is a queued key record the store holds, given back to the core
+// with KnownQueued.
+type QueuedKey struct {
+	FP  id.Fingerprint
+	Key id.Key
+	At  time.Time // when it was queued
+}
+
+// PageOut takes the queued jobs jids out of memory, with their keys when
+// the ledger holds them as queued. The edge must hold their current
+// records durably, and call it between steps (after Ready), so that no
+// change of theirs is waiting to be written. Jobs that are not waiting in
+// their queues are left alone. It returns how many jobs went.
+func (c *Coordinator) PageOut(now time.Time, jids []broker.JobID) int {
+	n := 0
+	for _, j := range jids {
+		rec, ok := c.brk.Record(j)
+		if !ok || !c.brk.PageOut(j) {
+			continue
+		}
+		n++
+		if r, ok := c.led.Lookup(now, rec.FP); ok && r.State == ledger.Queued {
+			c.led.Restore(ledger.Write{Op: ledger.Delete, FP: rec.FP, At: now})
+			c.pagedKeys++
+		}
+	}
+	return n
+}
+
+// PageIn brings back queued jobs paged out before, in the order given
+// (their queue order): each goes to the back of its queue, and its key
+// into the ledger as queued unless the ledger holds the key already. A
+// record of a job in memory is passed over (the edge read the store past
+// jobs it never paged out). It returns how many jobs came back.
+func (c *Coordinator) PageIn(now time.Time, recs []JobRecord) (int, error) {
+	n := 0
+	for i := range recs {
+		r := &recs[i]
+		if _, inMemory := c.brk.Record(r.ID); inMemory {
+			continue
+		}
+		if err := c.brk.PageIn(now, r); err != nil {
+			return n, fmt.Errorf("coord: %w", err)
+		}
+		n++
+		if !c.led.Known(r.FP) {
+			c.led.Restore(ledger.Write{Op: ledger.PutQueued, FP: r.FP, Key: r.Key, At: r.Created})
+			c.pagedKeys = max(c.pagedKeys-1, 0)
+		}
+	}
+	return n, nil
+}
+
+// KnownQueued gives the ledger back queued key records the store holds
+// for keys Unknown named, before the operation on them; a key the ledger
+// knows meanwhile is ignored. It returns how many were taken.
+func (c *Coordinator) KnownQueued(keys []QueuedKey) int {
+	n := 0
+	for _, k := range keys {
+		if c.led.Known(k.FP) {
+			continue
+		}
+		c.led.Restore(ledger.Write{Op: ledger.PutQueued, FP: k.FP, Key: k.Key, At: k.At})
+		c.pagedKeys = max(c.pagedKeys-1, 0)
+		n++
+	}
+	return n
+}
+
+// RestorePaged counts the queued jobs and queued keys a restore left in
+// the store instead of passing them to RestoreRecord: they count as queued
+// and come back with PageIn and KnownQueued. Call it before FinishRestore.
+func (c *Coordinator) RestorePaged(jobs, keys int) error {
+	d := &c.dur
+	switch {
+	case d.phase == restoreDone:
+		return fmt.Errorf("restore %d queued jobs and %d queued keys left in the store: the restore is finished, want them before FinishRestore", jobs, keys)
+	case jobs < 0 || keys < 0:
+		return fmt.Errorf("restore %d queued jobs and %d queued keys left in the store: want counts >= 0", jobs, keys)
+	}
+	if err := c.brk.RestorePaged(jobs); err != nil {
+		return fmt.Errorf("coord: %w", err)
+	}
+	d.phase = restoring
+	c.pagedKeys += keys
+	d.stats.KeysQueued += keys
+	d.stats.JobsQueued += jobs
+	return nil
+}
+
+// Paged reports the queued jobs and keys paged out of memory.
+func (c *Coordinator) Paged() (jobs, keys int) { return c.brk.PagedOut(), c.pagedKeys }
+
+// ResidentQueued is the number of queued jobs in memory, waiting in their
+// queues.
+func (c *Coordinator) ResidentQueued() int { return c.brk.Count(broker.Queued) }
+
+// YoungestQueued appends to dst up to n queued jobs in memory, youngest
+// (highest id) first: what PageOut takes first.
+func (c *Coordinator) YoungestQueued(n int, dst []broker.JobID) []broker.JobID {
+	return c.brk.YoungestQueued(n, dst)
+}
+
+// LastJob is the highest job id allocated so far.
+func (c *Coordinator) LastJob() broker.JobID { return c.brk.Counters().LastID }

@@ -1,0 +1,327 @@
+package server
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"drover/coord"
+	"drover/coord/broker"
+	"drover/coord/id"
+	"drover/store"
+)
+
+// Queued jobs beyond RAM (issue 21, Options.ResidentJobs), the reactor's
+// half (coord/page.go is the core's). With a store and ResidentJobs N > 0
+// the coordinator holds at most about N queued jobs in memory; the others
+// are only in the store, where job records are kept in id order:
+//
+//   - Page-out: once a step's writes are durable, the reactor pages out the
+//     youngest queued jobs beyond N (their records, and their keys, are in
+//     the store). While any job is paged out, every queued job submitted
+//     since (an id above the read cursor) goes out too, so that the jobs
+//     in memory are always older than those in the store: FIFO order holds
+//     across the two.
+//   - Page-in: when the jobs waiting in memory fall to N - batch, a loader
+//     goroutine reads the next batch of queued job records above the read
+//     cursor, and the reactor pages them in, in id order, while the jobs
+//     still in memory keep the workers busy: dispatch never waits for the
+//     disk.
+//   - Restart: the store's recovery keeps the oldest N queued jobs and
+//     leaves the others and every queued key in the store (only counted),
+//     so a restart reads back what is active, not what is known; the read
+//     cursor starts before the first job left.
+//   - Dedup: a key paged out is looked up in the store when asked for
+//     (lookupDone) and given back to the ledger as queued.
+
+// pager is the reactor's paging state.
+type pager struct {
+	limit int // Options.ResidentJobs
+	batch int // jobs per read
+
+	cursor    uint64       // queued jobs above it may be in the store only; reads start above it
+	marks     []pageMark   // applied store batches not yet durable
+	durable   broker.JobID // jobs up to it were submitted in durable batches
+	lastOut   broker.JobID // durable when page-out last ran
+	loading   bool         // a read is in flight
+	retryAt   time.Time    // after a read found nothing although jobs are paged out
+	scratch   []broker.JobID
+	known     []coord.QueuedKey // keys read back for a message (queuedFromStore)
+	req       chan pageReq
+	mu        sync.Mutex
+	delivered *pageLoad // a finished read, for the reactor
+	stats     pageStats
+}
+
+// pageMark ties a store batch to the highest job id allocated when it was
+// applied.
+type pageMark struct {
+	store uint64
+	last  broker.JobID
+}
+
+type pageReq struct {
+	after uint64
+	max   int
+}
+
+// pageLoad is a finished read.
+type pageLoad struct {
+	after, last uint64
+	recs        []coord.JobRecord
+	err         error
+}
+
+// pageStats count the paging since start (read from any goroutine).
+type pageStats struct {
+	out, in, reads atomic.Uint64
+}
+
+// PagingStats count the queued jobs paged out of memory and back in since
+// the server started, and the store reads that brought them
+// (Options.ResidentJobs).
+type PagingStats struct {
+	Out, In, Reads uint64
+}
+
+// Paging reads the paging counters; safe while Run runs.
+func (s *Server) Paging() PagingStats {
+	if s.pg == nil {
+		return PagingStats{}
+	}
+	st := &s.pg.stats
+	return PagingStats{Out: st.out.Load(), In: st.in.Load(), Reads: st.reads.Load()}
+}
+
+// newPager returns the pager of a coordinator keeping limit queued jobs.
+func newPager(limit int) *pager {
+	return &pager{limit: limit, batch: min(max(limit/4, 1), 10_000), req: make(chan pageReq, 1)}
+}
+
+// pageMark notes that store batch seq carries every job submitted up to
+// now (called by persist when it applies one).
+func (s *Server) pageMark(seq uint64) {
+	if p := s.pg; p != nil {
+		p.marks = append(p.marks, pageMark{store: seq, last: s.c.LastJob()})
+	}
+}
+
+// pageDurable notes that store batches up to done are durable.
+func (s *Server) pageDurable(done uint64) {
+	p := s.pg
+	if p == nil {
+		return
+	}
+	n := 0
+	for n < len(p.marks) && p.marks[n].store <= done {
+		p.durable = max(p.durable, p.marks[n].last)
+		n++
+	}
+	p.marks = p.marks[:copy(p.marks, p.marks[n:])]
+}
+
+// pageOut pages out what must go (see above): called between steps, once
+// release has noted what is durable.
+func (s *Server) pageOut(now time.Time) {
+	p := s.pg
+	if p == nil || p.durable == p.lastOut && s.c.ResidentQueued() <= p.limit {
+		return
+	}
+	p.lastOut = p.durable
+	for {
+		paged, _ := s.c.Paged()
+		res := s.c.ResidentQueued()
+		want := res - p.limit // beyond the limit
+		if paged > 0 {
+			want = res // every job above the cursor
+		}
+		if want <= 0 {
+			return
+		}
+		ids := s.c.YoungestQueued(min(want, 4096), p.scratch[:0])
+		out := ids[:0]
+		stop := false
+		for _, j := range ids {
+			switch {
+			case uint64(j) <= p.cursor:
+				stop = true // older than the store's jobs: stays
+			case j > p.durable:
+				continue // not durable yet: next time
+			default:
+				out = append(out, j)
+			}
+			if stop || len(out) == want {
+				break
+			}
+		}
+		p.scratch = ids[:0]
+		if len(out) == 0 {
+			return
+		}
+		if paged == 0 {
+			p.cursor = uint64(out[len(out)-1]) - 1 // the store's jobs start here
+		}
+		n := s.c.PageOut(now, out)
+		p.stats.out.Add(uint64(n))
+		if n == 0 || stop {
+			return
+		}
+	}
+}
+
+// pageIn pages in a finished read and starts the next one when the jobs
+// in memory run low: called before each step's flush.
+func (s *Server) pageIn(now time.Time) {
+	p := s.pg
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	ld := p.delivered
+	p.delivered = nil
+	p.mu.Unlock()
+	if ld != nil {
+		p.loading = false
+		if ld.err != nil {
+			s.log.Error("page queued jobs in from the store", "err", ld.err, "after", ld.after)
+			p.retryAt = now.Add(time.Second)
+		} else {
+			n, err := s.c.PageIn(now, ld.recs)
+			p.stats.in.Add(uint64(n))
+			if err != nil {
+				s.log.Error("page queued jobs in", "err", err)
+			}
+			p.cursor = max(p.cursor, ld.last)
+			if len(ld.recs) == 0 {
+				paged, _ := s.c.Paged()
+				s.log.Warn("no queued job in the store above the read cursor, though some are paged out", "cursor", p.cursor, "paged_out", paged)
+				p.retryAt = now.Add(time.Second)
+			}
+		}
+	}
+	paged, _ := s.c.Paged()
+	res := s.c.ResidentQueued()
+	if p.loading || paged == 0 || res > p.limit-p.batch || now.Before(p.retryAt) {
+		return
+	}
+	p.loading = true
+	p.stats.reads.Add(1)
+	p.req <- pageReq{after: p.cursor, max: min(p.limit-res, paged)}
+}
+
+// startPager starts the loader goroutine; stop ends it.
+func (s *Server) startPager() (stop func()) {
+	p := s.pg
+	if p == nil {
+		return func() {}
+	}
+	st, ring := s.dur.st, s.dur.ring
+	quit, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		for {
+			var r pageReq
+			select {
+			case <-quit:
+				return
+			case r = <-p.req:
+			}
+			ld := &pageLoad{after: r.after}
+			ld.last, _, ld.err = st.ReadQueuedJobs(r.after, r.max, func(j *store.JobRecord) error {
+				ld.recs = append(ld.recs, fromStoreJob(j))
+				return nil
+			})
+			p.mu.Lock()
+			p.delivered = ld
+			p.mu.Unlock()
+			select {
+			case ring <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return func() { close(quit); <-exited }
+}
+
+// queuedFromStore reads the queued key record of fp, paged out, for
+// giveBack (lookupDone calls it for each such key of a message). A store
+// that cannot be read is recorded as failed (which stops the reactor) and
+// the error returned.
+func (s *Server) queuedFromStore(fp id.Fingerprint) error {
+	k, ok, err := s.dur.st.GetKey(fp)
+	if err != nil {
+		err = fmt.Errorf("look up paged-out queued key %s: %w", fp, err)
+		s.dur.mu.Lock()
+		if s.dur.err == nil {
+			s.dur.err = err
+		}
+		s.dur.mu.Unlock()
+		return err
+	}
+	if ok && k.State == store.KeyQueued {
+		s.pg.known = append(s.pg.known, coord.QueuedKey{FP: fp, Key: k.Key, At: k.At})
+	}
+	return nil
+}
+
+// giveBack hands the coordinator the keys queuedFromStore read.
+func (p *pager) giveBack(c *coord.Coordinator) {
+	if p == nil || len(p.known) == 0 {
+		return
+	}
+	c.KnownQueued(p.known)
+	clear(p.known)
+	p.known = p.known[:0]
+}
+
+// restoreResident is restore keeping at most limit queued jobs in memory:
+// the others, and every queued key, stay in the store (counted), and the
+// keys of the jobs restored are read back one by one.
+func restoreResident(c *coord.Coordinator, st *store.Store, now func() time.Time, p *pager) (coord.RestoreStats, store.Stats, error) {
+	bounded := c.Config().Ledger.DoneCache > 0
+	var live []id.Fingerprint // keys of the jobs restored that are not finished
+	sst, err := st.RecoverWith(store.RecoverOptions{SkipDoneKeys: bounded, SkipQueuedKeys: true, MaxQueuedJobs: p.limit}, func(r store.Record) error {
+		rec, err := fromStore(&r)
+		if err != nil {
+			return err
+		}
+		if rec.Kind == coord.RecordJob && rec.Job.State != broker.Done && rec.Job.State != broker.Failed {
+			live = append(live, rec.Job.FP)
+		}
+		return c.RestoreRecord(rec)
+	})
+	back := 0
+	for _, fp := range live {
+		if err != nil {
+			break
+		}
+		var k store.KeyRecord
+		var ok bool
+		if k, ok, err = st.GetKey(fp); err != nil || !ok || k.State != store.KeyQueued {
+			continue
+		}
+		var rec coord.Record
+		if rec, err = fromStore(&store.Record{Kind: store.KindKey, Key: k}); err == nil {
+			err = c.RestoreRecord(rec)
+			back++
+		}
+	}
+	if err == nil && bounded {
+		err = c.RestoreStored(sst.KeysDone, sst.KeysFailed)
+	}
+	if err == nil {
+		err = c.RestorePaged(sst.JobsQueuedLeft, max(sst.KeysQueuedLeft-back, 0))
+	}
+	if err != nil {
+		return coord.RestoreStats{}, sst, fmt.Errorf("restore from the store: %w", err)
+	}
+	if sst.JobsQueuedLeft > 0 {
+		p.cursor = sst.FirstJobLeft - 1
+	}
+	stats, err := c.FinishRestore(now())
+	if err != nil {
+		return stats, sst, fmt.Errorf("restore from the store: %w", err)
+	}
+	return stats, sst, nil
+}

@@ -1,0 +1,159 @@
+package server
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"drover/coord/id"
+	"drover/coord/ledger"
+	"drover/net/wire"
+	"drover/store"
+)
+
+// TestPagingKeepsTheQueue submits many more jobs than a server with a small
+// ResidentJobs keeps in memory: the totals count them all, a paged-out key
+// is still a duplicate (and a REQUEST for it is answered no), a worker gets
+// the jobs in submission order while they are paged back in, and after a
+// restart (which reads back only the resident ones) the rest follow, in
+// order, each exactly once. A job that goes back to the queue rejoins it
+// behind the jobs in memory, ahead of those only in the store.
+func TestPagingKeepsTheQueue(t *testing.T) {
+	const (
+		n        = 6000
+		resident = 500
+		first    = 2000 // done before the restart
+	)
+	dir := filepath.Join(t.TempDir(), "store")
+	url := func(i int) string { return fmt.Sprintf("http://h%d.test/page/%d", i%7, i) }
+
+	st := openStore(t, dir, store.SyncNone)
+	s1, stop1 := runServer(t, Options{Store: st, ResidentJobs: resident})
+	p := dial(t, s1.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, "p1", 0)
+	for lo := 0; lo < n; lo += 1000 {
+		items := make([]wire.SubmitItem, 1000)
+		for i := range items {
+			items[i] = wire.SubmitItem{Key: key(url(lo + i)), Payload: []byte(url(lo + i))}
+		}
+		p.send(&wire.Submit{Req: uint64(2 + lo), Jobs: items})
+		for i, it := range expect[*wire.Submitted](t, p.recv()).Items {
+			if it.Status != wire.SubmitAccepted || it.JobID != uint64(lo+i+1) {
+				t.Fatalf("job %d: %+v, want accepted as job %d", lo+i, it, lo+i+1)
+			}
+		}
+	}
+	waitFor(t, "jobs paged out", func() bool { return s1.Paging().Out >= n-resident })
+	if tt := totals(t, s1); tt.Queued != n || tt.KeysQueued != n {
+		t.Fatalf("totals: %d queued jobs, %d queued keys; want %d of each", tt.Queued, tt.KeysQueued, n)
+	}
+	// Dedup holds for keys only in the store.
+	p.send(&wire.Submit{Req: 100, Jobs: []wire.SubmitItem{{Key: key(url(n - 1))}}})
+	if it := expect[*wire.Submitted](t, p.recv()).Items[0]; it.Status != wire.SubmitDuplicate {
+		t.Fatalf("resubmit of a paged-out key: %+v, want duplicate", it)
+	}
+	p.send(&wire.Request{Req: 101, Keys: []id.Key{key(url(n - 2))}})
+	if v := expect[*wire.Verdicts](t, p.recv()).Items[0]; v.Verdict != wire.VerdictNo || v.Reason != string(ledger.ReasonQueued) {
+		t.Fatalf("request of a paged-out key: %+v, want no queued", v)
+	}
+
+	got := drain(t, s1, "w1", first)
+	for i, j := range got {
+		if j != i+1 {
+			t.Fatalf("job %d came as number %d, want FIFO (%v...)", j, i+1, got[:i+1])
+		}
+	}
+	if s1.Paging().In == 0 {
+		t.Fatal("nothing was paged in while the worker ran")
+	}
+	if err := stop1(); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	st2 := openStore(t, dir, store.SyncNone)
+	t.Cleanup(func() { st2.Close() })
+	s2, _ := runServer(t, Options{Store: st2, ResidentJobs: resident})
+	if r := s2.Restored(); r.JobsQueued != n-first || r.JobsDone != first {
+		t.Fatalf("restored %s: want %d queued jobs and %d done", r, n-first, first)
+	}
+	if tt := totals(t, s2); tt.Queued != n-first || tt.KeysQueued != n-first || tt.Done != first {
+		t.Fatalf("totals after the restart: %d queued jobs, %d queued keys, %d done; want %d, %d, %d", tt.Queued, tt.KeysQueued, tt.Done, n-first, n-first, first)
+	}
+	// The jobs the first worker got beyond its count (first+1..x) went
+	// back to the queue when it left: behind the jobs in memory (the
+	// restore kept the oldest resident queued jobs), ahead of those the
+	// store still holds.
+	got = drain(t, s2, "w2", n-first)
+	x := got[0] - 1
+	var want []int
+	for _, r := range [][2]int{{x + 1, first + resident}, {first + 1, x}, {first + resident + 1, n}} {
+		for j := r[0]; j <= r[1]; j++ {
+			want = append(want, j)
+		}
+	}
+	if !slices.Equal(got, want) {
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("after the restart job %d came as number %d, want %d (%d..%d requeued)", got[i], i+1, want[i], first+1, x)
+			}
+		}
+	}
+	tt := totals(t, s2)
+	if tt.Queued != 0 || tt.KeysQueued != 0 || tt.Done != n || tt.KeysDone != n {
+		t.Fatalf("totals at the end: %+v; want %d done jobs and keys, nothing queued", tt, n)
+	}
+}
+
+// drain has one worker of 8 slots finish the next count jobs it gets,
+// checking their payloads, and leave; the jobs it got beyond those go back
+// to the queue when it leaves. It returns the ids of the jobs it finished,
+// in the order it got them.
+func drain(t *testing.T, s *Server, name string, count int) []int {
+	t.Helper()
+	w := dial(t, s.PeersEndpoint())
+	hello(t, w, wire.RoleWorker, name, 8)
+	var got []int
+	acked := 0
+	for acked < count {
+		m := w.recv()
+		if ok, isOK := m.(*wire.ResultOK); isOK {
+			acked += len(ok.Items)
+			continue
+		}
+		j, isJob := m.(*wire.Job)
+		if !isJob {
+			continue
+		}
+		res := make([]wire.ResultItem, 0, len(j.Jobs))
+		for _, it := range j.Jobs {
+			if string(it.Payload) != it.Key.URL {
+				t.Fatalf("job %d: payload %q, want %q", it.JobID, it.Payload, it.Key.URL)
+			}
+			if len(got) == count {
+				break // left for the next worker
+			}
+			got = append(got, int(it.JobID))
+			res = append(res, wire.ResultItem{JobID: it.JobID, Attempt: it.Attempt, Outcome: wire.OutcomeOK})
+		}
+		if len(res) > 0 {
+			w.send(&wire.Result{Req: uint64(len(got)), Items: res})
+		}
+	}
+	w.send(&wire.Disconnect{Req: 1, Code: 200, Reason: "done"})
+	return got
+}
+
+// waitFor polls cond until it holds, failing the test after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within a minute", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
