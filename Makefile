@@ -7,7 +7,7 @@ DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -X drover/cli.version=$(VERSION) -X drover/cli.commit=$(COMMIT) -X drover/cli.date=$(DATE)
 BENCHTIME ?= 1s
 
-.PHONY: all build demo test soak verify bench bench-peers deps deps-test release-snapshot clean
+.PHONY: all build demo test soak redis-faults verify bench bench-peers deps deps-test release-snapshot clean
 
 all: build
 
@@ -32,6 +32,11 @@ test: deps-test
 ## SIGKILLs, a SIGSTOP) at full length, minutes; `make test` runs a short one.
 soak: deps-test
 	SOAK=full $(GO) test -count=1 -run '^TestSoakCrashes$$' -timeout 60m -v ./cli
+
+## redis-faults: the Redis ledger's fault tests at full size (a master SIGKILLed under
+## 50,000 keys, a coordinator process SIGKILLed holding 20,000); `make test` runs short ones.
+redis-faults: deps-test
+	DROVER_REDIS_FAULTS=full $(GO) test -count=1 -run '^(TestMasterFailover|TestCoordinatorKilled)$$' -timeout 20m -v ./store/redis
 
 ## verify: formatting, vet, staticcheck and a tidy go.mod.
 verify: deps

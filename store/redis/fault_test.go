@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,8 @@ import (
 // none is lost, and keys accepted twice (a write the master acknowledged
 // but had not yet replicated) are at most the batches in flight at the
 // fault. Then the old master comes back as a replica.
+//
+// `make redis-faults` runs it and TestCoordinatorKilled at full size.
 func TestMasterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a master of its own cluster and waits for the failover: not in -short")
@@ -33,7 +36,7 @@ func TestMasterFailover(t *testing.T) {
 		}
 		ls[i] = l
 	}
-	const n, batch = 4000, 100
+	n, batch := faultKeys(4000, 50_000), 100
 	items := make([]ledger.Item, n)
 	for i := range items {
 		items[i] = webKey(i)
@@ -71,11 +74,11 @@ func TestMasterFailover(t *testing.T) {
 					continue
 				}
 				i += batch
-				progress.Add(batch)
+				progress.Add(int64(batch))
 			}
 		}()
 	}
-	for progress.Load() < n/2 {
+	for progress.Load() < int64(n/2) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	masters := cl.Masters()
@@ -125,4 +128,13 @@ func TestMasterFailover(t *testing.T) {
 	if role := cl.Info(victim, "replication", "role"); role != "slave" {
 		t.Fatalf("the old master came back as %q; want a replica", role)
 	}
+}
+
+// faultKeys is short, or full when DROVER_REDIS_FAULTS=full (make
+// redis-faults).
+func faultKeys(short, full int) int {
+	if os.Getenv("DROVER_REDIS_FAULTS") == "full" {
+		return full
+	}
+	return short
 }

@@ -100,8 +100,14 @@ type Ledger struct {
 	inbox    *inbox    // answers other coordinators sent this one; nil without Heartbeat
 	nextBeat time.Time // when Tick next calls Maintain
 
+	stopBeat chan struct{} // closed to stop the heartbeat goroutine
+	beatDone chan struct{}
+
 	// Swept counts the dead coordinators this one has swept.
 	Swept int
+	// Rejoined counts the times this coordinator found itself swept as
+	// dead (it had paused longer than three heartbeats) and joined again.
+	Rejoined int
 }
 
 // pending is a call to send again: its host and script arguments.
@@ -196,9 +202,7 @@ func (l *Ledger) Err() error { return l.err }
 
 // Close stops listening for answers and closes the connections.
 func (l *Ledger) Close() error {
-	if l.inbox != nil {
-		l.inbox.close()
-	}
+	l.halt()
 	return l.rdb.Close()
 }
 

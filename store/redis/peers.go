@@ -41,7 +41,41 @@ func (l *Ledger) join(ctx context.Context) error {
 	if err := l.beat(ctx); err != nil {
 		return err
 	}
-	return l.rdb.SAdd(ctx, l.liveSet(), l.coord).Err()
+	if err := l.rdb.SAdd(ctx, l.liveSet(), l.coord).Err(); err != nil {
+		return fmt.Errorf("redis ledger: joining the live coordinators: %w", err)
+	}
+	// The alive key is renewed from a goroutine of its own (the client is
+	// safe for concurrent use), so a coordinator busy for longer than
+	// three heartbeats is not taken for dead.
+	l.stopBeat, l.beatDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(l.beatDone)
+		t := time.NewTicker(l.cfg.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.stopBeat:
+				return
+			case <-t.C:
+				ctx, cancel := l.ctx()
+				_ = l.beat(ctx) // a failure shows in Maintain's own beat
+				cancel()
+			}
+		}
+	}()
+	return nil
+}
+
+// halt stops the heartbeat and the answers, as the process dying would.
+func (l *Ledger) halt() {
+	if l.stopBeat != nil {
+		close(l.stopBeat)
+		<-l.beatDone
+		l.stopBeat = nil
+	}
+	if l.inbox != nil {
+		l.inbox.close()
+	}
 }
 
 func (l *Ledger) beat(ctx context.Context) error {
@@ -65,6 +99,12 @@ func (l *Ledger) Maintain(now time.Time) {
 		return
 	}
 	l.nextBeat = now.Add(l.cfg.Heartbeat)
+	// Taken for dead and swept (a pause longer than three heartbeats):
+	// its sessions' keys went to others, and the owner checks refuse
+	// what they still think they hold. It joins again.
+	if added, err := l.rdb.SAdd(ctx, l.liveSet(), l.coord).Result(); err == nil && added == 1 {
+		l.Rejoined++
+	}
 	l.pollWaits(ctx, now)
 	l.sweepDead(ctx, now)
 }
@@ -178,13 +218,24 @@ func (l *Ledger) sweepCoordinator(ctx context.Context, now time.Time, d string) 
 		keys := append(l.baseKeys(h, 1), l.pre(h)+"co:"+d)
 		calls = append(calls, call{h, keys, l.args("release-all", now, 0)})
 	}
-	if len(calls) > 0 {
-		if _, err := l.exec(calls); err != nil {
-			return // tried again at the next heartbeat
+	// A few hosts per round trip: each script may hand over many keys,
+	// and every round trip has the store timeout.
+	for len(calls) > 0 {
+		n := min(len(calls), 4)
+		if _, err := l.exec(calls[:n]); err != nil {
+			return // tried again at the next heartbeat (release-all is idempotent)
 		}
+		calls = calls[n:]
 	}
-	l.rdb.Del(ctx, l.hostsKey(d))
-	l.rdb.SRem(ctx, l.liveSet(), d)
+	ctx, cancel := l.ctx()
+	defer cancel()
+	pipe := l.rdb.Pipeline()
+	pipe.Del(ctx, l.hostsKey(d))
+	pipe.SRem(ctx, l.liveSet(), d)
+	if _, err := pipe.Exec(ctx); err != nil {
+		l.err = fmt.Errorf("redis ledger: forgetting swept coordinator %s: %w", d, err)
+		return
+	}
 	l.Swept++
 }
 

@@ -24,7 +24,7 @@ func peers(t *testing.T, rdb goredis.UniversalClient, n int, cfg ledger.Config) 
 			t.Fatal(err)
 		}
 		out[i] = l
-		t.Cleanup(func() { l.inbox.close() })
+		t.Cleanup(func() { l.halt() })
 	}
 	return out
 }
@@ -111,7 +111,11 @@ func waitAnswersBy(t *testing.T, ls []*Ledger, n int, tick bool) []ledger.Answer
 	deadline := time.Now().Add(30 * time.Second)
 	for len(got) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d deferred answers after 30s; want %d", len(got), n)
+			var errs []error
+			for _, l := range ls {
+				errs = append(errs, l.Err())
+			}
+			t.Fatalf("%d deferred answers after 30s; want %d (store errors %v)", len(got), n, errs)
 		}
 		for _, l := range ls {
 			if tick {
@@ -141,7 +145,7 @@ func TestHandoverAcrossCoordinators(t *testing.T) {
 				t.Fatalf("b: %v %v; want wait", v, r)
 			}
 			if lost {
-				b.inbox.close() // no notifications any more
+				b.inbox.close() // no notifications any more (the heartbeat goes on)
 			}
 			a.Release(time.Now(), 1)
 			// Without the notification only the heartbeat's poll answers;
@@ -179,7 +183,7 @@ func TestDeadCoordinatorSwept(t *testing.T) {
 	if v, _ := live.Request(now, 9, 77, held[4].Key, held[4].FP); v != ledger.Wait {
 		t.Fatalf("live waits on a dead one's key: %v", v)
 	}
-	dead.inbox.close() // the process is gone: no more heartbeats
+	dead.halt() // the process is gone: no more heartbeats
 	start := time.Now()
 	got := waitAnswers(t, []*Ledger{live}, 1)
 	want := ledger.Answer{Session: 9, ReqID: 77, FP: held[4].FP, Verdict: ledger.OK, Reason: ledger.ReasonHandover}

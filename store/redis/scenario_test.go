@@ -32,6 +32,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(peerEnv) != "" {
+		os.Exit(peerMain())
+	}
 	dir, err := os.MkdirTemp("", "drover-redis-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
