@@ -220,7 +220,9 @@ func TestBatchesSplitAndPipelined(t *testing.T) {
 	// it, or the session is lost and the batch re-sent.
 	s := testsrv.Start(t, testsrv.Options{Heartbeat: 5 * time.Second})
 	c := dial(t, s, Options{Timeout: 30 * time.Second})
-	ctx := ctxT(t)
+	// The whole call may take several of those per-reply timeouts.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	n := 2*wire.MaxBatch + 17
 	keys := make([]id.Key, n)
 	for i := range keys {
