@@ -69,6 +69,13 @@ type Config struct {
 	Slack time.Duration
 	// Timeout bounds each call to the store. Default 5s.
 	Timeout time.Duration
+	// ServerClock makes every transition take its time from the Redis
+	// server (TIME in the script) instead of the caller's now, so that
+	// coordinators whose clocks disagree do not expire each other's leases
+	// early. Done stamps, lease starts and events then carry the server's
+	// time. The in-memory ledger's semantics, and the scenario tests, use
+	// the caller's time.
+	ServerClock bool
 	// Heartbeat, if set, makes this ledger a peer of the other
 	// coordinators on the cluster (peers.go): it renews its alive key this
 	// often (TTL three heartbeats), receives answers for its waiting
@@ -253,7 +260,11 @@ func (l *Ledger) itemKeys(keys []string, host string, fp id.Fingerprint) []strin
 
 func (l *Ledger) args(op string, now time.Time, extra int) []any {
 	a := make([]any, 0, 9+extra)
-	a = append(a, op, strconv.FormatInt(now.UnixMicro(), 10))
+	t := strconv.FormatInt(now.UnixMicro(), 10)
+	if l.cfg.ServerClock {
+		t = ""
+	}
+	a = append(a, op, t)
 	for _, s := range l.static {
 		a = append(a, s)
 	}

@@ -7,13 +7,17 @@
 --   4 DQ0    list: "fp|stamp" of keys done ok, in done order (sweep FIFO)
 --   5 DQ1    list: the same for keys done failed
 --   then per operation (see the op table at the end).
--- ARGV: 1 op, 2 now (µs since 1970), 3 lease TTL µs (0 none), 4 done TTL
+-- ARGV: 1 op, 2 now (µs since 1970; "" for the server's clock), 3 lease TTL µs (0 none), 4 done TTL
 -- µs, 5 failed TTL µs (0 forever), 6 persist "1"/"0", 7 quiet "1"/"0",
 -- 8 sweep limit, 9 seconds a done record outlives its TTL before Redis
 -- drops it (EXPIRE), then the operation's own arguments from 10.
 local N, LEASE, Q = KEYS[1], KEYS[2], KEYS[3]
 local DQ = {KEYS[4], KEYS[5]}
 local now = tonumber(ARGV[2])
+if ARGV[2] == '' then -- the server's clock: coordinators' clocks may disagree
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
 local lttl = tonumber(ARGV[3])
 local dttl = {tonumber(ARGV[4]), tonumber(ARGV[5])}
 local persist = ARGV[6] == '1'

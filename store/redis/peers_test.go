@@ -204,3 +204,41 @@ func TestDeadCoordinatorSwept(t *testing.T) {
 		}
 	}
 }
+
+// A coordinator whose clock runs an hour ahead must not take another's
+// key by expiring its lease early: with ServerClock the scripts read the
+// server's time, and the lease holds.
+func TestClockSkew(t *testing.T) {
+	rdb := client(t)
+	prefix := fmt.Sprintf("sk%d", prefixes.Add(1))
+	cfg := Config{Ledger: ledger.Config{RequestTTL: 30 * time.Second}, Prefix: prefix, ServerClock: true}
+	a, err := newLedger(context.Background(), rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := newLedger(context.Background(), rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := webKey(1)
+	if v, r := a.Request(time.Now(), 1, 1, it.Key, it.FP); v != ledger.OK {
+		t.Fatalf("a: %v %v", v, r)
+	}
+	ahead := time.Now().Add(time.Hour)
+	if v, r := b.Request(ahead, 2, 1, it.Key, it.FP); v != ledger.Wait {
+		t.Fatalf("b, an hour ahead: %v %v; want wait (a's lease is young by the server's clock)", v, r)
+	}
+	b.Tick(ahead)
+	if rec, ok := b.LookupKey(time.Now(), it.Key, it.FP); !ok || rec.Owner != 0 || rec.Waiters != 1 {
+		t.Fatalf("after b's tick an hour ahead: %+v %v; want still a's (owner 0 seen from b) with b waiting", rec, ok)
+	}
+	// Without the server's clock the skewed coordinator would have taken
+	// it: the hazard this option removes.
+	cfg.ServerClock, cfg.Prefix = false, prefix+"x"
+	c, _ := newLedger(context.Background(), rdb, cfg)
+	d, _ := newLedger(context.Background(), rdb, cfg)
+	c.Request(time.Now(), 1, 1, it.Key, it.FP)
+	if v, _ := d.Request(ahead, 2, 1, it.Key, it.FP); v != ledger.OK {
+		t.Fatalf("caller's clock an hour ahead: %v; want ok (the lease expired by its clock)", v)
+	}
+}
