@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
@@ -60,12 +61,24 @@ func coordConfig(c *config.Config) coord.Config {
 			BackoffStart:       c.Backoff.Start,
 			BackoffCap:         c.Backoff.Cap,
 			BackoffForgive:     c.Backoff.Forgive,
-			Jitter:             c.Backoff.Jitter,
+			Jitter:             orNone(c.Backoff.Jitter),
+			RetryStart:         orNone(c.Broker.RetryStart),
+			RetryCap:           c.Broker.RetryCap,
+			RetryJitter:        orNone(c.Broker.RetryJitter),
 			UnroutableTimeout:  c.Broker.UnroutableTimeout,
 			HoldbackStart:      c.Broker.HoldbackStart,
 			HoldbackCap:        c.Broker.HoldbackCap,
 		},
 	}
+}
+
+// orNone maps a configured 0 ("none") onto the broker's "none", a
+// negative value (its 0 takes the default).
+func orNone[T time.Duration | float64](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 // newLogger makes the process logger. When the console owns the terminal

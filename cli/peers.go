@@ -166,7 +166,7 @@ func newStatusCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "status",
-		Short:   "Print the coordinator's totals, workers and crawls",
+		Short:   "Print the coordinator's totals, the next retry, workers and crawls",
 		Example: "  drover status\n  drover status --connect tcp://10.0.0.5:5571 --json | jq .totals",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -192,17 +192,30 @@ func newStatusCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("status: %w", err)
 			}
+			// The job waiting in back-off that runs next (a host's back-off
+			// or a retry delay ending): the retries view's first row.
+			var next *admin.JobRow
+			if t.Backoff > 0 {
+				p, err := a.Query(ctx, admin.Query{View: admin.ViewRetries, Filter: "state=backoff", Limit: 1})
+				if err != nil {
+					return fmt.Errorf("status: %w", err)
+				}
+				if len(p.Jobs) > 0 {
+					next = &p.Jobs[0]
+				}
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(struct {
-					Totals  admin.Totals      `json:"totals"`
-					Workers []admin.WorkerRow `json:"workers"`
-					Crawls  []admin.Crawl     `json:"crawls"`
-				}{t, page.Workers, crawls.Crawls})
+					Totals    admin.Totals      `json:"totals"`
+					NextRetry *admin.JobRow     `json:"next_retry,omitempty"`
+					Workers   []admin.WorkerRow `json:"workers"`
+					Crawls    []admin.Crawl     `json:"crawls"`
+				}{t, next, page.Workers, crawls.Crawls})
 			}
-			printStatus(out, t, page.Workers)
+			printStatus(out, t, next, page.Workers)
 			printCrawls(out, crawls.Crawls)
 			return nil
 		},
@@ -212,13 +225,17 @@ func newStatusCmd() *cobra.Command {
 	return cmd
 }
 
-func printStatus(w io.Writer, t admin.Totals, workers []admin.WorkerRow) {
+func printStatus(w io.Writer, t admin.Totals, next *admin.JobRow, workers []admin.WorkerRow) {
 	paused := ""
 	if t.Paused {
 		paused = "  (dispatch PAUSED)"
 	}
 	fmt.Fprintf(w, "jobs:    queued %d, dispatched %d, backoff %d, done %d, failed %d, unroutable %d%s\n",
 		t.Queued, t.Dispatched, t.Backoff, t.Done, t.Failed, t.Unroutable, paused)
+	if next != nil && !next.RetryAt.IsZero() {
+		fmt.Fprintf(w, "next retry at %s (in %s): job %d %s, %s\n", next.RetryAt.Local().Format(time.TimeOnly),
+			max(time.Until(next.RetryAt), 0).Round(100*time.Millisecond), next.JobID, next.URL, next.Reason)
+	}
 	fmt.Fprintf(w, "keys:    requested %d, queued %d, done %d, waiters %d, duplicates avoided %d\n",
 		t.KeysRequested, t.KeysQueued, t.KeysDone, t.Waiters, t.DedupHits)
 	fmt.Fprintf(w, "workers: idle %d, busy %d, draining %d, held back %d, lost %d\n", t.WorkersIdle, t.WorkersBusy, t.WorkersDraining, t.WorkersHeld, t.WorkersLost)

@@ -177,7 +177,8 @@ func addServerFlags(cmd *cobra.Command) {
 	must(config.AddFlag(fs, "admin.listen", "admin", ""))
 	must(config.AddFlag(fs, "events.listen", "events", ""))
 	must(config.AddFlag(fs, "metrics.listen", "metrics", ""))
-	must(config.AddFlags(fs, "peers.gather", "heartbeat.interval", "heartbeat.liveness", "broker.max_request_failures"))
+	must(config.AddFlags(fs, "peers.gather", "heartbeat.interval", "heartbeat.liveness", "broker.max_request_failures",
+		"broker.retry_start", "broker.retry_cap", "broker.retry_jitter"))
 }
 
 func must(err error) {

@@ -83,6 +83,9 @@ type Heartbeat struct {
 // Broker configures the job broker.
 type Broker struct {
 	MaxRequestFailures int           `yaml:"max_request_failures"`
+	RetryStart         time.Duration `yaml:"retry_start"` // 0: retries are queued at once
+	RetryCap           time.Duration `yaml:"retry_cap"`
+	RetryJitter        float64       `yaml:"retry_jitter"`       // 0: none
 	UnroutableTimeout  time.Duration `yaml:"unroutable_timeout"` // 0: wait forever
 	ReclaimTimeout     time.Duration `yaml:"reclaim_timeout"`    // 0: heartbeat x liveness x 2
 	HoldbackStart      time.Duration `yaml:"holdback_start"`

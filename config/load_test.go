@@ -359,7 +359,11 @@ func TestValidationErrors(t *testing.T) {
 		{name: "liveness below 1", file: "heartbeat:\n  liveness: 0\n",
 			want: want{ErrRange, "heartbeat.liveness", []string{`"0"`, "an integer from 1 to 100"}}},
 		{name: "jitter above 1 from env", env: []string{"DROVER_BACKOFF_JITTER=1.5"},
-			want: want{ErrRange, "backoff.jitter", []string{`"1.5"`, "a number from 0 to 1"}}},
+			want: want{ErrRange, "backoff.jitter", []string{`"1.5"`, "a number from 0 up to (not including) 1"}}},
+		{name: "retry jitter of 1 from env", env: []string{"DROVER_BROKER_RETRY_JITTER=1"},
+			want: want{ErrRange, "broker.retry_jitter", []string{`"1"`, "a number from 0 up to (not including) 1"}}},
+		{name: "negative retry start from flag", args: []string{"--broker-retry-start=-1s"},
+			want: want{ErrRange, "broker.retry_start", []string{`"-1s"`, "a duration >= 0"}}},
 		{name: "interval too short from flag", args: []string{"--heartbeat-interval", "1ms"},
 			want: want{ErrRange, "heartbeat.interval", []string{"a duration from 10ms to 1h"}}},
 		{name: "enum with did-you-mean", file: "store:\n  sync: alway\n",
@@ -384,6 +388,8 @@ func TestValidationErrors(t *testing.T) {
 			want: want{ErrConflict, "store.sync and store.sync_interval", []string{"an interval > 0 for batch"}}},
 		{name: "back-off cap below start", env: []string{"DROVER_BACKOFF_CAP=30s"},
 			want: want{ErrConflict, "backoff.start and backoff.cap", []string{"start 1m is longer than cap 30s"}}},
+		{name: "retry cap below start", file: "broker:\n  retry_start: 10m\n",
+			want: want{ErrConflict, "broker.retry_start and broker.retry_cap", []string{"start 10m is longer than cap 5m"}}},
 		{name: "connect timeout above fetch timeout", args: []string{"--crawl-connect-timeout=1m"},
 			want: want{ErrConflict, "crawl.connect_timeout and crawl.timeout", []string{"flag --crawl-connect-timeout"}}},
 
@@ -395,7 +401,7 @@ func TestValidationErrors(t *testing.T) {
 		{name: "DROVER_CONFIG names a missing file", env: []string{"DROVER_CONFIG=/nonexistent/drover.yaml"},
 			want: want{ErrFile, "", []string{"env DROVER_CONFIG", "/nonexistent/drover.yaml", "no such file"}}},
 	}
-	flagKeys := []string{"heartbeat.interval", "crawl.connect_timeout"}
+	flagKeys := []string{"heartbeat.interval", "crawl.connect_timeout", "broker.retry_start"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := isolated(t)

@@ -169,6 +169,11 @@ func floatIn(lo, hi float64) (string, func(any) bool) {
 	return fmt.Sprintf("a number from %g to %g", lo, hi), func(v any) bool { f := v.(float64); return f >= lo && f <= hi }
 }
 
+// fraction is the rule of a jitter: from 0 up to, not including, 1.
+func fraction() (string, func(any) bool) {
+	return "a number from 0 up to (not including) 1", func(v any) bool { f := v.(float64); return f >= 0 && f < 1 }
+}
+
 func sizeIn(lo, hi int64) (string, func(any) bool) {
 	return "a size from " + FormatSize(lo) + " to " + FormatSize(hi), func(v any) bool { n := v.(int64); return n >= lo && n <= hi }
 }
@@ -262,6 +267,12 @@ var schema = []Key{
 
 	key("broker.max_request_failures", KindInt, 3,
 		"internal failures and worker deaths charged to a job before it fails", ints(1, 1000)),
+	key("broker.retry_start", KindDuration, time.Second,
+		"delay before a job that failed (an internal outcome or a charged worker death) with budget left is queued again; doubles with each further failure of the job; 0 queues it at once", dur(0, forever)),
+	key("broker.retry_cap", KindDuration, 5*time.Minute,
+		"longest delay before a retry", dur(time.Millisecond, forever)),
+	key("broker.retry_jitter", KindFloat, 0.2,
+		"random fraction added to or taken from each retry delay (0: none)", fraction),
 	key("broker.unroutable_timeout", KindDuration, time.Duration(0),
 		"how long a job no live worker can take waits before it fails; 0 waits forever", dur(0, forever)),
 	key("broker.reclaim_timeout", KindDuration, time.Duration(0),
@@ -285,7 +296,7 @@ var schema = []Key{
 	key("backoff.cap", KindDuration, 24*time.Hour,
 		"longest per-host back-off, Retry-After included", dur(time.Millisecond, forever)),
 	key("backoff.jitter", KindFloat, 0.2,
-		"random fraction added to or taken from each back-off", func() (string, func(any) bool) { return floatIn(0, 1) }),
+		"random fraction added to or taken from each back-off (0: none)", fraction),
 	key("backoff.forgive", KindDuration, 10*time.Minute,
 		"quiet time after which a host's next back-off starts again from backoff.start", dur(0, forever)),
 

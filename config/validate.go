@@ -149,6 +149,11 @@ func checkConflicts(c *Config, errs *Errors, failed map[string]bool) {
 			fmt.Sprintf("start %s is longer than cap %s", FormatDuration(c.Backoff.Start), FormatDuration(c.Backoff.Cap)),
 			"backoff.cap >= backoff.start")
 	}
+	if c.Broker.RetryStart > 0 && c.Broker.RetryCap < c.Broker.RetryStart {
+		conflict([]string{"broker.retry_start", "broker.retry_cap"},
+			fmt.Sprintf("start %s is longer than cap %s", FormatDuration(c.Broker.RetryStart), FormatDuration(c.Broker.RetryCap)),
+			"broker.retry_cap >= broker.retry_start")
+	}
 	if c.Crawl.ConnectTimeout > c.Crawl.Timeout {
 		conflict([]string{"crawl.connect_timeout", "crawl.timeout"},
 			fmt.Sprintf("connect timeout %s is longer than the fetch timeout %s",

@@ -16,7 +16,7 @@ import (
 // the throwaway ids are never reused, so none is held back.
 func TestChurnFailsNoHealthyJob(t *testing.T) {
 	const churn, jobs = 10000, 200
-	c := newCoord(t, Config{Heartbeat: time.Second, Liveness: 3, Broker: broker.Config{Jitter: -1, MaxRequestFailures: 3}})
+	c := newCoord(t, Config{Heartbeat: time.Second, Liveness: 3, Broker: broker.Config{Jitter: -1, RetryJitter: -1, MaxRequestFailures: 3}})
 	now := t0
 	hello(t, c, 1, Hello{Role: RoleProducer, ID: "p"})
 	var js []JobSpec

@@ -286,7 +286,7 @@ func crashed(t *testing.T, cfg Config, script func(t *testing.T, c *Coordinator)
 
 func persistCfg() Config {
 	return Config{Persist: true, Heartbeat: time.Second, Liveness: 3,
-		Broker: broker.Config{Jitter: -1, MaxRequestFailures: 3, BackoffStart: time.Minute}}
+		Broker: broker.Config{Jitter: -1, RetryJitter: -1, MaxRequestFailures: 3, BackoffStart: time.Minute}}
 }
 
 // twoHeld: worker w1 (slots 2) holds jobs 1 and 2, job 3 is queued.
@@ -636,7 +636,7 @@ func TestBackoffExtensionPersisted(t *testing.T) {
 func BenchmarkJobCycle(b *testing.B) {
 	for _, persist := range []bool{false, true} {
 		b.Run("persist="+strconv.FormatBool(persist), func(b *testing.B) {
-			c, err := New(Config{Persist: persist, Broker: broker.Config{Jitter: -1}})
+			c, err := New(Config{Persist: persist, Broker: broker.Config{Jitter: -1, RetryJitter: -1}})
 			if err != nil {
 				b.Fatal(err)
 			}

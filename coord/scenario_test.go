@@ -70,7 +70,8 @@ func newScenario(t *testing.T) *scenario {
 		Heartbeat: time.Second,
 		Liveness:  3,
 		Ledger:    ledger.Config{RequestTTL: time.Minute, DoneTTL: time.Hour, FailedTTL: 10 * time.Minute},
-		Broker:    broker.Config{MaxRequestFailures: 3, BackoffStart: time.Minute, BackoffCap: time.Hour, BackoffForgive: 10 * time.Minute, Jitter: 0.0001},
+		Broker: broker.Config{MaxRequestFailures: 3, BackoffStart: time.Minute, BackoffCap: time.Hour, BackoffForgive: 10 * time.Minute, Jitter: 0.0001,
+			RetryStart: time.Second, RetryCap: time.Minute, RetryJitter: -1},
 	})
 	if err != nil {
 		t.Fatal(err)

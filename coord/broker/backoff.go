@@ -142,13 +142,14 @@ func (b *Broker) schedule(h *host, t int64) {
 }
 
 // Tick applies every timer due at now: hosts whose back-off ended release
-// their jobs to the queue, hosts quiet for BackoffForgive after their last
-// back-off ended are forgiven (level reset), hosts past their politeness
-// interval take turns again, and jobs unroutable for UnroutableTimeout
-// fail.
+// their jobs to the queue, jobs whose retry delay ended are queued (retry.go),
+// hosts quiet for BackoffForgive after their last back-off ended are forgiven
+// (level reset), hosts past their politeness interval take turns again, and
+// jobs unroutable for UnroutableTimeout fail.
 func (b *Broker) Tick(now time.Time) {
 	t := ns(now)
 	b.wake(t, now)
+	b.wakeRetries(t, now)
 	b.releaseHolds(t)
 	if b.cfg.UnroutableTimeout > 0 && b.unrt > 0 {
 		limit := int64(b.cfg.UnroutableTimeout)
@@ -199,6 +200,9 @@ func (b *Broker) NextDeadline() (time.Time, bool) {
 	}
 	if h, ok := b.nextHold(); ok && (d == 0 || h < d) {
 		d = h
+	}
+	if r := b.nextRetry(); r != 0 && (d == 0 || r < d) {
+		d = r
 	}
 	if b.cfg.UnroutableTimeout > 0 && b.unrt > 0 {
 		for _, c := range b.classAll {

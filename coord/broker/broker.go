@@ -111,6 +111,17 @@ type Config struct {
 	// Jitter spreads exponential back-offs by up to ±Jitter of their length.
 	// 0 takes the default 0.2; a negative value disables jitter. Must be < 1.
 	Jitter float64
+	// RetryStart is the delay before a job charged its first failure (an
+	// internal outcome or a charged worker death) is queued again; it
+	// doubles with each further failure charged (retry.go). Default 1 s; a
+	// negative value queues retries at once.
+	RetryStart time.Duration
+	// RetryCap caps the retry delay. Default 5 min.
+	RetryCap time.Duration
+	// RetryJitter spreads retry delays by up to ±RetryJitter of their
+	// length. 0 takes the default 0.2; a negative value disables jitter.
+	// Must be < 1.
+	RetryJitter float64
 	// UnroutableTimeout fails a job that no live worker could take for this
 	// long. 0 waits forever.
 	UnroutableTimeout time.Duration
@@ -148,6 +159,9 @@ const (
 	DefaultBackoffStart       = 60 * time.Second
 	DefaultBackoffCap         = 24 * time.Hour
 	DefaultJitter             = 0.2
+	DefaultRetryStart         = time.Second
+	DefaultRetryCap           = 5 * time.Minute
+	DefaultRetryJitter        = 0.2
 	DefaultLostWorkers        = 256
 	DefaultHistoryLimit       = 8
 	DefaultDoneRetention      = 100_000
@@ -189,8 +203,30 @@ func (c *Config) validate() error {
 	case c.Jitter < 0:
 		c.Jitter = 0
 	}
-	if c.Jitter > 0 && c.Rand == nil {
-		errs = append(errs, errors.New("broker config Rand: nil, want a *rand.Rand for back-off jitter (or a negative Jitter)"))
+	switch {
+	case c.RetryStart == 0:
+		c.RetryStart = DefaultRetryStart
+	case c.RetryStart < 0:
+		c.RetryStart = -1 // retries are queued at once
+	}
+	if c.RetryCap == 0 {
+		c.RetryCap = max(DefaultRetryCap, c.RetryStart)
+	} else if c.RetryCap < 0 {
+		errs = append(errs, fmt.Errorf("broker config RetryCap %v: want > 0 (or 0 for the default %v)", c.RetryCap, DefaultRetryCap))
+	}
+	if c.RetryStart > 0 && c.RetryCap > 0 && c.RetryCap < c.RetryStart {
+		errs = append(errs, fmt.Errorf("broker config RetryCap %v: want >= RetryStart %v", c.RetryCap, c.RetryStart))
+	}
+	switch {
+	case math.IsNaN(c.RetryJitter) || c.RetryJitter >= 1:
+		errs = append(errs, fmt.Errorf("broker config RetryJitter %v: want a fraction below 1 (0 for the default %v, negative for none)", c.RetryJitter, DefaultRetryJitter))
+	case c.RetryJitter == 0:
+		c.RetryJitter = DefaultRetryJitter
+	case c.RetryJitter < 0:
+		c.RetryJitter = 0
+	}
+	if (c.Jitter > 0 || (c.RetryJitter > 0 && c.RetryStart > 0)) && c.Rand == nil {
+		errs = append(errs, errors.New("broker config Rand: nil, want a *rand.Rand for back-off and retry jitter (or negative Jitter and RetryJitter)"))
 	}
 	if c.UnroutableTimeout < 0 {
 		errs = append(errs, fmt.Errorf("broker config UnroutableTimeout %v: want >= 0 (0 waits forever)", c.UnroutableTimeout))
@@ -296,6 +332,7 @@ type Broker struct {
 	paged   int                      // queued jobs paged out of memory (page.go), counted as queued
 	byKey   map[id.Fingerprint]JobID // the newest job of each key whose record is kept
 	heap    hostHeap                 // hosts with a pending timer (wake-up or forgiveness)
+	retry   retryHeap                // jobs waiting their retry delay (retry.go)
 	thr     map[*host]struct{}       // hosts with a back-off level > 0 (HostRows)
 	unrt    int                      // queued jobs in classes no capable worker matches
 	polite  int                      // queued jobs of hosts parked for politeness

@@ -17,8 +17,9 @@ import (
 func sess(i int) id.Session { return id.Session(i) }
 
 // oneJob returns a broker with one worker (session 1, "w") holding job 1
-// after `failures` earlier internal failures.
-func oneJob(t *testing.T, cfg Config, failures int) *Broker {
+// after `failures` earlier internal failures, each retried once its retry
+// delay ended; it returns the time of the last dispatch.
+func oneJob(t *testing.T, cfg Config, failures int) (*Broker, time.Time) {
 	t.Helper()
 	b, err := New(cfg)
 	if err != nil {
@@ -39,9 +40,18 @@ func oneJob(t *testing.T, cfg Config, failures int) *Broker {
 		if err := result(b, now, 1, 1, Outcome{Kind: Internal}); err != nil {
 			t.Fatal(err)
 		}
+		if as := b.Dispatch(now, nil); len(as) != 0 {
+			t.Fatalf("failure %d: dispatched %v during the retry delay", i+1, as)
+		}
+		at, ok := b.NextDeadline()
+		if !ok || at.Before(now) {
+			t.Fatalf("failure %d: next deadline %v (%v), want the retry after %v", i+1, at, ok, now)
+		}
+		now = at
+		b.Tick(now)
 	}
 	b.TakeFinished(nil)
-	return b
+	return b, now
 }
 
 func TestOutcomes(t *testing.T) {
@@ -56,21 +66,28 @@ func TestOutcomes(t *testing.T) {
 	}{
 		{"ok is done", OK, 0, Done, true, false, 0},
 		{"ok after failures is done", OK, 2, Done, true, false, 2},
-		{"first internal requeues", Internal, 0, Queued, false, false, 1},
-		{"second internal requeues", Internal, 1, Queued, false, false, 2},
+		{"first internal waits its retry delay", Internal, 0, Backoff, false, false, 1},
+		{"second internal waits its retry delay", Internal, 1, Backoff, false, false, 2},
 		{"internal reaching the limit fails", Internal, 2, Failed, true, true, 3},
 		{"external fails at once", External, 0, Failed, true, true, 0},
 		{"throttled backs off, not a failure", Throttled, 2, Backoff, false, false, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := oneJob(t, Config{Jitter: -1}, c.failures)
-			if err := result(b, epoch, 1, 1, Outcome{Kind: c.kind, Error: "x", Output: []byte("out")}); err != nil {
+			b, now := oneJob(t, Config{Jitter: -1, RetryJitter: -1}, c.failures)
+			if err := result(b, now, 1, 1, Outcome{Kind: c.kind, Error: "x", Output: []byte("out")}); err != nil {
 				t.Fatal(err)
 			}
 			j := b.jobs.get(1)
 			if j.state != c.state || int(j.failures) != c.jobFailures {
 				t.Fatalf("job %s with %d failures, want %s with %d", j.state, j.failures, c.state, c.jobFailures)
+			}
+			if c.kind == Internal && c.state == Backoff {
+				// RetryStart (1 s) doubling per failure charged.
+				want := now.Add(time.Second << (c.jobFailures - 1))
+				if got := j.retryTime(); !got.Equal(want) {
+					t.Fatalf("retry at %v, want %v", got, want)
+				}
 			}
 			fin := b.TakeFinished(nil)
 			if (len(fin) == 1) != c.finished {
@@ -92,7 +109,7 @@ func TestOutcomes(t *testing.T) {
 }
 
 func TestBadOutcomeChangesNothing(t *testing.T) {
-	b := oneJob(t, Config{Jitter: -1}, 0)
+	b, _ := oneJob(t, Config{Jitter: -1, RetryJitter: -1}, 0)
 	err := result(b, epoch, 1, 1, Outcome{Kind: 9})
 	if err == nil || isNotRecorded(err) {
 		t.Fatalf("bad kind: err %v, want an error for the outcome kind", err)
@@ -113,23 +130,27 @@ func TestWorkerDeathCharges(t *testing.T) {
 		charged  int
 	}{
 		{"death before any result: requeued uncharged", 0, Queued, 0},
-		{"death of a proven worker is charged", 1, Queued, 1},
+		{"death of a proven worker is charged: its retry delay", 1, Backoff, 1},
 		{"charged death at the limit fails", 2, Failed, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := oneJob(t, Config{Jitter: -1}, c.failures)
-			b.Lost(epoch, 1)
-			if j := b.jobs.get(1); j.state != c.state || int(j.failures) != c.failures+c.charged {
+			b, now := oneJob(t, Config{Jitter: -1, RetryJitter: -1}, c.failures)
+			b.Lost(now, 1)
+			j := b.jobs.get(1)
+			if j.state != c.state || int(j.failures) != c.failures+c.charged {
 				t.Fatalf("job %s with %d failures, want %s with %d", j.state, j.failures, c.state, c.failures+c.charged)
 			}
-			// Leaving or eviction are not charged.
-			b2 := oneJob(t, Config{Jitter: -1}, c.failures)
+			if want := now.Add(2 * time.Second); c.state == Backoff && !j.retryTime().Equal(want) {
+				t.Fatalf("retry at %v after a second failure, want %v", j.retryTime(), want)
+			}
+			// Leaving or eviction are not charged, and go back at once.
+			b2, _ := oneJob(t, Config{Jitter: -1, RetryJitter: -1}, c.failures)
 			b2.Left(epoch, 1)
 			if j := b2.jobs.get(1); j.state != Queued || int(j.failures) != c.failures {
 				t.Fatalf("after leaving: job %s with %d failures, want queued with %d", j.state, j.failures, c.failures)
 			}
-			b3 := oneJob(t, Config{Jitter: -1}, c.failures)
+			b3, _ := oneJob(t, Config{Jitter: -1, RetryJitter: -1}, c.failures)
 			if n, err := b3.Evict(epoch, "w"); err != nil || n != 1 {
 				t.Fatalf("evict: %d, %v", n, err)
 			}
@@ -202,7 +223,7 @@ func TestBackoffSchedule(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := oneJob(t, Config{Jitter: -1, BackoffCap: 30 * time.Minute, BackoffForgive: time.Hour}, 0)
+			b, _ := oneJob(t, Config{Jitter: -1, RetryJitter: -1, BackoffCap: 30 * time.Minute, BackoffForgive: time.Hour}, 0)
 			now := epoch
 			var got time.Duration
 			for i, ra := range c.retryAfter {
@@ -229,7 +250,7 @@ func TestBackoffSchedule(t *testing.T) {
 		})
 	}
 	t.Run("jitter within bounds", func(t *testing.T) {
-		b := oneJob(t, Config{Jitter: 0.2, Rand: rand.New(rand.NewPCG(5, 6)), BackoffForgive: time.Nanosecond}, 0)
+		b, _ := oneJob(t, Config{Jitter: 0.2, Rand: rand.New(rand.NewPCG(5, 6)), BackoffForgive: time.Nanosecond}, 0)
 		now := epoch
 		seen := map[time.Duration]bool{}
 		for range 200 {
@@ -289,7 +310,7 @@ func TestHostBackoffHoldsQueuedJobs(t *testing.T) {
 }
 
 func TestDoneRetention(t *testing.T) {
-	b, err := New(Config{Jitter: -1, DoneRetention: 2})
+	b, err := New(Config{Jitter: -1, RetryJitter: -1, DoneRetention: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +351,7 @@ func TestDoneRetention(t *testing.T) {
 }
 
 func TestLostRecordsKept(t *testing.T) {
-	b, err := New(Config{Jitter: -1, LostWorkers: 2})
+	b, err := New(Config{Jitter: -1, RetryJitter: -1, LostWorkers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +419,7 @@ func TestWorkersQuery(t *testing.T) {
 // TestIdleTreesDropped checks that a sort index nobody queries is dropped
 // after about 2n changes, and rebuilt correctly by the next query.
 func TestIdleTreesDropped(t *testing.T) {
-	b, err := New(Config{Jitter: -1})
+	b, err := New(Config{Jitter: -1, RetryJitter: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func (b *Broker) SetCrawlState(now time.Time, crawler string, st CrawlState) int
 			case Queued:
 				b.unqueue(j)
 			case Backoff:
-				j.host.backoff.remove(j)
+				b.unwait(j)
 			default:
 				continue
 			}

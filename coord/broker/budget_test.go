@@ -3,6 +3,7 @@ package broker
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"drover/coord/id"
 )
@@ -11,7 +12,7 @@ import (
 // (a retry does not count again) and fails the other 2 as budget; another
 // crawler is not limited.
 func TestBudget(t *testing.T) {
-	b, err := New(Config{Jitter: -1})
+	b, err := New(Config{Jitter: -1, RetryJitter: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +40,8 @@ func TestBudget(t *testing.T) {
 	if err := result(b, now, 1, as[0].Job, Outcome{Kind: Internal}); err != nil {
 		t.Fatal(err)
 	}
+	now = now.Add(time.Second) // its retry delay
+	b.Tick(now)
 	if again := b.Dispatch(now, nil); len(again) != 1 || again[0].Job != as[0].Job {
 		t.Fatalf("retry: %+v, want job %d again", again, as[0].Job)
 	}
@@ -54,7 +57,7 @@ func TestBudget(t *testing.T) {
 // run; resume dispatches them; cancel fails the queued ones as cancelled,
 // and a cancelled job can be requeued once the crawl is resumed.
 func TestCrawlPauseCancel(t *testing.T) {
-	b, err := New(Config{Jitter: -1})
+	b, err := New(Config{Jitter: -1, RetryJitter: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,9 +34,11 @@ func IsWrongState(err error) bool { return errors.Is(err, ErrWrongState) }
 // Dispatch fills free worker slots and appends the decisions to dst. Ready
 // workers are served least recently used first; each gets the head job of
 // the next lane in turn (polite.go: hosts take turns, oldest first across
-// header classes) among the classes it satisfies, then moves to the back of
-// the order. A worker never gets more jobs than its free slots, and no host
-// more than its limits allow. Nothing is dispatched while paused.
+// header classes) among the classes it satisfies, passing over a job that
+// just failed on it while another ready worker could take it (retry.go),
+// then moves to the back of the order. A worker never gets more jobs than
+// its free slots, and no host more than its limits allow. Nothing is
+// dispatched while paused.
 func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 	if b.paused {
 		return dst
@@ -45,14 +47,12 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 	t := ns(now)
 	b.wake(t, now)
 	misses := 0
+	passed := false // a worker passed over a job that failed on it: it may take it once others are full
 	for w := b.ready.head; w != nil && b.count[Queued]-b.unrt > 0 && misses < b.ready.n; {
 		next := w.next
-		l := nextLane(w)
-		var j *job
-		if l != nil {
-			j = l.q.head
-		}
+		l, j, avoided := b.pick(w) // retry.go: nextLane(w)'s head, unless it just failed on w
 		if j == nil {
+			passed = passed || avoided
 			misses++
 			if next == nil {
 				break
@@ -84,8 +84,8 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: &j.spec, Attempt: int(j.attempts), AfterRestore: skipped})
 		b.emit(admin.Event{At: now, Kind: admin.EventJobDispatched, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id})
 		b.dispatched(j.host, t)
-		if next == nil {
-			next = b.ready.head
+		if next == nil || passed {
+			next, passed = b.ready.head, false
 		}
 		w = next
 	}
@@ -222,8 +222,8 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 		if int(j.failures) >= b.cfg.MaxRequestFailures {
 			b.fail(j, t, now, "internal failure "+strconv.Itoa(int(j.failures))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+": "+o.Error)
 		} else {
-			b.emit(admin.Event{At: now, Kind: admin.EventJobRetry, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: o.Error})
-			b.place(j, t, now)
+			d := b.retryLater(j, t, now)
+			b.emit(admin.Event{At: now, Kind: admin.EventJobRetry, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: o.Error + retryNote(d)})
 		}
 	case External:
 		w.failures++
@@ -308,7 +308,7 @@ func (b *Broker) Requeue(now time.Time, jid JobID) error {
 	case Failed:
 		b.fails.remove(j)
 	case Backoff:
-		j.host.backoff.remove(j)
+		b.unwait(j)
 	case Dispatched:
 		w := j.worker
 		b.release(j, t)

@@ -83,6 +83,21 @@ func checkInvariants(b *Broker) error {
 			}
 		}
 	}
+	for i, j := range b.retry {
+		if err := mark(j, "retry"); err != nil {
+			return err
+		}
+		switch {
+		case j.state != Backoff:
+			return fmt.Errorf("job %d waits a retry delay but is %s", j.id, j.state)
+		case int(j.rpos) != i+1:
+			return fmt.Errorf("job %d at retry heap position %d records %d", j.id, i+1, j.rpos)
+		case j.retryAt == 0:
+			return fmt.Errorf("job %d waits a retry delay with no retry time", j.id)
+		case i > 0 && b.retry.Less(i, (i-1)/2):
+			return fmt.Errorf("retry heap out of order at job %d", j.id)
+		}
+	}
 	for j := b.dones.head; j != nil; j = j.next {
 		if err := mark(j, "done"); err != nil {
 			return err

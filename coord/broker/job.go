@@ -22,10 +22,11 @@ type job struct {
 	unrec bool
 
 	attempts, failures, throttles int32
+	rpos                          int32 // position in the broker's retry heap + 1; 0 when not waiting a retry delay
 
 	// prev/next link the job into the one list its state puts it in: its
-	// class queue (queued), its host's back-off list (backoff) or the failed
-	// list (failed).
+	// class queue (queued), its host's back-off list (backoff, unless it
+	// waits its retry delay in the retry heap) or the failed list (failed).
 	prev, next *job
 	// hprev/hnext link a queued job into its host's queued list, so that a
 	// throttle can hold every queued job of the host.
@@ -92,7 +93,8 @@ func (j *job) adminHistory() []admin.Attempt {
 	return out
 }
 
-// retryTime is the time shown as the job's retry time (backoff only).
+// retryTime is the time shown as the job's retry time (backoff only: its
+// host's back-off end or its retry delay's).
 func (j *job) retryTime() time.Time { return tm(j.retryAt) }
 
 const chunkBits = 10

@@ -81,15 +81,20 @@ func TestConfigValidate(t *testing.T) {
 		field string // named in the error; empty: valid
 	}{
 		{"defaults need a rand", Config{}, "Rand"},
-		{"no jitter needs no rand", Config{Jitter: -1}, ""},
-		{"negative failures", Config{Jitter: -1, MaxRequestFailures: -1}, "MaxRequestFailures"},
-		{"negative start", Config{Jitter: -1, BackoffStart: -time.Second}, "BackoffStart"},
-		{"negative cap", Config{Jitter: -1, BackoffCap: -time.Second}, "BackoffCap"},
-		{"cap below start", Config{Jitter: -1, BackoffStart: time.Hour, BackoffCap: time.Minute}, "BackoffCap"},
-		{"negative forgive", Config{Jitter: -1, BackoffForgive: -time.Second}, "BackoffForgive"},
+		{"retry jitter needs a rand", Config{Jitter: -1}, "Rand"},
+		{"no retry delay needs no rand", Config{Jitter: -1, RetryStart: -1}, ""},
+		{"negative retry cap", Config{Jitter: -1, RetryJitter: -1, RetryCap: -time.Second}, "RetryCap"},
+		{"retry cap below start", Config{Jitter: -1, RetryJitter: -1, RetryStart: time.Hour, RetryCap: time.Minute}, "RetryCap"},
+		{"retry jitter of one", Config{Jitter: -1, RetryJitter: 1}, "RetryJitter"},
+		{"no jitter needs no rand", Config{Jitter: -1, RetryJitter: -1}, ""},
+		{"negative failures", Config{Jitter: -1, RetryJitter: -1, MaxRequestFailures: -1}, "MaxRequestFailures"},
+		{"negative start", Config{Jitter: -1, RetryJitter: -1, BackoffStart: -time.Second}, "BackoffStart"},
+		{"negative cap", Config{Jitter: -1, RetryJitter: -1, BackoffCap: -time.Second}, "BackoffCap"},
+		{"cap below start", Config{Jitter: -1, RetryJitter: -1, BackoffStart: time.Hour, BackoffCap: time.Minute}, "BackoffCap"},
+		{"negative forgive", Config{Jitter: -1, RetryJitter: -1, BackoffForgive: -time.Second}, "BackoffForgive"},
 		{"jitter of one", Config{Jitter: 1}, "Jitter"},
-		{"negative unroutable timeout", Config{Jitter: -1, UnroutableTimeout: -time.Second}, "UnroutableTimeout"},
-		{"negative history", Config{Jitter: -1, HistoryLimit: -2}, "HistoryLimit"},
+		{"negative unroutable timeout", Config{Jitter: -1, RetryJitter: -1, UnroutableTimeout: -time.Second}, "UnroutableTimeout"},
+		{"negative history", Config{Jitter: -1, RetryJitter: -1, HistoryLimit: -2}, "HistoryLimit"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -104,11 +109,12 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	b, err := New(Config{Jitter: -1})
+	b, err := New(Config{Jitter: -1, RetryJitter: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{MaxRequestFailures: 3, BackoffStart: time.Minute, BackoffCap: 24 * time.Hour, BackoffForgive: 10 * time.Minute,
+		RetryStart: time.Second, RetryCap: 5 * time.Minute,
 		LostWorkers: DefaultLostWorkers, HistoryLimit: DefaultHistoryLimit, DoneRetention: DefaultDoneRetention,
 		HoldbackStart: DefaultHoldbackStart, HoldbackCap: DefaultHoldbackCap, HoldbackForgive: 10 * DefaultHoldbackCap,
 		Politeness: Politeness{MaxCrawlDelay: DefaultMaxCrawlDelay}}

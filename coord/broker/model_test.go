@@ -96,6 +96,12 @@ func runModel(seed uint64, steps int) error {
 	if r.IntN(2) == 0 {
 		cfg.UnroutableTimeout = 2 * time.Minute
 	}
+	switch r.IntN(3) { // else the default retry delay: 1 s doubling, ±20%
+	case 0:
+		cfg.RetryStart = -1 // retries queued at once
+	case 1:
+		cfg.RetryStart, cfg.RetryCap, cfg.RetryJitter = 20*time.Second, time.Minute, -1
+	}
 	b, err := New(cfg)
 	if err != nil {
 		return err
@@ -323,7 +329,10 @@ func (m *model) dispatch() error {
 // interval leaves the rings; repeat until nobody can take. The lanes and
 // which of them are in a ring are derived here from the jobs and the
 // hosts' limits; only the rings' order comes from the broker, and must
-// hold exactly the lanes derived.
+// hold exactly the lanes derived. A worker passes over a job whose last
+// attempt failed on it (internal or lost, charged) while another ready
+// worker matches the job, looking at most avoidScan jobs behind the head
+// of the front lane, and takes the oldest of its classes' candidates.
 func (m *model) expectDispatch() ([]string, error) {
 	b := m.b
 	if b.paused {
@@ -378,19 +387,31 @@ func (m *model) expectDispatch() ([]string, error) {
 		progress = false
 		for i, w := range order {
 			var best *laneKey
+			pos := 0 // the candidate's index in its lane
 			for _, c := range b.classAll {
-				if r := rings[c]; len(r) > 0 && Match(c.headers, w.headers) {
-					if best == nil || lanes[r[0]][0].seq < lanes[*best][0].seq {
-						best = &r[0]
+				r := rings[c]
+				if len(r) == 0 || !Match(c.headers, w.headers) {
+					continue
+				}
+				js := lanes[r[0]]
+				other := slices.ContainsFunc(order, func(o *worker) bool { return o != w && Match(c.headers, o.headers) })
+				k := 0
+				if other {
+					k = slices.IndexFunc(js, func(j *job) bool { return !failedOn(j, w.id) })
+					if k > avoidScan {
+						k = -1
 					}
+				}
+				if k >= 0 && (best == nil || js[k].seq < lanes[*best][pos].seq) {
+					best, pos = &r[0], k
 				}
 			}
 			if best == nil {
 				continue
 			}
 			k := *best
-			j := lanes[k][0]
-			lanes[k] = lanes[k][1:]
+			j := lanes[k][pos]
+			lanes[k] = slices.Delete(slices.Clone(lanes[k]), pos, pos+1)
 			r := rings[k.c][1:]
 			if len(lanes[k]) > 0 {
 				r = append(r, k)
@@ -415,6 +436,44 @@ func (m *model) expectDispatch() ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkRetry checks the retry delay of a job that just had outcome kind:
+// an internal failure that left budget waits RetryStart doubling per
+// failure (capped, spread by the jitter), or is queued at once when
+// RetryStart is negative (or waits for its host's back-off).
+func (m *model) checkRetry(j *job, kind OutcomeKind) error {
+	cfg := m.b.cfg
+	if kind != Internal || j.state == Failed {
+		if j.retrying() {
+			return fmt.Errorf("job %d waits a retry delay after outcome %v", j.id, kind)
+		}
+		return nil
+	}
+	if cfg.RetryStart < 0 {
+		if j.retrying() || (j.state != Queued && j.state != Backoff) {
+			return fmt.Errorf("job %d is %s (retrying %v), want queued at once", j.id, j.state, j.retrying())
+		}
+		return nil
+	}
+	base := min(cfg.RetryStart<<(j.failures-1), cfg.RetryCap)
+	lo := time.Duration(float64(base) * (1 - cfg.RetryJitter))
+	hi := min(time.Duration(float64(base)*(1+cfg.RetryJitter)), cfg.RetryCap)
+	d := tm(j.retryAt).Sub(m.now)
+	if !j.retrying() || j.state != Backoff || d < lo || d > hi {
+		return fmt.Errorf("job %d after internal failure %d: %s (retrying %v) in %v, want its retry delay in [%v, %v]", j.id, j.failures, j.state, j.retrying(), d, lo, hi)
+	}
+	return nil
+}
+
+// failedOn reports whether job j's last attempt was a failure charged to
+// it on worker wid: the worker it prefers not to run on again.
+func failedOn(j *job, wid string) bool {
+	if j.failures == 0 || len(j.history) == 0 {
+		return false
+	}
+	a := j.history[len(j.history)-1]
+	return a.worker == wid && (a.outcome == "internal" || a.outcome == "lost")
 }
 
 // result reports a random outcome for a held job, or an orphan result.
@@ -445,6 +504,9 @@ func (m *model) result() (string, error) {
 		}
 		if kind == Throttled && j.state != Backoff {
 			return "result", fmt.Errorf("throttled job %d is %s, want backoff", j.id, j.state)
+		}
+		if err := m.checkRetry(j, kind); err != nil {
+			return "result", err
 		}
 		return fmt.Sprintf("result %d %v", j.id, kind), nil
 	}

@@ -308,6 +308,9 @@ func (b *Broker) reason(j *job) string {
 			return b.politeWhy(j.host)
 		}
 	case Backoff:
+		if j.retrying() {
+			return b.retryReason(j)
+		}
 		return j.host.reason
 	case Dispatched:
 		if isPlaceholder(j.worker) {

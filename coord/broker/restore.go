@@ -33,7 +33,8 @@ import (
 // uncharged. EndReclaim requeues, uncharged, whatever no worker reclaimed.
 
 // JobRecord is the persisted form of one job: its spec, state, counters and
-// attempt history. The values and names of State are those of JobState.
+// attempt history. The values and names of State are those of JobState; a
+// job waiting its retry delay is recorded as queued with its RetryAt.
 // Headers and Payload are shared with the broker (Record) or taken over by
 // it (Restore): nobody may modify them.
 type JobRecord struct {
@@ -47,7 +48,7 @@ type JobRecord struct {
 	Attempts  int               // dispatches so far
 	Failures  int               // failures charged to the job's budget
 	Throttles int               // throttled outcomes so far
-	RetryAt   time.Time         // backoff: when the job may run again
+	RetryAt   time.Time         // backoff, or queued waiting a retry delay: when the job may run again
 	Worker    string            // dispatched: the worker holding it
 	LastError string            // the last failure or throttle message
 	Created   time.Time         // when it was submitted
@@ -81,6 +82,9 @@ func (b *Broker) Record(jid JobID) (JobRecord, bool) {
 	}
 	if j.worker != nil {
 		r.Worker = j.worker.id
+	}
+	if j.retrying() {
+		r.State = Queued // queued with a retry time: waiting its retry delay (retry.go)
 	}
 	return r, true
 }
@@ -191,6 +195,10 @@ func (b *Broker) Restore(r *JobRecord) error {
 		j.history[len(j.history)-1].outcome = a.Outcome
 		j.history[len(j.history)-1].err = a.Error
 	}
+	retry := st == Queued && !r.RetryAt.IsZero() // waiting its retry delay (retry.go)
+	if retry {
+		st = Backoff
+	}
 	if st == Backoff {
 		j.retryAt = ns(r.RetryAt)
 	}
@@ -217,6 +225,8 @@ func (b *Broker) Restore(r *JobRecord) error {
 		c.push(b, j) // lanes are built by FinishRestore
 	case st == Dispatched:
 		b.hold(b.placeholder(r.Worker), j, 0) // FinishRestore sets its host
+	case retry:
+		heap.Push(&b.retry, j)
 	case st == Backoff:
 		h.backoff.push(j)
 	case st == Done:

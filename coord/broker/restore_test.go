@@ -152,6 +152,9 @@ func runRestoreModel(t *testing.T, seed uint64, steps int) error {
 		Politeness:         modelPoliteness(r),
 		HistoryLimit:       3,
 	}
+	if r.IntN(2) == 0 { // else the default retry delay: 1 s doubling, ±20%
+		cfg.RetryStart, cfg.RetryCap = 20*time.Second, time.Minute
+	}
 	b, err := New(cfg)
 	if err != nil {
 		return err
@@ -226,7 +229,7 @@ func reclaimBroker(t *testing.T) (*Broker, RestoreSummary) {
 		}
 		recs = append(recs, r)
 	}
-	return restored(t, Config{Jitter: -1}, recs, Counters{LastID: 5}, epoch)
+	return restored(t, Config{Jitter: -1, RetryJitter: -1}, recs, Counters{LastID: 5}, epoch)
 }
 
 func TestReclaimByRegister(t *testing.T) {
@@ -284,9 +287,19 @@ func TestReclaimByRegister(t *testing.T) {
 	if f := b.TakeFinished(nil); len(f) != 1 || f[0].Job != 1 {
 		t.Fatalf("finished %+v, want job 1", f)
 	}
-	// w1 takes queued work again (jobs 2, 3 and 5); job 4 still waits.
-	if as := b.Dispatch(now, nil); len(as) != 3 {
-		t.Fatalf("dispatched %d jobs to w1, want 3: %+v", len(as), as)
+	// w1 takes queued work again (jobs 5 and 2, in queue order); job 3
+	// waits its retry delay (2 s after its second failure), then goes to
+	// w1 too, the only worker; job 4 still waits for w2.
+	if as := b.Dispatch(now, nil); len(as) != 2 || as[0].Job != 5 || as[1].Job != 2 {
+		t.Fatalf("dispatched %+v to w1, want jobs 5 and 2", as)
+	}
+	if row, _ := b.Job(3); row.State != "backoff" || !row.RetryAt.Equal(now.Add(2*time.Second)) {
+		t.Fatalf("job 3 after its second failure: %s until %v, want backoff until %v", row.State, row.RetryAt, now.Add(2*time.Second))
+	}
+	now = now.Add(2 * time.Second)
+	b.Tick(now)
+	if as := b.Dispatch(now, nil); len(as) != 1 || as[0].Job != 3 || as[0].Worker != "w1" {
+		t.Fatalf("dispatched %+v after the retry delay, want job 3 to w1", as)
 	}
 	// The wait ends: job 4 goes back, uncharged; no placeholder is left.
 	if n := b.EndReclaim(now, sum.Reclaim, "not reclaimed"); n != 1 {
@@ -355,7 +368,7 @@ func TestRestoreBadRecords(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b, err := New(Config{Jitter: -1})
+			b, err := New(Config{Jitter: -1, RetryJitter: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -373,7 +386,7 @@ func TestRestoreBadRecords(t *testing.T) {
 			}
 		})
 	}
-	b, _ := New(Config{Jitter: -1})
+	b, _ := New(Config{Jitter: -1, RetryJitter: -1})
 	if _, err := b.FinishRestore(epoch, RestoreState{Counters: Counters{LastID: 1 << 40}}); err == nil {
 		t.Fatal("FinishRestore accepted a last job id of 2^40")
 	}
@@ -389,7 +402,7 @@ func TestRestoreNextID(t *testing.T) {
 		{ID: 2*chunkSize + 7, Key: k, FP: k.Fingerprint(), Host: "h", State: Failed, Created: epoch, Updated: epoch},
 	}
 	last := JobID(6*chunkSize + 5)
-	b, sum := restored(t, Config{Jitter: -1}, recs, Counters{LastID: last}, epoch)
+	b, sum := restored(t, Config{Jitter: -1, RetryJitter: -1}, recs, Counters{LastID: last}, epoch)
 	if got := b.Submit(epoch, Spec{Key: id.Key{URL: "http://h/y"}, Host: "h"}); got != last+1 {
 		t.Fatalf("new job id %d, want %d", got, last+1)
 	}
@@ -408,7 +421,7 @@ func TestRestoreNextID(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A last ID below the records' is ignored: records win.
-	b2, _ := restored(t, Config{Jitter: -1}, recs, Counters{LastID: 1}, epoch)
+	b2, _ := restored(t, Config{Jitter: -1, RetryJitter: -1}, recs, Counters{LastID: 1}, epoch)
 	if got := b2.Submit(epoch, Spec{Key: id.Key{URL: "http://h/y"}, Host: "h"}); got != 2*chunkSize+8 {
 		t.Fatalf("new job id %d, want %d", got, 2*chunkSize+8)
 	}
@@ -431,7 +444,7 @@ func TestRestoreQueueOrder(t *testing.T) {
 		recs = append(recs, JobRecord{ID: JobID(i + 1), Key: k, FP: k.Fingerprint(), Host: "h", Headers: hdr, State: Queued,
 			Created: epoch, Updated: epoch.Add(d * time.Second)})
 	}
-	b, _ := restored(t, Config{Jitter: -1}, recs, Counters{LastID: 4}, epoch.Add(10*time.Second))
+	b, _ := restored(t, Config{Jitter: -1, RetryJitter: -1}, recs, Counters{LastID: 4}, epoch.Add(10*time.Second))
 	if err := b.Register(epoch, 1, WorkerInfo{ID: "w", Slots: 1, Headers: map[string]string{"gpu": "yes"}}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +487,7 @@ func TestRestoreBackoffFailedDone(t *testing.T) {
 		mk(6, "h", Done, 0),
 		mk(7, "h", Done, 0),
 	}
-	b, sum := restored(t, Config{Jitter: -1, DoneRetention: 2}, recs, Counters{LastID: 7}, now)
+	b, sum := restored(t, Config{Jitter: -1, RetryJitter: -1, DoneRetention: 2}, recs, Counters{LastID: 7}, now)
 	if sum.Backoff != 3 || sum.Failed != 1 || sum.Done != 3 || sum.Forgotten != 1 {
 		t.Fatalf("summary %+v", sum)
 	}

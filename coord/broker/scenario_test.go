@@ -66,7 +66,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func newScript(t testing.TB) *script {
 	s := &script{t: t, now: epoch}
 	var err error
-	s.b, err = New(Config{Jitter: -1})
+	s.b, err = New(Config{Jitter: -1, RetryJitter: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func (s *script) run(cmd string) string {
 	}
 	switch words[0] {
 	case "config":
-		cfg := Config{Jitter: -1}
+		cfg := Config{Jitter: -1, RetryJitter: -1}
 		for k, v := range kv {
 			switch k {
 			case "max-failures":
@@ -153,6 +153,18 @@ func (s *script) run(cmd string) string {
 			case "jitter":
 				f, _ := strconv.ParseFloat(v, 64)
 				cfg.Jitter = f
+				cfg.Rand = rand.New(rand.NewPCG(1, 2))
+			case "retry-start": // "none": retries are queued at once
+				if v == "none" {
+					cfg.RetryStart = -1
+				} else {
+					cfg.RetryStart = dur(v)
+				}
+			case "retry-cap":
+				cfg.RetryCap = dur(v)
+			case "retry-jitter":
+				f, _ := strconv.ParseFloat(v, 64)
+				cfg.RetryJitter = f
 				cfg.Rand = rand.New(rand.NewPCG(1, 2))
 			default:
 				panic("unknown config " + k)

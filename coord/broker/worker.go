@@ -191,14 +191,14 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 		}
 		b.nameSkipped(now, nw.id, r)
 		j := b.jobs.get(r.Job)
-		if j == nil || j.state != Queued || int(j.attempts) != r.Attempt || r.Attempt < 1 {
+		if j == nil || (j.state != Queued && !j.retrying()) || int(j.attempts) != r.Attempt || r.Attempt < 1 {
 			continue
 		}
 		a, ok := j.attemptEntry(r.Attempt)
 		if !ok || a.worker != nw.id {
 			continue // another worker's attempt: not this one's to claim
 		}
-		b.unqueue(j)
+		b.readopt(j) // retry.go: out of the queue or the retry delay
 		b.setState(j, Dispatched, t)
 		b.hold(nw, j, t)
 		j.history[len(j.history)-1].outcome, j.history[len(j.history)-1].err = "", "" // running again
@@ -295,6 +295,11 @@ func (b *Broker) requeueHeld(w *worker, now time.Time, t int64, outcome string, 
 			}
 		} else {
 			j.endAttempt(outcome, "")
+		}
+		if charged {
+			d := b.retryLater(j, t, now)
+			b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: outcome + retryNote(d)})
+			continue
 		}
 		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: outcome})
 		b.place(j, t, now)
