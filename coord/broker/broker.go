@@ -125,8 +125,8 @@ type Config struct {
 	// UnroutableTimeout fails a job that no live worker could take for this
 	// long. 0 waits forever.
 	UnroutableTimeout time.Duration
-	// Rand is the random source for jitter. Required unless jitter is
-	// disabled.
+	// Rand is the random source for jitter. Default: a fixed-seed PCG, so
+	// that a broker is deterministic unless given another source.
 	Rand *rand.Rand
 	// LostWorkers is how many records of lost workers are kept for the
 	// console (oldest dropped first). Default 256; negative keeps none.
@@ -225,8 +225,8 @@ func (c *Config) validate() error {
 	case c.RetryJitter < 0:
 		c.RetryJitter = 0
 	}
-	if (c.Jitter > 0 || (c.RetryJitter > 0 && c.RetryStart > 0)) && c.Rand == nil {
-		errs = append(errs, errors.New("broker config Rand: nil, want a *rand.Rand for back-off and retry jitter (or negative Jitter and RetryJitter)"))
+	if c.Rand == nil {
+		c.Rand = rand.New(rand.NewPCG(1, 2))
 	}
 	if c.UnroutableTimeout < 0 {
 		errs = append(errs, fmt.Errorf("broker config UnroutableTimeout %v: want >= 0 (0 waits forever)", c.UnroutableTimeout))

@@ -80,9 +80,7 @@ func TestConfigValidate(t *testing.T) {
 		cfg   Config
 		field string // named in the error; empty: valid
 	}{
-		{"defaults need a rand", Config{}, "Rand"},
-		{"retry jitter needs a rand", Config{Jitter: -1}, "Rand"},
-		{"no retry delay needs no rand", Config{Jitter: -1, RetryStart: -1}, ""},
+		{"defaults", Config{}, ""},
 		{"negative retry cap", Config{Jitter: -1, RetryJitter: -1, RetryCap: -time.Second}, "RetryCap"},
 		{"retry cap below start", Config{Jitter: -1, RetryJitter: -1, RetryStart: time.Hour, RetryCap: time.Minute}, "RetryCap"},
 		{"retry jitter of one", Config{Jitter: -1, RetryJitter: 1}, "RetryJitter"},
@@ -118,6 +116,10 @@ func TestConfigValidate(t *testing.T) {
 		LostWorkers: DefaultLostWorkers, HistoryLimit: DefaultHistoryLimit, DoneRetention: DefaultDoneRetention,
 		HoldbackStart: DefaultHoldbackStart, HoldbackCap: DefaultHoldbackCap, HoldbackForgive: 10 * DefaultHoldbackCap,
 		Politeness: Politeness{MaxCrawlDelay: DefaultMaxCrawlDelay}}
+	if b.cfg.Rand == nil {
+		t.Fatal("no default random source")
+	}
+	want.Rand = b.cfg.Rand
 	if !reflect.DeepEqual(b.cfg, want) {
 		t.Fatalf("defaults %+v, want %+v", b.cfg, want)
 	}

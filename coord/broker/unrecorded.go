@@ -66,7 +66,7 @@ func (b *Broker) adoptUnrecorded(now time.Time, t int64, nw *worker, r Run) bool
 	case Queued:
 		b.unqueue(j)
 	case Backoff:
-		j.host.backoff.remove(j)
+		b.unwait(j) // its host's back-off, or its retry delay (retry.go)
 		if j.retryAt != 0 {
 			b.setRetryAt(j, 0)
 		}
