@@ -156,6 +156,8 @@ type Coordinator struct {
 	scratch scratch
 	events  eventRing
 	seq     uint64
+	// keyEvents: the output carries key events (PublishKeyEvents).
+	keyEvents bool
 
 	dedupHits uint64
 	malformed uint64
@@ -188,13 +190,14 @@ func New(cfg Config) (*Coordinator, error) {
 		return nil, fmt.Errorf("coord: %w", err)
 	}
 	return &Coordinator{
-		cfg:      cfg,
-		led:      led,
-		brk:      brk,
-		sessions: make(map[id.Session]*session),
-		byName:   make(map[nameKey]id.Session),
-		pending:  make(map[pendingKey]pendingSubmit),
-		events:   newEventRing(cfg.EventBuffer),
+		cfg:       cfg,
+		led:       led,
+		brk:       brk,
+		sessions:  make(map[id.Session]*session),
+		byName:    make(map[nameKey]id.Session),
+		pending:   make(map[pendingKey]pendingSubmit),
+		events:    newEventRing(cfg.EventBuffer),
+		keyEvents: true,
 	}, nil
 }
 

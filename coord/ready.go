@@ -185,35 +185,64 @@ func (c *Coordinator) answer(now time.Time, a ledger.Answer) Answer {
 }
 
 // collectEvents numbers the sub-machines' events and keeps the recent ones.
+// Key events go into the output only while PublishKeyEvents is on; off, a
+// step builds only those the event ring keeps.
 func (c *Coordinator) collectEvents(now time.Time) {
 	out := &c.out
 	start := len(out.Events)
 	out.Events = c.brk.TakeEvents(out.Events)
-	c.scratch.levents = c.led.TakeEvents(c.scratch.levents[:0])
-	// One allocation for the step's events, however many keys it moved
-	// (a REQUEST of 1,000 keys makes 1,000 events).
-	out.Events = slices.Grow(out.Events, len(c.extra)+len(c.scratch.levents))
 	out.Events = append(out.Events, c.extra...)
 	clear(c.extra)
 	c.extra = c.extra[:0]
-	for _, e := range c.scratch.levents {
-		out.Events = append(out.Events, c.ledgerEvent(now, e))
-	}
+	lev := c.led.TakeEvents(c.scratch.levents[:0])
+	c.scratch.levents = lev
 	// Only the newest events of a big step reach the ring: it keeps
 	// EventBuffer events, the older ones would be overwritten at once.
-	keep := max(start, len(out.Events)-len(c.events.buf))
-	for i := start; i < len(out.Events); i++ {
+	own := len(out.Events) - start
+	firstRing := own + len(lev) - len(c.events.buf) // step index of the first event the ring keeps
+	for i := range own {
 		c.seq++
-		ev := &out.Events[i]
+		ev := &out.Events[start+i]
 		ev.Seq = c.seq
 		if ev.At.IsZero() {
 			ev.At = now
 		}
-		if i >= keep {
+		if i >= firstRing {
 			c.events.add(*ev)
 		}
 	}
+	if c.keyEvents {
+		// One allocation for the step's events, however many keys it
+		// moved (a REQUEST of 1,000 keys makes 1,000 events).
+		out.Events = slices.Grow(out.Events, len(lev))
+		for j, e := range lev {
+			c.seq++
+			ev := c.ledgerEvent(now, e)
+			ev.Seq = c.seq
+			out.Events = append(out.Events, ev)
+			if own+j >= firstRing {
+				c.events.add(ev)
+			}
+		}
+		return
+	}
+	skip := min(len(lev), max(0, firstRing-own))
+	c.seq += uint64(skip) // numbered all the same
+	for _, e := range lev[skip:] {
+		c.seq++
+		ev := c.ledgerEvent(now, e)
+		ev.Seq = c.seq
+		c.events.add(ev)
+	}
 }
+
+// PublishKeyEvents says whether Output.Events carries the ledger's key
+// events (key.requested, key.queued, ...: the default) or only the
+// broker's and the coordinator's own. A transport that has nobody to give
+// key events to turns them off: a step then builds only the newest
+// EventBuffer of them, for the events view, however many keys it moved.
+// Events are numbered the same either way.
+func (c *Coordinator) PublishKeyEvents(on bool) { c.keyEvents = on }
 
 // keyKinds are the kinds of ledger events as the event stream names them.
 var keyKinds = [...]admin.EventKind{

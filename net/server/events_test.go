@@ -76,6 +76,25 @@ func TestEventsFollowSubscriptions(t *testing.T) {
 	}
 }
 
+// Key events are built only while someone subscribes to them (the server
+// tells its coordinator): a key. subscriber gets the key events of
+// submitted jobs.
+func TestKeyEventsFollowSubscriptions(t *testing.T) {
+	s := startServer(t, Options{})
+	p := dial(t, s.PeersEndpoint())
+	p.send(&wire.Hello{Req: 1, Role: wire.RoleProducer, ID: "p1"})
+	expect[*wire.Welcome](t, p.recv())
+	req := uint64(1)
+	keys, err := zsock.Sub(s.EventsEndpoint(), []string{"key."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kind := submitUntilEvent(t, p, keys, &req); !strings.HasPrefix(kind, "key.") {
+		t.Fatalf("event %q for a key. subscriber", kind)
+	}
+	keys.Close()
+}
+
 // With no subscriber at all, nothing is published (events are not even
 // encoded); a subscriber that then comes gets the events from then on.
 func TestEventsNotPublishedWithoutSubscribers(t *testing.T) {

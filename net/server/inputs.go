@@ -265,6 +265,18 @@ func (s *Server) onSubscription(frames [][]byte, _ string) {
 	case 0:
 		delete(s.subs, prefix)
 	}
+	s.keyEvents()
+}
+
+// keyEvents tells the coordinator whether anyone takes key events (the
+// OnEvent hook, or a subscription that may match a key.* kind): a REQUEST
+// of 1,000 keys nobody watches then builds no 1,000 events.
+func (s *Server) keyEvents() {
+	on := s.opts.OnEvent != nil
+	for prefix := range s.subs {
+		on = on || strings.HasPrefix(prefix, "key.") || strings.HasPrefix("key.", prefix)
+	}
+	s.c.PublishKeyEvents(on)
 }
 
 // subscribed reports whether some subscriber wants events of this kind.

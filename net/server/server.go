@@ -247,6 +247,7 @@ func New(opts Options) (*Server, error) {
 
 		batches: make(map[jobBatch]*wire.Job),
 	}
+	s.keyEvents() // nobody subscribed yet
 	if opts.Store != nil {
 		// Restore before binding: no session may say HELLO mid-restore.
 		s.dur = &durable{st: opts.Store, ring: make(chan struct{}, 1)}
