@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"drover/coord/id"
 	"drover/coord/ledger"
 	"drover/store/redis/redistest"
 )
@@ -26,61 +28,8 @@ func TestMasterFailover(t *testing.T) {
 		t.Skip("kills a master of its own cluster and waits for the failover: not in -short")
 	}
 	cl := redistest.Start(t)
-	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs(), MaxRedirects: 16})
-	t.Cleanup(func() { rdb.Close() })
-	ls := make([]*Ledger, 2)
-	for i := range ls {
-		l, err := newLedger(context.Background(), rdb, Config{Prefix: "f", Timeout: 2 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls[i] = l
-	}
-	n, batch := faultKeys(4000, 50_000), 100
-	items := make([]ledger.Item, n)
-	for i := range items {
-		items[i] = webKey(i)
-	}
-	oks := make([][]int, 2) // per coordinator, per key: OK answers
-	var progress atomic.Int64
-	var errs [2]int
-	var wg sync.WaitGroup
-	for c := range ls {
-		oks[c] = make([]int, n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			deadline := time.Now().Add(2 * time.Minute)
-			for i := 0; i < n; {
-				if time.Now().After(deadline) {
-					t.Errorf("coordinator %d: batches still failing after 2 minutes: %v", c, ls[c].Err())
-					return
-				}
-				res := ls[c].RequestBatch(time.Now(), 1, uint64(i), items[i:i+batch], nil)
-				failed := false
-				for j, r := range res {
-					switch r.Verdict {
-					case ledger.OK:
-						// "owner" after a retried batch: the first try's
-						// script ran on that host, its answer was lost
-						oks[c][i+j] = 1
-					case ledger.Error:
-						failed = true
-					}
-				}
-				if failed { // the store was failing over: ask again
-					errs[c]++
-					time.Sleep(100 * time.Millisecond)
-					continue
-				}
-				i += batch
-				progress.Add(int64(batch))
-			}
-		}()
-	}
-	for progress.Load() < int64(n/2) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	ld := startLoad(t, cl, faultKeys(4000, 50_000), 50)
+	ld.waitProgress(ld.n / 2)
 	masters := cl.Masters()
 	if len(masters) != 3 {
 		t.Fatalf("masters %v; want 3", masters)
@@ -92,33 +41,10 @@ func TestMasterFailover(t *testing.T) {
 		t.Fatalf("after killing master %d: %v", cl.Ports[victim], err)
 	}
 	t.Logf("cluster ok again %v after the kill", time.Since(killed).Round(100*time.Millisecond))
-	wg.Wait()
-	if t.Failed() {
-		return
+	if ld.errs[0].Load()+ld.errs[1].Load() == 0 {
+		t.Fatalf("no batch failed while a master was down: the load did not meet the fault")
 	}
-	dups := 0
-	for i, it := range items {
-		total := oks[0][i] + oks[1][i]
-		if total == 0 {
-			t.Fatalf("key %d was never accepted", i)
-		}
-		dups += total - 1
-		rec, ok := ls[0].LookupKey(time.Now(), it.Key, it.FP)
-		for try := 0; !ok && ls[0].Err() != nil && try < 100; try++ {
-			// a read that met the old topology: go-redis reloads it
-			ls[0].err = nil
-			time.Sleep(100 * time.Millisecond)
-			rec, ok = ls[0].LookupKey(time.Now(), it.Key, it.FP)
-		}
-		if !ok || rec.State != ledger.Requested {
-			t.Fatalf("key %d after the failover: %+v %v; want requested (store error %v)", i, rec, ok, ls[0].Err())
-		}
-	}
-	inFlight := 2 * 2 * batch
-	t.Logf("%d keys, failed batches retried %d+%d, keys accepted twice %d (bound %d)", n, errs[0], errs[1], dups, inFlight)
-	if dups > inFlight {
-		t.Fatalf("%d keys accepted twice; want at most the %d in flight at the fault", dups, inFlight)
-	}
+	ld.finish(2 * 2 * ld.batch)
 	if err := cl.Restart(victim); err != nil {
 		t.Fatal(err)
 	}
@@ -137,4 +63,141 @@ func faultKeys(short, full int) int {
 		return full
 	}
 	return short
+}
+
+// load is two coordinators requesting the same keys in batches until each
+// has asked for every one, asking again for a batch the store failed.
+type load struct {
+	t        *testing.T
+	ls       []*Ledger
+	items    []ledger.Item
+	n, batch int
+	oks      [][]int // per coordinator, per key: 1 once it was answered OK
+	errs     [2]atomic.Int64
+	progress atomic.Int64
+	stop     atomic.Bool // the fault is over: one more pass each, then stop
+	wg       sync.WaitGroup
+}
+
+func startLoad(t *testing.T, cl *redistest.Cluster, n, hosts int) *load {
+	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs(), MaxRedirects: 16})
+	t.Cleanup(func() { rdb.Close() })
+	ld := &load{t: t, n: n, batch: 100, ls: make([]*Ledger, 2), items: make([]ledger.Item, n), oks: make([][]int, 2)}
+	for i := range ld.ls {
+		l, err := newLedger(context.Background(), rdb, Config{Prefix: "f", Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ld.ls[i] = l
+	}
+	for i := range ld.items {
+		k := id.Key{Crawler: "c", Processor: "p", URL: fmt.Sprintf("http://h%d.example/page/%d", i%hosts, i)}
+		ld.items[i] = ledger.Item{Key: k, FP: k.Fingerprint()}
+	}
+	for c := range ld.ls {
+		ld.oks[c] = make([]int, n)
+		ld.wg.Add(1)
+		go ld.run(c)
+	}
+	return ld
+}
+
+func (ld *load) run(c int) {
+	defer ld.wg.Done()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		last := ld.stop.Load() // a pass begun after the fault is the last
+		for i := 0; i < ld.n; {
+			if time.Now().After(deadline) {
+				ld.t.Errorf("coordinator %d: batches still failing after 3 minutes: %v", c, ld.ls[c].Err())
+				return
+			}
+			end := min(i+ld.batch, ld.n)
+			res := ld.ls[c].RequestBatch(time.Now(), 1, uint64(i), ld.items[i:end], nil)
+			failed := false
+			for j, r := range res {
+				switch r.Verdict {
+				case ledger.OK:
+					// "owner" on a later pass or after a retried batch
+					ld.oks[c][i+j] = 1
+				case ledger.Error:
+					failed = true
+				}
+			}
+			if failed { // the store was failing over or moving slots: ask again
+				ld.errs[c].Add(1)
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			ld.progress.Add(int64(end - i))
+			i = end
+		}
+		if last {
+			return
+		}
+	}
+}
+
+// waitProgress waits until the coordinators have asked for n keys between them.
+func (ld *load) waitProgress(n int) {
+	for ld.progress.Load() < int64(n) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// finish ends the load after one more pass each, then checks that every key was
+// accepted and is held, and that at most maxDups were accepted twice.
+func (ld *load) finish(maxDups int) {
+	t := ld.t
+	t.Helper()
+	ld.stop.Store(true)
+	ld.wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	dups := 0
+	for i, it := range ld.items {
+		total := ld.oks[0][i] + ld.oks[1][i]
+		if total == 0 {
+			t.Fatalf("key %d was never accepted", i)
+		}
+		dups += total - 1
+		rec, ok := ld.ls[0].LookupKey(time.Now(), it.Key, it.FP)
+		for try := 0; !ok && ld.ls[0].Err() != nil && try < 100; try++ {
+			// a read that met the old topology: go-redis reloads it
+			ld.ls[0].err = nil
+			time.Sleep(100 * time.Millisecond)
+			rec, ok = ld.ls[0].LookupKey(time.Now(), it.Key, it.FP)
+		}
+		if !ok || rec.State != ledger.Requested {
+			t.Fatalf("key %d at the end: %+v %v; want requested (store error %v)", i, rec, ok, ld.ls[0].Err())
+		}
+	}
+	t.Logf("%d keys, failed batches asked again %d+%d, keys accepted twice %d (bound %d)", ld.n, ld.errs[0].Load(), ld.errs[1].Load(), dups, maxDups)
+	if dups > maxDups {
+		t.Fatalf("%d keys accepted twice; want at most %d", dups, maxDups)
+	}
+}
+
+// Slots move between masters while two coordinators submit (MOVED and
+// ASK redirections, TRYAGAIN while a host's keys are half moved): every
+// key is accepted exactly once.
+func TestReshardUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves slots of its own cluster under load: not in -short")
+	}
+	cl := redistest.Start(t)
+	ld := startLoad(t, cl, faultKeys(4000, 50_000), 500)
+	ld.waitProgress(ld.n / 4)
+	m := cl.Masters()
+	before := ld.progress.Load()
+	if err := cl.Reshard(m[0], m[1], 3000); err != nil {
+		t.Fatalf("moving 3000 slots: %v", err)
+	}
+	during := ld.progress.Load() - before
+	t.Logf("%d keys asked while the slots moved", during)
+	if during == 0 {
+		t.Fatalf("no key asked while the slots moved: the load did not meet the reshard")
+	}
+	ld.finish(0)
 }

@@ -261,6 +261,28 @@ func (c *Cluster) Masters() []int {
 	return out
 }
 
+// Reshard moves slots hash slots from master node from to master node to
+// (redis-cli --cluster reshard), key by key, while the cluster serves.
+func (c *Cluster) Reshard(from, to, slots int) error {
+	ids := make([]string, 2)
+	for i, n := range []int{from, to} {
+		out, err := c.Cli(n, "cluster", "myid")
+		if err != nil {
+			return err
+		}
+		ids[i] = strings.TrimSpace(out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "redis-cli", "--cluster", "reshard", c.Addrs()[from],
+		"--cluster-from", ids[0], "--cluster-to", ids[1], "--cluster-slots", strconv.Itoa(slots),
+		"--cluster-yes", "--cluster-pipeline", "100").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("redis-cli --cluster reshard: %w\n%s", err, out)
+	}
+	return c.WaitOK(60 * time.Second)
+}
+
 // WaitOK polls every running node until it reports cluster_state:ok and
 // every running replica reports master_link_status:up, or the timeout
 // passes.
