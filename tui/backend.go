@@ -9,9 +9,12 @@
 // coalesced to at most one refresh per Options.Refresh. When the backend
 // errs or times out the header says STALE until answers come back.
 //
-// Layout follows soft-serve's pkg/ui: components under tui/ (common, table,
-// dialog, filter) embed common.Common, talk in typed messages, and only the
-// root model returns a tea.View. Conventions follow k9s and lazygit: hints
+// Layout follows soft-serve's pkg/ui: a component per view (workers.go,
+// jobs.go, waiters.go, events.go, crawls.go) and for the table, the tab
+// bar, the filter editor, the help screen and the dialog (tui/dialog), each
+// with its own keymap (component.go); the root model routes a key to the
+// current view's keymaps and is the only one to return a tea.View. Help
+// and the hint lines are generated from the keymaps. Conventions follow k9s and lazygit: hints
 // for the current view always on screen, `?` for every key, `/` to filter,
 // destructive actions behind a dialog whose focused button is Cancel, a
 // read-only mode, and a selection that follows the row's identity.
