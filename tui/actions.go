@@ -179,14 +179,14 @@ func (m *model) startPause() tea.Cmd {
 	if cmd := m.refused(admin.ActPause); cmd != nil {
 		return cmd
 	}
-	if m.totals.Paused {
+	if m.coord.totals.Paused {
 		return m.openDialog(admin.Action{Kind: admin.ActResume}, "Resume dispatch?",
-			[]string{common.Grouped(m.totals.Queued) + " queued jobs become eligible"},
+			[]string{common.Grouped(m.coord.totals.Queued) + " queued jobs become eligible"},
 			"Workers get jobs again.", "Resume")
 	}
 	return m.openDialog(admin.Action{Kind: admin.ActPause}, "Pause dispatch?",
-		[]string{common.Grouped(m.totals.Queued) + " queued jobs wait",
-			common.Grouped(m.totals.Dispatched) + " dispatched jobs run to the end"},
+		[]string{common.Grouped(m.coord.totals.Queued) + " queued jobs wait",
+			common.Grouped(m.coord.totals.Dispatched) + " dispatched jobs run to the end"},
 		"Nothing new is dispatched until you resume (P).", "Pause")
 }
 
@@ -199,7 +199,7 @@ func (m *model) startRequeue() tea.Cmd {
 	p := m.pane()
 	note := "Back to the queue now; attempt and failure counts are kept."
 	if p.view == admin.ViewRetries && len(p.marks) == 0 {
-		n := m.totals.Failed
+		n := m.coord.totals.Failed
 		if n == 0 {
 			return m.setFlash(flashInfo, "no failed jobs to requeue")
 		}
@@ -327,8 +327,8 @@ func (m *model) applyAct(msg actDoneMsg) tea.Cmd {
 // workInFlight reports whether quitting an embedded coordinator would stop
 // unfinished work; unknown (no totals yet) counts as yes.
 func (m *model) workInFlight() bool {
-	t := m.totals
-	return !m.haveTotals || t.Queued+t.Dispatched+t.Backoff+t.KeysRequested > 0
+	t := m.coord.totals
+	return !m.coord.haveTotals || t.Queued+t.Dispatched+t.Backoff+t.KeysRequested > 0
 }
 
 // quit leaves, after a confirmation when the coordinator is embedded and
@@ -337,9 +337,9 @@ func (m *model) quit() tea.Cmd {
 	if !m.opts.Embedded || !m.workInFlight() {
 		return m.quitNow()
 	}
-	t := m.totals
+	t := m.coord.totals
 	var items []string
-	if !m.haveTotals {
+	if !m.coord.haveTotals {
 		items = append(items, "the coordinator has not answered yet")
 	}
 	for _, it := range []struct {

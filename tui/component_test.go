@@ -4,8 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"charm.land/bubbles/v2/key"
 	"drover/tui/dialog"
+
+	"charm.land/bubbles/v2/key"
 )
 
 // helpEntry is one key line of the help screen as the operator reads it.

@@ -166,8 +166,8 @@ func BenchmarkFrameCoordinator(b *testing.B) {
 					n += len(tc.frame(m))
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/frame")
-				if n == 0 || m.stale {
-					b.Fatalf("no frame, or the console went stale: %s", m.staleErr)
+				if n == 0 || m.coord.stale {
+					b.Fatalf("no frame, or the console went stale: %s", m.coord.staleErr)
 				}
 			})
 		}
@@ -188,7 +188,7 @@ func consoleOn(b *testing.B, be Backend, view string) *model {
 	_, cmd = m.Update(keyPress(view))
 	drain(m, cmd)
 	if !m.pane().loaded || m.pane().page.Total == 0 {
-		b.Fatalf("first window of view %s not loaded (stale %v: %s)", view, m.stale, m.staleErr)
+		b.Fatalf("first window of view %s not loaded (stale %v: %s)", view, m.coord.stale, m.coord.staleErr)
 	}
 	if m.pane().view == admin.ViewJobs && m.pane().page.Total < coordBenchJobs {
 		b.Fatalf("jobs view shows %d rows, want %d", m.pane().page.Total, coordBenchJobs)

@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -32,6 +31,20 @@ type fetchedMsg struct {
 	err      error
 }
 
+// refreshState schedules the rounds of backend calls: at most one in
+// flight, and after each one a cooldown of Options.Refresh before a
+// Changed-driven refresh. A refresh the operator caused (scroll, new
+// view) is urgent and does not wait for the cooldown.
+type refreshState struct {
+	seq      uint64 // rounds started
+	applied  uint64 // seq of the last round applied
+	inFlight bool
+	cooling  bool
+	coolGen  uint64
+	dirty    bool
+	urgent   bool
+}
+
 // probeMsg tells what became of a selected row that left the window.
 type probeMsg struct {
 	level flashLevel
@@ -44,19 +57,19 @@ type probeMsg struct {
 // costs at most one round per Options.Refresh.
 func (m *model) requestRefresh(urgent bool) tea.Cmd {
 	if urgent {
-		m.urgent = true
+		m.refresh.urgent = true
 	} else {
-		m.dirty = true
+		m.refresh.dirty = true
 	}
 	return m.maybeFetch()
 }
 
 func (m *model) maybeFetch() tea.Cmd {
-	if m.inFlight || m.quitting {
+	if m.refresh.inFlight || m.quitting {
 		return nil
 	}
-	if m.urgent || (m.dirty && !m.cooling) {
-		m.urgent, m.dirty = false, false
+	if m.refresh.urgent || (m.refresh.dirty && !m.refresh.cooling) {
+		m.refresh.urgent, m.refresh.dirty = false, false
 		return m.startFetch()
 	}
 	return nil
@@ -82,9 +95,9 @@ func (m *model) windowQuery(p *pane) admin.Query {
 func (m *model) startFetch() tea.Cmd {
 	p := m.pane()
 	q := m.windowQuery(p)
-	m.seq++
-	m.inFlight = true
-	msg := fetchedMsg{seq: m.seq, view: p.view, gen: p.gen, q: q}
+	m.refresh.seq++
+	m.refresh.inFlight = true
+	msg := fetchedMsg{seq: m.refresh.seq, view: p.view, gen: p.gen, q: q}
 	req := m.detailRequest()
 	b, parent, timeout, asked := m.b, m.ctx, m.opts.Timeout, m.Now()
 	return func() tea.Msg {
@@ -122,22 +135,22 @@ func (m *model) startFetch() tea.Cmd {
 // applyFetch takes a round's answer: STALE on error, otherwise new totals,
 // the window (if its order still applies) and the selection re-found.
 func (m *model) applyFetch(msg fetchedMsg) tea.Cmd {
-	if msg.seq <= m.applied {
+	if msg.seq <= m.refresh.applied {
 		return nil
 	}
-	m.inFlight = false
-	m.applied = msg.seq
+	m.refresh.inFlight = false
+	m.refresh.applied = msg.seq
 	var cmds []tea.Cmd
 	if msg.err != nil {
-		m.stale = true
-		m.staleErr = msg.err.Error()
+		m.coord.stale = true
+		m.coord.staleErr = msg.err.Error()
 	} else {
-		m.stale = m.closed
-		if !m.closed {
-			m.staleErr = ""
+		m.coord.stale = m.coord.closed
+		if !m.coord.closed {
+			m.coord.staleErr = ""
 		}
-		m.lastOK = m.Now()
-		m.setTotals(msg.totals)
+		m.coord.lastOK = m.Now()
+		m.coord.setTotals(msg.totals, m.Now())
 		if p := m.panes[msg.view]; msg.gen == p.gen {
 			if msg.view == admin.ViewCrawls {
 				p.backoffs = msg.backoffs
@@ -148,32 +161,10 @@ func (m *model) applyFetch(msg fetchedMsg) tea.Cmd {
 			m.detail.apply(msg.detail)
 		}
 	}
-	m.cooling = true
-	m.coolGen++
-	cmds = append(cmds, m.after(m.opts.Refresh, coolDoneMsg{gen: m.coolGen}), m.maybeFetch())
+	m.refresh.cooling = true
+	m.refresh.coolGen++
+	cmds = append(cmds, m.after(m.opts.Refresh, coolDoneMsg{gen: m.refresh.coolGen}), m.maybeFetch())
 	return tea.Batch(cmds...)
-}
-
-// setTotals keeps the header figures and samples the dispatch rate at most
-// once a second, from the coordinator's own timestamps.
-func (m *model) setTotals(t admin.Totals) {
-	m.totals, m.haveTotals = t, true
-	if t.At.IsZero() {
-		t.At = m.Now()
-	}
-	if !m.haveSample || t.Dispatches < m.sample.Dispatches || t.At.Before(m.sample.At) {
-		m.sample, m.haveSample = t, true
-		return
-	}
-	dt := t.At.Sub(m.sample.At)
-	if dt < time.Second {
-		return
-	}
-	m.rates = append(m.rates, float64(t.Dispatches-m.sample.Dispatches)/dt.Seconds())
-	if len(m.rates) > rateSamples {
-		m.rates = m.rates[len(m.rates)-rateSamples:]
-	}
-	m.sample = t
 }
 
 // applyPage installs a fetched window and keeps the selection on the same

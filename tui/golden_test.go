@@ -33,7 +33,7 @@ func (o observed) Init() tea.Cmd { return o.m.Init() }
 
 func (o observed) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := o.m.Update(msg)
-	o.snap.Store(&snapshot{screen: ansi.Strip(o.m.render()), idle: !o.m.inFlight && !o.m.urgent, rounds: o.m.seq})
+	o.snap.Store(&snapshot{screen: ansi.Strip(o.m.render()), idle: !o.m.refresh.inFlight && !o.m.refresh.urgent, rounds: o.m.refresh.seq})
 	return o, cmd
 }
 

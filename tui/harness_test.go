@@ -251,10 +251,10 @@ func (h *harness) await(what string, cond func(m *model) bool) {
 // applied when refresh returns.
 func (h *harness) refresh() {
 	h.t.Helper()
-	seq := h.m.seq
+	seq := h.m.refresh.seq
 	h.send(refreshMsg{})
-	if h.m.applied <= seq {
-		h.t.Fatalf("refresh: no round applied (seq %d, applied %d)", seq, h.m.applied)
+	if h.m.refresh.applied <= seq {
+		h.t.Fatalf("refresh: no round applied (seq %d, applied %d)", seq, h.m.refresh.applied)
 	}
 }
 

@@ -90,28 +90,11 @@ type model struct {
 	// in Jobs or Retries.
 	waitKey, waitURL string
 
-	totals     admin.Totals
-	haveTotals bool
-	rates      []float64    // dispatches per second, one sample per second or more
-	sample     admin.Totals // the Totals the last rate sample was taken from
-	haveSample bool
-
-	stale    bool
-	staleErr string
-	lastOK   time.Time // clock time of the last good answer
-	closed   bool      // Changed was closed: the backend is gone
-
-	// Refresh scheduling: at most one round of backend calls in flight, and
-	// after each one a cooldown of opts.Refresh before a Changed-driven
-	// refresh. A refresh the operator caused (scroll, new view) is urgent
-	// and does not wait for the cooldown.
-	seq      uint64 // rounds started
-	applied  uint64 // seq of the last round applied
-	inFlight bool
-	cooling  bool
-	coolGen  uint64
-	dirty    bool
-	urgent   bool
+	// status is what the console knows of the coordinator: totals, the
+	// dispatch rate, and whether answers are coming (header.go).
+	coord coordStatus
+	// refresh schedules the rounds of backend calls (fetch.go).
+	refresh refreshState
 
 	mode       mode
 	dialog     dialog.Model
@@ -252,17 +235,17 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case changedMsg:
 		return m, tea.Batch(m.requestRefresh(false), m.waitChanged())
 	case closedMsg:
-		m.closed = true
-		m.stale = true
-		m.staleErr = "the backend closed"
+		m.coord.closed = true
+		m.coord.stale = true
+		m.coord.staleErr = "the backend closed"
 		return m, nil
 	case pollMsg:
 		return m, tea.Batch(m.requestRefresh(false), m.pollTick())
 	case refreshMsg:
 		return m, m.requestRefresh(true)
 	case coolDoneMsg:
-		if msg.gen == m.coolGen {
-			m.cooling = false
+		if msg.gen == m.refresh.coolGen {
+			m.refresh.cooling = false
 		}
 		return m, m.maybeFetch()
 	case fetchedMsg:
@@ -413,7 +396,7 @@ func (m *model) setFlash(level flashLevel, text string) tea.Cmd {
 
 // waitChanged turns the next change signal into a message.
 func (m *model) waitChanged() tea.Cmd {
-	if m.closed {
+	if m.coord.closed {
 		return nil
 	}
 	ch := m.b.Changed()

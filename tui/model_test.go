@@ -326,7 +326,7 @@ func TestStaleOnErrorAndRecovery(t *testing.T) {
 
 	b.setErr(errUnavailable)
 	h.refresh()
-	if !h.m.stale {
+	if !h.m.coord.stale {
 		t.Fatal("backend error: want STALE")
 	}
 	h.mustContain("STALE", "coordinator not answering: totals: coordinator unavailable")
@@ -335,7 +335,7 @@ func TestStaleOnErrorAndRecovery(t *testing.T) {
 
 	b.setErr(nil)
 	h.refresh()
-	if h.m.stale {
+	if h.m.coord.stale {
 		t.Fatal("answers came back: want live")
 	}
 	h.mustContain("● live")
@@ -352,13 +352,13 @@ func TestStaleOnTimeoutAndPollRecovery(t *testing.T) {
 	if n := h.fire(func(m tea.Msg) bool { _, ok := m.(pollMsg); return ok }); n != 1 {
 		t.Fatalf("%d poll timers held, want 1", n)
 	}
-	if !h.m.stale || !strings.Contains(h.m.staleErr, "deadline exceeded") {
-		t.Fatalf("stale %v (%q), want STALE on the deadline", h.m.stale, h.m.staleErr)
+	if !h.m.coord.stale || !strings.Contains(h.m.coord.staleErr, "deadline exceeded") {
+		t.Fatalf("stale %v (%q), want STALE on the deadline", h.m.coord.stale, h.m.coord.staleErr)
 	}
 	h.mustContain("STALE")
 	b.setBlock(false)
 	h.fire(func(m tea.Msg) bool { _, ok := m.(pollMsg); return ok })
-	if h.m.stale {
+	if h.m.coord.stale {
 		t.Fatal("want live once the coordinator answers the next poll")
 	}
 }
@@ -377,16 +377,16 @@ func TestChangedClosedShowsStale(t *testing.T) {
 	b := seedBackend()
 	h := newHarness(t, b, Options{}, 80, 24)
 	b.close()
-	h.await("the closed backend", func(m *model) bool { return m.closed })
+	h.await("the closed backend", func(m *model) bool { return m.coord.closed })
 	h.mustContain("STALE", "the backend closed")
 }
 
 func TestChangedTriggersRefresh(t *testing.T) {
 	b := seedBackend()
 	h := newHarness(t, b, Options{}, 80, 24)
-	applied := h.m.applied
+	applied := h.m.refresh.applied
 	b.mutate(func(b *memBackend) { b.workers[0].State = "draining" })
-	h.await("a refresh after Changed", func(m *model) bool { return m.applied > applied })
+	h.await("a refresh after Changed", func(m *model) bool { return m.refresh.applied > applied })
 	h.mustContain("◐ draining")
 }
 
@@ -395,37 +395,37 @@ func TestRefreshCoalescing(t *testing.T) {
 	h := newHarness(t, b, Options{Refresh: 100 * time.Millisecond}, 80, 24)
 	h.holdCool = true
 	h.fire(func(m tea.Msg) bool { _, ok := m.(coolDoneMsg); return ok })
-	start := h.m.seq
+	start := h.m.refresh.seq
 
 	// A burst of change signals: the first starts a round; the rest only
 	// mark the view dirty while it cools down.
 	for i := 0; i < 50; i++ {
 		h.send(changedMsg{})
 	}
-	if got := h.m.seq - start; got != 1 {
+	if got := h.m.refresh.seq - start; got != 1 {
 		t.Fatalf("%d rounds for a burst of 50 changes, want 1 until the cooldown ends", got)
 	}
-	if !h.m.dirty || !h.m.cooling {
-		t.Fatalf("dirty %v cooling %v, want both", h.m.dirty, h.m.cooling)
+	if !h.m.refresh.dirty || !h.m.refresh.cooling {
+		t.Fatalf("dirty %v cooling %v, want both", h.m.refresh.dirty, h.m.refresh.cooling)
 	}
 	// The cooldown ends: exactly one more round for the whole burst.
 	h.fire(func(m tea.Msg) bool { _, ok := m.(coolDoneMsg); return ok })
-	if got := h.m.seq - start; got != 2 {
+	if got := h.m.refresh.seq - start; got != 2 {
 		t.Fatalf("%d rounds after the cooldown, want 2", got)
 	}
 	// And nothing further without another change.
 	h.fire(func(m tea.Msg) bool { _, ok := m.(coolDoneMsg); return ok })
-	if got := h.m.seq - start; got != 2 {
+	if got := h.m.refresh.seq - start; got != 2 {
 		t.Fatalf("%d rounds with no change, want 2", got)
 	}
 	// Once cooled down, a change refreshes at once.
 	h.send(changedMsg{})
-	if got := h.m.seq - start; got != 3 || h.m.dirty {
-		t.Fatalf("a change after the cooldown: %d rounds (dirty %v), want 3 at once", got, h.m.dirty)
+	if got := h.m.refresh.seq - start; got != 3 || h.m.refresh.dirty {
+		t.Fatalf("a change after the cooldown: %d rounds (dirty %v), want 3 at once", got, h.m.refresh.dirty)
 	}
 	// Operator moves are urgent: they do not wait for the cooldown.
 	h.keys("2")
-	if got := h.m.seq - start; got != 4 {
+	if got := h.m.refresh.seq - start; got != 4 {
 		t.Fatalf("switching view during a cooldown gave %d rounds, want 4", got)
 	}
 }

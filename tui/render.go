@@ -88,82 +88,6 @@ func (m *model) render() string {
 	return strings.Join(lines, "\n")
 }
 
-// header renders the three header lines: where and how the coordinator is,
-// jobs by state, workers by state and the dispatch rate.
-func (m *model) header() []string {
-	s := m.Styles
-	sep := s.Muted.Render(" · ")
-	version := m.opts.Version
-	if version == "" {
-		version = "dev"
-	}
-	live := s.Live.Render("● live")
-	if m.stale {
-		age := ""
-		if !m.lastOK.IsZero() {
-			age = " " + common.Since(m.Now(), m.lastOK)
-		}
-		live = s.Stale.Render(" ✗ STALE" + age + " ")
-	} else if !m.haveTotals {
-		live = s.Muted.Render("… connecting")
-	}
-	mode := s.ReadWrite.Render("RW")
-	if m.opts.ReadOnly {
-		mode = s.ReadOnly.Render("RO read-only")
-	}
-	l1 := s.Title.Render("drover "+common.Sanitize(version)) + sep + s.Text.Render(common.Sanitize(m.b.Endpoint())) +
-		sep + live + sep + mode
-	if m.totals.Paused {
-		l1 += sep + s.Paused.Render(" ‖ PAUSED ")
-	}
-	if m.haveTotals && m.totals.Settled() {
-		done := m.opts.DoneText
-		if done == "" {
-			done = "all done"
-		}
-		l1 += sep + s.OK.Render("✓ "+common.Sanitize(done))
-	}
-	if m.opts.Notice != nil {
-		if n := m.opts.Notice(); n != "" {
-			l1 += sep + s.Warn.Render(common.Sanitize(n))
-		}
-	}
-	t := m.totals
-	count := func(label string, n int, st lipgloss.Style) string {
-		return s.Muted.Render(label+" ") + st.Render(common.Compact(uint64(max(n, 0))))
-	}
-	l2 := s.Muted.Render("jobs    ") + strings.Join([]string{
-		count("queued", t.Queued, s.Text), count("dispatched", t.Dispatched, s.Info),
-		count("backoff", t.Backoff, s.Warn), count("done", t.Done, s.OK),
-		count("failed", t.Failed, s.Error), count("unroutable", t.Unroutable, s.Warn),
-	}, "  ")
-	rate := "-"
-	if len(m.rates) > 0 {
-		rate = common.Rate(m.rates[len(m.rates)-1])
-	}
-	wcounts := []string{
-		count("idle", t.WorkersIdle, s.OK), count("busy", t.WorkersBusy, s.Info),
-		count("draining", t.WorkersDraining, s.Warn), count("lost", t.WorkersLost, s.Error),
-	}
-	if t.WorkersHeld > 0 { // held back after dying before a first result
-		wcounts = append(wcounts, count("held", t.WorkersHeld, s.Warn))
-	}
-	l3 := s.Muted.Render("workers ") + strings.Join(wcounts, "  ") + sep + s.Muted.Render("dispatch ") + s.Text.Render(rate)
-	if spark := common.Sparkline(m.rates, 16); spark != "" {
-		l3 += " " + s.Accent.Render(spark)
-	}
-	l3 += sep + count("waiters", t.Waiters, s.Text)
-	if n := t.Forbidden + t.HandshakesRefused; n > 0 {
-		// Clients the coordinator refused (with keys: docs/PROTOCOL.md §15):
-		// shown only once there are some.
-		l3 += sep + s.Muted.Render("refused ") + s.Error.Render(common.Compact(n))
-	}
-	if !m.haveTotals {
-		l2, l3 = s.Muted.Render("jobs    -"), s.Muted.Render("workers -")
-	}
-	return []string{fitLine(l1, m.Width), fitLine(l2, m.Width), fitLine(l3, m.Width)}
-}
-
 // tabs renders the view bar; the active view is bracketed, not only coloured.
 func (m *model) tabs() string {
 	var b strings.Builder
@@ -306,8 +230,8 @@ func (m *model) emptyText(p *pane) string {
 	switch {
 	case p.view == admin.ViewWaiters && p.key == "":
 		return "no key selected: pick a URL in Jobs (2) or Retries (4), then press 3"
-	case !p.loaded && m.stale:
-		return "no answer from the coordinator: " + common.Sanitize(m.staleErr)
+	case !p.loaded && m.coord.stale:
+		return "no answer from the coordinator: " + common.Sanitize(m.coord.staleErr)
 	case !p.loaded:
 		return "loading…"
 	case p.view == admin.ViewWaiters:
@@ -386,8 +310,8 @@ func (m *model) flashLine() string {
 		default:
 			return fitLine(s.Info.Render("› "+text), m.Width)
 		}
-	case m.stale:
-		return fitLine(s.Error.Render("✗ coordinator not answering: "+common.Sanitize(m.staleErr)), m.Width)
+	case m.coord.stale:
+		return fitLine(s.Error.Render("✗ coordinator not answering: "+common.Sanitize(m.coord.staleErr)), m.Width)
 	}
 	return strings.Repeat(" ", m.Width)
 }

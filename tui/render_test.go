@@ -169,21 +169,21 @@ func TestDispatchRateSparkline(t *testing.T) {
 		b.mutate(func(b *memBackend) { b.dispatches += d })
 		h.refresh()
 	}
-	if got := h.m.rates; len(got) != 4 || got[0] != 10 || got[3] != 80 {
+	if got := h.m.coord.rates; len(got) != 4 || got[0] != 10 || got[3] != 80 {
 		t.Fatalf("rates %v, want [10 20 40 80]", got)
 	}
 	h.mustContain("dispatch 80/s ▁▂▄█")
 	// Refreshes within the same second do not add samples.
 	h.refresh()
-	if len(h.m.rates) != 4 {
-		t.Errorf("a refresh within a second added a sample: %v", h.m.rates)
+	if len(h.m.coord.rates) != 4 {
+		t.Errorf("a refresh within a second added a sample: %v", h.m.coord.rates)
 	}
 	// A restarted coordinator (counter went back) restarts the series.
 	now = now.Add(time.Second)
 	b.mutate(func(b *memBackend) { b.dispatches = 5 })
 	h.refresh()
-	if len(h.m.rates) != 4 || h.m.sample.Dispatches != 5 {
-		t.Errorf("after a counter reset: rates %v sample %d", h.m.rates, h.m.sample.Dispatches)
+	if len(h.m.coord.rates) != 4 || h.m.coord.sample.Dispatches != 5 {
+		t.Errorf("after a counter reset: rates %v sample %d", h.m.coord.rates, h.m.coord.sample.Dispatches)
 	}
 }
 
