@@ -79,7 +79,7 @@ local crawl.`,
 	root.PersistentFlags().String(configFlag, "", "config file (default: $DROVER_CONFIG, ./drover.yaml, $XDG_CONFIG_HOME/drover/drover.yaml, /etc/drover/drover.yaml)")
 	root.AddCommand(newVersionCmd(), newServeCmd(), newConfigCmd(), newCrawlCmd(), newDemoCmd(),
 		newWorkerCmd(), newSubmitCmd(), newStatusCmd(), newConsoleCmd(), newKeygenCmd(),
-		newPauseCmd(), newResumeCmd(), newEvictCmd(), newDrainCmd(), newRequeueCmd(), newCancelCmd(), newResultsCmd())
+		newPauseCmd(), newResumeCmd(), newEvictCmd(), newDrainCmd(), newRequeueCmd(), newCancelCmd(), newResultsCmd(), newWARCCmd())
 	return root
 }
 

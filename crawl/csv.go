@@ -24,7 +24,7 @@ type RecordWriter interface {
 }
 
 // CSVColumns are the columns of the CSV results file, in order: the JSON
-// record's fields (see Record) under the same names, booleans as true or
+// record's fields (see Record) but the warc_ ones under the same names, booleans as true or
 // false, fetched_at in RFC 3339 with nanoseconds.
 var CSVColumns = []string{"url", "final_url", "status", "content_type", "title", "depth", "parent", "links_out",
 	"bytes", "fetch_ms", "worker", "attempt", "fetched_at", "outcome", "disallowed", "refused", "canonical",

@@ -290,8 +290,10 @@ func (f *Fetcher) get(ctx context.Context, norm string, u *url.URL, p *Page) {
 		}
 	}
 	if rec != nil {
-		if err := rec.finish(p.Truncated); err != nil {
+		if loc, err := rec.finish(p.Truncated); err != nil {
 			p.Outcome, p.Err, p.Links = Internal, err.Error(), nil
+		} else {
+			p.WARC = loc
 		}
 	}
 }

@@ -59,6 +59,8 @@ type Page struct {
 	Bytes int64
 	// Truncated is set when the body was longer than Config.MaxBodyBytes.
 	Truncated bool
+	// WARC is where the fetch's records are, when archiving (WithWARC).
+	WARC WARCLocation
 	// FetchedAt is when the request started (after politeness waits).
 	FetchedAt time.Time
 	// FetchDuration is how long the request and body read took.
@@ -112,6 +114,13 @@ type Record struct {
 	NoFollow bool `json:"nofollow,omitempty"`
 	// Error is Page.Err.
 	Error string `json:"error,omitempty"`
+	// WARCFile, WARCOffset and WARCResponseOffset say where the page's
+	// request and response records are, when the fetcher archives
+	// (WithWARC): the file's name and the offsets of the two records'
+	// gzip members in it. Not in the CSV file.
+	WARCFile           string `json:"warc_file,omitempty"`
+	WARCOffset         int64  `json:"warc_offset,omitempty"`
+	WARCResponseOffset int64  `json:"warc_response_offset,omitempty"`
 }
 
 // Record turns the page into a result record, adding the job's depth, the
@@ -137,6 +146,10 @@ func (p Page) Record(depth int, worker string, attempt int) Record {
 		NoIndex:     p.NoIndex,
 		NoFollow:    p.NoFollow,
 		Error:       p.Err,
+		WARCFile:    p.WARC.File,
+		WARCOffset:  p.WARC.Offset,
+		// The response follows the request in the same file.
+		WARCResponseOffset: p.WARC.ResponseOffset,
 	}
 }
 

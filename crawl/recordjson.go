@@ -65,6 +65,18 @@ func (r Record) AppendJSON(b []byte) []byte {
 		b = append(b, `,"error":`...)
 		b = appendJSONString(b, r.Error)
 	}
+	if r.WARCFile != "" {
+		b = append(b, `,"warc_file":`...)
+		b = appendJSONString(b, r.WARCFile)
+	}
+	if r.WARCOffset != 0 {
+		b = append(b, `,"warc_offset":`...)
+		b = strconv.AppendInt(b, r.WARCOffset, 10)
+	}
+	if r.WARCResponseOffset != 0 {
+		b = append(b, `,"warc_response_offset":`...)
+		b = strconv.AppendInt(b, r.WARCResponseOffset, 10)
+	}
 	return append(b, '}')
 }
 

@@ -51,7 +51,8 @@ func TestRecordAppendJSON(t *testing.T) {
 			FetchMS: float64(rng.IntN(1e7)) / 1000, Worker: randStr(), Attempt: rng.IntN(5),
 			FetchedAt: at.Add(time.Duration(rng.Int64N(1e15))), Outcome: Outcome(randStr()),
 			Disallowed: rng.IntN(2) == 0, Error: randStr(), Canonical: randStr(),
-			NoIndex: rng.IntN(2) == 0, NoFollow: rng.IntN(2) == 0, Parent: randStr()})
+			NoIndex: rng.IntN(2) == 0, NoFollow: rng.IntN(2) == 0, Parent: randStr(),
+			WARCFile: randStr(), WARCOffset: rng.Int64N(3), WARCResponseOffset: rng.Int64N(1 << 40)})
 	}
 	for i, r := range cases {
 		got, want := r.AppendJSON(nil), stdJSON(t, r)

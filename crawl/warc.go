@@ -234,11 +234,21 @@ func (c *warcFetch) discard() {
 	}
 }
 
+// WARCLocation is where a fetch's records are in the WARC files: the
+// file's name (without directory), the offset of the request record's gzip
+// member and that of the response record's, which follows it.
+type WARCLocation struct {
+	File                   string
+	Offset, ResponseOffset int64
+}
+
 // finish builds the request and response records and writes them
-// together; truncated marks a response cut at the body limit.
-func (c *warcFetch) finish(truncated bool) error {
+// together; truncated marks a response cut at the body limit. It returns
+// where they were written.
+func (c *warcFetch) finish(truncated bool) (WARCLocation, error) {
+	var none WARCLocation
 	if c.response == nil {
-		return errors.New("no response recorded")
+		return none, errors.New("no response recorded")
 	}
 	resp := c.response
 	c.response = nil
@@ -259,23 +269,23 @@ func (c *warcFetch) finish(truncated bool) error {
 	if _, err := req.Write(c.request); err != nil {
 		_ = resp.Close()
 		_ = req.Close()
-		return fmt.Errorf("WARC request record: %w", err)
+		return none, fmt.Errorf("WARC request record: %w", err)
 	}
 	reqRec, _, err := req.Build()
 	if err != nil {
 		_ = resp.Close()
-		return fmt.Errorf("WARC request record: %w", err)
+		return none, fmt.Errorf("WARC request record: %w", err)
 	}
 	respRec, _, err := resp.Build()
 	if err != nil {
 		_ = reqRec.Close()
-		return fmt.Errorf("WARC response record: %w", err)
+		return none, fmt.Errorf("WARC response record: %w", err)
 	}
 	resps := c.w.w.Write(reqRec, respRec)
 	if resps == nil {
 		_ = reqRec.Close()
 		_ = respRec.Close()
-		return errors.New("writing WARC records: the WARC writer is closed")
+		return none, errors.New("writing WARC records: the WARC writer is closed")
 	}
 	var errs []error
 	for _, r := range resps {
@@ -286,7 +296,13 @@ func (c *warcFetch) finish(truncated bool) error {
 	if len(errs) == 0 {
 		errs = append(errs, c.w.rotateIfFull(resps[len(resps)-1].FileName))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return none, err
+	}
+	if len(resps) != 2 || resps[0].FileName != resps[1].FileName {
+		return none, fmt.Errorf("writing WARC records: %d writes, want the request and the response in one file", len(resps))
+	}
+	return WARCLocation{File: resps[0].FileName, Offset: resps[0].FileOffset, ResponseOffset: resps[1].FileOffset}, nil
 }
 
 // rotateIfFull closes the file the last records went to once it holds
