@@ -34,9 +34,10 @@ soak: deps-test
 	SOAK=full $(GO) test -count=1 -run '^TestSoakCrashes$$' -timeout 60m -v ./cli
 
 ## redis-faults: the Redis ledger's fault tests at full size (a master SIGKILLed and slots moved under
-## 50,000 keys, a coordinator process SIGKILLed holding 20,000); `make test` runs short ones.
+## 50,000 keys, a shard down under 20,000, a coordinator process SIGKILLed holding 20,000);
+## `make test` runs short ones.
 redis-faults: deps-test
-	DROVER_REDIS_FAULTS=full $(GO) test -count=1 -run '^(TestMasterFailover|TestReshardUnderLoad|TestCoordinatorKilled)$$' -timeout 20m -v ./store/redis
+	DROVER_REDIS_FAULTS=full $(GO) test -count=1 -run '^(TestMasterFailover|TestReshardUnderLoad|TestShardDown|TestCoordinatorKilled)$$' -timeout 20m -v ./store/redis
 
 ## verify: formatting, vet, staticcheck and a tidy go.mod.
 verify: deps

@@ -201,3 +201,45 @@ func TestReshardUnderLoad(t *testing.T) {
 	}
 	ld.finish(0)
 }
+
+// A whole shard (a master and its replica) is SIGKILLed under load: the
+// cluster reports cluster_state:fail and refuses every call, the
+// coordinators keep asking; both nodes come back with their append-only
+// files, and every key is accepted, none lost, at most the batches in
+// flight twice.
+func TestShardDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a shard of its own cluster: not in -short")
+	}
+	cl := redistest.StartPersistent(t)
+	ld := startLoad(t, cl, faultKeys(2000, 20_000), 50)
+	ld.waitProgress(ld.n / 2)
+	m := cl.Masters()
+	r := cl.ReplicaOf(m[0])
+	if r < 0 {
+		t.Fatalf("master %d has no replica", cl.Ports[m[0]])
+	}
+	cl.Kill(m[0])
+	cl.Kill(r)
+	other := m[1]
+	deadline := time.Now().Add(30 * time.Second)
+	for cl.State(other) != "fail" {
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster_state of node %d is %q 30s after its shard died; want fail", cl.Ports[other], cl.State(other))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	failedBefore := ld.errs[0].Load() + ld.errs[1].Load()
+	for ld.errs[0].Load()+ld.errs[1].Load() < failedBefore+2 { // the load meets the failure
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, i := range []int{m[0], r} {
+		if err := cl.Restart(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.WaitOK(90 * time.Second); err != nil {
+		t.Fatalf("after restarting the shard: %v", err)
+	}
+	ld.finish(2 * 2 * ld.batch)
+}

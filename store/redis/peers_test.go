@@ -91,8 +91,11 @@ func TestSameKeysAcceptedOnce(t *testing.T) {
 			}
 		}
 	}
-	if c := ls[0].Counts(); c.Queued != n || c.Requested != 0 || c.Waiters != 0 {
-		t.Fatalf("counts after queueing every key = %+v; want %d queued, nothing requested or waiting", c, n)
+	for c, l := range ls {
+		got, err := l.ClusterCounts()
+		if want := (ledger.Counts{Queued: n}); err != nil || got != want {
+			t.Fatalf("coordinator %d: cluster counts after queueing every key = %+v, %v; want %+v", c, got, err, want)
+		}
 	}
 	waitAnswers(t, ls, n)
 }

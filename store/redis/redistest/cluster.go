@@ -34,10 +34,11 @@ const NodeTimeout = 2000 * time.Millisecond
 // Cluster is a running local cluster. Its nodes listen on 127.0.0.1 at
 // Ports; node i's cluster bus is Ports[i]+10000.
 type Cluster struct {
-	Ports []int
-	dir   string
-	procs []*exec.Cmd
-	logf  func(string, ...any)
+	Ports   []int
+	persist bool // append-only file, fsync always: a node restarts with its data
+	dir     string
+	procs   []*exec.Cmd
+	logf    func(string, ...any)
 }
 
 // Available reports whether redis-server and redis-cli are on the PATH,
@@ -56,15 +57,28 @@ func Available() (bool, string) {
 }
 
 // Start starts a cluster for t, or skips t when redis-server is not
-// installed; the cluster is stopped when t ends.
+// installed; the cluster is stopped when t ends. Its nodes keep nothing
+// on disk.
 func Start(t testing.TB) *Cluster {
+	t.Helper()
+	return start(t, false)
+}
+
+// StartPersistent is Start with every node writing an append-only file
+// (fsync always), so a node killed and restarted comes back with its data.
+func StartPersistent(t testing.TB) *Cluster {
+	t.Helper()
+	return start(t, true)
+}
+
+func start(t testing.TB, persist bool) *Cluster {
 	t.Helper()
 	if ok, why := Available(); !ok {
 		t.Skipf("Redis Cluster tests need redis-server: %s", why)
 	}
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		c := &Cluster{dir: t.TempDir(), logf: t.Logf}
+		c := &Cluster{dir: t.TempDir(), logf: t.Logf, persist: persist}
 		if err = c.start(); err == nil {
 			t.Cleanup(c.Stop)
 			return c
@@ -163,12 +177,17 @@ func (c *Cluster) startNode(i int) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("node dir: %w", err)
 	}
-	cmd := exec.Command("redis-server",
+	aof := []string{"--appendonly", "no"}
+	if c.persist {
+		aof = []string{"--appendonly", "yes", "--appendfsync", "always"}
+	}
+	args := append([]string{
 		"--port", strconv.Itoa(p), "--bind", "127.0.0.1", "--protected-mode", "yes",
 		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-node-timeout", strconv.Itoa(int(NodeTimeout/time.Millisecond)),
-		"--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no",
-		"--logfile", "redis.log")
+		"--cluster-node-timeout", strconv.Itoa(int(NodeTimeout / time.Millisecond)),
+		"--dir", dir, "--save", "", "--daemonize", "no",
+		"--logfile", "redis.log"}, aof...)
+	cmd := exec.Command("redis-server", args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting redis-server on port %d: %w", p, err)
@@ -248,6 +267,30 @@ func infoField(out, field string) string {
 		}
 	}
 	return ""
+}
+
+// ReplicaOf returns the index of master node m's first replica, or -1.
+func (c *Cluster) ReplicaOf(m int) int {
+	v := c.Info(m, "replication", "slave0")
+	for _, f := range strings.Split(v, ",") {
+		if p, ok := strings.CutPrefix(f, "port="); ok {
+			for i, q := range c.Ports {
+				if strconv.Itoa(q) == p {
+					return i
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// State is node i's cluster_state ("ok", "fail"), or "" if it does not answer.
+func (c *Cluster) State(i int) string {
+	out, err := c.Cli(i, "cluster", "info")
+	if err != nil {
+		return ""
+	}
+	return infoField(out, "cluster_state")
 }
 
 // Masters returns the indexes of the nodes that are masters now.
