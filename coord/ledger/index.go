@@ -16,16 +16,25 @@ import (
 // churn. Fingerprints are SHA-256 prefixes: they need no further hashing.
 type index struct {
 	slots []uint64
+	raw   []byte // slots' memory
 	mask  uint64
 	n     int
+	mem   *rawMem
 }
 
 const indexMinSlots = 64
 
-func (x *index) init() {
-	x.slots = make([]uint64, indexMinSlots)
-	x.mask = indexMinSlots - 1
+func (x *index) init(mem *rawMem) {
+	x.mem = mem
+	x.setTable(indexMinSlots)
 	x.n = 0
+}
+
+// setTable gives the index an empty table of n slots, a power of two.
+func (x *index) setTable(n int) {
+	x.raw = x.mem.table(8 * n)
+	x.slots = viewAs[uint64](x.raw, n)
+	x.mask = uint64(n - 1)
 }
 
 func fpHome(fp *id.Fingerprint) uint64 { return binary.LittleEndian.Uint64(fp[:8]) }
@@ -65,8 +74,9 @@ func (x *index) insert(fp *id.Fingerprint, ri int32) {
 
 // grow doubles the table, reading the live records in slab order.
 func (x *index) grow(recs *slab[rec]) {
-	x.slots = make([]uint64, 2*len(x.slots))
-	x.mask = uint64(len(x.slots) - 1)
+	old := x.raw
+	x.setTable(2 * len(x.slots))
+	x.mem.release(old)
 	for ri := int32(1); ri < int32(recs.size()); ri++ {
 		if r := recs.at(ri); r.state != 0 {
 			x.insert(&r.fp, ri)

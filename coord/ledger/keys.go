@@ -50,12 +50,13 @@ type keyStore struct {
 	freeL []uint32
 }
 
-func (ks *keyStore) init() {
+func (ks *keyStore) init(mem *rawMem) {
 	ks.pairs = make([]pairEntry, 1, 4)
 	ks.pairIdx = make(map[namePair]uint32)
 	ks.long = make([]string, 1)
 	for c := range ks.urls {
 		ks.urls[c].size = (c + 1) * urlClassStep
+		ks.urls[c].mem = mem
 	}
 }
 
@@ -160,6 +161,7 @@ func (ks *keyStore) release(i uint32) {
 // first four bytes link the free list.
 type byteSlab struct {
 	size   int
+	mem    *rawMem
 	chunks [][]byte
 	n      uint32 // slots handed out, 0 included
 	free   uint32
@@ -180,7 +182,7 @@ func (s *byteSlab) alloc() uint32 {
 		s.n = 1 // reserve slot 0
 	}
 	if int(s.n>>urlChunkBits) == len(s.chunks) {
-		s.chunks = append(s.chunks, make([]byte, s.size<<urlChunkBits))
+		s.chunks = append(s.chunks, s.mem.alloc(s.size<<urlChunkBits))
 	}
 	s.n++
 	return s.n - 1

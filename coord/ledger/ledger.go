@@ -253,10 +253,12 @@ func New(cfg Config) (*Ledger, error) {
 		sess:     make([]session, 1, 16),
 		wbatch:   1,
 	}
+	mem := newRawMem(l)
+	l.recs.mem, l.ws.mem = mem, mem
 	l.recs.grow() // reserve index 0
 	l.ws.grow()
-	l.idx.init()
-	l.keys.init()
+	l.idx.init(mem)
+	l.keys.init(mem)
 	l.bindLinks()
 	l.done.init(cfg.DoneTTL, cfg.FailedTTL, cfg.DoneCache)
 	return l, nil

@@ -87,15 +87,19 @@ func BenchmarkLedgerMemory(b *testing.B) {
 	for _, state := range []State{Requested, Queued, Done} {
 		b.Run(state.String(), func(b *testing.B) {
 			for range b.N {
-				heap, rss := ledgerMemory(b, memKeys(), state)
+				heap, mapped, rss := ledgerMemory(b, memKeys(), state)
 				b.ReportMetric(heap, "heap-B/key")
+				b.ReportMetric(mapped, "mapped-B/key")
 				b.ReportMetric(rss, "RSS-B/key")
 			}
 		})
 	}
 }
 
-func ledgerMemory(b *testing.B, n int, state State) (heap, rss float64) {
+// ledgerMemory returns, per key: the Go heap in use, the memory the
+// ledger mapped outside it (rawmem.go; address space, touched or not) and
+// the RSS growth.
+func ledgerMemory(b *testing.B, n int, state State) (heap, mapped, rss float64) {
 	b.Helper()
 	h0, r0 := heapInUse(), rssBytes()
 	l, err := New(Config{RequestTTL: 5 * time.Minute, DoneTTL: 24 * time.Hour, FailedTTL: time.Hour})
@@ -131,6 +135,10 @@ func ledgerMemory(b *testing.B, n int, state State) (heap, rss float64) {
 	if got := c.Requested + c.Queued + c.Done; got != n {
 		b.Fatalf("ledger holds %d keys (%+v), want %d", got, c, n)
 	}
+	var m int
+	for _, r := range l.recs.mem.regions {
+		m += len(r)
+	}
 	runtime.KeepAlive(l)
-	return float64(h1-h0) / float64(n), float64(int64(r1)-int64(r0)) / float64(n)
+	return float64(h1-h0) / float64(n), float64(m) / float64(n), float64(int64(r1)-int64(r0)) / float64(n)
 }

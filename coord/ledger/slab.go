@@ -1,6 +1,10 @@
 package ledger
 
-import "drover/coord/id"
+import (
+	"unsafe"
+
+	"drover/coord/id"
+)
 
 // Storage. Live records, waiters and sessions live in slabs (reused through
 // free lists) and are linked by int32 indexes, index 0 meaning "none", so
@@ -94,7 +98,8 @@ func (ls *list) unlink(i int32, at func(int32) *link) {
 // pointers to elements stay valid). Index 0 is reserved as "none".
 type slab[T any] struct {
 	chunks [][]T
-	n      int32 // indexes [0, n) have been handed out (0 at creation)
+	n      int32   // indexes [0, n) have been handed out (0 at creation)
+	mem    *rawMem // where chunks come from; T holds no Go pointer
 }
 
 const (
@@ -108,7 +113,8 @@ func (s *slab[T]) at(i int32) *T { return &s.chunks[i>>chunkBits][i&(chunkLen-1)
 // grow hands out a never-used index.
 func (s *slab[T]) grow() int32 {
 	if int(s.n) == len(s.chunks)*chunkLen {
-		s.chunks = append(s.chunks, make([]T, chunkLen))
+		var zero T
+		s.chunks = append(s.chunks, viewAs[T](s.mem.alloc(chunkLen*int(unsafe.Sizeof(zero))), chunkLen))
 	}
 	s.n++
 	return s.n - 1

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package ledger
+
+// mapRegion returns n zeroed bytes of Go memory where memory cannot be
+// mapped from the operating system.
+func mapRegion(n int) []byte { return make([]byte, n) }
+
+func unmapRegion([]byte) {}
