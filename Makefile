@@ -7,7 +7,7 @@ DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -X drover/cli.version=$(VERSION) -X drover/cli.commit=$(COMMIT) -X drover/cli.date=$(DATE)
 BENCHTIME ?= 1s
 
-.PHONY: all build demo test soak redis-faults verify bench bench-peers deps deps-test release-snapshot clean
+.PHONY: all build demo test soak redis-faults frontier verify bench bench-peers deps deps-test release-snapshot clean
 
 all: build
 
@@ -38,6 +38,13 @@ soak: deps-test
 ## `make test` runs short ones.
 redis-faults: deps-test
 	DROVER_REDIS_FAULTS=full $(GO) test -count=1 -run '^(TestMasterFailover|TestReshardUnderLoad|TestShardDown|TestCoordinatorKilled)$$' -timeout 20m -v ./store/redis
+
+## frontier: queued jobs beyond RAM at full size: 2,000,000 jobs through
+## drover submit - into serve --store-resident-jobs 100000, RSS at most 400 MB
+## before and after a kill -9, every job drained once, in order (make test
+## runs a small one).
+frontier: deps-test
+	FRONTIER_JOBS=2000000 FRONTIER_RESIDENT=100000 FRONTIER_MAX_RSS_MB=400 $(GO) test -count=1 -run '^TestFrontierBeyondRAM$$' -timeout 90m -v ./cli
 
 ## verify: formatting, vet, staticcheck and a tidy go.mod.
 verify: deps

@@ -47,6 +47,7 @@ type pager struct {
 	loading   bool         // a read is in flight
 	retryAt   time.Time    // after a read found nothing although jobs are paged out
 	scratch   []broker.JobID
+	look      int               // how many of the youngest queued jobs page-out looks at first
 	known     []coord.QueuedKey // keys read back for a message (queuedFromStore)
 	req       chan pageReq
 	mu        sync.Mutex
@@ -96,7 +97,7 @@ func (s *Server) Paging() PagingStats {
 
 // newPager returns the pager of a coordinator keeping limit queued jobs.
 func newPager(limit int) *pager {
-	return &pager{limit: limit, batch: min(max(limit/4, 1), 10_000), req: make(chan pageReq, 1)}
+	return &pager{limit: limit, batch: min(max(limit/4, 1), 10_000), look: 64, req: make(chan pageReq, 1)}
 }
 
 // pageMark notes that store batch seq carries every job submitted up to
@@ -129,22 +130,35 @@ func (s *Server) pageOut(now time.Time) {
 		return
 	}
 	p.lastOut = p.durable
+	// With jobs in the store, every job above the read cursor goes (the
+	// store's jobs are older); with none, the youngest beyond the limit go,
+	// and the cursor moves below them.
+	paged, _ := s.c.Paged()
+	inStore := paged > 0
+	var lowest broker.JobID
+	defer func() {
+		if !inStore && lowest > 0 {
+			p.cursor = uint64(lowest) - 1
+		}
+	}()
 	for {
-		paged, _ := s.c.Paged()
 		res := s.c.ResidentQueued()
-		want := res - p.limit // beyond the limit
-		if paged > 0 {
-			want = res // every job above the cursor
+		want := res - p.limit
+		if inStore {
+			want = res
 		}
 		if want <= 0 {
 			return
 		}
-		ids := s.c.YoungestQueued(min(want, 4096), p.scratch[:0])
+		// Few of the youngest are usually above the cursor: look at a few
+		// first, more only while they all go.
+		asked := min(want, p.look)
+		ids := s.c.YoungestQueued(asked, p.scratch[:0])
 		out := ids[:0]
 		stop := false
 		for _, j := range ids {
 			switch {
-			case uint64(j) <= p.cursor:
+			case inStore && uint64(j) <= p.cursor:
 				stop = true // older than the store's jobs: stays
 			case j > p.durable:
 				continue // not durable yet: next time
@@ -157,16 +171,21 @@ func (s *Server) pageOut(now time.Time) {
 		}
 		p.scratch = ids[:0]
 		if len(out) == 0 {
-			return
+			if stop || len(ids) < asked || asked == want || p.look >= 1<<20 {
+				p.look = 64
+				return
+			}
+			p.look *= 2 // all not durable yet: look further
+			continue
 		}
-		if paged == 0 {
-			p.cursor = uint64(out[len(out)-1]) - 1 // the store's jobs start here
-		}
+		lowest = out[len(out)-1]
 		n := s.c.PageOut(now, out)
 		p.stats.out.Add(uint64(n))
 		if n == 0 || stop {
+			p.look = 64
 			return
 		}
+		p.look = min(p.look*2, 1<<20)
 	}
 }
 

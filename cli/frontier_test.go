@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"drover/net/worker"
+)
+
+// TestFrontierBeyondRAM is issue 21's queued jobs beyond RAM, as a user
+// meets it: jobs are submitted with `drover submit -` into `drover serve
+// --store-resident-jobs R`, which keeps at most R of them in memory; status
+// counts them all; serve is killed with SIGKILL and restarted on the same
+// store, and the count is still exact; then a worker drains them, each
+// once, in queue order per host (within the worker's concurrency).
+//
+// The sizes come from the environment, small by default (a CI run);
+// `make frontier` runs the full size: 2,000,000 jobs, R = 100,000, and
+// serve's RSS held to 400 MB before and after the restart
+// (FRONTIER_JOBS, FRONTIER_RESIDENT, FRONTIER_MAX_RSS_MB).
+func TestFrontierBeyondRAM(t *testing.T) {
+	n := envInt(t, "FRONTIER_JOBS", 20_000)
+	resident := envInt(t, "FRONTIER_RESIDENT", 2_000)
+	maxRSS := int64(envInt(t, "FRONTIER_MAX_RSS_MB", 0)) << 20
+	const hosts = 13
+	bin := drover(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	serve := func() (*exec.Cmd, map[string]string) {
+		const ephemeral = "tcp://127.0.0.1:0"
+		cmd, out := start(t, "serve", "--store", dir, "--store-resident-jobs", strconv.Itoa(resident),
+			"--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral, "--metrics", "", "--heartbeat-interval", "1s")
+		return cmd, listening(t, out, "peers", "admin")
+	}
+	srv, at := serve()
+
+	// URL i (from 0) is job i+1, on host i % hosts.
+	urls := filepath.Join(t.TempDir(), "urls.txt")
+	f, err := os.Create(urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw := bufio.NewWriter(f)
+	for i := range n {
+		fmt.Fprintf(bw, "http://h%d.frontier.test/page/%d\n", i%hosts, i)
+	}
+	if err := errors.Join(bw.Flush(), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	began := time.Now()
+	sub := exec.Command(bin, "submit", "-", "--connect", at["peers"])
+	sub.Stdin = in
+	sub.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1")
+	out, err := sub.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("%d submitted: %d accepted", n, n)) {
+		t.Fatalf("submit: %v\n%s", err, out)
+	}
+	t.Logf("submitted %d jobs in %v", n, time.Since(began).Round(time.Millisecond))
+	queued := func(when string) {
+		t.Helper()
+		eventually(t, when+": status counts every job queued", time.Minute, func() bool {
+			tt, _, ok := statusJSON(t, at["admin"])
+			return ok && tt.Queued == n && tt.KeysQueued == n
+		})
+	}
+	queued("after the submit")
+	rss := func(when string, pid int) {
+		t.Helper()
+		r, err := processRSS(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("serve RSS %s: %d MB", when, r>>20)
+		if maxRSS > 0 && r > maxRSS {
+			t.Errorf("serve RSS %s: %d MB, want at most %d MB", when, r>>20, maxRSS>>20)
+		}
+	}
+	rss("after the submit", srv.Process.Pid)
+
+	if err := srv.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Wait()
+	began = time.Now()
+	srv, at = serve()
+	queued("after kill -9 and a restart")
+	t.Logf("status exact %v after the restart began", time.Since(began).Round(time.Millisecond))
+	rss("after the restart", srv.Process.Pid)
+
+	// Drain: every job once, per host in id order within the worker's
+	// concurrency (a job starts at most `slots` starts after a younger job
+	// of its host).
+	const slots = 64
+	began = time.Now()
+	var mu sync.Mutex
+	seen := make(map[uint64]bool, n)
+	var order []uint64
+	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	werr := make(chan error, 1)
+	go func() {
+		werr <- worker.Run(ctx, worker.Options{Connect: at["peers"], ID: "frontier-drain", Slots: slots, Heartbeat: time.Second, StopTimeout: time.Second},
+			func(_ context.Context, j worker.Job) worker.Result {
+				mu.Lock()
+				defer mu.Unlock()
+				if seen[j.ID] {
+					t.Errorf("job %d ran twice", j.ID)
+				}
+				seen[j.ID] = true
+				order = append(order, j.ID)
+				if len(order) == n {
+					close(done)
+				}
+				return worker.Result{}
+			})
+	}()
+	select {
+	case <-done:
+	case err := <-werr:
+		t.Fatalf("worker: %v", err)
+	case <-time.After(time.Hour):
+		t.Fatalf("drain: %d of %d jobs in an hour", len(order), n)
+	}
+	t.Logf("drained %d jobs in %v", n, time.Since(began).Round(time.Millisecond))
+	cancel()
+	<-werr
+	mu.Lock()
+	defer mu.Unlock()
+	newest := make(map[uint64][]uint64, hosts) // per host: ids started, in order
+	for i, j := range order {
+		h := (j - 1) % hosts
+		started := newest[h]
+		if len(started) > slots && started[len(started)-1-slots] > j {
+			t.Fatalf("job %d (host %d) started as number %d, after job %d of its host started more than %d jobs earlier (FIFO per host)",
+				j, h, i+1, started[len(started)-1-slots], slots)
+		}
+		newest[h] = append(started, j)
+	}
+	eventually(t, "status counts every job done", time.Minute, func() bool {
+		tt, _, ok := statusJSON(t, at["admin"])
+		return ok && tt.Done == n && tt.Queued == 0 && tt.KeysQueued == 0
+	})
+}
+
+// envInt reads a positive integer from the environment, or def.
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		t.Fatalf("%s=%q: want an integer >= 0", name, v)
+	}
+	return n
+}
+
+// processRSS is the resident set size of process pid (Linux /proc).
+func processRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscan(rest, &kb); err != nil {
+				return 0, fmt.Errorf("VmRSS line %q: %w", line, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
