@@ -105,7 +105,12 @@ func TestConformance(t *testing.T) {
 // TestPythonClient runs the Python worker and producer against a real
 // drover serve: every command, verdict, status, outcome, reason and error
 // code, the events they cause, and a worker keeping its job across a
-// coordinator crash.
+// coordinator crash. Its last test (tests/coverage.py) lists every name
+// docs/PROTOCOL.md gives (commands, error codes, close reasons, reasons,
+// verdicts, statuses, outcomes, event kinds) and fails unless the suite
+// exercised all of them but a named list of gaps a real serve cannot be
+// made to produce. (go test caches this test on the Go files only: use
+// -count=1 after changing the Python files.)
 func TestPythonClient(t *testing.T) {
 	py := python(t, "zmq")
 	bin := droverBinary(t)

@@ -1,5 +1,6 @@
 """Starts a real `drover serve` for the tests (the binary named by $DROVER_BIN)."""
 
+import json
 import os
 import re
 import subprocess
@@ -7,6 +8,8 @@ import tempfile
 import threading
 import time
 import unittest
+
+from tests import coverage
 
 
 class Server:
@@ -65,3 +68,33 @@ def eventually(cond, timeout=20.0, what="condition"):
         if time.monotonic() > deadline:
             raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
         time.sleep(0.02)
+
+
+class Events:
+    """Collects the kinds seen on the events socket."""
+
+    def __init__(self, endpoint):
+        self.kinds, self.seqs = set(), []
+        import zmq
+        self.sock = zmq.Context.instance().socket(zmq.SUB)
+        self.sock.setsockopt(zmq.SUBSCRIBE, b"")
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(endpoint)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop.is_set():
+            if self.sock.poll(100):
+                topic, body = self.sock.recv_multipart()
+                ev = json.loads(body)
+                assert ev["kind"] == topic.decode()
+                self.kinds.add(ev["kind"])
+                coverage.event(ev["kind"])
+                self.seqs.append(ev["seq"])
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()

@@ -10,11 +10,12 @@ import threading
 import unittest
 
 try:
-    import zmq  # noqa: F401
+    import zmq
 except ImportError:
     raise unittest.SkipTest("pyzmq is not installed (Debian: python3-zmq)")
 
 from drover import drv, Producer, Worker
+from tests import coverage
 from tests.server import Server, eventually
 
 
@@ -52,6 +53,24 @@ class Reconnect(unittest.TestCase):
         ack = eventually(lambda: _first(w.acked), timeout=30, what="RESULT-OK")
         self.assertEqual((ack["job_id"], ack["status"]), (job_id, drv.RECORDED))
         self.assertEqual(runs.qsize(), 1, "the job ran twice")
+        # The restarted coordinator's events (its restore came before anyone could subscribe):
+        # read them from the admin socket's events view.
+        a = zmq.Context.instance().socket(zmq.DEALER)
+        a.setsockopt(zmq.LINGER, 0)
+        self.addCleanup(a.close)
+        a.connect(second.admin)
+        a.send_multipart(drv.encode("HELLO", 1, {"role": drv.CONSOLE, "id": "reconnect-console", "host": "test", "slots": 0,
+                                                  "heartbeat_ms": 1000, "headers": [], "held": [], "read_only": True}))
+        a.send_multipart(drv.encode("QUERY", 2, {"body": {"view": "events", "limit": 1000}}))
+        while True:
+            self.assertTrue(a.poll(10000), "no PAGE from the admin socket")
+            command, req, f = drv.decode_reply(a.recv_multipart())
+            if command == "PAGE":
+                break
+        kinds = {e["kind"] for e in f["body"].get("events", [])}
+        self.assertIn("coord.restored", kinds)
+        for k in kinds:
+            coverage.event(k)
 
 
 def _reconnected(w):
