@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -385,17 +386,20 @@ func cdxLine(r *crawl.Record, length, digest string, offset int64, file string) 
 		strconv.Itoa(r.Status), field(digest), "-", "-", length, strconv.FormatInt(offset, 10), file}, " ")
 }
 
-// surt is the CDX key of a URL: the host's labels reversed and joined by
-// commas, a leading www dropped, the port if any, then ")" and the path
+// surt is the CDX key of a URL: the host name's labels reversed and joined
+// by commas, a leading www dropped (an IP address as it is), the port if any, then ")" and the path
 // and query.
 func surt(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return raw
 	}
-	labels := strings.Split(strings.TrimPrefix(strings.ToLower(u.Hostname()), "www."), ".")
-	slices.Reverse(labels)
-	key := strings.Join(labels, ",")
+	key := strings.ToLower(u.Hostname())
+	if net.ParseIP(key) == nil { // an address stays as it is
+		labels := strings.Split(strings.TrimPrefix(key, "www."), ".")
+		slices.Reverse(labels)
+		key = strings.Join(labels, ",")
+	}
 	if p := u.Port(); p != "" {
 		key += ":" + p
 	}

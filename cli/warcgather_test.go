@@ -99,3 +99,17 @@ func TestFleetWARCGather(t *testing.T) {
 		t.Fatalf("warc index: exit %d, %d lines naming a shard, want 60:\n%s", code, n, idx)
 	}
 }
+
+// TestSURT: the CDX keys of the index lines.
+func TestSURT(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://www.Example.com/a/b?q=1": "com,example)/a/b?q=1",
+		"https://news.example.org:8443/": "org,example,news:8443)/",
+		"http://127.0.0.1:18960/p/0":     "127.0.0.1:18960)/p/0",
+		"http://[::1]/x":                 "::1)/x",
+	} {
+		if got := surt(in); got != want {
+			t.Errorf("surt(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
