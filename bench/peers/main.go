@@ -13,7 +13,10 @@
 //     each started cold;
 //   - memory: bytes per key held as requested, queued and done, at 1M and
 //     10M keys: RSS growth of the drover serve process, used_memory and
-//     RSS growth of redis-server.
+//     RSS growth of redis-server;
+//   - frontier: no-op jobs/s drained from a durable `drover serve` that
+//     keeps only --store-resident-jobs of them in memory, against one that
+//     keeps them all (issue 21's queued jobs beyond RAM).
 //
 // Everything drover does goes through its CLI (serve, crawl) and its
 // public Go client and worker packages. The command starts its own
@@ -52,16 +55,18 @@ type config struct {
 	par           int
 	memKeys       []int
 	asynqMemMax   int
+	frontierJobs  int
+	resident      int
 }
 
 func main() {
 	var cfg config
 	var only, pages, memKeys string
-	short := flag.Bool("short", false, "a smaller run: 200k dedup keys, 20k jobs, 5k pages, memory at 200k keys, 3 rounds")
+	short := flag.Bool("short", false, "a smaller run: 200k dedup keys, 20k jobs, 5k pages, memory at 200k keys, 60k frontier jobs with 20k resident, 3 rounds")
 	flag.StringVar(&cfg.drover, "drover", "", "the drover binary (default: built from this module into a temporary directory)")
 	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "the redis-server binary")
 	flag.IntVar(&cfg.rounds, "rounds", 3, "rounds of each comparison (the sides alternate; medians are reported)")
-	flag.StringVar(&only, "only", "dedup,queue,crawl,memory", "comparisons to run, comma-separated")
+	flag.StringVar(&only, "only", "dedup,queue,crawl,memory,frontier", "comparisons to run, comma-separated")
 	flag.IntVar(&cfg.dedupKeys, "dedup-keys", 1_000_000, "dedup: keys sent per round (half are duplicates)")
 	flag.IntVar(&cfg.batch, "batch", 1000, "dedup: keys per batch (Redis: SADD commands per pipeline)")
 	flag.IntVar(&cfg.conns, "conns", 4, "dedup: connections, one batch in flight each")
@@ -72,9 +77,12 @@ func main() {
 	flag.IntVar(&cfg.par, "par", 8, "crawl: parallel fetches (drover: workers of one slot and --per-host; colly: Parallelism)")
 	flag.StringVar(&memKeys, "mem-keys", "1000000,10000000", "memory: key counts, comma-separated")
 	flag.IntVar(&cfg.asynqMemMax, "asynq-mem-max", 1_000_000, "memory: largest count of asynq tasks enqueued for Redis's queued figure (asynq enqueues one task per round trip)")
+	flag.IntVar(&cfg.frontierJobs, "frontier-jobs", 300_000, "frontier: no-op jobs submitted to a durable serve before the workers start")
+	flag.IntVar(&cfg.resident, "resident", 100_000, "frontier: --store-resident-jobs of the paged side (the other keeps every job in memory)")
 	flag.Parse()
 	if *short {
 		cfg.dedupKeys, cfg.jobs, pages, memKeys = 200_000, 20_000, "5000", "200000"
+		cfg.frontierJobs, cfg.resident = 60_000, 20_000
 	}
 	var err error
 	if cfg.pages, err = ints("pages", pages); err == nil {
@@ -87,10 +95,10 @@ func main() {
 	cfg.only = map[string]bool{}
 	for _, o := range strings.Split(only, ",") {
 		switch o = strings.TrimSpace(o); o {
-		case "dedup", "queue", "crawl", "memory":
+		case "dedup", "queue", "crawl", "memory", "frontier":
 			cfg.only[o] = true
 		default:
-			fmt.Fprintf(os.Stderr, "peers: -only %q: want dedup, queue, crawl or memory\n", o)
+			fmt.Fprintf(os.Stderr, "peers: -only %q: want dedup, queue, crawl, memory or frontier\n", o)
 			os.Exit(2)
 		}
 	}
@@ -149,6 +157,9 @@ func run(ctx context.Context, cfg config) error {
 	}
 	if cfg.only["memory"] && err == nil {
 		err = benchMemory(ctx, cfg)
+	}
+	if cfg.only["frontier"] && err == nil {
+		err = benchFrontier(ctx, cfg)
 	}
 	fmt.Printf("Load average at the end: %s\n", loadavg())
 	return err

@@ -31,6 +31,12 @@ func (q queueResult) drainRate() float64   { return float64(q.jobs) / q.drain.Se
 // starts workers Go workers of slots slots each and times them until the
 // coordinator counts every job done.
 func droverQueue(ctx context.Context, s *droverServer, round, jobs, workers, slots int) (queueResult, error) {
+	return droverQueueWith(ctx, s, round, jobs, workers, slots, nil)
+}
+
+// droverQueueWith is droverQueue calling submitted, when set, once the
+// jobs are in and before the workers start.
+func droverQueueWith(ctx context.Context, s *droverServer, round, jobs, workers, slots int, submitted func()) (queueResult, error) {
 	p, err := client.Dial(ctx, client.Options{Connect: s.peers, ID: fmt.Sprintf("bench-queue-%d", round), Timeout: time.Minute})
 	if err != nil {
 		return queueResult{}, err
@@ -60,6 +66,9 @@ func droverQueue(ctx context.Context, s *droverServer, round, jobs, workers, slo
 		if x.Status != wire.SubmitAccepted {
 			return res, fmt.Errorf("drover job %d: %+v, want accepted", i, x)
 		}
+	}
+	if submitted != nil {
+		submitted()
 	}
 	var handled atomic.Int64
 	wctx, stop := context.WithCancel(ctx)
