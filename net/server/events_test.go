@@ -122,7 +122,7 @@ func TestEventsNotPublishedWithoutSubscribers(t *testing.T) {
 
 func (s *Server) eventsPublished(t *testing.T) uint64 {
 	t.Helper()
-	return s.published.Load()
+	return s.ev.published.Load()
 }
 
 // A server that stopped leaves no goroutine behind (its sockets' watches

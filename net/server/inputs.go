@@ -49,7 +49,7 @@ const drainBound = 4096
 // stops the watches (before the sockets close).
 func (s *Server) openInputs() error {
 	add := func(sk *zmq4.Socket, handle func([][]byte, string)) error {
-		in := &input{sk: sk, handle: handle, dirty: true, users: s.auth != nil && sk != s.pub}
+		in := &input{sk: sk, handle: handle, dirty: true, users: s.auth != nil && sk != s.ev.pub}
 		w, err := zsock.NewWatchFunc(sk, func() {
 			in.rang.Store(true) // first: the reactor reads it once woken
 			s.ring()
@@ -67,8 +67,8 @@ func (s *Server) openInputs() error {
 	if err := add(s.admin, s.onAdmin); err != nil {
 		return err
 	}
-	if s.pub != nil {
-		if err := add(s.pub, s.onSubscription); err != nil {
+	if s.ev.pub != nil {
+		if err := add(s.ev.pub, s.onSubscription); err != nil {
 			return err
 		}
 	}
@@ -261,9 +261,9 @@ func (s *Server) onSubscription(frames [][]byte, _ string) {
 	msg := frames[0]
 	switch prefix := string(msg[1:]); msg[0] {
 	case 1:
-		s.subs[prefix] = true
+		s.ev.subs[prefix] = true
 	case 0:
-		delete(s.subs, prefix)
+		delete(s.ev.subs, prefix)
 	}
 	s.keyEvents()
 }
@@ -273,18 +273,8 @@ func (s *Server) onSubscription(frames [][]byte, _ string) {
 // of 1,000 keys nobody watches then builds no 1,000 events.
 func (s *Server) keyEvents() {
 	on := s.opts.OnEvent != nil
-	for prefix := range s.subs {
+	for prefix := range s.ev.subs {
 		on = on || strings.HasPrefix(prefix, "key.") || strings.HasPrefix("key.", prefix)
 	}
 	s.c.PublishKeyEvents(on)
-}
-
-// subscribed reports whether some subscriber wants events of this kind.
-func (s *Server) subscribed(kind string) bool {
-	for prefix := range s.subs {
-		if strings.HasPrefix(kind, prefix) {
-			return true
-		}
-	}
-	return false
 }

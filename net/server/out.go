@@ -27,7 +27,7 @@ func (s *Server) flush(now time.Time) {
 	s.cancel(now, out.Cancels)  // before the JOBs: a new attempt never overtakes the CANCEL of the old one
 	s.dispatch(now, out)
 	for i := range out.Events {
-		if s.opts.OnEvent == nil && (s.pub == nil || !s.subscribed(string(out.Events[i].Kind))) {
+		if s.opts.OnEvent == nil && (s.ev.pub == nil || !s.ev.subscribed(string(out.Events[i].Kind))) {
 			continue // nobody wants it
 		}
 		s.noteCursor(&out.Events[i]) // results.go
@@ -79,11 +79,11 @@ func disconnect(r coord.CloseReason) *wire.Disconnect {
 // publish sends ev on the events socket (if anyone subscribed to its kind)
 // and hands it to OnEvent.
 func (s *Server) publish(ev *admin.Event) {
-	if s.pub != nil && s.subscribed(string(ev.Kind)) {
+	if s.ev.pub != nil && s.ev.subscribed(string(ev.Kind)) {
 		if frames, err := wire.EncodeEvent(*ev); err == nil {
-			s.published.Add(1) // first: a test may read it as soon as the event arrives
-			s.sent(s.pub)
-			s.io.Send(s.pub, zmq4.DONTWAIT, frames...) // best effort: PUB drops for slow subscribers
+			s.ev.published.Add(1) // first: a test may read it as soon as the event arrives
+			s.sent(s.ev.pub)
+			s.io.Send(s.ev.pub, zmq4.DONTWAIT, frames...) // best effort: PUB drops for slow subscribers
 		}
 	}
 	if s.opts.OnEvent != nil {

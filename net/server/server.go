@@ -116,11 +116,10 @@ type Server struct {
 	pg          *pager // queued jobs beyond memory (paging.go); nil: all in memory
 	peers       *zmq4.Socket
 	admin       *zmq4.Socket
-	pub         *zmq4.Socket
 	inproc      string // admin endpoint for the embedded console
 	inprocPeers string // peers endpoint for in-process workers and producers
 
-	peersEP, adminEP, eventsEP string
+	peersEP, adminEP string
 
 	enc    wire.Encoder
 	ident  map[string]id.Session // routing id -> session
@@ -135,12 +134,9 @@ type Server struct {
 		specs    []coord.JobSpec
 		verdicts []coord.ResultVerdict
 	}
-	subs   map[string]bool // topic prefixes the events XPUB has subscribers for
-	io     zsock.MsgIO     // whole-message sends and receives
-	frames [][]byte        // scratch for send
-	// published counts events sent on the events socket (atomic: tests
-	// read it while the reactor runs).
-	published atomic.Uint64
+	io     zsock.MsgIO // whole-message sends and receives
+	frames [][]byte    // scratch for send
+	ev     events      // the events socket and its subscriptions (events.go)
 	// reactor mirrors the step counters for ReactorStats (metrics read
 	// them while the reactor runs).
 	reactor struct{ steps, messages, gathered atomic.Uint64 }
@@ -241,7 +237,7 @@ func New(opts Options) (*Server, error) {
 		ident:  make(map[string]id.Session),
 		peer:   make(map[id.Session]*peer),
 		cons:   make(map[string]*console),
-		subs:   make(map[string]bool),
+		ev:     events{subs: make(map[string]bool)},
 		owners: make(map[ownerKey]id.Session),
 		seq:    inprocSeq.Add(1),
 
@@ -315,10 +311,10 @@ func (s *Server) bind() error {
 		return fmt.Errorf("peers: %w", err)
 	}
 	if s.opts.Events != "-" {
-		if s.pub, err = zsock.Pub(s.opts.Events, s.security(auth.Events)...); err != nil {
+		if s.ev.pub, err = zsock.Pub(s.opts.Events, s.security(auth.Events)...); err != nil {
 			return fmt.Errorf("events socket: %w", err)
 		}
-		if s.eventsEP, err = zsock.Endpoint(s.pub); err != nil {
+		if s.ev.ep, err = zsock.Endpoint(s.ev.pub); err != nil {
 			return err
 		}
 	}
@@ -329,7 +325,7 @@ func (s *Server) closeSockets() {
 	if s.hub != nil {
 		s.hub.Close()
 	}
-	for _, sk := range []*zmq4.Socket{s.peers, s.admin, s.pub} {
+	for _, sk := range []*zmq4.Socket{s.peers, s.admin, s.ev.pub} {
 		if sk != nil {
 			sk.Close()
 		}
@@ -351,7 +347,7 @@ func (s *Server) InprocAdmin() string { return s.inproc }
 func (s *Server) InprocPeers() string { return s.inprocPeers }
 
 // EventsEndpoint is the events PUB endpoint ("" when disabled).
-func (s *Server) EventsEndpoint() string { return s.eventsEP }
+func (s *Server) EventsEndpoint() string { return s.ev.ep }
 
 // Restored says what New restored from Options.Store (zero without one).
 func (s *Server) Restored() coord.RestoreStats { return s.restored }
@@ -410,7 +406,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer timer.Stop()
 	s.ready.Store(true)
 	defer s.ready.Store(false)
-	s.log.Info("serving", "peers", s.peersEP, "admin", s.adminEP, "events", s.eventsEP)
+	s.log.Info("serving", "peers", s.peersEP, "admin", s.adminEP, "events", s.ev.ep)
 	const maxWait = 100 * time.Millisecond
 	for {
 		if ctx.Err() != nil {
@@ -460,7 +456,7 @@ func (s *Server) Run(ctx context.Context) error {
 // totals are the coordinator's totals with the transport's counters.
 func (s *Server) totals(now time.Time) admin.Totals {
 	t := s.c.Totals(now)
-	t.Listening = admin.Listeners{Peers: s.peersEP, Admin: s.adminEP, Events: s.eventsEP}
+	t.Listening = admin.Listeners{Peers: s.peersEP, Admin: s.adminEP, Events: s.ev.ep}
 	if s.auth != nil {
 		t.Forbidden = s.auth.forbidden
 		t.HandshakesRefused = s.auth.refused.Load()
