@@ -68,6 +68,7 @@ func coordConfig(c *config.Config) coord.Config {
 			UnroutableTimeout:  c.Broker.UnroutableTimeout,
 			HoldbackStart:      c.Broker.HoldbackStart,
 			HoldbackCap:        c.Broker.HoldbackCap,
+			Politeness:         politeness(c, 0),
 		},
 	}
 }

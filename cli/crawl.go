@@ -15,6 +15,7 @@ import (
 
 	"drover/admin"
 	"drover/config"
+	"drover/coord"
 	"drover/crawl"
 	"drover/crawl/job"
 	"drover/net/client"
@@ -43,6 +44,10 @@ type crawlOptions struct {
 	out                                string
 	state                              string // store directory: the crawl resumes from it
 	noTUI                              bool
+	// localCaps applies crawl.per_host and crawl.min_delay, when set, as
+	// this process's own cap (drover worker); drover crawl leaves them to
+	// its coordinator.
+	localCaps bool
 	// ephemeral binds the sockets to free loopback ports (the demo).
 	ephemeral bool
 	// resolve pins host:port names to addresses (the demo's site).
@@ -126,17 +131,14 @@ func crawlConfig(cfg *config.Config, o crawlOptions) (crawl.Config, error) {
 	if cfg.Source("crawl.user_agent").Kind != config.FromDefault {
 		c.UserAgent = cfg.Crawl.UserAgent // else drover/VERSION (+URL)
 	}
-	c.PerHost = cfg.Crawl.PerHost
 	c.Timeout = cfg.Crawl.Timeout
 	c.ConnectTimeout = cfg.Crawl.ConnectTimeout
 	c.MaxBodyBytes = cfg.Crawl.MaxBody
-	c.MinDelay = cfg.Crawl.MinDelay
-	if cfg.Source("crawl.min_delay").Kind == config.FromDefault {
-		if o.minDelay != 0 {
-			c.MinDelay = o.minDelay // the demo's own default, for its local site too
-		} else {
-			c.LocalNoDelay = true // the default delay is for other people's hosts
-		}
+	// The coordinator holds the per-host limits for the whole fleet
+	// (politeness); a worker process only caps itself where told to.
+	c.PerHost, c.MinDelay = 0, 0
+	if o.localCaps {
+		c.PerHost, c.MinDelay = localCaps(cfg)
 	}
 	c.MaxDepth = o.maxDepth
 	c.MaxPages = o.maxPages
@@ -152,6 +154,14 @@ func crawlConfig(cfg *config.Config, o crawlOptions) (crawl.Config, error) {
 		return c, usageError("crawl: %v", err)
 	}
 	return c, nil
+}
+
+// crawlCoordConfig is the crawl's coordinator configuration: the fleet's
+// politeness with the demo's own default delay.
+func crawlCoordConfig(cfg *config.Config, o crawlOptions) coord.Config {
+	cc := coordConfig(cfg)
+	cc.Broker.Politeness = politeness(cfg, o.minDelay)
+	return cc
 }
 
 func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOptions) error {
@@ -194,7 +204,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 
 	opts := server.Options{
 		Peers: cfg.Peers.Listen, Gather: cfg.Peers.Gather, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
-		Coord: coordConfig(cfg), Log: log, Server: "drover " + version, OnFinished: sink.Add,
+		Coord: crawlCoordConfig(cfg, o), Log: log, Server: "drover " + version, OnFinished: sink.Add,
 		OnSettled: func(admin.Totals) {
 			select {
 			case settled <- struct{}{}:
@@ -210,8 +220,14 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		sink.Close()
 		return fmt.Errorf("crawl: %w", err)
 	}
-	if metrics != nil {
-		opts.OnTotals = metrics.Update
+	// The latest totals, for the politeness note: the coordinator holds
+	// the per-host limits, so it knows when they hold pages back.
+	var polite politeHeld
+	opts.OnTotals = func(t admin.Totals) {
+		polite.set(t)
+		if metrics != nil {
+			metrics.Update(t)
+		}
 	}
 	opts.Coord.MaxJobs = o.maxPages
 	// The crawl is defined on its coordinator as a fleet crawl is (submit
@@ -319,7 +335,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 		}
 	}
 	finished := make(chan admin.Totals, 1)
-	go watchCrawl(runCtx, adm, sink, useTUI, out, settled, finished, politenessNote(fetcher, false))
+	go watchCrawl(runCtx, adm, sink, useTUI, out, settled, finished, politenessNote(fetcher, &polite, false))
 
 	var final admin.Totals
 	completed := false
@@ -329,7 +345,7 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 			return err
 		}
 		topts.DoneText = "crawl finished · q for the summary"
-		topts.Notice = politenessNote(fetcher, true)
+		topts.Notice = politenessNote(fetcher, &polite, true)
 		if err := tui.Run(runCtx, adm, topts, cmd.InOrStdin(), out); err != nil {
 			return fmt.Errorf("console: %w", err)
 		}

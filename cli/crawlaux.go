@@ -7,16 +7,42 @@ import (
 	"sync"
 	"time"
 
+	"drover/admin"
 	"drover/config"
 	"drover/crawl"
 )
 
+// politeHeld is what the crawl's coordinator said last about pages held
+// back by their hosts' politeness limits.
+type politeHeld struct {
+	mu         sync.Mutex
+	held, idle int
+}
+
+func (p *politeHeld) set(t admin.Totals) {
+	p.mu.Lock()
+	p.held, p.idle = t.Polite, t.WorkersIdle
+	p.mu.Unlock()
+}
+
+// slowing reports how many pages wait for their hosts' limits while
+// workers sit idle: the limits, not the workers, bound the crawl.
+func (p *politeHeld) slowing() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held > 0 && p.idle > 0 {
+		return p.held
+	}
+	return 0
+}
+
 // politenessNote returns a function that says, at most once a second
-// anew, whether the crawl's fetches spent the last interval waiting for
-// their hosts' politeness limits, and which setting to change: "" when
-// they did not (or hardly). Each caller (the progress lines, the console)
-// takes its own.
-func politenessNote(f *crawl.Fetcher, short bool) func() string {
+// anew, whether the crawl's pages spent the last interval waiting for
+// their hosts' politeness limits (held by the coordinator while workers
+// sat idle, or waiting in the fetcher for a robots.txt Crawl-delay), and
+// which setting to change: "" when they did not (or hardly). Each caller
+// (the progress lines, the console) takes its own.
+func politenessNote(f *crawl.Fetcher, held *politeHeld, short bool) func() string {
 	var (
 		mu   sync.Mutex
 		last crawl.Politeness
@@ -34,6 +60,12 @@ func politenessNote(f *crawl.Fetcher, short bool) func() string {
 		p := f.Politeness()
 		text = politenessText(p.Waited-last.Waited, interval, p, short)
 		last, at = p, now
+		if n := held.slowing(); text == "" && n > 0 {
+			text = fmt.Sprintf("slowed by politeness: %d pages wait for their hosts' limits (--per-host, --crawl-min-delay)", n)
+			if short {
+				text = "slowed by politeness (--per-host, --crawl-min-delay)"
+			}
+		}
 		return text
 	}
 }

@@ -110,7 +110,7 @@ retryable failure; stdout becomes the job's output. It reconnects by itself
 			if execCmd != "" {
 				h = worker.Exec([]string{"/bin/sh", "-c", execCmd})
 			} else {
-				ccfg, err := crawlConfig(cfg, crawlOptions{maxDepth: crawl.DefaultMaxDepth, scope: "host", sitemaps: true})
+				ccfg, err := crawlConfig(cfg, crawlOptions{maxDepth: crawl.DefaultMaxDepth, scope: "host", sitemaps: true, localCaps: true})
 				if err != nil {
 					return err
 				}
@@ -230,8 +230,12 @@ func printStatus(w io.Writer, t admin.Totals, next *admin.JobRow, workers []admi
 	if t.Paused {
 		paused = "  (dispatch PAUSED)"
 	}
-	fmt.Fprintf(w, "jobs:    queued %d, dispatched %d, backoff %d, done %d, failed %d, unroutable %d%s\n",
-		t.Queued, t.Dispatched, t.Backoff, t.Done, t.Failed, t.Unroutable, paused)
+	polite := ""
+	if t.Polite > 0 { // queued jobs of hosts at their politeness limits
+		polite = fmt.Sprintf(" (%d polite: their hosts at their limits)", t.Polite)
+	}
+	fmt.Fprintf(w, "jobs:    queued %d%s, dispatched %d, backoff %d, done %d, failed %d, unroutable %d%s\n",
+		t.Queued, polite, t.Dispatched, t.Backoff, t.Done, t.Failed, t.Unroutable, paused)
 	if next != nil && !next.RetryAt.IsZero() {
 		fmt.Fprintf(w, "next retry at %s (in %s): job %d %s, %s\n", next.RetryAt.Local().Format(time.TimeOnly),
 			max(time.Until(next.RetryAt), 0).Round(100*time.Millisecond), next.JobID, next.URL, next.Reason)

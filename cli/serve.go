@@ -86,6 +86,7 @@ Listening on anything but loopback without --key is refused (exit 2) unless
 	must(config.AddFlag(fs, "ssh.listen", "ssh", ""))
 	must(config.AddFlag(fs, "ssh.authorized_keys", "ssh-authorized-keys", ""))
 	must(config.AddFlag(fs, "ssh.host_key", "ssh-host-key", ""))
+	must(config.AddFlags(fs, "crawl.per_host", "crawl.min_delay"))
 	return cmd
 }
 

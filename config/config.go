@@ -31,6 +31,9 @@ type Config struct {
 	// coordinator defines at start-up. Not a schema key: no flag or
 	// environment variable sets it.
 	Crawls map[string]CrawlDef `yaml:"-"`
+	// CrawlHosts are the file's crawl.hosts list: politeness rules per
+	// host pattern, held by the coordinator. Not a schema key either.
+	CrawlHosts []HostRule `yaml:"-"`
 
 	// File is the config file that was read, or empty when none was.
 	File string `yaml:"-"`

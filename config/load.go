@@ -67,7 +67,7 @@ func Load(opts LoadOptions) (*Config, error) {
 	var file map[string]fileValue
 	if path != "" {
 		cfg.File = path
-		file, cfg.Crawls = readFile(path, &errs)
+		file, cfg.Crawls, cfg.CrawlHosts = readFile(path, &errs)
 	}
 	warn := opts.Warn
 	if warn == nil {
@@ -256,7 +256,7 @@ func unwrapPathError(err error) error {
 
 // readFile reads the config file with viper and returns its values by key
 // name, reporting unknown keys and unreadable files.
-func readFile(path string, errs *Errors) (map[string]fileValue, map[string]CrawlDef) {
+func readFile(path string, errs *Errors) (map[string]fileValue, map[string]CrawlDef, []HostRule) {
 	src := Source{Kind: FromFile, Name: path}
 	ext := strings.ToLower(filepath.Ext(path))
 	known := false
@@ -266,13 +266,13 @@ func readFile(path string, errs *Errors) (map[string]fileValue, map[string]Crawl
 	if !known {
 		errs.add(&Error{Kind: ErrFile, Source: src,
 			Expected: fmt.Sprintf("unsupported extension %q; expected %s", ext, strings.Join(Extensions, ", "))})
-		return nil, nil
+		return nil, nil, nil
 	}
 	v := viper.New()
 	v.SetConfigFile(path)
 	if err := v.ReadInConfig(); err != nil {
 		errs.add(&Error{Kind: ErrFile, Source: src, Expected: "cannot read the config file: " + err.Error()})
-		return nil, nil
+		return nil, nil, nil
 	}
 	lines := map[string]int{}
 	if ext == ".yaml" || ext == ".yml" {
@@ -289,10 +289,18 @@ func readFile(path string, errs *Errors) (map[string]fileValue, map[string]Crawl
 	fileKeys := v.AllKeys()
 	sort.Strings(fileKeys)
 	crawls := readCrawls(fileKeys, v.Get, at, errs)
+	var hosts []HostRule
 	reported := map[string]bool{}
 	for _, fk := range fileKeys {
 		if fk == "crawls" || strings.HasPrefix(fk, "crawls.") {
 			continue // readCrawls
+		}
+		if fk == "crawl.hosts" || strings.HasPrefix(fk, "crawl.hosts.") {
+			if !reported["crawl.hosts"] {
+				reported["crawl.hosts"] = true
+				hosts = readHostRules(v.Get("crawl.hosts"), at("crawl.hosts"), errs)
+			}
+			continue
 		}
 		if _, ok := Lookup(fk); ok {
 			out[fk] = fileValue{raw: v.Get(fk), src: at(fk)}
@@ -324,7 +332,7 @@ func readFile(path string, errs *Errors) (map[string]fileValue, map[string]Crawl
 		}
 		errs.add(x)
 	}
-	return out, crawls
+	return out, crawls, hosts
 }
 
 // ownerKey returns the key whose value contains the dotted path, when the

@@ -337,7 +337,7 @@ var schema = []Key{
 	key("crawl.user_agent", KindString, "drover/1.0",
 		"User-Agent header of the crawl worker", nonEmpty),
 	key("crawl.per_host", KindInt, 2,
-		"concurrent fetches from one host", ints(1, 1000)),
+		"concurrent fetches from one host: on the coordinator (serve, crawl, drover) the fleet's limit, 0 for none; on a worker, when set, a local cap that can only lower the fleet's", ints(0, 1000)),
 	key("crawl.timeout", KindDuration, 30*time.Second,
 		"limit on one fetch, body included", dur(time.Millisecond, time.Hour)),
 	key("crawl.connect_timeout", KindDuration, 10*time.Second,
@@ -345,7 +345,7 @@ var schema = []Key{
 	key("crawl.max_body", KindSize, int64(10<<20),
 		"largest response body read; the rest is discarded", func() (string, func(any) bool) { return sizeIn(1<<10, 1<<40) }),
 	key("crawl.min_delay", KindDuration, time.Second,
-		"least time between two fetches from one host; by default not applied to loopback and private-address hosts, when set applied to all", dur(0, time.Hour)),
+		"least time between two fetches from one host: on the coordinator the fleet's, raised by a robots.txt Crawl-delay; by default not applied to loopback and private-address hosts, when set applied to all; on a worker, when set, a local cap that can only lower the fleet's rate", dur(0, time.Hour)),
 	key("crawl.allow_private", KindBool, false,
 		"let a crawl from a public seed follow links to loopback, private, link-local (cloud metadata), unique-local and CGNAT addresses, which it refuses otherwise; a seed on such an address may always reach them"),
 

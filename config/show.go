@@ -67,7 +67,8 @@ Durations take a unit (250ms, 1s, 5m, 24h); sizes take an optional unit
 		// The defaults are typed by the schema and checked by the tests.
 		return []byte("# error generating the example: " + err.Error() + "\n")
 	}
-	return append(b, fmt.Sprintf(crawlsExample, crawl.DefaultMaxDepth)...)
+	b = append(b, fmt.Sprintf(crawlsExample, crawl.DefaultMaxDepth)...)
+	return append(b, hostsExample...)
 }
 
 // Redacted is how a Secret key's value is shown: a file path as it is,

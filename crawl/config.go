@@ -48,7 +48,8 @@ type Config struct {
 	// MaxBodyBytes is how much of a body is read; the rest is dropped and
 	// Page.Truncated is set.
 	MaxBodyBytes int64 `mapstructure:"max-body-bytes"`
-	// PerHost is the most concurrent fetches to one host (host:port).
+	// PerHost is the most concurrent fetches to one host (host:port); 0
+	// sets no limit (a fleet's coordinator holds the limits: issue 22).
 	PerHost int `mapstructure:"per-host"`
 	// MinDelay is the least time between two fetch starts on one host. A
 	// robots.txt Crawl-delay above it wins, up to MaxCrawlDelay.
@@ -171,8 +172,8 @@ func (c Config) Validate() error {
 		return bad("Timeout", c.Timeout, "a positive duration")
 	case c.MaxBodyBytes <= 0:
 		return bad("MaxBodyBytes", c.MaxBodyBytes, "a positive byte count")
-	case c.PerHost < 1:
-		return bad("PerHost", c.PerHost, "at least 1")
+	case c.PerHost < 0:
+		return bad("PerHost", c.PerHost, "0 (no limit) or more")
 	case c.MinDelay < 0:
 		return bad("MinDelay", c.MinDelay, "zero or a positive duration")
 	case c.MaxCrawlDelay < 0:

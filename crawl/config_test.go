@@ -71,7 +71,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"ConnectTimeout", func(c *Config) { c.ConnectTimeout = 0 }},
 		{"Timeout", func(c *Config) { c.Timeout = -time.Second }},
 		{"MaxBodyBytes", func(c *Config) { c.MaxBodyBytes = 0 }},
-		{"PerHost", func(c *Config) { c.PerHost = 0 }},
+		{"PerHost", func(c *Config) { c.PerHost = -1 }},
 		{"MinDelay", func(c *Config) { c.MinDelay = -1 }},
 		{"MaxCrawlDelay", func(c *Config) { c.MaxCrawlDelay = -1 }},
 		{"RobotsTTL", func(c *Config) { c.RobotsTTL = 0 }},

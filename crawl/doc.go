@@ -58,6 +58,10 @@
 // fetching the page itself would, and is not cached: the next attempt asks
 // again.
 //
-// Politeness is per Fetcher, that is per worker process: a cluster of N
-// workers may send a host N times Config.PerHost concurrent requests.
+// These limits are per Fetcher, that is per worker process. A fleet's
+// politeness is the coordinator's (coord/broker, polite.go): it dispatches
+// a host's jobs within the fleet's limits whatever the number of workers,
+// and a worker's own PerHost and MinDelay, when set, are a local cap that
+// can only lower that rate (drover worker leaves them at 0, no limit,
+// unless --crawl-per-host or --crawl-min-delay is given).
 package crawl

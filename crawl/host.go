@@ -13,7 +13,8 @@ import (
 const pruneFloor = 4096
 
 // hostState is the politeness state of one host: a semaphore of PerHost
-// fetch slots and the earliest time the next fetch may start.
+// fetch slots (nil when PerHost is 0: no limit) and the earliest time the
+// next fetch may start.
 type hostState struct {
 	slots chan struct{}
 	users int // fetches between hostFor and their done; guarded by Fetcher.mu
@@ -34,7 +35,10 @@ func (f *Fetcher) hostFor(name string) *hostState {
 		if len(f.hosts) >= f.pruneHostsAt {
 			f.pruneHosts()
 		}
-		h = &hostState{slots: make(chan struct{}, f.cfg.PerHost)}
+		h = &hostState{}
+		if f.cfg.PerHost > 0 {
+			h.slots = make(chan struct{}, f.cfg.PerHost)
+		}
 		f.hosts[name] = h
 	}
 	h.users++
@@ -81,12 +85,15 @@ func (f *Fetcher) pruneRobots() {
 // returns the function that frees the slot, or ctx's error (holding
 // nothing) when ctx ends first.
 func (h *hostState) acquire(ctx context.Context, clock Clock, delay time.Duration) (release func(), err error) {
-	select {
-	case h.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("no free slot: %w", context.Cause(ctx))
+	release = func() {}
+	if h.slots != nil { // nil: no local limit
+		select {
+		case h.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no free slot: %w", context.Cause(ctx))
+		}
+		release = func() { <-h.slots }
 	}
-	release = func() { <-h.slots }
 
 	h.mu.Lock()
 	now := clock.Now()

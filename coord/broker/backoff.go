@@ -23,7 +23,7 @@ type host struct {
 
 	lane0 lane    // its queued jobs of its first header class
 	more  []*lane // of other classes
-	nq    int     // queued jobs in its lanes
+	nq    int     // queued jobs in its lanes that its limits hold (not free)
 
 	backoff jobList // its jobs in back-off, in the order they entered it
 

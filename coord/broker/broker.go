@@ -411,6 +411,7 @@ func (b *Broker) Submit(now time.Time, spec Spec) JobID {
 	j.spec = spec
 	j.class = c
 	j.host = h
+	j.free = !b.cfg.Politeness.applies(j.spec.Key.Processor)
 	j.created = t
 	j.updated = t
 	j.heldIdx = -1

@@ -83,7 +83,9 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 		}
 		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: &j.spec, Attempt: int(j.attempts), AfterRestore: skipped})
 		b.emit(admin.Event{At: now, Kind: admin.EventJobDispatched, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id})
-		b.dispatched(j.host, t)
+		if !j.free {
+			b.dispatched(j.host, t)
+		}
 		if next == nil || passed {
 			next, passed = b.ready.head, false
 		}

@@ -272,11 +272,13 @@ func checkHost(b *Broker, h *host) error {
 		if j := b.jobs.get(id); j != nil {
 			switch j.state {
 			case Queued:
-				if _, parked := b.budgets[j.spec.Key.Crawler]; !parked || !onParkedList(b, j) {
+				if _, parked := b.budgets[j.spec.Key.Crawler]; !j.free && (!parked || !onParkedList(b, j)) {
 					n++
 				}
 			case Dispatched:
-				inflight++
+				if !j.free {
+					inflight++
+				}
 			}
 		}
 	}
@@ -288,7 +290,7 @@ func checkHost(b *Broker, h *host) error {
 		for j := l.q.head; j != nil; j = j.hnext {
 			switch {
 			case err != nil:
-			case j.state != Queued || j.host != h || j.class != l.class:
+			case j.state != Queued || j.host != h || j.class != l.class || j.free != l.free:
 				err = fmt.Errorf("job %d (%s, host %q) in lane %q/%q", j.id, j.state, j.host.name, h.name, l.class.key)
 			case j.seq <= last:
 				err = fmt.Errorf("lane %q/%q out of order at job %d", h.name, l.class.key, j.id)
@@ -299,10 +301,12 @@ func checkHost(b *Broker, h *host) error {
 		if err == nil && c != l.q.n {
 			err = fmt.Errorf("lane %q/%q length %d, counted %d", h.name, l.class.key, l.q.n, c)
 		}
-		if want := c > 0 && !h.parked; err == nil && l.inRing != want {
+		if want := c > 0 && !l.waits(); err == nil && l.inRing != want {
 			err = fmt.Errorf("lane %q/%q in ring %v, want %v (jobs %d, parked %v)", h.name, l.class.key, l.inRing, want, c, h.parked)
 		}
-		inLanes += c
+		if !l.free {
+			inLanes += c
+		}
 	})
 	switch {
 	case err != nil:
@@ -339,7 +343,7 @@ func checkRings(b *Broker) error {
 	for _, c := range b.classAll {
 		n := 0
 		for l := c.ring.head; l != nil; l = l.next {
-			if !l.inRing || l.class != c || l.q.n == 0 || l.host.parked {
+			if !l.inRing || l.class != c || l.q.n == 0 || l.waits() {
 				return fmt.Errorf("class %q ring holds lane of %q (in ring %v, jobs %d, parked %v)", c.key, l.host.name, l.inRing, l.q.n, l.host.parked)
 			}
 			n++

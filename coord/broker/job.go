@@ -17,6 +17,7 @@ type job struct {
 	hostPos int32   // position in host.ids
 	heldIdx int32   // position in worker.held, -1 when not held
 	state   JobState
+	free    bool // its processor is not one politeness applies to (Politeness.Processor)
 	// unrec: restored, and attempt attempts+1 may have been dispatched
 	// before the restart without being recorded (unrecorded.go).
 	unrec bool

@@ -37,7 +37,10 @@ func TestModel(t *testing.T) {
 var (
 	modelCrawlers = []string{"c1", "c2", "C3"}
 	modelHosts    = []string{"a.test", "b.test", "c.test", "www.a.test"}
-	modelJobHdrs  = []map[string]string{
+	// Politeness applies to processor p only, in some runs
+	// (modelPoliteness): q jobs are free of the hosts' limits.
+	modelProcessors = []string{"p", "p", "p", "q"}
+	modelJobHdrs    = []map[string]string{
 		nil, nil, nil,
 		{"hwgroup": "gpu"},
 		{"hwgroup": "gpu|cpu"},
@@ -66,6 +69,9 @@ func modelPoliteness(r *rand.Rand) Politeness {
 		return Politeness{Default: Limits{MinDelay: time.Duration(1+r.IntN(90)) * time.Second}}
 	case 3:
 		return Politeness{Default: Limits{PerHost: 1 + r.IntN(3), MinDelay: time.Duration(1+r.IntN(90)) * time.Second}}
+	}
+	if r.IntN(2) == 0 {
+		return Politeness{Default: Limits{PerHost: 1, MinDelay: 30 * time.Second}, Processor: "p"}
 	}
 	return Politeness{Default: Limits{PerHost: 3}, Rules: []HostRule{
 		{Pattern: "a.test", Limits: Limits{PerHost: 1, MinDelay: 20 * time.Second}},
@@ -148,7 +154,7 @@ func (m *model) step() (string, error) {
 	switch op := r.IntN(100); {
 	case op < 22:
 		u := fmt.Sprintf("http://%s/%d", modelHosts[r.IntN(len(modelHosts))], r.IntN(1000))
-		key := id.Key{Crawler: modelCrawlers[r.IntN(len(modelCrawlers))], Processor: "p", URL: u}
+		key := id.Key{Crawler: modelCrawlers[r.IntN(len(modelCrawlers))], Processor: modelProcessors[r.IntN(len(modelProcessors))], URL: u}
 		b.Submit(m.now, Spec{Key: key, FP: key.Fingerprint(), Host: hostOf(u), Headers: modelJobHdrs[r.IntN(len(modelJobHdrs))]})
 		return "submit", nil
 	case op < 30:
@@ -312,7 +318,7 @@ func (m *model) dispatch() error {
 				continue
 			}
 			for jid := range queued {
-				if j := b.jobs.get(jid); Match(j.spec.Headers, w.headers) && j.host.eligible(ns(m.now)) {
+				if j := b.jobs.get(jid); Match(j.spec.Headers, w.headers) && (j.free || j.host.eligible(ns(m.now))) {
 					return fmt.Errorf("job %d left queued while worker %q with a free slot matches", jid, w.id)
 				}
 			}
@@ -346,8 +352,9 @@ func (m *model) expectDispatch() ([]string, error) {
 		free[w] = w.free()
 	}
 	type laneKey struct {
-		h *host
-		c *class
+		h    *host
+		c    *class
+		free bool
 	}
 	lanes := map[laneKey][]*job{}
 	inflight := map[*host]int{}
@@ -356,9 +363,9 @@ func (m *model) expectDispatch() ([]string, error) {
 		switch {
 		case j == nil:
 		case j.state == Queued:
-			k := laneKey{j.host, j.class}
+			k := laneKey{j.host, j.class, j.free}
 			lanes[k] = append(lanes[k], j)
-		case j.state == Dispatched:
+		case j.state == Dispatched && !j.free:
 			inflight[j.host]++
 		}
 	}
@@ -372,10 +379,10 @@ func (m *model) expectDispatch() ([]string, error) {
 	rings := map[*class][]laneKey{}
 	for _, c := range b.classAll {
 		for l := c.ring.head; l != nil; l = l.next {
-			rings[c] = append(rings[c], laneKey{l.host, c})
+			rings[c] = append(rings[c], laneKey{l.host, c, l.free})
 		}
 		for k, js := range lanes {
-			want := k.c == c && len(js) > 0 && eligible(k.h)
+			want := k.c == c && len(js) > 0 && (k.free || eligible(k.h))
 			if got := slices.Contains(rings[c], k); got != want {
 				return nil, fmt.Errorf("lane %q/%q in ring %v, want %v (jobs %d, in flight %d of %d, next in %v)",
 					k.h.name, c.key, got, want, len(js), inflight[k.h], k.h.cap, time.Duration(k.h.next-t))
@@ -417,13 +424,15 @@ func (m *model) expectDispatch() ([]string, error) {
 				r = append(r, k)
 			}
 			rings[k.c] = r
-			inflight[k.h]++
-			if g := k.h.gap(); g > 0 {
-				next[k.h] = t + g
-			}
-			if !eligible(k.h) {
-				for c, r := range rings {
-					rings[c] = slices.DeleteFunc(r, func(x laneKey) bool { return x.h == k.h })
+			if !k.free {
+				inflight[k.h]++
+				if g := k.h.gap(); g > 0 {
+					next[k.h] = t + g
+				}
+				if !eligible(k.h) {
+					for c, r := range rings {
+						rings[c] = slices.DeleteFunc(r, func(x laneKey) bool { return x.h == k.h && !x.free })
+					}
 				}
 			}
 			out = append(out, fmt.Sprintf("%d->%s", j.id, w.id))

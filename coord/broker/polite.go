@@ -111,15 +111,24 @@ type Politeness struct {
 	// Rules override Default for the hosts they match; the first match
 	// wins.
 	Rules []HostRule
-	// ExemptLocal exempts local hosts (localhost, *.localhost, loopback,
-	// private and link-local IP literals) from Default: a local site is
-	// the user's own. Rules still apply to them. For defaults only: an
-	// explicit setting applies to every host.
-	ExemptLocal bool
+	// Local, when set, applies instead of Default to local hosts
+	// (localhost, *.localhost, loopback, private and link-local IP
+	// literals: IsLocalHost) no rule matches: a local site is the user's
+	// own, so a default delay need not apply to it. An explicit setting
+	// applies to every host: leave Local nil then.
+	Local *Limits
 	// MaxCrawlDelay caps a robots.txt Crawl-delay reported for a host
 	// (SetCrawlDelay). Default 30 s.
 	MaxCrawlDelay time.Duration
+	// Processor, when set, limits politeness to the jobs of that
+	// processor (the crawl handler's, "fetch"): other jobs of a host (an
+	// --exec queue) neither wait for its limits nor count against them.
+	// Empty: every job.
+	Processor string
 }
+
+// applies reports whether politeness applies to jobs of processor p.
+func (p Politeness) applies(proc string) bool { return p.Processor == "" || p.Processor == proc }
 
 // DefaultMaxCrawlDelay is Politeness.MaxCrawlDelay's default.
 const DefaultMaxCrawlDelay = 30 * time.Second
@@ -131,8 +140,8 @@ func (p Politeness) For(host string) Limits {
 			return r.Limits
 		}
 	}
-	if p.ExemptLocal && IsLocalHost(host) {
-		return Limits{}
+	if p.Local != nil && IsLocalHost(host) {
+		return *p.Local
 	}
 	return p.Default
 }
@@ -169,6 +178,9 @@ func (p *Politeness) validate() error {
 		}
 	}
 	check("Politeness.Default", p.Default)
+	if p.Local != nil {
+		check("Politeness.Local", *p.Local)
+	}
 	for i, r := range p.Rules {
 		if err := ValidPattern(r.Pattern); err != nil {
 			errs = append(errs, fmt.Errorf("broker config Politeness.Rules[%d]: %w", i, err))
@@ -201,14 +213,20 @@ func ValidPattern(p string) error {
 
 // lane is the queued jobs of one host in one header class, FIFO through
 // job.hprev/hnext. It sits in its class's ring while it holds jobs and its
-// host is eligible.
+// host is eligible. A free lane holds the host's jobs politeness does not
+// apply to (Politeness.Processor): it stays in its ring while it holds
+// jobs, whatever the host's limits.
 type lane struct {
 	host       *host
 	class      *class
 	q          hostList
 	prev, next *lane // ring
 	inRing     bool
+	free       bool
 }
+
+// waits reports whether the lane is held back by its host's limits now.
+func (l *lane) waits() bool { return l.host.parked && !l.free }
 
 // ring is a class's round-robin of lanes that can give a job now.
 type ring struct {
@@ -245,21 +263,21 @@ func (r *ring) remove(l *lane) {
 	r.n--
 }
 
-// laneFor returns h's lane for class c, creating it.
-func (h *host) laneFor(c *class) *lane {
-	if h.lane0.class == c {
+// laneFor returns h's lane for class c (free or not), creating it.
+func (h *host) laneFor(c *class, free bool) *lane {
+	if h.lane0.class == c && h.lane0.free == free {
 		return &h.lane0
 	}
 	if h.lane0.class == nil {
-		h.lane0 = lane{host: h, class: c}
+		h.lane0 = lane{host: h, class: c, free: free}
 		return &h.lane0
 	}
 	for _, l := range h.more {
-		if l.class == c {
+		if l.class == c && l.free == free {
 			return l
 		}
 	}
-	l := &lane{host: h, class: c}
+	l := &lane{host: h, class: c, free: free}
 	h.more = append(h.more, l)
 	return l
 }
@@ -279,8 +297,14 @@ func (h *host) eachLane(f func(*lane)) {
 // queue); the lane enters its ring if the host is eligible.
 func (b *Broker) laneAdd(j *job, t int64) {
 	h := j.host
-	l := h.laneFor(j.class)
+	l := h.laneFor(j.class, j.free)
 	l.q.push(j)
+	if j.free {
+		if !l.inRing {
+			l.class.ring.push(l)
+		}
+		return
+	}
 	h.nq++
 	if h.parked {
 		b.polite++
@@ -299,15 +323,18 @@ func (b *Broker) laneAdd(j *job, t int64) {
 // laneRemove takes a queued job out of its lane.
 func (b *Broker) laneRemove(j *job) {
 	h := j.host
-	l := h.laneFor(j.class)
+	l := h.laneFor(j.class, j.free)
 	l.q.remove(j)
+	if l.q.n == 0 && l.inRing {
+		l.class.ring.remove(l)
+	}
+	if j.free {
+		return
+	}
 	h.nq--
 	if h.parked {
 		b.polite--
 		b.syncWaiting(h)
-	}
-	if l.q.n == 0 && l.inRing {
-		l.class.ring.remove(l)
 	}
 	if h.nq == 0 {
 		h.waitShown = false
@@ -336,7 +363,7 @@ func (b *Broker) refresh(h *host, t int64) {
 		h.parked = true
 		b.polite += h.nq
 		h.eachLane(func(l *lane) {
-			if l.inRing {
+			if l.inRing && !l.free {
 				l.class.ring.remove(l)
 			}
 		})

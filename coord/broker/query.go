@@ -304,7 +304,7 @@ func (b *Broker) reason(j *job) string {
 		if b.paused {
 			return "paused"
 		}
-		if j.host.parked {
+		if j.host.parked && !j.free {
 			return b.politeWhy(j.host)
 		}
 	case Backoff:

@@ -181,6 +181,7 @@ func (b *Broker) Restore(r *JobRecord) error {
 	j.spec = Spec{Key: r.Key, FP: r.FP, Host: r.Host, Headers: c.headers, Payload: r.Payload}
 	j.class = c
 	j.host = h
+	j.free = !b.cfg.Politeness.applies(j.spec.Key.Processor)
 	j.created = ns(r.Created)
 	j.updated = ns(r.Updated)
 	j.heldIdx = -1

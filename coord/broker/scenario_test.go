@@ -142,8 +142,10 @@ func (s *script) run(cmd string) string {
 				cfg.Politeness.Default.PerHost = int(num(v))
 			case "min-delay":
 				cfg.Politeness.Default.MinDelay = dur(v)
-			case "exempt-local":
-				cfg.Politeness.ExemptLocal = v == "true"
+			case "processor":
+				cfg.Politeness.Processor = v
+			case "local-per-host":
+				cfg.Politeness.Local = &Limits{PerHost: int(num(v))}
 			case "rules":
 				// pattern:cap:delay,...
 				for r := range strings.SplitSeq(v, ",") {
@@ -184,10 +186,15 @@ func (s *script) run(cmd string) string {
 	case "submit":
 		for _, u := range pos {
 			hdr := map[string]string{}
+			proc := "p"
 			for k, v := range kv {
+				if k == "proc" {
+					proc = v
+					continue
+				}
 				hdr[k] = v
 			}
-			key := id.Key{Crawler: "c", Processor: "p", URL: u}
+			key := id.Key{Crawler: "c", Processor: proc, URL: u}
 			j := s.b.Submit(s.now, Spec{Key: key, FP: key.Fingerprint(), Host: hostOf(u), Headers: hdr})
 			say("job %d", j)
 		}

@@ -215,6 +215,9 @@ func (b *Broker) hold(w *worker, j *job, t int64) {
 	b.reorder(j, sortWorker, func() { j.worker = w })
 	j.heldIdx = int32(len(w.held))
 	w.held = append(w.held, j)
+	if j.free {
+		return
+	}
 	h := j.host
 	h.inflight++
 	if !h.parked && h.cap > 0 && h.inflight >= h.cap {
@@ -233,6 +236,9 @@ func (b *Broker) release(j *job, t int64) {
 	w.held = w.held[:last]
 	b.reorder(j, sortWorker, func() { j.worker = nil })
 	j.heldIdx = -1
+	if j.free {
+		return
+	}
 	h := j.host
 	h.inflight--
 	if h.parked {
