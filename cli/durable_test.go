@@ -140,7 +140,8 @@ func TestServeStoreKilledTwice(t *testing.T) {
 	eps := freeEndpoints(t, 3)
 	peers, adminEP, events := eps[0], eps[1], eps[2]
 	serveArgs := []string{"serve", "--store", storeDir, "--store-sync", "batch",
-		"--bind", peers, "--admin", adminEP, "--events", events, "--heartbeat-interval", "250ms"}
+		"--bind", peers, "--admin", adminEP, "--events", events, "--heartbeat-interval", "250ms",
+		"--crawl-per-host", "0", "--crawl-min-delay", "0"} // an --exec queue on one host: no crawl politeness
 	serve := func() *exec.Cmd {
 		cmd, out := start(t, serveArgs...)
 		t.Cleanup(func() {

@@ -19,9 +19,12 @@ import (
 //
 //   - A host has a concurrency cap (at most PerHost of its jobs dispatched
 //     at once; 0 = no cap) and an interval (at least MinDelay between two
-//     of its dispatches, raised by a robots.txt Crawl-delay a worker
-//     reported; 0 = none). A host under its cap and past its interval is
-//     eligible.
+//     of its dispatches, and from the end of one of its jobs to the next
+//     dispatch, raised by a robots.txt Crawl-delay a worker reported; 0 =
+//     none). A host under its cap and past its interval is eligible. The
+//     interval runs from ends too because a job reaches its worker a
+//     moment after its dispatch: with a cap of 1, the site then sees its
+//     requests start at least the interval apart whatever that moment.
 //   - Queued jobs wait in lanes: one FIFO per (host, header class). Each
 //     class keeps a ring of the lanes whose host is eligible and that hold
 //     jobs. A worker takes the head job of the front lane of the class
