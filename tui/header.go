@@ -97,6 +97,9 @@ func (m *model) header() []string {
 		count("backoff", t.Backoff, s.Warn), count("done", t.Done, s.OK),
 		count("failed", t.Failed, s.Error), count("unroutable", t.Unroutable, s.Warn),
 	}, "  ")
+	if t.Polite > 0 { // queued jobs their hosts' politeness limits hold back
+		l2 += "  " + count("polite", t.Polite, s.Info)
+	}
 	rate := "-"
 	if len(m.coord.rates) > 0 {
 		rate = common.Rate(m.coord.rates[len(m.coord.rates)-1])

@@ -267,6 +267,13 @@ func (m *model) hostsView(h int) []string {
 		line := "  " + s.Warn.Render("↻ "+common.Sanitize(hr.Host)) + s.Muted.Render("  until ") + clockTime(hr.Until) +
 			" (" + common.Until(now, hr.Until) + ")" + s.Muted.Render("  throttles ") + itoa(hr.Throttles) +
 			s.Muted.Render("  jobs held ") + itoa(hr.Jobs)
+		if hr.Polite { // held by its politeness limits, not a back-off
+			line = "  " + s.Info.Render("⏸ "+common.Sanitize(hr.Host)) + s.Muted.Render("  polite: ") + common.Sanitize(hr.Limit) +
+				s.Muted.Render("  in flight ") + itoa(hr.InFlight) + s.Muted.Render("  jobs held ") + itoa(hr.Jobs)
+			if !hr.Until.IsZero() {
+				line += s.Muted.Render("  next ") + clockTime(hr.Until)
+			}
+		}
 		if crawlJobs != nil {
 			line += s.Muted.Render(" (of the crawl ") + itoa(crawlJobs[i]) + s.Muted.Render(")")
 		}
