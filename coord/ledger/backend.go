@@ -14,6 +14,8 @@ import (
 // coordinators. The rules are the package comment's; the scenario files
 // in testdata are run against every implementation.
 type Backend interface {
+	// Request, RequestBatch, Queue, QueueBatch, Done, DoneBatch, Requeue,
+	// Release and Tick are the transitions, as on *Ledger.
 	Request(now time.Time, s id.Session, reqID uint64, k id.Key, fp id.Fingerprint) (Verdict, Reason)
 	RequestBatch(now time.Time, s id.Session, reqID uint64, items []Item, dst []Result) []Result
 	Queue(now time.Time, s id.Session, fp id.Fingerprint) (Verdict, Reason)
@@ -23,14 +25,18 @@ type Backend interface {
 	Requeue(now time.Time, k id.Key, fp id.Fingerprint)
 	Release(now time.Time, s id.Session)
 	Tick(now time.Time)
+	// NextDeadline is the earliest lease deadline: the caller's poll timeout.
 	NextDeadline() (time.Time, bool)
 
+	// Lookup, Waiters, Counts, Requested and Queued read the table.
 	Lookup(now time.Time, fp id.Fingerprint) (Record, bool)
 	Waiters(fp id.Fingerprint) []Waiter
 	Counts() Counts
 	Requested(offset, limit int) []Record
 	Queued(offset, limit int) []Record
 
+	// TakeAnswers, TakeEvents and TakeWrites hand over what the
+	// transitions produced; Restore rebuilds (or imports) a record.
 	TakeAnswers(dst []Answer) []Answer
 	TakeEvents(dst []Event) []Event
 	TakeWrites(dst []Write) []Write

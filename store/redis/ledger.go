@@ -101,7 +101,7 @@ type Ledger struct {
 	answers []ledger.Answer
 	events  []ledger.Event
 	writes  []ledger.Write
-	retry   []pending // idempotent calls the store did not take, retried first
+	retry   []call // idempotent calls the store did not take, retried first
 	err     error
 
 	inbox    *inbox    // answers other coordinators sent this one; nil without Heartbeat
@@ -115,13 +115,6 @@ type Ledger struct {
 	// Rejoined counts the times this coordinator found itself swept as
 	// dead (it had paused longer than three heartbeats) and joined again.
 	Rejoined int
-}
-
-// pending is a call to send again: its host and script arguments.
-type pending struct {
-	host string
-	keys []string
-	args []any
 }
 
 // Open connects to the cluster at t, takes an incarnation number for this
@@ -361,7 +354,6 @@ func (l *Ledger) apply(host string, v any) ([]ledger.Result, error) {
 	}
 	var res []ledger.Result
 	deadline := int64(-1)
-	sweep := false
 	for i := 0; i < len(s); {
 		need := map[string]int{"R": 3, "A": 6, "E": 5, "W": 8, "D": 2, "S": 2}[s[i]]
 		if need == 0 || i+need > len(s) {
@@ -408,15 +400,13 @@ func (l *Ledger) apply(host string, v any) ([]ledger.Result, error) {
 		case "D":
 			deadline, _ = strconv.ParseInt(f[1], 10, 64)
 		case "S":
-			sweep = f[1] != "0"
-			if sweep {
+			if f[1] != "0" {
 				l.sweeping[host] = struct{}{}
 			} else {
 				delete(l.sweeping, host)
 			}
 		}
 	}
-	_ = sweep
 	l.leases.set(host, deadline)
 	return res, nil
 }

@@ -223,7 +223,7 @@ func (l *Ledger) execRetrying(calls []call) {
 	}
 	for i, c := range calls {
 		if res[i] == nil {
-			l.retry = append(l.retry, pending{c.host, c.keys, c.args})
+			l.retry = append(l.retry, c)
 		}
 	}
 }
@@ -233,10 +233,7 @@ func (l *Ledger) flushRetry() {
 	if len(l.retry) == 0 {
 		return
 	}
-	calls := make([]call, len(l.retry))
-	for i, p := range l.retry {
-		calls[i] = call{p.host, p.keys, p.args}
-	}
+	calls := l.retry
 	l.retry = nil
 	l.execRetrying(calls)
 }

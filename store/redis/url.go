@@ -24,7 +24,7 @@ func ParseURL(raw string) (Target, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	switch {
 	case !ok:
-		return t, fmt.Errorf("store URL %q: want redis://HOST:PORT[,HOST:PORT...] or rediss://...", redact(raw))
+		return t, fmt.Errorf("store URL %q: want redis://HOST:PORT[,HOST:PORT...] or the same with rediss", redact(raw))
 	case scheme == "redis":
 	case scheme == "rediss":
 		t.TLS = true
