@@ -17,11 +17,11 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		return
 	}
 	now := s.now()
-	cs, known := s.cons[string(ident)]
+	cs, known := s.sess.cons[string(ident)]
 	e, listed := s.entryOf(user)
 	if !listed {
 		if known {
-			delete(s.cons, string(ident))
+			delete(s.sess.cons, string(ident))
 		}
 		s.revokedMessage(onAdmin, ident, m.RequestID(), user)
 		return
@@ -42,10 +42,10 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		}
 		beat = min(max(beat, cfg.MinHeartbeat), cfg.MaxHeartbeat)
 		cs = &console{ident: append([]byte(nil), ident...), key: user, readOnly: h.ReadOnly || e.Role != auth.Operator, beat: beat, lastSeen: now, lastSent: now}
-		s.cons[string(ident)] = cs
-		s.next++ // consoles are numbered from the same sequence as peers, for logs
+		s.sess.cons[string(ident)] = cs
+		s.sess.next++ // consoles are numbered from the same sequence as peers, for logs
 		s.send(s.admin, cs.ident, &wire.Welcome{
-			Req: h.Req, Session: uint64(s.next), Heartbeat: beat, Liveness: uint16(cfg.Liveness), Server: s.opts.Server,
+			Req: h.Req, Session: uint64(s.sess.next), Heartbeat: beat, Liveness: uint16(cfg.Liveness), Server: s.opts.Server,
 			Limits: wire.Limits{MaxBody: wire.MaxBody, MaxBatch: wire.MaxBatch, MaxPayload: wire.MaxPayload},
 		})
 		s.log.Info("console attached", "id", h.ID, "host", h.Host, "read_only", h.ReadOnly)
@@ -70,7 +70,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 	switch m := m.(type) {
 	case *wire.Heartbeat:
 	case *wire.Disconnect:
-		delete(s.cons, string(ident))
+		delete(s.sess.cons, string(ident))
 	case *wire.Status:
 		t := s.totals(now)
 		s.send(s.admin, cs.ident, &wire.Totals{Req: m.Req, Totals: t})
@@ -129,7 +129,7 @@ func (s *Server) notifyConsoles(now time.Time) {
 	}
 	s.dirty = false
 	s.lastChanged = now
-	for _, cs := range s.cons {
+	for _, cs := range s.sess.cons {
 		if s.send(s.admin, cs.ident, &wire.Changed{}) {
 			cs.lastSent = now
 		}

@@ -158,7 +158,7 @@ func (s *Server) recheckKeys(now time.Time) {
 		return
 	}
 	var ended []id.Session
-	for sid, p := range s.peer {
+	for sid, p := range s.sess.peer {
 		if p.key == "" {
 			continue
 		}
@@ -168,13 +168,13 @@ func (s *Server) recheckKeys(now time.Time) {
 		ended = append(ended, sid)
 	}
 	for _, sid := range ended {
-		p := s.peer[sid]
+		p := s.sess.peer[sid]
 		s.log.Warn("session ended: its key is no longer authorised", "session", sid, "id", p.id, "key", p.key)
 		s.send(s.peers, p.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
 		s.c.Disconnect(now, sid)
 		s.forget(sid)
 	}
-	for ident, cs := range s.cons {
+	for ident, cs := range s.sess.cons {
 		if cs.key == "" {
 			continue
 		}
@@ -183,7 +183,7 @@ func (s *Server) recheckKeys(now time.Time) {
 		}
 		s.log.Warn("console detached: its key is no longer authorised", "key", cs.key)
 		s.send(s.admin, cs.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
-		delete(s.cons, ident)
+		delete(s.sess.cons, ident)
 	}
 	s.dirty = true
 }
@@ -198,13 +198,13 @@ type ownerKey struct {
 // claim checks that a HELLO's (role, id) is not held by a live session
 // with another key: an id belongs to the key that holds it.
 func (s *Server) claim(role wire.Role, peerID, key string) (id.Session, bool) {
-	sid, ok := s.owners[ownerKey{role, peerID}]
+	sid, ok := s.sess.owners[ownerKey{role, peerID}]
 	if !ok {
 		return 0, true
 	}
-	p, live := s.peer[sid]
+	p, live := s.sess.peer[sid]
 	if !live {
-		delete(s.owners, ownerKey{role, peerID})
+		delete(s.sess.owners, ownerKey{role, peerID})
 		return 0, true
 	}
 	return sid, p.key == key

@@ -229,7 +229,7 @@ func (s *Server) deliver(now time.Time, h *held) {
 	case heldJob:
 		s.sendJob(now, h.sid, h.msg)
 	case heldOther:
-		if p, ok := s.peer[h.sid]; ok && s.send(s.peers, p.ident, h.msg) {
+		if p, ok := s.sess.peer[h.sid]; ok && s.send(s.peers, p.ident, h.msg) {
 			p.lastSent = now
 		}
 	case heldEvent:

@@ -37,7 +37,7 @@ func (s *Server) flush(now time.Time) {
 	}
 	s.persist(out.Writes) // the step's held messages wait for it
 	for _, cl := range out.Closes {
-		p, ok := s.peer[cl.Session]
+		p, ok := s.sess.peer[cl.Session]
 		if !ok {
 			continue
 		}
@@ -117,7 +117,7 @@ func (s *Server) answers(as []coord.Answer) {
 
 func (s *Server) answerGroup(as []coord.Answer) {
 	a0 := as[0]
-	p, ok := s.peer[a0.Session]
+	p, ok := s.sess.peer[a0.Session]
 	if !ok || a0.ReqID == 0 {
 		return // the session is gone, or nobody asked (links of a result)
 	}
@@ -188,7 +188,7 @@ type jobBatch struct {
 // JOB held for the store) is not sent anything: its jobs went back to the
 // queue when it ended, and this attempt never left.
 func (s *Server) sendJob(now time.Time, sid id.Session, m wire.Message) {
-	p, ok := s.peer[sid]
+	p, ok := s.sess.peer[sid]
 	if !ok {
 		if s.dur == nil {
 			s.undeliverable(now, sid)
@@ -240,7 +240,7 @@ func (s *Server) heartbeats(now time.Time) {
 		return
 	}
 	s.lastBeatScan = now
-	for _, p := range s.peer {
+	for _, p := range s.sess.peer {
 		if now.Sub(p.lastSent) >= p.beat {
 			if s.send(s.peers, p.ident, &wire.Heartbeat{}) {
 				p.lastSent = now
@@ -248,9 +248,9 @@ func (s *Server) heartbeats(now time.Time) {
 		}
 	}
 	liveness := time.Duration(s.c.Config().Liveness)
-	for k, cs := range s.cons {
+	for k, cs := range s.sess.cons {
 		if now.Sub(cs.lastSeen) > cs.beat*liveness {
-			delete(s.cons, k)
+			delete(s.sess.cons, k)
 			continue
 		}
 		if now.Sub(cs.lastSent) >= cs.beat {
@@ -274,7 +274,7 @@ func (s *Server) cancel(now time.Time, cs []coord.Cancel) {
 			msg.Runs = append(msg.Runs, toWireRun(c.Run))
 		}
 		if !s.cancelWaits(msg) || !s.hold(held{kind: heldOther, sid: cs[i].Session, msg: msg}) {
-			if p, ok := s.peer[cs[i].Session]; ok && s.send(s.peers, p.ident, msg) {
+			if p, ok := s.sess.peer[cs[i].Session]; ok && s.send(s.peers, p.ident, msg) {
 				p.lastSent = now
 			}
 		}

@@ -102,7 +102,7 @@ func (s *Server) onPeer(frames [][]byte, user string) {
 // CURVE).
 func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 	now := s.now()
-	sid, known := s.ident[string(ident)]
+	sid, known := s.sess.ident[string(ident)]
 	e, listed := s.entryOf(user)
 	if !listed {
 		if known {
@@ -139,7 +139,7 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 	if !s.lookupDone(ident, m) { // donelookup.go: evicted done keys back from the store
 		return
 	}
-	p := s.peer[sid]
+	p := s.sess.peer[sid]
 	switch m := m.(type) {
 	case *wire.Heartbeat:
 	case *wire.Disconnect:
@@ -192,14 +192,14 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 		s.reject(onPeers, ident, h.Req, wire.CodeConflict, "%s id %q is held by a live session of another key", h.Role, h.ID)
 		return
 	}
-	if old, ok := s.ident[string(ident)]; ok {
+	if old, ok := s.sess.ident[string(ident)]; ok {
 		// The same connection says HELLO again: the old session ends
 		// cleanly; a worker's held jobs are reconciled by the new HELLO.
 		s.c.Disconnect(now, old)
 		s.forget(old)
 	}
-	s.next++
-	sid := s.next
+	s.sess.next++
+	sid := s.sess.next
 	held := make([]broker.Run, len(h.Held))
 	for i, r := range h.Held {
 		held[i] = broker.Run{Job: broker.JobID(r.JobID), Attempt: int(r.Attempt)}
@@ -213,9 +213,9 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 		return
 	}
 	p := &peer{s: sid, ident: append([]byte(nil), ident...), id: h.ID, key: key, role: h.Role, beat: wel.Heartbeat, lastSent: now}
-	s.ident[string(ident)] = sid
-	s.peer[sid] = p
-	s.owners[ownerKey{h.Role, h.ID}] = sid
+	s.sess.ident[string(ident)] = sid
+	s.sess.peer[sid] = p
+	s.sess.owners[ownerKey{h.Role, h.ID}] = sid
 	s.send(s.peers, p.ident, &wire.Welcome{
 		Req: h.Req, Session: uint64(sid), Heartbeat: wel.Heartbeat, Liveness: uint16(wel.Liveness),
 		Slots: h.Slots, Server: s.opts.Server, Cancel: toWireRuns(wel.Cancel),
@@ -241,14 +241,14 @@ func toWireRun(r broker.Run) wire.Run {
 
 // forget drops the transport's record of a session.
 func (s *Server) forget(sid id.Session) {
-	if p, ok := s.peer[sid]; ok {
-		if s.ident[string(p.ident)] == sid {
-			delete(s.ident, string(p.ident))
+	if p, ok := s.sess.peer[sid]; ok {
+		if s.sess.ident[string(p.ident)] == sid {
+			delete(s.sess.ident, string(p.ident))
 		}
-		if s.owners[ownerKey{p.role, p.id}] == sid {
-			delete(s.owners, ownerKey{p.role, p.id})
+		if s.sess.owners[ownerKey{p.role, p.id}] == sid {
+			delete(s.sess.owners, ownerKey{p.role, p.id})
 		}
-		delete(s.peer, sid)
+		delete(s.sess.peer, sid)
 	}
 }
 

@@ -122,12 +122,11 @@ type Server struct {
 	peersEP, adminEP string
 
 	enc    wire.Encoder
-	ident  map[string]id.Session // routing id -> session
-	inputs []*input              // the sockets the reactor reads (inputs.go)
-	hub    *pipe.Hub             // in-process peers on the inproc peers endpoint
-	wake   chan struct{}         // the inputs' watches and the hub ring it (inputs.go)
-	gather gatherer              // lets messages gather under load (gather.go)
-	taken  []pipe.Msg            // scratch for drainHub
+	inputs []*input      // the sockets the reactor reads (inputs.go)
+	hub    *pipe.Hub     // in-process peers on the inproc peers endpoint
+	wake   chan struct{} // the inputs' watches and the hub ring it (inputs.go)
+	gather gatherer      // lets messages gather under load (gather.go)
+	taken  []pipe.Msg    // scratch for drainHub
 	// scratch for result: reused, cleared after each use
 	scratch struct {
 		results  []coord.Result
@@ -140,9 +139,7 @@ type Server struct {
 	// reactor mirrors the step counters for ReactorStats (metrics read
 	// them while the reactor runs).
 	reactor struct{ steps, messages, gathered atomic.Uint64 }
-	peer    map[id.Session]*peer
-	cons    map[string]*console // admin routing id -> console session
-	next    id.Session
+	sess    sessions // who is connected (sessions.go)
 
 	lastChanged  time.Time
 	lastBeatScan time.Time
@@ -154,9 +151,8 @@ type Server struct {
 	stats Stats
 	ready atomic.Bool
 
-	auth   *authState              // nil without Options.Auth (auth.go)
-	seq    uint64                  // this server's number in the process (endpoint and ZAP domain names)
-	owners map[ownerKey]id.Session // the live session holding each peer id (auth.go)
+	auth *authState // nil without Options.Auth (auth.go)
+	seq  uint64     // this server's number in the process (endpoint and ZAP domain names)
 
 	memo     submitMemo             // accepted submits by producer and request (submitmemo.go)
 	strs     interner               // short strings jobs repeat, one copy each (compact.go)
@@ -234,12 +230,10 @@ func New(opts Options) (*Server, error) {
 		log:    opts.Log,
 		now:    opts.Clock.Now,
 		c:      c,
-		ident:  make(map[string]id.Session),
-		peer:   make(map[id.Session]*peer),
-		cons:   make(map[string]*console),
-		ev:     events{subs: make(map[string]bool)},
-		owners: make(map[ownerKey]id.Session),
-		seq:    inprocSeq.Add(1),
+		sess: sessions{ident: make(map[string]id.Session), peer: make(map[id.Session]*peer),
+			cons: make(map[string]*console), owners: make(map[ownerKey]id.Session)},
+		ev:  events{subs: make(map[string]bool)},
+		seq: inprocSeq.Add(1),
 
 		batches: make(map[jobBatch]*wire.Job),
 	}
@@ -506,13 +500,13 @@ func (s *Server) shutdown() error {
 	// What was acknowledged goes out before the DISCONNECTs.
 	serr := s.settle(time.Now().Add(5 * time.Second))
 	now := s.now()
-	s.log.Info("shutting down", "sessions", len(s.peer), "consoles", len(s.cons))
-	told := len(s.peer) + len(s.cons)
-	for _, p := range s.peer {
+	s.log.Info("shutting down", "sessions", len(s.sess.peer), "consoles", len(s.sess.cons))
+	told := len(s.sess.peer) + len(s.sess.cons)
+	for _, p := range s.sess.peer {
 		s.send(s.peers, p.ident, disconnect(coord.CloseShutdown))
 		s.c.Disconnect(now, p.s)
 	}
-	for _, cs := range s.cons {
+	for _, cs := range s.sess.cons {
 		s.send(s.admin, cs.ident, disconnect(coord.CloseShutdown))
 	}
 	out := s.c.Ready(now)
