@@ -26,7 +26,7 @@ demo: build
 
 ## test: the whole suite with the race detector (this is what CI runs).
 test: deps-test
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 ## soak: the crash soak (real serve, workers, producer; worker and coordinator
 ## SIGKILLs, a SIGSTOP) at full length, minutes; `make test` runs a short one.
