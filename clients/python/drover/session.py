@@ -31,12 +31,19 @@ class DroverError(Exception):
         self.code, self.message = code, message
 
 
+# ERROR codes after which a request goes again (section 7: 429 slow down, 500 internal, 503
+# unavailable), after a heartbeat interval doubling per try, at most RETRY_TRIES times.
+RETRY_CODES = frozenset((drv.CODE_SLOW_DOWN, drv.CODE_INTERNAL, drv.CODE_UNAVAILABLE))
+RETRY_TRIES = 6
+
+
 class _Call:
     """A request waiting for its reply (and, for waits, its later replies)."""
 
-    def __init__(self, command, fields, future, settle):
+    def __init__(self, command, fields, future, settle, tries=0):
         self.command, self.fields, self.future, self.settle = command, fields, future, settle
         self.items = None  # the reply's items, updated by later replies
+        self.tries = tries  # times it was answered 429, 500 or 503
 
 
 class Session:
@@ -47,7 +54,9 @@ class Session:
     CANCEL) on the I/O thread; ``on_welcome(fields)`` each WELCOME;
     ``held()`` the job ids to announce in HELLO. After a WELCOME, every call
     not yet answered is sent again (a RESULT without the jobs WELCOME
-    cancelled).
+    cancelled). A call answered ERROR 429, 500 or 503 goes again after a
+    heartbeat interval, doubling (up to 32 s), at most RETRY_TRIES times;
+    other ERRORs fail its Future with :class:`DroverError`.
     """
 
     def __init__(self, endpoint, role, peer_id, slots=0, headers=(), heartbeat_ms=1000,
@@ -96,6 +105,15 @@ class Session:
         self.thread.join(timeout)
         with self.wake_lock:
             self.waker.close(linger=0)
+
+    def _again(self, c):
+        """Sends a call answered 429, 500 or 503 again (on a timer thread)."""
+        if self.stopping.is_set():
+            if not c.future.done():
+                c.future.set_exception(DroverError(drv.CODE_UNAVAILABLE, "session closed"))
+            return
+        self.outbox.put(("call", c.command, c.fields, c.future, c.settle, c.tries + 1))
+        self._wake()
 
     def _wake(self):
         with self.wake_lock:
@@ -195,11 +213,11 @@ class Session:
                 return True, False
             while True:
                 try:
-                    kind, command, fields, future, settle = self.outbox.get_nowait()
+                    kind, command, fields, future, settle, *tries = self.outbox.get_nowait()
                 except queue.Empty:
                     break
                 if kind == "call":
-                    self._start_call(sock, command, fields, future, settle)
+                    self._start_call(sock, command, fields, future, settle, *tries)
                 else:
                     try:
                         self._send(sock, drv.encode(command, 0, fields))
@@ -223,14 +241,14 @@ class Session:
             if now - self.last_out >= beat:
                 self._send(sock, drv.encode("HEARTBEAT"))
 
-    def _start_call(self, sock, command, fields, future, settle):
+    def _start_call(self, sock, command, fields, future, settle, tries=0):
         req = next(self.ids)
         try:
             frames = drv.encode(command, req, fields)
         except drv.Malformed as e:
             future.set_exception(DroverError(e.code, e.message))
             return
-        self.calls[req] = _Call(command, fields, future, settle)
+        self.calls[req] = _Call(command, fields, future, settle, tries)
         self._send(sock, frames)
 
     def _handle(self, command, req, fields):
@@ -251,6 +269,15 @@ class Session:
             return None
         if command == "ERROR":
             del self.calls[req]
+            if fields["code"] in RETRY_CODES and c.tries < RETRY_TRIES and not c.future.done():
+                # The server could not take it now: the same request again, later (section 7).
+                beat = (self.welcome or {}).get("heartbeat_ms", self.heartbeat_ms) / 1000.0
+                delay = min(beat * 2 ** c.tries, 32.0) * random.uniform(0.9, 1.1)
+                log.info("drover: %s answered %d %s: again in %.1f s", c.command, fields["code"], fields["message"], delay)
+                t = threading.Timer(delay, self._again, (c,))
+                t.daemon = True
+                t.start()
+                return None
             if not c.future.done():
                 c.future.set_exception(DroverError(fields["code"], fields["message"]))
             return None
