@@ -355,16 +355,31 @@ func (c *Coordinator) requeue(now time.Time, j broker.JobID) error {
 	return nil
 }
 
-// eventRing keeps the most recent events for the Events view.
+// eventRing keeps the most recent events for the Events view. A key
+// event's Key (the fingerprint in hex) is made when the view reads it, not
+// for each of the thousands of keys a step may move.
 type eventRing struct {
-	buf  []admin.Event
+	buf  []ringEvent
 	next int
 	n    int
 }
 
-func newEventRing(size int) eventRing { return eventRing{buf: make([]admin.Event, size)} }
+type ringEvent struct {
+	ev  admin.Event
+	fp  id.Fingerprint
+	hex bool // ev.Key is fp in hex, still to be made
+}
 
-func (r *eventRing) add(e admin.Event) {
+func newEventRing(size int) eventRing { return eventRing{buf: make([]ringEvent, size)} }
+
+func (r *eventRing) add(e admin.Event) { r.put(ringEvent{ev: e}) }
+
+// addKey keeps e, whose Key is fp's hex form.
+func (r *eventRing) addKey(e admin.Event, fp id.Fingerprint) {
+	r.put(ringEvent{ev: e, fp: fp, hex: true})
+}
+
+func (r *eventRing) put(e ringEvent) {
 	r.buf[r.next] = e
 	r.next = (r.next + 1) % len(r.buf)
 	if r.n < len(r.buf) {
@@ -382,7 +397,11 @@ func (r *eventRing) window(q admin.Query, f filter.Filter) admin.Page {
 		if q.Desc {
 			k = r.n - 1 - i
 		}
-		e := r.buf[(r.next-1-k+2*len(r.buf))%len(r.buf)]
+		re := &r.buf[(r.next-1-k+2*len(r.buf))%len(r.buf)]
+		e := re.ev
+		if re.hex {
+			e.Key = re.fp.String()
+		}
 		if !f.Event(&e) {
 			continue
 		}

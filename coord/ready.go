@@ -219,6 +219,7 @@ func (c *Coordinator) collectEvents(now time.Time) {
 			c.seq++
 			ev := c.ledgerEvent(now, e)
 			ev.Seq = c.seq
+			ev.Key = e.FP.String()
 			out.Events = append(out.Events, ev)
 			if own+j >= firstRing {
 				c.events.add(ev)
@@ -232,7 +233,7 @@ func (c *Coordinator) collectEvents(now time.Time) {
 		c.seq++
 		ev := c.ledgerEvent(now, e)
 		ev.Seq = c.seq
-		c.events.add(ev)
+		c.events.addKey(ev, e.FP) // its Key made when read
 	}
 }
 
@@ -263,7 +264,7 @@ func (c *Coordinator) ledgerEvent(now time.Time, e ledger.Event) admin.Event {
 	} else {
 		kind = admin.EventKind("key." + e.Kind.String()) // a kind added to the ledger but not here
 	}
-	ev := admin.Event{At: now, Kind: kind, Key: e.FP.String()}
+	ev := admin.Event{At: now, Kind: kind} // Key: the caller's (collectEvents)
 	if e.Session != 0 {
 		if ss, ok := c.sessions[e.Session]; ok {
 			ev.Detail = ss.detail

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +20,10 @@ import (
 // BenchmarkRequestedKeyMemory measures what a coordinator (memory store)
 // holds per key a producer REQUESTed over the wire and still holds, in
 // batches of 1000 (issue 21: at most 128 B RSS per requested key). It
-// reports the Go heap in use per key; for RSS per key, run `drover serve
-// --store memory` and read its VmRSS (docs/BENCHMARKS.md).
+// reports the Go heap in use per key and the test process's RSS growth per
+// key (the ledger's big tables are outside the Go heap: coord/ledger's
+// rawmem.go); docs/BENCHMARKS.md has the same read from `drover serve
+// --store memory`.
 //
 //	DROVER_BENCH_KEYS=1000000 go test ./net/server -run '^$' -bench RequestedKeyMemory -benchtime 1x
 func BenchmarkRequestedKeyMemory(b *testing.B) {
@@ -35,6 +38,19 @@ func BenchmarkRequestedKeyMemory(b *testing.B) {
 		metrics.Read(s)
 		return s[0].Value.Uint64()
 	}
+	rss := func() uint64 {
+		st, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			return 0
+		}
+		for line := range strings.Lines(string(st)) {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				return kb << 10
+			}
+		}
+		return 0
+	}
 	for range b.N {
 		s, err := New(Options{Peers: zsock.Ephemeral, Admin: zsock.Ephemeral, Events: "-", Coord: coord.Config{Heartbeat: time.Second}})
 		if err != nil {
@@ -47,7 +63,7 @@ func BenchmarkRequestedKeyMemory(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		before := heap()
+		before, rss0 := heap(), rss()
 		keys := make([]id.Key, 1000)
 		for lo := 0; lo < n; lo += len(keys) {
 			part := keys[:min(len(keys), n-lo)]
@@ -59,8 +75,9 @@ func BenchmarkRequestedKeyMemory(b *testing.B) {
 			}
 		}
 		keys = nil
-		after := heap()
-		b.ReportMetric(float64(after-before)/float64(n), "heap-B/key")
+		after, rss1 := heap(), rss()
+		b.ReportMetric((float64(after)-float64(before))/float64(n), "heap-B/key")
+		b.ReportMetric((float64(rss1)-float64(rss0))/float64(n), "RSS-B/key")
 		p.Close() // releases the keys: after the measure
 		cancel()
 		<-ran
