@@ -26,7 +26,7 @@ import (
 const demoHost = "demo.drover.test"
 
 func newDemoCmd() *cobra.Command {
-	o := crawlOptions{workers: 4, slots: 2, maxDepth: 10, scope: "host", ephemeral: true, minDelay: 20 * time.Millisecond, sitemaps: true}
+	o := crawlOptions{workers: 4, slots: 2, maxDepth: 10, scope: "host", ephemeral: true, minDelay: 10 * time.Millisecond, sitemaps: true}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Crawl a built-in local site with the console: the quickest way to see drover work",
