@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+	"slices"
+	"time"
 
 	"drover/coord"
 	"drover/coord/id"
@@ -18,15 +20,19 @@ import (
 //     each store batch carries, and release, as store batches become
 //     durable, tells the coordinator (WritesDurable);
 //   - before a REQUEST, QUEUE, DONE, SUBMIT or RESULT (its links) reaches
-//     the coordinator, lookupDone asks it which keys it has no record of
-//     (Unknown, a map probe per key), looks those up with store.LookupKey
-//     (a miss usually costs only bloom filter probes) and gives back the
-//     done and failed ones (KnownDone); the operation then answers exactly
-//     as if they had stayed in memory, TTLs included.
+//     the coordinator, parkForLookup asks it which keys it has no record of
+//     (Unknown, a map probe per key); those are looked up in the store by
+//     the lookup goroutine (lookup.go: batched, store.LookupKeys, a miss
+//     usually costs only bloom filter probes) while the message waits, and
+//     releaseLookups gives back the done and failed ones (KnownDone) before
+//     the message reaches the coordinator; the operation then answers
+//     exactly as if they had stayed in memory, TTLs included.
 //
-// It all runs on the reactor goroutine, which owns the coordinator; the
-// store's reads are safe beside its writer goroutine. With an unbounded
-// done set (DoneCache 0) every record is in memory and nothing is looked up.
+// The coordinator is the reactor's alone; the store's reads run on the
+// lookup goroutine, safe beside its writer goroutine, so the reactor (and
+// every other session) never waits for them. A session's messages reach
+// the coordinator in the order it sent them. With an unbounded done set
+// (DoneCache 0) every record is in memory and nothing is looked up.
 
 // batchMark ties a store batch to the coordinator write batch it carries.
 type batchMark struct {
@@ -41,6 +47,23 @@ type doneLookup struct {
 	fps   []id.Fingerprint   // scratch: the ones the coordinator does not know
 	back  []coord.KnownKey   // scratch: the done and failed ones the store knows
 	stats doneLookupCounters // for tests and logs
+
+	looker  *looker            // the lookup goroutine (lookup.go)
+	parked  []*parkedMsg       // messages waiting for lookups, in arrival order
+	waiting map[id.Session]int // parked messages per session
+}
+
+// parkedMsg is a message waiting for its keys' lookup (or for its
+// session's earlier messages).
+type parkedMsg struct {
+	ident []byte
+	sid   id.Session
+	m     wire.Message
+	// keys to look up; the lookup goroutine fills them in and sets looked
+	// (handed back under its lock), err when the store could not be read.
+	keys   []store.KeyLookup
+	looked bool
+	err    error
 }
 
 // doneLookupCounters count the store lookups of the bounded done set.
@@ -84,71 +107,152 @@ func (s *Server) durableUpTo(done uint64) {
 	l.marks = l.marks[:m]
 }
 
-// lookupDone gives the coordinator back, from the store, the done and
-// failed records of m's keys it evicted, before m reaches it. It reports
-// false when the store could not be read: m was then answered ERROR 500
-// (answering it without the records could hand out finished work again)
-// and the store's failure is recorded, which stops the reactor.
-func (s *Server) lookupDone(ident []byte, m wire.Message) bool {
+// parkForLookup is called for every keyed message of a live session before
+// it reaches the coordinator: it extracts the message's keys once and asks
+// the coordinator which it has no record of (Unknown, a map probe per key).
+// When there are none and nothing of the session waits, it reports false:
+// the caller handles m at once. Otherwise m waits (parked) and it reports
+// true: the keys go to the lookup goroutine (lookup.go), which reads them
+// from the store in batches off the reactor, and releaseLookups hands the
+// done and failed ones to the coordinator (KnownDone) and then m, in the
+// order the session sent its messages. Other sessions are served
+// meanwhile: the reactor never waits for the store's reads.
+func (s *Server) parkForLookup(ident []byte, sid id.Session, m wire.Message) bool {
 	if !s.bounded() && s.pg == nil || s.dur.failed != nil {
-		return true
+		return false
+	}
+	if _, beat := m.(*wire.Heartbeat); beat {
+		return false // it carries nothing: no order to keep
 	}
 	l := &s.dur.look
-	keys := l.keys[:0]
+	var keys []id.Key
+	scratch := true // keys are gathered into l.keys (once per message)
 	switch m := m.(type) {
 	case *wire.Request:
-		keys = append(keys, m.Keys...)
+		keys, scratch = m.Keys, false
 	case *wire.Queue:
-		keys = append(keys, m.Keys...)
+		keys, scratch = m.Keys, false
 	case *wire.Done:
+		keys = l.keys[:0]
 		for i := range m.Items {
 			keys = append(keys, m.Items[i].Key)
 		}
 	case *wire.Submit:
+		keys = l.keys[:0]
 		for i := range m.Jobs {
 			keys = append(keys, m.Jobs[i].Key)
 		}
 	case *wire.Result:
+		keys = l.keys[:0]
 		for i := range m.Items {
 			for j := range m.Items[i].Links {
 				keys = append(keys, m.Items[i].Links[j].Key)
 			}
 		}
+	default:
+		scratch = false
 	}
-	if len(keys) == 0 {
-		return true
+	var fps []id.Fingerprint
+	if len(keys) > 0 {
+		l.fps = s.c.Unknown(keys, l.fps[:0])
+		if len(l.fps) > 0 {
+			fps = slices.Clone(l.fps)
+		}
 	}
-	l.fps = s.c.Unknown(keys, l.fps[:0])
-	clear(keys) // drop the strings
-	l.keys = keys[:0]
-	back := l.back[:0]
-	for _, fp := range l.fps {
-		state, at, ok, err := s.dur.st.LookupKey(fp)
-		l.stats.Lookups++
-		if err != nil {
-			err = fmt.Errorf("look up done key %s: %w", fp, err)
+	if scratch {
+		clear(keys) // drop the strings
+		l.keys = keys[:0]
+	}
+	if len(fps) == 0 && l.waiting[sid] == 0 {
+		return false
+	}
+	p := &parkedMsg{ident: ident, sid: sid, m: m}
+	if len(fps) > 0 {
+		p.keys = make([]store.KeyLookup, len(fps))
+		for i, fp := range fps {
+			p.keys[i].FP = fp
+		}
+		l.looker.post(p)
+	} else {
+		p.looked = true // it waits only for its session's earlier messages
+	}
+	if l.waiting == nil {
+		l.waiting = make(map[id.Session]int)
+	}
+	l.waiting[sid]++
+	l.parked = append(l.parked, p)
+	return true
+}
+
+// releaseLookups takes the lookups the lookup goroutine finished and
+// hands the parked messages to the coordinator in the order they came, as
+// far as their lookups are done. A message of a session that ended
+// meanwhile is dropped (its sender resends it on its next session). A
+// store that could not be read answers the message ERROR 500 (answering it
+// without the records could hand out finished work again) and records the
+// store's failure, which stops the reactor.
+func (s *Server) releaseLookups(now time.Time) {
+	if s.dur == nil {
+		return
+	}
+	l := &s.dur.look
+	if len(l.parked) == 0 {
+		return
+	}
+	l.looker.collect()
+	n := 0
+	for ; n < len(l.parked) && l.parked[n].looked; n++ {
+		p := l.parked[n]
+		if l.waiting[p.sid]--; l.waiting[p.sid] == 0 {
+			delete(l.waiting, p.sid)
+		}
+		if p.err != nil {
+			err := fmt.Errorf("look up done keys: %w", p.err)
 			s.dur.mu.Lock()
 			if s.dur.err == nil {
 				s.dur.err = err
 			}
 			s.dur.mu.Unlock()
-			s.send(s.peers, ident, storeFailedError(m.RequestID(), err))
-			return false
+			s.send(s.peers, p.ident, storeFailedError(p.m.RequestID(), err))
+			continue
 		}
-		if ok && (state == store.KeyDone || state == store.KeyFailed) {
-			back = append(back, coord.KnownKey{FP: fp, At: at, Failed: state == store.KeyFailed})
+		if err := s.giveBack(p.keys); err != nil {
+			s.send(s.peers, p.ident, storeFailedError(p.m.RequestID(), err))
+			continue
 		}
-		if ok && state == store.KeyQueued && s.pg != nil {
-			if err := s.queuedFromStore(fp); err != nil { // paging.go
-				s.send(s.peers, ident, storeFailedError(m.RequestID(), err))
-				return false
+		if sid, ok := s.sess.ident[string(p.ident)]; ok && sid == p.sid && s.c.Known(sid) {
+			s.peerMessage(now, p.ident, p.sid, p.m)
+		}
+	}
+	if n > 0 {
+		m := copy(l.parked, l.parked[n:])
+		clear(l.parked[m:])
+		l.parked = l.parked[:m]
+	}
+}
+
+// giveBack hands the coordinator the done and failed records of looked-up
+// keys (KnownDone), and with paging the queued jobs of queued ones
+// (paging.go). An error says a paged job could not be read.
+func (s *Server) giveBack(keys []store.KeyLookup) error {
+	l := &s.dur.look
+	back := l.back[:0]
+	for _, k := range keys {
+		l.stats.Lookups++
+		if k.Found && (k.State == store.KeyDone || k.State == store.KeyFailed) {
+			back = append(back, coord.KnownKey{FP: k.FP, At: k.At, Failed: k.State == store.KeyFailed})
+		}
+		if k.Found && k.State == store.KeyQueued && s.pg != nil {
+			if err := s.queuedFromStore(k.FP); err != nil { // paging.go
+				l.back = back[:0]
+				return err
 			}
 		}
 	}
 	l.stats.Hits += uint64(s.c.KnownDone(back))
 	s.pg.giveBack(s.c) // paging.go
 	l.back = back[:0]
-	return true
+	return nil
 }
 
 // noteExpired keeps the keys the store's sweeper deleted for the reactor

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"drover/coord/id"
 	"drover/coord/ledger"
 	"drover/net/wire"
+	"drover/net/zsock"
 	"drover/store"
 )
 
@@ -170,5 +172,76 @@ func TestStoredDoneKeysExpireFromTheTotals(t *testing.T) {
 			t.Fatalf("done keys %d 10 s after start, want 1 (two of three expired by the sweep)", tot.Totals.KeysDone)
 		}
 		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// TestLookupsDoNotBlockTheReactor: while a message's done-set lookups are
+// held up in the store (a gate before the lookup goroutine's reads), the
+// reactor serves everyone else — a HELLO is welcomed, another producer's
+// SUBMIT of a key in memory is answered — and the waiting producer's next
+// message waits behind its first: once the reads go on, both are answered
+// in the order sent, the done key found in the store answered duplicate.
+func TestLookupsDoNotBlockTheReactor(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	st := openStore(t, dir, store.SyncAlways)
+	t.Cleanup(func() { st.Close() })
+	done := key("http://lookup.test/done")
+	at := time.Now().Add(-time.Minute).UTC()
+	b := st.NewBatch()
+	b.PutKey(&store.KeyRecord{FP: done.Fingerprint(), Key: done, State: store.KeyDone, At: at})
+	if err := st.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	g := &gatedStore{}
+	opts := doneCacheOpts(st)
+	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
+	opts.Coord.Heartbeat = testHeartbeat
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.lookHook = func() {
+		if wait := g.beforeCommit(); wait != nil {
+			wait()
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	t.Cleanup(g.open) // first: a failure must not leave the lookups waiting
+
+	known := key("http://lookup.test/known")
+	pb := dial(t, s.PeersEndpoint())
+	hello(t, pb, wire.RoleProducer, "pb", 0)
+	pb.send(&wire.Submit{Req: 2, Jobs: []wire.SubmitItem{{Key: known}}})
+	expect[*wire.Submitted](t, pb.recv())
+
+	g.close()
+	pa := dial(t, s.PeersEndpoint())
+	hello(t, pa, wire.RoleProducer, "pa", 0)
+	fresh := key("http://lookup.test/fresh")
+	pa.send(&wire.Submit{Req: 2, Jobs: []wire.SubmitItem{{Key: done}, {Key: fresh}}})
+	pa.send(&wire.Submit{Req: 3, Jobs: []wire.SubmitItem{{Key: known}}}) // no lookup, but after req 2
+	g.waitGated(t)
+
+	// Everyone else is served meanwhile.
+	w := dial(t, s.PeersEndpoint())
+	hello(t, w, wire.RoleWorker, "w", 1)
+	pb.send(&wire.Submit{Req: 3, Jobs: []wire.SubmitItem{{Key: known}}})
+	if it := expect[*wire.Submitted](t, pb.recv()).Items[0]; it.Status != wire.SubmitDuplicate {
+		t.Fatalf("pb's resubmit of a key in memory: %+v, want duplicate", it)
+	}
+	if m, err := pa.recvWithin(300 * time.Millisecond); err == nil {
+		t.Fatalf("pa got %s %+v while its lookups were held", m.Command(), m)
+	}
+
+	g.open()
+	first := expect[*wire.Submitted](t, pa.recv())
+	if first.Req != 2 || first.Items[0].Status != wire.SubmitDuplicate || first.Items[1].Status != wire.SubmitAccepted {
+		t.Fatalf("pa's first answer %+v: want request 2, the done key duplicate, the fresh one accepted", first)
+	}
+	if second := expect[*wire.Submitted](t, pa.recv()); second.Req != 3 {
+		t.Fatalf("pa's second answer is for request %d, want 3 (its messages in order)", second.Req)
 	}
 }

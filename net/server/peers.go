@@ -136,9 +136,15 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 		s.reject(onPeers, ident, m.RequestID(), wire.CodeHelloRequired, "session expired: send HELLO again")
 		return
 	}
-	if !s.lookupDone(ident, m) { // donelookup.go: evicted done keys back from the store
+	if s.parkForLookup(ident, sid, m) { // donelookup.go: evicted done keys back from the store first
 		return
 	}
+	s.peerMessage(now, ident, sid, m)
+}
+
+// peerMessage hands a message of live session sid to the coordinator (at
+// once, or once the lookups it waited for are done: donelookup.go).
+func (s *Server) peerMessage(now time.Time, ident []byte, sid id.Session, m wire.Message) {
 	p := s.sess.peer[sid]
 	switch m := m.(type) {
 	case *wire.Heartbeat:

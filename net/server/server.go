@@ -161,6 +161,7 @@ type Server struct {
 	crawls   map[string]*crawlState // crawl definitions by name (crawls.go)
 	restored coord.RestoreStats
 	storeSt  store.Stats
+	lookHook func() // tests: runs before each batch of done-set lookups (lookup.go)
 }
 
 // peer is one session on the peers socket.
@@ -395,6 +396,10 @@ func (s *Server) Run(ctx context.Context) error {
 		defer s.startSweeper()()
 		defer s.startPager()() // paging.go
 	}
+	if s.bounded() || s.pg != nil {
+		s.dur.look.looker = startLooker(s.dur.st, s.dur.ring, s.lookHook) // lookup.go
+		defer s.dur.look.looker.stop()
+	}
 	defer s.startResultTrimmer()()
 	timer := s.opts.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -408,6 +413,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		s.stats.Steps++
 		s.readInputs()
+		s.releaseLookups(s.now()) // donelookup.go: messages whose store lookups are done
 		s.reactor.steps.Store(s.stats.Steps)
 		s.reactor.messages.Store(s.stats.Received)
 		s.reactor.gathered.Store(s.gather.gathered)
