@@ -42,7 +42,7 @@ type viewDesc struct {
 	// row renders row i.
 	row func(p *admin.Page, i int, now time.Time) table.Row
 	// paneRow, when set, renders row i instead of row, from figures the
-	// console keeps beside the page (the crawls' job counts and rates).
+	// console keeps beside the page (the host back-offs holding each crawl's jobs).
 	paneRow func(p *pane, i int, now time.Time) table.Row
 	// mark describes row i for marks and dialogs.
 	mark func(p *admin.Page, i int) mark
