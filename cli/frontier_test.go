@@ -38,7 +38,9 @@ func TestFrontierBeyondRAM(t *testing.T) {
 	serve := func() (*exec.Cmd, map[string]string) {
 		const ephemeral = "tcp://127.0.0.1:0"
 		cmd, out := start(t, "serve", "--store", dir, "--store-resident-jobs", strconv.Itoa(resident),
-			"--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral, "--metrics", "", "--heartbeat-interval", "1s")
+			"--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral, "--metrics", "", "--heartbeat-interval", "1s",
+			"--crawl-min-delay", "0s", "--crawl-per-host", "0") // no politeness: the hosts are made up
+
 		return cmd, listening(t, out, "peers", "admin")
 	}
 	srv, at := serve()

@@ -212,7 +212,8 @@ func startDrover(bin string, extra ...string) (*droverServer, error) {
 	}
 	metrics := "127.0.0.1:" + strconv.Itoa(port)
 	args := append([]string{"serve", "--store", "memory", "--bind", "tcp://127.0.0.1:*", "--admin", "tcp://127.0.0.1:*",
-		"--events", "tcp://127.0.0.1:*", "--metrics", metrics}, extra...)
+		"--events", "tcp://127.0.0.1:*", "--metrics", metrics,
+		"--crawl-min-delay", "0s", "--crawl-per-host", "0"}, extra...) // a queue like asynq's: no per-host politeness
 	p, err := start(bin, []string{"DROVER_CONFIG="}, func(line string) bool {
 		if m := servingLine.FindStringSubmatch(line); m != nil {
 			peers, admin = m[1], strings.TrimSuffix(m[2], ",")
