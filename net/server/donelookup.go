@@ -201,7 +201,7 @@ func (s *Server) releaseLookups(now time.Time) {
 	}
 	l.looker.collect()
 	n := 0
-	for ; n < len(l.parked) && l.parked[n].looked; n++ {
+	for ; n < len(l.parked) && l.parked[n].looked && !s.overBudget(); n++ {
 		p := l.parked[n]
 		if l.waiting[p.sid]--; l.waiting[p.sid] == 0 {
 			delete(l.waiting, p.sid)

@@ -245,3 +245,64 @@ func TestLookupsDoNotBlockTheReactor(t *testing.T) {
 		t.Fatalf("pa's second answer is for request %d, want 3 (its messages in order)", second.Req)
 	}
 }
+
+// TestStepsStayBounded: a producer pipelines 8 SUBMITs of 5,000 new keys
+// while the store lookups are held, so all of them wait looked up at once
+// when the gate opens. The reactor takes them in steps of at most
+// stepItemBudget items (a message is never split), not in one step of
+// 40,000, and answers every one in order.
+func TestStepsStayBounded(t *testing.T) {
+	const batches, per = 8, 5000
+	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncBatch)
+	t.Cleanup(func() { st.Close() })
+	g := &gatedStore{}
+	opts := doneCacheOpts(st)
+	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.lookHook = func() {
+		if wait := g.beforeCommit(); wait != nil {
+			wait()
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	t.Cleanup(g.open) // first: a failure must not leave the lookups waiting
+
+	p := dial(t, s.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, "p", 0)
+	g.close()
+	for b := range batches {
+		jobs := make([]wire.SubmitItem, per)
+		for i := range jobs {
+			jobs[i] = wire.SubmitItem{Key: key(fmt.Sprintf("http://bounded.test/%d/%d", b, i))}
+		}
+		p.send(&wire.Submit{Req: uint64(10 + b), Jobs: jobs})
+	}
+	g.waitGated(t)
+	deadline := time.Now().Add(time.Minute)
+	for s.ReactorStats().Messages < 1+batches { // the HELLO and every SUBMIT read (and parked)
+		if time.Now().After(deadline) {
+			t.Fatalf("the server read %d messages, want %d", s.ReactorStats().Messages, 1+batches)
+		}
+		time.Sleep(5 * time.Millisecond) // polls the condition; bounded by the deadline
+	}
+	g.open()
+	for b := range batches {
+		sm := expect[*wire.Submitted](t, p.recv())
+		if sm.Req != uint64(10+b) || len(sm.Items) != per || sm.Items[0].Status != wire.SubmitAccepted {
+			t.Fatalf("answer %d: request %d with %d items (first %+v), want request %d with %d accepted", b, sm.Req, len(sm.Items), sm.Items[0], 10+b, per)
+		}
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	if max := s.stats.MaxStepItems; max > stepItemBudget+per-1 || max < per {
+		t.Fatalf("the largest step took in %d items, want %d to %d (the budget %d, a message never split)", max, per, stepItemBudget+per-1, stepItemBudget)
+	}
+	t.Logf("largest step: %d items, %d steps", s.stats.MaxStepItems, s.stats.Steps)
+}

@@ -45,6 +45,32 @@ type input struct {
 // iteration, so that a busy socket cannot starve the others or the timers.
 const drainBound = 4096
 
+// stepItemBudget bounds the keys and jobs one step takes in: readInputs
+// and releaseLookups stop taking messages once the step has handled this
+// many (a message is never split). Without it a client that pipelined a
+// million-line submit made one step of all of it: one huge store batch,
+// no reply (nor heartbeat, nor status) until it was durable, and the
+// client gave up waiting. Bounded, replies flow while the rest waits.
+const stepItemBudget = 20_000
+
+// itemsOf is how many keys or jobs m carries, for stepItemBudget.
+func itemsOf(m wire.Message) int {
+	switch m := m.(type) {
+	case *wire.Submit:
+		return len(m.Jobs)
+	case *wire.Request:
+		return len(m.Keys)
+	case *wire.Queue:
+		return len(m.Keys)
+	case *wire.Done:
+		return len(m.Items)
+	}
+	return 1
+}
+
+// overBudget reports whether the step has taken in its stepItemBudget.
+func (s *Server) overBudget() bool { return s.stepItems >= stepItemBudget }
+
 // openInputs starts watching the sockets the reactor reads; closeInputs
 // stops the watches (before the sockets close).
 func (s *Server) openInputs() error {
@@ -114,6 +140,9 @@ func (s *Server) readInputs() {
 // reports whether it stopped at the bound (more may wait).
 func (s *Server) drain(in *input) bool {
 	for range drainBound {
+		if s.overBudget() {
+			return true
+		}
 		var (
 			frames [][]byte
 			user   string
@@ -136,6 +165,9 @@ func (s *Server) drain(in *input) bool {
 // drainHub handles what in-process peers sent, at most drainBound; it
 // reports whether more wait.
 func (s *Server) drainHub(in *input) bool {
+	if s.overBudget() {
+		return true
+	}
 	msgs, more := s.hub.Take(s.taken[:0], drainBound)
 	for i, m := range msgs {
 		msgs[i] = pipe.Msg{}
@@ -176,6 +208,9 @@ func (s *Server) busy() (bool, error) {
 		}
 		in.dirty = read
 		busy = busy || read
+	}
+	if s.dur != nil && len(s.dur.look.parked) > 0 && s.dur.look.parked[0].looked {
+		busy = true // releaseLookups stopped at the step's budget
 	}
 	return busy, nil
 }

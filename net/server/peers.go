@@ -145,6 +145,7 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 // peerMessage hands a message of live session sid to the coordinator (at
 // once, or once the lookups it waited for are done: donelookup.go).
 func (s *Server) peerMessage(now time.Time, ident []byte, sid id.Session, m wire.Message) {
+	s.stepItems += itemsOf(m)
 	p := s.sess.peer[sid]
 	switch m := m.(type) {
 	case *wire.Heartbeat:

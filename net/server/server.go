@@ -126,7 +126,10 @@ type Server struct {
 	hub    *pipe.Hub     // in-process peers on the inproc peers endpoint
 	wake   chan struct{} // the inputs' watches and the hub ring it (inputs.go)
 	gather gatherer      // lets messages gather under load (gather.go)
-	taken  []pipe.Msg    // scratch for drainHub
+	// stepItems counts the keys and jobs the current step took in
+	// (stepItemBudget, inputs.go).
+	stepItems int
+	taken     []pipe.Msg // scratch for drainHub
 	// scratch for result: reused, cleared after each use
 	scratch struct {
 		results  []coord.Result
@@ -360,6 +363,9 @@ type Stats struct {
 	// Steps the reactor made; Received/Steps is how many messages a step
 	// handled (ReactorStats says it while Run runs).
 	Steps uint64
+	// MaxStepItems is the most keys and jobs one step took in
+	// (stepItemBudget bounds it, but for the last message's size).
+	MaxStepItems int
 }
 
 // ReactorStats are the reactor's counters since Run began: Messages/Steps
@@ -412,6 +418,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return s.shutdown()
 		}
 		s.stats.Steps++
+		s.stepItems = 0
 		s.readInputs()
 		s.releaseLookups(s.now()) // donelookup.go: messages whose store lookups are done
 		s.reactor.steps.Store(s.stats.Steps)
@@ -422,6 +429,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.c.Tick(now)
 		s.pageIn(now) // paging.go
 		s.flush(now)
+		s.stats.MaxStepItems = max(s.stats.MaxStepItems, s.stepItems)
 		if err := s.release(); err != nil {
 			s.shutdown()
 			return fmt.Errorf("reactor: %w", err)
