@@ -181,6 +181,10 @@ func (s *Server) parkForLookup(ident []byte, sid id.Session, m wire.Message) boo
 	}
 	l.waiting[sid]++
 	l.parked = append(l.parked, p)
+	// Reading it was work too: the step's budget (stepItemBudget) counts
+	// it, so a pipelined flood is read a budget at a time, not parked
+	// whole before anything is answered.
+	s.stepItems += itemsOf(m)
 	return true
 }
 
