@@ -292,7 +292,12 @@ func TestStepsStayBounded(t *testing.T) {
 	}
 	g.open()
 	for b := range batches {
-		sm := expect[*wire.Submitted](t, p.recv())
+		// 40,000 jobs under the race detector on a loaded machine: seconds.
+		m, err := p.recvWithin(2 * time.Minute)
+		if err != nil {
+			t.Fatalf("answer %d: %v", b, err)
+		}
+		sm := expect[*wire.Submitted](t, m)
 		if sm.Req != uint64(10+b) || len(sm.Items) != per || sm.Items[0].Status != wire.SubmitAccepted {
 			t.Fatalf("answer %d: request %d with %d items (first %+v), want request %d with %d accepted", b, sm.Req, len(sm.Items), sm.Items[0], 10+b, per)
 		}
