@@ -75,28 +75,9 @@ func (b *Broker) PageIn(now time.Time, r *JobRecord) error {
 		return fmt.Errorf("page in job %d: counters attempts %d, failures %d, throttles %d, want 0..2^30", r.ID, r.Attempts, r.Failures, r.Throttles)
 	}
 	t := ns(now)
-	c := b.classFor(r.Headers)
-	h := b.hostFor(r.Host)
 	j := b.jobs.revive(r.ID)
 	j.id = r.ID
-	j.spec = Spec{Key: r.Key, FP: r.FP, Host: r.Host, Headers: c.headers, Payload: r.Payload}
-	j.class = c
-	j.host = h
-	j.free = !b.cfg.Politeness.applies(j.spec.Key.Processor)
-	j.created = ns(r.Created)
-	j.updated = ns(r.Updated)
-	j.heldIdx = -1
-	j.attempts, j.failures, j.throttles = int32(r.Attempts), int32(r.Failures), int32(r.Throttles)
-	j.lastError = r.LastError
-	hist := r.History
-	if len(hist) > b.cfg.HistoryLimit {
-		hist = hist[len(hist)-b.cfg.HistoryLimit:]
-	}
-	for _, a := range hist {
-		j.addAttempt(a.Worker, ns(a.At), b.cfg.HistoryLimit)
-		j.history[len(j.history)-1].outcome = a.Outcome
-		j.history[len(j.history)-1].err = a.Error
-	}
+	h := b.fillFromRecord(j, r)
 	j.hostPos = int32(len(h.ids))
 	h.ids = append(h.ids, j.id)
 	b.byKey[r.FP] = j.id

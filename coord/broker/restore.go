@@ -174,28 +174,9 @@ func (b *Broker) Restore(r *JobRecord) error {
 	}
 	st := r.State
 	b.skipTo(int(r.ID) - 1)
-	c := b.classFor(r.Headers)
-	h := b.hostFor(r.Host)
 	j := b.jobs.alloc()
 	j.id = JobID(b.jobs.n)
-	j.spec = Spec{Key: r.Key, FP: r.FP, Host: r.Host, Headers: c.headers, Payload: r.Payload}
-	j.class = c
-	j.host = h
-	j.free = !b.cfg.Politeness.applies(j.spec.Key.Processor)
-	j.created = ns(r.Created)
-	j.updated = ns(r.Updated)
-	j.heldIdx = -1
-	j.attempts, j.failures, j.throttles = int32(r.Attempts), int32(r.Failures), int32(r.Throttles)
-	j.lastError = r.LastError
-	hist := r.History
-	if len(hist) > b.cfg.HistoryLimit {
-		hist = hist[len(hist)-b.cfg.HistoryLimit:]
-	}
-	for _, a := range hist {
-		j.addAttempt(a.Worker, ns(a.At), b.cfg.HistoryLimit)
-		j.history[len(j.history)-1].outcome = a.Outcome
-		j.history[len(j.history)-1].err = a.Error
-	}
+	h := b.fillFromRecord(j, r)
 	retry := st == Queued && !r.RetryAt.IsZero() // waiting its retry delay (retry.go)
 	if retry {
 		st = Backoff
@@ -223,7 +204,7 @@ func (b *Broker) Restore(r *JobRecord) error {
 		// In ID order for now: FinishRestore sorts the queues by the time
 		// each job was queued.
 		j.queuedAt = j.updated
-		c.push(b, j) // lanes are built by FinishRestore
+		j.class.push(b, j) // lanes are built by FinishRestore
 	case st == Dispatched:
 		b.hold(b.placeholder(r.Worker), j, 0) // FinishRestore sets its host
 	case retry:
@@ -237,6 +218,33 @@ func (b *Broker) Restore(r *JobRecord) error {
 		b.fails.push(j)
 	}
 	return nil
+}
+
+// fillFromRecord sets what a restored or paged-in job takes from its
+// record: spec, class, host, times, counters, last error and the newest
+// history entries. It returns the job's host.
+func (b *Broker) fillFromRecord(j *job, r *JobRecord) *host {
+	c := b.classFor(r.Headers)
+	h := b.hostFor(r.Host)
+	j.spec = Spec{Key: r.Key, FP: r.FP, Host: r.Host, Headers: c.headers, Payload: r.Payload}
+	j.class = c
+	j.host = h
+	j.free = !b.cfg.Politeness.applies(j.spec.Key.Processor)
+	j.created = ns(r.Created)
+	j.updated = ns(r.Updated)
+	j.heldIdx = -1
+	j.attempts, j.failures, j.throttles = int32(r.Attempts), int32(r.Failures), int32(r.Throttles)
+	j.lastError = r.LastError
+	hist := r.History
+	if len(hist) > b.cfg.HistoryLimit {
+		hist = hist[len(hist)-b.cfg.HistoryLimit:]
+	}
+	for _, a := range hist {
+		j.addAttempt(a.Worker, ns(a.At), b.cfg.HistoryLimit)
+		j.history[len(j.history)-1].outcome = a.Outcome
+		j.history[len(j.history)-1].err = a.Error
+	}
+	return h
 }
 
 // placeholder returns the placeholder record of worker wid, creating it.
