@@ -165,10 +165,6 @@ func intIn(lo, hi int) (string, func(any) bool) {
 	return fmt.Sprintf("an integer from %d to %d", lo, hi), func(v any) bool { n := v.(int); return n >= lo && n <= hi }
 }
 
-func floatIn(lo, hi float64) (string, func(any) bool) {
-	return fmt.Sprintf("a number from %g to %g", lo, hi), func(v any) bool { f := v.(float64); return f >= lo && f <= hi }
-}
-
 // fraction is the rule of a jitter: from 0 up to, not including, 1.
 func fraction() (string, func(any) bool) {
 	return "a number from 0 up to (not including) 1", func(v any) bool { f := v.(float64); return f >= 0 && f < 1 }

@@ -54,11 +54,6 @@ func (p *proc) stop() {
 	}
 }
 
-// rss is the process's resident set size in bytes (Linux /proc).
-func (p *proc) rss() (int64, error) {
-	return rssOf(p.cmd.Process.Pid)
-}
-
 func rssOf(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
