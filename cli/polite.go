@@ -5,6 +5,7 @@ import (
 
 	"drover/config"
 	"drover/coord/broker"
+	"drover/crawl"
 	"drover/crawl/job"
 )
 
@@ -25,7 +26,7 @@ func politeness(c *config.Config, defaultDelay time.Duration) broker.Politeness 
 		if defaultDelay != 0 {
 			p.Default.MinDelay = defaultDelay
 		} else {
-			p.Local = &broker.Limits{PerHost: c.Crawl.PerHost}
+			p.Local, p.IsLocal = &broker.Limits{PerHost: c.Crawl.PerHost}, crawl.IsLocalHost
 		}
 	}
 	return p

@@ -94,8 +94,7 @@ func (f *Fetcher) lookupLocal(ctx context.Context, u *url.URL) bool {
 	if ip, err := netip.ParseAddr(name); err == nil {
 		return isLocalAddr(ip)
 	}
-	lower := strings.ToLower(strings.TrimSuffix(name, "."))
-	if lower == "localhost" || strings.HasSuffix(lower, ".localhost") {
+	if IsLocalHost(name) {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.ConnectTimeout)
@@ -110,6 +109,28 @@ func (f *Fetcher) lookupLocal(ctx context.Context, u *url.URL) bool {
 		}
 	}
 	return true
+}
+
+// IsLocalHost reports whether a host (a name or an IP literal, with or
+// without a port, as in a host key) names the local machine or a private
+// network by its spelling alone, without a lookup: localhost,
+// *.localhost, or a loopback, private or link-local IP literal. The
+// coordinator's politeness spares such hosts its default delay.
+func IsLocalHost(host string) bool {
+	h := strings.ToLower(host)
+	if name, _, err := net.SplitHostPort(h); err == nil {
+		h = name
+	}
+	h = strings.TrimSuffix(h, ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	if i := strings.IndexByte(h, '%'); i >= 0 {
+		h = h[:i] // a zone
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && isLocalAddr(ip)
 }
 
 // isLocalAddr reports whether ip is loopback, private (RFC 1918, RFC

@@ -97,3 +97,17 @@ func TestLocalDelayWhenAsked(t *testing.T) {
 		t.Errorf("Politeness = %+v, want one wait of the 2s MinDelay", p)
 	}
 }
+
+func TestIsLocalHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "LOCALHOST.": true, "localhost:8080": true, "app.localhost": true,
+		"127.0.0.1": true, "127.0.0.1:8080": true, "[::1]": true, "[::1]:8080": true, "::1": true,
+		"10.1.2.3": true, "192.168.0.1:80": true, "[fe80::1%eth0]:80": true, "[::ffff:127.0.0.1]": true,
+		"example.com": false, "example.com:80": false, "8.8.8.8": false, "[2001:db8::1]:443": false,
+		"localhost.example.com": false, "": false,
+	} {
+		if got := IsLocalHost(host); got != want {
+			t.Errorf("IsLocalHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}

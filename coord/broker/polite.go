@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,12 +113,14 @@ type Politeness struct {
 	// Rules override Default for the hosts they match; the first match
 	// wins.
 	Rules []HostRule
-	// Local, when set, applies instead of Default to local hosts
-	// (localhost, *.localhost, loopback, private and link-local IP
-	// literals: IsLocalHost) no rule matches: a local site is the user's
-	// own, so a default delay need not apply to it. An explicit setting
-	// applies to every host: leave Local nil then.
+	// Local, when set, applies instead of Default to the hosts IsLocal
+	// reports (the caller's rule, e.g. crawl.IsLocalHost) no rule
+	// matches: a local site is the user's own, so a default delay need
+	// not apply to it. An explicit setting applies to every host: leave
+	// Local nil then.
 	Local *Limits
+	// IsLocal says which host keys Local applies to; required with Local.
+	IsLocal func(host string) bool
 	// MaxCrawlDelay caps a robots.txt Crawl-delay reported for a host
 	// (SetCrawlDelay). Default 30 s.
 	MaxCrawlDelay time.Duration
@@ -143,30 +144,10 @@ func (p Politeness) For(host string) Limits {
 			return r.Limits
 		}
 	}
-	if p.Local != nil && IsLocalHost(host) {
+	if p.Local != nil && p.IsLocal != nil && p.IsLocal(host) {
 		return *p.Local
 	}
 	return p.Default
-}
-
-// IsLocalHost reports whether a host key names the local machine or a
-// private network by its spelling alone (no lookup): localhost,
-// *.localhost, or a loopback, private or link-local IP literal.
-func IsLocalHost(host string) bool {
-	h := strings.TrimSuffix(strings.ToLower(stripPort(host)), ".")
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return true
-	}
-	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
-	if i := strings.IndexByte(h, '%'); i >= 0 {
-		h = h[:i]
-	}
-	ip, err := netip.ParseAddr(h)
-	if err != nil {
-		return false
-	}
-	ip = ip.Unmap()
-	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()
 }
 
 // validate checks the policy, naming the bad field.
@@ -183,6 +164,9 @@ func (p *Politeness) validate() error {
 	check("Politeness.Default", p.Default)
 	if p.Local != nil {
 		check("Politeness.Local", *p.Local)
+		if p.IsLocal == nil {
+			errs = append(errs, errors.New("broker config Politeness.Local is set without Politeness.IsLocal, the rule that says which hosts are local"))
+		}
 	}
 	for i, r := range p.Rules {
 		if err := ValidPattern(r.Pattern); err != nil {

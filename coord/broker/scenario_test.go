@@ -146,6 +146,9 @@ func (s *script) run(cmd string) string {
 				cfg.Politeness.Processor = v
 			case "local-per-host":
 				cfg.Politeness.Local = &Limits{PerHost: int(num(v))}
+				// The scenarios' local hosts are loopback literals
+				// (crawl.IsLocalHost is the real rule).
+				cfg.Politeness.IsLocal = func(h string) bool { return strings.HasPrefix(h, "127.") || strings.HasPrefix(h, "localhost") }
 			case "rules":
 				// pattern:cap:delay,...
 				for r := range strings.SplitSeq(v, ",") {
