@@ -42,7 +42,7 @@ func droverFrontier(ctx context.Context, bin string, round, jobs, resident, work
 func benchFrontier(ctx context.Context, cfg config) error {
 	var paged, all series
 	var rssPaged, rssAll []int64
-	for round := range cfg.rounds {
+	if err := alternate(cfg.rounds, func(round int) []func() error {
 		sides := []func() error{
 			func() error {
 				r, err := droverFrontier(ctx, cfg.drover, round, cfg.frontierJobs, cfg.resident, cfg.workers, cfg.slots)
@@ -61,14 +61,9 @@ func benchFrontier(ctx context.Context, cfg config) error {
 				return err
 			},
 		}
-		if round%2 == 1 {
-			sides[0], sides[1] = sides[1], sides[0]
-		}
-		for _, side := range sides {
-			if err := side(); err != nil {
-				return err
-			}
-		}
+		return sides
+	}); err != nil {
+		return err
 	}
 	fmt.Printf("## Queued jobs beyond RAM\n\n`drover serve --store DIR` (durable, `store.sync` batch), %d no-op jobs submitted before %d workers × %d slots start; `--store-resident-jobs %d` against `0` (all in memory); %d rounds, sides alternating. Load average now: %s.\n\n",
 		cfg.frontierJobs, cfg.workers, cfg.slots, cfg.resident, cfg.rounds, loadavg())

@@ -210,7 +210,7 @@ func benchDedup(ctx context.Context, cfg config) error {
 	}
 	defer r.stop()
 	var redisS, reqS, queueS series
-	for round := range cfg.rounds {
+	if err := alternate(cfg.rounds, func(round int) []func() error {
 		streams := dedupStreams(cfg.dedupKeys, cfg.conns, uint64(round+1))
 		sides := []func() error{
 			func() error {
@@ -242,14 +242,9 @@ func benchDedup(ctx context.Context, cfg config) error {
 				return nil
 			},
 		}
-		if round%2 == 1 {
-			slices.Reverse(sides)
-		}
-		for _, side := range sides {
-			if err := side(); err != nil {
-				return err
-			}
-		}
+		return sides
+	}); err != nil {
+		return err
 	}
 	fmt.Printf("## Dedup decisions/s\n\n%d keys per round (half duplicates), batches of %d, %d connections with one batch in flight each; %d rounds, sides alternating. Load average now: %s.\n\n",
 		cfg.dedupKeys, cfg.batch, cfg.conns, cfg.rounds, loadavg())
@@ -267,7 +262,7 @@ func benchQueue(ctx context.Context, cfg config) error {
 	}
 	defer r.stop()
 	var dEnq, dDrain, aEnq, aDrain series
-	for round := range cfg.rounds {
+	if err := alternate(cfg.rounds, func(round int) []func() error {
 		sides := []func() error{
 			func() error {
 				s, err := startDrover(cfg.drover)
@@ -293,14 +288,9 @@ func benchQueue(ctx context.Context, cfg config) error {
 				return nil
 			},
 		}
-		if round%2 == 1 {
-			slices.Reverse(sides)
-		}
-		for _, side := range sides {
-			if err := side(); err != nil {
-				return err
-			}
-		}
+		return sides
+	}); err != nil {
+		return err
 	}
 	fmt.Printf("## Queue jobs/s\n\n%d no-op jobs per round; %d workers × %d concurrency; %d rounds, sides alternating. Load average now: %s.\n\n",
 		cfg.jobs, cfg.workers, cfg.slots, cfg.rounds, loadavg())
@@ -318,7 +308,7 @@ func benchCrawl(ctx context.Context, cfg config) error {
 		hs := site(n)
 		seed := hs.URL + "/p/0"
 		var dS, cS series
-		for round := range cfg.rounds {
+		err := alternate(cfg.rounds, func(round int) []func() error {
 			sides := []func() error{
 				func() error {
 					got, took, err := droverCrawl(ctx, cfg.drover, seed, cfg.par)
@@ -345,20 +335,33 @@ func benchCrawl(ctx context.Context, cfg config) error {
 					return nil
 				},
 			}
-			if round%2 == 1 {
-				slices.Reverse(sides)
-			}
-			for _, side := range sides {
-				if err := side(); err != nil {
-					hs.Close()
-					return err
-				}
-			}
-		}
+			return sides
+		})
 		hs.Close()
+		if err != nil {
+			return err
+		}
 		fmt.Printf("| %d | %s | %s | %s | %s | %.2f× | %s |\n", n, dS, cS, human(dS.median()), human(cS.median()), dS.median()/cS.median(), loadavg())
 	}
 	fmt.Println()
+	return nil
+}
+
+// alternate runs each round's sides, in order in even rounds and reversed
+// in odd ones, so that no side always runs first (warm caches, a machine
+// drifting); it stops at the first error.
+func alternate(rounds int, sides func(round int) []func() error) error {
+	for round := range rounds {
+		s := sides(round)
+		if round%2 == 1 {
+			slices.Reverse(s)
+		}
+		for _, side := range s {
+			if err := side(); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

@@ -138,10 +138,22 @@ func (ld *load) run(c int) {
 	}
 }
 
-// waitProgress waits until the coordinators have asked for n keys between them.
+// waitProgress waits until the coordinators have asked for n keys
+// between them.
 func (ld *load) waitProgress(n int) {
-	for ld.progress.Load() < int64(n) {
-		time.Sleep(10 * time.Millisecond)
+	ld.t.Helper()
+	ld.waitFor(fmt.Sprintf("%d keys asked for", n), func() bool { return ld.progress.Load() >= int64(n) })
+}
+
+// waitFor polls cond until it holds, failing the test after two minutes.
+func (ld *load) waitFor(what string, cond func() bool) {
+	ld.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			ld.t.Fatalf("the load: %s: not within 2 minutes (progress %d, errors %d/%d)", what, ld.progress.Load(), ld.errs[0].Load(), ld.errs[1].Load())
+		}
+		time.Sleep(10 * time.Millisecond) // polls the condition; bounded by the deadline
 	}
 }
 
@@ -230,9 +242,7 @@ func TestShardDown(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	failedBefore := ld.errs[0].Load() + ld.errs[1].Load()
-	for ld.errs[0].Load()+ld.errs[1].Load() < failedBefore+2 { // the load meets the failure
-		time.Sleep(50 * time.Millisecond)
-	}
+	ld.waitFor("the load meeting the failure", func() bool { return ld.errs[0].Load()+ld.errs[1].Load() >= failedBefore+2 })
 	for _, i := range []int{m[0], r} {
 		if err := cl.Restart(i); err != nil {
 			t.Fatal(err)
