@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -15,29 +14,9 @@ import (
 	"time"
 
 	"drover/crawl"
+	"drover/crawl/demosite"
 	"drover/crawl/job"
 )
-
-// treeSite serves n small HTML pages /p/0 .. /p/(n-1); page i links to
-// pages 10i+1 .. 10i+10, so a crawl from /p/0 reaches all n, each found
-// once and linked from nowhere else. robots.txt is absent (404: allow all).
-func treeSite(n int) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p/"))
-		if err != nil || i < 0 || i >= n || !strings.HasPrefix(r.URL.Path, "/p/") {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		var b strings.Builder
-		fmt.Fprintf(&b, "<html><head><title>page %d</title></head><body><h1>page %d</h1>", i, i)
-		for c := 10*i + 1; c <= 10*i+10 && c < n; c++ {
-			fmt.Fprintf(&b, `<a href="/p/%d">page %d</a> `, c, c)
-		}
-		b.WriteString("</body></html>")
-		io.WriteString(w, b.String())
-	})
-}
 
 const (
 	benchPages   = 10000
@@ -77,7 +56,7 @@ var crawlLocalCases = []crawlSettings{
 // The two alternate within each iteration, so a shared machine's load
 // weighs on both alike; it reports each one's pages/s and drover/loop.
 func BenchmarkCrawlLocal(b *testing.B) {
-	hs := httptest.NewServer(treeSite(benchPages))
+	hs := httptest.NewServer(demosite.Tree(benchPages))
 	defer hs.Close()
 	urls := make([]string, benchPages)
 	for i := range urls {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"drover/crawl/demosite"
 	"fmt"
 	"net/http/httptest"
 	"os/exec"
@@ -35,7 +36,7 @@ const versusPages = 3000
 // (drover/colly, drover/wget): the ratios, measured side by side on the
 // same machine in the same run, are what docs/BENCHMARKS.md quotes.
 func BenchmarkCrawlVersus(b *testing.B) {
-	hs := httptest.NewServer(treeSite(versusPages))
+	hs := httptest.NewServer(demosite.Tree(versusPages))
 	defer hs.Close()
 	crawlEnv(b)
 	wget, _ := exec.LookPath("wget")

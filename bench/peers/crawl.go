@@ -2,41 +2,23 @@ package main
 
 import (
 	"context"
+	"drover/crawl/demosite"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/gocolly/colly/v2"
 )
 
-// site is a generated local site of n small HTML pages: page i links to
-// pages 10i+1 … 10i+10, so a crawl from /p/0 finds every page, level by
-// level (a tree 10 wide, 4 to 5 deep at 5k to 30k pages).
-func site(n int) *httptest.Server {
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p/"))
-		if err != nil || i < 0 || i >= n || !strings.HasPrefix(r.URL.Path, "/p/") {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		var b strings.Builder
-		fmt.Fprintf(&b, "<!doctype html><html><head><title>page %d</title></head><body><h1>page %d</h1><p>", i, i)
-		for c := 10*i + 1; c <= 10*i+10 && c < n; c++ {
-			fmt.Fprintf(&b, `<a href="/p/%d">page %d</a> `, c, c)
-		}
-		b.WriteString("</p></body></html>")
-		_, _ = io.WriteString(w, b.String())
-	}))
-}
+// site is a generated local site of n small HTML pages (demosite.Tree): a
+// crawl from /p/0 finds every page, level by level (a tree 10 wide, 4 to 5
+// deep at 5k to 30k pages).
+func site(n int) *httptest.Server { return httptest.NewServer(demosite.Tree(n)) }
 
 var fetchedLine = regexp.MustCompile(`(\d+) pages fetched`)
 
