@@ -18,9 +18,13 @@ import (
 
 // A master is SIGKILLed while two coordinators submit the same keys: its
 // replica takes over, and at the end every key is held by one session,
-// none is lost, and keys accepted twice (a write the master acknowledged
-// but had not yet replicated) are at most the batches in flight at the
-// fault. Then the old master comes back as a replica.
+// none is lost, and no key is accepted more than twice. A key accepted
+// twice is a write the master acknowledged but had not yet replicated:
+// replication is asynchronous (no WAIT), so that is everything within the
+// replica's lag at the kill, not only the batches in flight — on a loaded
+// machine 0 to 1,400 of 4,000 keys. The bound is therefore the keys the
+// dead master could hold (its share of the hosts, at most half here), not
+// the batches in flight. Then the old master comes back as a replica.
 //
 // `make redis-faults` runs it and TestCoordinatorKilled at full size.
 func TestMasterFailover(t *testing.T) {
@@ -44,7 +48,7 @@ func TestMasterFailover(t *testing.T) {
 	if ld.errs[0].Load()+ld.errs[1].Load() == 0 {
 		t.Fatalf("no batch failed while a master was down: the load did not meet the fault")
 	}
-	ld.finish(2 * 2 * ld.batch)
+	ld.finish(ld.n / 2)
 	if err := cl.Restart(victim); err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +176,9 @@ func (ld *load) finish(maxDups int) {
 		total := ld.oks[0][i] + ld.oks[1][i]
 		if total == 0 {
 			t.Fatalf("key %d was never accepted", i)
+		}
+		if total > 2 {
+			t.Fatalf("key %d was accepted %d times; one fault can lose one acknowledged write of it at most", i, total)
 		}
 		dups += total - 1
 		rec, ok := ld.ls[0].LookupKey(time.Now(), it.Key, it.FP)
