@@ -6,7 +6,23 @@ import (
 	"drover/admin"
 	"drover/auth"
 	"drover/net/wire"
+
+	"github.com/pebbe/zmq4"
 )
+
+// dialogue is the Server's admin dialogue part: the admin ROUTER that
+// consoles and the CLI talk to (HELLO, STATUS, QUERY, ACTION, CHANGED),
+// its endpoints, and the coalescing of CHANGED pushes. Who is attached is
+// the sessions part's (sessions.cons). The reactor goroutine owns it.
+type dialogue struct {
+	sock   *zmq4.Socket
+	ep     string // the bound endpoint, the OS's port filled in
+	inproc string // the in-process endpoint for an embedded console
+	// dirty says the state changed since consoles were last told
+	// CHANGED (at lastChanged): notifyConsoles tells them.
+	dirty       bool
+	lastChanged time.Time
+}
 
 // onAdmin handles one message from the admin socket (consoles and the CLI).
 // user is the sender's key (the message's User-Id; "" in-process or
@@ -44,7 +60,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		cs = &console{ident: append([]byte(nil), ident...), key: user, readOnly: h.ReadOnly || e.Role != auth.Operator, beat: beat, lastSeen: now, lastSent: now}
 		s.sess.cons[string(ident)] = cs
 		s.sess.next++ // consoles are numbered from the same sequence as peers, for logs
-		s.send(s.admin, cs.ident, &wire.Welcome{
+		s.send(s.adm.sock, cs.ident, &wire.Welcome{
 			Req: h.Req, Session: uint64(s.sess.next), Heartbeat: beat, Liveness: uint16(cfg.Liveness), Server: s.opts.Server,
 			Limits: wire.Limits{MaxBody: wire.MaxBody, MaxBatch: wire.MaxBatch, MaxPayload: wire.MaxPayload},
 		})
@@ -73,10 +89,10 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		delete(s.sess.cons, string(ident))
 	case *wire.Status:
 		t := s.totals(now)
-		s.send(s.admin, cs.ident, &wire.Totals{Req: m.Req, Totals: t})
+		s.send(s.adm.sock, cs.ident, &wire.Totals{Req: m.Req, Totals: t})
 	case *wire.Query:
 		if m.Query.View == admin.ViewCrawls {
-			s.send(s.admin, cs.ident, &wire.Page{Req: m.Req, Page: s.queryCrawls(m.Query)}) // crawls.go
+			s.send(s.adm.sock, cs.ident, &wire.Page{Req: m.Req, Page: s.queryCrawls(m.Query)}) // crawls.go
 			return
 		}
 		if m.Query.View == admin.ViewResults {
@@ -85,7 +101,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 				s.reject(onAdmin, ident, m.Req, code, "%v", err)
 				return
 			}
-			s.send(s.admin, cs.ident, &wire.Page{Req: m.Req, Page: page})
+			s.send(s.adm.sock, cs.ident, &wire.Page{Req: m.Req, Page: page})
 			return
 		}
 		page, err := s.c.Query(now, m.Query)
@@ -93,7 +109,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 			s.reject(onAdmin, ident, m.Req, errorCode(err), "%v", err)
 			return
 		}
-		s.send(s.admin, cs.ident, &wire.Page{Req: m.Req, Page: page})
+		s.send(s.adm.sock, cs.ident, &wire.Page{Req: m.Req, Page: page})
 	case *wire.Action:
 		if cs.readOnly {
 			s.reject(onAdmin, ident, m.Req, wire.CodeForbidden, "action %s refused: this console attached read-only", m.Action.Kind)
@@ -114,8 +130,8 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 			return
 		}
 		s.log.Info("operator action", "kind", m.Action.Kind, "targets", m.Action.Targets, "affected", res.Affected, "errors", len(res.Errors))
-		s.send(s.admin, cs.ident, &wire.Acted{Req: m.Req, Result: res})
-		s.dirty = true
+		s.send(s.adm.sock, cs.ident, &wire.Acted{Req: m.Req, Result: res})
+		s.adm.dirty = true
 	default:
 		s.reject(onAdmin, ident, m.RequestID(), wire.CodeForbidden, "%s is not accepted on the admin socket", m.Command())
 	}
@@ -124,14 +140,24 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 // notifyConsoles pushes CHANGED to every console, at most once per
 // ChangedEvery, when state changed since the last push.
 func (s *Server) notifyConsoles(now time.Time) {
-	if !s.dirty || now.Sub(s.lastChanged) < s.opts.ChangedEvery {
+	if !s.adm.dirty || now.Sub(s.adm.lastChanged) < s.opts.ChangedEvery {
 		return
 	}
-	s.dirty = false
-	s.lastChanged = now
+	s.adm.dirty = false
+	s.adm.lastChanged = now
 	for _, cs := range s.sess.cons {
-		if s.send(s.admin, cs.ident, &wire.Changed{}) {
+		if s.send(s.adm.sock, cs.ident, &wire.Changed{}) {
 			cs.lastSent = now
 		}
 	}
+}
+
+// console is one session on the admin socket.
+type console struct {
+	ident    []byte
+	key      string // the client's public key ("" in-process or without CURVE)
+	readOnly bool
+	beat     time.Duration
+	lastSeen time.Time
+	lastSent time.Time
 }

@@ -182,10 +182,10 @@ func (s *Server) recheckKeys(now time.Time) {
 			continue
 		}
 		s.log.Warn("console detached: its key is no longer authorised", "key", cs.key)
-		s.send(s.admin, cs.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
+		s.send(s.adm.sock, cs.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
 		delete(s.sess.cons, ident)
 	}
-	s.dirty = true
+	s.adm.dirty = true
 }
 
 // ownerKey is the peers socket's binding of ids to keys: the key of the

@@ -133,7 +133,7 @@ func (s *Server) defineCrawl(now time.Time, c admin.Crawl) (admin.ActionResult, 
 	s.setRetention() // results.go
 	s.log.Info("crawl defined", "crawl", c.Name, "scope", c.Scope, "max_depth", c.MaxDepth, "max_pages", c.MaxPages, "pages", c.Pages,
 		"results_max_age", c.ResultsMaxAge, "results_max_bytes", c.ResultsMaxBytes)
-	s.dirty = true
+	s.adm.dirty = true
 	return admin.ActionResult{Affected: 1}, nil
 }
 
@@ -194,7 +194,7 @@ func (s *Server) crawlAction(now time.Time, a admin.Action) (admin.ActionResult,
 		return admin.ActionResult{}, fmt.Errorf("%s crawl %s: %w", a.Kind, a.Crawler, err)
 	}
 	s.log.Info("crawl "+state, "crawl", a.Crawler, "jobs", n)
-	s.dirty = true
+	s.adm.dirty = true
 	return admin.ActionResult{Affected: max(n, 1)}, nil
 }
 
@@ -218,7 +218,7 @@ func (s *Server) countPages() {
 	for name, cs := range s.crawls {
 		if used, _, ok := s.c.BudgetUsed(name); ok && used != cs.def.Pages {
 			cs.def.Pages, cs.dirty = used, true
-			s.dirty = true
+			s.adm.dirty = true
 		}
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"sync/atomic"
 
 	"github.com/pebbe/zmq4"
+
+	"drover/admin"
+	"drover/net/wire"
 )
 
 // events is the Server's events part: the PUB socket (an XPUB, so that
@@ -27,4 +30,19 @@ func (e *events) subscribed(kind string) bool {
 		}
 	}
 	return false
+}
+
+// publish sends ev on the events socket (if anyone subscribed to its kind)
+// and hands it to OnEvent.
+func (s *Server) publish(ev *admin.Event) {
+	if s.ev.pub != nil && s.ev.subscribed(string(ev.Kind)) {
+		if frames, err := wire.EncodeEvent(*ev); err == nil {
+			s.ev.published.Add(1) // first: a test may read it as soon as the event arrives
+			s.sent(s.ev.pub)
+			s.io.Send(s.ev.pub, zmq4.DONTWAIT, frames...) // best effort: PUB drops for slow subscribers
+		}
+	}
+	if s.opts.OnEvent != nil {
+		s.opts.OnEvent(*ev)
+	}
 }

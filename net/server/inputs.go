@@ -90,7 +90,7 @@ func (s *Server) openInputs() error {
 	if err := add(s.peers, s.onPeer); err != nil {
 		return err
 	}
-	if err := add(s.admin, s.onAdmin); err != nil {
+	if err := add(s.adm.sock, s.onAdmin); err != nil {
 		return err
 	}
 	if s.ev.pub != nil {

@@ -36,7 +36,7 @@ const (
 
 func (w sockWriter) sock(s *Server) *zmq4.Socket {
 	if w == onAdmin {
-		return s.admin
+		return s.adm.sock
 	}
 	return s.peers
 }

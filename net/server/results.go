@@ -127,7 +127,7 @@ func (s *Server) keepResults(fs []broker.Finished) {
 			r.mem = append(r.mem, rec)
 			r.memBytes += memSize(&rec)
 			r.readable = r.last
-			s.dirty = true
+			s.adm.dirty = true
 			continue
 		}
 		r.step = append(r.step, rec)
@@ -262,7 +262,7 @@ func (s *Server) resultsDurable(done uint64) {
 	if n > 0 {
 		m := copy(r.marks, r.marks[n:])
 		r.marks = r.marks[:m]
-		s.dirty = true // a following consumer reads on CHANGED
+		s.adm.dirty = true // a following consumer reads on CHANGED
 	}
 }
 

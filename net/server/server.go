@@ -115,11 +115,8 @@ type Server struct {
 	c           *coord.Coordinator
 	pg          *pager // queued jobs beyond memory (paging.go); nil: all in memory
 	peers       *zmq4.Socket
-	admin       *zmq4.Socket
-	inproc      string // admin endpoint for the embedded console
+	peersEP     string
 	inprocPeers string // peers endpoint for in-process workers and producers
-
-	peersEP, adminEP string
 
 	enc    wire.Encoder
 	inputs []*input      // the sockets the reactor reads (inputs.go)
@@ -138,18 +135,17 @@ type Server struct {
 	}
 	io     zsock.MsgIO // whole-message sends and receives
 	frames [][]byte    // scratch for send
-	ev     events      // the events socket and its subscriptions (events.go)
 	// reactor mirrors the step counters for ReactorStats (metrics read
 	// them while the reactor runs).
-	reactor struct{ steps, messages, gathered atomic.Uint64 }
-	sess    sessions // who is connected (sessions.go)
+	reactor    struct{ steps, messages, gathered atomic.Uint64 }
+	lastTotals time.Time
 
-	lastChanged  time.Time
-	lastBeatScan time.Time
-	lastTotals   time.Time
-	dirty        bool
-	batches      map[jobBatch]*wire.Job // dispatch scratch
-	order        []jobBatch
+	// The parts, each with one job.
+	sess sessions   // who is connected, their heartbeats (sessions.go)
+	disp dispatcher // JOBs and CANCELs to workers (dispatch.go)
+	adm  dialogue   // the admin socket: consoles and the CLI (admin.go)
+	ev   events     // the events socket and its subscriptions (events.go)
+	dur  *durable   // the store: nil without one (durable.go, storeio.go)
 
 	stats Stats
 	ready atomic.Bool
@@ -159,33 +155,9 @@ type Server struct {
 
 	memo     submitMemo             // accepted submits by producer and request (submitmemo.go)
 	strs     interner               // short strings jobs repeat, one copy each (compact.go)
-	dur      *durable               // nil without a store
 	res      *resultLog             // nil without Options.Results
 	crawls   map[string]*crawlState // crawl definitions by name (crawls.go)
-	restored coord.RestoreStats
-	storeSt  store.Stats
-	lookHook func() // tests: runs before each batch of done-set lookups (lookup.go)
-}
-
-// peer is one session on the peers socket.
-type peer struct {
-	s        id.Session
-	ident    []byte
-	id       string // HELLO's id
-	key      string // the client's public key ("" in-process or without CURVE)
-	role     wire.Role
-	beat     time.Duration
-	lastSent time.Time
-}
-
-// console is one session on the admin socket.
-type console struct {
-	ident    []byte
-	key      string // the client's public key ("" in-process or without CURVE)
-	readOnly bool
-	beat     time.Duration
-	lastSeen time.Time
-	lastSent time.Time
+	lookHook func()                 // tests: runs before each batch of done-set lookups (lookup.go)
 }
 
 var inprocSeq atomic.Uint64
@@ -239,27 +211,21 @@ func New(opts Options) (*Server, error) {
 		ev:  events{subs: make(map[string]bool)},
 		seq: inprocSeq.Add(1),
 
-		batches: make(map[jobBatch]*wire.Job),
+		disp: dispatcher{batches: make(map[jobBatch]*wire.Job)},
 	}
 	s.keyEvents() // nobody subscribed yet
 	if opts.Store != nil {
-		// Restore before binding: no session may say HELLO mid-restore.
-		s.dur = &durable{st: opts.Store, ring: make(chan struct{}, 1)}
 		if opts.ResidentJobs > 0 {
 			s.pg = newPager(opts.ResidentJobs) // paging.go
-			s.restored, s.storeSt, err = restoreResident(c, opts.Store, opts.Clock.Now, s.pg)
-		} else {
-			s.restored, s.storeSt, err = restore(c, opts.Store, opts.Clock.Now)
 		}
-		if err != nil {
+		if s.dur, err = openDurable(c, opts, s.pg); err != nil { // storeio.go
 			return nil, err
 		}
-		s.dur.lastID, s.dur.durableID = s.restored.LastJob, s.restored.LastJob
 		if err := s.restoreMemos(); err != nil { // submitmemo.go
 			return nil, fmt.Errorf("restore from the store: %w", err)
 		}
 		s.log.Info("restored from the store", "path", opts.Store.Path(), "sync", opts.Store.SyncPolicy(),
-			"elapsed", s.storeSt.Elapsed, "summary", s.restored.String())
+			"elapsed", s.dur.stats.Elapsed, "summary", s.dur.restored.String())
 	}
 	if err := s.initResults(); err != nil {
 		return nil, err
@@ -290,16 +256,16 @@ func (s *Server) bind() error {
 	if s.peersEP, err = zsock.Endpoint(s.peers); err != nil {
 		return err
 	}
-	if s.admin, err = zsock.Router(s.opts.Admin, s.security(auth.Admin)...); err != nil {
+	if s.adm.sock, err = zsock.Router(s.opts.Admin, s.security(auth.Admin)...); err != nil {
 		return fmt.Errorf("admin socket: %w", err)
 	}
-	if s.adminEP, err = zsock.Endpoint(s.admin); err != nil {
+	if s.adm.ep, err = zsock.Endpoint(s.adm.sock); err != nil {
 		return err
 	}
 	n := s.seq
-	s.inproc = fmt.Sprintf("inproc://drover-admin-%d", n)
-	if err := s.admin.Bind(s.inproc); err != nil {
-		return fmt.Errorf("admin socket: bind %s: %w", s.inproc, err)
+	s.adm.inproc = fmt.Sprintf("inproc://drover-admin-%d", n)
+	if err := s.adm.sock.Bind(s.adm.inproc); err != nil {
+		return fmt.Errorf("admin socket: bind %s: %w", s.adm.inproc, err)
 	}
 	s.inprocPeers = fmt.Sprintf("inproc://drover-peers-%d", n)
 	if err := s.peers.Bind(s.inprocPeers); err != nil {
@@ -323,7 +289,7 @@ func (s *Server) closeSockets() {
 	if s.hub != nil {
 		s.hub.Close()
 	}
-	for _, sk := range []*zmq4.Socket{s.peers, s.admin, s.ev.pub} {
+	for _, sk := range []*zmq4.Socket{s.peers, s.adm.sock, s.ev.pub} {
 		if sk != nil {
 			sk.Close()
 		}
@@ -335,10 +301,10 @@ func (s *Server) closeSockets() {
 func (s *Server) PeersEndpoint() string { return s.peersEP }
 
 // AdminEndpoint is where consoles and the CLI connect.
-func (s *Server) AdminEndpoint() string { return s.adminEP }
+func (s *Server) AdminEndpoint() string { return s.adm.ep }
 
 // InprocAdmin is the in-process admin endpoint for an embedded console.
-func (s *Server) InprocAdmin() string { return s.inproc }
+func (s *Server) InprocAdmin() string { return s.adm.inproc }
 
 // InprocPeers is the in-process peers endpoint for workers and producers
 // running in the same process (drover crawl, drover demo).
@@ -348,7 +314,12 @@ func (s *Server) InprocPeers() string { return s.inprocPeers }
 func (s *Server) EventsEndpoint() string { return s.ev.ep }
 
 // Restored says what New restored from Options.Store (zero without one).
-func (s *Server) Restored() coord.RestoreStats { return s.restored }
+func (s *Server) Restored() coord.RestoreStats {
+	if s.dur == nil {
+		return coord.RestoreStats{}
+	}
+	return s.dur.restored
+}
 
 // Ready reports whether Run is serving (for /readyz).
 func (s *Server) Ready() bool { return s.ready.Load() }
@@ -411,7 +382,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer timer.Stop()
 	s.ready.Store(true)
 	defer s.ready.Store(false)
-	s.log.Info("serving", "peers", s.peersEP, "admin", s.adminEP, "events", s.ev.ep)
+	s.log.Info("serving", "peers", s.peersEP, "admin", s.adm.ep, "events", s.ev.ep)
 	const maxWait = 100 * time.Millisecond
 	for {
 		if ctx.Err() != nil {
@@ -464,39 +435,12 @@ func (s *Server) Run(ctx context.Context) error {
 // totals are the coordinator's totals with the transport's counters.
 func (s *Server) totals(now time.Time) admin.Totals {
 	t := s.c.Totals(now)
-	t.Listening = admin.Listeners{Peers: s.peersEP, Admin: s.adminEP, Events: s.ev.ep}
+	t.Listening = admin.Listeners{Peers: s.peersEP, Admin: s.adm.ep, Events: s.ev.ep}
 	if s.auth != nil {
 		t.Forbidden = s.auth.forbidden
 		t.HandshakesRefused = s.auth.refused.Load()
 	}
 	return t
-}
-
-// send encodes m and sends it to the peer with routing id ident on sk. It
-// reports whether the peer got it (or at least its queue did).
-func (s *Server) send(sk *zmq4.Socket, ident []byte, m wire.Message) bool {
-	frames, err := s.enc.Encode(m)
-	if err != nil {
-		s.log.Error("encode failed", "command", m.Command(), "err", err)
-		return false
-	}
-	if sk == s.peers && s.hub != nil && pipe.IsClient(ident) {
-		// Encoded above all the same: a pipe client gets exactly what
-		// DRV/2 can carry. Every message the server sends is made for
-		// that one send and never changed after, so it is handed over.
-		err = s.hub.SendValue(ident, m)
-	} else {
-		s.frames = append(append(s.frames[:0], ident), frames...)
-		s.sent(sk)
-		err = s.io.Send(sk, zmq4.DONTWAIT, s.frames...)
-	}
-	if err != nil {
-		s.stats.Undeliverable++
-		s.log.Debug("send failed", "command", m.Command(), "err", err, "unroutable", zsock.Unroutable(err), "full", zsock.WouldBlock(err))
-		return false
-	}
-	s.stats.Sent++
-	return true
 }
 
 // shutdown stops dispatching and tells every session DISCONNECT. With a
@@ -521,7 +465,7 @@ func (s *Server) shutdown() error {
 		s.c.Disconnect(now, p.s)
 	}
 	for _, cs := range s.sess.cons {
-		s.send(s.admin, cs.ident, disconnect(coord.CloseShutdown))
+		s.send(s.adm.sock, cs.ident, disconnect(coord.CloseShutdown))
 	}
 	out := s.c.Ready(now)
 	s.finished(out.Finished)
@@ -541,7 +485,7 @@ func (s *Server) shutdown() error {
 	if told > 0 {
 		s.linger(200 * time.Millisecond)
 	}
-	for _, sk := range []*zmq4.Socket{s.peers, s.admin} {
+	for _, sk := range []*zmq4.Socket{s.peers, s.adm.sock} {
 		sk.SetLinger(500 * time.Millisecond)
 	}
 	if serr != nil {

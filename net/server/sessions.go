@@ -1,14 +1,62 @@
 package server
 
-import "drover/coord/id"
+import (
+	"time"
+
+	"drover/coord/id"
+	"drover/net/wire"
+)
 
 // sessions is the Server's sessions part: who is connected on the peers
-// and admin sockets, by routing id and by session, and which live session
-// holds each peer id. The reactor goroutine owns it.
+// and admin sockets, by routing id and by session, which live session
+// holds each peer id, and their heartbeats. The reactor goroutine owns it.
 type sessions struct {
 	ident  map[string]id.Session // peers routing id -> session
 	peer   map[id.Session]*peer
 	cons   map[string]*console // admin routing id -> console session
 	next   id.Session
 	owners map[ownerKey]id.Session // the live session holding each peer id (auth.go)
+	// lastBeatScan is when heartbeats last looked for sessions to beat
+	// or drop.
+	lastBeatScan time.Time
+}
+
+// peer is one session on the peers socket.
+type peer struct {
+	s        id.Session
+	ident    []byte
+	id       string // HELLO's id
+	key      string // the client's public key ("" in-process or without CURVE)
+	role     wire.Role
+	beat     time.Duration
+	lastSent time.Time
+}
+
+// heartbeats sends HEARTBEAT to sessions the server has not sent anything
+// to for an interval, and drops consoles that went silent. It scans at most
+// ten times a second.
+func (s *Server) heartbeats(now time.Time) {
+	if now.Sub(s.sess.lastBeatScan) < 100*time.Millisecond {
+		return
+	}
+	s.sess.lastBeatScan = now
+	for _, p := range s.sess.peer {
+		if now.Sub(p.lastSent) >= p.beat {
+			if s.send(s.peers, p.ident, &wire.Heartbeat{}) {
+				p.lastSent = now
+			}
+		}
+	}
+	liveness := time.Duration(s.c.Config().Liveness)
+	for k, cs := range s.sess.cons {
+		if now.Sub(cs.lastSeen) > cs.beat*liveness {
+			delete(s.sess.cons, k)
+			continue
+		}
+		if now.Sub(cs.lastSent) >= cs.beat {
+			if s.send(s.adm.sock, cs.ident, &wire.Heartbeat{}) {
+				cs.lastSent = now
+			}
+		}
+	}
 }

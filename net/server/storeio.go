@@ -1,0 +1,219 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"drover/coord"
+	"drover/coord/id"
+	"drover/net/wire"
+)
+
+// The Server's store I/O part: opening the store (the coordinator restored
+// from it), each step's writes applied as one batch, the held messages
+// released as batches become durable, the last batches awaited at
+// shutdown, and the sweeper of expired records. Its state is durable
+// (durable.go, which says what waits for the store and why); the done
+// set's look-ups (donelookup.go, lookup.go) and the paging of queued jobs
+// (paging.go) ride on the same batches.
+
+// openDurable restores the coordinator c from opts.Store (through the
+// pager pg when jobs beyond memory stay in the store; nil: all in memory)
+// and returns the Server's link to the store. Called by New before any
+// socket is bound: no session may say HELLO mid-restore.
+func openDurable(c *coord.Coordinator, opts Options, pg *pager) (*durable, error) {
+	d := &durable{st: opts.Store, ring: make(chan struct{}, 1)}
+	var err error
+	if pg != nil {
+		d.restored, d.stats, err = restoreResident(c, opts.Store, opts.Clock.Now, pg) // paging.go
+	} else {
+		d.restored, d.stats, err = restore(c, opts.Store, opts.Clock.Now) // records.go
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.lastID, d.durableID = d.restored.LastJob, d.restored.LastJob
+	return d, nil
+}
+
+func storeFailedError(req uint64, err error) *wire.Error {
+	return &wire.Error{Req: req, Code: wire.CodeInternal, Msg: clipReason("not recorded: the store failed: "+err.Error(), wire.MaxText)}
+}
+
+// persist applies the step's writes as one batch; the step's held
+// acknowledgements wait for it. A step without writes has its
+// acknowledgements wait for the last batch applied (they may name jobs
+// accepted by it); release sends them at once if that one is durable.
+func (s *Server) persist(writes []coord.Record) {
+	d := s.dur
+	if d == nil || d.failed != nil {
+		return
+	}
+	if len(writes) > 0 || s.pendingResults() || s.pendingCrawls() || s.pendingMemos() {
+		if err := checkWrites(writes); err != nil {
+			// Nothing of the step is written: fail as the store would.
+			d.mu.Lock()
+			if d.err == nil {
+				d.err = fmt.Errorf("persist the step's writes: %w", err)
+			}
+			d.mu.Unlock()
+			d.waiting = append(d.waiting, d.step...)
+			clear(d.step)
+			d.step = d.step[:0]
+			return
+		}
+		b := d.st.NewBatch()
+		for i := range writes {
+			if err := addWrite(b, &writes[i]); err != nil {
+				break // recorded in the batch: Apply fails it as a whole
+			}
+		}
+		s.resultsInto(b) // results.go: durable with their jobs' states
+		s.crawlsInto(b)  // crawls.go: page counts durable with the dispatches
+		s.memosInto(b)   // submitmemo.go: what the step's SUBMITTEDs say
+		if s.opts.BeforeCommit != nil {
+			if f := s.opts.BeforeCommit(); f != nil {
+				b.Before(f)
+			}
+		}
+		d.applied++
+		seq := d.applied
+		s.markBatch(seq)   // donelookup.go
+		s.pageMark(seq)    // paging.go
+		s.markResults(seq) // results.go
+		d.notePending(seq, writes)
+		for i := range d.step {
+			d.step[i].seq = seq
+		}
+		d.waiting = append(d.waiting, d.step...)
+		clear(d.step)
+		d.step = d.step[:0]
+		d.st.Apply(b, d.callback(seq))
+		return
+	}
+	if len(d.step) == 0 {
+		return
+	}
+	for i := range d.step {
+		d.step[i].seq = d.applied
+	}
+	d.waiting = append(d.waiting, d.step...)
+	clear(d.step)
+	d.step = d.step[:0]
+}
+
+// release sends the held acknowledgements whose batches are durable. It
+// returns the store's failure, if one happened: then every held
+// acknowledgement was answered ERROR 500 instead.
+func (s *Server) release() error {
+	d := s.dur
+	if d == nil {
+		return nil
+	}
+	if d.failed != nil {
+		return d.failed
+	}
+	done, err := d.progress()
+	if err != nil {
+		d.failed = err
+		s.log.Error("store failed: held acknowledgements answered with ERROR 500; the coordinator stops", "err", err, "held", len(d.waiting)+len(d.step))
+		for _, hs := range [][]held{d.waiting, d.step} {
+			for _, h := range hs {
+				if h.kind == heldAck {
+					s.send(s.peers, h.ident, storeFailedError(h.msg.RequestID(), err))
+				}
+			}
+		}
+		clear(d.waiting)
+		clear(d.step)
+		d.waiting, d.step = d.waiting[:0], d.step[:0]
+		return err
+	}
+	s.durableUpTo(done)    // donelookup.go
+	s.pageDurable(done)    // paging.go
+	s.resultsDurable(done) // results.go
+	s.storeExpired()       // donelookup.go
+	n := 0
+	now := s.now()
+	for n < len(d.waiting) && d.waiting[n].seq <= done {
+		s.deliver(now, &d.waiting[n])
+		n++
+	}
+	if n > 0 {
+		m := copy(d.waiting, d.waiting[n:])
+		clear(d.waiting[m:])
+		d.waiting = d.waiting[:m]
+	}
+	d.releasePending(done) // after the delivery: the held JOBs are out
+	return nil
+}
+
+// settle waits, until deadline, for every applied batch to finish, and
+// releases what they held (on shutdown).
+func (s *Server) settle(deadline time.Time) error {
+	d := s.dur
+	if d == nil {
+		return nil
+	}
+	s.persist(nil) // acks of a step without writes join the last batch
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		if err := s.release(); err != nil {
+			return err
+		}
+		if done, _ := d.progress(); done >= d.applied {
+			return s.release()
+		}
+		select {
+		case <-d.ring:
+		case <-timer.C:
+			return errors.New("store: batches still not durable at shutdown")
+		}
+	}
+}
+
+// startSweeper starts the goroutine that expires the store's done and
+// failed records (Options.SweepEvery) and returns the function that stops
+// it and waits for it.
+func (s *Server) startSweeper() (stop func()) {
+	every := s.opts.SweepEvery
+	if every == 0 {
+		every = time.Minute
+	}
+	led := s.c.Config().Ledger
+	if every < 0 || (led.DoneTTL == 0 && led.FailedTTL == 0) {
+		return func() {}
+	}
+	quit, exited := make(chan struct{}), make(chan struct{})
+	st, clk, log := s.dur.st, s.opts.Clock, s.log
+	var onKeys func([]id.Fingerprint) // only a bounded done set counts them
+	if s.bounded() {
+		onKeys = s.dur.noteExpired
+	}
+	go func() {
+		defer close(exited)
+		t := clk.NewTimer(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C():
+			}
+			t.Reset(every)
+			n, err := st.SweepKeys(clk.Now(), led.DoneTTL, led.FailedTTL, onKeys)
+			switch {
+			case err != nil:
+				log.Error("store sweep", "err", err, "deleted", n)
+			case n > 0:
+				log.Info("store sweep: expired records deleted", "deleted", n)
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-exited
+	}
+}
