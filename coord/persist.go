@@ -182,8 +182,9 @@ func (c *Coordinator) collectWrites(now time.Time, dst []Record) []Record {
 	ids := d.ids[:0]
 	for i := range c.out.Events {
 		e := &c.out.Events[i]
-		if e.JobID == 0 || e.Kind == admin.EventJobProgress || e.Kind == admin.EventJobOrphanResult {
-			continue // no change to the job
+		if e.JobID == 0 || e.Kind == admin.EventJobProgress || e.Kind == admin.EventJobOrphanResult ||
+			e.Kind == admin.EventJobReconciled && e.Detail == broker.KeptDetail {
+			continue // no change to the job's record
 		}
 		ids = append(ids, broker.JobID(e.JobID))
 		if extended && e.Kind == admin.EventJobThrottled {

@@ -168,6 +168,7 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 			b.release(j, t)
 			if keep[Run{j.id, int(j.attempts)}] {
 				b.hold(nw, j, t)
+				b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: nw.id, Detail: KeptDetail})
 				continue
 			}
 			j.endAttempt("requeued", "worker re-registered without it")
@@ -209,6 +210,11 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 	b.emit(admin.Event{At: now, Kind: admin.EventWorkerRegistered, Worker: nw.id, Detail: "slots " + strconv.Itoa(slots)})
 	return nil
 }
+
+// KeptDetail is the Detail of the job.reconciled event of a job a
+// re-registering worker keeps from its old record: nothing of the job's
+// record changed (same worker id, same attempt), so it needs no write.
+const KeptDetail = "kept by its new session"
 
 // hold gives a dispatched job to w at t; its host counts it in flight.
 func (b *Broker) hold(w *worker, j *job, t int64) {
