@@ -33,11 +33,12 @@ test: deps-test
 soak: deps-test
 	SOAK=full $(GO) test -count=1 -run '^TestSoakCrashes$$' -timeout 60m -v ./cli
 
-## redis-faults: the Redis ledger's fault tests at full size (a master SIGKILLed and slots moved under
-## 50,000 keys, a shard down under 20,000, a coordinator process SIGKILLed holding 20,000);
+## redis-faults: the Redis ledger's fault tests at full size (a master SIGKILLed under 50,000 keys with
+## WAIT and without, slots moved under 50,000, a shard down under 20,000, a coordinator process
+## SIGKILLed holding 20,000);
 ## `make test` runs short ones.
 redis-faults: deps-test
-	DROVER_REDIS_FAULTS=full $(GO) test -count=1 -run '^(TestMasterFailover|TestReshardUnderLoad|TestShardDown|TestCoordinatorKilled)$$' -timeout 20m -v ./store/redis
+	DROVER_REDIS_FAULTS=full $(GO) test -count=1 -run '^(TestMasterFailover|TestMasterFailoverNoWait|TestReshardUnderLoad|TestShardDown|TestCoordinatorKilled)$$' -timeout 20m -v ./store/redis
 
 ## frontier: queued jobs beyond RAM at full size: 2,000,000 jobs through
 ## drover submit - into serve --store-resident-jobs 100000, RSS at most 400 MB

@@ -117,6 +117,13 @@ type Store struct {
 	SyncInterval time.Duration `yaml:"sync_interval"`
 	DoneCache    int           `yaml:"done_cache"`    // done keys kept in memory; 0: all
 	ResidentJobs int           `yaml:"resident_jobs"` // queued jobs kept in memory; 0: all
+	Redis        StoreRedis    `yaml:"redis"`
+}
+
+// StoreRedis configures a store on Redis Cluster.
+type StoreRedis struct {
+	WaitReplicas int           `yaml:"wait_replicas"` // replicas a transition waits for; 0: none
+	WaitTimeout  time.Duration `yaml:"wait_timeout"`  // how long it waits for them
 }
 
 // Results configures the results kept by the coordinator.

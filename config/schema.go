@@ -308,6 +308,11 @@ var schema = []Key{
 	key("store.resident_jobs", KindInt, 1_000_000,
 		"queued jobs serve keeps in memory; the others stay only in the store and are paged in, oldest first, before the ones in memory run out; 0 keeps every one in memory",
 		ints(0, 1<<30)),
+	key("store.redis.wait_replicas", KindInt, 0,
+		"with a Redis Cluster store: replicas of a shard that must hold a batch of transitions (WAIT) before it is answered, so a failover loses no accepted key; a shard with fewer replicas in sync refuses until one is back; 0 replicates asynchronously (a failover may lose what the replica lagged)",
+		ints(0, 100)),
+	key("store.redis.wait_timeout", KindDuration, 500*time.Millisecond,
+		"with store.redis.wait_replicas: how long a batch waits for the replicas before the shard counts as refusing", dur(time.Millisecond, 4*time.Second)),
 
 	key("results.max_age", KindDuration, time.Duration(0),
 		"results that finished longer ago are deleted; 0 keeps them whatever their age", dur(0, forever)),

@@ -8,12 +8,12 @@ import (
 )
 
 func TestSchemaMatchesConfigStruct(t *testing.T) {
-	name := regexp.MustCompile(`^[a-z]+\.[a-z_]+$`)
+	name := regexp.MustCompile(`^[a-z]+(\.[a-z_]+)+$`) // section.leaf or section.sub.leaf
 	c := &Config{}
 	envs, flags := map[string]string{}, map[string]string{}
 	for _, k := range Schema() {
 		if !name.MatchString(k.Name) {
-			t.Errorf("key %q: expected section.leaf in lower case", k.Name)
+			t.Errorf("key %q: expected section.leaf (or section.sub.leaf) in lower case", k.Name)
 		}
 		if k.Help == "" {
 			t.Errorf("key %s has no help", k.Name)
@@ -62,11 +62,23 @@ func TestSchemaMatchesConfigStruct(t *testing.T) {
 		if sec == "-" {
 			continue
 		}
-		for j := 0; j < sf.Type.NumField(); j++ {
-			leaf := sec + "." + sf.Type.Field(j).Tag.Get("yaml")
-			if !keys[leaf] {
-				t.Errorf("field Config.%s.%s (%s) has no schema key", sf.Name, sf.Type.Field(j).Name, leaf)
-			}
+		leafFields(t, keys, "Config."+sf.Name, sec, sf.Type)
+	}
+}
+
+// leafFields checks that every leaf field of section type st (a nested
+// section struct's fields too) is a key.
+func leafFields(t *testing.T, keys map[string]bool, goName, name string, st reflect.Type) {
+	t.Helper()
+	for j := 0; j < st.NumField(); j++ {
+		f := st.Field(j)
+		leaf := name + "." + f.Tag.Get("yaml")
+		if f.Type.Kind() == reflect.Struct && !keys[leaf] {
+			leafFields(t, keys, goName+"."+f.Name, leaf, f.Type)
+			continue
+		}
+		if !keys[leaf] {
+			t.Errorf("field %s.%s (%s) has no schema key", goName, f.Name, leaf)
 		}
 	}
 }

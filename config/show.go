@@ -116,7 +116,15 @@ func render(head string, value func(Key) (any, string, string, error)) ([]byte, 
 				return nil, err
 			}
 			vn.LineComment = beside
-			body.Content = append(body.Content,
+			m := body
+			for { // a dotted leaf (store.redis.wait_replicas) nests
+				sub, rest, ok := strings.Cut(leaf, ".")
+				if !ok {
+					break
+				}
+				m, leaf = subMapping(m, sub), rest
+			}
+			m.Content = append(m.Content,
 				&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: leaf, HeadComment: above}, vn)
 		}
 		root.Content = append(root.Content,
@@ -133,6 +141,18 @@ func render(head string, value func(Key) (any, string, string, error)) ([]byte, 
 		return nil, fmt.Errorf("config: encoding YAML: %w", err)
 	}
 	return spaceSections(buf.Bytes()), nil
+}
+
+// subMapping returns the mapping under key name in m, added if missing.
+func subMapping(m *yaml.Node, name string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == name && m.Content[i+1].Kind == yaml.MappingNode {
+			return m.Content[i+1]
+		}
+	}
+	sub := &yaml.Node{Kind: yaml.MappingNode}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name}, sub)
+	return sub
 }
 
 // spaceSections puts a blank line before each top-level section after the

@@ -81,6 +81,18 @@ type Config struct {
 	// often (TTL three heartbeats), receives answers for its waiting
 	// sessions, and sweeps dead peers' sessions. At least 100ms.
 	Heartbeat time.Duration
+	// WaitReplicas, above 0, makes every batch of transitions wait until
+	// that many replicas of each shard it wrote to hold its writes (WAIT)
+	// before it is answered: a failover then loses no transition this
+	// ledger acknowledged, so a key is accepted twice only if its batch
+	// was in flight at the fault. A shard with fewer replicas in sync
+	// refuses: Request and Queue answer Error "unavailable", Done, Requeue
+	// and Release are sent again with the next call, until a replica has
+	// caught up. 0: asynchronous replication, as Redis does by default (a
+	// failover loses what the replica lagged).
+	WaitReplicas int
+	// WaitTimeout bounds each WAIT. Default 500ms; below Timeout.
+	WaitTimeout time.Duration
 }
 
 // Ledger is the ledger on Redis for one coordinator. Like *ledger.Ledger
@@ -150,6 +162,15 @@ func newLedger(ctx context.Context, rdb goredis.UniversalClient, cfg Config) (*L
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.WaitReplicas < 0 {
+		return nil, fmt.Errorf("redis ledger config: WaitReplicas is %d; want 0 (no WAIT) or more", cfg.WaitReplicas)
+	}
+	if cfg.WaitTimeout <= 0 {
+		cfg.WaitTimeout = 500 * time.Millisecond
+	}
+	if cfg.WaitReplicas > 0 && cfg.WaitTimeout >= cfg.Timeout {
+		return nil, fmt.Errorf("redis ledger config: WaitTimeout %v is not below Timeout %v; want a WAIT that ends before the call's own limit", cfg.WaitTimeout, cfg.Timeout)
 	}
 	if cfg.Ledger.SweepLimit == 0 {
 		cfg.Ledger.SweepLimit = 4096
@@ -296,15 +317,18 @@ type call struct {
 
 // exec runs calls in one pipeline and applies their effects in order; it
 // returns each call's per-item results (nil for a failed call) and the
-// first error.
-func (l *Ledger) exec(calls []call) ([][]ledger.Result, error) {
+// first error. With Config.WaitReplicas, a call whose shard's replicas did
+// not confirm its writes is marked in unconfirmed (its effects are
+// applied: they happened on the master), and counts as failed in err.
+func (l *Ledger) exec(calls []call) (out [][]ledger.Result, unconfirmed []bool, first error) {
 	ctx, cancel := l.ctx()
 	defer cancel()
-	var first error
+	out = make([][]ledger.Result, len(calls))
+	unconfirmed = make([]bool, len(calls))
 	for _, c := range calls {
 		if err := l.touch(ctx, c.host); err != nil {
 			l.err = err
-			return make([][]ledger.Result, len(calls)), err
+			return out, unconfirmed, err
 		}
 	}
 	cmds := make([]*goredis.Cmd, len(calls))
@@ -313,30 +337,38 @@ func (l *Ledger) exec(calls []call) ([][]ledger.Result, error) {
 		cmds[i] = script.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
 	_, _ = pipe.Exec(ctx)
-	out := make([][]ledger.Result, len(calls))
+	fail := func(err error) {
+		l.err = err
+		if first == nil {
+			first = err
+		}
+	}
+	ran := make([]bool, len(calls))
 	for i, c := range calls {
 		v, err := cmds[i].Result()
 		if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
 			v, err = script.Eval(ctx, l.rdb, c.keys, c.args...).Result()
 		}
 		if err != nil {
-			err = fmt.Errorf("redis ledger: %s on host %q: %w", c.args[0], c.host, err)
-			l.err = err
-			if first == nil {
-				first = err
-			}
+			fail(fmt.Errorf("redis ledger: %s on host %q: %w", c.args[0], c.host, err))
 			continue
 		}
+		ran[i] = true
 		res, err := l.apply(c.host, v)
 		if err != nil {
-			l.err = err
-			if first == nil {
-				first = err
-			}
+			fail(err)
 		}
 		out[i] = res
 	}
-	return out, first
+	if l.cfg.WaitReplicas > 0 {
+		for i, err := range l.waitReplicas(ctx, calls, ran) {
+			if err != nil {
+				unconfirmed[i] = true
+				fail(err)
+			}
+		}
+	}
+	return out, unconfirmed, first
 }
 
 // apply takes in a script's output: results, answers, events, writes and

@@ -41,21 +41,27 @@ func (l *Ledger) RequestBatch(now time.Time, s id.Session, reqID uint64, items [
 		calls[i] = call{host, keys, args}
 	}
 	all := l.due(now, calls)
-	res, _ := l.exec(all)
-	res = res[len(all)-len(calls):]
+	res, unconfirmed, _ := l.exec(all)
+	skip := len(all) - len(calls)
+	res, unconfirmed = res[skip:], unconfirmed[skip:]
 	for i, host := range order {
 		for n, j := range groups[host] {
 			r := ledger.Result{Verdict: ledger.Error, Reason: ReasonUnavailable}
 			if n < len(res[i]) {
 				r = res[i][n]
 			}
-			dst[start+j] = r
+			// what the master did is tracked even when its replicas did
+			// not confirm it (Release must find it)
 			if r.Verdict == ledger.OK || r.Verdict == ledger.Wait {
 				l.held(s, host, items[j].FP)
 			}
 			if r.Verdict == ledger.Wait && l.inbox != nil {
 				l.inbox.wait(l.owner(s), items[j].FP, host, reqID, s)
 			}
+			if unconfirmed[i] {
+				r = ledger.Result{Verdict: ledger.Error, Reason: ReasonUnavailable}
+			}
+			dst[start+j] = r
 		}
 	}
 	return dst
@@ -130,12 +136,13 @@ func (l *Ledger) QueueBatch(now time.Time, s id.Session, fps []id.Fingerprint, d
 		calls[i] = call{host, keys, args}
 	}
 	all := l.due(now, calls)
-	res, _ := l.exec(all)
-	res = res[len(all)-len(calls):]
+	res, unconfirmed, _ := l.exec(all)
+	skip := len(all) - len(calls)
+	res, unconfirmed = res[skip:], unconfirmed[skip:]
 	for i, host := range order {
 		for n, j := range groups[host] {
 			r := ledger.Result{Verdict: ledger.Error, Reason: ReasonUnavailable}
-			if n < len(res[i]) {
+			if n < len(res[i]) && !unconfirmed[i] {
 				r = res[i][n]
 			}
 			dst[start+j] = r
@@ -217,12 +224,12 @@ func (l *Ledger) Release(now time.Time, s id.Session) {
 // the next call (they are idempotent or order-insensitive: done, requeue,
 // release).
 func (l *Ledger) execRetrying(calls []call) {
-	res, err := l.exec(calls)
+	res, unconfirmed, err := l.exec(calls)
 	if err == nil {
 		return
 	}
 	for i, c := range calls {
-		if res[i] == nil {
+		if res[i] == nil || unconfirmed[i] {
 			l.retry = append(l.retry, c)
 		}
 	}
@@ -260,7 +267,7 @@ func (l *Ledger) Tick(now time.Time) {
 		calls = append(calls, call{host, l.baseKeys(host, 0), l.args("tick", now, 0)})
 	}
 	if len(calls) > 0 {
-		_, _ = l.exec(calls)
+		_, _, _ = l.exec(calls)
 	}
 }
 

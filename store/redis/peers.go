@@ -222,7 +222,7 @@ func (l *Ledger) sweepCoordinator(ctx context.Context, now time.Time, d string) 
 	// and every round trip has the store timeout.
 	for len(calls) > 0 {
 		n := min(len(calls), 4)
-		if _, err := l.exec(calls[:n]); err != nil {
+		if _, _, err := l.exec(calls[:n]); err != nil {
 			return // tried again at the next heartbeat (release-all is idempotent)
 		}
 		calls = calls[n:]

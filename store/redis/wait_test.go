@@ -1,0 +1,98 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"drover/coord/ledger"
+)
+
+// waitCalls sums the WAIT commands the cluster's masters have run.
+func waitCalls(t *testing.T) int {
+	t.Helper()
+	sum := 0
+	for _, i := range cluster.Masters() {
+		out, err := cluster.Cli(i, "info", "commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_wait:calls="); ok {
+				n, _ := strconv.Atoi(v[:strings.IndexByte(v, ',')])
+				sum += n
+			}
+		}
+	}
+	return sum
+}
+
+// With WaitReplicas 1 every batch waits for the shards' replicas (one
+// each here) and is answered as usual; asking for more replicas than a
+// shard has, the master does the transition but the ledger answers
+// "unavailable" and sends Done again later, as it would for a shard whose
+// replica is down.
+func TestWaitReplicas(t *testing.T) {
+	rdb := client(t)
+	ctx := context.Background()
+	open := func(wait int) *Ledger {
+		l, err := newLedger(ctx, rdb, Config{Prefix: "wait" + strconv.FormatInt(prefixes.Add(1), 10),
+			WaitReplicas: wait, WaitTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	var items []ledger.Item
+	for i := range 30 {
+		items = append(items, webKey(i)) // over several hosts, so several shards
+	}
+	now := time.Now()
+	before := waitCalls(t)
+	l := open(1)
+	for i, r := range l.RequestBatch(now, 1, 1, items, nil) {
+		if r.Verdict != ledger.OK {
+			t.Fatalf("item %d with one replica wanted: %v %v (%v); want ok", i, r.Verdict, r.Reason, l.Err())
+		}
+	}
+	if after := waitCalls(t); after <= before {
+		t.Fatalf("WAIT calls on the masters: %d before the batch, %d after; want more", before, after)
+	}
+	l.DoneBatch(now, items, ledger.DoneOK)
+	if l.Pending() != 0 || l.Err() != nil {
+		t.Fatalf("done with one replica wanted: %d calls pending, error %v; want none", l.Pending(), l.Err())
+	}
+
+	l2 := open(2) // each master has one replica
+	res := l2.RequestBatch(now, 1, 1, items[:5], nil)
+	for i, r := range res {
+		if r.Verdict != ledger.Error || r.Reason != ReasonUnavailable {
+			t.Fatalf("item %d with two replicas wanted of one: %v %v; want error unavailable", i, r.Verdict, r.Reason)
+		}
+	}
+	if err := l2.Err(); err == nil || !strings.Contains(err.Error(), "WAIT") {
+		t.Fatalf("the ledger's error: %v; want one naming WAIT", err)
+	}
+	// the master did it: the key is requested by the session, which a
+	// retry finds (ok, owner) and Release lets go of
+	if rec, ok := l2.LookupKey(now, items[0].Key, items[0].FP); !ok || rec.State != ledger.Requested || rec.Owner != 1 {
+		t.Fatalf("the first key on the master: %+v %v; want requested by session 1", rec, ok)
+	}
+	l2.Release(now, 1)
+	if rec, ok := l2.LookupKey(now, items[0].Key, items[0].FP); ok {
+		t.Fatalf("after Release: %+v; want no record", rec)
+	}
+	if l2.Pending() == 0 {
+		t.Fatalf("Release unconfirmed by the replicas: nothing pending; want it sent again")
+	}
+	if _, err := newLedger(ctx, rdb, Config{WaitReplicas: 1, WaitTimeout: 5 * time.Second}); err == nil {
+		t.Fatalf("WaitTimeout 5s with Timeout 5s: no error; want one")
+	}
+	var zero error
+	if errors.Is(l.Err(), zero) && l.Err() != nil {
+		t.Fatal(l.Err())
+	}
+}
