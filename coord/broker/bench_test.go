@@ -134,8 +134,8 @@ func bigBroker(tb testing.TB, n int) *Broker {
 		as = br.Dispatch(now, as[:0])
 		for _, a := range as {
 			var o Outcome
-			switch x := r.IntN(1000); {
-			case a.Spec.Host < "h5." && a.Spec.Host >= "h0" && len(a.Spec.Host) == len("h0.example.com"):
+			switch x, h := r.IntN(1000), id.Host(a.Spec.Key.URL); {
+			case h < "h5." && h >= "h0" && len(h) == len("h0.example.com"):
 				o.Kind = Throttled // hosts h0..h4
 			case x < 940:
 				o.Kind = OK

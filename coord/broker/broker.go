@@ -274,7 +274,8 @@ func (c *Config) validate() error {
 // on Session. Attempt counts dispatches of this job, 1 for the first. Spec
 // points into the broker: it must not be modified, and is valid until the
 // job is done and its record forgotten (Config.DoneRetention), so encode it
-// before applying that job's result.
+// before applying that job's result. Spec.Host is empty: the broker keeps
+// the host once, in its host record, not in every job's.
 type Assignment struct {
 	Session id.Session
 	Worker  string
@@ -323,20 +324,20 @@ type Broker struct {
 
 	jobs    jobStore
 	count   [nStates]int
-	age     ageIndex                 // every job by ID, with per-state counts
-	trees   [nSorts]*orderTree       // lazily built sort indexes (nil until first used)
-	hosts   map[string]*host         // every host a job named
-	fails   jobList                  // failed jobs, oldest failure first
-	dones   jobList                  // done jobs whose records are kept, oldest first
-	forgot  int                      // done jobs whose records were forgotten
-	paged   int                      // queued jobs paged out of memory (page.go), counted as queued
-	byKey   map[id.Fingerprint]JobID // the newest job of each key whose record is kept
-	heap    hostHeap                 // hosts with a pending timer (wake-up or forgiveness)
-	retry   retryHeap                // jobs waiting their retry delay (retry.go)
-	thr     map[*host]struct{}       // hosts with a back-off level > 0 (HostRows)
-	unrt    int                      // queued jobs in classes no capable worker matches
-	polite  int                      // queued jobs of hosts parked for politeness
-	waiting map[*host]struct{}       // parked hosts with queued jobs (politeRows)
+	age     ageIndex           // every job by ID, with per-state counts
+	trees   [nSorts]*orderTree // lazily built sort indexes (nil until first used)
+	hosts   map[string]*host   // every host a job named
+	fails   jobList            // failed jobs, oldest failure first
+	dones   jobList            // done jobs whose records are kept, oldest first
+	forgot  int                // done jobs whose records were forgotten
+	paged   int                // queued jobs paged out of memory (page.go), counted as queued
+	byKey   keyIndex           // the newest job of each key whose record is kept
+	heap    hostHeap           // hosts with a pending timer (wake-up or forgiveness)
+	retry   retryHeap          // jobs waiting their retry delay (retry.go)
+	thr     map[*host]struct{} // hosts with a back-off level > 0 (HostRows)
+	unrt    int                // queued jobs in classes no capable worker matches
+	polite  int                // queued jobs of hosts parked for politeness
+	waiting map[*host]struct{} // parked hosts with queued jobs (politeRows)
 
 	classes  map[string]*class // by canonical header key
 	classAll []*class          // in creation order
@@ -390,7 +391,6 @@ func New(cfg Config) (*Broker, error) {
 		classes:  make(map[string]*class),
 		workers:  make(map[string]*worker),
 		sessions: make(map[id.Session]*worker),
-		byKey:    make(map[id.Fingerprint]JobID),
 		ids:      make(map[string]*idRecord),
 		fanout:   otMax,
 	}
@@ -409,6 +409,7 @@ func (b *Broker) Submit(now time.Time, spec Spec) JobID {
 	j := b.jobs.alloc()
 	j.id = JobID(b.jobs.n)
 	j.spec = spec
+	j.spec.Host = "" // h.name: not kept twice
 	j.class = c
 	j.host = h
 	j.free = !b.cfg.Politeness.applies(j.spec.Key.Processor)
@@ -417,7 +418,7 @@ func (b *Broker) Submit(now time.Time, spec Spec) JobID {
 	j.heldIdx = -1
 	j.hostPos = int32(len(h.ids))
 	h.ids = append(h.ids, j.id)
-	b.byKey[spec.FP] = j.id
+	b.byKey.set(&b.jobs, spec.FP, j.id)
 	// Enter the indexes in state queued, then move if the host is held.
 	j.state = Queued
 	b.count[Queued]++

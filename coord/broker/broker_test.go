@@ -459,11 +459,6 @@ func TestIdleTreesDropped(t *testing.T) {
 	if limit := uint64(2*b.jobs.n + 1<<16); b.trees[sortURL] != nil || idle > limit+10 {
 		t.Fatalf("idle index kept for %d changes (dropped: %v), limit %d", idle, b.trees[sortURL] == nil, limit)
 	}
-	for i := 1; i <= b.jobs.n; i++ {
-		if j := b.jobs.get(JobID(i)); j != nil && j.leaf != [len(j.leaf)]*otNode{} {
-			t.Fatalf("job %d still points into a dropped index", i)
-		}
-	}
 	p := b.Jobs(admin.Query{Sort: "url", Desc: true, Limit: 3})
 	if b.trees[sortURL] == nil || p.Total != b.jobs.n || p.Jobs[0].URL != "v" {
 		t.Fatalf("rebuilt index answers %+v", p)

@@ -204,7 +204,7 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 	b.release(j, t)
 	j.endAttempt(o.Kind.String(), o.Error)
 	if o.Error != "" {
-		j.lastError = o.Error
+		j.setLastError(o.Error)
 	}
 	b.proven(w)
 	switch o.Kind {
@@ -277,15 +277,15 @@ func (b *Broker) Holds(s id.Session, r Run) bool {
 
 // fail moves a job (in no list) to failed for good.
 func (b *Broker) fail(j *job, t int64, now time.Time, why string) {
-	j.lastError = why
+	j.setLastError(why)
 	b.setState(j, Failed, t)
 	if j.retryAt != 0 {
 		b.setRetryAt(j, 0)
 	}
 	b.fails.push(j)
 	var last string // the worker of its last attempt
-	if n := len(j.history); n > 0 {
-		last = j.history[n-1].worker
+	if h := j.hist(); len(h) > 0 {
+		last = h[len(h)-1].worker
 	}
 	b.finished = append(b.finished, Finished{Job: j.id, Key: j.spec.Key, FP: j.spec.FP, Failed: true, Error: why, Attempt: int(j.attempts), Worker: last, At: now})
 	b.emit(admin.Event{At: now, Kind: admin.EventJobFailed, JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Detail: why})

@@ -33,12 +33,44 @@ type job struct {
 	// throttle can hold every queued job of the host.
 	hprev, hnext *job
 
-	seq                                 uint64 // FIFO order across class queues
-	created, updated, queuedAt, retryAt int64  // Unix ns
-	lastError                           string
-	leaf                                [sortWorker - sortURL + 1]*otNode // per order tree (sortURL...sortWorker)
-	history                             []attempt                         // newest last; starts in hist0
-	hist0                               [1]attempt
+	seq                                 uint64   // FIFO order across class queues
+	created, updated, queuedAt, retryAt int64    // Unix ns
+	more                                *jobMore // nil until the job is first dispatched or fails
+}
+
+// jobMore is what a job has only once it ran or failed: most queued jobs
+// never did, and their records stay small without it (issue 21).
+type jobMore struct {
+	lastError string
+	history   []attempt // newest last; starts in hist0
+	hist0     [1]attempt
+}
+
+// hist is the job's attempt history, newest last.
+func (j *job) hist() []attempt {
+	if j.more == nil {
+		return nil
+	}
+	return j.more.history
+}
+
+// lastErr is the job's last error, empty when none.
+func (j *job) lastErr() string {
+	if j.more == nil {
+		return ""
+	}
+	return j.more.lastError
+}
+
+// setLastError records the job's last error.
+func (j *job) setLastError(e string) {
+	if j.more == nil {
+		if e == "" {
+			return
+		}
+		j.more = new(jobMore)
+	}
+	j.more.lastError = e
 }
 
 // attempt is one dispatch of a job, compactly.
@@ -51,21 +83,25 @@ type attempt struct {
 
 // addAttempt records a dispatch, keeping at most limit attempts.
 func (j *job) addAttempt(w string, t int64, limit int) {
-	if j.history == nil {
-		j.history = j.hist0[:0]
+	if j.more == nil {
+		j.more = new(jobMore)
 	}
-	if len(j.history) >= limit {
-		copy(j.history, j.history[1:])
-		j.history = j.history[:len(j.history)-1]
+	m := j.more
+	if m.history == nil {
+		m.history = m.hist0[:0]
 	}
-	j.history = append(j.history, attempt{worker: w, at: t})
+	if len(m.history) >= limit {
+		copy(m.history, m.history[1:])
+		m.history = m.history[:len(m.history)-1]
+	}
+	m.history = append(m.history, attempt{worker: w, at: t})
 }
 
 // endAttempt records how the running attempt ended.
 func (j *job) endAttempt(outcome, err string) {
-	if n := len(j.history); n > 0 && j.history[n-1].outcome == "" {
-		j.history[n-1].outcome = outcome
-		j.history[n-1].err = err
+	if h := j.hist(); len(h) > 0 && h[len(h)-1].outcome == "" {
+		h[len(h)-1].outcome = outcome
+		h[len(h)-1].err = err
 	}
 }
 
@@ -73,11 +109,12 @@ func (j *job) endAttempt(outcome, err string) {
 // remembered: every dispatch adds one entry, so the newest entry is attempt
 // j.attempts and the ones before count down from it.
 func (j *job) attemptEntry(n int) (attempt, bool) {
-	i := len(j.history) - 1 - (int(j.attempts) - n)
-	if n < 1 || i < 0 || i >= len(j.history) {
+	h := j.hist()
+	i := len(h) - 1 - (int(j.attempts) - n)
+	if n < 1 || i < 0 || i >= len(h) {
 		return attempt{}, false
 	}
-	return j.history[i], true
+	return h[i], true
 }
 
 // resultOutcome reports whether an attempt's outcome came from the
@@ -87,8 +124,9 @@ func resultOutcome(o string) bool {
 }
 
 func (j *job) adminHistory() []admin.Attempt {
-	out := make([]admin.Attempt, len(j.history))
-	for i, a := range j.history {
+	h := j.hist()
+	out := make([]admin.Attempt, len(h))
+	for i, a := range h {
 		out[i] = admin.Attempt{Worker: a.worker, At: tm(a.at), Outcome: a.outcome, Error: a.err}
 	}
 	return out

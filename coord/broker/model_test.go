@@ -478,10 +478,10 @@ func (m *model) checkRetry(j *job, kind OutcomeKind) error {
 // failedOn reports whether job j's last attempt was a failure charged to
 // it on worker wid: the worker it prefers not to run on again.
 func failedOn(j *job, wid string) bool {
-	if j.failures == 0 || len(j.history) == 0 {
+	if j.failures == 0 || len(j.hist()) == 0 {
 		return false
 	}
-	a := j.history[len(j.history)-1]
+	a := j.hist()[len(j.hist())-1]
 	return a.worker == wid && (a.outcome == "internal" || a.outcome == "lost")
 }
 

@@ -32,6 +32,11 @@ type orderTree struct {
 	max  int    // entries per node before it splits
 	used uint64 // Broker.changes when a query last used it
 	root *otNode
+	// leaves holds each job's leaf, by job ID - 1, so that state changes
+	// and removals walk up from the leaf instead of searching down by key.
+	// It lives in the tree, not in the job: a job record pays nothing for
+	// the sort indexes no one built (issue 21).
+	leaves []*otNode
 }
 
 const otMax = 64 // default entries per node before it splits
@@ -45,9 +50,15 @@ type otNode struct {
 	mins   []*job    // internal: the first job under each child
 }
 
-// slot is where a job keeps its leaf in this tree, so that state changes and
-// removals walk up from the leaf instead of searching down by key.
-func (t *orderTree) slot(j *job) **otNode { return &j.leaf[t.key-sortURL] }
+// slot is where the tree keeps job j's leaf.
+func (t *orderTree) slot(j *job) **otNode {
+	i := int(j.id - 1)
+	if i >= len(t.leaves) {
+		t.leaves = slices.Grow(t.leaves, i+1-len(t.leaves))
+		t.leaves = t.leaves[:cap(t.leaves)]
+	}
+	return &t.leaves[i]
+}
 
 func (t *orderTree) cmp(a, b *job) int {
 	var c int
@@ -327,7 +338,7 @@ func (it *otIter) descend(n *otNode, dir int) bool {
 func (b *Broker) tree(k sortKey) *orderTree {
 	t := b.trees[k]
 	if t == nil {
-		t = &orderTree{key: k, max: b.fanout}
+		t = &orderTree{key: k, max: b.fanout, leaves: make([]*otNode, b.jobs.n)}
 		all := make([]*job, 0, b.jobs.n-b.forgot)
 		for i := 1; i <= b.jobs.n; i++ {
 			if j := b.jobs.get(JobID(i)); j != nil {
@@ -353,12 +364,7 @@ func (b *Broker) dropIdleTrees() {
 		if t == nil || b.changes-t.used <= limit {
 			continue
 		}
-		b.trees[k] = nil
-		for i := 1; i <= b.jobs.n; i++ {
-			if j := b.jobs.get(JobID(i)); j != nil {
-				*t.slot(j) = nil // let the old nodes go
-			}
-		}
+		b.trees[k] = nil // its nodes and leaves go with it
 	}
 }
 

@@ -45,9 +45,7 @@ func (b *Broker) PageOut(jid JobID) bool {
 			tr.remove(j)
 		}
 	}
-	if b.byKey[j.spec.FP] == j.id {
-		delete(b.byKey, j.spec.FP)
-	}
+	b.byKey.del(&b.jobs, j.spec.FP, j.id)
 	b.changes++
 	b.paged++
 	b.jobs.forget(j)
@@ -80,7 +78,7 @@ func (b *Broker) PageIn(now time.Time, r *JobRecord) error {
 	h := b.fillFromRecord(j, r)
 	j.hostPos = int32(len(h.ids))
 	h.ids = append(h.ids, j.id)
-	b.byKey[r.FP] = j.id
+	b.byKey.set(&b.jobs, r.FP, j.id)
 	j.state = Queued
 	// A restored job may have an unrecorded attempt (unrecorded.go): so
 	// may one paged in (a job paged out since had a durable record, but

@@ -78,7 +78,7 @@ func jobField(j *job, n filter.Field) (string, bool) {
 	case filter.FieldState:
 		return j.state.String(), true
 	case filter.FieldHost:
-		return j.spec.Host, true
+		return j.host.name, true
 	case filter.FieldWorker:
 		if j.worker == nil {
 			return "", true
@@ -332,7 +332,7 @@ func (b *Broker) jobRow(j *job) admin.JobRow {
 		Failures:  int(j.failures),
 		Throttles: int(j.throttles),
 		RetryAt:   j.retryTime(),
-		LastError: j.lastError,
+		LastError: j.lastErr(),
 		Reason:    b.reason(j),
 		Created:   tm(j.created),
 		Updated:   tm(j.updated),

@@ -67,7 +67,7 @@ func (b *Broker) Record(jid JobID) (JobRecord, bool) {
 		ID:        j.id,
 		FP:        j.spec.FP,
 		Key:       j.spec.Key,
-		Host:      j.spec.Host,
+		Host:      j.host.name,
 		Headers:   j.spec.Headers,
 		Payload:   j.spec.Payload,
 		State:     j.state,
@@ -75,7 +75,7 @@ func (b *Broker) Record(jid JobID) (JobRecord, bool) {
 		Failures:  int(j.failures),
 		Throttles: int(j.throttles),
 		RetryAt:   tm(j.retryAt),
-		LastError: j.lastError,
+		LastError: j.lastErr(),
 		Created:   tm(j.created),
 		Updated:   tm(j.updated),
 		History:   j.adminHistory(),
@@ -186,7 +186,7 @@ func (b *Broker) Restore(r *JobRecord) error {
 	}
 	j.hostPos = int32(len(h.ids))
 	h.ids = append(h.ids, j.id)
-	b.byKey[r.FP] = j.id
+	b.byKey.set(&b.jobs, r.FP, j.id)
 	j.state = st
 	j.unrec = st == Queued || st == Backoff || st == Dispatched
 	b.count[st]++
@@ -226,7 +226,7 @@ func (b *Broker) Restore(r *JobRecord) error {
 func (b *Broker) fillFromRecord(j *job, r *JobRecord) *host {
 	c := b.classFor(r.Headers)
 	h := b.hostFor(r.Host)
-	j.spec = Spec{Key: r.Key, FP: r.FP, Host: r.Host, Headers: c.headers, Payload: r.Payload}
+	j.spec = Spec{Key: r.Key, FP: r.FP, Headers: c.headers, Payload: r.Payload} // Host: h.name
 	j.class = c
 	j.host = h
 	j.free = !b.cfg.Politeness.applies(j.spec.Key.Processor)
@@ -234,15 +234,16 @@ func (b *Broker) fillFromRecord(j *job, r *JobRecord) *host {
 	j.updated = ns(r.Updated)
 	j.heldIdx = -1
 	j.attempts, j.failures, j.throttles = int32(r.Attempts), int32(r.Failures), int32(r.Throttles)
-	j.lastError = r.LastError
+	j.setLastError(r.LastError)
 	hist := r.History
 	if len(hist) > b.cfg.HistoryLimit {
 		hist = hist[len(hist)-b.cfg.HistoryLimit:]
 	}
 	for _, a := range hist {
 		j.addAttempt(a.Worker, ns(a.At), b.cfg.HistoryLimit)
-		j.history[len(j.history)-1].outcome = a.Outcome
-		j.history[len(j.history)-1].err = a.Error
+		h := j.more.history // addAttempt made it
+		h[len(h)-1].outcome = a.Outcome
+		h[len(h)-1].err = a.Error
 	}
 	return h
 }

@@ -21,9 +21,7 @@ func (b *Broker) retain() {
 			}
 		}
 		b.forgot++
-		if b.byKey[j.spec.FP] == j.id {
-			delete(b.byKey, j.spec.FP)
-		}
+		b.byKey.del(&b.jobs, j.spec.FP, j.id)
 		b.jobs.forget(j)
 	}
 }
@@ -32,6 +30,5 @@ func (b *Broker) retain() {
 // fp whose record is still kept (a key is submitted again once its done or
 // failed TTL has passed, so older jobs of the key may exist too).
 func (b *Broker) JobOfKey(fp id.Fingerprint) (JobID, bool) {
-	j, ok := b.byKey[fp]
-	return j, ok
+	return b.byKey.get(&b.jobs, fp)
 }

@@ -150,11 +150,11 @@ func (j *job) avoids(w *worker) bool {
 	if j.failures == 0 {
 		return false
 	}
-	n := len(j.history)
-	if n == 0 {
+	h := j.hist()
+	if len(h) == 0 {
 		return false
 	}
-	a := &j.history[n-1]
+	a := &h[len(h)-1]
 	return (a.outcome == "internal" || a.outcome == "lost") && a.worker == w.id
 }
 

@@ -102,11 +102,12 @@ func (b *Broker) nameSkipped(now time.Time, wid string, r Run) {
 	if j == nil {
 		return
 	}
-	i := len(j.history) - 1 - (int(j.attempts) - r.Attempt)
-	if r.Attempt < 1 || i < 0 || i >= len(j.history) {
+	h := j.hist()
+	i := len(h) - 1 - (int(j.attempts) - r.Attempt)
+	if r.Attempt < 1 || i < 0 || i >= len(h) {
 		return
 	}
-	a := &j.history[i]
+	a := &h[i]
 	if a.worker != "" || a.outcome != OutcomeSkipped {
 		return
 	}

@@ -202,7 +202,8 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 		b.readopt(j) // retry.go: out of the queue or the retry delay
 		b.setState(j, Dispatched, t)
 		b.hold(nw, j, t)
-		j.history[len(j.history)-1].outcome, j.history[len(j.history)-1].err = "", "" // running again
+		h := j.more.history                           // attemptEntry found it
+		h[len(h)-1].outcome, h[len(h)-1].err = "", "" // running again
 		b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: nw.id})
 	}
 	b.holdOnRegister(nw, t)
@@ -310,7 +311,7 @@ func (b *Broker) requeueHeld(w *worker, now time.Time, t int64, outcome string, 
 			b.failures++
 			msg := "worker " + w.id + " lost"
 			j.endAttempt(outcome, msg)
-			j.lastError = msg
+			j.setLastError(msg)
 			if int(j.failures) >= b.cfg.MaxRequestFailures {
 				b.fail(j, t, now, msg+" (failure "+strconv.Itoa(int(j.failures))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+")")
 				continue
