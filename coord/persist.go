@@ -161,38 +161,22 @@ func (c *Coordinator) metaValues() [nMeta]uint64 {
 func (c *Coordinator) collectWrites(now time.Time, dst []Record) []Record {
 	d := &c.dur
 	d.lwrites = c.led.TakeWrites(d.lwrites[:0])
+	persist := c.cfg.Persist && d.phase != restoring // (while restoring, the state is not whole yet: no job or meta records)
+	ids := d.ids[:0]
+	if persist {
+		ids = c.changedJobs(ids)
+	}
+	// Room for the step once: a step that takes in a 20,000-job submit
+	// writes 40,000 records of 400 bytes, and growing dst append by append
+	// copied them over and over (a third of the durable path's CPU).
+	dst = slices.Grow(dst, len(d.lwrites)+len(ids)+nMeta)
 	for _, w := range d.lwrites {
 		dst = append(dst, Record{Kind: RecordKey, Key: w})
 	}
 	clear(d.lwrites)
-	if !c.cfg.Persist || d.phase == restoring {
-		return dst // (while restoring, the state is not whole yet: nothing to write)
+	if !persist {
+		return dst
 	}
-
-	// Jobs changed in the step. A throttle that extended its host's
-	// back-off moved the retry time of every job held back on the host
-	// (one host.backoff event, no event per job): those are written too.
-	extended := false
-	for i := range c.out.Events {
-		if c.out.Events[i].Kind == admin.EventHostBackoff {
-			extended = true
-			break
-		}
-	}
-	ids := d.ids[:0]
-	for i := range c.out.Events {
-		e := &c.out.Events[i]
-		if e.JobID == 0 || e.Kind == admin.EventJobProgress || e.Kind == admin.EventJobOrphanResult ||
-			e.Kind == admin.EventJobReconciled && e.Detail == broker.KeptDetail {
-			continue // no change to the job's record
-		}
-		ids = append(ids, broker.JobID(e.JobID))
-		if extended && e.Kind == admin.EventJobThrottled {
-			ids = c.brk.HostBackoffJobs(broker.JobID(e.JobID), ids)
-		}
-	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
 	for _, j := range ids {
 		rec, ok := c.brk.Record(j)
 		if !ok {
@@ -212,6 +196,34 @@ func (c *Coordinator) collectWrites(now time.Time, dst []Record) []Record {
 		}
 	}
 	return dst
+}
+
+// changedJobs appends to ids, sorted and without repeats, the jobs whose
+// state, counters or history changed in the step (found through the
+// step's events, which name their job). A throttle that extended its
+// host's back-off moved the retry time of every job held back on the host
+// (one host.backoff event, no event per job): those are included too.
+func (c *Coordinator) changedJobs(ids []broker.JobID) []broker.JobID {
+	extended := false
+	for i := range c.out.Events {
+		if c.out.Events[i].Kind == admin.EventHostBackoff {
+			extended = true
+			break
+		}
+	}
+	for i := range c.out.Events {
+		e := &c.out.Events[i]
+		if e.JobID == 0 || e.Kind == admin.EventJobProgress || e.Kind == admin.EventJobOrphanResult ||
+			e.Kind == admin.EventJobReconciled && e.Detail == broker.KeptDetail {
+			continue // no change to the job's record
+		}
+		ids = append(ids, broker.JobID(e.JobID))
+		if extended && e.Kind == admin.EventJobThrottled {
+			ids = c.brk.HostBackoffJobs(broker.JobID(e.JobID), ids)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // forgottenDone is the record of a job that finished in this step and whose
