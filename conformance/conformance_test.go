@@ -117,6 +117,7 @@ func normalJSON(t *testing.T, v map[string]any) map[string]any {
 type errorJSON struct {
 	Name   string   `json:"name"`
 	Frames []string `json:"frames"`
+	Fill   *fill    `json:"fill,omitempty"`
 	Code   int      `json:"code"`
 	Req    uint64   `json:"req"`
 }
@@ -131,7 +132,7 @@ func TestErrors(t *testing.T) {
 			t.Fatalf("two error vectors named %s", v.name)
 		}
 		names[v.name] = true
-		_, err := wire.Decode(v.frames)
+		_, err := wire.Decode(v.message())
 		var we *wire.Error
 		if !errors.As(err, &we) {
 			t.Errorf("%s: decoded without error, want code %d", v.name, v.code)
@@ -144,7 +145,7 @@ func TestErrors(t *testing.T) {
 		if len(v.frames) >= 3 && len(v.frames[2]) == 8 {
 			req = binary.BigEndian.Uint64(v.frames[2])
 		}
-		out = append(out, errorJSON{Name: v.name, Frames: hexFrames(v.frames), Code: int(v.code), Req: req})
+		out = append(out, errorJSON{Name: v.name, Frames: hexFrames(v.frames), Fill: fills[v.name], Code: int(v.code), Req: req})
 	}
 	kitFile(t, "errors.json", map[string]any{"vectors": out})
 }

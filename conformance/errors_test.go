@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
 
 	"drover/net/wire"
@@ -13,6 +14,36 @@ type errorVector struct {
 	name   string
 	frames [][]byte
 	code   wire.Code
+}
+
+// fill says that a vector's frame Frame is followed by zero bytes up to
+// Size bytes in all: how the kit writes a message too large to store in hex
+// (a body over 16 MiB) without storing it.
+type fill struct {
+	Frame int `json:"frame"`
+	Size  int `json:"size"`
+}
+
+// fills are the padded error vectors, by name: their frames in the kit
+// stop where the zero bytes begin.
+var fills = map[string]*fill{
+	"body-over-limit": {Frame: 3, Size: wire.MaxBody + 1},
+}
+
+// message returns the vector's whole message, padding included.
+func (v errorVector) message() [][]byte {
+	return padded(v.frames, fills[v.name])
+}
+
+// padded returns frames with frame f.Frame padded with zero bytes to
+// f.Size (frames itself when f is nil).
+func padded(frames [][]byte, f *fill) [][]byte {
+	if f == nil || f.Frame >= len(frames) || len(frames[f.Frame]) > f.Size {
+		return frames
+	}
+	out := slices.Clone(frames)
+	out[f.Frame] = append(slices.Clip(out[f.Frame]), make([]byte, f.Size-len(out[f.Frame]))...)
+	return out
 }
 
 // b builds a body field by field, big-endian.
@@ -63,6 +94,9 @@ func errorVectors() []errorVector {
 		{"five-frames", [][]byte{[]byte("DRV2"), []byte("PROGRESS"), make([]byte, 8), b{}.u64(1).u32(1).str(""), {}}, bad},
 		{"unknown-command", msg("FROBNICATE", 1, nil), wire.CodeUnknownCommand},
 		{"lower-case-command", msg("heartbeat", 0, nil), wire.CodeUnknownCommand},
+		{"command-name-11-bytes", msg("HEARTBEATSS", 1, nil), wire.CodeUnknownCommand},
+		{"command-name-2-bytes", msg("OK", 1, nil), wire.CodeUnknownCommand},
+		{"body-over-limit", msg("REQUEST", 1, b{}.u32(1)), large}, // padded: fills
 		{"request-id-7-bytes", [][]byte{[]byte("DRV2"), []byte("HEARTBEAT"), make([]byte, 7)}, bad},
 		{"body-missing", msg("REQUEST", 1, nil), bad},
 		{"body-on-bodiless-command", msg("HEARTBEAT", 0, b{}), bad},

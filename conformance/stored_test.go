@@ -134,6 +134,7 @@ func TestStoredErrors(t *testing.T) {
 		Vectors []struct {
 			Name   string   `json:"name"`
 			Frames []string `json:"frames"`
+			Fill   *fill    `json:"fill"`
 			Code   int      `json:"code"`
 			Req    uint64   `json:"req"`
 		} `json:"vectors"`
@@ -143,7 +144,11 @@ func TestStoredErrors(t *testing.T) {
 		t.Fatal("errors.json has no vectors")
 	}
 	for _, v := range kit.Vectors {
-		frames := unhex(t, v.Name, v.Frames)
+		if v.Fill != nil && (v.Fill.Frame >= len(v.Frames) || v.Fill.Size < len(v.Frames[v.Fill.Frame])/2) {
+			t.Errorf("%s: fill %+v: want a frame of the vector, padded to at least its stored size", v.Name, *v.Fill)
+			continue
+		}
+		frames := padded(unhex(t, v.Name, v.Frames), v.Fill)
 		_, err := wire.Decode(frames)
 		var we *wire.Error
 		if !errors.As(err, &we) {

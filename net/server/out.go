@@ -56,14 +56,15 @@ func (s *Server) flush(now time.Time) {
 }
 
 // closeCodes is the code of the DISCONNECT the server sends for each way a
-// session ends; the reason is the close reason's token.
+// session ends; the reason is the close reason's token. A peer's own
+// DISCONNECT (coord.CloseDisconnected) gets no reply (docs/PROTOCOL.md
+// §6.4): the session is forgotten at once, so nothing is sent for it.
 var closeCodes = map[coord.CloseReason]wire.Code{
-	coord.CloseDisconnected: wire.CodeOK,
-	coord.CloseLost:         wire.CodeTimeout,
-	coord.CloseSuperseded:   wire.CodeConflict,
-	coord.CloseEvicted:      wire.CodeEvicted,
-	coord.CloseDrained:      wire.CodeOK,
-	coord.CloseShutdown:     wire.CodeUnavailable,
+	coord.CloseLost:       wire.CodeTimeout,
+	coord.CloseSuperseded: wire.CodeConflict,
+	coord.CloseEvicted:    wire.CodeEvicted,
+	coord.CloseDrained:    wire.CodeOK,
+	coord.CloseShutdown:   wire.CodeUnavailable,
 }
 
 // disconnect is the DISCONNECT telling a peer its session ended for reason r.

@@ -80,6 +80,7 @@ MAX_TEXT = 4096
 MAX_SLOTS = 4096
 MAX_FILTER = 1024
 MAX_TARGET = 255
+MAX_TOPIC = 64
 
 # Commands: name -> (has a body, body is JSON).
 COMMANDS = {
@@ -648,6 +649,34 @@ def decode(frames):
         raise Malformed(CODE_TOO_LARGE, "%s body: %d bytes, want at most %d" % (command, len(body), MAX_BODY), req)
     r = _Reader(body, command, req)
     return command, req, _DECODERS[command](r)
+
+
+_TOPIC_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
+def decode_event(frames):
+    """Decodes a message of the events socket (section 14): two frames, the topic (the event's
+    kind, 1 to 64 bytes of ``a-z 0-9 . _ -``) and the event as UTF-8 JSON whose ``kind`` equals the
+    topic. Returns the event (a dict); raises :class:`Malformed` with code 400 (413 for a body over
+    16 MiB)."""
+    frames = [bytes(f) for f in frames]
+    if len(frames) != 2:
+        raise Malformed(CODE_MALFORMED, "event: %d frames, want 2 (topic, JSON)" % len(frames))
+    topic, body = frames
+    if not 1 <= len(topic) <= MAX_TOPIC:
+        raise Malformed(CODE_MALFORMED, "event topic: %d bytes, want 1 to %d" % (len(topic), MAX_TOPIC))
+    if not set(topic) <= _TOPIC_BYTES:
+        raise Malformed(CODE_MALFORMED, "event topic %r: want lower-case letters, digits and . _ -" % topic[:32])
+    if len(body) > MAX_BODY:
+        raise Malformed(CODE_TOO_LARGE, "event body: %d bytes, want at most %d" % (len(body), MAX_BODY))
+    try:
+        ev = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise Malformed(CODE_MALFORMED, "event body: %s, want UTF-8 JSON" % e)
+    if not isinstance(ev, dict) or ev.get("kind") != topic.decode("ascii"):
+        raise Malformed(CODE_MALFORMED, "event kind %r under topic %r, want them equal"
+                        % (ev.get("kind") if isinstance(ev, dict) else ev, topic))
+    return ev
 
 
 def reason_token(reason):

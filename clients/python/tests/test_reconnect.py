@@ -7,6 +7,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 import unittest
 
 try:
@@ -71,6 +72,66 @@ class Reconnect(unittest.TestCase):
         self.assertIn("coord.restored", kinds)
         for k in kinds:
             coverage.event(k)
+
+
+    def test_unreclaimed_job_is_requeued_after_the_window(self):
+        """After a crash, a job whose worker never comes back waits the reclaim window
+        (broker.reclaim_timeout), then goes back to the queue uncharged: broker.reclaim-ended."""
+        logging.getLogger("drover").setLevel(logging.CRITICAL)
+        store = tempfile.mkdtemp(prefix="drover-py-")
+        self.addCleanup(shutil.rmtree, store, True)
+        first = Server(store=store)
+        self.addCleanup(first.stop)
+        w = _dealer(first.peers)
+        w.send_multipart(drv.encode("HELLO", 1, {"role": drv.WORKER, "id": "gone-w", "host": "test", "slots": 1,
+                                                  "heartbeat_ms": 1000, "headers": [("suite", "gone")], "held": [],
+                                                  "read_only": False}))
+        self.assertEqual(_next(w, "WELCOME")[0], "WELCOME")
+        with Producer(first.peers, peer_id="gone-p") as p:
+            job_id = p.submit([("news", "html", "https://gone.example/", {"suite": "gone"})])[0].job_id
+        self.assertEqual(_next(w, "JOB")[2]["jobs"][0]["job_id"], job_id)
+        first.proc.kill()  # a crash: the job stays dispatched to gone-w in the store
+        first.stop()
+        w.close()  # and the worker never comes back
+        second = Server(store=store, env={"DROVER_BROKER_RECLAIM_TIMEOUT": "1s"})
+        self.addCleanup(second.stop)
+        a = _dealer(second.admin)
+        self.addCleanup(a.close)
+        a.send_multipart(drv.encode("HELLO", 1, {"role": drv.CONSOLE, "id": "reclaim-console", "host": "test", "slots": 0,
+                                                  "heartbeat_ms": 1000, "headers": [], "held": [], "read_only": True}))
+        _next(a, "WELCOME")
+        req = [1]
+
+        def query(view, **kw):
+            req[0] += 1
+            a.send_multipart(drv.encode("QUERY", req[0], {"body": dict(view=view, limit=1000, **kw)}))
+            return _next(a, "PAGE")[2]["body"]
+
+        kinds = eventually(lambda: {e["kind"] for e in query("events").get("events", [])} & {"broker.reclaim-ended"} and
+                           {e["kind"] for e in query("events").get("events", [])}, what="broker.reclaim-ended")
+        for k in kinds:
+            coverage.event(k)
+        row = [j for j in query("jobs").get("jobs", []) if j["job_id"] == job_id][0]
+        self.assertEqual((row["state"], row.get("failures", 0), row.get("attempts")), ("queued", 0, 1), row)
+
+
+def _dealer(endpoint):
+    s = zmq.Context.instance().socket(zmq.DEALER)
+    s.setsockopt(zmq.LINGER, 0)
+    s.connect(endpoint)
+    return s
+
+
+def _next(sock, command, timeout=20):
+    """Receives until a message of command (those before it are dropped)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not sock.poll(int(left * 1000) + 1):
+            raise AssertionError("no %s within %d s" % (command, timeout))
+        msg = drv.decode_reply(sock.recv_multipart())
+        if msg[0] == command:
+            return msg
 
 
 def _reconnected(w):
