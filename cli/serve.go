@@ -19,6 +19,7 @@ import (
 	"drover/net/server"
 	"drover/obs"
 	"drover/store"
+	storeredis "drover/store/redis"
 )
 
 func newServeCmd() *cobra.Command {
@@ -97,7 +98,8 @@ func addStoreFlags(cmd *cobra.Command) {
 	must(config.AddFlag(fs, "store.path", "store", ""))
 	f := fs.Lookup("store")
 	f.DefValue = "$XDG_STATE_HOME/drover/store"
-	f.Usage = "directory of the embedded store, or memory: keep everything in RAM, lost on exit [" + config.EnvName("store.path") + "]"
+	f.Usage = "directory of the embedded store, memory: keep everything in RAM, lost on exit, or redis://HOST:PORT[,HOST:PORT...]: a Redis Cluster shared with other coordinators (as --store-url) [" + config.EnvName("store.path") + "]"
+	must(config.AddFlag(fs, "store.url", "store-url", ""))
 	must(config.AddFlag(fs, "store.sync", "store-sync", ""))
 	must(config.AddFlag(fs, "store.sync_interval", "store-sync-interval", ""))
 	must(config.AddFlag(fs, "store.done_cache", "store-done-cache", ""))
@@ -194,6 +196,8 @@ func must(err error) {
 type coordinator struct {
 	srv      *server.Server
 	st       *store.Store
+	redis    *storeredis.Ledger // store.url: the ledger and queue on a Redis Cluster (redisstore.go)
+	redisAt  string             // its URL, without the password
 	notifier *obs.Notifier
 	log      *slog.Logger
 	wg       sync.WaitGroup
@@ -221,8 +225,14 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	if c.st, err = openStore(cfg, log); err != nil {
+	target, onRedis, err := storeURL(cfg)
+	if err != nil {
 		return nil, err
+	}
+	if !onRedis {
+		if c.st, err = openStore(cfg, log); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Notifier.URL != "" {
 		no := obs.NotifierOptionsFrom(cfg.Notifier)
@@ -249,6 +259,13 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 	if c.st != nil {
 		// Done keys beyond the cache stay in the store (none without one).
 		cc.Ledger.DoneCache = cfg.Store.DoneCache
+	}
+	if onRedis {
+		if c.redis, err = openRedis(ctx, cfg, target, &cc, log); err != nil {
+			c.close()
+			return nil, err
+		}
+		c.redisAt = target.String()
 	}
 	opts := server.Options{
 		Peers: cfg.Peers.Listen, Gather: cfg.Peers.Gather, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
@@ -317,6 +334,9 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 // the notifier and the store.
 func (c *coordinator) close() {
 	c.wg.Wait()
+	if c.redis != nil {
+		leaveRedis(c.redis, c.log)
+	}
 	if c.notifier != nil {
 		c.notifier.Close(context.Background())
 	}
@@ -343,6 +363,9 @@ func runServe(cmd *cobra.Command, cfg *config.Config) error {
 	defer cancel() // before close: the metrics endpoint ends with ctx
 	if c.st != nil {
 		fmt.Fprintf(cmd.OutOrStdout(), "drover store %s (sync %s): restored %s\n", c.st.Path(), c.st.SyncPolicy(), c.srv.Restored())
+	}
+	if c.redis != nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "drover store %s: coordinator %s of the cluster\n", c.redisAt, c.redis.Coordinator())
 	}
 	if cfg.SSH.Listen != "" {
 		waitSSH, addr, err := startSSHConsole(ctx, cfg, c.srv, log)

@@ -113,6 +113,7 @@ type Backoff struct {
 // Store configures the embedded store.
 type Store struct {
 	Path         string        `yaml:"path"` // empty: in memory
+	URL          string        `yaml:"url"`  // a Redis Cluster instead of the embedded store
 	Sync         string        `yaml:"sync"` // SyncAlways, SyncBatch or SyncNone
 	SyncInterval time.Duration `yaml:"sync_interval"`
 	DoneCache    int           `yaml:"done_cache"`    // done keys kept in memory; 0: all

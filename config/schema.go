@@ -298,6 +298,8 @@ var schema = []Key{
 
 	key("store.path", KindString, "",
 		"directory of drover serve's embedded store; empty: $XDG_STATE_HOME/drover/store (~/.local/state/drover/store); memory: keep everything in RAM, lost on restart"),
+	secret(key("store.url", KindString, "",
+		"a Redis Cluster (or Valkey) several coordinators share instead of the embedded store: redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...] (rediss:// for TLS); the other nodes are discovered. --store redis://... sets it too")),
 	enum("store.sync", SyncBatch, []string{SyncAlways, SyncBatch, SyncNone},
 		"when writes reach the disk: always (each write), batch (every store.sync_interval), none (the OS decides)"),
 	key("store.sync_interval", KindDuration, 10*time.Millisecond,

@@ -76,7 +76,19 @@ Durations take a unit (250ms, 1s, 5m, 24h); sizes take an optional unit
 // was replaced.
 func Redacted(k Key, v any) (shown any, hidden bool) {
 	s, ok := v.(string)
-	if !k.Secret || !ok || s == "" || looksLikePath(s) {
+	if !k.Secret || !ok || s == "" {
+		return v, false
+	}
+	if scheme, rest, isURL := strings.Cut(s, "://"); isURL {
+		// A URL: only the password in it is a secret.
+		at := strings.LastIndexByte(rest, '@')
+		user, _, hasPass := strings.Cut(rest[:max(at, 0)], ":")
+		if at < 0 || !hasPass {
+			return v, false
+		}
+		return scheme + "://" + user + ":REDACTED@" + rest[at+1:], true
+	}
+	if looksLikePath(s) {
 		return v, false
 	}
 	return "REDACTED", true

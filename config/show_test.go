@@ -185,7 +185,8 @@ func TestShowRedactsSecrets(t *testing.T) {
 	const inline = "X/d:SCs8aq<Ht(HBu$<@)o^I@ZB4K=Eth3-K?Fbo"
 	opts := isolated(t)
 	opts.Env = append(opts.Env, "DROVER_SECURITY_KEY="+inline, "DROVER_METRICS_TOKEN=hunter2",
-		"DROVER_SECURITY_AUTHORIZED_KEYS=/etc/drover/authorized_keys")
+		"DROVER_SECURITY_AUTHORIZED_KEYS=/etc/drover/authorized_keys",
+		"DROVER_STORE_URL=rediss://ops:pa55word@10.0.0.1:7000,10.0.0.2:7000")
 	cfg, err := Load(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -198,10 +199,11 @@ func TestShowRedactsSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(out)
-	if strings.Contains(s, inline) || strings.Contains(s, "hunter2") {
+	if strings.Contains(s, inline) || strings.Contains(s, "hunter2") || strings.Contains(s, "pa55word") {
 		t.Fatalf("config show prints a secret:\n%s", s)
 	}
-	if !strings.Contains(s, "/etc/drover/authorized_keys") || !strings.Contains(s, "REDACTED") {
+	if !strings.Contains(s, "/etc/drover/authorized_keys") || !strings.Contains(s, "REDACTED") ||
+		!strings.Contains(s, "rediss://ops:REDACTED@10.0.0.1:7000,10.0.0.2:7000") {
 		t.Fatalf("config show lost a path or the placeholder:\n%s", s)
 	}
 	opts = isolated(t)

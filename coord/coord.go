@@ -65,7 +65,23 @@ type Config struct {
 	// 0 means no cap.
 	MaxJobs int
 	Ledger  ledger.Config
-	Broker  broker.Config // Broker.Rand defaults to Config.Rand
+	// Backend, if set, is the ledger the coordinator uses instead of one
+	// of its own in memory built from Ledger (for instance the Redis
+	// Cluster ledger several coordinators share). The embedded store's
+	// extras (a bounded done set, paging queued keys out, the durable
+	// write log) need the in-memory ledger: with a Backend, Persist and
+	// Ledger.DoneCache must be off, and PageOut, PageIn, KnownDone and
+	// KnownQueued are refused.
+	Backend ledger.Backend
+	// Shared, if set, is a job queue shared with other coordinators
+	// (shared.go): accepted jobs go there instead of into this
+	// coordinator's broker, and Tick claims jobs from it for this one's
+	// workers.
+	Shared SharedQueue
+	// SharedWindow is how many claimed jobs may wait in this
+	// coordinator's queues for its workers (default 64).
+	SharedWindow int
+	Broker       broker.Config // Broker.Rand defaults to Config.Rand
 	// Persist makes Ready report every durable change in Output.Writes
 	// (ledger keys, jobs, meta counters; see persist.go). It sets
 	// Ledger.Persist.
@@ -111,6 +127,9 @@ func (c *Config) setDefaults() error {
 	if c.EventBuffer < 1 {
 		errs = append(errs, fmt.Errorf("coord config event buffer %d: want >= 1", c.EventBuffer))
 	}
+	if c.Backend != nil && (c.Persist || c.Ledger.DoneCache != 0) {
+		errs = append(errs, fmt.Errorf("coord config: a ledger backend with persist %v and done cache %d: want neither (the embedded store's extras need the in-memory ledger)", c.Persist, c.Ledger.DoneCache))
+	}
 	// Durability (persist.go).
 	if c.Persist {
 		c.Ledger.Persist = true
@@ -134,7 +153,8 @@ func (c *Config) setDefaults() error {
 // concurrent use: one goroutine (the reactor) owns it.
 type Coordinator struct {
 	cfg Config
-	led *ledger.Ledger
+	led ledger.Backend
+	mem embedded // the in-memory ledger's extras; nil with Config.Backend
 	brk *broker.Broker
 
 	norms     map[id.Key]normal // Unknown's memo of normal forms (donecache.go)
@@ -159,6 +179,10 @@ type Coordinator struct {
 	// keyEvents: the output carries key events (PublishKeyEvents).
 	keyEvents bool
 
+	shared        sharedState // shared.go
+	sharedClaimed uint64
+	sharedErrors  uint64
+
 	dedupHits uint64
 	malformed uint64
 	submitted uint64
@@ -181,9 +205,14 @@ func New(cfg Config) (*Coordinator, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	led, err := ledger.New(cfg.Ledger)
-	if err != nil {
-		return nil, fmt.Errorf("coord: %w", err)
+	var led ledger.Backend = cfg.Backend
+	var mem embedded
+	if led == nil {
+		l, err := ledger.New(cfg.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("coord: %w", err)
+		}
+		led, mem = l, l
 	}
 	brk, err := broker.New(cfg.Broker)
 	if err != nil {
@@ -192,6 +221,7 @@ func New(cfg Config) (*Coordinator, error) {
 	return &Coordinator{
 		cfg:       cfg,
 		led:       led,
+		mem:       mem,
 		brk:       brk,
 		sessions:  make(map[id.Session]*session),
 		byName:    make(map[nameKey]id.Session),
@@ -223,6 +253,7 @@ func (c *Coordinator) NextDeadline() (time.Time, bool) {
 	consider(c.led.NextDeadline())
 	consider(c.brk.NextDeadline())
 	consider(c.reclaimDeadline()) // durability hook (persist.go)
+	consider(c.sharedDeadline())  // shared.go
 	return best, ok
 }
 
@@ -240,4 +271,5 @@ func (c *Coordinator) Tick(now time.Time) {
 	c.led.Tick(now)
 	c.brk.Tick(now)
 	c.tickReclaim(now) // durability hook (persist.go): the reclaim wait after a restore
+	c.claimShared(now) // shared.go
 }

@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"errors"
 	"time"
 
 	"drover/coord/id"
@@ -17,6 +18,25 @@ import (
 // done and failed ones with KnownDone; the operation then answers exactly
 // as if the record had stayed in memory. coord itself does no I/O.
 
+// embedded is what only the in-memory ledger offers: the bounded done
+// set, paged-out keys, the durable write numbering (the embedded store's
+// extras). A ledger.Backend kept elsewhere holds every record itself.
+type embedded interface {
+	Known(fp id.Fingerprint) bool
+	KnownDone(fp id.Fingerprint, at time.Time, o ledger.Outcome) bool
+	WriteBatch() uint64
+	WritesDurable(n uint64)
+	DoneCache() (ledger.DoneCacheStats, bool)
+	StoredExpired(fps []id.Fingerprint) int
+	RestoreStored(n int) error
+}
+
+var _ embedded = (*ledger.Ledger)(nil)
+
+// errBackend refuses an embedded store's operation on a coordinator whose
+// ledger is a Config.Backend.
+var errBackend = errors.New("the ledger is a backend kept outside this coordinator (Config.Backend): want the in-memory ledger for the embedded store's operations")
+
 // KnownKey is a done or failed key record the store holds, given back to
 // the core with KnownDone.
 type KnownKey struct {
@@ -31,7 +51,7 @@ type KnownKey struct {
 // normalise are left out (the operation rejects them). With an unbounded
 // done set every record is in memory and Unknown appends nothing.
 func (c *Coordinator) Unknown(keys []id.Key, dst []id.Fingerprint) []id.Fingerprint {
-	if c.cfg.Ledger.DoneCache == 0 && c.pagedKeys == 0 {
+	if c.mem == nil || c.cfg.Ledger.DoneCache == 0 && c.pagedKeys == 0 {
 		return dst // every record is in memory (page.go: queued keys may not be)
 	}
 	// The operation that follows names the same keys: it takes their
@@ -50,7 +70,7 @@ func (c *Coordinator) Unknown(keys []id.Key, dst []id.Fingerprint) []id.Fingerpr
 		if len(c.norms) < maxNorms {
 			c.norms[k] = normal{nk, fp}
 		}
-		if !c.led.Known(fp) {
+		if !c.mem.Known(fp) {
 			dst = append(dst, fp)
 		}
 	}
@@ -74,12 +94,15 @@ const maxNorms = 1 << 14
 // Records past their TTL are taken too, and answer as absent, as in memory.
 func (c *Coordinator) KnownDone(recs []KnownKey) int {
 	n := 0
+	if c.mem == nil {
+		return 0 // Unknown named none
+	}
 	for _, r := range recs {
 		o := ledger.DoneOK
 		if r.Failed {
 			o = ledger.DoneFailed
 		}
-		if c.led.KnownDone(r.FP, r.At, o) {
+		if c.mem.KnownDone(r.FP, r.At, o) {
 			n++
 		}
 	}
@@ -89,18 +112,37 @@ func (c *Coordinator) KnownDone(recs []KnownKey) int {
 // WriteBatch is the number of the last Ready's Output.Writes, counting
 // every Ready from 1, with writes or without: tell WritesDurable once they
 // are durable.
-func (c *Coordinator) WriteBatch() uint64 { return c.led.WriteBatch() }
+func (c *Coordinator) WriteBatch() uint64 {
+	if c.mem == nil {
+		return 0
+	}
+	return c.mem.WriteBatch()
+}
 
 // WritesDurable says the Output.Writes of every Ready up to number n (see
 // WriteBatch) are durable, so the bounded done set may evict what they
 // put. Without a bounded done set it does nothing.
-func (c *Coordinator) WritesDurable(n uint64) { c.led.WritesDurable(n) }
+func (c *Coordinator) WritesDurable(n uint64) {
+	if c.mem != nil {
+		c.mem.WritesDurable(n)
+	}
+}
 
 // DoneCache describes the bounded done set; ok is false when it is
 // unbounded.
-func (c *Coordinator) DoneCache() (ledger.DoneCacheStats, bool) { return c.led.DoneCache() }
+func (c *Coordinator) DoneCache() (ledger.DoneCacheStats, bool) {
+	if c.mem == nil {
+		return ledger.DoneCacheStats{}, false
+	}
+	return c.mem.DoneCache()
+}
 
 // StoredExpired tells the core the store deleted these done and failed key
 // records (expired by TTL; the store's sweeper reports them): keys the
 // ledger had left in the store stop counting as done. It returns how many.
-func (c *Coordinator) StoredExpired(fps []id.Fingerprint) int { return c.led.StoredExpired(fps) }
+func (c *Coordinator) StoredExpired(fps []id.Fingerprint) int {
+	if c.mem == nil {
+		return 0
+	}
+	return c.mem.StoredExpired(fps)
+}

@@ -262,6 +262,11 @@ func (c *Coordinator) enqueue(now time.Time, s id.Session, spec *broker.Spec) Su
 		return SubmitVerdict{FP: spec.FP, Status: Rejected, Reason: r, Detail: "queue after grant failed"}
 	}
 	c.submitted++
+	if c.cfg.Shared != nil {
+		if j, ok := c.pushShared(now, spec); ok {
+			return SubmitVerdict{FP: spec.FP, Status: Accepted, Job: j}
+		}
+	}
 	j := c.brk.Submit(now, *spec)
 	return SubmitVerdict{FP: spec.FP, Status: Accepted, Job: j}
 }

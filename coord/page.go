@@ -39,6 +39,9 @@ type QueuedKey struct {
 // their queues are left alone. It returns how many jobs went.
 func (c *Coordinator) PageOut(now time.Time, jids []broker.JobID) int {
 	n := 0
+	if c.mem == nil {
+		return 0 // the keys stay where the backend keeps them
+	}
 	for _, j := range jids {
 		rec, ok := c.brk.Record(j)
 		if !ok || !c.brk.PageOut(j) {
@@ -60,6 +63,9 @@ func (c *Coordinator) PageOut(now time.Time, jids []broker.JobID) int {
 // jobs it never paged out). It returns how many jobs came back.
 func (c *Coordinator) PageIn(now time.Time, recs []JobRecord) (int, error) {
 	n := 0
+	if c.mem == nil {
+		return 0, fmt.Errorf("coord: page in %d jobs: %w", len(recs), errBackend)
+	}
 	for i := range recs {
 		r := &recs[i]
 		if _, inMemory := c.brk.Record(r.ID); inMemory {
@@ -69,7 +75,7 @@ func (c *Coordinator) PageIn(now time.Time, recs []JobRecord) (int, error) {
 			return n, fmt.Errorf("coord: %w", err)
 		}
 		n++
-		if !c.led.Known(r.FP) {
+		if !c.mem.Known(r.FP) {
 			c.led.Restore(ledger.Write{Op: ledger.PutQueued, FP: r.FP, Key: r.Key, At: r.Created})
 			c.pagedKeys = max(c.pagedKeys-1, 0)
 		}
@@ -82,8 +88,11 @@ func (c *Coordinator) PageIn(now time.Time, recs []JobRecord) (int, error) {
 // knows meanwhile is ignored. It returns how many were taken.
 func (c *Coordinator) KnownQueued(keys []QueuedKey) int {
 	n := 0
+	if c.mem == nil {
+		return 0
+	}
 	for _, k := range keys {
-		if c.led.Known(k.FP) {
+		if c.mem.Known(k.FP) {
 			continue
 		}
 		c.led.Restore(ledger.Write{Op: ledger.PutQueued, FP: k.FP, Key: k.Key, At: k.At})

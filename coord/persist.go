@@ -382,7 +382,10 @@ func (c *Coordinator) RestoreStored(done, failed int) error {
 	case done < 0 || failed < 0:
 		return fmt.Errorf("restore %d done and %d failed keys left in the store: want counts >= 0", done, failed)
 	}
-	if err := c.led.RestoreStored(done + failed); err != nil {
+	if c.mem == nil {
+		return fmt.Errorf("coord: restore %d done and %d failed keys left in the store: %w", done, failed, errBackend)
+	}
+	if err := c.mem.RestoreStored(done + failed); err != nil {
 		return fmt.Errorf("coord: %w", err)
 	}
 	d.phase = restoring

@@ -90,6 +90,7 @@ func (c *Coordinator) Ready(now time.Time) *Output {
 		}
 		c.led.Done(now, f.Key, f.FP, o)
 	}
+	c.finishShared(now, sc.finished) // shared.go
 	out.Finished = append(out.Finished, sc.finished...)
 
 	// Workers the broker closed (evicted, drained) leave as sessions too.

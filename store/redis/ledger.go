@@ -117,6 +117,7 @@ type Ledger struct {
 	err     error
 
 	inbox    *inbox    // answers other coordinators sent this one; nil without Heartbeat
+	queue    *Queue    // the shared job queue (queue.go), once asked for
 	nextBeat time.Time // when Tick next calls Maintain
 
 	stopBeat chan struct{} // closed to stop the heartbeat goroutine

@@ -229,6 +229,11 @@ func (l *Ledger) sweepCoordinator(ctx context.Context, now time.Time, d string) 
 	}
 	ctx, cancel := l.ctx()
 	defer cancel()
+	// Its jobs of the shared queue (queue.go) go back to their queues.
+	if err := l.returnJobs(ctx, d, hosts); err != nil {
+		l.err = err
+		return // tried again at the next heartbeat (unlease is idempotent)
+	}
 	pipe := l.rdb.Pipeline()
 	pipe.Del(ctx, l.hostsKey(d))
 	pipe.SRem(ctx, l.liveSet(), d)

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"drover/config"
+	"drover/coord"
+	storeredis "drover/store/redis"
+)
+
+// Several coordinators on a Redis Cluster (store.url, or --store
+// redis://...): the ledger and the broker's queue live on the cluster
+// (drover/store/redis) instead of the embedded store, shared by every
+// coordinator given the same URL.
+
+// storeURL is the Redis Cluster serve should use, or "" for the embedded
+// store: store.url, or a store.path that is a redis:// or rediss:// URL
+// (--store redis://...). Both set, or a URL that does not parse, is a
+// configuration error naming the key (exit 2). The password never shows
+// in an error.
+func storeURL(cfg *config.Config) (storeredis.Target, bool, error) {
+	key, raw := "store.url", cfg.Store.URL
+	if isRedisURL(cfg.Store.Path) {
+		if raw != "" {
+			return storeredis.Target{}, false, &exitError{code: 2, err: fmt.Errorf("store.path is a Redis URL and store.url is set too: want one of them")}
+		}
+		key, raw = "store.path", cfg.Store.Path
+	}
+	if raw == "" {
+		return storeredis.Target{}, false, nil
+	}
+	t, err := storeredis.ParseURL(raw)
+	if err != nil {
+		return t, false, &exitError{code: 2, err: fmt.Errorf("%s: %w", key, err)}
+	}
+	return t, true, nil
+}
+
+func isRedisURL(s string) bool {
+	return strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")
+}
+
+// redisPrefix namespaces drover's keys on the cluster.
+const redisPrefix = "drover"
+
+// openRedis connects to the cluster at t and joins its coordinators: the
+// ledger (a peer heartbeating every heartbeat.interval) and the shared
+// job queue go into cc.
+func openRedis(ctx context.Context, cfg *config.Config, t storeredis.Target, cc *coord.Config, log *slog.Logger) (*storeredis.Ledger, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	l, err := storeredis.Open(ctx, t, storeredis.Config{
+		Ledger:    cc.Ledger,
+		Prefix:    redisPrefix,
+		Heartbeat: max(cfg.Heartbeat.Interval, 100*time.Millisecond),
+		// Coordinators' clocks may disagree: leases run on the server's.
+		ServerClock: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.url %s: %w", t, err)
+	}
+	cc.Backend = l
+	cc.Shared = l.Jobs()
+	log.Info("store on Redis Cluster", "url", t.String(), "coordinator", l.Coordinator())
+	return l, nil
+}
+
+// leaveRedis is a clean stop on the cluster, once the reactor has
+// stopped: the jobs this coordinator claimed and did not finish go back to
+// the queue for the others, its sessions' keys are released, and it
+// leaves the live coordinators.
+func leaveRedis(l *storeredis.Ledger, log *slog.Logger) {
+	now := time.Now()
+	n, err := l.Jobs().ReturnLeased()
+	if err != nil {
+		log.Error("returning claimed jobs to the Redis queue", "err", err)
+	}
+	if err := l.Leave(now); err != nil {
+		log.Error("leaving the Redis Cluster", "err", err)
+	}
+	log.Info("left the Redis Cluster", "coordinator", l.Coordinator(), "jobs returned", n)
+}

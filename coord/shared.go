@@ -1,0 +1,115 @@
+package coord
+
+import (
+	"time"
+
+	"drover/coord/broker"
+	"drover/coord/id"
+)
+
+// A job queue shared by several coordinators (Config.Shared; the Redis
+// Cluster one is drover/store/redis.Queue). A job accepted here goes to
+// the shared queue, not to this coordinator's broker; Tick claims jobs
+// from it into the broker while fewer than Config.SharedWindow wait here,
+// so a job submitted to one coordinator may run on another's workers. A
+// claimed job is leased to this coordinator until it is done or failed
+// (Finish); if the coordinator dies, the queue's keeper returns its leased
+// jobs to the queue (uncharged) for the others to claim. Delivery is at
+// least once: a job running when its coordinator died may run again.
+
+// SharedQueue is a job queue shared with other coordinators. Its calls may
+// do I/O (as a ledger.Backend's do); the core calls them from Submit,
+// Tick and Ready only.
+type SharedQueue interface {
+	// Push hands over an accepted job and returns the id it has there
+	// (≥ 1, for the producer's records). An error leaves the job with the
+	// caller, which keeps it in its own broker.
+	Push(now time.Time, spec broker.Spec) (uint64, error)
+	// Claim takes up to n queued jobs, leased to this coordinator. An
+	// error is a claim of none (tried again at the next poll).
+	Claim(now time.Time, n int) ([]broker.Spec, error)
+	// Finish ends the lease of a claimed job that is done or failed for
+	// good; a job the queue does not know is ignored.
+	Finish(now time.Time, k id.Key, fp id.Fingerprint)
+}
+
+// sharedState is the core's side of the shared queue.
+type sharedState struct {
+	next time.Time // the earliest time Tick claims again
+}
+
+// sharedPoll is how often an idle coordinator asks the shared queue for
+// jobs when its last claim found none.
+const sharedPoll = 200 * time.Millisecond
+
+// sharedWindow is Config.SharedWindow or its default.
+func (c *Coordinator) sharedWindow() int {
+	if c.cfg.SharedWindow > 0 {
+		return c.cfg.SharedWindow
+	}
+	return 64
+}
+
+// pushShared hands an accepted job to the shared queue; false if the
+// queue did not take it.
+func (c *Coordinator) pushShared(now time.Time, spec *broker.Spec) (broker.JobID, bool) {
+	j, err := c.cfg.Shared.Push(now, *spec)
+	if err != nil || j == 0 {
+		c.sharedErrors++
+		return 0, false
+	}
+	c.shared.next = now // claim it (or another) at the next Tick
+	return broker.JobID(j), true
+}
+
+// claimShared fills this coordinator's window of waiting jobs from the
+// shared queue (Tick).
+func (c *Coordinator) claimShared(now time.Time) {
+	if c.cfg.Shared == nil || now.Before(c.shared.next) {
+		return
+	}
+	want := c.sharedWindow() - c.brk.Count(broker.Queued)
+	if want <= 0 {
+		c.shared.next = now.Add(sharedPoll) // Ready brings it forward when jobs leave
+		return
+	}
+	specs, err := c.cfg.Shared.Claim(now, want)
+	if err != nil {
+		c.sharedErrors++
+	}
+	for _, sp := range specs {
+		c.brk.Submit(now, sp)
+	}
+	c.sharedClaimed += uint64(len(specs))
+	if len(specs) < want {
+		c.shared.next = now.Add(sharedPoll)
+	}
+}
+
+// sharedDeadline is when Tick next claims, for NextDeadline.
+func (c *Coordinator) sharedDeadline() (time.Time, bool) {
+	if c.cfg.Shared == nil {
+		return time.Time{}, false
+	}
+	return c.shared.next, true
+}
+
+// finishShared ends the leases of jobs that finished (Ready), and brings
+// the next claim forward when the window has room.
+func (c *Coordinator) finishShared(now time.Time, fin []broker.Finished) {
+	if c.cfg.Shared == nil || len(fin) == 0 {
+		return
+	}
+	for _, f := range fin {
+		c.cfg.Shared.Finish(now, f.Key, f.FP)
+	}
+	if c.brk.Count(broker.Queued) < c.sharedWindow()/2 && c.shared.next.After(now) {
+		c.shared.next = now
+	}
+}
+
+// SharedStats count the jobs claimed from the shared queue and the calls
+// to it that failed.
+func (c *Coordinator) SharedStats() (claimed, errors uint64) {
+	return c.sharedClaimed, c.sharedErrors
+}

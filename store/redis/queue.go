@@ -1,0 +1,335 @@
+package redis
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"drover/coord"
+	"drover/coord/broker"
+	"drover/coord/id"
+)
+
+// The broker's queue shared on the cluster (coord.SharedQueue): a job
+// accepted by any coordinator waits in Redis until one of them claims it
+// for its workers. Keys, each host's on the host's hash tag as the
+// ledger's are:
+//
+//   - PREFIX:{host}:jq    list: the host's queued jobs, oldest first. An
+//     entry is "FP JSON": the key's fingerprint, a space, the job.
+//   - PREFIX:{host}:jl:C  hash: FP -> entry, the host's jobs leased to
+//     coordinator incarnation C (claimed, waiting or running there).
+//   - PREFIX:ready        set: hosts whose jq may hold jobs.
+//   - PREFIX:jobids       counter: job ids are taken from it in blocks.
+//
+// Claim runs claim.lua on one host: it pops up to n entries from jq into
+// jl:C in one atomic step. Finish deletes the entry from jl:C. When C dies
+// (its alive key expired), the peer that sweeps it (peers.go) runs
+// unlease.lua on every host C touched: C's leased jobs go back to the
+// front of jq, uncharged, and the host into ready. A job is thus always in
+// exactly one of jq and a jl; it leaves when its coordinator finishes it.
+
+//go:embed claim.lua
+var claimLua string
+
+//go:embed unlease.lua
+var unleaseLua string
+
+var (
+	claimScript   = goredis.NewScript(claimLua)
+	unleaseScript = goredis.NewScript(unleaseLua)
+)
+
+// idBlock is how many job ids a coordinator takes from PREFIX:jobids at
+// a time.
+const idBlock = 4096
+
+// Queue is the shared job queue of the coordinators on one cluster, for
+// the coordinator whose ledger l is. Like the ledger, it is not safe for
+// concurrent use (the reactor owns both).
+type Queue struct {
+	l       *Ledger
+	nextID  uint64 // next job id of the block taken
+	lastID  uint64 // last id of the block
+	hostBuf []string
+	// Claimed, Pushed and Returned count jobs claimed and pushed by this
+	// coordinator, and jobs of dead peers it returned to the queue.
+	Claimed, Pushed, Returned uint64
+}
+
+var _ coord.SharedQueue = (*Queue)(nil)
+
+// Jobs returns the shared job queue on l's cluster, for l's coordinator.
+func (l *Ledger) Jobs() *Queue {
+	if l.queue == nil {
+		l.queue = &Queue{l: l}
+	}
+	return l.queue
+}
+
+func (l *Ledger) readyKey() string { return l.cfg.Prefix + ":ready" }
+
+// jobEntry is a job as the queue keeps it.
+type jobEntry struct {
+	Crawler   string            `json:"c,omitempty"`
+	Processor string            `json:"p,omitempty"`
+	URL       string            `json:"u"`
+	Host      string            `json:"h,omitempty"` // the back-off key when it is not the URL's host
+	Headers   map[string]string `json:"hd,omitempty"`
+	Payload   []byte            `json:"b,omitempty"`
+	ID        uint64            `json:"id"`
+}
+
+func encodeEntry(spec *broker.Spec, jid uint64) (string, error) {
+	e := jobEntry{Crawler: spec.Key.Crawler, Processor: spec.Key.Processor, URL: spec.Key.URL,
+		Headers: spec.Headers, Payload: spec.Payload, ID: jid}
+	if spec.Host != id.Host(spec.Key.URL) {
+		e.Host = spec.Host
+	}
+	b, err := json.Marshal(&e)
+	if err != nil {
+		return "", fmt.Errorf("redis queue: encoding job %s: %w", spec.Key.URL, err)
+	}
+	return spec.FP.String() + " " + string(b), nil
+}
+
+// decodeEntry parses an entry; the fingerprint must be the key's.
+func decodeEntry(s string) (broker.Spec, error) {
+	fps, js, ok := strings.Cut(s, " ")
+	if !ok {
+		return broker.Spec{}, fmt.Errorf("redis queue: entry %.40q: want \"FP JSON\"", s)
+	}
+	var e jobEntry
+	if err := json.Unmarshal([]byte(js), &e); err != nil {
+		return broker.Spec{}, fmt.Errorf("redis queue: entry %.40q: %w", s, err)
+	}
+	k := id.Key{Crawler: e.Crawler, Processor: e.Processor, URL: e.URL}
+	if fp := k.Fingerprint(); fp.String() != fps {
+		return broker.Spec{}, fmt.Errorf("redis queue: entry for %s names fingerprint %s; want the key's %s", e.URL, fps, fp)
+	}
+	sp := broker.Spec{Key: k, FP: k.Fingerprint(), Host: e.Host, Headers: e.Headers, Payload: e.Payload}
+	if sp.Host == "" {
+		sp.Host = id.Host(k.URL)
+	}
+	return sp, nil
+}
+
+// jobID takes the next job id, a block at a time.
+func (q *Queue) jobID(ctx context.Context) (uint64, error) {
+	if q.nextID == 0 || q.nextID > q.lastID {
+		last, err := q.l.rdb.IncrBy(ctx, q.l.cfg.Prefix+":jobids", idBlock).Result()
+		if err != nil {
+			return 0, fmt.Errorf("redis queue: taking job ids: %w", err)
+		}
+		q.lastID = uint64(last)
+		q.nextID = q.lastID - idBlock + 1
+	}
+	j := q.nextID
+	q.nextID++
+	return j, nil
+}
+
+// Push appends a job to its host's queue and marks the host ready.
+func (q *Queue) Push(now time.Time, spec broker.Spec) (uint64, error) {
+	l := q.l
+	ctx, cancel := l.ctx()
+	defer cancel()
+	jid, err := q.jobID(ctx)
+	if err != nil {
+		l.err = err
+		return 0, err
+	}
+	entry, err := encodeEntry(&spec, jid)
+	if err != nil {
+		return 0, err
+	}
+	host := hostOf(&spec.Key)
+	// The host first, then the ready mark: a claimer that emptied the
+	// queue and unmarks it checks the length again after (Claim).
+	if err := l.rdb.RPush(ctx, l.pre(host)+"jq", entry).Err(); err != nil {
+		err = fmt.Errorf("redis queue: pushing job %s: %w", spec.Key.URL, err)
+		l.err = err
+		return 0, err
+	}
+	if err := l.rdb.SAdd(ctx, l.readyKey(), host).Err(); err != nil {
+		// The job is queued; a claimer finds it when the host is marked
+		// again (the next push there or a sweep).
+		l.err = fmt.Errorf("redis queue: marking host %q ready: %w", host, err)
+	}
+	q.Pushed++
+	return jid, nil
+}
+
+// Claim leases up to n queued jobs to this coordinator, from up to 8
+// ready hosts picked at random.
+func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
+	l := q.l
+	if n <= 0 {
+		return nil, nil
+	}
+	ctx, cancel := l.ctx()
+	defer cancel()
+	hosts, err := l.rdb.SRandMemberN(ctx, l.readyKey(), 8).Result()
+	if err != nil {
+		err = fmt.Errorf("redis queue: reading ready hosts: %w", err)
+		l.err = err
+		return nil, err
+	}
+	var out []broker.Spec
+	var errs []error
+	for i, h := range hosts {
+		want := (n - len(out)) / (len(hosts) - i)
+		if want < 1 {
+			want = 1
+		}
+		if len(out) >= n {
+			break
+		}
+		// Registered first, so a sweep of this coordinator finds the host.
+		if err := l.touch(ctx, h); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p := l.pre(h)
+		v, err := claimScript.Run(ctx, l.rdb, []string{p + "jq", p + "jl:" + l.coord}, want).StringSlice()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("redis queue: claiming on host %q: %w", h, err))
+			continue
+		}
+		if len(v) == 0 {
+			continue
+		}
+		left := v[0]
+		for _, e := range v[1:] {
+			sp, err := decodeEntry(e)
+			if err != nil {
+				errs = append(errs, err) // left leased: returned to the queue if this coordinator dies
+				continue
+			}
+			out = append(out, sp)
+		}
+		if left == "0" {
+			q.unready(ctx, h)
+		}
+	}
+	q.Claimed += uint64(len(out))
+	if err := errors.Join(errs...); err != nil {
+		l.err = err
+		return out, err
+	}
+	return out, nil
+}
+
+// unready removes an emptied host from the ready set, and puts it back if
+// a push came in between.
+func (q *Queue) unready(ctx context.Context, h string) {
+	l := q.l
+	if err := l.rdb.SRem(ctx, l.readyKey(), h).Err(); err != nil {
+		return
+	}
+	if n, err := l.rdb.LLen(ctx, l.pre(h)+"jq").Result(); err != nil || n > 0 {
+		l.rdb.SAdd(ctx, l.readyKey(), h)
+	}
+}
+
+// Finish ends this coordinator's lease of a job that is done or failed.
+// What the store does not take is left leased: if this coordinator dies
+// the job runs again elsewhere (at least once).
+func (q *Queue) Finish(now time.Time, k id.Key, fp id.Fingerprint) {
+	l := q.l
+	ctx, cancel := l.ctx()
+	defer cancel()
+	if err := l.rdb.HDel(ctx, l.pre(hostOf(&k))+"jl:"+l.coord, fp.String()).Err(); err != nil {
+		l.err = fmt.Errorf("redis queue: finishing job %s: %w", k.URL, err)
+	}
+}
+
+// returnJobs puts the jobs leased to dead coordinator d on hosts back at
+// the front of their queues (the sweep, peers.go).
+func (l *Ledger) returnJobs(ctx context.Context, d string, hosts []string) error {
+	var errs []error
+	n := 0
+	for _, h := range hosts {
+		p := l.pre(h)
+		c, err := unleaseScript.Run(ctx, l.rdb, []string{p + "jl:" + d, p + "jq"}).Int()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("redis queue: returning coordinator %s's jobs on host %q: %w", d, h, err))
+			continue
+		}
+		if c > 0 {
+			n += c
+			if err := l.rdb.SAdd(ctx, l.readyKey(), h).Err(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if l.queue != nil {
+		l.queue.Returned += uint64(n)
+	}
+	return errors.Join(errs...)
+}
+
+// ReturnLeased puts every job this coordinator claimed and did not finish
+// back at the front of its queue, for the other coordinators (a clean
+// stop). It returns how many went back.
+func (q *Queue) ReturnLeased() (int, error) {
+	l := q.l
+	ctx, cancel := l.ctx()
+	defer cancel()
+	before := q.Returned
+	err := l.returnJobs(ctx, l.coord, l.hostList)
+	n := int(q.Returned - before)
+	q.Returned = before // counts dead peers' jobs only
+	return n, err
+}
+
+// QueueStats are the shared queue's totals across the cluster.
+type QueueStats struct {
+	Queued int64 // jobs waiting in the hosts' queues
+	Leased int64 // jobs claimed by a coordinator and not finished
+}
+
+// Stats counts the shared queue's jobs on every host any coordinator
+// touched (a scan of the hosts: for status, not for every step).
+func (q *Queue) Stats(ctx context.Context) (QueueStats, error) {
+	l := q.l
+	hosts, err := l.rdb.SMembers(ctx, l.cfg.Prefix+":hosts").Result()
+	if err != nil {
+		return QueueStats{}, fmt.Errorf("redis queue: listing hosts: %w", err)
+	}
+	live, err := l.rdb.SMembers(ctx, l.liveSet()).Result()
+	if err != nil {
+		return QueueStats{}, fmt.Errorf("redis queue: listing coordinators: %w", err)
+	}
+	var st QueueStats
+	pipe := l.rdb.Pipeline()
+	var qs, ls []*goredis.IntCmd
+	for _, h := range hosts {
+		qs = append(qs, pipe.LLen(ctx, l.pre(h)+"jq"))
+		for _, c := range live {
+			ls = append(ls, pipe.HLen(ctx, l.pre(h)+"jl:"+c))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		return st, fmt.Errorf("redis queue: counting jobs: %w", err)
+	}
+	for _, c := range qs {
+		st.Queued += c.Val()
+	}
+	for _, c := range ls {
+		st.Leased += c.Val()
+	}
+	return st, nil
+}
+
+// String shows the counts, for logs.
+func (s QueueStats) String() string {
+	return strconv.FormatInt(s.Queued, 10) + " queued, " + strconv.FormatInt(s.Leased, 10) + " leased"
+}
