@@ -49,6 +49,15 @@ With --store memory serve keeps everything in memory instead (lost on exit).
 A store that is locked by another process, corrupt or
 unreadable is an error with a non-zero exit, never a fresh start.
 
+With --store redis://HOST:PORT[,HOST:PORT...] (store.url, DROVER_STORE_URL;
+rediss:// for TLS, redis://USER:PASSWORD@... to log in) the ledger and the job
+queue live on a Redis Cluster (or Valkey) instead, shared by every serve given
+the same cluster: a URL submitted to any of them is accepted once, a job runs on
+whichever coordinator's workers claim it first, and the jobs of a coordinator
+that dies go back to the queue for the others (delivery is at least once: a job
+that was running there may run again). Results and events stay with the
+coordinator that ran the job. The password is never logged or shown.
+
 Every finished job's result (output, outcome, error, attempt, worker, finish
 time) is kept in the store with the job, in the same write as its done state,
 until results.max_age or results.max_bytes deletes the oldest; drover results
@@ -65,6 +74,7 @@ Listening on anything but loopback without --key is refused (exit 2) unless
 --insecure is given. --metrics-token makes /metrics require a bearer token.`,
 		Example: `  drover serve
   drover serve --store /var/lib/drover/store --store-sync always
+  drover serve --store redis://10.0.0.7:7000,10.0.0.8:7000   # one of several coordinators
   drover serve --results /var/lib/drover/results --results-file-bytes 256MiB
   drover serve --bind tcp://0.0.0.0:5570 --key /etc/drover/server.key --authorized-keys /etc/drover/authorized_keys
   drover serve --bind tcp://10.0.0.5:5570 --insecure   # a network you trust entirely

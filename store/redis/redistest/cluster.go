@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -199,11 +200,19 @@ func (c *Cluster) startNode(i int) error {
 	return nil
 }
 
-// Stop stops every node (SIGTERM, then SIGKILL after 10 s) and waits for them.
+// Stop stops every node (SIGTERM, then SIGKILL after 10 s) and waits for
+// them. The nodes stop at once: one by one, each master would wait for
+// replicas already gone (shutdown-timeout).
 func (c *Cluster) Stop() {
+	var wg sync.WaitGroup
 	for i := range c.procs {
-		c.stopNode(i, syscall.SIGTERM)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.stopNode(i, syscall.SIGTERM)
+		}()
 	}
+	wg.Wait()
 }
 
 func (c *Cluster) stopNode(i int, sig syscall.Signal) {

@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"drover/store/redis/redistest"
+)
+
+// redisCoordinator is one `drover serve --store redis://...` process of a
+// test, with a worker process of its own.
+type redisCoordinator struct {
+	serve      *syncBuffer
+	peers, adm string
+	proc       interface{ Signal(os.Signal) error }
+	workerFile string
+}
+
+func startRedisCoordinator(t *testing.T, url, dir, name string) *redisCoordinator {
+	t.Helper()
+	const ephemeral = "tcp://127.0.0.1:0"
+	cmd, out := start(t, "serve", "--store", url, "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral,
+		"--metrics", "", "--heartbeat-interval", "1s", "--crawl-per-host", "0")
+	at := listening(t, out, "peers", "admin")
+	rc := &redisCoordinator{serve: out, peers: at["peers"], adm: at["admin"], proc: cmd.Process,
+		workerFile: filepath.Join(dir, name+".ran")}
+	start(t, "worker", "--connect", rc.peers, "--slots", "8", "--id", "w-"+name, "--heartbeat-interval", "1s",
+		"--exec", `echo "$DROVER_URL" >> `+rc.workerFile)
+	return rc
+}
+
+var submitCounts = regexp.MustCompile(`(\d+) submitted: (\d+) accepted, (\d+) duplicates, (\d+) waiting, (\d+) rejected`)
+
+// submitTo submits urls to a coordinator and returns how many were
+// accepted and how many were duplicates or waited for another's key.
+func submitTo(t *testing.T, peers string, urls []string) (accepted, others int) {
+	t.Helper()
+	out, code := run(t, strings.Join(urls, "\n")+"\n", "submit", "-", "--connect", peers)
+	m := submitCounts.FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Errorf("submit to %s: exit %d, output %q; want exit 0 and the counts", peers, code, out)
+		return 0, 0
+	}
+	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
+	return n(2), n(3) + n(4)
+}
+
+// ran counts, over the coordinators' workers, how often each URL ran.
+func ran(t *testing.T, cs ...*redisCoordinator) map[string]int {
+	t.Helper()
+	seen := make(map[string]int)
+	for _, c := range cs {
+		b, err := os.ReadFile(c.workerFile)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if l != "" {
+				seen[l]++
+			}
+		}
+	}
+	return seen
+}
+
+func redisURLs(phase string, n int) []string {
+	urls := make([]string, n)
+	for i := range urls {
+		// Private addresses: no politeness delay between fetches.
+		urls[i] = fmt.Sprintf("http://10.0.%d.%d/%s/%d", i%4, i%25+1, phase, i)
+	}
+	return urls
+}
+
+// TestTwoCoordinatorsOnRedis runs two `drover serve --store redis://...`
+// processes on a local Redis Cluster, each with a worker process: URLs
+// submitted half to each, with overlap, are accepted once cluster-wide
+// and each runs exactly once, on either coordinator's worker. Then one
+// coordinator is SIGKILLed while a second batch runs: its claimed jobs go
+// back to the shared queue when the other sweeps it, and every URL still
+// runs (at least once; the duplicates are bounded by what the dead one had
+// claimed).
+func TestTwoCoordinatorsOnRedis(t *testing.T) {
+	drover(t)
+	t0 := time.Now()
+	cl := redistest.Start(t)
+	t.Logf("cluster up in %v", time.Since(t0).Round(time.Millisecond))
+	dir := t.TempDir()
+	a := startRedisCoordinator(t, cl.URL(), dir, "a")
+	b := startRedisCoordinator(t, cl.URL(), dir, "b")
+
+	// Phase 1: 1,000 URLs, 0..599 to a and 400..999 to b at once.
+	const n = 1000
+	urls := redisURLs("one", n)
+	type res struct{ acc, other int }
+	done := make(chan res, 2)
+	go func() { x, y := submitTo(t, a.peers, urls[:600]); done <- res{x, y} }()
+	go func() { x, y := submitTo(t, b.peers, urls[400:]); done <- res{x, y} }()
+	r1, r2 := <-done, <-done
+	t.Logf("phase 1 submitted in %v", time.Since(t0).Round(time.Millisecond))
+	if acc := r1.acc + r2.acc; acc != n || r1.other+r2.other != 200 {
+		t.Fatalf("accepted %d+%d, duplicates or waiting %d+%d; want %d accepted once and the 200 overlapping URLs not again", r1.acc, r2.acc, r1.other, r2.other, n)
+	}
+	eventually(t, "every URL ran", time.Minute, func() bool { return len(ran(t, a, b)) == n })
+	seen := ran(t, a, b)
+	onA := len(ran(t, a))
+	for _, u := range urls {
+		if seen[u] != 1 {
+			t.Fatalf("%s ran %d times; want once (no coordinator died)", u, seen[u])
+		}
+	}
+	t.Logf("phase 1 ran at %v", time.Since(t0).Round(time.Millisecond))
+	t.Logf("phase 1: %d URLs ran once each, %d on a's worker, %d on b's", n, onA, n-onA)
+
+	// Phase 2: 1,000 more, half to each; a is SIGKILLed mid-run.
+	urls2 := redisURLs("two", n)
+	go func() { x, y := submitTo(t, a.peers, urls2[:n/2]); done <- res{x, y} }()
+	go func() { x, y := submitTo(t, b.peers, urls2[n/2:]); done <- res{x, y} }()
+	r1, r2 = <-done, <-done
+	if r1.acc+r2.acc != n {
+		t.Fatalf("phase 2 accepted %d+%d; want %d", r1.acc, r2.acc, n)
+	}
+	ranTwo := func() int {
+		k := 0
+		for u := range ran(t, a, b) {
+			if strings.Contains(u, "/two/") {
+				k++
+			}
+		}
+		return k
+	}
+	eventually(t, "a tenth of phase 2 ran", time.Minute, func() bool { return ranTwo() >= n/10 })
+	if err := a.proc.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killedAt := ranTwo()
+	eventually(t, "every phase-2 URL ran after a was killed", time.Minute, func() bool { return ranTwo() == n })
+	dups := 0
+	for u, c := range ran(t, a, b) {
+		if strings.Contains(u, "/two/") && c > 1 {
+			dups += c - 1
+		}
+	}
+	// At most what a had claimed: its window of waiting jobs (64) and the
+	// jobs running on its worker (8).
+	if dups > 64+8 {
+		t.Fatalf("%d phase-2 URLs ran again after a died; want at most the 72 it had claimed", dups)
+	}
+	t.Logf("phase 2 ran at %v", time.Since(t0).Round(time.Millisecond))
+	t.Logf("phase 2: a killed with %d of %d URLs run; all ran, %d twice", killedAt, n, dups)
+	// The URLs of both phases are done in the cluster's ledger: a sample
+	// submitted again to b is not accepted.
+	var again []string
+	for i := 0; i < n; i += 5 {
+		again = append(again, urls[i], urls2[i])
+	}
+	if acc, _ := submitTo(t, b.peers, again); acc != 0 {
+		t.Fatalf("submitting %d URLs again to b accepted %d; want 0 (all done)", len(again), acc)
+	}
+	t.Logf("resubmitted at %v", time.Since(t0).Round(time.Millisecond))
+}
