@@ -166,3 +166,24 @@ func TestTwoCoordinatorsOnRedis(t *testing.T) {
 	}
 	t.Logf("resubmitted at %v", time.Since(t0).Round(time.Millisecond))
 }
+
+// A store URL that does not parse exits 2 naming the key it came from,
+// without the password; a Redis URL in both store.path and store.url is
+// refused the same way.
+func TestStoreURLErrorsExitTwo(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		key  string
+	}{
+		{[]string{"--store", "redis://ops:s3cret@:bad"}, "store.path"},
+		{[]string{"--store-url", "rediss://ops:s3cret@h:1/db/2"}, "store.url"},
+		{[]string{"--store-url", "http://ops:s3cret@h:1"}, "store.url"},
+		{[]string{"--store", "redis://h:1", "--store-url", "redis://ops:s3cret@h:2"}, "store.url"},
+	} {
+		out, code := run(t, "", append([]string{"serve", "--bind", "tcp://127.0.0.1:0", "--admin", "tcp://127.0.0.1:0",
+			"--events", "tcp://127.0.0.1:0", "--metrics", ""}, c.args...)...)
+		if code != 2 || !strings.Contains(out, c.key) || strings.Contains(out, "s3cret") {
+			t.Errorf("serve %v: exit %d, output %q; want exit 2 naming %s, without the password", c.args, code, out, c.key)
+		}
+	}
+}
