@@ -296,7 +296,7 @@ type Crawl struct {
 	ResultsMaxAge   int64     `json:"results_max_age,omitempty"`
 	ResultsMaxBytes int64     `json:"results_max_bytes,omitempty"`
 	Pages           int       `json:"pages"`            // server: jobs dispatched so far (the budget's count)
-	State           string    `json:"state,omitempty"`  // server: running, paused or cancelled
+	State           string    `json:"state,omitempty"`  // server: running, paused, cancelled, done or idle (CurrentState)
 	Defined         time.Time `json:"defined,omitzero"` // server: when it was last defined
 	// Server: the crawl's jobs by state now (Queued includes jobs a pause
 	// set aside), and Done, its jobs finished ok since it was first named

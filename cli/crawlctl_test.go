@@ -58,8 +58,8 @@ func TestCrawlControl(t *testing.T) {
 	}
 	act("resume", "--crawler", "a")
 	eventually(t, "a runs after resume", 30*time.Second, func() bool { return len(outcomes("a")) == 2 })
-	if a := crawlStatus(t, adminEP)["a"]; a.Done != 2 || a.Queued+a.Running+a.Failed != 0 {
-		t.Fatalf("crawl a after its 2 jobs ran: %+v, want 2 done, none queued, running or failed", a)
+	if a := crawlStatus(t, adminEP)["a"]; a.Done != 2 || a.Queued+a.Running+a.Failed != 0 || a.State != admin.CrawlDone {
+		t.Fatalf("crawl a after its 2 jobs ran: %+v, want state done, 2 done, none queued, running or failed", a)
 	}
 
 	act("pause", "--crawler", "c")
@@ -97,8 +97,9 @@ func TestCrawlControl(t *testing.T) {
 	if cs["a"].Done != 2 || cs["c"].Done != 3 || cs["c"].Failed != 0 {
 		t.Fatalf("crawls after kill -9 and restart: a %+v, c %+v; want 2 and 3 done", cs["a"], cs["c"])
 	}
-	if out := act("status"); !regexp.MustCompile(`(?m)^c +running +- +- +0 +0 +0 +3 +0 +`).MatchString(out) {
-		t.Fatalf("status:\n%s\nwant crawl c running with 3 done", out)
+	// c is resumed, but none of its jobs is left to run: it is done.
+	if out := act("status"); !regexp.MustCompile(`(?m)^c +done +- +- +0 +0 +0 +3 +0 +`).MatchString(out) {
+		t.Fatalf("status:\n%s\nwant crawl c done with 3 done", out)
 	}
 }
 

@@ -277,10 +277,9 @@ func printCrawls(w io.Writer, crawls []admin.Crawl) {
 		if c.MaxPages > 0 {
 			left = strconv.Itoa(max(c.MaxPages-c.Pages, 0)) + " of " + strconv.Itoa(c.MaxPages)
 		}
+		// The state is the coordinator's (admin.Crawl.CurrentState): a
+		// crawl with nothing left to do is done, not running.
 		state, scope := c.State, c.Scope
-		if state == "" {
-			state = "running"
-		}
 		if scope == "" { // paused or cancelled by name, never defined
 			scope, depth = "-", "-"
 		}

@@ -107,10 +107,7 @@ var crawlsView = &viewDesc{
 				backoffs = "1 host"
 			}
 		}
-		state := c.State
-		if state == "" {
-			state = "running"
-		}
+		state := c.State // the coordinator's rule (admin.Crawl.CurrentState)
 		return table.Row{
 			ID: c.Name, StateCol: 1, State: crawlStateColour[state],
 			Cells: []string{
@@ -124,7 +121,10 @@ var crawlsView = &viewDesc{
 }
 
 // crawlStateColour colours a crawl's state by a job state word.
-var crawlStateColour = map[string]string{"running": "dispatched", "paused": "backoff", "cancelled": "failed"}
+var crawlStateColour = map[string]string{
+	admin.CrawlRunning: "dispatched", admin.CrawlPaused: "backoff", admin.CrawlCancelled: "failed",
+	admin.CrawlDone: "done", admin.CrawlIdle: "queued",
+}
 
 // selectedBackoffs are the host back-offs holding jobs of the crawl
 // selected in the Crawls view.

@@ -327,8 +327,9 @@ func TestProtocolReadOnlyRefuses(t *testing.T) {
 
 // TestProtocolCrawls: key 6 lists the crawls defined on the coordinator
 // with their definition, their jobs by state counted by the coordinator,
-// the pages dispatched against the budget, and the state that pause,
-// resume and cancel set.
+// the pages dispatched against the budget, and their state: idle before
+// any job, running, the state that pause and cancel set, and done once a
+// resumed crawl has nothing left to run.
 func TestProtocolCrawls(t *testing.T) {
 	s := startCoordinator(t)
 	p := newProbe(t, s)
@@ -337,8 +338,13 @@ func TestProtocolCrawls(t *testing.T) {
 	if _, err := op.Act(ctx, admin.Action{Kind: admin.ActDefineCrawl, Crawl: &admin.Crawl{Name: "proto", Scope: "domain", MaxDepth: 3, MaxPages: 10}}); err != nil {
 		t.Fatalf("define crawl: %v", err)
 	}
+	if pg, err := op.Query(ctx, admin.Query{View: admin.ViewCrawls}); err != nil || len(pg.Crawls) != 1 || pg.Crawls[0].State != admin.CrawlIdle {
+		t.Fatalf("crawls before any job: %+v, %v; want proto idle", pg.Crawls, err)
+	}
 	release := make(chan struct{})
-	defer close(release)
+	var once sync.Once
+	finishSlow := func() { once.Do(func() { close(release) }) }
+	defer finishSlow()
 	// /slow runs until the end, limited.example.org throttles (its host
 	// backs off for an hour), the rest is done at once.
 	startWorker(t, s, p, "w1", 2, func(ctx context.Context, j worker.Job) worker.Result {
@@ -380,4 +386,17 @@ func TestProtocolCrawls(t *testing.T) {
 	}
 	c.press("enter")
 	c.waitText("crawls have no detail")
+
+	// Resumed, the crawl runs while /slow does; once it ends nothing of
+	// the crawl is queued, running or backing off: done, not running.
+	if _, err := op.Act(ctx, admin.Action{Kind: admin.ActResume, Crawler: "proto"}); err != nil {
+		t.Fatalf("resume crawl: %v", err)
+	}
+	c.waitRow("proto", "running")
+	finishSlow()
+	p.jobState(jids[1], "done")
+	line = c.waitRow("proto", "done")
+	if f := strings.Fields(line[2:]); len(f) != 12 || f[4] != "0" || f[5] != "0" || f[6] != "2" || f[7] != "2" {
+		t.Fatalf("done crawl row %q: want 0 queued, 0 running, 2 done, 2 failed", line)
+	}
 }

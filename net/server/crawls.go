@@ -73,9 +73,9 @@ func (r *crawlRate) perSec(now time.Time) float64 {
 	return float64(sum) / float64(span)
 }
 
-// The crawl states of admin.Crawl.State.
+// The crawl states an operator sets (admin.Crawl.State, as stored).
 var crawlStates = map[string]broker.CrawlState{
-	"": broker.CrawlRunning, "running": broker.CrawlRunning, "paused": broker.CrawlPaused, "cancelled": broker.CrawlCancelled,
+	"": broker.CrawlRunning, admin.CrawlRunning: broker.CrawlRunning, admin.CrawlPaused: broker.CrawlPaused, admin.CrawlCancelled: broker.CrawlCancelled,
 }
 
 // restoreCrawls reads the definitions from the store and gives the broker
@@ -169,11 +169,11 @@ func (s *Server) crawlAction(now time.Time, a admin.Action) (admin.ActionResult,
 	var state string
 	switch a.Kind {
 	case admin.ActPause:
-		state = "paused"
+		state = admin.CrawlPaused
 	case admin.ActResume:
-		state = "running"
+		state = admin.CrawlRunning
 	case admin.ActCancel:
-		state = "cancelled"
+		state = admin.CrawlCancelled
 	default:
 		return admin.ActionResult{}, fmt.Errorf("action %s for crawl %s: want pause, resume, cancel or requeue-failed", a.Kind, a.Crawler)
 	}
@@ -183,7 +183,7 @@ func (s *Server) crawlAction(now time.Time, a admin.Action) (admin.ActionResult,
 		s.crawls[a.Crawler] = cs
 	}
 	if cs.def.State == "" {
-		cs.def.State = "running"
+		cs.def.State = admin.CrawlRunning
 	}
 	if cs.def.State == state {
 		return admin.ActionResult{}, nil
@@ -269,17 +269,21 @@ func (s *Server) crawlsInto(b *store.Batch) {
 }
 
 // queryCrawls answers QUERY view crawls: the definitions by name, those
-// whose name contains the filter text, with their jobs by state and their
-// rate.
+// whose name contains the filter text, with their jobs by state, their
+// rate and their current state (admin.Crawl.CurrentState: a running crawl
+// with nothing left to do is reported done; what is stored stays the
+// operator's state).
 func (s *Server) queryCrawls(q admin.Query) admin.Page {
 	page := admin.Page{View: admin.ViewCrawls}
 	now := s.now()
+	paged, _ := s.c.Paged() // jobs in the store only are in no crawl's counts (paging.go)
 	for _, cs := range s.crawls {
 		if q.Filter == "" || strings.Contains(cs.def.Name, q.Filter) {
 			c := cs.def
 			n := s.c.CrawlJobs(c.Name)
 			c.Queued, c.Running, c.Backoff, c.Failed = n.Queued, n.Dispatched, n.Backoff, n.Failed
 			c.PagesPerSec = cs.rate.perSec(now)
+			c.State = c.CurrentState(paged > 0)
 			page.Crawls = append(page.Crawls, c)
 		}
 	}
