@@ -267,6 +267,11 @@ const (
 	ActCancel        ActionKind = "cancel"         // Action.Crawler: fail the crawl's jobs that have not run
 )
 
+// ActionKinds returns every action kind, in the document's order.
+func ActionKinds() []ActionKind {
+	return []ActionKind{ActEvict, ActDrain, ActUndrain, ActRequeue, ActRequeueFailed, ActPause, ActResume, ActCancel, ActDefineCrawl}
+}
+
 // Action is an operator command. Targets are worker ids (evict, drain,
 // undrain) or job ids in decimal (requeue); other actions take none.
 type Action struct {

@@ -223,7 +223,15 @@ var adminTypes = []reflect.Type{
 // enums are the members whose values are a closed list.
 var enums = map[string][]string{
 	"Query.view":  {"workers", "jobs", "waiters", "retries", "events", "results", "crawls"},
-	"Action.kind": {"evict", "drain", "undrain", "requeue", "requeue-failed", "pause", "resume", "define-crawl"},
+	"Action.kind": actionKinds(),
+}
+
+func actionKinds() []string {
+	var out []string
+	for _, k := range admin.ActionKinds() {
+		out = append(out, string(k))
+	}
+	return out
 }
 
 // required are the members a body must have.

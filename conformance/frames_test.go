@@ -61,7 +61,9 @@ func frameVectors() []namedMessage {
 		{"page", &wire.Page{Req: 5, Page: sampleBodies().page}},
 		{"status", &wire.Status{Req: 6}},
 		{"totals", &wire.Totals{Req: 6, Totals: admin.Totals{At: at, Queued: 3, Done: 10, WorkersIdle: 1}}},
+		{"query-job-by-id", &wire.Query{Req: 8, Query: admin.Query{View: admin.ViewJobs, Key: "17"}}},
 		{"action", &wire.Action{Req: 7, Action: admin.Action{Kind: admin.ActRequeue, Targets: []string{"17"}}}},
+		{"action-cancel-crawl", &wire.Action{Req: 9, Action: admin.Action{Kind: admin.ActCancel, Crawler: "news"}}},
 		{"acted", &wire.Acted{Req: 7, Result: admin.ActionResult{Affected: 1}}},
 		{"changed", &wire.Changed{}},
 	}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"strconv"
 	"unicode/utf8"
 
 	"drover/admin"
@@ -53,9 +54,20 @@ func (m *Query) decodeBody(r *reader) {
 		r.fail(CodeMalformed, "filter", "%s", checkKind([]byte(q.Filter), kLine))
 	case filterErr != nil:
 		r.fail(CodeMalformed, "filter", "%v", filterErr)
-	case q.Key != "" && keyErr != nil:
+	case q.Key != "" && keyErr != nil && !(q.View == admin.ViewJobs && isJobID(q.Key)):
+		if q.View == admin.ViewJobs {
+			r.fail(CodeMalformed, "key", "%q, want a key fingerprint (32 hex digits) or a job id (decimal, at least 1)", q.Key)
+			return
+		}
 		r.fail(CodeMalformed, "key", "%v", keyErr)
 	}
+}
+
+// isJobID reports whether s is a job id written in decimal (view jobs
+// takes one as its key: that job's row, with its history).
+func isJobID(s string) bool {
+	n, err := strconv.ParseUint(s, 10, 64)
+	return err == nil && n >= 1
 }
 
 func knownView(v admin.View) bool {

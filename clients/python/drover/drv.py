@@ -97,7 +97,8 @@ JSON_COMMANDS = frozenset(c for c, (_, j) in COMMANDS.items() if j)
 
 VIEWS = ("workers", "jobs", "waiters", "retries", "events", "results", "crawls")
 ACTIONS_WITH_TARGETS = ("evict", "drain", "undrain", "requeue")
-ACTIONS_WITHOUT = ("requeue-failed", "pause", "resume", "define-crawl")
+ACTIONS_WITHOUT = ("requeue-failed", "pause", "resume", "cancel", "define-crawl")
+ACTIONS_WITH_CRAWLER = ("pause", "resume", "requeue-failed", "cancel")
 
 Key = namedtuple("Key", "crawler processor url")
 
@@ -566,24 +567,54 @@ def _query(r):
         r.fail(CODE_TOO_LARGE, "filter", "%d bytes, want at most %d" % (len(flt.encode()), MAX_FILTER))
     if not _line_ok(flt):
         r.fail(CODE_MALFORMED, "filter", "control character")
-    if key:
-        try:
-            if len(bytes.fromhex(key)) != 16 or len(key) != 32:
-                raise ValueError
-        except ValueError:
-            r.fail(CODE_MALFORMED, "key", "%r, want 32 hex digits" % key)
+    bad = _filter_error(flt)
+    if bad:
+        r.fail(CODE_MALFORMED, "filter", bad)
+    if key and not _is_fingerprint(key) and not (view == "jobs" and _is_job_id(key)):
+        r.fail(CODE_MALFORMED, "key", "%r, want 32 hex digits%s" % (key, " or a decimal job id" if view == "jobs" else ""))
     return {"body": q}
+
+
+FILTER_FIELDS = ("state", "host", "worker", "crawler", "processor", "kind", "key")
+
+
+def _filter_error(flt):
+    """What is wrong with a filter text (section 13's grammar), or None."""
+    for term in flt.split():
+        if "=" not in term:
+            continue  # free text
+        field, values = term.split("=", 1)
+        if not field:
+            return "term %r: no field before '='" % term
+        if field.lower() not in FILTER_FIELDS:
+            return "term %r: unknown field %r, want one of %s" % (term, field, ", ".join(FILTER_FIELDS))
+        if not any(v.strip() for v in values.split(",")):
+            return "term %r: no value after '='" % term
+    return None
+
+
+def _is_fingerprint(key):
+    try:
+        return len(key) == 32 and len(bytes.fromhex(key)) == 16
+    except ValueError:
+        return False
+
+
+def _is_job_id(key):
+    return key.isascii() and key.isdigit() and 1 <= int(key) < 1 << 64
 
 
 def _action(r):
     a = _json_body(r)
     if not isinstance(a, dict):
         r.fail(CODE_MALFORMED, "body", "want a JSON object")
-    kind, targets = a.get("kind", ""), a.get("targets") or []
+    kind, targets, crawler = a.get("kind", ""), a.get("targets") or [], a.get("crawler", "")
     if kind in ACTIONS_WITH_TARGETS:
         if not targets:
             r.fail(CODE_MALFORMED, "targets", "none, want at least one for %s" % kind)
     elif kind in ACTIONS_WITHOUT:
+        if kind == "cancel" and not crawler:
+            r.fail(CODE_MALFORMED, "crawler", "empty, want the crawl to cancel")
         if kind == "define-crawl":
             c = a.get("crawl")
             if not isinstance(c, dict):
@@ -594,7 +625,11 @@ def _action(r):
         if targets:
             r.fail(CODE_MALFORMED, "targets", "%d, want none for %s" % (len(targets), kind))
     else:
-        r.fail(CODE_MALFORMED, "kind", "%r, want evict, drain, undrain, requeue, requeue-failed, pause, resume or define-crawl" % kind)
+        r.fail(CODE_MALFORMED, "kind", "%r, want evict, drain, undrain, requeue, requeue-failed, pause, resume, cancel or define-crawl" % kind)
+    if crawler and kind not in ACTIONS_WITH_CRAWLER:
+        r.fail(CODE_MALFORMED, "crawler", "given for %s, want it only with %s" % (kind, ", ".join(ACTIONS_WITH_CRAWLER)))
+    if not isinstance(crawler, str) or len(crawler.encode()) > MAX_NAME or not _line_ok(crawler):
+        r.fail(CODE_MALFORMED, "crawler", "%r, want at most %d bytes of text" % (crawler, MAX_NAME))
     if len(targets) > MAX_BATCH:
         r.fail(CODE_TOO_LARGE, "targets", "%d, want at most %d" % (len(targets), MAX_BATCH))
     for i, t in enumerate(targets):

@@ -36,6 +36,10 @@ class DroverError(Exception):
 RETRY_CODES = frozenset((drv.CODE_SLOW_DOWN, drv.CODE_INTERNAL, drv.CODE_UNAVAILABLE))
 RETRY_TRIES = 6
 
+# DISCONNECT codes after which a client does not reconnect (sections 5 and 10): 200 from the
+# server (drained), 409 (superseded by a newer session with the same id), 403 (key revoked).
+STOP_CODES = frozenset((drv.CODE_OK, drv.CODE_CONFLICT, drv.CODE_FORBIDDEN))
+
 
 class _Call:
     """A request waiting for its reply (and, for waits, its later replies)."""
@@ -71,6 +75,9 @@ class Session:
         self.calls = {}
         self.welcome = None
         self.hellos = 0  # WELCOMEs received, this session's connections that got one
+        # Why the server ended the session for good (a DroverError), or None: DISCONNECT 409
+        # superseded, 200 drained or 403, or HELLO refused with 403 (sections 5 and 10).
+        self.ended = None
         self.welcomed = threading.Event()
         self.stopping = threading.Event()
         self.wake_addr = "inproc://drover-wake-%x" % id(self)
@@ -134,6 +141,9 @@ class Session:
                 welcomed, evicted = self._connection(wake)
                 if self.stopping.is_set():
                     break
+                if self.ended is not None:
+                    log.warning("drover: %s: not reconnecting", self.ended)
+                    break
                 if welcomed:
                     backoff = 1.0
                 delay = (32.0 if evicted else backoff) * random.uniform(0.9, 1.1)
@@ -145,7 +155,7 @@ class Session:
             wake.close(linger=0)
             for c in self.calls.values():
                 if not c.future.done():
-                    c.future.set_exception(DroverError(drv.CODE_UNAVAILABLE, "session closed"))
+                    c.future.set_exception(self.ended or DroverError(drv.CODE_UNAVAILABLE, "session closed"))
 
     def _connection(self, wake):
         """One connection, from HELLO to its end; returns (got a WELCOME, evicted)."""
@@ -175,6 +185,8 @@ class Session:
         command, _, w = drv.decode_reply(sock.recv_multipart())
         if command != "WELCOME":
             log.warning("drover: HELLO refused: %s %s", command, w)
+            if command == "ERROR" and w["code"] == drv.CODE_FORBIDDEN:
+                self.ended = DroverError(w["code"], "HELLO refused: " + w["message"])
             return False, False
         self.welcome = w
         self.hellos += 1
@@ -257,6 +269,8 @@ class Session:
             return None
         if command == "DISCONNECT":
             log.info("drover: server said DISCONNECT %d %s", fields["code"], fields["reason"])
+            if fields["code"] in STOP_CODES:
+                self.ended = DroverError(fields["code"], "the server ended the session: " + fields["reason"])
             return True, fields["code"] == drv.CODE_EVICTED
         if command == "ERROR" and fields["code"] == drv.CODE_HELLO_REQUIRED:
             return True, False

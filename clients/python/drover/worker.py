@@ -152,11 +152,12 @@ class Worker:
         return self
 
     def run(self):
-        """Runs until :meth:`stop` (or Ctrl-C)."""
+        """Runs until :meth:`stop` (or Ctrl-C), or until the server ends the session for good
+        (``session.ended``: DISCONNECT 409 superseded, 200 drained, 403)."""
         self.start()
         try:
-            while not self.done.wait(0.5):
-                pass
+            while not self.done.wait(0.5) and self.session.ended is None:
+                pass  # ended: the server drained or superseded it, or refused it for good
         except KeyboardInterrupt:
             pass
         finally:

@@ -229,6 +229,15 @@ class Admin(unittest.TestCase):
             with self.subTest(v["name"]):
                 validate(v["schema"] + ".json", v["body"])
 
+    def test_client_knows_every_view_and_action(self):
+        """The codec's lists of views and action kinds are the schemas' (generated from the server's)."""
+        with open(os.path.join(KIT, "schema", "Action.json"), encoding="utf-8") as f:
+            kinds = json.load(f)["properties"]["kind"]["enum"]
+        with open(os.path.join(KIT, "schema", "Query.json"), encoding="utf-8") as f:
+            views = json.load(f)["properties"]["view"]["enum"]
+        self.assertEqual(set(drv.ACTIONS_WITH_TARGETS + drv.ACTIONS_WITHOUT), set(kinds))
+        self.assertEqual(set(drv.VIEWS), set(views))
+
     def test_schemas_catch_a_bad_body(self):
         with self.assertRaises(AssertionError):
             validate("Query.json", {"view": "cats"})

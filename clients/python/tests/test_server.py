@@ -185,7 +185,7 @@ class LiveServer(unittest.TestCase):
         r.send(drv.encode("RESULT", 5, {"items": [{"job_id": 987654, "attempt": 1, "outcome": drv.R_OK, "output": b"", "links": []}]}))
         command, req, f = r.recv()
         self.assertEqual((command, req), ("RESULT-OK", 5))
-        self.assertIn(f["items"][0]["status"], (drv.STALE, drv.UNKNOWN))
+        self.assertEqual(f["items"][0]["status"], drv.UNKNOWN)  # no job ever had this id
 
     # --- sessions and errors ----------------------------------------------------
 
@@ -302,6 +302,150 @@ class LiveServer(unittest.TestCase):
         self.assertEqual(_code(ro.recv(skip=("HEARTBEAT", "CHANGED"))), (6, drv.CODE_FORBIDDEN))
 
 
+    # --- promises of the document, one each -------------------------------------
+
+    def test_second_hello_on_a_connection_starts_a_new_session(self):
+        """Section 5 rule 4: the first session ends (its key passes on), a new one starts."""
+        r, other = self.raw(), self.raw()
+        first = r.hello(drv.PRODUCER, "rehello")[2]["session"]
+        u = K("https://rehello.example/")
+        r.send(drv.encode("REQUEST", 2, {"keys": [u]}))
+        self.assertEqual(r.recv()[2]["items"][0]["verdict"], drv.OK)
+        command, _, w = r.hello(drv.PRODUCER, "rehello")
+        self.assertEqual(command, "WELCOME")
+        self.assertNotEqual(w["session"], first)
+        self.assertEqual(other.hello(drv.PRODUCER, "rehello-other")[0], "WELCOME")
+        other.send(drv.encode("REQUEST", 2, {"keys": [u]}))
+        self.assertEqual(other.recv()[2]["items"][0]["verdict"], drv.OK)  # released with the first session
+
+    def test_roles_and_sockets(self):
+        """Sections 5 and 6: a role on the wrong socket, or a command of the other socket, is 403;
+        a DISCONNECT before HELLO is ignored, anything else before HELLO is 401."""
+        self.assertEqual(_code(self.raw().hello(drv.CONSOLE, "console-on-peers")), (1, drv.CODE_FORBIDDEN))
+        a = Raw(self.server.admin)
+        self.addCleanup(a.close)
+        self.assertEqual(_code(a.hello(drv.WORKER, "worker-on-admin", slots=1)), (1, drv.CODE_FORBIDDEN))
+        self.assertEqual(a.hello(drv.CONSOLE, "roles-console")[0], "WELCOME")
+        a.send(drv.encode("REQUEST", 2, {"keys": [K("https://roles.example/")]}))
+        self.assertEqual(_code(a.recv(skip=("HEARTBEAT", "CHANGED"))), (2, drv.CODE_FORBIDDEN))
+        r = self.raw()
+        r.send(drv.encode("DISCONNECT", 0, {"code": 200, "reason": "never said hello"}))
+        r.send(drv.encode("HEARTBEAT", 0))
+        self.assertEqual(_code(r.recv(skip=())), (0, drv.CODE_HELLO_REQUIRED))
+        self.assertEqual(r.hello(drv.PRODUCER, "roles-p")[0], "WELCOME")
+        r.send(drv.encode("QUERY", 3, {"body": {"view": "jobs"}}))
+        self.assertEqual(_code(r.recv()), (3, drv.CODE_FORBIDDEN))
+
+    def test_heartbeat_is_clamped(self):
+        """Section 6.2: the proposal clamped to [100 ms, 60 s]; 0 takes the default, 1 s."""
+        for proposed, accepted in ((0, 1000), (50, 100), (2500, 2500), (120000, 60000)):
+            r = self.raw()
+            r.send(drv.encode("HELLO", 1, {"role": drv.PRODUCER, "id": "beat-%d" % proposed, "host": "", "slots": 0,
+                                           "heartbeat_ms": proposed, "headers": [], "held": [], "read_only": False}))
+            self.assertEqual(r.recv()[2]["heartbeat_ms"], accepted, proposed)
+
+    def test_url_with_a_control_character_is_malformed(self):
+        """Sections 4 and 4.1: a URL is a line; a control character refuses the whole message (400)."""
+        r = self.raw()
+        self.assertEqual(r.hello(drv.PRODUCER, "control")[0], "WELCOME")
+        body = b"\x00\x00\x00\x01" + b"".join(len(x).to_bytes(2, "big") + x for x in (b"news", b"html", b"https://a.example/\x01"))
+        r.send([drv.PROTOCOL, b"REQUEST", (2).to_bytes(8, "big"), body])
+        self.assertEqual(_code(r.recv()), (2, drv.CODE_MALFORMED))
+
+    def test_pipelined_requests_are_answered_in_order(self):
+        """Section 3: replies come in the order of the requests."""
+        r = self.raw()
+        self.assertEqual(r.hello(drv.PRODUCER, "pipeline")[0], "WELCOME")
+        for i in range(2, 122):
+            k = K("https://pipeline.example/%d" % i)
+            if i % 3:
+                r.send(drv.encode("REQUEST", i, {"keys": [k]}))
+            else:
+                r.send(drv.encode("SUBMIT", i, {"jobs": [{"key": k, "headers": [("suite", "pipeline")], "payload": b""}]}))
+        self.assertEqual([r.recv()[1] for _ in range(120)], list(range(2, 122)))
+
+    def test_results_held_runs_and_job_detail(self):
+        """Sections 6.2, 6.14, 13: HELLO's held lists an unknown run -> WELCOME cancels it; a
+        result sent twice is recorded, then recorded again with 0 and 0; QUERY jobs with a
+        decimal job id gives that job's row and history; PROGRESS of another run is dropped."""
+        w = self.raw()
+        command, _, wel = w.hello(drv.WORKER, "detail-w", slots=1, headers=[("suite", "detail")],
+                                  held=[{"job_id": 999999, "attempt": 1}])
+        self.assertEqual(wel["cancel"], [{"job_id": 999999, "attempt": 1}])
+        p = self.producer("detail-p")
+        self.assertEqual(p.submit([("news", "html", "https://detail.example/", {"suite": "detail"})])[0].status, drv.S_ACCEPTED)
+        job = until(w, "JOB")[2]["jobs"][0]
+        w.send(drv.encode("PROGRESS", 0, {"job_id": job["job_id"], "attempt": job["attempt"] + 1, "text": "not mine"}))
+        res = {"items": [{"job_id": job["job_id"], "attempt": job["attempt"], "outcome": drv.R_OK, "output": b"x",
+                          "links": [{"key": K("https://detail.example/link"), "headers": [("suite", "nobody")], "payload": b""}]}]}
+        w.send(drv.encode("RESULT", 2, res))
+        self.assertEqual(until(w, "RESULT-OK")[2]["items"][0], dict(job_id=job["job_id"], attempt=job["attempt"],
+                                                                    status=drv.RECORDED, accepted=1, duplicates=0))
+        w.send(drv.encode("RESULT", 3, res))
+        self.assertEqual(until(w, "RESULT-OK")[2]["items"][0], dict(job_id=job["job_id"], attempt=job["attempt"],
+                                                                    status=drv.RECORDED, accepted=0, duplicates=0))
+        a = self.admin("detail-console")
+        a.send(drv.encode("QUERY", 2, {"body": {"view": "jobs", "key": str(job["job_id"])}}))
+        command, _, page = a.recv(skip=("HEARTBEAT", "CHANGED"))
+        row = page["body"]["jobs"][0]
+        self.assertEqual((command, row["job_id"], row["state"], [h["outcome"] for h in row["history"]]),
+                         ("PAGE", job["job_id"], "done", ["ok"]))
+        a.send(drv.encode("QUERY", 3, {"body": {"view": "jobs", "key": "987654321"}}))
+        self.assertEqual(_code(a.recv(skip=("HEARTBEAT", "CHANGED"))), (3, drv.CODE_NOT_FOUND))
+
+    def test_actions_name_unknown_targets_and_pause_is_idempotent(self):
+        """Section 13: an unknown target is named in ACTED errors (not an ERROR 404); pausing a
+        paused server or resuming a running one changes nothing; a queued job says `paused`."""
+        a = self.admin("targets-console")
+        acted = act(a, 2, {"kind": "evict", "targets": ["nobody-at-all"]})
+        self.assertEqual((acted["affected"], len(acted["errors"])), (0, 1), acted)
+        self.assertIn("nobody-at-all", acted["errors"][0])
+        acted = act(a, 3, {"kind": "requeue", "targets": ["987654321"]})
+        self.assertEqual((acted["affected"], len(acted["errors"])), (0, 1), acted)
+        w = self.raw()
+        self.assertEqual(w.hello(drv.WORKER, "paused-w", slots=1, headers=[("suite", "paused")])[0], "WELCOME")
+        self.assertEqual([act(a, n, {"kind": "pause"})["affected"] for n in (4, 5)], [1, 0])
+        p = self.producer("paused-p")
+        job_id = p.submit([("news", "html", "https://paused.example/", {"suite": "paused"})])[0].job_id
+        a.send(drv.encode("QUERY", 6, {"body": {"view": "jobs", "key": str(job_id)}}))
+        row = a.recv(skip=("HEARTBEAT", "CHANGED"))[2]["body"]["jobs"][0]
+        self.assertEqual((row["state"], row.get("reason")), ("queued", "paused"))
+        self.assertEqual([act(a, n, {"kind": "resume"})["affected"] for n in (7, 8)], [1, 0])
+        self.assertEqual(until(w, "JOB")[2]["jobs"][0]["job_id"], job_id)
+
+    def test_submit_wait_ends_in_handover(self):
+        """Section 6.11: a SUBMIT that waited on a key gets accepted, reason `handover`, with a job
+        id, when the holder's session ends."""
+        holder, p = self.raw(), self.raw()
+        self.assertEqual(holder.hello(drv.PRODUCER, "handover-holder")[0], "WELCOME")
+        self.assertEqual(p.hello(drv.PRODUCER, "handover-submitter")[0], "WELCOME")
+        u = K("https://submit-handover.example/")
+        holder.send(drv.encode("REQUEST", 2, {"keys": [u]}))
+        holder.recv()
+        p.send(drv.encode("SUBMIT", 5, {"jobs": [{"key": u, "headers": [("suite", "nobody")], "payload": b""}]}))
+        self.assertEqual(p.recv()[2]["items"][0]["status"], drv.S_WAIT)
+        holder.send(drv.encode("DISCONNECT", 0, {"code": 200, "reason": "done holding"}))
+        command, req, f = p.recv()
+        it = f["items"][0]
+        self.assertEqual((command, req, it["status"], it["reason"]), ("SUBMITTED", 5, drv.S_ACCEPTED, "handover"))
+        self.assertGreater(it["job_id"], 0)
+
+    def test_superseded_worker_stops(self):
+        """Sections 5 and 10: a worker told DISCONNECT 409 stops instead of taking its id back."""
+        first = Worker(self.server.peers, peer_id="stops-w", slots=1, headers={"suite": "stops"})
+        first.handler(lambda job: b"")
+        first.start()
+        self.addCleanup(first.close)
+        eventually(first.session.welcomed.is_set, what="the first worker's WELCOME")
+        second = Worker(self.server.peers, peer_id="stops-w", slots=1, headers={"suite": "stops"})
+        second.handler(lambda job: b"")
+        second.start()
+        self.addCleanup(second.close)
+        first.session.thread.join(20)
+        self.assertFalse(first.session.thread.is_alive(), "the superseded worker is still connecting")
+        self.assertEqual((first.session.ended.code, first.session.hellos), (drv.CODE_CONFLICT, 1))
+        self.assertEqual((second.session.ended, second.session.hellos), (None, 1))
+
     # --- operators, deaths and leases ------------------------------------------
 
     def admin(self, name):
@@ -407,6 +551,8 @@ class LiveServer(unittest.TestCase):
         documented = set(re.findall(r"^\| `([a-z0-9._-]+)` \|", table, re.M))
         self.assertGreater(len(documented), 20)
         self.assertEqual(self.events.bad, [], "events the server sent that section 14 does not allow")
+        seqs = self.events.seqs  # section 14: one more per event; no store, so from 1
+        self.assertEqual(seqs, list(range(1, len(seqs) + 1)), "event seqs with gaps or repeats")
         seen = set(self.events.kinds)
         self.assertGreaterEqual(len(seen), 15, seen)
         self.assertLessEqual(seen, documented, "kinds emitted but not documented: %s" % (seen - documented))
