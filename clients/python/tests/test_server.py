@@ -444,6 +444,7 @@ class LiveServer(unittest.TestCase):
         first.session.thread.join(20)
         self.assertFalse(first.session.thread.is_alive(), "the superseded worker is still connecting")
         self.assertEqual((first.session.ended.code, first.session.hellos), (drv.CODE_CONFLICT, 1))
+        eventually(second.session.welcomed.is_set, what="the second worker's WELCOME")
         self.assertEqual((second.session.ended, second.session.hellos), (None, 1))
 
     # --- operators, deaths and leases ------------------------------------------
