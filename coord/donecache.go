@@ -29,6 +29,9 @@ type embedded interface {
 	DoneCache() (ledger.DoneCacheStats, bool)
 	StoredExpired(fps []id.Fingerprint) int
 	RestoreStored(n int) error
+	NoteStored(fp id.Fingerprint)
+	MaybeStored(fp id.Fingerprint) bool
+	StoredFilter() ledger.StoredFilterStats
 }
 
 var _ embedded = (*ledger.Ledger)(nil)
@@ -46,8 +49,9 @@ type KnownKey struct {
 }
 
 // Unknown appends to dst the fingerprints of keys the ledger has no record
-// of (see ledger.Ledger.Known): with a bounded done set they may be done
-// keys it evicted, to look up in the store. Keys whose URL does not
+// of (see ledger.Ledger.Known) and its stored-key filter does not rule out
+// (ledger.Ledger.MaybeStored: Config.Ledger.StoredFilter): with a bounded
+// done set they may be done keys it evicted, to look up in the store. Keys whose URL does not
 // normalise are left out (the operation rejects them). With an unbounded
 // done set every record is in memory and Unknown appends nothing.
 func (c *Coordinator) Unknown(keys []id.Key, dst []id.Fingerprint) []id.Fingerprint {
@@ -70,7 +74,7 @@ func (c *Coordinator) Unknown(keys []id.Key, dst []id.Fingerprint) []id.Fingerpr
 		if len(c.norms) < maxNorms {
 			c.norms[k] = normal{nk, fp}
 		}
-		if !c.mem.Known(fp) {
+		if !c.mem.Known(fp) && c.mem.MaybeStored(fp) { // the filter: a new key costs no read
 			dst = append(dst, fp)
 		}
 	}

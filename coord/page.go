@@ -50,6 +50,7 @@ func (c *Coordinator) PageOut(now time.Time, jids []broker.JobID) int {
 		n++
 		if r, ok := c.led.Lookup(now, rec.FP); ok && r.State == ledger.Queued {
 			c.led.Restore(ledger.Write{Op: ledger.Delete, FP: rec.FP, At: now})
+			c.mem.NoteStored(rec.FP) // the store holds it: the filter must not rule it out
 			c.pagedKeys++
 		}
 	}
@@ -121,6 +122,25 @@ func (c *Coordinator) RestorePaged(jobs, keys int) error {
 	d.stats.KeysQueued += keys
 	d.stats.JobsQueued += jobs
 	return nil
+}
+
+// RestoreStoredKey notes, during a restore, a key record the restore left
+// in the store (a done key beyond the done set, a queued key of a paged
+// restore), so that the stored-key filter (Config.Ledger.StoredFilter)
+// does not rule it out. Pass every such key, as the store's recovery
+// skips it.
+func (c *Coordinator) RestoreStoredKey(fp id.Fingerprint) {
+	if c.mem != nil {
+		c.mem.NoteStored(fp)
+	}
+}
+
+// StoredFilter reports the size of the ledger's stored-key filter.
+func (c *Coordinator) StoredFilter() ledger.StoredFilterStats {
+	if c.mem == nil {
+		return ledger.StoredFilterStats{}
+	}
+	return c.mem.StoredFilter()
 }
 
 // Paged reports the queued jobs and keys paged out of memory.

@@ -230,6 +230,11 @@ type RecoverOptions struct {
 	// counts them): a coordinator that pages queued jobs in from the store
 	// (queue.go) looks them up on demand.
 	SkipQueuedKeys bool
+	// SkippedKey, when set, is called with the fingerprint of every key
+	// record left out (SkipDoneKeys, SkipQueuedKeys), as it is passed
+	// over: a coordinator builds its filter of keys only the store holds
+	// from them without holding them all.
+	SkippedKey func(fp id.Fingerprint)
 	// MaxQueuedJobs, when positive, returns only the first MaxQueuedJobs
 	// queued job records (by id) and leaves the others out
 	// (Stats.JobsQueuedLeft, Stats.FirstJobLeft): ReadQueuedJobs reads them
@@ -290,13 +295,20 @@ func (s *Store) skipped(o *RecoverOptions, k, v []byte, st *Stats) (bool, error)
 		if err != nil {
 			return false, s.badRecord(KindKey, k, err)
 		}
-		switch {
-		case o.SkipDoneKeys && (ks == KeyDone || ks == KeyFailed):
+		skip := o.SkipDoneKeys && (ks == KeyDone || ks == KeyFailed) || o.SkipQueuedKeys && ks == KeyQueued
+		if skip {
 			st.count(&Record{Kind: KindKey, Key: KeyRecord{State: ks}})
-			return true, nil
-		case o.SkipQueuedKeys && ks == KeyQueued:
-			st.count(&Record{Kind: KindKey, Key: KeyRecord{State: ks}})
-			st.KeysQueuedLeft++
+			if ks == KeyQueued {
+				st.KeysQueuedLeft++
+			}
+			if o.SkippedKey != nil {
+				var fp id.Fingerprint
+				if len(k) != 1+len(fp) {
+					return false, s.badRecord(KindKey, k, fmt.Errorf("key of %d bytes, want %d", len(k), 1+len(fp)))
+				}
+				copy(fp[:], k[1:])
+				o.SkippedKey(fp)
+			}
 			return true, nil
 		}
 	}

@@ -58,6 +58,7 @@ type doneCache struct {
 	stored  int                       // done records in the store and not in memory (evicted, or left there at restore)
 	evicted uint64                    // records evicted since New
 	over    int                       // entries KnownDone added since the last eviction (beyond the bound until then)
+	filter  *storedFilter             // the ledger's stored-key filter, nil without one: evicted keys go in
 }
 
 // stamp is the stamp of the entry at position pos.
@@ -94,6 +95,9 @@ func (c *doneCache) evict(m map[doneKey]uint32) {
 			delete(m, k)
 			c.stored++
 			c.evicted++
+			if c.filter != nil {
+				c.filter.add(&e.fp)
+			}
 		}
 	}
 }

@@ -167,6 +167,14 @@ type Config struct {
 	// answers for them from its store (Known, KnownDone; see donecache.go).
 	// 0: unbounded, every record stays in memory until its TTL.
 	DoneCache int
+	// StoredFilter, when positive, keeps a Bloom filter of the keys the
+	// caller's store holds and memory does not (storedfilter.go), sized
+	// for this many keys in its first stage (it grows in stages past
+	// that, its false-positive rate below 0.8% throughout): MaybeStored
+	// then spares the caller a store read for a key that is new. It needs
+	// Persist. 0 or negative: no filter, every key memory does not know may
+	// be stored (a server fills in a size for 0: net/server.New).
+	StoredFilter int
 }
 
 // maxTTL keeps expiry times well inside the 31-bit seconds of a done stamp.
@@ -195,6 +203,8 @@ func (c *Config) validate() error {
 	switch {
 	case c.DoneCache < 0:
 		return fmt.Errorf("ledger config: DoneCache is %d; want 0 (unbounded) or a positive count", c.DoneCache)
+	case c.StoredFilter > 0 && !c.Persist:
+		return fmt.Errorf("ledger config: StoredFilter is %d without Persist: no store holds keys; want Persist or StoredFilter 0", c.StoredFilter)
 	case c.DoneCache > 0 && !c.Persist:
 		return fmt.Errorf("ledger config: DoneCache is %d without Persist: evicted records would be lost; want Persist (a store behind the ledger) or DoneCache 0", c.DoneCache)
 	}
@@ -226,7 +236,8 @@ type Ledger struct {
 	lastS   id.Session // one-entry cache in front of sessIdx
 	lastSI  int32
 
-	done doneSet
+	done   doneSet
+	stored *storedFilter // keys the store may hold and memory does not (nil: no filter)
 
 	nWaiters int
 
@@ -261,6 +272,12 @@ func New(cfg Config) (*Ledger, error) {
 	l.keys.init(mem)
 	l.bindLinks()
 	l.done.init(cfg.DoneTTL, cfg.FailedTTL, cfg.DoneCache)
+	if cfg.StoredFilter > 0 {
+		l.stored = newStoredFilter(cfg.StoredFilter)
+		if l.done.c != nil {
+			l.done.c.filter = l.stored
+		}
+	}
 	return l, nil
 }
 

@@ -300,7 +300,7 @@ func (p *pager) giveBack(c *coord.Coordinator) {
 func restoreResident(c *coord.Coordinator, st *store.Store, now func() time.Time, p *pager) (coord.RestoreStats, store.Stats, error) {
 	bounded := c.Config().Ledger.DoneCache > 0
 	var live []id.Fingerprint // keys of the jobs restored that are not finished
-	sst, err := st.RecoverWith(store.RecoverOptions{SkipDoneKeys: bounded, SkipQueuedKeys: true, MaxQueuedJobs: p.limit}, func(r store.Record) error {
+	sst, err := st.RecoverWith(store.RecoverOptions{SkipDoneKeys: bounded, SkipQueuedKeys: true, MaxQueuedJobs: p.limit, SkippedKey: c.RestoreStoredKey}, func(r store.Record) error {
 		rec, err := fromStore(&r)
 		if err != nil {
 			return err

@@ -128,7 +128,7 @@ func fromStore(r *store.Record) (coord.Record, error) {
 // (looked up on demand, donelookup.go) and are only counted.
 func restore(c *coord.Coordinator, st *store.Store, now func() time.Time) (coord.RestoreStats, store.Stats, error) {
 	bounded := c.Config().Ledger.DoneCache > 0
-	sst, err := st.RecoverWith(store.RecoverOptions{SkipDoneKeys: bounded}, func(r store.Record) error {
+	sst, err := st.RecoverWith(store.RecoverOptions{SkipDoneKeys: bounded, SkippedKey: c.RestoreStoredKey}, func(r store.Record) error {
 		rec, err := fromStore(&r)
 		if err != nil {
 			return err

@@ -194,6 +194,13 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Store != nil {
 		opts.Coord.Persist = true
+		// Keys beyond the done set or paged out are in the store only: a
+		// Bloom filter of them spares a new key the store read (issue
+		// 21), sized for what the limits keep out of memory at first
+		// (a negative StoredFilter keeps it off).
+		if l := &opts.Coord.Ledger; l.StoredFilter == 0 && (l.DoneCache > 0 || opts.ResidentJobs > 0) {
+			l.StoredFilter = max(l.DoneCache, opts.ResidentJobs)
+		}
 	}
 	c, err := coord.New(opts.Coord)
 	if err != nil {
