@@ -261,6 +261,9 @@ type RestoreStats struct {
 	Reclaim      []broker.JobID
 	Workers      []string
 	ReclaimUntil time.Time
+	// Clean: the store was closed by a clean shutdown (RestoreClean): no
+	// attempt may be running unrecorded.
+	Clean bool
 }
 
 // String summarises the stats in one line.
@@ -282,7 +285,24 @@ func (s RestoreStats) String() string {
 		}
 		fmt.Fprintf(&b, "; %d jobs await reclaim by %s until %s", len(s.Reclaim), ws, s.ReclaimUntil.Format(time.RFC3339))
 	}
+	if s.Clean {
+		b.WriteString("; after a clean shutdown")
+	}
 	return b.String()
+}
+
+// RestoreClean tells the restore, before its first RestoreRecord, that the
+// records come from a clean shutdown (the transport told every worker and
+// recorded every dispatch before it closed the store): no restored job may
+// be running an unrecorded attempt, so none is skipped
+// (broker.OutcomeSkipped) or adopted from a worker's HELLO.
+func (c *Coordinator) RestoreClean() error {
+	if c.dur.phase != restoreNone {
+		return fmt.Errorf("restore clean: records were restored already, want it before the first RestoreRecord")
+	}
+	c.dur.stats.Clean = true
+	c.brk.RestoreClean()
+	return nil
 }
 
 // Restore rebuilds a fresh coordinator from persisted records: RestoreRecord

@@ -2,6 +2,7 @@ package coord
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,5 +72,51 @@ func must2[T any](t testing.TB) func(T, error) T {
 			t.Fatal(err)
 		}
 		return v
+	}
+}
+
+// TestRestoreClean: a restore told that the store was closed cleanly
+// (RestoreClean) supposes no unrecorded attempt: a queued job's next
+// dispatch is the attempt after its recorded one, not marked AfterRestore,
+// with nothing skipped; a worker's claim of a later attempt is dropped.
+// RestoreClean after the first record is refused.
+func TestRestoreClean(t *testing.T) {
+	st, _, now := crashed(t, persistCfg(), twoHeld)
+	c, err := New(persistCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RestoreClean(); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := c.Restore(now, st.records())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !stats.Clean || !strings.Contains(stats.String(), "after a clean shutdown") {
+		t.Fatalf("stats %+v (%s): want Clean, said", stats, stats)
+	}
+	later := now.Add(time.Second)
+	wel := must2[Welcome](t)(c.Hello(later, 12, Hello{Role: RoleWorker, ID: "w2", Slots: 1, Held: []broker.Run{{Job: 3, Attempt: 1}}}))
+	if want := []broker.Run{{Job: 3, Attempt: 1}}; !slices.Equal(wel.Cancel, want) {
+		t.Fatalf("w2 welcome cancels %v, want %v: after a clean stop no attempt ran unrecorded", wel.Cancel, want)
+	}
+	out := c.Ready(later)
+	if len(out.Jobs) != 1 || out.Jobs[0].Job != 3 || out.Jobs[0].Attempt != 1 || out.Jobs[0].AfterRestore {
+		t.Fatalf("dispatched %+v, want job 3 as attempt 1, not after-restore", out.Jobs)
+	}
+	if h := jobState(t, c, 3).History; len(h) != 1 || h[0].Worker != "w2" {
+		t.Fatalf("job 3 history %+v, want one attempt on w2 (none skipped)", h)
+	}
+
+	c2, err := New(persistCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.RestoreRecord(st.records()[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.RestoreClean(); err == nil {
+		t.Fatal("RestoreClean after a record: no error, want one")
 	}
 }

@@ -133,6 +133,8 @@ type Store struct {
 	db    *pebble.DB
 	lock  *pebble.Lock
 	epoch uint64
+	// openedClean: the Open before this one ended with MarkClean (clean.go).
+	openedClean atomic.Bool
 
 	realPath string // the path without symlinks, as registered in openPaths; "" if not
 
@@ -387,6 +389,11 @@ func (s *Store) initialise(fresh bool) error {
 	if err != nil {
 		return err
 	}
+	clean, marked, err := s.getUint64(internalKey(internalClean))
+	if err != nil {
+		return err
+	}
+	s.openedClean.Store(marked && clean == epoch && epoch > 0) // clean.go
 	s.epoch = epoch + 1
 	_ = b.Set(internalKey(internalEpoch), be64(s.epoch), nil)
 	if err := s.db.Apply(b, pebble.Sync); err != nil {

@@ -367,6 +367,7 @@ type Broker struct {
 	// restoredLast is the last job id FinishRestore saw: a job up to it
 	// paged in may have an unrecorded attempt (unrecorded.go)
 	restoredLast JobID
+	restoreClean bool // RestoreClean: no restored job may have an unrecorded attempt
 
 	dispatches, completions, failures, throttles, orphans uint64
 

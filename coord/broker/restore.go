@@ -188,7 +188,7 @@ func (b *Broker) Restore(r *JobRecord) error {
 	h.ids = append(h.ids, j.id)
 	b.byKey.set(&b.jobs, r.FP, j.id)
 	j.state = st
-	j.unrec = st == Queued || st == Backoff || st == Dispatched
+	j.unrec = !b.restoreClean && (st == Queued || st == Backoff || st == Dispatched)
 	b.count[st]++
 	b.countCrawl(j, 0, st)
 	b.age.add(j.id, st)
@@ -433,7 +433,9 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 	b.dispatches, b.completions, b.failures, b.throttles, b.orphans = c.Dispatches, c.Completions, c.Failures, c.Throttles, c.Orphans
 	b.paused = c.Paused
 
-	b.restoredLast = JobID(b.jobs.n)
+	if !b.restoreClean {
+		b.restoredLast = JobID(b.jobs.n)
+	}
 	for _, w := range b.wsorted {
 		if !isPlaceholder(w) {
 			continue

@@ -31,6 +31,12 @@ import (
 //     the skipped run later is told to drop it, and the skipped entry
 //     names it. No (job, attempt) ever names two runs.
 
+// RestoreClean tells a restore, before its first record, that the records
+// come from a clean shutdown: every dispatch was recorded and every worker
+// told before the store was closed, so no attempt may be running
+// unrecorded, and none is adopted or skipped as above.
+func (b *Broker) RestoreClean() { b.restoreClean = true }
+
 // OutcomeSkipped is the outcome of an attempt number a restart skipped: the
 // attempt may have been dispatched before the restart without being
 // recorded, so it is never given out again.

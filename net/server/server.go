@@ -482,6 +482,13 @@ func (s *Server) shutdown() error {
 	if serr == nil {
 		serr = s.settle(time.Now().Add(5 * time.Second))
 	}
+	if serr == nil && s.dur != nil {
+		// Every dispatch is recorded and every worker told: the next
+		// restore need not suppose an attempt runs unrecorded (clean.go).
+		if err := s.dur.st.MarkClean(); err != nil {
+			s.log.Warn("store: clean shutdown not marked; the next start skips the attempt each unfinished job may have run", "err", err)
+		}
+	}
 	if serr != nil {
 		s.log.Error("store: the last writes are not durable", "err", serr)
 	}

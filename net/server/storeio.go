@@ -24,6 +24,13 @@ import (
 // socket is bound: no session may say HELLO mid-restore.
 func openDurable(c *coord.Coordinator, opts Options, pg *pager) (*durable, error) {
 	d := &durable{st: opts.Store, ring: make(chan struct{}, 1)}
+	if opts.Store.TakeClean() {
+		// The last run stopped cleanly (shutdown marked it): every
+		// dispatch it made is recorded, so no attempt is skipped.
+		if err := c.RestoreClean(); err != nil {
+			return nil, err
+		}
+	}
 	var err error
 	if pg != nil {
 		d.restored, d.stats, err = restoreResident(c, opts.Store, opts.Clock.Now, pg) // paging.go

@@ -237,3 +237,108 @@ func TestUnrecordedDispatchSurvivesKill(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanRestartSkipsNothing: a coordinator process stopped cleanly
+// (what SIGTERM and drover stop do: workers told, their jobs requeued,
+// every record durable, then the store's clean mark) restarts without
+// supposing any attempt ran unrecorded: the jobs its worker held go out
+// again as the next attempt, at once, and no history entry says skipped.
+// That restart then dies by SIGKILL with a dispatch unrecorded: the mark
+// of the clean stop before it does not speak for it, and the next restart
+// skips the attempt as after any crash.
+func TestCleanRestartSkipsNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	dir := filepath.Join(t.TempDir(), "store")
+	c1 := startUnrecChild(t, dir)
+	p := dial(t, c1.peers)
+	hello(t, p, wire.RoleProducer, "p1", 0)
+	p.send(&wire.Submit{Req: 2, Jobs: []wire.SubmitItem{{Key: key("http://a.test/1")}, {Key: key("http://a.test/2")}}})
+	expect[*wire.Submitted](t, p.recv())
+	a := dial(t, c1.peers)
+	hello(t, a, wire.RoleWorker, "w-a", 2)
+	got := recvRuns(t, a, 2)
+	if want := []wire.Run{{JobID: 1, Attempt: 1}, {JobID: 2, Attempt: 1}}; !slices.Equal(got, want) {
+		t.Fatalf("w-a got %v, want %v", got, want)
+	}
+	c1.do("stop") // the clean shutdown: w-a is told, its jobs go back
+	c1.kill()     // the process (its store closed already)
+
+	// A clean restart: attempt 2 of each job leaves at once, while the
+	// store holds every batch back (after a crash the first dispatch of
+	// each job waits for its batch), and nothing is skipped.
+	c2 := startUnrecChild(t, dir)
+	c2.do("close")
+	b := dial(t, c2.peers)
+	hello(t, b, wire.RoleWorker, "w-b", 2)
+	got = recvRuns(t, b, 2)
+	if want := []wire.Run{{JobID: 1, Attempt: 2}, {JobID: 2, Attempt: 2}}; !slices.Equal(got, want) {
+		t.Fatalf("after a clean restart w-b got %v, want %v (attempt 1 left with w-a, none skipped)", got, want)
+	}
+	c2.kill() // SIGKILL: both dispatches unrecorded
+
+	// After the crash: w-c comes first and gets job 1 as attempt 3
+	// (attempt 2 skipped); w-b reconnects holding both runs: job 2's
+	// attempt 2 is adopted, job 1's is dropped.
+	c3 := startUnrecChild(t, dir)
+	c := dial(t, c3.peers)
+	hello(t, c, wire.RoleWorker, "w-c", 1)
+	if got := recvRuns(t, c, 1); !slices.Equal(got, []wire.Run{{JobID: 1, Attempt: 3}}) {
+		t.Fatalf("after a crash w-c got %v, want job 1 as attempt 3 (attempt 2 skipped: it may be running)", got)
+	}
+	b2 := dial(t, c3.peers)
+	b2.send(&wire.Hello{Req: 1, Role: wire.RoleWorker, ID: "w-b", Host: "test", Slots: 2, Held: got})
+	w := expect[*wire.Welcome](t, b2.recv())
+	if want := []wire.Run{{JobID: 1, Attempt: 2}}; !slices.Equal(w.Cancel, want) {
+		t.Fatalf("welcome cancels %v, want %v: job 1's attempt 2 dropped, job 2's adopted", w.Cancel, want)
+	}
+	c.send(&wire.Result{Req: 2, Items: []wire.ResultItem{{JobID: 1, Attempt: 3, Outcome: wire.OutcomeOK}}})
+	b2.send(&wire.Result{Req: 2, Items: []wire.ResultItem{{JobID: 2, Attempt: 2, Outcome: wire.OutcomeOK}}})
+	for _, cl := range []*rawClient{c, b2} {
+		if ok := expect[*wire.ResultOK](t, cl.recv()); ok.Items[0].Status != wire.ResultRecorded {
+			t.Fatalf("result-ok %+v: want recorded", ok.Items)
+		}
+	}
+	c3.do("stop")
+
+	st := openStore(t, dir, store.SyncAlways)
+	defer st.Close()
+	want := map[uint64][]store.Attempt{
+		1: {{Worker: "w-a", Outcome: "left"}, {Worker: "w-b", Outcome: broker.OutcomeSkipped}, {Worker: "w-c", Outcome: "ok"}},
+		2: {{Worker: "w-a", Outcome: "left"}, {Worker: "w-b", Outcome: "ok"}},
+	}
+	for id, hist := range want {
+		r, found, err := st.GetJob(id)
+		if err != nil || !found {
+			t.Fatalf("job %d in the store: %v %v", id, found, err)
+		}
+		got := make([]store.Attempt, len(r.History))
+		for i, a := range r.History {
+			got[i] = store.Attempt{Worker: a.Worker, Outcome: a.Outcome}
+		}
+		if r.State != store.JobDone || r.Attempts != len(hist) || !slices.Equal(got, hist) {
+			t.Errorf("job %d stored %s, %d attempts, history %+v: want done, %d attempts, %+v", id, r.State, r.Attempts, got, len(hist), hist)
+		}
+	}
+}
+
+// recvRuns reads JOBs on c until it has n runs, sorted.
+func recvRuns(t *testing.T, c *rawClient, n int) []wire.Run {
+	t.Helper()
+	var runs []wire.Run
+	for len(runs) < n {
+		m, err := c.recvWithin(30 * time.Second)
+		if err != nil {
+			t.Fatalf("got %v, want %d runs: %v", runs, n, err)
+		}
+		if _, beat := m.(*wire.Heartbeat); beat {
+			continue
+		}
+		for _, it := range expect[*wire.Job](t, m).Jobs {
+			runs = append(runs, wire.Run{JobID: it.JobID, Attempt: it.Attempt})
+		}
+	}
+	slices.SortFunc(runs, func(x, y wire.Run) int { return int(x.JobID) - int(y.JobID) })
+	return runs
+}
