@@ -8,10 +8,11 @@ import (
 	"drover/coord/ledger"
 )
 
-// Done records do not pile up: each carries an EXPIRE (its TTL plus the
-// slack) from the moment it is written, and the sweep deletes it, with its
-// FIFO entry, once the TTL has passed; afterwards no key of the host is
-// left but its counters.
+// Done records do not pile up: the sweep deletes each, with its FIFO
+// entry, once its TTL has passed, and while a host holds only done records
+// its keys carry an EXPIRE (the longest TTL plus the slack), so Redis drops
+// them even if no sweep ever comes; a live record there lifts it. After the
+// sweep no key of the host is left but its counters.
 func TestDoneRecordsDoNotAccumulate(t *testing.T) {
 	rdb := client(t)
 	l, err := newTestLedger(t, rdb, ledger.Config{DoneTTL: time.Minute, FailedTTL: time.Minute, SweepLimit: 100})
@@ -28,14 +29,34 @@ func TestDoneRecordsDoNotAccumulate(t *testing.T) {
 		items = append(items, it)
 	}
 	now := time.Now()
-	l.DoneBatch(now, items, ledger.DoneOK)
 	p := l.pre("one.example")
-	ttl, err := rdb.TTL(ctx, p+"wk:"+items[0].FP.String()).Result()
-	if err != nil || ttl <= time.Minute || ttl > time.Minute+l.cfg.Slack {
-		t.Fatalf("a done record's TTL in Redis = %v, %v; want its TTL plus up to the slack", ttl, err)
+	ttl := func() time.Duration {
+		t.Helper()
+		d, err := rdb.TTL(ctx, p+"k").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	l.DoneBatch(now, items[:n-1], ledger.DoneOK)
+	if d := ttl(); d <= time.Minute || d > time.Minute+l.cfg.Slack {
+		t.Fatalf("the records of a host with only done keys: TTL %v; want the TTL plus up to the slack", d)
+	}
+	if r, _ := l.Request(now, 1, 1, items[n-1].Key, items[n-1].FP); r != ledger.OK {
+		t.Fatalf("request: %v (%v)", r, l.Err())
+	}
+	if d := ttl(); d != -1 {
+		t.Fatalf("the records of a host with a requested key: TTL %v; want none (-1)", d)
+	}
+	l.DoneBatch(now, items[n-1:], ledger.DoneOK)
+	if d := ttl(); d <= time.Minute {
+		t.Fatalf("done again: TTL %v; want the TTL plus up to the slack", d)
 	}
 	if c := l.Counts(); c.Done != n {
 		t.Fatalf("done = %d; want %d", c.Done, n)
+	}
+	if h := rdb.HLen(ctx, p+"k").Val(); h != n {
+		t.Fatalf("the host's record hash has %d fields; want %d", h, n)
 	}
 	later := now.Add(time.Minute + time.Second)
 	for i := 0; l.Counts().Done > 0; i++ {
@@ -47,10 +68,7 @@ func TestDoneRecordsDoNotAccumulate(t *testing.T) {
 	if err := l.Err(); err != nil {
 		t.Fatal(err)
 	}
-	left := 0
-	for _, it := range items {
-		left += int(rdb.Exists(ctx, p+"wk:"+it.FP.String()).Val())
-	}
+	left := rdb.HLen(ctx, p+"k").Val()
 	if q := rdb.LLen(ctx, p+"dq:0").Val(); left != 0 || q != 0 {
 		t.Fatalf("after the sweep: %d records and %d FIFO entries left; want none", left, q)
 	}

@@ -5,20 +5,26 @@
 //
 // Every transition is one run of the Lua script ledger.lua (a `#!lua`
 // script whose keys are declared), atomic on the keys of one host: each key
-// carries the URL's host as its hash tag, "PREFIX:{host}:wk:FP" (the key's
-// record: state, holder, lease start, fencing token; done records expire
-// with EXPIRE a while after their TTL), "PREFIX:{host}:w:FP" (the FIFO of
-// waiters), "PREFIX:{host}:lease" and ":q" (requested and queued keys in
-// order), ":s:OWNER" and ":sw:OWNER" (what one session holds and waits on),
-// ":co:COORD" (the sessions of one coordinator there) and ":n" (counters).
-// So one call never crosses slots, and a host's keys live on one shard.
+// carries the URL's host as its hash tag. "PREFIX:{host}:k" is one hash of
+// the host's records, a field per key named by its 16-byte fingerprint FP
+// (state, holder, lease start, the key's parts, packed with cmsgpack; a
+// done record is only its stamp and outcome); beside it
+// "PREFIX:{host}:w:FP" (the FIFO of waiters, while there are some),
+// ":lease" and ":q" (requested and queued keys in order), ":dq:0" and
+// ":dq:1" (done records in the order they expire), ":s:OWNER" and
+// ":sw:OWNER" (what one session holds and waits on), ":co:COORD" (the
+// sessions of one coordinator there) and ":n" (counters). So one call never
+// crosses slots, a host's keys live on one shard, and a URL costs a hash
+// field, not a Redis key of its own. Once a host holds only done records
+// (both TTLs set), its keys expire a while after the longest TTL, in case
+// no sweep reaches them.
 //
 // Sessions are named cluster-wide as "COORD.SESSION", where COORD is the
 // coordinator's incarnation, a number it takes from the cluster when it
 // starts and never shares: a session of a coordinator that restarted is a
 // new owner, so nothing it held before can be queued by its new self (the
 // owner check is the fencing), and every hand-over stamps the record with
-// a fresh token from the host's sequence.
+// a fresh number from the host's sequence (its place in the lease order).
 //
 // Ledger implements ledger.Backend: the same rules, answers, events and
 // writes as the in-memory ledger (the scenario files of coord/ledger run
@@ -63,9 +69,9 @@ type Config struct {
 	// Prefix namespaces every key ("drover" if empty), so several
 	// deployments (or tests) can share a cluster.
 	Prefix string
-	// Slack is how long a done record outlives its TTL in Redis before
-	// Redis itself drops it (EXPIRE), in case no sweep reaches it.
-	// Default 1h.
+	// Slack is how long a host's keys outlive the longest TTL once only
+	// done records are left there, before Redis itself drops them
+	// (EXPIRE), in case no sweep reaches them. Default 1h.
 	Slack time.Duration
 	// Timeout bounds each call to the store. Default 5s.
 	Timeout time.Duration
@@ -260,7 +266,7 @@ func (l *Ledger) session(owner string) id.Session {
 // baseKeys are the keys every call declares, for host.
 func (l *Ledger) baseKeys(host string, extra int) []string {
 	p := l.pre(host)
-	return append(make([]string, 0, 5+extra), p+"n", p+"lease", p+"q", p+"dq:0", p+"dq:1")
+	return append(make([]string, 0, 6+extra), p+"n", p+"lease", p+"q", p+"dq:0", p+"dq:1", p+"k")
 }
 
 func (l *Ledger) sessKeys(keys []string, host string, s id.Session) []string {
@@ -268,9 +274,17 @@ func (l *Ledger) sessKeys(keys []string, host string, s id.Session) []string {
 	return append(keys, p+"s:"+o, p+"sw:"+o, p+"co:"+l.coord)
 }
 
-func (l *Ledger) itemKeys(keys []string, host string, fp id.Fingerprint) []string {
-	p, h := l.pre(host), fp.String()
-	return append(keys, p+"wk:"+h, p+"w:"+h)
+// rawFP is fp as the script names it: its 16 bytes.
+func rawFP(fp id.Fingerprint) string { return string(fp[:]) }
+
+// parseRawFP reads a fingerprint the script names.
+func parseRawFP(s string) (id.Fingerprint, error) {
+	var fp id.Fingerprint
+	if len(s) != len(fp) {
+		return fp, fmt.Errorf("redis ledger: a fingerprint of %d bytes from the script; want %d", len(s), len(fp))
+	}
+	copy(fp[:], s)
+	return fp, nil
 }
 
 func (l *Ledger) args(op string, now time.Time, extra int) []any {
@@ -332,30 +346,21 @@ func (l *Ledger) exec(calls []call) (out [][]ledger.Result, unconfirmed []bool, 
 			return out, unconfirmed, err
 		}
 	}
-	cmds := make([]*goredis.Cmd, len(calls))
-	pipe := l.rdb.Pipeline()
-	for i, c := range calls {
-		cmds[i] = script.EvalSha(ctx, pipe, c.keys, c.args...)
-	}
-	_, _ = pipe.Exec(ctx)
 	fail := func(err error) {
 		l.err = err
 		if first == nil {
 			first = err
 		}
 	}
+	vals, errs := l.runScripts(ctx, calls)
 	ran := make([]bool, len(calls))
 	for i, c := range calls {
-		v, err := cmds[i].Result()
-		if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-			v, err = script.Eval(ctx, l.rdb, c.keys, c.args...).Result()
-		}
-		if err != nil {
-			fail(fmt.Errorf("redis ledger: %s on host %q: %w", c.args[0], c.host, err))
+		if errs[i] != nil {
+			fail(fmt.Errorf("redis ledger: %s on host %q: %w", c.args[0], c.host, errs[i]))
 			continue
 		}
 		ran[i] = true
-		res, err := l.apply(c.host, v)
+		res, err := l.apply(c.host, vals[i])
 		if err != nil {
 			fail(err)
 		}
@@ -371,6 +376,28 @@ func (l *Ledger) exec(calls []call) (out [][]ledger.Result, unconfirmed []bool, 
 	}
 	return out, unconfirmed, first
 }
+
+// runScripts runs the script once per call in one pipeline (loading it
+// where a node does not have it) and returns each run's output or error.
+func (l *Ledger) runScripts(ctx context.Context, calls []call) ([]any, []error) {
+	cmds := make([]*goredis.Cmd, len(calls))
+	pipe := l.rdb.Pipeline()
+	for i, c := range calls {
+		cmds[i] = script.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	vals, errs := make([]any, len(calls)), make([]error, len(calls))
+	for i, c := range calls {
+		vals[i], errs[i] = cmds[i].Result()
+		if errs[i] != nil && goredis.HasErrorPrefix(errs[i], "NOSCRIPT") {
+			vals[i], errs[i] = script.Eval(ctx, l.rdb, c.keys, c.args...).Result()
+		}
+	}
+	return vals, errs
+}
+
+// fields is the number of strings of each record of the script's output.
+var fields = [256]int{'R': 3, 'A': 6, 'E': 5, 'W': 8, 'D': 2, 'S': 2}
 
 // apply takes in a script's output: results, answers, events, writes and
 // the host's next lease deadline.
@@ -388,7 +415,10 @@ func (l *Ledger) apply(host string, v any) ([]ledger.Result, error) {
 	var res []ledger.Result
 	deadline := int64(-1)
 	for i := 0; i < len(s); {
-		need := map[string]int{"R": 3, "A": 6, "E": 5, "W": 8, "D": 2, "S": 2}[s[i]]
+		need := 0
+		if len(s[i]) == 1 {
+			need = fields[s[i][0]]
+		}
 		if need == 0 || i+need > len(s) {
 			return res, fmt.Errorf("redis ledger: bad script output at %d: %q", i, s[i:min(i+8, len(s))])
 		}
@@ -398,7 +428,7 @@ func (l *Ledger) apply(host string, v any) ([]ledger.Result, error) {
 		case "R":
 			res = append(res, ledger.Result{Verdict: parseVerdict(f[1]), Reason: ledger.Reason(f[2])})
 		case "A":
-			fp, err := id.ParseFingerprint(f[3])
+			fp, err := parseRawFP(f[3])
 			if err != nil {
 				return res, err
 			}
@@ -414,13 +444,13 @@ func (l *Ledger) apply(host string, v any) ([]ledger.Result, error) {
 			}
 			l.answers = append(l.answers, a)
 		case "E":
-			fp, err := id.ParseFingerprint(f[3])
+			fp, err := parseRawFP(f[3])
 			if err != nil {
 				return res, err
 			}
 			l.events = append(l.events, ledger.Event{Kind: parseKind(f[1]), Session: l.session(f[2]), FP: fp, Reason: ledger.Reason(f[4])})
 		case "W":
-			fp, err := id.ParseFingerprint(f[2])
+			fp, err := parseRawFP(f[2])
 			if err != nil {
 				return res, err
 			}

@@ -1,18 +1,134 @@
 #!lua
 -- The ledger's transitions on one host's keys (see ledger.go). Every key
--- carries the host's hash tag, so a call touches one slot. KEYS:
+-- carries the host's hash tag, so a call touches one slot. A key's
+-- fingerprint FP is its 16 raw bytes. KEYS:
 --   1 N      hash: counters r q d w, the host's sequence seq
---   2 LEASE  zset: requested keys, score = order their lease started
---   3 Q      zset: queued keys, score = order they were queued
---   4 DQ0    list: "fp|stamp" of keys done ok, in done order (sweep FIFO)
+--   2 LEASE  zset: requested FPs, score = order their lease started
+--   3 Q      zset: queued FPs, score = order they were queued
+--   4 DQ0    list: FP .. stamp of keys done ok, in done order (sweep FIFO)
 --   5 DQ1    list: the same for keys done failed
---   then per operation (see the op table at the end).
+--   6 K      hash: FP -> the key's record, cmsgpack-packed:
+--              requested  'r', owner, lease start µs, crawler, processor, URL
+--              queued     'q', '', since µs, crawler, processor, URL
+--              done       'd', stamp (whole seconds, rounded up), outcome '0'/'1'
+--   then, for request, queue and release, 7 S (set: the FPs owner o
+--   holds), 8 SW (zset: the FPs o waits on), 9 CO (set: the owners of o's
+--   coordinator with state here); for release-all, 7 CO of the dead one.
+--   Undeclared, in the same slot: PREFIX:{host}:w:FP, the FIFO of waiters
+--   "owner|req|since", and other owners' S, SW and CO.
 -- ARGV: 1 op, 2 now (µs since 1970; "" for the server's clock), 3 lease TTL µs (0 none), 4 done TTL
 -- µs, 5 failed TTL µs (0 forever), 6 persist "1"/"0", 7 quiet "1"/"0",
--- 8 sweep limit, 9 seconds a done record outlives its TTL before Redis
--- drops it (EXPIRE), then the operation's own arguments from 10.
-local N, LEASE, Q = KEYS[1], KEYS[2], KEYS[3]
+-- 8 sweep limit, 9 seconds the host's keys outlive the TTLs once only done
+-- records are left (EXPIRE), then the operation's own arguments from 10.
+local N, LEASE, Q, K = KEYS[1], KEYS[2], KEYS[3], KEYS[6]
 local DQ = {KEYS[4], KEYS[5]}
+local pre = string.sub(N, 1, -2) -- "ns:{host}:"
+local op = ARGV[1]
+
+-- Redis calls cost more than the work they do here, so a call does few:
+-- records are read once (one HMGET for a batch's keys) and written back
+-- at the end (one HSET, one HDEL); consecutive adds to (or removals from)
+-- one set, sorted set or list go out as one command, sent before any other
+-- command on that key.
+local cache, dirty = {}, {} -- fp -> record table or false (none); fp -> true
+local function get(fp)
+  local r = cache[fp]
+  if r == nil then
+    local v = redis.call('HGET', K, fp)
+    r = v and {cmsgpack.unpack(v)} or false
+    cache[fp] = r
+  end
+  return r or nil
+end
+-- many calls of cmd on key k with args, at most 1000 arguments each
+local function many(cmd, k, args)
+  for i = 1, #args, 1000 do
+    redis.call(cmd, k, unpack(args, i, math.min(i + 999, #args)))
+  end
+end
+local function prefetch(from, step)
+  local need, seen = {}, {}
+  for i = from, #ARGV, step do
+    local fp = ARGV[i]
+    if cache[fp] == nil and not seen[fp] then
+      need[#need + 1] = fp
+      seen[fp] = true
+    end
+  end
+  for i = 1, #need, 1000 do
+    local part = {unpack(need, i, math.min(i + 999, #need))}
+    local vs = redis.call('HMGET', K, unpack(part))
+    for j, fp in ipairs(part) do
+      cache[fp] = vs[j] and {cmsgpack.unpack(vs[j])} or false
+    end
+  end
+end
+local function put(fp, ...)
+  cache[fp] = {...}
+  dirty[fp] = true
+end
+local function del(fp)
+  cache[fp] = false
+  dirty[fp] = true
+end
+local function flushRecords()
+  local sets, dels = {}, {}
+  for fp in pairs(dirty) do
+    local r = cache[fp]
+    if r then
+      sets[#sets + 1] = fp
+      sets[#sets + 1] = cmsgpack.pack(unpack(r))
+    else
+      dels[#dels + 1] = fp
+    end
+  end
+  many('HSET', K, sets)
+  many('HDEL', K, dels)
+  dirty = {}
+end
+local pend = {} -- key -> {cmd, args}: adds or removals not yet sent
+local function flushKey(k)
+  local p = pend[k]
+  if p then
+    pend[k] = nil
+    many(p[1], k, p[2])
+  end
+end
+local function buf(cmd, k, ...)
+  local p = pend[k]
+  if p and p[1] ~= cmd then
+    flushKey(k)
+    p = nil
+  end
+  if not p then
+    p = {cmd, {}}
+    pend[k] = p
+  end
+  local a = p[2]
+  for _, v in ipairs({...}) do a[#a + 1] = v end
+end
+local function call(cmd, k, ...) -- any other command on a buffered key
+  flushKey(k)
+  return redis.call(cmd, k, ...)
+end
+local function flushAll()
+  for k in pairs(pend) do flushKey(k) end
+end
+local function wl(fp) return pre .. 'w:' .. fp end
+
+if op == 'get' then -- read the records of FPs, no transition
+  local out = {}
+  for i = 10, #ARGV do
+    local fp = ARGV[i]
+    local r = get(fp) or {''}
+    local n = 0
+    if r[1] == 'r' then n = redis.call('LLEN', wl(fp)) end
+    for j = 1, 6 do out[#out + 1] = tostring(r[j] or '') end
+    out[#out + 1] = tostring(n)
+  end
+  return out
+end
+
 local now = tonumber(ARGV[2])
 if ARGV[2] == '' then -- the server's clock: coordinators' clocks may disagree
   local t = redis.call('TIME')
@@ -24,19 +140,16 @@ local persist = ARGV[6] == '1'
 local quiet = ARGV[7] == '1'
 local sweepLimit = tonumber(ARGV[8])
 local slack = tonumber(ARGV[9])
-local pre = string.sub(N, 1, -2) -- "ns:{host}:"
 
 local function num(x) return string.format('%.0f', x) end
 local NOW = num(now)
-local function wk(fp) return pre .. 'wk:' .. fp end
-local function wl(fp) return pre .. 'w:' .. fp end
 local function sh(o) return pre .. 's:' .. o end
 local function sw(o) return pre .. 'sw:' .. o end
 local function co(o) return pre .. 'co:' .. string.match(o, '^[^.]*') end
 local listed = {}
 local function list(o) -- o has state on this host: listed under its coordinator
   if not listed[o] then
-    redis.call('SADD', co(o), o)
+    buf('SADD', co(o), o)
     listed[o] = true
   end
 end
@@ -61,15 +174,50 @@ local function seq()
 end
 local delta = {r = 0, q = 0, d = 0, w = 0}
 local function count(f, d) delta[f] = delta[f] + d end
-local function flush()
-  if seqv then redis.call('HSET', N, 'seq', num(seqv)) end
-  for f, d in pairs(delta) do
-    if d ~= 0 then redis.call('HINCRBY', N, f, d) end
-  end
-end
 local function reason(oc) if oc == '1' then return 'failed' end return 'done' end
 
--- a done record stamped stamp (whole seconds, rounded up) with outcome oc
+-- forget session o on this host once it holds and waits on nothing here
+-- (checked at the end of the call)
+local gcLater = {}
+local function gcsess(o) gcLater[o] = true end
+local function gcAll()
+  for o in pairs(gcLater) do
+    if call('EXISTS', sh(o)) == 0 and call('EXISTS', sw(o)) == 0 then
+      call('SREM', co(o), o)
+    end
+  end
+end
+
+-- Once a host holds only done records, its keys expire (EXPIRE) a while
+-- after the longest TTL, in case no sweep reaches them; a live record
+-- makes them persist again. Only when both TTLs are set: a record kept
+-- forever must not expire.
+local function flush()
+  flushRecords()
+  gcAll()
+  flushAll()
+  if seqv then redis.call('HSET', N, 'seq', num(seqv)) end
+  local changed = false
+  for f, d in pairs(delta) do
+    if d ~= 0 then
+      redis.call('HINCRBY', N, f, d)
+      changed = true
+    end
+  end
+  if changed and dttl[1] ~= 0 and dttl[2] ~= 0 then
+    local c = redis.call('HMGET', N, 'r', 'q', 'w')
+    local live = tonumber(c[1] or '0') + tonumber(c[2] or '0') + tonumber(c[3] or '0')
+    local keys = {N, K, DQ[1], DQ[2]}
+    if live == 0 then
+      local ttl = math.ceil(math.max(dttl[1], dttl[2]) / 1000000) + slack
+      for _, k in ipairs(keys) do redis.call('EXPIRE', k, ttl) end
+    else
+      for _, k in ipairs(keys) do redis.call('PERSIST', k) end
+    end
+  end
+end
+
+-- a done record stamped stamp with outcome oc has expired
 local function expired(stamp, oc)
   local ttl = dttl[tonumber(oc) + 1]
   return ttl ~= 0 and now >= tonumber(stamp) * 1000000 + ttl
@@ -80,20 +228,12 @@ local function splitW(w)
   return o, req, since
 end
 
--- forget session o on this host once it holds and waits on nothing here
-local function gcsess(o)
-  if redis.call('EXISTS', sh(o)) == 0 and redis.call('EXISTS', sw(o)) == 0 then
-    redis.call('SREM', co(o), o)
-    listed[o] = nil
-  end
-end
-
 local function answerWaiters(fp, r)
   local ws = redis.call('LRANGE', wl(fp), 0, -1)
   for _, w in ipairs(ws) do
     local o, req = splitW(w)
     ans(o, req, fp, 'no', r)
-    redis.call('ZREM', sw(o), fp)
+    buf('ZREM', sw(o), fp)
     gcsess(o)
   end
   if #ws > 0 then
@@ -102,22 +242,22 @@ local function answerWaiters(fp, r)
   end
 end
 
--- pass requested key fp (already out of its owner's set) to its first
--- waiter, or remove it
-local function handOver(fp, cause)
-  redis.call('ZREM', LEASE, fp)
+-- pass requested key fp (record rec, already out of its owner's set) to
+-- its first waiter, or remove it
+local function handOver(fp, rec, cause)
+  buf('ZREM', LEASE, fp)
   local w = redis.call('LPOP', wl(fp))
   if not w then
-    redis.call('DEL', wk(fp))
+    del(fp)
     count('r', -1)
     return
   end
   local o, req = splitW(w)
-  redis.call('ZREM', sw(o), fp)
+  buf('ZREM', sw(o), fp)
   count('w', -1)
-  redis.call('HSET', wk(fp), 'own', o, 'since', NOW, 'tok', seq())
-  redis.call('ZADD', LEASE, seq(), fp)
-  redis.call('ZADD', sh(o), seq(), fp)
+  put(fp, 'r', o, NOW, rec[4], rec[5], rec[6])
+  buf('ZADD', LEASE, seq(), fp)
+  buf('SADD', sh(o), fp)
   ans(o, req, fp, 'ok', 'handover')
   ev('handover', o, fp, cause)
 end
@@ -125,14 +265,18 @@ end
 local function expireLeases(limit)
   if lttl == 0 then return end
   for _ = 1, limit do
-    local head = redis.call('ZRANGE', LEASE, 0, 0)[1]
+    local head = call('ZRANGE', LEASE, 0, 0)[1]
     if not head then return end
-    local r = redis.call('HMGET', wk(head), 'since', 'own')
-    if tonumber(r[1]) + lttl > now then return end
-    redis.call('ZREM', sh(r[2]), head)
-    ev('expired', r[2], head, 'expired')
-    handOver(head, 'expired')
-    gcsess(r[2])
+    local r = get(head)
+    if not r then -- no record: drop the stray entry
+      buf('ZREM', LEASE, head)
+    else
+      if tonumber(r[3]) + lttl > now then return end
+      buf('SREM', sh(r[2]), head)
+      ev('expired', r[2], head, 'expired')
+      handOver(head, r, 'expired')
+      gcsess(r[2])
+    end
   end
 end
 
@@ -140,14 +284,14 @@ local function sweepDone(limit)
   for i = 1, 2 do
     if dttl[i] ~= 0 then
       for _ = 1, limit do
-        local e = redis.call('LINDEX', DQ[i], 0)
+        local e = call('LINDEX', DQ[i], 0)
         if not e then break end
-        local fp, stamp = string.match(e, '^([^|]*)|(.*)$')
+        local fp, stamp = string.sub(e, 1, 16), string.sub(e, 17)
         if not expired(stamp, tostring(i - 1)) then break end
-        redis.call('LPOP', DQ[i])
-        local r = redis.call('HMGET', wk(fp), 'st', 't', 'oc')
-        if r[1] == 'd' and r[2] == stamp and r[3] == tostring(i - 1) then
-          redis.call('DEL', wk(fp))
+        call('LPOP', DQ[i])
+        local r = get(fp)
+        if r and r[1] == 'd' and r[2] == stamp and r[3] == tostring(i - 1) then
+          del(fp)
           count('d', -1)
           wr('delete', fp, '0')
         end
@@ -157,9 +301,8 @@ local function sweepDone(limit)
 end
 
 local function request(o, req, fp, c, p, u)
-  local k = wk(fp)
-  local r = redis.call('HMGET', k, 'st', 'own', 't', 'oc')
-  local st = r[1]
+  local r = get(fp)
+  local st = r and r[1]
   if st == 'q' then return 'no', 'queued' end
   if st == 'r' then
     if r[2] == o then return 'ok', 'owner' end
@@ -172,94 +315,85 @@ local function request(o, req, fp, c, p, u)
       end
     end
     redis.call('RPUSH', wl(fp), o .. '|' .. req .. '|' .. NOW)
-    redis.call('ZADD', sw(o), seq(), fp)
+    buf('ZADD', sw(o), seq(), fp)
     list(o)
     count('w', 1)
     ev('waiting', o, fp, '')
     return 'wait', 'requested'
   end
   if st == 'd' then
-    if not expired(r[3], r[4]) then return 'no', reason(r[4]) end
-    redis.call('DEL', k)
+    if not expired(r[2], r[3]) then return 'no', reason(r[3]) end
     count('d', -1)
     wr('delete', fp, '0')
   end
-  redis.call('HSET', k, 'st', 'r', 'own', o, 'since', NOW, 'tok', seq(), 'c', c, 'p', p, 'u', u)
-  redis.call('ZADD', LEASE, seq(), fp)
-  redis.call('ZADD', sh(o), seq(), fp)
+  put(fp, 'r', o, NOW, c, p, u)
+  buf('ZADD', LEASE, seq(), fp)
+  buf('SADD', sh(o), fp)
   list(o)
   count('r', 1)
   ev('requested', o, fp, '')
   return 'ok', ''
 end
 
--- requested key fp of owner o becomes queued
-local function toQueued(fp, o)
+-- requested key fp (record rec) of owner o becomes queued
+local function toQueued(fp, rec, o)
   answerWaiters(fp, 'queued')
-  redis.call('ZREM', sh(o), fp)
+  buf('SREM', sh(o), fp)
   gcsess(o)
-  redis.call('ZREM', LEASE, fp)
-  local k = wk(fp)
-  redis.call('HSET', k, 'st', 'q', 'since', NOW)
-  redis.call('HDEL', k, 'own')
-  redis.call('ZADD', Q, seq(), fp)
+  buf('ZREM', LEASE, fp)
+  put(fp, 'q', '', NOW, rec[4], rec[5], rec[6])
+  buf('ZADD', Q, seq(), fp)
   count('r', -1)
   count('q', 1)
   ev('queued', o, fp, '')
-  local key = redis.call('HMGET', k, 'c', 'p', 'u')
-  wr('put-queued', fp, '0', key[1], key[2], key[3])
+  wr('put-queued', fp, '0', rec[4], rec[5], rec[6])
 end
 
 local function queue(o, fp)
-  local r = redis.call('HMGET', wk(fp), 'st', 'own', 't', 'oc')
+  local r = get(fp)
+  if not r then return 'error', 'unknown' end
   local st = r[1]
-  if not st then return 'error', 'unknown' end
   if st == 'd' then
-    if expired(r[3], r[4]) then return 'error', 'unknown' end
+    if expired(r[2], r[3]) then return 'error', 'unknown' end
     return 'error', 'wrong-state'
   end
   if st ~= 'r' then return 'error', 'wrong-state' end
   if r[2] ~= o then return 'error', 'not-owner' end
-  toQueued(fp, o)
+  toQueued(fp, r, o)
   return 'ok', ''
 end
 
--- drop fp's requested or queued record (its waiters answered with r)
-local function dropLive(fp, st, own, r)
-  answerWaiters(fp, r)
-  if st == 'r' then
-    redis.call('ZREM', sh(own), fp)
-    gcsess(own)
-    redis.call('ZREM', LEASE, fp)
+-- drop fp's requested or queued record r (its waiters answered with rs)
+local function dropLive(fp, r, rs)
+  answerWaiters(fp, rs)
+  if r[1] == 'r' then
+    buf('SREM', sh(r[2]), fp)
+    gcsess(r[2])
+    buf('ZREM', LEASE, fp)
     count('r', -1)
   else
-    redis.call('ZREM', Q, fp)
+    buf('ZREM', Q, fp)
     count('q', -1)
   end
-  redis.call('DEL', wk(fp))
+  del(fp)
 end
 
 local function markDone(fp, oc, c, p, u)
-  local k = wk(fp)
-  local r = redis.call('HMGET', k, 'st', 'own')
-  local st = r[1]
-  local rs = reason(oc)
-  if st == 'r' or st == 'q' then dropLive(fp, st, r[2], rs) end
+  local r = get(fp)
+  local st = r and r[1]
+  if st == 'r' or st == 'q' then dropLive(fp, r, reason(oc)) end
   if st ~= 'd' then count('d', 1) end
   local stamp = num(math.ceil(now / 1000000))
-  redis.call('DEL', k)
-  redis.call('HSET', k, 'st', 'd', 't', stamp, 'oc', oc)
-  local ttl = dttl[tonumber(oc) + 1]
-  if ttl ~= 0 then
-    redis.call('RPUSH', DQ[tonumber(oc) + 1], fp .. '|' .. stamp)
-    redis.call('EXPIRE', k, math.ceil(ttl / 1000000) + slack)
+  put(fp, 'd', stamp, oc)
+  if dttl[tonumber(oc) + 1] ~= 0 then
+    buf('RPUSH', DQ[tonumber(oc) + 1], fp .. stamp)
   end
-  ev('done', '', fp, rs)
+  ev('done', '', fp, reason(oc))
   wr('put-done', fp, oc, c, p, u)
 end
 
 local function release(o)
-  for _, fp in ipairs(redis.call('ZRANGE', sw(o), 0, -1)) do
+  for _, fp in ipairs(call('ZRANGE', sw(o), 0, -1)) do
     for _, w in ipairs(redis.call('LRANGE', wl(fp), 0, -1)) do
       if splitW(w) == o then
         redis.call('LREM', wl(fp), 1, w)
@@ -269,30 +403,37 @@ local function release(o)
     end
     ev('left', o, fp, 'released')
   end
-  redis.call('DEL', sw(o))
-  local held = redis.call('ZRANGE', sh(o), 0, -1)
-  redis.call('DEL', sh(o))
-  for _, fp in ipairs(held) do
-    ev('released', o, fp, 'released')
-    handOver(fp, 'released')
+  call('DEL', sw(o))
+  -- in the order the leases began (their order in LEASE)
+  local held = {}
+  for _, fp in ipairs(call('SMEMBERS', sh(o))) do
+    held[#held + 1] = {fp, tonumber(call('ZSCORE', LEASE, fp) or '0')}
+  end
+  table.sort(held, function(a, b) return a[2] < b[2] end)
+  call('DEL', sh(o))
+  for _, h in ipairs(held) do
+    ev('released', o, h[1], 'released')
+    local rec = get(h[1])
+    if rec then
+      handOver(h[1], rec, 'released')
+    else
+      buf('ZREM', LEASE, h[1])
+    end
   end
   gcsess(o)
 end
 
 local function requeue(fp, c, p, u)
-  local k = wk(fp)
-  local r = redis.call('HMGET', k, 'st', 'own')
-  if r[1] == 'q' then return end
-  if r[1] == 'r' then
-    toQueued(fp, r[2])
+  local r = get(fp)
+  local st = r and r[1]
+  if st == 'q' then return end
+  if st == 'r' then
+    toQueued(fp, r, r[2])
     return
   end
-  if r[1] == 'd' then
-    redis.call('DEL', k)
-    count('d', -1)
-  end
-  redis.call('HSET', k, 'st', 'q', 'since', NOW, 'tok', seq(), 'c', c, 'p', p, 'u', u)
-  redis.call('ZADD', Q, seq(), fp)
+  if st == 'd' then count('d', -1) end
+  put(fp, 'q', '', NOW, c, p, u)
+  buf('ZADD', Q, seq(), fp)
   count('q', 1)
   ev('queued', '', fp, '')
   wr('put-queued', fp, '0', c, p, u)
@@ -300,30 +441,30 @@ end
 
 -- Restore: rebuild from (or import) a persisted record, quietly.
 local function restore(op, fp, oc, c, p, u)
-  local k = wk(fp)
-  local r = redis.call('HMGET', k, 'st', 'own')
+  local r = get(fp)
+  local st = r and r[1]
   if op == 'put-queued' then
-    if r[1] == 'd' then
-      redis.call('DEL', k)
+    if st == 'd' then
+      del(fp)
       count('d', -1)
-      r[1] = false
+      st = nil
     end
-    if not r[1] then
-      redis.call('HSET', k, 'st', 'q', 'since', NOW, 'tok', seq(), 'c', c, 'p', p, 'u', u)
-      redis.call('ZADD', Q, seq(), fp)
+    if not st then
+      put(fp, 'q', '', NOW, c, p, u)
+      buf('ZADD', Q, seq(), fp)
       count('q', 1)
-    elseif r[1] == 'r' then
-      toQueued(fp, r[2])
+    elseif st == 'r' then
+      toQueued(fp, r, r[2])
     end
   elseif op == 'put-done' then
     markDone(fp, oc, c, p, u)
   elseif op == 'delete' then
-    if r[1] == 'd' then
-      redis.call('DEL', k)
+    if st == 'd' then
+      del(fp)
       count('d', -1)
-    elseif r[1] == 'q' then
-      redis.call('ZREM', Q, fp)
-      redis.call('DEL', k)
+    elseif st == 'q' then
+      buf('ZREM', Q, fp)
+      del(fp)
       count('q', -1)
     end
   end
@@ -331,22 +472,22 @@ end
 
 local function deadline()
   if lttl == 0 then return end
-  local head = redis.call('ZRANGE', LEASE, 0, 0)[1]
-  if head then
-    push('D', num(tonumber(redis.call('HGET', wk(head), 'since')) + lttl))
-  end
+  local head = call('ZRANGE', LEASE, 0, 0)[1]
+  local r = head and get(head)
+  if r then push('D', num(tonumber(r[3]) + lttl)) end
 end
 
-local op = ARGV[1]
 expireLeases(10000)
 if op == 'request' then
   local o, req = ARGV[10], ARGV[11]
+  prefetch(12, 4)
   for i = 12, #ARGV, 4 do
     local v, r = request(o, req, ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
     push('R', v, r)
   end
 elseif op == 'queue' then
   local o = ARGV[10]
+  prefetch(11, 1)
   for i = 11, #ARGV do
     local v, r = queue(o, ARGV[i])
     push('R', v, r)
@@ -354,6 +495,7 @@ elseif op == 'queue' then
 elseif op == 'done' then
   local oc = ARGV[10]
   local n = 0
+  prefetch(11, 4)
   for i = 11, #ARGV, 4 do
     markDone(ARGV[i], oc, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
     n = n + 1
@@ -365,14 +507,14 @@ elseif op == 'release' then
   release(ARGV[10])
 elseif op == 'release-all' then
   -- every session of a dead coordinator on this host
-  for _, o in ipairs(redis.call('SMEMBERS', KEYS[6])) do release(o) end
+  for _, o in ipairs(call('SMEMBERS', KEYS[7])) do release(o) end
 elseif op == 'restore' then
   restore(ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[14], ARGV[15])
 elseif op == 'expire' then
   -- nothing more: leases were expired above
 elseif op == 'tick' then
   sweepDone(sweepLimit)
-  push('S', num(redis.call('LLEN', DQ[1]) + redis.call('LLEN', DQ[2])))
+  push('S', num(call('LLEN', DQ[1]) + call('LLEN', DQ[2])))
 else
   return redis.error_reply('drover ledger: unknown operation ' .. tostring(op))
 end

@@ -31,12 +31,11 @@ func (l *Ledger) RequestBatch(now time.Time, s id.Session, reqID uint64, items [
 	calls := make([]call, len(order))
 	for i, host := range order {
 		idx := groups[host]
-		keys := l.sessKeys(l.baseKeys(host, 3+2*len(idx)), host, s)
+		keys := l.sessKeys(l.baseKeys(host, 3), host, s)
 		args := append(l.args("request", now, 2+4*len(idx)), l.owner(s), strconv.FormatUint(reqID, 10))
 		for _, j := range idx {
 			it := &items[j]
-			keys = l.itemKeys(keys, host, it.FP)
-			args = append(args, it.FP.String(), it.Key.Crawler, it.Key.Processor, it.Key.URL)
+			args = append(args, rawFP(it.FP), it.Key.Crawler, it.Key.Processor, it.Key.URL)
 		}
 		calls[i] = call{host, keys, args}
 	}
@@ -127,11 +126,10 @@ func (l *Ledger) QueueBatch(now time.Time, s id.Session, fps []id.Fingerprint, d
 	calls := make([]call, len(order))
 	for i, host := range order {
 		idx := groups[host]
-		keys := l.sessKeys(l.baseKeys(host, 3+2*len(idx)), host, s)
+		keys := l.sessKeys(l.baseKeys(host, 3), host, s)
 		args := append(l.args("queue", now, 1+len(idx)), l.owner(s))
 		for _, j := range idx {
-			keys = l.itemKeys(keys, host, fps[j])
-			args = append(args, fps[j].String())
+			args = append(args, rawFP(fps[j]))
 		}
 		calls[i] = call{host, keys, args}
 	}
@@ -168,12 +166,11 @@ func (l *Ledger) DoneBatch(now time.Time, items []ledger.Item, o ledger.Outcome)
 	calls := make([]call, len(order))
 	for i, host := range order {
 		idx := groups[host]
-		keys := l.baseKeys(host, 2*len(idx))
+		keys := l.baseKeys(host, 0)
 		args := append(l.args("done", now, 1+4*len(idx)), oc)
 		for _, j := range idx {
 			it := &items[j]
-			keys = l.itemKeys(keys, host, it.FP)
-			args = append(args, it.FP.String(), it.Key.Crawler, it.Key.Processor, it.Key.URL)
+			args = append(args, rawFP(it.FP), it.Key.Crawler, it.Key.Processor, it.Key.URL)
 			l.fpHost[it.FP] = host
 		}
 		calls[i] = call{host, keys, args}
@@ -189,8 +186,8 @@ func (l *Ledger) Requeue(now time.Time, k id.Key, fp id.Fingerprint) {
 	l.flushRetry()
 	host := hostOf(&k)
 	l.fpHost[fp] = host
-	keys := l.itemKeys(l.baseKeys(host, 2), host, fp)
-	args := append(l.args("requeue", now, 4), fp.String(), k.Crawler, k.Processor, k.URL)
+	keys := l.baseKeys(host, 0)
+	args := append(l.args("requeue", now, 4), rawFP(fp), k.Crawler, k.Processor, k.URL)
 	l.execRetrying(l.due(now, []call{{host, keys, args}}))
 }
 
@@ -294,14 +291,14 @@ func (l *Ledger) Restore(w ledger.Write) {
 		host = h
 	}
 	l.fpHost[w.FP] = host
-	keys := l.itemKeys(l.baseKeys(host, 2), host, w.FP)
+	keys := l.baseKeys(host, 0)
 	args := l.args("restore", w.At, 6)
 	args[6] = "1" // quiet
 	oc := "0"
 	if w.Outcome != ledger.DoneOK {
 		oc = "1"
 	}
-	args = append(args, w.Op.String(), w.FP.String(), oc, w.Key.Crawler, w.Key.Processor, w.Key.URL)
+	args = append(args, w.Op.String(), rawFP(w.FP), oc, w.Key.Crawler, w.Key.Processor, w.Key.URL)
 	if w.Op == ledger.PutDone && (l.cfg.Ledger.DoneTTL != 0 || l.cfg.Ledger.FailedTTL != 0) {
 		l.sweeping[host] = struct{}{}
 	}

@@ -8,6 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"drover/coord/id"
 	"drover/coord/ledger"
 )
 
@@ -113,50 +114,70 @@ func (l *Ledger) Maintain(now time.Time) {
 // longer held by someone else.
 func (l *Ledger) pollWaits(ctx context.Context, now time.Time) {
 	type w struct {
-		k   waitKey
-		e   waitEntry
-		cmd *goredis.SliceCmd
+		k waitKey
+		e waitEntry
 	}
-	var ws []w
-	pipe := l.rdb.Pipeline()
+	byHost := make(map[string][]w)
+	var hosts []string
+	n := 0
 	for k, e := range l.inbox.waits {
-		if len(ws) == 4096 {
+		if n == 4096 {
 			break
 		}
-		ws = append(ws, w{k, e, pipe.HMGet(ctx, l.pre(e.host)+"wk:"+k.fp.String(), "st", "own", "t", "oc")})
+		n++
+		if _, ok := byHost[e.host]; !ok {
+			hosts = append(hosts, e.host)
+		}
+		byHost[e.host] = append(byHost[e.host], w{k, e})
 	}
-	if len(ws) == 0 {
+	if n == 0 {
 		return
 	}
-	if _, err := pipe.Exec(ctx); err != nil && err != goredis.Nil {
-		l.err = err
-		return
+	calls := make([]call, len(hosts))
+	for i, h := range hosts {
+		fps := make([]id.Fingerprint, len(byHost[h]))
+		for j, x := range byHost[h] {
+			fps[j] = x.k.fp
+		}
+		calls[i] = l.getCall(h, fps)
 	}
-	for _, x := range ws {
-		v := x.cmd.Val()
-		str := func(i int) string { s, _ := v[i].(string); return s }
-		a := ledger.Answer{Session: x.e.s, ReqID: x.e.req, FP: x.k.fp}
-		switch str(0) {
-		case "r":
-			if str(1) != x.k.owner {
-				continue // still held by another
-			}
-			a.Verdict, a.Reason = ledger.OK, ledger.ReasonHandover
-		case "q":
-			a.Verdict, a.Reason = ledger.No, ledger.ReasonQueued
-		case "d":
-			a.Verdict, a.Reason = ledger.No, ledger.ReasonDone
-			if str(3) == "1" {
-				a.Reason = ledger.ReasonFailed
-			}
-		default:
+	vals, errs := l.runScripts(ctx, calls)
+	for i, h := range hosts {
+		ws := byHost[h]
+		if errs[i] != nil {
+			l.err = fmt.Errorf("redis ledger: reading waited-on keys on host %q: %w", h, errs[i])
 			continue
 		}
-		l.inbox.settle(x.k.owner, x.k.fp)
-		if a.Verdict == ledger.OK {
-			l.held(a.Session, x.e.host, a.FP)
+		rs, err := parseStored(vals[i], len(ws))
+		if err != nil {
+			l.err = err
+			continue
 		}
-		l.answers = append(l.answers, a)
+		for j, x := range ws {
+			r := rs[j]
+			a := ledger.Answer{Session: x.e.s, ReqID: x.e.req, FP: x.k.fp}
+			switch r.st {
+			case "r":
+				if r.f2 != x.k.owner {
+					continue // still held by another
+				}
+				a.Verdict, a.Reason = ledger.OK, ledger.ReasonHandover
+			case "q":
+				a.Verdict, a.Reason = ledger.No, ledger.ReasonQueued
+			case "d":
+				a.Verdict, a.Reason = ledger.No, ledger.ReasonDone
+				if r.f3 == "1" {
+					a.Reason = ledger.ReasonFailed
+				}
+			default:
+				continue
+			}
+			l.inbox.settle(x.k.owner, x.k.fp)
+			if a.Verdict == ledger.OK {
+				l.held(a.Session, x.e.host, a.FP)
+			}
+			l.answers = append(l.answers, a)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,30 +31,69 @@ func (l *Ledger) LookupKey(now time.Time, k id.Key, fp id.Fingerprint) (ledger.R
 func (l *Ledger) lookup(now time.Time, host string, fp id.Fingerprint) (ledger.Record, bool) {
 	ctx, cancel := l.ctx()
 	defer cancel()
-	p, h := l.pre(host), fp.String()
-	pipe := l.rdb.Pipeline()
-	hc := pipe.HGetAll(ctx, p+"wk:"+h)
-	nc := pipe.LLen(ctx, p+"w:"+h)
-	if _, err := pipe.Exec(ctx); err != nil {
+	rs, err := l.get(ctx, host, []id.Fingerprint{fp})
+	if err != nil {
 		l.err = err
 		return ledger.Record{}, false
 	}
-	m := hc.Val()
-	return l.record(now, fp, m, int(nc.Val()))
+	return l.record(now, fp, rs[0])
 }
 
-func (l *Ledger) record(now time.Time, fp id.Fingerprint, m map[string]string, waiters int) (ledger.Record, bool) {
+// stored is a record as the script's get reads it: its state ("r", "q",
+// "d" or "" for none), then owner and lease start (requested), since
+// (queued: f2 empty) or stamp and outcome (done), the key's parts, and
+// the number of waiters.
+type stored struct {
+	st, f2, f3, c, p, u string
+	waiters             int
+}
+
+// getCall is the script call reading fps on host.
+func (l *Ledger) getCall(host string, fps []id.Fingerprint) call {
+	args := append(make([]any, 0, 9+len(fps)), "get", "", "", "", "", "", "", "", "")
+	for _, fp := range fps {
+		args = append(args, rawFP(fp))
+	}
+	return call{host, l.baseKeys(host, 0), args}
+}
+
+// parseStored reads the get call's output for n records.
+func parseStored(v any, n int) ([]stored, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) != 7*n {
+		return nil, fmt.Errorf("redis ledger: get answered %T of %d; want %d strings", v, len(arr), 7*n)
+	}
+	str := func(i int) string { s, _ := arr[i].(string); return s }
+	out := make([]stored, n)
+	for i := range out {
+		b := 7 * i
+		w, _ := strconv.Atoi(str(b + 6))
+		out[i] = stored{str(b), str(b + 1), str(b + 2), str(b + 3), str(b + 4), str(b + 5), w}
+	}
+	return out, nil
+}
+
+// get reads the records of fps on host.
+func (l *Ledger) get(ctx context.Context, host string, fps []id.Fingerprint) ([]stored, error) {
+	vals, errs := l.runScripts(ctx, []call{l.getCall(host, fps)})
+	if errs[0] != nil {
+		return nil, fmt.Errorf("redis ledger: reading %d records on host %q: %w", len(fps), host, errs[0])
+	}
+	return parseStored(vals[0], len(fps))
+}
+
+func (l *Ledger) record(now time.Time, fp id.Fingerprint, m stored) (ledger.Record, bool) {
 	r := ledger.Record{FP: fp}
-	switch m["st"] {
+	switch m.st {
 	case "r":
-		r.State, r.Owner, r.Waiters = ledger.Requested, l.session(m["own"]), waiters
+		r.State, r.Owner, r.Waiters = ledger.Requested, l.session(m.f2), m.waiters
 	case "q":
 		r.State = ledger.Queued
 	case "d":
-		stamp, _ := strconv.ParseInt(m["t"], 10, 64)
+		stamp, _ := strconv.ParseInt(m.f2, 10, 64)
 		r.State, r.Since = ledger.Done, time.Unix(stamp, 0).UTC()
 		ttl := l.cfg.Ledger.DoneTTL
-		if m["oc"] == "1" {
+		if m.f3 == "1" {
 			r.Outcome, ttl = ledger.DoneFailed, l.cfg.Ledger.FailedTTL
 		}
 		if ttl != 0 && !now.Before(r.Since.Add(ttl)) {
@@ -63,9 +103,9 @@ func (l *Ledger) record(now time.Time, fp id.Fingerprint, m map[string]string, w
 	default:
 		return ledger.Record{}, false
 	}
-	us, _ := strconv.ParseInt(m["since"], 10, 64)
+	us, _ := strconv.ParseInt(m.f3, 10, 64)
 	r.Since = time.UnixMicro(us).UTC()
-	r.Key = id.Key{Crawler: m["c"], Processor: m["p"], URL: m["u"]}
+	r.Key = id.Key{Crawler: m.c, Processor: m.p, URL: m.u}
 	return r, true
 }
 
@@ -78,7 +118,7 @@ func (l *Ledger) Waiters(fp id.Fingerprint) []ledger.Waiter {
 	}
 	ctx, cancel := l.ctx()
 	defer cancel()
-	ws, err := l.rdb.LRange(ctx, l.pre(host)+"w:"+fp.String(), 0, -1).Result()
+	ws, err := l.rdb.LRange(ctx, l.pre(host)+"w:"+rawFP(fp), 0, -1).Result()
 	if err != nil {
 		l.err = err
 		return nil
@@ -183,7 +223,7 @@ func (l *Ledger) window(set string, offset, limit int) []ledger.Record {
 		}
 		offset = 0
 		for _, s := range fps {
-			fp, err := id.ParseFingerprint(s)
+			fp, err := parseRawFP(s)
 			if err != nil {
 				continue
 			}

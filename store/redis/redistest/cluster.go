@@ -268,6 +268,9 @@ func (c *Cluster) Info(i int, section, field string) string {
 	return infoField(out, field)
 }
 
+// InfoField is field's value in the output of INFO, or "" if absent.
+func InfoField(out, field string) string { return infoField(out, field) }
+
 func infoField(out, field string) string {
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
