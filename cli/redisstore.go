@@ -58,7 +58,9 @@ func openRedis(ctx context.Context, cfg *config.Config, t storeredis.Target, cc 
 		Prefix:    redisPrefix,
 		Heartbeat: max(cfg.Heartbeat.Interval, 100*time.Millisecond),
 		// Coordinators' clocks may disagree: leases run on the server's.
-		ServerClock: true,
+		ServerClock:  true,
+		WaitReplicas: cfg.Store.Redis.WaitReplicas,
+		WaitTimeout:  cfg.Store.Redis.WaitTimeout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store.url %s: %w", t, err)
