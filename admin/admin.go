@@ -127,6 +127,42 @@ type Totals struct {
 	// Listening are the coordinator's endpoints as bound: a port asked
 	// as 0 (or *) shows the one the OS chose.
 	Listening Listeners `json:"listening,omitzero"`
+	// Cluster, for a coordinator on a Redis Cluster store (serve --store
+	// redis://...), is the view of every coordinator sharing it; absent
+	// for a coordinator on its own.
+	Cluster *Cluster `json:"cluster,omitempty"`
+}
+
+// Cluster is the view of the coordinators sharing a Redis Cluster store,
+// as they last published it (each once per heartbeat).
+type Cluster struct {
+	// Queued jobs wait in the shared queue; Claimed jobs were taken by a
+	// coordinator for its workers and are not finished.
+	Queued  int64 `json:"queued"`
+	Claimed int64 `json:"claimed"`
+	// Done and Failed sum the live coordinators' jobs done and failed
+	// since each started.
+	Done   int `json:"done"`
+	Failed int `json:"failed"`
+	// Coordinators lists every coordinator that published, by id.
+	Coordinators []ClusterCoordinator `json:"coordinators"`
+}
+
+// ClusterCoordinator is one coordinator of a Cluster, as it last published
+// itself.
+type ClusterCoordinator struct {
+	ID    string `json:"id"`              // its incarnation number in the cluster
+	Peers string `json:"peers,omitempty"` // its peers endpoint
+	// Alive is false once its heartbeat has expired (it stopped or died;
+	// its claimed jobs go back to the queue when a live one sweeps it).
+	Alive       bool      `json:"alive"`
+	WorkersIdle int       `json:"workers_idle"`
+	WorkersBusy int       `json:"workers_busy"`
+	Queued      int       `json:"queued"`     // claimed jobs waiting there for a worker
+	Dispatched  int       `json:"dispatched"` // jobs running on its workers
+	Done        int       `json:"done"`
+	Failed      int       `json:"failed"`
+	Heartbeat   time.Time `json:"heartbeat"` // when it last published
 }
 
 // Listeners are a coordinator's bound endpoints (empty: not listening).

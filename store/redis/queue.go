@@ -28,6 +28,8 @@ import (
 //     coordinator incarnation C (claimed, waiting or running there).
 //   - PREFIX:ready        set: hosts whose jq may hold jobs.
 //   - PREFIX:jobids       counter: job ids are taken from it in blocks.
+//   - PREFIX:queued       counter: jobs in the queues, for the cluster
+//     view (kept beside the lists, not atomically with them).
 //
 // Claim runs claim.lua on one host: it pops up to n entries from jq into
 // jl:C in one atomic step. Finish deletes the entry from jl:C. When C dies
@@ -158,7 +160,11 @@ func (q *Queue) Push(now time.Time, spec broker.Spec) (uint64, error) {
 		l.err = err
 		return 0, err
 	}
-	if err := l.rdb.SAdd(ctx, l.readyKey(), host).Err(); err != nil {
+	pipe := l.rdb.Pipeline()
+	ready := pipe.SAdd(ctx, l.readyKey(), host)
+	pipe.Incr(ctx, l.queuedKey()) // the count the cluster view shows (summary.go)
+	_, _ = pipe.Exec(ctx)
+	if err := ready.Err(); err != nil {
 		// The job is queued; a claimer finds it when the host is marked
 		// again (the next push there or a sweep).
 		l.err = fmt.Errorf("redis queue: marking host %q ready: %w", host, err)
@@ -220,6 +226,9 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 		}
 	}
 	q.Claimed += uint64(len(out))
+	if len(out) > 0 {
+		l.rdb.DecrBy(ctx, l.queuedKey(), int64(len(out)))
+	}
 	if err := errors.Join(errs...); err != nil {
 		l.err = err
 		return out, err
@@ -269,6 +278,9 @@ func (l *Ledger) returnJobs(ctx context.Context, d string, hosts []string) error
 				errs = append(errs, err)
 			}
 		}
+	}
+	if n > 0 {
+		l.rdb.IncrBy(ctx, l.queuedKey(), int64(n))
 	}
 	if l.queue != nil {
 		l.queue.Returned += uint64(n)

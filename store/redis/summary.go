@@ -1,0 +1,89 @@
+package redis
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"drover/admin"
+)
+
+// The cluster view (drover status, the console's header): each
+// coordinator publishes a summary of itself once per heartbeat into the
+// hash PREFIX:summaries (field: its id; value: admin.ClusterCoordinator
+// as JSON), and reads everyone's back with the shared queue's length,
+// PREFIX:queued (a counter the pushes, claims and returns keep). Both
+// calls are safe from any goroutine: they use only the client and the
+// configuration.
+
+func (l *Ledger) summariesKey() string { return l.cfg.Prefix + ":summaries" }
+func (l *Ledger) queuedKey() string    { return l.cfg.Prefix + ":queued" }
+
+// forgetSummary is how long the summary of a coordinator whose heartbeat
+// expired stays in the view.
+const forgetSummary = time.Minute
+
+// PublishSummary writes this coordinator's summary; its ID is set here.
+func (l *Ledger) PublishSummary(ctx context.Context, c admin.ClusterCoordinator) error {
+	c.ID = l.coord
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return fmt.Errorf("redis cluster view: encoding the summary: %w", err)
+	}
+	if err := l.rdb.HSet(ctx, l.summariesKey(), l.coord, b).Err(); err != nil {
+		return fmt.Errorf("redis cluster view: publishing the summary: %w", err)
+	}
+	return nil
+}
+
+// ClusterView reads every coordinator's summary (dropping those whose
+// heartbeat expired over a minute ago) and the shared queue's totals.
+func (l *Ledger) ClusterView(ctx context.Context, now time.Time) (*admin.Cluster, error) {
+	all, err := l.rdb.HGetAll(ctx, l.summariesKey()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis cluster view: reading summaries: %w", err)
+	}
+	pipe := l.rdb.Pipeline()
+	queued := pipe.Get(ctx, l.queuedKey())
+	alive := make(map[string]*goredis.IntCmd, len(all))
+	for id := range all {
+		alive[id] = pipe.Exists(ctx, l.aliveKey(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, fmt.Errorf("redis cluster view: reading heartbeats: %w", err)
+	}
+	v := &admin.Cluster{Coordinators: make([]admin.ClusterCoordinator, 0, len(all))}
+	v.Queued, _ = queued.Int64()
+	v.Queued = max(v.Queued, 0)
+	for id, js := range all {
+		var c admin.ClusterCoordinator
+		if err := json.Unmarshal([]byte(js), &c); err != nil {
+			continue // not ours to show; a live coordinator rewrites its own
+		}
+		c.ID = id
+		c.Alive = alive[id].Val() == 1
+		if !c.Alive && now.Sub(c.Heartbeat) > forgetSummary {
+			l.rdb.HDel(ctx, l.summariesKey(), id)
+			continue
+		}
+		if c.Alive {
+			v.Done += c.Done
+			v.Failed += c.Failed
+			v.Claimed += int64(c.Queued + c.Dispatched)
+		}
+		v.Coordinators = append(v.Coordinators, c)
+	}
+	slices.SortFunc(v.Coordinators, func(a, b admin.ClusterCoordinator) int {
+		x, _ := strconv.Atoi(a.ID)
+		y, _ := strconv.Atoi(b.ID)
+		return cmp.Compare(x, y)
+	})
+	return v, nil
+}
