@@ -246,6 +246,7 @@ func printStatus(w io.Writer, t admin.Totals, next *admin.JobRow, workers []admi
 	if l := t.Listening; l != (admin.Listeners{}) {
 		fmt.Fprintf(w, "listening: peers %s, admin %s, events %s\n", cmp.Or(l.Peers, "-"), cmp.Or(l.Admin, "-"), cmp.Or(l.Events, "-"))
 	}
+	printCluster(w, t.Cluster)
 	if len(workers) == 0 {
 		return
 	}
@@ -258,6 +259,33 @@ func printStatus(w io.Writer, t admin.Totals, next *admin.JobRow, workers []admi
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%v\t%d\t%d\t%s ago\n", r.ID, r.Host, state, r.Used, r.Slots, r.Jobs, r.Done, r.Failures,
 			time.Since(r.LastHeartbeat).Round(100*time.Millisecond))
+	}
+	tw.Flush()
+}
+
+// printCluster shows the coordinators sharing a Redis Cluster store, as
+// they last published themselves (nothing for a coordinator on its own).
+func printCluster(w io.Writer, c *admin.Cluster) {
+	if c == nil {
+		return
+	}
+	alive := 0
+	for _, r := range c.Coordinators {
+		if r.Alive {
+			alive++
+		}
+	}
+	fmt.Fprintf(w, "cluster: %d coordinators (%d alive); shared queue %d, claimed %d, done %d, failed %d\n",
+		len(c.Coordinators), alive, c.Queued, c.Claimed, c.Done, c.Failed)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nCOORDINATOR\tPEERS\tSTATE\tWORKERS IDLE/BUSY\tQUEUED\tRUNNING\tDONE\tFAILED\tHEARTBEAT")
+	for _, r := range c.Coordinators {
+		state := "alive"
+		if !r.Alive {
+			state = "gone"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%d\t%s ago\n", r.ID, cmp.Or(r.Peers, "-"), state, r.WorkersIdle, r.WorkersBusy,
+			r.Queued, r.Dispatched, r.Done, r.Failed, time.Since(r.Heartbeat).Round(100*time.Millisecond))
 	}
 	tw.Flush()
 }

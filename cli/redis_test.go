@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"drover/admin"
 	"drover/store/redis/redistest"
 )
 
@@ -119,6 +120,22 @@ func TestTwoCoordinatorsOnRedis(t *testing.T) {
 	t.Logf("phase 1 ran at %v", time.Since(t0).Round(time.Millisecond))
 	t.Logf("phase 1: %d URLs ran once each, %d on a's worker, %d on b's", n, onA, n-onA)
 
+	// b's status shows both coordinators and the cluster's totals.
+	var cluster *admin.Cluster
+	eventually(t, "b's status shows both coordinators, all jobs done", 20*time.Second, func() bool {
+		tot, _, ok := statusJSON(t, b.adm)
+		cluster = tot.Cluster
+		return ok && cluster != nil && len(cluster.Coordinators) == 2 && cluster.Done == n && cluster.Queued == 0 && cluster.Claimed == 0
+	})
+	for _, c := range cluster.Coordinators {
+		if !c.Alive || c.Peers != a.peers && c.Peers != b.peers || c.Done == 0 {
+			t.Fatalf("cluster view %+v: want a and b alive, each with jobs done", cluster.Coordinators)
+		}
+	}
+	if out, _ := run(t, "", "status", "--connect", b.adm); !strings.Contains(out, fmt.Sprintf("cluster: 2 coordinators (2 alive); shared queue 0, claimed 0, done %d, failed 0", n)) {
+		t.Fatalf("status prints no cluster line:\n%s", out)
+	}
+
 	// Phase 2: 1,000 more, half to each; a is SIGKILLed mid-run.
 	urls2 := redisURLs("two", n)
 	go func() { x, y := submitTo(t, a.peers, urls2[:n/2]); done <- res{x, y} }()
@@ -141,6 +158,18 @@ func TestTwoCoordinatorsOnRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	killedAt := ranTwo()
+	eventually(t, "b's status shows a gone", 30*time.Second, func() bool {
+		tot, _, ok := statusJSON(t, b.adm)
+		if !ok || tot.Cluster == nil {
+			return false
+		}
+		for _, c := range tot.Cluster.Coordinators {
+			if c.Peers == a.peers && !c.Alive {
+				return true
+			}
+		}
+		return false
+	})
 	eventually(t, "every phase-2 URL ran after a was killed", time.Minute, func() bool { return ranTwo() == n })
 	dups := 0
 	for u, c := range ran(t, a, b) {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"drover/admin"
 	"drover/config"
 	"drover/coord"
 	storeredis "drover/store/redis"
@@ -85,4 +87,57 @@ func leaveRedis(l *storeredis.Ledger, log *slog.Logger) {
 		log.Error("leaving the Redis Cluster", "err", err)
 	}
 	log.Info("left the Redis Cluster", "coordinator", l.Coordinator(), "jobs returned", n)
+}
+
+// clusterView publishes this coordinator's summary to the cluster once per
+// heartbeat and keeps the view of every coordinator for the admin totals
+// (drover status, the console's header).
+type clusterView struct {
+	l      *storeredis.Ledger
+	peers  string
+	totals atomic.Pointer[admin.Totals] // the reactor's latest (OnTotals)
+	view   atomic.Pointer[admin.Cluster]
+}
+
+// get is the latest view (nil before the first read); called by the reactor.
+func (v *clusterView) get() *admin.Cluster { return v.view.Load() }
+
+// run publishes and reads every interval until ctx ends.
+func (v *clusterView) run(ctx context.Context, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := v.refresh(ctx, every)
+		if err != nil && !failing {
+			log.Warn("cluster view", "err", err)
+		}
+		failing = err != nil
+	}
+}
+
+func (v *clusterView) refresh(ctx context.Context, every time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, max(every, time.Second))
+	defer cancel()
+	now := time.Now()
+	if t := v.totals.Load(); t != nil {
+		err := v.l.PublishSummary(ctx, admin.ClusterCoordinator{
+			Peers: v.peers, WorkersIdle: t.WorkersIdle, WorkersBusy: t.WorkersBusy,
+			Queued: t.Queued + t.Backoff, Dispatched: t.Dispatched, Done: t.Done, Failed: t.Failed, Heartbeat: now,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	cv, err := v.l.ClusterView(ctx, now)
+	if err != nil {
+		return err
+	}
+	v.view.Store(cv)
+	return nil
 }

@@ -300,9 +300,26 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 			}
 		}
 	}
+	var cv *clusterView
+	if c.redis != nil {
+		cv = &clusterView{l: c.redis}
+		opts.OnTotals = func(t admin.Totals) {
+			metrics.Update(t)
+			cv.totals.Store(&t)
+		}
+		opts.Cluster = cv.get
+	}
 	if c.srv, err = server.New(opts); err != nil {
 		c.close()
 		return nil, err
+	}
+	if cv != nil {
+		cv.peers = c.srv.PeersEndpoint()
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			cv.run(ctx, max(cfg.Heartbeat.Interval, 100*time.Millisecond), log)
+		}()
 	}
 	if sec != nil {
 		c.wg.Add(1)

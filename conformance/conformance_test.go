@@ -217,7 +217,8 @@ var adminTypes = []reflect.Type{
 	reflect.TypeOf(admin.Action{}), reflect.TypeOf(admin.ActionResult{}), reflect.TypeOf(admin.WorkerRow{}),
 	reflect.TypeOf(admin.JobRow{}), reflect.TypeOf(admin.Attempt{}), reflect.TypeOf(admin.WaiterRow{}),
 	reflect.TypeOf(admin.HostRow{}), reflect.TypeOf(admin.Event{}), reflect.TypeOf(admin.Result{}),
-	reflect.TypeOf(admin.Crawl{}), reflect.TypeOf(admin.Listeners{}),
+	reflect.TypeOf(admin.Crawl{}), reflect.TypeOf(admin.Listeners{}), reflect.TypeOf(admin.Cluster{}),
+	reflect.TypeOf(admin.ClusterCoordinator{}),
 }
 
 // enums are the members whose values are a closed list.

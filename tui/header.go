@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -82,6 +83,18 @@ func (m *model) header() []string {
 			done = "all done"
 		}
 		l1 += sep + s.OK.Render("✓ "+common.Sanitize(done))
+	}
+	if c := m.coord.totals.Cluster; c != nil { // several coordinators on a Redis Cluster
+		alive := 0
+		for _, r := range c.Coordinators {
+			if r.Alive {
+				alive++
+			}
+		}
+		l1 += sep + s.Muted.Render("cluster ") + s.Text.Render(fmt.Sprintf("%d/%d coordinators", alive, len(c.Coordinators))) +
+			s.Muted.Render(" queue ") + s.Text.Render(common.Compact(uint64(max(c.Queued, 0)))) +
+			s.Muted.Render(" claimed ") + s.Info.Render(common.Compact(uint64(max(c.Claimed, 0)))) +
+			s.Muted.Render(" done ") + s.OK.Render(common.Compact(uint64(max(c.Done, 0))))
 	}
 	if m.opts.Notice != nil {
 		if n := m.opts.Notice(); n != "" {

@@ -59,6 +59,10 @@ type Options struct {
 	// OnTotals is called on the reactor goroutine about once a second
 	// with the current totals (metrics). It must not block.
 	OnTotals func(admin.Totals)
+	// Cluster, if set, gives the view of the coordinators sharing this
+	// one's store (a Redis Cluster) for admin.Totals.Cluster. It is
+	// called on the reactor goroutine and must not block.
+	Cluster func() *admin.Cluster
 	// OnSettled is called on the reactor goroutine, at once, after each
 	// change that leaves the coordinator settled (admin.Totals.Settled):
 	// how `drover crawl` knows it is over. It must not block.
@@ -446,6 +450,9 @@ func (s *Server) totals(now time.Time) admin.Totals {
 	if s.auth != nil {
 		t.Forbidden = s.auth.forbidden
 		t.HandshakesRefused = s.auth.refused.Load()
+	}
+	if s.opts.Cluster != nil {
+		t.Cluster = s.opts.Cluster()
 	}
 	return t
 }
