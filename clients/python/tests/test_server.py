@@ -413,6 +413,26 @@ class LiveServer(unittest.TestCase):
         self.assertEqual([act(a, n, {"kind": "resume"})["affected"] for n in (7, 8)], [1, 0])
         self.assertEqual(until(w, "JOB")[2]["jobs"][0]["job_id"], job_id)
 
+    def test_done_failed_answers_waiters_failed(self):
+        """Sections 6.7 and 6.9: DONE with outcome failed answers a ledger waiter no, `failed`, and a
+        waiting SUBMIT duplicate, `failed`."""
+        holder, waiter, submitter = self.raw(), self.raw(), self.raw()
+        for r, name in ((holder, "failed-holder"), (waiter, "failed-waiter"), (submitter, "failed-submitter")):
+            self.assertEqual(r.hello(drv.PRODUCER, name)[0], "WELCOME")
+        u = K("https://done-failed.example/")
+        holder.send(drv.encode("REQUEST", 2, {"keys": [u]}))
+        holder.recv()
+        waiter.send(drv.encode("REQUEST", 2, {"keys": [u]}))
+        self.assertEqual(waiter.recv()[2]["items"][0]["verdict"], drv.WAIT)
+        submitter.send(drv.encode("SUBMIT", 2, {"jobs": [{"key": u, "headers": [], "payload": b""}]}))
+        self.assertEqual(submitter.recv()[2]["items"][0]["status"], drv.S_WAIT)
+        holder.send(drv.encode("DONE", 3, {"items": [{"key": u, "outcome": drv.DONE_FAILED}]}))
+        self.assertEqual(holder.recv()[2]["items"][0]["verdict"], drv.OK)
+        command, req, f = waiter.recv()
+        self.assertEqual((command, req, f["items"][0]["verdict"], f["items"][0]["reason"]), ("ANSWER", 2, drv.NO, "failed"))
+        command, req, f = submitter.recv()
+        self.assertEqual((command, req, f["items"][0]["status"], f["items"][0]["reason"]), ("SUBMITTED", 2, drv.S_DUPLICATE, "failed"))
+
     def test_submit_wait_ends_in_handover(self):
         """Section 6.11: a SUBMIT that waited on a key gets accepted, reason `handover`, with a job
         id, when the holder's session ends."""
@@ -574,6 +594,52 @@ class Examples(unittest.TestCase):
         self.assertRegex(out.stdout, r"https://example.com/ +accepted +job 1")
         self.assertRegex(out.stdout, r"https://example.com/ +duplicate +job 1 queued")
         self.assertIn("asking again: no done", out.stdout)
+
+
+class DocumentWorker(unittest.TestCase):
+    def test_the_documents_worker_runs_and_stops_when_superseded(self):
+        """The worker of PROTOCOL.md section 16.5, with the codec of section 16.4, both as printed,
+        runs jobs against a real serve; superseded by a newer session with its id, it stops."""
+        import os
+        import re
+        import subprocess
+        import sys
+        import tempfile
+        with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "PROTOCOL.md"), encoding="utf-8") as f:
+            doc = f.read()
+        codec = re.search(r"```python\n(.*?)```", doc.split("### 16.4", 1)[1], re.S).group(1)
+        worker = re.search(r"```python\n(.*?)```", doc.split("### 16.5", 1)[1], re.S).group(1)
+        server = Server()
+        self.addCleanup(server.stop)
+        self.assertIn('"tcp://127.0.0.1:5570"', worker)
+        d = tempfile.mkdtemp(prefix="drover-doc-")
+        self.addCleanup(__import__("shutil").rmtree, d, True)
+        with open(os.path.join(d, "drv2.py"), "w") as f:
+            f.write(codec)
+        with open(os.path.join(d, "worker.py"), "w") as f:
+            f.write(worker.replace('"tcp://127.0.0.1:5570"', repr(server.peers)))
+        proc = subprocess.Popen([sys.executable, "worker.py"], cwd=d, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        self.addCleanup(proc.stderr.close)
+        with Producer(server.peers, peer_id="doc-p", timeout=20) as p:
+            r = p.submit([("news", "html", "https://doc.example/%d" % i, {"lang": "en"}) for i in range(6)])
+        self.assertEqual([x.status for x in r], [drv.S_ACCEPTED] * 6)
+        a = Raw(server.admin)
+        self.addCleanup(a.close)
+        self.assertEqual(a.hello(drv.CONSOLE, "doc-console")[0], "WELCOME")
+        n = iter(range(2, 1000))
+
+        def results():
+            req = next(n)
+            a.send(drv.encode("QUERY", req, {"body": {"view": "results"}}))
+            return a.recv(skip=("HEARTBEAT", "CHANGED"))[2]["body"].get("results", [])
+        rows = eventually(lambda: len(results()) == 6 and results(), what="the document's worker's six results")
+        self.assertEqual({(x["worker"], x["outcome"], x["output"]) for x in rows},
+                         {("py-worker-1", "ok", "processed https://doc.example/%d" % i) for i in range(6)})
+        newer = Raw(server.peers)
+        self.addCleanup(newer.close)
+        self.assertEqual(newer.hello(drv.WORKER, "py-worker-1", slots=1)[0], "WELCOME")
+        self.assertEqual(proc.wait(20), 0, proc.stderr.read().decode(errors="replace"))
 
 
 class ZCoverage(unittest.TestCase):
