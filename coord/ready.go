@@ -83,12 +83,16 @@ func (c *Coordinator) Ready(now time.Time) *Output {
 	// Terminal jobs mark their keys done or failed in the ledger.
 	sc := &c.scratch
 	sc.finished = c.brk.TakeFinished(sc.finished[:0])
-	for _, f := range sc.finished {
-		o := ledger.DoneOK
-		if f.Failed {
-			o = ledger.DoneFailed
+	if c.mem == nil && len(sc.finished) > 1 {
+		c.doneBatches(now, sc.finished) // a backend kept elsewhere: a round trip per outcome, not per job
+	} else {
+		for _, f := range sc.finished {
+			o := ledger.DoneOK
+			if f.Failed {
+				o = ledger.DoneFailed
+			}
+			c.led.Done(now, f.Key, f.FP, o)
 		}
-		c.led.Done(now, f.Key, f.FP, o)
 	}
 	c.finishShared(now, sc.finished) // shared.go
 	out.Finished = append(out.Finished, sc.finished...)

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"drover/coord/broker"
-	"drover/coord/id"
+	"drover/coord/ledger"
 )
 
 // A job queue shared by several coordinators (Config.Shared; the Redis
@@ -28,9 +28,9 @@ type SharedQueue interface {
 	// Claim takes up to n queued jobs, leased to this coordinator. An
 	// error is a claim of none (tried again at the next poll).
 	Claim(now time.Time, n int) ([]broker.Spec, error)
-	// Finish ends the lease of a claimed job that is done or failed for
+	// Finish ends the leases of claimed jobs that are done or failed for
 	// good; a job the queue does not know is ignored.
-	Finish(now time.Time, k id.Key, fp id.Fingerprint)
+	Finish(now time.Time, jobs []ledger.Item)
 }
 
 // sharedState is the core's side of the shared queue.
@@ -100,9 +100,12 @@ func (c *Coordinator) finishShared(now time.Time, fin []broker.Finished) {
 	if c.cfg.Shared == nil || len(fin) == 0 {
 		return
 	}
+	items := c.scratch.items[:0]
 	for _, f := range fin {
-		c.cfg.Shared.Finish(now, f.Key, f.FP)
+		items = append(items, ledger.Item{Key: f.Key, FP: f.FP})
 	}
+	c.cfg.Shared.Finish(now, items)
+	c.scratch.items = reuse(items)
 	if c.brk.Count(broker.Queued) < c.sharedWindow()/2 && c.shared.next.After(now) {
 		c.shared.next = now
 	}
@@ -112,4 +115,25 @@ func (c *Coordinator) finishShared(now time.Time, fin []broker.Finished) {
 // to it that failed.
 func (c *Coordinator) SharedStats() (claimed, errors uint64) {
 	return c.sharedClaimed, c.sharedErrors
+}
+
+// doneBatches marks finished jobs' keys done in a ledger backend with one
+// DoneBatch per outcome (ok first, then failed).
+func (c *Coordinator) doneBatches(now time.Time, fin []broker.Finished) {
+	for _, failed := range []bool{false, true} {
+		items := c.scratch.items[:0]
+		for _, f := range fin {
+			if f.Failed == failed {
+				items = append(items, ledger.Item{Key: f.Key, FP: f.FP})
+			}
+		}
+		if len(items) > 0 {
+			o := ledger.DoneOK
+			if failed {
+				o = ledger.DoneFailed
+			}
+			c.led.DoneBatch(now, items, o)
+		}
+		c.scratch.items = reuse(items)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"drover/coord"
 	"drover/coord/broker"
 	"drover/coord/id"
+	"drover/coord/ledger"
 )
 
 // The broker's queue shared on the cluster (coord.SharedQueue): a job
@@ -248,15 +249,22 @@ func (q *Queue) unready(ctx context.Context, h string) {
 	}
 }
 
-// Finish ends this coordinator's lease of a job that is done or failed.
-// What the store does not take is left leased: if this coordinator dies
-// the job runs again elsewhere (at least once).
-func (q *Queue) Finish(now time.Time, k id.Key, fp id.Fingerprint) {
+// Finish ends this coordinator's leases of jobs that are done or failed,
+// in one pipeline. What the store does not take is left leased: if this
+// coordinator dies the job runs again elsewhere (at least once).
+func (q *Queue) Finish(now time.Time, jobs []ledger.Item) {
 	l := q.l
+	if len(jobs) == 0 {
+		return
+	}
 	ctx, cancel := l.ctx()
 	defer cancel()
-	if err := l.rdb.HDel(ctx, l.pre(hostOf(&k))+"jl:"+l.coord, fp.String()).Err(); err != nil {
-		l.err = fmt.Errorf("redis queue: finishing job %s: %w", k.URL, err)
+	pipe := l.rdb.Pipeline()
+	for i := range jobs {
+		pipe.HDel(ctx, l.pre(hostOf(&jobs[i].Key))+"jl:"+l.coord, jobs[i].FP.String())
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		l.err = fmt.Errorf("redis queue: finishing %d jobs: %w", len(jobs), err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"drover/admin"
 	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/coord/ledger"
@@ -67,9 +68,7 @@ func TestSharedQueueClaimAndSweep(t *testing.T) {
 	if specs, err := a.Claim(now, 10); err != nil || len(specs) != 0 {
 		t.Fatalf("claim from an empty queue: %d jobs, %v; want none", len(specs), err)
 	}
-	for _, sp := range onA {
-		a.Finish(now, sp.Key, sp.FP)
-	}
+	a.Finish(now, items(onA))
 	// b dies; a sweeps it and claims its 50 jobs again.
 	ls[1].halt()
 	deadline := time.Now().Add(time.Minute)
@@ -101,14 +100,62 @@ func TestSharedQueueClaimAndSweep(t *testing.T) {
 			t.Fatalf("job %d claimed %d times net of b's; want 1 (a %d, b %d, again %d)", i, c, in(onA), in(onB), in(again))
 		}
 	}
-	for _, sp := range again {
-		a.Finish(now, sp.Key, sp.FP)
-	}
+	a.Finish(now, items(again))
 	st, err := a.Stats(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st != (QueueStats{}) {
 		t.Fatalf("after every job finished: %v; want 0 queued, 0 leased", st)
+	}
+}
+
+func items(specs []broker.Spec) []ledger.Item {
+	out := make([]ledger.Item, len(specs))
+	for i, sp := range specs {
+		out[i] = ledger.Item{Key: sp.Key, FP: sp.FP}
+	}
+	return out
+}
+
+// Each coordinator's summary shows in the cluster view, with the shared
+// queue's length and the live coordinators' sums; a coordinator whose
+// heartbeat expired shows as not alive, and is left out a minute later.
+func TestClusterView(t *testing.T) {
+	rdb := client(t)
+	ls := peers(t, rdb, 2, ledger.Config{})
+	now := time.Now()
+	for i := range 5 {
+		if _, err := ls[0].Jobs().Push(now, jobSpec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ls[1].Jobs().Claim(now, 2); err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range ls {
+		if err := l.PublishSummary(t.Context(), admin.ClusterCoordinator{Peers: fmt.Sprintf("tcp://c%d", i), Done: 10 * (i + 1), Dispatched: i * 2, Heartbeat: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := ls[0].ClusterView(t.Context(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Queued != 3 || v.Claimed != 2 || v.Done != 30 || len(v.Coordinators) != 2 {
+		t.Fatalf("view %+v; want 3 queued, 2 claimed, 30 done, 2 coordinators", v)
+	}
+	for i, c := range v.Coordinators {
+		if c.ID != ls[i].Coordinator() || !c.Alive || c.Peers != fmt.Sprintf("tcp://c%d", i) {
+			t.Fatalf("coordinator %d: %+v; want id %s, alive, its peers", i, c, ls[i].Coordinator())
+		}
+	}
+	ls[1].halt()
+	rdb.Del(t.Context(), ls[1].aliveKey(ls[1].Coordinator())) // its heartbeat expired
+	if v, _ = ls[0].ClusterView(t.Context(), now); len(v.Coordinators) != 2 || v.Coordinators[1].Alive || v.Done != 10 {
+		t.Fatalf("after b's heartbeat expired: %+v; want b listed, not alive, not summed", v)
+	}
+	if v, _ = ls[0].ClusterView(t.Context(), now.Add(2*forgetSummary)); len(v.Coordinators) != 1 {
+		t.Fatalf("two minutes later: %+v; want b left out", v.Coordinators)
 	}
 }
