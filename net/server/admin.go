@@ -28,7 +28,7 @@ type dialogue struct {
 // user is the sender's key (the message's User-Id; "" in-process or
 // without CURVE).
 func (s *Server) onAdmin(frames [][]byte, user string) {
-	ident, m, ok := s.decode(onAdmin, frames)
+	ident, m, ok := s.decode(onAdmin, frames, user)
 	if !ok {
 		return
 	}

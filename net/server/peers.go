@@ -42,8 +42,9 @@ func (w sockWriter) sock(s *Server) *zmq4.Socket {
 }
 
 // decode splits the routing id off and decodes the rest, answering ERROR for
-// a message that does not decode.
-func (s *Server) decode(w sockWriter, frames [][]byte) ([]byte, wire.Message, bool) {
+// a message that does not decode (still a sign of life from its session:
+// stillAlive). user is the sender's key.
+func (s *Server) decode(w sockWriter, frames [][]byte, user string) ([]byte, wire.Message, bool) {
 	if len(frames) < 2 {
 		s.stats.Malformed++
 		s.c.CountMalformed()
@@ -61,9 +62,29 @@ func (s *Server) decode(w sockWriter, frames [][]byte) ([]byte, wire.Message, bo
 		default:
 			s.reject(w, ident, 0, wire.CodeMalformed, "%v", err)
 		}
+		s.stillAlive(w, ident, user)
 		return ident, nil, false
 	}
 	return ident, m, true
+}
+
+// stillAlive notes that the session behind ident, whose message was
+// refused, is there: any message is a sign of life (docs/PROTOCOL.md §9),
+// and a refused one must not end the session (§7).
+func (s *Server) stillAlive(w sockWriter, ident []byte, user string) {
+	if _, listed := s.entryOf(user); !listed {
+		return // a revoked key's messages keep nothing alive
+	}
+	now := s.now()
+	if w == onAdmin {
+		if cs, ok := s.sess.cons[string(ident)]; ok {
+			cs.lastSeen = now
+		}
+		return
+	}
+	if sid, ok := s.sess.ident[string(ident)]; ok && !s.c.Touch(now, sid) {
+		s.forget(sid)
+	}
 }
 
 // refuseVersion answers a message in another DRV version with ERROR 505 in
@@ -89,7 +110,7 @@ func (s *Server) refuseVersion(w sockWriter, ident, proto []byte, we *wire.Error
 
 // onPeer handles one message from the peers socket.
 func (s *Server) onPeer(frames [][]byte, user string) {
-	ident, m, ok := s.decode(onPeers, frames)
+	ident, m, ok := s.decode(onPeers, frames, user)
 	if !ok {
 		return
 	}

@@ -231,6 +231,7 @@ class LiveServer(unittest.TestCase):
         16 MiB and command names outside 3 to 10 bytes included) sent to a real serve is answered
         with ERROR of the vector's code and request id, and the session goes on."""
         from tests.test_conformance import error_frames, load
+        before = self.malformed()
         r = self.raw()
         self.assertEqual(r.hello(drv.PRODUCER, "vectors")[0], "WELCOME")
         sent = 0
@@ -246,6 +247,33 @@ class LiveServer(unittest.TestCase):
         self.assertGreater(sent, 90)
         r.send(drv.encode("REQUEST", 77, {"keys": [K("https://vectors.example/")]}))
         self.assertEqual(r.recv()[:2], ("VERDICTS", 77))
+        self.assertEqual(self.malformed() - before, sent, "section 7: each refused message counts in malformed")
+
+    def malformed(self):
+        """The admin totals' malformed count, through a console of its own."""
+        a = Raw(self.server.admin)
+        try:
+            self.assertEqual(a.hello(drv.CONSOLE, "malformed-console")[0], "WELCOME")
+            a.send(drv.encode("STATUS", 2))
+            return a.recv(skip=("HEARTBEAT", "CHANGED"))[2]["body"].get("malformed", 0)
+        finally:
+            a.close()
+
+    def test_jobs_never_exceed_free_slots(self):
+        """Sections 6.12 and 11: a worker with 2 slots holds at most 2 jobs; a RESULT frees one."""
+        w = self.raw()
+        self.assertEqual(w.hello(drv.WORKER, "slots-w", slots=2, headers=[("suite", "slots")])[0], "WELCOME")
+        p = self.producer("slots-p")
+        r = p.submit([("news", "html", "https://slots.example/%d" % i, {"suite": "slots"}) for i in range(5)])
+        self.assertEqual([x.status for x in r], [drv.S_ACCEPTED] * 5)
+        held = []
+        while len(held) < 2:
+            held += until(w, "JOB")[2]["jobs"]
+        self.assertEqual(len(held), 2, "more jobs than slots")
+        done = held.pop()
+        w.send(drv.encode("RESULT", 2, {"items": [{"job_id": done["job_id"], "attempt": done["attempt"], "outcome": drv.R_OK,
+                                                   "output": b"", "links": []}]}))
+        self.assertEqual(len(until(w, "JOB")[2]["jobs"]), 1, "a JOB for more than the one freed slot")
 
     def test_oversized_frame_drops_the_connection(self):
         """A frame over libzmq's MAXMSGSIZE (twice the largest DRV/2 message, section 8) is never
