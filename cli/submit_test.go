@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,18 +69,31 @@ func clipOut(s string) string {
 	return s
 }
 
-// TestSubmitResumesAfterReconnect stops a real serve (SIGSTOP) while a
-// large submit is in flight, long enough for the submit's session to end;
-// the submit reconnects and sends what was not answered again, with the
-// same request ids, and the counts it prints are the truth: every URL
-// accepted once, none reported as a duplicate of itself.
+// TestSubmitResumesAfterReconnect forces a reconnect in the middle of a
+// submit, at the point where a resend is dangerous: the coordinator has
+// accepted every item but its SUBMITTED answers have not left. A real
+// serve on a disk store with sync=batch every 5s holds each answer until
+// the fsync that covers it; once the status shows every job queued, the
+// test stops serve (SIGSTOP) past the submit's liveness (heartbeat 1s × 3)
+// and lets it go on (SIGCONT): the answers then go to the dead session,
+// and the submit, on a new one, sends both requests again under the same
+// request ids. The keys are all queued by then, so without the submit
+// memo (net/server/submitmemo.go) the resends are answered duplicates and
+// the submit prints "0 accepted, N duplicates"; with it the counts are the
+// truth: N accepted, 0 duplicates, every job made once (N queued, no
+// duplicate counted).
 func TestSubmitResumesAfterReconnect(t *testing.T) {
 	eps := freeEndpoints(t, 3)
 	peers, adminEP, events := eps[0], eps[1], eps[2]
-	srv, srvOut := start(t, "serve", "--store", "memory", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "")
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "drover.yaml")
+	if err := os.WriteFile(conf, []byte("store:\n  sync: batch\n  sync_interval: 5s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, srvOut := start(t, "serve", "--config", conf, "--store", filepath.Join(dir, "store"), "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "")
 	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
 
-	const n = 100_000
+	const n = 20_000 // two SUBMITs of 10,000
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sub := exec.CommandContext(ctx, drover(t), "submit", "-", "--connect", peers)
@@ -89,11 +104,12 @@ func TestSubmitResumesAfterReconnect(t *testing.T) {
 	if err := sub.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Once the submit's session is open (it sends its batches at once,
-	// pipelined), stop the server past the submit's liveness (its
-	// heartbeat, 1s, x 3): the session ends with replies unsent, and the
-	// submit reconnects and sends what was not answered again.
-	eventually(t, "the submit's session", time.Minute, func() bool { return strings.Contains(srvOut.String(), "role=producer") })
+	// Every job accepted (the status is not held for the fsync), the
+	// answers still waiting for it.
+	eventually(t, "every job queued", time.Minute, func() bool {
+		tot, _, ok := statusJSON(t, adminEP)
+		return ok && tot.Queued == n
+	})
 	if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -106,14 +122,41 @@ func TestSubmitResumesAfterReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatalf("submit: %v, output %q; serve log:\n%s", err, clipOut(out), clipOut(srvOut.String()))
 	}
+	// The fault happened where it matters: the submit opened a second
+	// session and (below) resent requests whose keys were accepted
+	// already.
+	log := srvOut.String()
+	if opened := strings.Count(log, "role=producer"); opened < 2 {
+		t.Fatalf("the submit opened %d sessions: the stop did not interrupt it (serve log:\n%s)", opened, clipOut(log))
+	}
 	if want := fmt.Sprintf("%d submitted: %d accepted, 0 duplicates, 0 waiting, 0 rejected", n, n); !strings.Contains(out, want) {
 		t.Fatalf("submit printed %q, want %q", clipOut(out), want)
 	}
-	if opened := strings.Count(srvOut.String(), "role=producer"); opened < 2 {
-		t.Fatalf("the submit opened %d sessions: the stop did not interrupt it, so nothing was resent (serve log:\n%s)", opened, clipOut(srvOut.String()))
-	}
 	tot, _, ok := statusJSON(t, adminEP)
-	if !ok || tot.Queued != n || tot.DedupHits != 0 {
-		t.Fatalf("totals %+v: want %d queued and no duplicates", tot, n)
+	if !ok || tot.Queued != n || tot.KeysQueued != n || tot.DedupHits != 0 {
+		t.Fatalf("totals %+v: want %d jobs and keys queued (each item once) and no duplicates", tot, n)
 	}
+	if resent := resentKeys(log); resent == 0 {
+		t.Fatalf("no resent request had accepted keys: its answers left before the stop, nothing was forced (submit said %q; serve log:\n%s)", clipOut(out), clipOut(log))
+	} else {
+		t.Logf("%d keys were resent after they were accepted", resent)
+	}
+}
+
+// resentKeys adds up the keys of serve's log lines saying a resent SUBMIT
+// had keys its first send got accepted.
+func resentKeys(log string) int {
+	total := 0
+	for _, l := range strings.Split(log, "\n") {
+		if !strings.Contains(l, "submit resent") {
+			continue
+		}
+		for _, f := range strings.Fields(l) {
+			if v, ok := strings.CutPrefix(f, "keys="); ok {
+				k, _ := strconv.Atoi(v)
+				total += k
+			}
+		}
+	}
+	return total
 }

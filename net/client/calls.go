@@ -52,6 +52,9 @@ type call struct {
 	// caller's timeout runs only then, not while waiting for a deferred
 	// ANSWER. notify tells the caller it changed.
 	awaiting atomic.Bool
+	// resent: the request went out again on a new session; the caller's
+	// timeout starts over (the first session's wait is not the new one's).
+	resent   atomic.Bool
 	notify   chan struct{}
 	done     chan struct{}
 	finished bool  // loop goroutine only
@@ -250,6 +253,7 @@ func (e *engine) send(l *conn.Link, c *call) {
 	if c.finished {
 		return
 	}
+	again := c.req != 0
 	if c.req == 0 || !c.sameReq {
 		c.req = l.NextReq()
 	}
@@ -258,6 +262,13 @@ func (e *engine) send(l *conn.Link, c *call) {
 		return
 	}
 	e.calls[c.req] = c
+	if again {
+		c.resent.Store(true)
+		select {
+		case c.notify <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // abandon forgets a call its caller gave up on.
@@ -295,6 +306,13 @@ func (e *engine) wait(ctx context.Context, cn *conn.Conn, c *call, timeout time.
 			return c.err
 		case <-c.notify:
 			switch aw := c.awaiting.Load(); {
+			case aw && c.resent.Swap(false):
+				// Sent again on a new session: a new wait.
+				if armed {
+					timer.Stop()
+				}
+				timer.Reset(timeout)
+				armed = true
 			case aw && !armed:
 				timer.Reset(timeout)
 				armed = true

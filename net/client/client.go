@@ -53,7 +53,8 @@ type Options struct {
 	// Heartbeat is the proposed heartbeat interval (0: the server's).
 	Heartbeat time.Duration
 	// Timeout bounds each wait for the coordinator's reply to a request
-	// (default 10 s). It does not bound the wait for a deferred answer (a
+	// (default 10 s), from each time it is sent: a request sent again on
+	// a new session after a reconnect waits afresh. It does not bound the wait for a deferred answer (a
 	// key another session holds), which lasts until that session queues,
 	// finishes or dies, or until the call's context ends; a coordinator
 	// that goes away ends it with ErrSessionLost after heartbeat ×

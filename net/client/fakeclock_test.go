@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"drover/clock"
 	"drover/coord/id"
 	"drover/net/internal/testsrv"
+	"drover/net/wire"
 )
 
 // TestTimeoutOnTheFakeClock: a call's Timeout runs on Options.Clock. With
@@ -52,5 +54,87 @@ func TestTimeoutOnTheFakeClock(t *testing.T) {
 		}
 		clk.Advance(step)
 		elapsed += step
+	}
+}
+
+// TestResentRequestWaitsAfresh: Timeout bounds each wait for a reply from
+// the time the request is sent. A SUBMIT unanswered for 5 s of a 7 s
+// Timeout when its session ends is sent again on the next session, and
+// waits 7 s afresh there: answered 5 s after the resend (10 s after the
+// first send), the call succeeds instead of failing with ErrTimeout.
+func TestResentRequestWaitsAfresh(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv := testsrv.NewScripted(t)
+	dialed := make(chan *Client, 1)
+	go func() {
+		c, err := Dial(ctxT(t), Options{Connect: srv.EP, Timeout: 7 * time.Second, Clock: clk,
+			ReconnectMin: 100 * time.Millisecond, ReconnectMax: 100 * time.Millisecond})
+		if err != nil {
+			t.Error(err)
+		}
+		dialed <- c
+	}()
+	srv.Greet()
+	c := <-dialed
+	if c == nil {
+		t.FailNow()
+	}
+	t.Cleanup(func() { c.Close() })
+	k := key("http://afresh.test/")
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Submit(context.Background(), []wire.SubmitItem{{Key: k}})
+		got <- err
+	}()
+	sub := testsrv.Expect[*wire.Submit](t, srv.Next())
+	armed := time.After(wait)
+	for d := time.Duration(0); d != 7*time.Second; {
+		select {
+		case d = <-clk.Created():
+		case <-armed:
+			t.Fatal("the call never armed its 7 s timer on the fake clock")
+		}
+	}
+	// passes lets d of the fake clock pass, the session kept alive.
+	passes := func(d time.Duration) {
+		const step = 250 * time.Millisecond
+		for e := time.Duration(0); e < d; e += step {
+			srv.Send(&wire.Heartbeat{})
+			clk.Advance(step)
+			select {
+			case err := <-got:
+				t.Fatalf("the call ended %v into a wait: %v; want it waiting", e, err)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	passes(5 * time.Second)
+	srv.Send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "restarting"})
+	greeted := make(chan struct{})
+	go func() { // the reconnect back-off runs on the fake clock too
+		for {
+			select {
+			case <-greeted:
+				return
+			case <-time.After(5 * time.Millisecond):
+				clk.Advance(10 * time.Millisecond)
+			}
+		}
+	}()
+	srv.Greet()
+	close(greeted)
+	again := testsrv.Expect[*wire.Submit](t, srv.Next())
+	if again.Req != sub.Req {
+		t.Fatalf("resent under request id %d, want the first send's %d", again.Req, sub.Req)
+	}
+	passes(5 * time.Second) // 10 s since the first send: past its Timeout
+	srv.Send(&wire.Submitted{Req: again.Req, Items: []wire.SubmittedItem{{Status: wire.SubmitAccepted, JobID: 1, Fingerprint: k.Fingerprint()}}})
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("submit answered 5 s after its resend: %v, want success", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("the submit did not return after its answer")
 	}
 }
