@@ -75,6 +75,7 @@ class Events:
 
     def __init__(self, endpoint):
         self.kinds, self.seqs, self.bad = set(), [], []  # bad: events the decoder refused
+        self.done = []  # the job.done events
         import zmq
         self.sock = zmq.Context.instance().socket(zmq.SUB)
         self.sock.setsockopt(zmq.SUBSCRIBE, b"")
@@ -93,6 +94,8 @@ class Events:
                     self.bad.append(str(e))
                     continue
                 self.kinds.add(ev["kind"])
+                if ev["kind"] == "job.done":
+                    self.done.append(ev)
                 coverage.event(ev["kind"])
                 self.seqs.append(ev["seq"])
 

@@ -174,6 +174,11 @@ class LiveServer(unittest.TestCase):
         self.assertIn("https://jobs.example/linked", [u for u, _ in runs])
         self.assertEqual(sum(1 for u, _ in runs if u.endswith("/internal")), 3)
         self.assertIn(("https://jobs.example/throttled", 2), runs)
+        # Section 14: job.done carries the result's cursor and a small output.
+        ok = eventually(lambda: [e for e in self.events.done if e.get("url") == "https://jobs.example/ok"], what="job.done of /ok")[0]
+        self.assertEqual((ok["worker"], ok["output"]), ("outcomes", "page https://jobs.example/ok"))
+        self.assertGreaterEqual(ok["cursor"], 1)
+        self.assertRegex(ok["key"], "^[0-9a-f]{32}$")
         for kind in ("job.submitted", "job.dispatched", "job.done", "job.failed", "job.retry", "job.throttled",
                      "host.backoff", "job.progress", "worker.registered", "key.requested", "key.queued",
                      "job.woken", "host.resumed", "host.forgiven"):
@@ -258,6 +263,23 @@ class LiveServer(unittest.TestCase):
             return a.recv(skip=("HEARTBEAT", "CHANGED"))[2]["body"].get("malformed", 0)
         finally:
             a.close()
+
+    def test_headers_replace_the_earlier_registration(self):
+        """Section 6.1: a worker's headers replace those of its id's earlier registration."""
+        first = self.raw()
+        self.assertEqual(first.hello(drv.WORKER, "headers-w", slots=1, headers=[("suite", "headers-a")])[0], "WELCOME")
+        second = self.raw()
+        self.assertEqual(second.hello(drv.WORKER, "headers-w", slots=1, headers=[("suite", "headers-b")])[0], "WELCOME")
+        p = self.producer("headers-p")
+        r = p.submit([("news", "html", "https://headers.example/a", {"suite": "headers-a"}),
+                      ("news", "html", "https://headers.example/b", {"suite": "headers-b"})])
+        self.assertEqual([x.status for x in r], [drv.S_ACCEPTED] * 2)
+        self.assertEqual(until(second, "JOB")[2]["jobs"][0]["key"].url, "https://headers.example/b")
+        a = self.admin("headers-console")
+        a.send(drv.encode("QUERY", 2, {"body": {"view": "jobs", "key": str(r[0].job_id)}}))
+        row = a.recv(skip=("HEARTBEAT", "CHANGED"))[2]["body"]["jobs"][0]
+        self.assertEqual(row["state"], "queued")
+        self.assertTrue(row.get("reason", "").startswith("unroutable"), row)
 
     def test_jobs_never_exceed_free_slots(self):
         """Sections 6.12 and 11: a worker with 2 slots holds at most 2 jobs; a RESULT frees one."""
