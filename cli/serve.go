@@ -110,6 +110,7 @@ func addStoreFlags(cmd *cobra.Command) {
 	f.DefValue = "$XDG_STATE_HOME/drover/store"
 	f.Usage = "directory of the embedded store, memory: keep everything in RAM, lost on exit, or redis://HOST:PORT[,HOST:PORT...]: a Redis Cluster shared with other coordinators (as --store-url) [" + config.EnvName("store.path") + "]"
 	must(config.AddFlag(fs, "store.url", "store-url", ""))
+	must(config.AddFlags(fs, "store.redis.wait_replicas", "store.redis.wait_timeout"))
 	must(config.AddFlag(fs, "store.sync", "store-sync", ""))
 	must(config.AddFlag(fs, "store.sync_interval", "store-sync-interval", ""))
 	must(config.AddFlag(fs, "store.done_cache", "store-done-cache", ""))

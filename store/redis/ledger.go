@@ -126,6 +126,9 @@ type Ledger struct {
 	queue    *Queue    // the shared job queue (queue.go), once asked for
 	nextBeat time.Time // when Tick next calls Maintain
 
+	modified  bool                          // the output apply read last had "M": the call changed something
+	noReplica map[*goredis.Client]time.Time // masters whose WAIT failed: refused at once until then
+
 	stopBeat chan struct{} // closed to stop the heartbeat goroutine
 	beatDone chan struct{}
 
@@ -353,21 +356,22 @@ func (l *Ledger) exec(calls []call) (out [][]ledger.Result, unconfirmed []bool, 
 		}
 	}
 	vals, errs := l.runScripts(ctx, calls)
-	ran := make([]bool, len(calls))
+	wrote := make([]bool, len(calls)) // the call changed something: WAIT for it
 	for i, c := range calls {
 		if errs[i] != nil {
 			fail(fmt.Errorf("redis ledger: %s on host %q: %w", c.args[0], c.host, errs[i]))
 			continue
 		}
-		ran[i] = true
+		l.modified = false
 		res, err := l.apply(c.host, vals[i])
+		wrote[i] = l.modified
 		if err != nil {
 			fail(err)
 		}
 		out[i] = res
 	}
 	if l.cfg.WaitReplicas > 0 {
-		for i, err := range l.waitReplicas(ctx, calls, ran) {
+		for i, err := range l.waitReplicas(ctx, calls, wrote) {
 			if err != nil {
 				unconfirmed[i] = true
 				fail(err)
@@ -397,7 +401,7 @@ func (l *Ledger) runScripts(ctx context.Context, calls []call) ([]any, []error) 
 }
 
 // fields is the number of strings of each record of the script's output.
-var fields = [256]int{'R': 3, 'A': 6, 'E': 5, 'W': 8, 'D': 2, 'S': 2}
+var fields = [256]int{'R': 3, 'A': 6, 'E': 5, 'W': 8, 'D': 2, 'S': 2, 'M': 2}
 
 // apply takes in a script's output: results, answers, events, writes and
 // the host's next lease deadline.
@@ -462,6 +466,8 @@ func (l *Ledger) apply(host string, v any) ([]ledger.Result, error) {
 			l.writes = append(l.writes, w)
 		case "D":
 			deadline, _ = strconv.ParseInt(f[1], 10, 64)
+		case "M":
+			l.modified = true
 		case "S":
 			if f[1] != "0" {
 				l.sweeping[host] = struct{}{}

@@ -192,19 +192,25 @@ end
 -- after the longest TTL, in case no sweep reaches them; a live record
 -- makes them persist again. Only when both TTLs are set: a record kept
 -- forever must not expire.
+local popped = false -- the sweep took entries off a FIFO
 local function flush()
+  -- whether this call changed anything (the ledger WAITs for replicas
+  -- only then); every operation but expire and tick always may
+  local changed = op ~= 'expire' and op ~= 'tick' or popped or seqv or next(dirty) ~= nil or next(pend) ~= nil
+  for _, d in pairs(delta) do changed = changed or d ~= 0 end
+  if changed then push('M', '1') end
   flushRecords()
   gcAll()
   flushAll()
   if seqv then redis.call('HSET', N, 'seq', num(seqv)) end
-  local changed = false
+  local counted = false
   for f, d in pairs(delta) do
     if d ~= 0 then
       redis.call('HINCRBY', N, f, d)
-      changed = true
+      counted = true
     end
   end
-  if changed and dttl[1] ~= 0 and dttl[2] ~= 0 then
+  if counted and dttl[1] ~= 0 and dttl[2] ~= 0 then
     local c = redis.call('HMGET', N, 'r', 'q', 'w')
     local live = tonumber(c[1] or '0') + tonumber(c[2] or '0') + tonumber(c[3] or '0')
     local keys = {N, K, DQ[1], DQ[2]}
@@ -289,6 +295,7 @@ local function sweepDone(limit)
         local fp, stamp = string.sub(e, 1, 16), string.sub(e, 17)
         if not expired(stamp, tostring(i - 1)) then break end
         call('LPOP', DQ[i])
+        popped = true
         local r = get(fp)
         if r and r[1] == 'd' and r[2] == stamp and r[3] == tostring(i - 1) then
           del(fp)

@@ -4,9 +4,17 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 )
+
+// noReplicaFor is how long a master whose replicas did not acknowledge a
+// WAIT is refused at once, without waiting: a coordinator calls the ledger
+// from its one loop, which must not stall for WaitTimeout on every call
+// while a shard has no replica. After it, a ROLE (no wait) checks the
+// master has enough replicas connected before the next WAIT.
+const noReplicaFor = time.Second
 
 // waitReplicas checks that the writes of the calls that ran (ran[i]) reached
 // Config.WaitReplicas replicas of their shards. On each master written to it
@@ -42,15 +50,35 @@ func (l *Ledger) waitReplicas(ctx context.Context, calls []call, ran []bool) []e
 		g.idx = append(g.idx, i)
 	}
 	res := make([]error, len(groups))
+	probe := make([]bool, len(groups))
+	now := time.Now()
 	var wg sync.WaitGroup
 	for j, g := range groups {
+		if until, ok := l.noReplica[g.node]; ok {
+			if now.Before(until) {
+				res[j] = fmt.Errorf("no replica acknowledged a WAIT within %v in the last %v; want a replica in sync", l.cfg.WaitTimeout, noReplicaFor)
+				continue
+			}
+			probe[j] = true
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[j] = l.waitOn(ctx, g.node, g.key)
+			res[j] = l.waitOn(ctx, g.node, g.key, probe[j])
 		}()
 	}
 	wg.Wait()
+	for j, g := range groups {
+		switch {
+		case res[j] == nil:
+			delete(l.noReplica, g.node)
+		case probe[j] || l.noReplica[g.node].IsZero():
+			if l.noReplica == nil {
+				l.noReplica = make(map[*goredis.Client]time.Time)
+			}
+			l.noReplica[g.node] = time.Now().Add(noReplicaFor)
+		}
+	}
 	for j, g := range groups {
 		if res[j] == nil {
 			continue
@@ -78,8 +106,22 @@ func (l *Ledger) masterFor(ctx context.Context, key string) (*goredis.Client, er
 }
 
 // waitOn writes nothing new to key's counters hash (HINCRBY by 0 is still
-// replicated) and waits for the replicas to acknowledge it.
-func (l *Ledger) waitOn(ctx context.Context, node *goredis.Client, key string) error {
+// replicated) and waits for the replicas to acknowledge it; with probe,
+// first asks the master (ROLE) whether enough replicas are connected, and
+// refuses at once if not.
+func (l *Ledger) waitOn(ctx context.Context, node *goredis.Client, key string, probe bool) error {
+	if probe {
+		v, err := node.Do(ctx, "role").Slice()
+		if err != nil {
+			return fmt.Errorf("asking the master its replicas (ROLE): %w", err)
+		}
+		if len(v) < 3 {
+			return fmt.Errorf("ROLE answered %v; want a master's role, offset and replicas", v)
+		}
+		if reps, _ := v[2].([]any); len(reps) < l.cfg.WaitReplicas {
+			return fmt.Errorf("%d replicas connected of %d wanted (ROLE); want a replica in sync", len(reps), l.cfg.WaitReplicas)
+		}
+	}
 	pipe := node.Pipeline()
 	pipe.HIncrBy(ctx, key, "seq", 0)
 	w := pipe.Do(ctx, "wait", l.cfg.WaitReplicas, l.cfg.WaitTimeout.Milliseconds())

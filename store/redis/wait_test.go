@@ -14,6 +14,12 @@ import (
 // waitCalls sums the WAIT commands the cluster's masters have run.
 func waitCalls(t *testing.T) int {
 	t.Helper()
+	return commandCalls(t, "wait")
+}
+
+// commandCalls sums the calls of command cmd the cluster's masters have run.
+func commandCalls(t *testing.T, cmd string) int {
+	t.Helper()
 	sum := 0
 	for _, i := range cluster.Masters() {
 		out, err := cluster.Cli(i, "info", "commandstats")
@@ -21,7 +27,7 @@ func waitCalls(t *testing.T) int {
 			t.Fatal(err)
 		}
 		for _, line := range strings.Split(out, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_wait:calls="); ok {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls="); ok {
 				n, _ := strconv.Atoi(v[:strings.IndexByte(v, ',')])
 				sum += n
 			}
@@ -39,7 +45,7 @@ func TestWaitReplicas(t *testing.T) {
 	rdb := client(t)
 	ctx := context.Background()
 	open := func(wait int) *Ledger {
-		l, err := newLedger(ctx, rdb, Config{Prefix: "wait" + strconv.FormatInt(prefixes.Add(1), 10),
+		l, err := newLedger(ctx, rdb, Config{Ledger: ledger.Config{DoneTTL: time.Hour}, Prefix: "wait" + strconv.FormatInt(prefixes.Add(1), 10),
 			WaitReplicas: wait, WaitTimeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -77,7 +83,11 @@ func TestWaitReplicas(t *testing.T) {
 		t.Fatalf("the ledger's error: %v; want one naming WAIT", err)
 	}
 	// the master did it: the key is requested by the session, which a
-	// retry finds (ok, owner) and Release lets go of
+	// retry finds (ok, owner) and Release lets go of; the shard is now
+	// known to lack the replicas, so these calls are refused without
+	// another WAIT (a coordinator's loop must not stall on each), and
+	// a ROLE tells when the window has passed
+	waits := waitCalls(t)
 	if rec, ok := l2.LookupKey(now, items[0].Key, items[0].FP); !ok || rec.State != ledger.Requested || rec.Owner != 1 {
 		t.Fatalf("the first key on the master: %+v %v; want requested by session 1", rec, ok)
 	}
@@ -87,6 +97,20 @@ func TestWaitReplicas(t *testing.T) {
 	}
 	if l2.Pending() == 0 {
 		t.Fatalf("Release unconfirmed by the replicas: nothing pending; want it sent again")
+	}
+	if after := waitCalls(t); after != waits {
+		t.Fatalf("WAIT calls after the shard was found without its replicas: %d more; want none", after-waits)
+	}
+	// a tick that sweeps the done hosts and finds nothing expired changes
+	// nothing: no WAIT for it
+	waits = waitCalls(t)
+	calls := commandCalls(t, "evalsha")
+	l.Tick(now)
+	if commandCalls(t, "evalsha") == calls {
+		t.Fatalf("the tick ran no script on the done hosts; want their sweep")
+	}
+	if after := waitCalls(t); after != waits || l.Err() != nil {
+		t.Fatalf("a tick with nothing due: %d WAITs, error %v; want none", after-waits, l.Err())
 	}
 	if _, err := newLedger(ctx, rdb, Config{WaitReplicas: 1, WaitTimeout: 5 * time.Second}); err == nil {
 		t.Fatalf("WaitTimeout 5s with Timeout 5s: no error; want one")
