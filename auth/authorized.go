@@ -106,7 +106,7 @@ func (r Role) May(l Listener, c wire.Command) bool {
 	switch l {
 	case Peers:
 		switch c {
-		case wire.CmdResult, wire.CmdProgress:
+		case wire.CmdResult, wire.CmdProgress, wire.CmdRobots:
 			return r == Worker
 		case wire.CmdSubmit, wire.CmdRequest, wire.CmdQueue, wire.CmdDone:
 			return r == Producer

@@ -122,6 +122,7 @@ func TestRights(t *testing.T) {
 	}{
 		{Peers, wire.CmdResult, only(Worker, Operator)},
 		{Peers, wire.CmdProgress, only(Worker, Operator)},
+		{Peers, wire.CmdRobots, only(Worker, Operator)},
 		{Peers, wire.CmdSubmit, only(Producer, Operator)},
 		{Peers, wire.CmdRequest, only(Producer, Operator)},
 		{Peers, wire.CmdQueue, only(Producer, Operator)},

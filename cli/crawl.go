@@ -161,6 +161,7 @@ func crawlConfig(cfg *config.Config, o crawlOptions) (crawl.Config, error) {
 func crawlCoordConfig(cfg *config.Config, o crawlOptions) coord.Config {
 	cc := coordConfig(cfg)
 	cc.Broker.Politeness = politeness(cfg, o.minDelay)
+	cc.Broker.Politeness.ShareRobots = false // the local workers share one fetcher, and its robots.txt cache
 	return cc
 }
 

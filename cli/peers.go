@@ -139,6 +139,9 @@ retryable failure; stdout becomes the job's output. It reconnects by itself
 					}
 				}()
 				h = job.Handler(f, ccfg, name)
+				if !ccfg.IgnoreRobots {
+					opts.Robots = job.UseRobots(f) // the fleet's copies of robots.txt
+				}
 			}
 			log.Info("worker starting", "connect", opts.Connect, "slots", slots, "exec", execCmd != "")
 			err = worker.Run(ctx, opts, h)

@@ -18,7 +18,9 @@ import (
 // included. defaultDelay, when not 0, replaces the default delay (the
 // demo's own, for its local site too).
 func politeness(c *config.Config, defaultDelay time.Duration) broker.Politeness {
-	p := broker.Politeness{Default: broker.Limits{PerHost: c.Crawl.PerHost, MinDelay: c.Crawl.MinDelay}, Processor: job.Processor}
+	// ShareRobots: a host's robots.txt is fetched by one worker for the
+	// fleet (PROTOCOL.md §6.18).
+	p := broker.Politeness{Default: broker.Limits{PerHost: c.Crawl.PerHost, MinDelay: c.Crawl.MinDelay}, Processor: job.Processor, ShareRobots: true}
 	for _, r := range c.CrawlHosts {
 		p.Rules = append(p.Rules, broker.HostRule{Pattern: r.Pattern, Limits: broker.Limits{PerHost: r.PerHost, MinDelay: r.MinDelay}})
 	}

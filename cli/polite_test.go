@@ -117,7 +117,7 @@ func settle(t *testing.T, adminEP string, n int, d time.Duration) {
 // TestFleetPoliteness: four workers with four slots each and coordinator
 // limits of 1 per host and 200 ms: the site (on loopback: explicit limits
 // apply to it) sees at most one request in flight and no two request
-// starts closer than 190 ms, and robots.txt at most once per worker; the
+// starts closer than 190 ms, and robots.txt at most once for the fleet; the
 // coordinator shows the host waiting for politeness meanwhile.
 func TestFleetPoliteness(t *testing.T) {
 	const pages = 12
@@ -145,10 +145,34 @@ func TestFleetPoliteness(t *testing.T) {
 	if g := minGap(starts); g < 190*time.Millisecond {
 		t.Errorf("two request starts %v apart, want at least 190ms (--crawl-min-delay 200ms)", g)
 	}
-	// Each worker process fetches robots.txt once (its own cache): the
-	// fleet does not share one copy yet.
-	if robots > 4 {
-		t.Errorf("robots.txt fetched %d times, want at most once per worker (4)", robots)
+	// One worker fetched robots.txt and reported it; the others were sent
+	// the coordinator's copy with their jobs.
+	if robots > 1 {
+		t.Errorf("robots.txt fetched %d times by the fleet, want at most once", robots)
+	}
+}
+
+// TestFleetCrawlDelay: a site's robots.txt says Crawl-delay: 1. One worker
+// reads it; the coordinator then spaces every worker's requests to the
+// site a second apart (its own interval is 0), and no other worker fetches
+// robots.txt.
+func TestFleetCrawlDelay(t *testing.T) {
+	const pages = 5
+	site := newPoliteSite(t, pages, 20*time.Millisecond, "User-agent: *\nCrawl-delay: 1\n")
+	peers, adminEP := politeFleet(t, 4, 4, "--crawl-per-host", "1", "--crawl-min-delay", "0s")
+	if out, code := run(t, "", "submit", "--connect", peers, site.srv.URL+"/p/0"); code != 0 {
+		t.Fatalf("submit: exit %d, %s", code, out)
+	}
+	settle(t, adminEP, pages, 120*time.Second)
+	starts, _, _, robots := site.record()
+	if len(starts) != pages {
+		t.Fatalf("%d page requests, want %d", len(starts), pages)
+	}
+	if g := minGap(starts); g < 950*time.Millisecond {
+		t.Errorf("two request starts %v apart, want at least 1s (the site's Crawl-delay, for the whole fleet)", g)
+	}
+	if robots != 1 {
+		t.Errorf("robots.txt fetched %d times by the fleet, want once", robots)
 	}
 }
 

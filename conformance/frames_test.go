@@ -66,6 +66,9 @@ func frameVectors() []namedMessage {
 		{"action-cancel-crawl", &wire.Action{Req: 9, Action: admin.Action{Kind: admin.ActCancel, Crawler: "news"}}},
 		{"acted", &wire.Acted{Req: 7, Result: admin.ActionResult{Affected: 1}}},
 		{"changed", &wire.Changed{}},
+		{"robots", &wire.Robots{Req: 8, Origin: "https://example.com", TTL: 24 * time.Hour, CrawlDelay: 1500 * time.Millisecond,
+			Body: []byte("User-agent: *\nDisallow: /private/\nCrawl-delay: 1.5\n")}},
+		{"robots-copy", &wire.Robots{Origin: "http://example.com:8080", TTL: time.Hour}},
 	}
 }
 

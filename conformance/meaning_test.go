@@ -107,9 +107,10 @@ func value(v reflect.Value) any {
 }
 
 // snake turns a Go name into snake_case: JobID -> job_id, JobIDs ->
-// job_ids, ReadOnly -> read_only, MaxBody -> max_body.
+// job_ids, ReadOnly -> read_only, MaxBody -> max_body, TTL -> ttl.
 func snake(s string) string {
 	s = strings.ReplaceAll(strings.ReplaceAll(s, "IDs", "Ids"), "ID", "Id")
+	s = strings.ReplaceAll(s, "TTL", "Ttl")
 	var b strings.Builder
 	for i, c := range s {
 		if unicode.IsUpper(c) {

@@ -347,3 +347,18 @@ func (c *Coordinator) Results(now time.Time, s id.Session, results []Result, dst
 	}
 	return dst, nil
 }
+
+// Robots keeps the robots.txt a worker session fetched, for the whole
+// fleet (broker.SetRobots): later jobs of its origin carry the copy, and
+// its Crawl-delay spaces the host for every worker. The worker must hold a
+// job of the origin's host. It returns the copy kept (nil when the report
+// had expired already).
+func (c *Coordinator) Robots(now time.Time, s id.Session, r broker.Robots) (*broker.Robots, error) {
+	if _, err := c.session(now, s); err != nil {
+		return nil, err
+	}
+	if _, ok := broker.OriginHost(r.Origin); !ok {
+		return nil, fmt.Errorf("%w: robots.txt origin %q: want scheme://host[:port] with scheme http or https, no path", ErrInvalid, r.Origin)
+	}
+	return c.brk.SetRobots(now, s, r)
+}

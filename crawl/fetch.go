@@ -164,9 +164,9 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) Page {
 	rb := &Robots{}
 	if !f.cfg.IgnoreRobots {
 		var blocked *Page
-		rb, blocked = f.robotsFor(ctx, u)
+		rb, p.Robots, blocked = f.robotsFor(ctx, u)
 		if blocked != nil {
-			blocked.URL, blocked.FinalURL, blocked.FetchedAt = p.URL, p.FinalURL, p.FetchedAt
+			blocked.URL, blocked.FinalURL, blocked.FetchedAt, blocked.Robots = p.URL, p.FinalURL, p.FetchedAt, p.Robots
 			return *blocked
 		}
 		if !rb.Allowed(u.RequestURI()) {

@@ -57,6 +57,10 @@ type Page struct {
 	// Bytes is how many body bytes were read (after any transfer
 	// decompression), at most Config.MaxBodyBytes.
 	Bytes int64
+	// Robots is the robots.txt of the page's origin when this fetch is
+	// the first to use a copy this Fetcher fetched itself: a worker
+	// reports it to the fleet (UseRobots is the other end). Nil otherwise.
+	Robots *RobotsCopy
 	// Truncated is set when the body was longer than Config.MaxBodyBytes.
 	Truncated bool
 	// WARC is where the fetch's records are, when archiving (WithWARC).

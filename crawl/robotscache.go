@@ -32,13 +32,20 @@ type robotsEntry struct {
 	unreachable string    // why, while rules is nil
 	netErr      bool      // unreachable for a network error: not cached
 	refused     error     // the private-address guard refused it (netErr too)
+	// share: fetched here with an answer the fleet may share (2xx, 4xx,
+	// too many redirects), body its bytes; reported once (robotsshare.go).
+	share    bool
+	body     []byte
+	reported bool // guarded by Fetcher.mu
 }
 
 // robotsFor returns the robots rules for u's origin, fetching robots.txt
 // when it is not cached or has expired. When the origin cannot be crawled
 // now (robots.txt unreachable, or ctx ended while waiting for it), it
-// returns instead the Page that Fetch must answer.
-func (f *Fetcher) robotsFor(ctx context.Context, u *url.URL) (*Robots, *Page) {
+// returns instead the Page that Fetch must answer. The first call that
+// sees a file this Fetcher fetched itself also gets it to report to the
+// fleet (robotsshare.go).
+func (f *Fetcher) robotsFor(ctx context.Context, u *url.URL) (*Robots, *RobotsCopy, *Page) {
 	origin := u.Scheme + "://" + u.Host
 	f.mu.Lock()
 	e := f.robots[origin]
@@ -46,9 +53,9 @@ func (f *Fetcher) robotsFor(ctx context.Context, u *url.URL) (*Robots, *Page) {
 	now := f.clock.Now()
 	if e != nil && now.Before(e.expires) {
 		if e.rules != nil {
-			return e.rules, nil
+			return e.rules, f.report(origin, e), nil
 		}
-		return nil, f.unreachablePage(e, now)
+		return nil, nil, f.unreachablePage(e, now)
 	}
 	flightKey := origin
 	if guarded(ctx) { // a guarded fetch and an unguarded one do not share
@@ -76,11 +83,11 @@ func (f *Fetcher) robotsFor(ctx context.Context, u *url.URL) (*Robots, *Page) {
 	case res := <-ch:
 		e = res.Val.(*robotsEntry)
 		if e.rules != nil {
-			return e.rules, nil
+			return e.rules, f.report(origin, e), nil
 		}
-		return nil, f.unreachablePage(e, f.clock.Now())
+		return nil, nil, f.unreachablePage(e, f.clock.Now())
 	case <-ctx.Done():
-		return nil, &Page{Outcome: Internal,
+		return nil, nil, &Page{Outcome: Internal,
 			Err: fmt.Sprintf("waiting for %s/robots.txt: %v", origin, context.Cause(ctx))}
 	}
 }
@@ -130,7 +137,7 @@ func (f *Fetcher) fetchRobots(ctx context.Context, origin string, prev *robotsEn
 		}
 	}
 	allowAll := func() *robotsEntry {
-		return &robotsEntry{rules: &Robots{}, expires: f.clock.Now().Add(f.cfg.RobotsTTL)}
+		return &robotsEntry{rules: &Robots{}, expires: f.clock.Now().Add(f.cfg.RobotsTTL), share: true}
 	}
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin+"/robots.txt", nil)
@@ -171,5 +178,5 @@ func (f *Fetcher) fetchRobots(ctx context.Context, origin string, prev *robotsEn
 		e.netErr = true
 		return e
 	}
-	return &robotsEntry{rules: ParseRobots(body, f.token), expires: f.clock.Now().Add(f.cfg.RobotsTTL)}
+	return &robotsEntry{rules: ParseRobots(body, f.token), expires: f.clock.Now().Add(f.cfg.RobotsTTL), share: true, body: body}
 }

@@ -39,7 +39,7 @@ func (f *Fetcher) Sitemaps(ctx context.Context, seed string) ([]string, error) {
 	var queue []string
 	rb := &Robots{}
 	if !f.cfg.IgnoreRobots {
-		if r, _ := f.robotsFor(ctx, u); r != nil {
+		if r, _, _ := f.robotsFor(ctx, u); r != nil { // its report went with the seed's Fetch
 			rb = r
 		}
 	}

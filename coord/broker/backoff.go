@@ -15,7 +15,7 @@ import (
 // knows about a host: the job index used by host= filters, its queued jobs
 // (lanes, one per header class), its politeness (polite.go: cap, interval,
 // Crawl-delay, in-flight count, next eligible time), the throttling
-// back-off and its held-back jobs.
+// back-off and its held-back jobs, and its robots.txt (robots.go).
 type host struct {
 	name string
 	ids  []JobID  // every job naming this host, in submission order
@@ -34,6 +34,8 @@ type host struct {
 	next       int64 // earliest next dispatch (Unix ns)
 	parked     bool  // ineligible: its lanes are out of the rings
 	waitShown  bool  // host.polite emitted for the current wait
+	rstate     uint8 // robots.txt for the fleet (robots.go)
+	robots     *Robots
 
 	level     int    // consecutive throttles since the last forgiveness
 	throttles int    // throttles since the last forgiveness
@@ -50,6 +52,9 @@ func (b *Broker) hostFor(name string) *host {
 	h := b.hosts[name]
 	if h == nil {
 		h = &host{name: name, heapIdx: -1}
+		if b.cfg.Politeness.ShareRobots {
+			h.rstate = robotsUnknown
+		}
 		b.setLimits(h, b.cfg.Politeness.For(name))
 		b.hosts[name] = h
 	}

@@ -288,6 +288,10 @@ type Assignment struct {
 	// this dispatch is durable, or a second crash could skip to Attempt
 	// again.
 	AfterRestore bool
+	// Robots is the copy of the job's origin's robots.txt a worker
+	// reported (robots.go), to send to this worker before the JOB; nil
+	// when the broker has none. It is not modified once made.
+	Robots *Robots
 }
 
 // Finished is a job's terminal outcome: the coordinator marks the key done

@@ -70,6 +70,7 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 			continue // the same worker, the next job
 		}
 		b.setState(j, Dispatched, t)
+		robots := b.robotsFor(j, t) // robots.go: before hold, which may park a probed host
 		b.hold(w, j, t)
 		skipped := b.skipUnrecorded(j, t) // unrecorded.go
 		b.countAttempt(j)
@@ -81,7 +82,7 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 		if w.free() > 0 {
 			b.ready.insert(w) // at the back: it is now the most recently used
 		}
-		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: &j.spec, Attempt: int(j.attempts), AfterRestore: skipped})
+		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: &j.spec, Attempt: int(j.attempts), AfterRestore: skipped, Robots: robots})
 		b.emit(admin.Event{At: now, Kind: admin.EventJobDispatched, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id})
 		if !j.free {
 			b.dispatched(j.host, t)

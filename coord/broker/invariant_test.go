@@ -315,9 +315,9 @@ func checkHost(b *Broker, h *host) error {
 		return fmt.Errorf("host %q: %d jobs in lanes, %d queued, counted %d", h.name, inLanes, n, h.nq)
 	case int(h.inflight) != inflight:
 		return fmt.Errorf("host %q: in flight %d, dispatched jobs %d", h.name, h.inflight, inflight)
-	case !h.parked && h.cap > 0 && h.inflight >= h.cap:
-		return fmt.Errorf("host %q: %d in flight at cap %d but not parked", h.name, h.inflight, h.cap)
-	case h.parked && h.nq > 0 && (h.cap == 0 || h.inflight < h.cap) && (h.heapIdx < 0 || h.due > h.next):
+	case !h.parked && h.capNow() > 0 && h.inflight >= h.capNow():
+		return fmt.Errorf("host %q: %d in flight at cap %d but not parked", h.name, h.inflight, h.capNow())
+	case h.parked && h.nq > 0 && (h.capNow() == 0 || h.inflight < h.capNow()) && (h.heapIdx < 0 || h.due > h.next):
 		return fmt.Errorf("host %q parked with %d jobs under its cap, no timer by %d (heap %d, due %d)", h.name, h.nq, h.next, h.heapIdx, h.due)
 	}
 	_, waiting := b.waiting[h]

@@ -124,6 +124,10 @@ type Politeness struct {
 	// MaxCrawlDelay caps a robots.txt Crawl-delay reported for a host
 	// (SetCrawlDelay). Default 30 s.
 	MaxCrawlDelay time.Duration
+	// ShareRobots holds a host whose robots.txt the broker has no copy of
+	// to one job at a time until a worker reports the file (robots.go),
+	// so that the fleet fetches it once.
+	ShareRobots bool
 	// Processor, when set, limits politeness to the jobs of that
 	// processor (the crawl handler's, "fetch"): other jobs of a host (an
 	// --exec queue) neither wait for its limits nor count against them.
@@ -330,7 +334,8 @@ func (b *Broker) laneRemove(j *job) {
 
 // eligible reports whether host h may have a job dispatched at t.
 func (h *host) eligible(t int64) bool {
-	return (h.cap == 0 || h.inflight < h.cap) && h.next <= t
+	c := h.capNow()
+	return (c == 0 || h.inflight < c) && h.next <= t
 }
 
 // refresh parks or unparks h after its in-flight count, its next eligible
@@ -362,7 +367,7 @@ func (b *Broker) refresh(h *host, t int64) {
 // politeDue is when a parked host with queued jobs becomes eligible by the
 // clock: 0 when it waits for a slot (or has nothing to wait for).
 func politeDue(h *host, t int64) int64 {
-	if h.parked && h.nq > 0 && (h.cap == 0 || h.inflight < h.cap) && h.next > t {
+	if c := h.capNow(); h.parked && h.nq > 0 && (c == 0 || h.inflight < c) && h.next > t {
 		return h.next
 	}
 	return 0
@@ -398,6 +403,9 @@ func (b *Broker) politeWhy(h *host) string {
 	if h.cap > 0 && h.inflight >= h.cap {
 		return "polite: " + strconv.Itoa(int(h.inflight)) + " in flight on " + h.name + " (limit " + lim.String() + ")"
 	}
+	if c := h.capNow(); c > 0 && h.inflight >= c {
+		return "polite: robots.txt of " + h.name + " being fetched, " + strconv.Itoa(int(h.inflight)) + " in flight (limit " + lim.String() + ")"
+	}
 	return "polite: next dispatch to " + h.name + " at " + tm(h.next).Format(time.RFC3339Nano) + " (limit " + lim.String() + ")"
 }
 
@@ -427,6 +435,11 @@ func (b *Broker) SetCrawlDelay(now time.Time, hostName string, d time.Duration) 
 	t := ns(now)
 	if h.next != 0 {
 		h.next += h.gap() - before // the dispatch that set it is spaced by the new interval
+	}
+	if h.inflight > 0 && t+h.gap() > h.next {
+		// A job of the host is fetching now (the reporter's, which read
+		// robots.txt first): the next start is an interval after this.
+		h.next = t + h.gap()
 	}
 	b.refresh(h, t)
 	if h.gap() != before {

@@ -144,6 +144,8 @@ func (s *script) run(cmd string) string {
 				cfg.Politeness.Default.MinDelay = dur(v)
 			case "processor":
 				cfg.Politeness.Processor = v
+			case "share-robots":
+				cfg.Politeness.ShareRobots = v == "true"
 			case "local-per-host":
 				cfg.Politeness.Local = &Limits{PerHost: int(num(v))}
 				// The scenarios' local hosts are loopback literals
@@ -238,7 +240,11 @@ func (s *script) run(cmd string) string {
 		s.b.Left(s.now, id.Session(num(pos[0])))
 	case "dispatch":
 		for _, a := range s.b.Dispatch(s.now, nil) {
-			say("assign job %d -> %s (session %d) attempt %d", a.Job, a.Worker, a.Session, a.Attempt)
+			line := fmt.Sprintf("assign job %d -> %s (session %d) attempt %d", a.Job, a.Worker, a.Session, a.Attempt)
+			if a.Robots != nil {
+				line += fmt.Sprintf(" robots=%s ttl=%v", a.Robots.Origin, a.Robots.TTL(s.now))
+			}
+			say("%s", line)
 		}
 	case "result":
 		o := Outcome{Error: kv["err"]}
@@ -293,6 +299,15 @@ func (s *script) run(cmd string) string {
 	case "crawl-delay":
 		changed := s.b.SetCrawlDelay(s.now, pos[0], dur(pos[1]))
 		say("changed=%v limits: %v", changed, s.b.HostLimits(pos[0]))
+	case "robots":
+		// robots SESSION ORIGIN ttl=D crawl-delay=D: a worker's report
+		r := Robots{Origin: pos[1], Body: []byte("User-agent: *\n"), Expires: s.now.Add(dur(kv["ttl"]))}
+		if v, ok := kv["crawl-delay"]; ok {
+			r.CrawlDelay = dur(v)
+		}
+		_, err := s.b.SetRobots(s.now, id.Session(num(pos[0])), r)
+		fail(err)
+		say("limits: %v", s.b.HostLimits(hostOf(pos[1])))
 	case "seen":
 		s.b.Seen(s.now, id.Session(num(pos[0])))
 	case "totals":

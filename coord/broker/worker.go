@@ -227,7 +227,7 @@ func (b *Broker) hold(w *worker, j *job, t int64) {
 	}
 	h := j.host
 	h.inflight++
-	if !h.parked && h.cap > 0 && h.inflight >= h.cap {
+	if c := h.capNow(); !h.parked && c > 0 && h.inflight >= c {
 		b.refresh(h, t)
 	}
 }
@@ -248,6 +248,7 @@ func (b *Broker) release(j *job, t int64) {
 	}
 	h := j.host
 	h.inflight--
+	h.probeEnded()
 	if g := h.gap(); g > 0 && t+g > h.next {
 		// Its interval runs from this end too: the fetch began before
 		// its result came, so the site sees the next start at least

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"drover/coord/id"
 	"drover/crawl"
@@ -64,16 +65,17 @@ func Handler(f Fetcher, cfg crawl.Config, workerID string) worker.Handler {
 		page := f.Fetch(ctx, j.Key.URL)
 		rec := page.Record(p.Depth, workerID, j.Attempt)
 		rec.Parent = p.Parent
+		robots := toWireRobots(page.Robots)
 		switch page.Outcome {
 		case crawl.Throttled:
-			return worker.Result{Outcome: wire.OutcomeThrottled, RetryAfter: page.RetryAfter, Error: page.Err}
+			return worker.Result{Outcome: wire.OutcomeThrottled, RetryAfter: page.RetryAfter, Error: page.Err, Robots: robots}
 		case crawl.Internal:
-			return worker.Result{Outcome: wire.OutcomeInternal, Error: page.Err}
+			return worker.Result{Outcome: wire.OutcomeInternal, Error: page.Err, Robots: robots}
 		case crawl.External:
-			return worker.Result{Outcome: wire.OutcomeExternal, Error: page.Err}
+			return worker.Result{Outcome: wire.OutcomeExternal, Error: page.Err, Robots: robots}
 		}
 		out := rec.AppendJSON(nil)
-		res := worker.Result{Outcome: wire.OutcomeOK, Output: out}
+		res := worker.Result{Outcome: wire.OutcomeOK, Output: out, Robots: robots}
 		found := page.Links
 		if p.Depth == 0 && cfg.Sitemaps {
 			found = append(found, seedSitemaps(ctx, f, j.Key.URL)...)
@@ -88,6 +90,30 @@ func Handler(f Fetcher, cfg crawl.Config, workerID string) worker.Handler {
 		}
 		return res
 	}
+}
+
+// UseRobots is a worker's worker.Options.Robots for a crawl: the
+// robots.txt copies the coordinator sends go to f's cache, so that f does
+// not fetch those files itself.
+func UseRobots(f *crawl.Fetcher) func(wire.Robots) {
+	return func(r wire.Robots) {
+		f.UseRobots(crawl.RobotsCopy{Origin: r.Origin, Body: r.Body, TTL: r.TTL, CrawlDelay: r.CrawlDelay})
+	}
+}
+
+// toWireRobots is the ROBOTS report of a robots.txt a fetch fetched.
+func toWireRobots(c *crawl.RobotsCopy) *wire.Robots {
+	if c == nil || len(c.Body) > wire.MaxRobots {
+		return nil
+	}
+	// The wire carries whole milliseconds: a TTL is rounded down (never
+	// trusted longer), a Crawl-delay up (never shorter).
+	ttl := min(c.TTL, wire.MaxHeartbeat).Truncate(time.Millisecond)
+	delay := min((c.CrawlDelay+time.Millisecond-1).Truncate(time.Millisecond), wire.MaxHeartbeat.Truncate(time.Millisecond))
+	if ttl <= 0 {
+		return nil
+	}
+	return &wire.Robots{Origin: c.Origin, TTL: ttl, CrawlDelay: delay, Body: c.Body}
 }
 
 // seedSitemaps returns the pages the sitemaps of the seed's origin list,

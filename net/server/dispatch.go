@@ -38,6 +38,9 @@ func (s *Server) dispatch(now time.Time, out *coord.Output) {
 			s.disp.batches[k] = msg
 			order = append(order, k)
 		}
+		if a.Robots != nil {
+			s.sendRobots(now, a) // robots.go: before the JOB
+		}
 		msg.Jobs = append(msg.Jobs, wire.JobItem{
 			JobID: uint64(a.Job), Attempt: uint32(a.Attempt), Key: a.Spec.Key,
 			Headers: toWireHeaders(a.Spec.Headers), Payload: a.Spec.Payload,

@@ -195,6 +195,8 @@ func (s *Server) peerMessage(now time.Time, ident []byte, sid id.Session, m wire
 		s.result(now, p, m)
 	case *wire.Progress:
 		s.c.Progress(now, sid, broker.Run{Job: broker.JobID(m.JobID), Attempt: int(m.Attempt)}, m.Text)
+	case *wire.Robots:
+		s.robotsReport(now, p, m) // robots.go
 	default:
 		s.reject(onPeers, ident, m.RequestID(), wire.CodeForbidden, "%s is not accepted on the peers socket", m.Command())
 	}
@@ -241,6 +243,9 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 		return
 	}
 	p := &peer{s: sid, ident: append([]byte(nil), ident...), id: h.ID, key: key, role: h.Role, beat: wel.Heartbeat, lastSent: now}
+	if h.Role == wire.RoleWorker && takesRobots(h.Headers) {
+		p.robots = make(map[string]*broker.Robots)
+	}
 	s.sess.ident[string(ident)] = sid
 	s.sess.peer[sid] = p
 	s.sess.owners[ownerKey{h.Role, h.ID}] = sid

@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/net/wire"
 )
@@ -30,6 +31,9 @@ type peer struct {
 	role     wire.Role
 	beat     time.Duration
 	lastSent time.Time
+	// robots: the robots.txt copies a worker that takes them (HELLO
+	// header drv.robots=1) has, by origin (robots.go); nil for others.
+	robots map[string]*broker.Robots
 }
 
 // heartbeats sends HEARTBEAT to sessions the server has not sent anything

@@ -30,6 +30,7 @@ const (
 	CmdAction                        // console -> server: an operator action (JSON admin.Action)
 	CmdActed                         // server -> console: what it did (JSON admin.ActionResult)
 	CmdChanged                       // server -> console: state changed, query again
+	CmdRobots                        // both (peers): one origin's robots.txt, shared by the fleet
 
 	cmdLimit // one past the last command
 )
@@ -86,6 +87,7 @@ var commands = [cmdLimit]commandInfo{
 	CmdAction:     {name: "ACTION", body: true, json: true, from: Client, sockets: Admin},
 	CmdActed:      {name: "ACTED", body: true, json: true, from: Server, sockets: Admin},
 	CmdChanged:    {name: "CHANGED", from: Server, sockets: Admin},
+	CmdRobots:     {name: "ROBOTS", body: true, from: Client | Server, sockets: Peers},
 }
 
 func init() {
@@ -185,6 +187,8 @@ func lookupCommand(b []byte) Command {
 		return CmdActed
 	case "CHANGED":
 		return CmdChanged
+	case "ROBOTS":
+		return CmdRobots
 	}
 	return 0
 }

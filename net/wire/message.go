@@ -64,6 +64,8 @@ func newMessage(c Command, req uint64) Message {
 		return &Acted{Req: req}
 	case CmdChanged:
 		return &Changed{Req: req}
+	case CmdRobots:
+		return &Robots{Req: req}
 	}
 	return nil
 }

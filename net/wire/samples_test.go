@@ -98,6 +98,9 @@ func samples() []Message {
 		&Action{Req: 23, Action: admin.Action{Kind: admin.ActPause}},
 		&Acted{Req: 22, Result: admin.ActionResult{Affected: 1, Errors: []string{"worker-9: unknown"}}},
 		&Changed{},
+		&Robots{Req: 24, Origin: "https://a.example", TTL: 24 * time.Hour, CrawlDelay: 1500 * time.Millisecond,
+			Body: []byte("User-agent: *\nDisallow: /private\nCrawl-delay: 1.5\n")},
+		&Robots{Origin: "http://b.example:8080", TTL: time.Hour},
 	}
 }
 

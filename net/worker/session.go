@@ -55,6 +55,11 @@ type session struct {
 	inflight map[uint64][]wire.Run // RESULT request id -> runs it carried
 	stopping bool
 	enc      wire.Encoder // for checking results one by one
+	// robotsReqs are the request ids of ROBOTS reports sent this session,
+	// so that a server's ERROR for one is told apart; noRobots: the server
+	// does not know ROBOTS (ERROR 501), no more are sent this session.
+	robotsReqs map[uint64]struct{}
+	noRobots   bool
 }
 
 func newSession(opts Options, h Handler) *session {
@@ -102,6 +107,8 @@ func (s *session) Up(l *conn.Link, w *wire.Welcome) {
 	}
 	s.outbox = s.outbox[:0]
 	clear(s.inflight)
+	clear(s.robotsReqs)
+	s.noRobots = false
 	for id, r := range s.jobs {
 		if r.result != nil && !r.abandoned {
 			r.sentIn = 0
@@ -158,7 +165,14 @@ func (s *session) Receive(l *conn.Link, m wire.Message) {
 				s.opts.Log.Debug("result not recorded", "job", it.JobID, "attempt", it.Attempt, "status", it.Status)
 			}
 		}
+	case *wire.Robots:
+		if s.opts.Robots != nil {
+			s.opts.Robots(*m)
+		}
 	case *wire.Error:
+		if s.robotsRefused(m) {
+			return
+		}
 		ids, ok := s.inflight[m.Req]
 		if !ok {
 			s.opts.Log.Warn("server error", "err", m)
@@ -235,13 +249,16 @@ func (s *session) taskDone(t *task, res Result) {
 }
 
 // drainFinished records the results taskDone queued (on the loop).
-func (s *session) drainFinished(*conn.Link) {
+func (s *session) drainFinished(l *conn.Link) {
 	s.finMu.Lock()
 	got := s.fin
 	s.fin, s.finSpare = s.finSpare[:0], got
 	s.finMu.Unlock()
 	for i := range got {
 		f := &got[i]
+		if f.res.Robots != nil {
+			s.reportRobots(l, f.res.Robots) // before the result's RESULT
+		}
 		s.finished(f.id, f.r, f.res, f.cause)
 		got[i] = finishedTask{}
 	}

@@ -84,6 +84,10 @@ type Result struct {
 	// Links are discovered jobs, submitted atomically with an ok result (at
 	// most wire.MaxLinksPerResult; ignored for other outcomes).
 	Links []wire.SubmitItem
+	// Robots is a robots.txt the handler fetched for this job, whatever
+	// the outcome: it is reported to the server (ROBOTS, before the
+	// result) so that the fleet need not fetch it again. Nil: none.
+	Robots *wire.Robots
 	// A handler gives Output and Links up when it returns: the worker
 	// keeps them until the server has the result (to send again after a
 	// reconnection), and a server in the same process reads them where
@@ -181,6 +185,11 @@ type Options struct {
 	// handlers to return and their ok results to be acknowledged (default
 	// 10 s).
 	StopTimeout time.Duration
+	// Robots, when set, takes the robots.txt copies the server sends
+	// (docs/PROTOCOL.md §6.18): the worker announces it with the HELLO
+	// header drv.robots=1, and Robots is called with each copy, on the
+	// worker's loop, before the JOB that follows it starts.
+	Robots func(wire.Robots)
 	// Clock gives the library its time: heartbeats, liveness, reconnection
 	// waits, the stop timeout and progress spacing (default: the system
 	// clock; tests pass a clock.Fake).
@@ -242,9 +251,17 @@ func (o Options) withDefaults() (Options, error) {
 
 // hello is the worker's HELLO listing held runs.
 func hello(o Options, req uint64, held []wire.Run) *wire.Hello {
+	hdr := o.Headers
+	if o.Robots != nil {
+		hdr = make(map[string]string, len(o.Headers)+1)
+		for k, v := range o.Headers {
+			hdr[k] = v
+		}
+		hdr[wire.RobotsHeader] = "1"
+	}
 	return &wire.Hello{
 		Req: req, Role: wire.RoleWorker, ID: o.ID, Host: o.Host, Slots: uint32(o.Slots),
-		Heartbeat: o.Heartbeat, Headers: toHeaders(o.Headers), Held: held,
+		Heartbeat: o.Heartbeat, Headers: toHeaders(hdr), Held: held,
 	}
 }
 

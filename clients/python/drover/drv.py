@@ -81,6 +81,7 @@ MAX_SLOTS = 4096
 MAX_FILTER = 1024
 MAX_TARGET = 255
 MAX_TOPIC = 64
+MAX_ROBOTS = 512 << 10
 
 # Commands: name -> (has a body, body is JSON).
 COMMANDS = {
@@ -92,6 +93,7 @@ COMMANDS = {
     "RESULT-OK": (True, False), "PROGRESS": (True, False), "QUERY": (True, True),
     "PAGE": (True, True), "STATUS": (False, False), "TOTALS": (True, True),
     "ACTION": (True, True), "ACTED": (True, True), "CHANGED": (False, False),
+    "ROBOTS": (True, False),
 }
 JSON_COMMANDS = frozenset(c for c, (_, j) in COMMANDS.items() if j)
 
@@ -199,6 +201,9 @@ def _body(command, f):
             for i in f["items"])
     if command == "PROGRESS":
         return struct.pack(">QI", f["job_id"], f["attempt"]) + _str(f.get("text", ""))
+    if command == "ROBOTS":
+        return (_str(f["origin"]) + struct.pack(">II", f["ttl_ms"], f.get("crawl_delay_ms", 0))
+                + _blob(f.get("body", b"")))
     if command in JSON_COMMANDS:
         return json.dumps(f["body"], separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     raise Malformed(CODE_UNKNOWN_COMMAND, "command %r is not a DRV/2 command" % command)
@@ -534,6 +539,16 @@ def _progress(r):
     return f
 
 
+def _robots(r):
+    f = {"origin": r.str("origin", _LINE, 1, MAX_URL), "ttl_ms": r.u32("ttl")}
+    if f["ttl_ms"] == 0:
+        r.fail(CODE_MALFORMED, "ttl", "0, want at least 1 ms")
+    f["crawl_delay_ms"] = r.u32("crawl delay")
+    f["body"] = r.blob("body", MAX_ROBOTS)
+    r.end()
+    return f
+
+
 def _json_body(r):
     try:
         text = r.b.decode("utf-8")
@@ -645,7 +660,7 @@ _DECODERS = {
     "HELLO": _hello, "WELCOME": _welcome, "DISCONNECT": _coded(200, "reason"), "ERROR": _coded(400, "message"),
     "REQUEST": _keys, "QUEUE": _keys, "DONE": _done, "VERDICTS": _verdicts(True), "ANSWER": _verdicts(False),
     "SUBMIT": _submit, "SUBMITTED": _submitted, "JOB": _job, "CANCEL": _cancel, "RESULT": _result,
-    "RESULT-OK": _result_ok, "PROGRESS": _progress, "QUERY": _query, "ACTION": _action,
+    "RESULT-OK": _result_ok, "PROGRESS": _progress, "QUERY": _query, "ACTION": _action, "ROBOTS": _robots,
     "PAGE": lambda r: {"body": _json_body(r)}, "TOTALS": lambda r: {"body": _json_body(r)},
     "ACTED": lambda r: {"body": _json_body(r)},
 }

@@ -95,7 +95,7 @@ def documented():
     commands = set()
     for title in re.findall(r"^### 6\.\d+ (.+?)(?: \(|$)", doc, re.M):
         commands.update(re.findall(r"\b[A-Z][A-Z-]{2,}\b", title))
-    admin = doc.split("### 6.17 Admin commands", 1)[1].split("\n## ", 1)[0]
+    admin = doc.split("### 6.17 Admin commands", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
     commands.update(re.findall(r"\b[A-Z][A-Z-]{2,}\b", admin))
     names["command"] = commands
     names["code"] = {int(c) for c in re.findall(r"^\| (\d{3}) \|", _table_after(doc, "## 7. Error codes"), re.M)}

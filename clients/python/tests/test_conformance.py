@@ -131,6 +131,7 @@ class Limits(unittest.TestCase):
         "headers per list": ["header-count-over-limit"],
         "header name / value": ["header-name-empty", "header-name-too-long", "header-value-too-long"],
         "payload / output": ["payload-too-large", "output-too-large"],
+        "ROBOTS body": ["robots-body-too-large"],
         "peer id / host / server name": ["id-empty", "id-too-long"],
         "verdict and submit reasons": ["reason-too-long"],
         "texts (error, reason, message, progress)": ["text-too-long"],

@@ -1,0 +1,157 @@
+package broker
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"drover/coord/id"
+)
+
+// robots.txt for the fleet (issue 22, PROTOCOL.md §6.18): the host's one
+// record keeps the copy of its robots.txt a worker reported, so that the
+// fleet fetches it once per expiry, not once per worker.
+//
+//   - A worker that fetched a host's robots.txt reports it (SetRobots)
+//     while it holds a job of that host; the copy replaces any earlier
+//     one, and its Crawl-delay raises the host's interval (SetCrawlDelay).
+//   - A dispatch of a job whose URL is under the copy's origin carries the
+//     copy (Assignment.Robots) until it expires: the transport sends it to
+//     the worker before the JOB, and the worker does not fetch the file.
+//   - With Politeness.ShareRobots, a host whose copy the broker lacks (none
+//     yet, or it expired) has one job dispatched at a time — its probe —
+//     whatever its cap, until a worker reports the file or every job of it
+//     in flight has ended (the worker did not report: an older worker, or
+//     robots.txt was unreachable). Then its cap applies again; a host whose
+//     probe ended without a report is not held again until a copy comes
+//     and expires.
+
+// Robots is one origin's robots.txt as a worker reported it.
+type Robots struct {
+	// Origin is scheme://host[:port] of the URLs it applies to.
+	Origin string
+	// Body is the file as fetched; empty allows everything.
+	Body []byte
+	// CrawlDelay is the Crawl-delay the reporting worker read in it.
+	CrawlDelay time.Duration
+	// Expires is when the copy may no longer be used.
+	Expires time.Time
+}
+
+// TTL is how long the copy may still be used at now.
+func (r *Robots) TTL(now time.Time) time.Duration { return max(r.Expires.Sub(now), 0) }
+
+// The robots states of a host (host.rstate).
+const (
+	robotsOff      uint8 = iota // Politeness.ShareRobots is off: no probe
+	robotsUnknown               // no copy: its next dispatch is a probe
+	robotsProbing               // a probe is in flight: one job at a time
+	robotsKnown                 // a copy is kept (host.robots)
+	robotsUnshared              // a probe ended without a report: no hold
+)
+
+// capNow is h's concurrency cap in force: 1 while its robots.txt is
+// unknown or being fetched for the fleet, else its configured cap.
+func (h *host) capNow() int32 {
+	if (h.rstate == robotsUnknown || h.rstate == robotsProbing) && (h.cap == 0 || h.cap > 1) {
+		return 1
+	}
+	return h.cap
+}
+
+// ErrNotHolding: a worker reported robots.txt for a host it holds no job of.
+var ErrNotHolding = fmt.Errorf("%w: the worker holds no job of that host", ErrWrongState)
+
+// OriginHost returns the host key of an origin (scheme://host[:port], as a
+// normalised URL starts); false when it is not one.
+func OriginHost(origin string) (string, bool) {
+	scheme, rest, ok := strings.Cut(origin, "://")
+	if !ok || (scheme != "http" && scheme != "https") || rest == "" || strings.ContainsAny(rest, "/?#@ ") {
+		return "", false
+	}
+	return rest, true
+}
+
+// SetRobots keeps the robots.txt the worker on session s reported for its
+// origin's host, and applies its Crawl-delay to the host for the whole
+// fleet. The worker must hold a job of that host (a peer speaks only for
+// hosts it was sent); otherwise nothing changes and the error says why.
+// It returns the copy kept (nil for a report that expired already); a
+// copy is never modified, so a caller may tell copies apart by pointer.
+func (b *Broker) SetRobots(now time.Time, s id.Session, r Robots) (*Robots, error) {
+	hostName, ok := OriginHost(r.Origin)
+	if !ok {
+		return nil, fmt.Errorf("robots.txt for origin %q: want scheme://host[:port] with scheme http or https", r.Origin)
+	}
+	w := b.sessions[s]
+	if w == nil {
+		return nil, fmt.Errorf("robots.txt for %s from session %d: %w", r.Origin, s, ErrUnknownWorker)
+	}
+	var h *host
+	for _, j := range w.held {
+		if j.host.name == hostName {
+			h = j.host
+			break
+		}
+	}
+	if h == nil {
+		return nil, fmt.Errorf("robots.txt for %s from worker %s: %w", r.Origin, w.id, ErrNotHolding)
+	}
+	t := ns(now)
+	if ns(r.Expires) <= t {
+		return nil, nil // expired already: nothing to share
+	}
+	kept := r
+	h.robots = &kept
+	if h.rstate != robotsOff {
+		h.rstate = robotsKnown
+	}
+	if !b.SetCrawlDelay(now, hostName, r.CrawlDelay) {
+		b.refresh(h, t) // the probe's hold ends
+	}
+	return h.robots, nil
+}
+
+// robotsFor returns the copy a dispatch of j at t carries (nil: none), and
+// starts a probe when j's host has none.
+func (b *Broker) robotsFor(j *job, t int64) *Robots {
+	if j.free {
+		return nil
+	}
+	h := j.host
+	if r := h.robots; r != nil && ns(r.Expires) <= t {
+		h.robots = nil
+		if h.rstate == robotsKnown {
+			h.rstate = robotsUnknown
+		}
+	}
+	r := h.robots
+	if r == nil {
+		if h.rstate == robotsUnknown {
+			h.rstate = robotsProbing
+		}
+		return nil
+	}
+	u := j.spec.Key.URL
+	if !strings.HasPrefix(u, r.Origin) || (len(u) > len(r.Origin) && u[len(r.Origin)] != '/') {
+		return nil // another scheme on the same host key
+	}
+	return r
+}
+
+// probeEnded notes that every job of h in flight ended: a probe that got
+// no report stops holding the host.
+func (h *host) probeEnded() {
+	if h.rstate == robotsProbing && h.inflight == 0 {
+		h.rstate = robotsUnshared
+	}
+}
+
+// HostRobots returns the copy of host's robots.txt the broker keeps (nil
+// when none).
+func (b *Broker) HostRobots(hostName string) *Robots {
+	if h := b.hosts[hostName]; h != nil {
+		return h.robots
+	}
+	return nil
+}
