@@ -20,7 +20,10 @@ import (
 func politeness(c *config.Config, defaultDelay time.Duration) broker.Politeness {
 	// ShareRobots: a host's robots.txt is fetched by one worker for the
 	// fleet (PROTOCOL.md §6.18).
-	p := broker.Politeness{Default: broker.Limits{PerHost: c.Crawl.PerHost, MinDelay: c.Crawl.MinDelay}, Processor: job.Processor, ShareRobots: true}
+	// Since: a coordinator restarted just after a dispatch does not hit
+	// the host again sooner than its interval (the clock is not persisted).
+	p := broker.Politeness{Default: broker.Limits{PerHost: c.Crawl.PerHost, MinDelay: c.Crawl.MinDelay}, Processor: job.Processor,
+		ShareRobots: true, Since: time.Now()}
 	for _, r := range c.CrawlHosts {
 		p.Rules = append(p.Rules, broker.HostRule{Pattern: r.Pattern, Limits: broker.Limits{PerHost: r.PerHost, MinDelay: r.MinDelay}})
 	}

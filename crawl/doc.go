@@ -8,7 +8,10 @@
 //     per-host concurrency and delay, scope, depth and page limits) and
 //     validates them up front, naming the field that is wrong.
 //   - Fetcher fetches a URL (safe for concurrent use by a worker's slots):
-//     robots.txt is fetched once per origin and cached, each host gets at
+//     robots.txt is fetched once per origin and cached (or taken from a
+//     copy another worker of the fleet fetched: UseRobots; a file it
+//     fetched itself is in the first Page that used it, Page.Robots, for
+//     the worker to report), each host gets at
 //     most Config.PerHost concurrent fetches whose starts are spaced by
 //     max(MinDelay, Crawl-delay), and the response is classified into an
 //     Outcome the broker understands (ok, internal, external, throttled).

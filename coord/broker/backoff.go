@@ -56,6 +56,11 @@ func (b *Broker) hostFor(name string) *host {
 			h.rstate = robotsUnknown
 		}
 		b.setLimits(h, b.cfg.Politeness.For(name))
+		if since := b.cfg.Politeness.Since; !since.IsZero() {
+			if g := h.gap(); g > 0 {
+				h.next = ns(since) + g // a coordinator before this one may have dispatched to it just before
+			}
+		}
 		b.hosts[name] = h
 	}
 	return h

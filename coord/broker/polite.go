@@ -128,6 +128,12 @@ type Politeness struct {
 	// to one job at a time until a worker reports the file (robots.go),
 	// so that the fleet fetches it once.
 	ShareRobots bool
+	// Since, when set, is when this coordinator started: a host's first
+	// dispatch comes at least its interval after it, since a coordinator
+	// before this one (a restart) may have dispatched to the host just
+	// before. So the politeness clock needs no persisting: every dispatch
+	// of an earlier coordinator happened before Since.
+	Since time.Time
 	// Processor, when set, limits politeness to the jobs of that
 	// processor (the crawl handler's, "fetch"): other jobs of a host (an
 	// --exec queue) neither wait for its limits nor count against them.
@@ -295,6 +301,9 @@ func (b *Broker) laneAdd(j *job, t int64) {
 			l.class.ring.push(l)
 		}
 		return
+	}
+	if !h.parked && h.next > t {
+		b.refresh(h, t) // a new host inside its first interval (Politeness.Since)
 	}
 	h.nq++
 	if h.parked {

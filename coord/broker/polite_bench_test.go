@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"drover/admin"
 	"drover/coord/id"
 )
 
@@ -34,62 +33,18 @@ func BenchmarkDispatchHosts(b *testing.B) {
 		{"hosts=100000/polite", 100_000, Limits{PerHost: 1, MinDelay: time.Second}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			br, err := New(Config{Jitter: -1, MaxRequestFailures: 1, DoneRetention: 1000, Politeness: Politeness{Default: c.lim}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			hosts := make([]string, c.hosts)
-			for i := range hosts {
-				hosts[i] = "h" + strconv.Itoa(i) + ".example.com"
-			}
-			now := epoch
-			next := 0
-			spec := func() Spec {
-				h := hosts[next%len(hosts)]
-				key := id.Key{Crawler: "c", Processor: "p", URL: "https://" + h + "/page/" + strconv.Itoa(next)}
-				next++
-				return Spec{Key: key, Host: h}
-			}
-			const nw, backlog = 100, 200_000
-			for i := range nw {
-				if err := br.Register(now, id.Session(i+1), WorkerInfo{ID: "w" + strconv.Itoa(i)}, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-			for range backlog {
-				br.Submit(now, spec())
-			}
-			br.TakeEvents(nil)
-			var as []Assignment
-			var fin []Finished
-			var evs []admin.Event
-			specs := make([]Spec, nw)
+			s := newHostsBench(b, c.hosts, c.lim)
 			decisions := 0
 			var inDispatch time.Duration
 			b.ResetTimer()
 			for range b.N {
-				now = now.Add(time.Millisecond)
 				t0 := time.Now()
-				br.Tick(now)
-				as = br.Dispatch(now, as[:0])
-				decisions += len(as)
-				for _, a := range as {
-					if _, err := br.Result(now, a.Session, Run{Job: a.Job, Attempt: a.Attempt}, Outcome{Kind: OK}); err != nil {
-						b.Fatal(err)
-					}
-				}
+				decisions += s.decide(b)
 				inDispatch += time.Since(t0)
-				for i := range specs {
-					specs[i] = spec()
-				}
-				for i := range specs {
-					br.Submit(now, specs[i])
-				}
-				fin = br.TakeFinished(fin[:0])
-				evs = br.TakeEvents(evs[:0])
+				s.refill()
 			}
 			b.StopTimer()
-			if c.lim.Off() && decisions < b.N*nw {
+			if c.lim.Off() && decisions < b.N*benchWorkers {
 				b.Fatalf("only %d decisions in %d cycles", decisions, b.N)
 			}
 			b.ReportMetric(float64(decisions)/inDispatch.Seconds(), "decisions/s")

@@ -144,6 +144,8 @@ func (s *script) run(cmd string) string {
 				cfg.Politeness.Default.MinDelay = dur(v)
 			case "processor":
 				cfg.Politeness.Processor = v
+			case "since": // the coordinator's start, from the epoch
+				cfg.Politeness.Since = epoch.Add(dur(v))
 			case "share-robots":
 				cfg.Politeness.ShareRobots = v == "true"
 			case "local-per-host":

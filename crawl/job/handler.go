@@ -109,7 +109,7 @@ func toWireRobots(c *crawl.RobotsCopy) *wire.Robots {
 	// The wire carries whole milliseconds: a TTL is rounded down (never
 	// trusted longer), a Crawl-delay up (never shorter).
 	ttl := min(c.TTL, wire.MaxHeartbeat).Truncate(time.Millisecond)
-	delay := min((c.CrawlDelay+time.Millisecond-1).Truncate(time.Millisecond), wire.MaxHeartbeat.Truncate(time.Millisecond))
+	delay := min((c.CrawlDelay + time.Millisecond - 1).Truncate(time.Millisecond), wire.MaxHeartbeat.Truncate(time.Millisecond))
 	if ttl <= 0 {
 		return nil
 	}
