@@ -134,7 +134,7 @@ func errorVectors() []errorVector {
 		{"header-count-over-limit", msg("SUBMIT", 1, b{}.u32(1).raw(key...).u16(65).raw(make([]byte, 65*5)...).u32(0)), large},
 		{"payload-too-large", msg("SUBMIT", 1, b{}.u32(1).raw(key...).u16(0).u32(1<<20+1)), large},
 		{"output-too-large", msg("RESULT", 1, b{}.u32(1).u64(1).u32(1).u8(1).u32(0).str("").u32(4<<20+1).u32(0)), large},
-		{"robots-body-too-large", msg("ROBOTS", 1, b{}.str("https://a.example").u32(1000).u32(0).u32(512<<10+1)), large},
+		{"robots-content-too-large", msg("ROBOTS", 1, b{}.str("https://a.example").u32(1000).u32(0).u32(512<<10+1)), large},
 		{"robots-ttl-zero", msg("ROBOTS", 1, b{}.str("https://a.example").u32(0).u32(0).u32(0)), bad},
 		{"robots-origin-empty", msg("ROBOTS", 1, b{}.str("").u32(1000).u32(0).u32(0)), bad},
 

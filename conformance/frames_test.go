@@ -67,7 +67,7 @@ func frameVectors() []namedMessage {
 		{"acted", &wire.Acted{Req: 7, Result: admin.ActionResult{Affected: 1}}},
 		{"changed", &wire.Changed{}},
 		{"robots", &wire.Robots{Req: 8, Origin: "https://example.com", TTL: 24 * time.Hour, CrawlDelay: 1500 * time.Millisecond,
-			Body: []byte("User-agent: *\nDisallow: /private/\nCrawl-delay: 1.5\n")}},
+			Content: []byte("User-agent: *\nDisallow: /private/\nCrawl-delay: 1.5\n")}},
 		{"robots-copy", &wire.Robots{Origin: "http://example.com:8080", TTL: time.Hour}},
 	}
 }

@@ -97,7 +97,7 @@ func Handler(f Fetcher, cfg crawl.Config, workerID string) worker.Handler {
 // not fetch those files itself.
 func UseRobots(f *crawl.Fetcher) func(wire.Robots) {
 	return func(r wire.Robots) {
-		f.UseRobots(crawl.RobotsCopy{Origin: r.Origin, Body: r.Body, TTL: r.TTL, CrawlDelay: r.CrawlDelay})
+		f.UseRobots(crawl.RobotsCopy{Origin: r.Origin, Body: r.Content, TTL: r.TTL, CrawlDelay: r.CrawlDelay})
 	}
 }
 
@@ -113,7 +113,7 @@ func toWireRobots(c *crawl.RobotsCopy) *wire.Robots {
 	if ttl <= 0 {
 		return nil
 	}
-	return &wire.Robots{Origin: c.Origin, TTL: ttl, CrawlDelay: delay, Body: c.Body}
+	return &wire.Robots{Origin: c.Origin, TTL: ttl, CrawlDelay: delay, Content: c.Body}
 }
 
 // seedSitemaps returns the pages the sitemaps of the seed's origin list,

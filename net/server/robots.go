@@ -21,7 +21,7 @@ const maxRobotsSent = 1024
 // coordinator refuses (an origin the worker holds no job of, a bad origin)
 // is answered ERROR and counted.
 func (s *Server) robotsReport(now time.Time, p *peer, m *wire.Robots) {
-	r := broker.Robots{Origin: m.Origin, Body: bytes.Clone(m.Body), CrawlDelay: m.CrawlDelay, Expires: now.Add(m.TTL)}
+	r := broker.Robots{Origin: m.Origin, Body: bytes.Clone(m.Content), CrawlDelay: m.CrawlDelay, Expires: now.Add(m.TTL)}
 	kept, err := s.c.Robots(now, p.s, r)
 	if err != nil {
 		s.c.CountMalformed()
@@ -45,7 +45,7 @@ func (s *Server) sendRobots(now time.Time, a *broker.Assignment) {
 		return
 	}
 	ttl := max(r.TTL(now), time.Millisecond)
-	if s.send(s.peers, p.ident, &wire.Robots{Origin: r.Origin, TTL: ttl, CrawlDelay: r.CrawlDelay, Body: r.Body}) {
+	if s.send(s.peers, p.ident, &wire.Robots{Origin: r.Origin, TTL: ttl, CrawlDelay: r.CrawlDelay, Content: r.Body}) {
 		p.lastSent = now
 		p.keepSent(r)
 	}

@@ -164,7 +164,7 @@ var docLimits = map[string]string{
 	"admin query limit (rows)":                 commas(MaxBatch),
 	"admin filter / action target":             commas(MaxFilter) + " / " + commas(MaxTarget) + " bytes",
 	"event topic":                              "1 to " + commas(MaxTopic) + " bytes",
-	"ROBOTS body":                              strconv.Itoa(MaxRobots>>10) + " KiB (" + commas(MaxRobots) + " bytes)",
+	"ROBOTS content":                           strconv.Itoa(MaxRobots>>10) + " KiB (" + commas(MaxRobots) + " bytes)",
 }
 
 func commas(n int) string {

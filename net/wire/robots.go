@@ -28,9 +28,9 @@ type Robots struct {
 	// CrawlDelay is the Crawl-delay the sender read in it for its
 	// product token (0: none).
 	CrawlDelay time.Duration
-	// Body is the robots.txt as fetched (at most MaxRobots bytes); empty
+	// Content is the robots.txt as fetched (at most MaxRobots bytes); empty
 	// allows everything (the site answered 4xx).
-	Body []byte
+	Content []byte
 }
 
 // Command is CmdRobots.
@@ -43,11 +43,11 @@ func (m *Robots) appendBody(w *writer) {
 	w.str("origin", m.Origin)
 	w.ms("ttl", m.TTL)
 	w.ms("crawl delay", m.CrawlDelay)
-	if len(m.Body) > MaxRobots {
-		w.fail(CodeTooLarge, "body", "%d bytes, want at most %d", len(m.Body), MaxRobots)
+	if len(m.Content) > MaxRobots {
+		w.fail(CodeTooLarge, "content", "%d bytes, want at most %d", len(m.Content), MaxRobots)
 		return
 	}
-	w.blob("body", m.Body)
+	w.blob("content", m.Content)
 }
 
 func (m *Robots) decodeBody(r *reader) {
@@ -57,6 +57,6 @@ func (m *Robots) decodeBody(r *reader) {
 		r.fail(CodeMalformed, "ttl", "0, want at least 1 ms")
 	}
 	m.CrawlDelay = r.ms("crawl delay")
-	m.Body = r.blob("body", MaxRobots)
+	m.Content = r.blob("content", MaxRobots)
 	r.end()
 }

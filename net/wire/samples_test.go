@@ -99,7 +99,7 @@ func samples() []Message {
 		&Acted{Req: 22, Result: admin.ActionResult{Affected: 1, Errors: []string{"worker-9: unknown"}}},
 		&Changed{},
 		&Robots{Req: 24, Origin: "https://a.example", TTL: 24 * time.Hour, CrawlDelay: 1500 * time.Millisecond,
-			Body: []byte("User-agent: *\nDisallow: /private\nCrawl-delay: 1.5\n")},
+			Content: []byte("User-agent: *\nDisallow: /private\nCrawl-delay: 1.5\n")},
 		&Robots{Origin: "http://b.example:8080", TTL: time.Hour},
 	}
 }

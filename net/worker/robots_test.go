@@ -16,7 +16,7 @@ func TestRobotsShared(t *testing.T) {
 	srv := newScripted(t)
 	copies := make(chan wire.Robots, 4)
 	seen := make(chan int, 4) // copies received when each job started
-	report := &wire.Robots{Origin: "http://r.test", TTL: time.Hour, CrawlDelay: time.Second, Body: []byte("User-agent: *\n")}
+	report := &wire.Robots{Origin: "http://r.test", TTL: time.Hour, CrawlDelay: time.Second, Content: []byte("User-agent: *\n")}
 	runWorker(t, srv.EP, Options{ID: "w", Robots: func(r wire.Robots) { copies <- r }}, func(ctx context.Context, j Job) Result {
 		seen <- len(copies)
 		return Result{Outcome: wire.OutcomeOK, Robots: report}
@@ -25,12 +25,12 @@ func TestRobotsShared(t *testing.T) {
 	if m := h.Headers.Map(); m[wire.RobotsHeader] != "1" {
 		t.Fatalf("HELLO headers %v, want %s=1", h.Headers, wire.RobotsHeader)
 	}
-	srv.Send(&wire.Robots{Origin: "http://r.test", TTL: time.Minute, Body: []byte("User-agent: *\nDisallow: /x\n")})
+	srv.Send(&wire.Robots{Origin: "http://r.test", TTL: time.Minute, Content: []byte("User-agent: *\nDisallow: /x\n")})
 	srv.Send(&wire.Job{Jobs: []wire.JobItem{jobItem(7, "http://r.test/a")}})
 	if n := recvT(t, seen, "job 7 started"); n != 1 {
 		t.Fatalf("job 7 started with %d copies handed over, want 1 (ROBOTS comes before the JOB)", n)
 	}
-	if c := <-copies; c.Origin != "http://r.test" || c.TTL != time.Minute || string(c.Body) != "User-agent: *\nDisallow: /x\n" {
+	if c := <-copies; c.Origin != "http://r.test" || c.TTL != time.Minute || string(c.Content) != "User-agent: *\nDisallow: /x\n" {
 		t.Fatalf("copy %+v, want the server's", c)
 	}
 	rep := expect[*wire.Robots](t, srv.Next())

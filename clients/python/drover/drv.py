@@ -203,7 +203,7 @@ def _body(command, f):
         return struct.pack(">QI", f["job_id"], f["attempt"]) + _str(f.get("text", ""))
     if command == "ROBOTS":
         return (_str(f["origin"]) + struct.pack(">II", f["ttl_ms"], f.get("crawl_delay_ms", 0))
-                + _blob(f.get("body", b"")))
+                + _blob(f.get("content", b"")))
     if command in JSON_COMMANDS:
         return json.dumps(f["body"], separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     raise Malformed(CODE_UNKNOWN_COMMAND, "command %r is not a DRV/2 command" % command)
@@ -544,7 +544,7 @@ def _robots(r):
     if f["ttl_ms"] == 0:
         r.fail(CODE_MALFORMED, "ttl", "0, want at least 1 ms")
     f["crawl_delay_ms"] = r.u32("crawl delay")
-    f["body"] = r.blob("body", MAX_ROBOTS)
+    f["content"] = r.blob("content", MAX_ROBOTS)
     r.end()
     return f
 

@@ -29,7 +29,7 @@ def plain(x):
     return x
 
 
-BYTES_FIELDS = {"payload", "output", "fingerprint"}
+BYTES_FIELDS = {"payload", "output", "fingerprint", "content"}
 
 
 def native(x, name=None):
@@ -131,7 +131,7 @@ class Limits(unittest.TestCase):
         "headers per list": ["header-count-over-limit"],
         "header name / value": ["header-name-empty", "header-name-too-long", "header-value-too-long"],
         "payload / output": ["payload-too-large", "output-too-large"],
-        "ROBOTS body": ["robots-body-too-large"],
+        "ROBOTS content": ["robots-content-too-large"],
         "peer id / host / server name": ["id-empty", "id-too-long"],
         "verdict and submit reasons": ["reason-too-long"],
         "texts (error, reason, message, progress)": ["text-too-long"],

@@ -208,17 +208,17 @@ class LiveServer(unittest.TestCase):
         self.assertEqual(command, "JOB")
         it = f["jobs"][0]
         a.send(drv.encode("ROBOTS", 20, {"origin": "https://robots.example", "ttl_ms": 3600000,
-                                         "crawl_delay_ms": 1500, "body": body}))
+                                         "crawl_delay_ms": 1500, "content": body}))
         a.send(drv.encode("RESULT", 21, {"items": [{"job_id": it["job_id"], "attempt": it["attempt"],
                                                     "outcome": drv.R_OK, "output": b"", "links": []}]}))
         self.assertEqual(a.recv()[:2], ("RESULT-OK", 21))
         a.send(drv.encode("DISCONNECT", 0, {"code": 200, "reason": "done"}))
         self.assertEqual(b.hello(drv.WORKER, "robots-b", slots=1, headers=hdr)[0], "WELCOME")
-        b.send(drv.encode("ROBOTS", 22, {"origin": "https://other.example", "ttl_ms": 1000, "body": b""}))
+        b.send(drv.encode("ROBOTS", 22, {"origin": "https://other.example", "ttl_ms": 1000, "content": b""}))
         self.assertEqual(_code(b.recv()), (22, drv.CODE_CONFLICT))
         command, _, f = b.recv()
         self.assertEqual(command, "ROBOTS")
-        self.assertEqual((f["origin"], f["crawl_delay_ms"], f["body"]), ("https://robots.example", 1500, body))
+        self.assertEqual((f["origin"], f["crawl_delay_ms"], f["content"]), ("https://robots.example", 1500, body))
         self.assertGreater(f["ttl_ms"], 0)
         command, _, f = b.recv()
         self.assertEqual(command, "JOB")
