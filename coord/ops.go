@@ -215,6 +215,9 @@ func (c *Coordinator) Submit(now time.Time, s id.Session, reqID uint64, jobs []J
 	if _, err := c.session(now, s); err != nil {
 		return dst, err
 	}
+	if c.batchSubmits() && len(jobs) > 1 {
+		return c.submitBatch(now, s, reqID, jobs, dst), nil // submitbatch.go
+	}
 	for i := range jobs {
 		dst = append(dst, c.submitOne(now, s, reqID, &jobs[i]))
 	}

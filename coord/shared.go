@@ -25,6 +25,9 @@ type SharedQueue interface {
 	// (≥ 1, for the producer's records). An error leaves the job with the
 	// caller, which keeps it in its own broker.
 	Push(now time.Time, spec broker.Spec) (uint64, error)
+	// PushBatch is Push for several jobs at once, in one round trip where
+	// it can: ids[i] is job i's id, 0 for a job the queue did not take.
+	PushBatch(now time.Time, specs []broker.Spec) (ids []uint64, err error)
 	// Claim takes up to n queued jobs, leased to this coordinator. An
 	// error is a claim of none (tried again at the next poll).
 	Claim(now time.Time, n int) ([]broker.Spec, error)
@@ -60,6 +63,26 @@ func (c *Coordinator) pushShared(now time.Time, spec *broker.Spec) (broker.JobID
 	}
 	c.shared.next = now // claim it (or another) at the next Tick
 	return broker.JobID(j), true
+}
+
+// pushSharedBatch hands accepted jobs to the shared queue; an id of 0 is
+// a job it did not take (or there is no shared queue).
+func (c *Coordinator) pushSharedBatch(now time.Time, specs []broker.Spec) []broker.JobID {
+	out := make([]broker.JobID, len(specs))
+	if c.cfg.Shared == nil || len(specs) == 0 {
+		return out
+	}
+	ids, err := c.cfg.Shared.PushBatch(now, specs)
+	if err != nil {
+		c.sharedErrors++
+	}
+	for i := range out {
+		if i < len(ids) {
+			out[i] = broker.JobID(ids[i])
+		}
+	}
+	c.shared.next = now // claim them (or others) at the next Tick
+	return out
 }
 
 // claimShared fills this coordinator's window of waiting jobs from the

@@ -174,6 +174,64 @@ func (q *Queue) Push(now time.Time, spec broker.Spec) (uint64, error) {
 	return jid, nil
 }
 
+// PushBatch pushes several jobs in two round trips: the entries, then the
+// ready marks of their hosts. ids[i] is 0 for a job the store did not take.
+func (q *Queue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) {
+	l := q.l
+	ids := make([]uint64, len(specs))
+	ctx, cancel := l.ctx()
+	defer cancel()
+	cmds := make([]*goredis.IntCmd, len(specs))
+	pipe := l.rdb.Pipeline()
+	var errs []error
+	for i := range specs {
+		jid, err := q.jobID(ctx)
+		if err != nil {
+			l.err = err
+			return ids, err
+		}
+		entry, err := encodeEntry(&specs[i], jid)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ids[i] = jid
+		cmds[i] = pipe.RPush(ctx, l.pre(hostOf(&specs[i].Key))+"jq", entry)
+	}
+	_, _ = pipe.Exec(ctx)
+	hosts := make(map[string]struct{})
+	n := 0
+	for i, c := range cmds {
+		if c == nil {
+			continue
+		}
+		if err := c.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("redis queue: pushing job %s: %w", specs[i].Key.URL, err))
+			ids[i] = 0
+			continue
+		}
+		hosts[hostOf(&specs[i].Key)] = struct{}{}
+		n++
+	}
+	if n > 0 {
+		// After the entries, as in Push.
+		pipe = l.rdb.Pipeline()
+		for h := range hosts {
+			pipe.SAdd(ctx, l.readyKey(), h)
+		}
+		pipe.IncrBy(ctx, l.queuedKey(), int64(n))
+		if _, err := pipe.Exec(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("redis queue: marking %d hosts ready: %w", len(hosts), err))
+		}
+	}
+	q.Pushed += uint64(n)
+	err := errors.Join(errs...)
+	if err != nil {
+		l.err = err
+	}
+	return ids, err
+}
+
 // Claim leases up to n queued jobs to this coordinator, from up to 8
 // ready hosts picked at random.
 func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
