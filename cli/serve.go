@@ -245,6 +245,9 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 			return nil, err
 		}
 	}
+	if c.st != nil {
+		setMemoryLimit(log, cfg.Store.ResidentJobs, cfg.Store.DoneCache) // memlimit.go
+	}
 	if cfg.Notifier.URL != "" {
 		no := obs.NotifierOptionsFrom(cfg.Notifier)
 		no.Logger = log

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"drover/admin"
 	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/coord/ledger"
@@ -158,3 +159,22 @@ func (c *Coordinator) YoungestQueued(n int, dst []broker.JobID) []broker.JobID {
 
 // LastJob is the highest job id allocated so far.
 func (c *Coordinator) LastJob() broker.JobID { return c.brk.Counters().LastID }
+
+// PagedJobRow is the jobs view's row of a queued job read back from the
+// store while it is paged out, for an edge that continues a jobs window
+// into the store (console and admin lists): false when the job is in
+// memory (the store also holds the records of jobs it has not paged out),
+// so that the edge passes over it.
+func (c *Coordinator) PagedJobRow(r *JobRecord) (admin.JobRow, bool) {
+	if _, inMemory := c.brk.Record(r.ID); inMemory || r.State != broker.Queued {
+		return admin.JobRow{}, false
+	}
+	return admin.JobRow{
+		JobID: uint64(r.ID), Key: r.FP.String(), Crawler: r.Key.Crawler, Processor: r.Key.Processor, URL: r.Key.URL,
+		State: broker.Queued.String(), Attempts: r.Attempts, Failures: r.Failures, Throttles: r.Throttles,
+		LastError: r.LastError, Reason: PagedReason, Created: r.Created, Updated: r.Updated,
+	}, true
+}
+
+// PagedReason is the Reason of a queued job's row while it is paged out.
+const PagedReason = "in the store only (store.resident_jobs)"

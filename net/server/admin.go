@@ -105,6 +105,9 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 			return
 		}
 		page, err := s.c.Query(now, m.Query)
+		if err == nil {
+			page, err = s.withPaged(m.Query, page) // pagedlist.go: on into the jobs only the store holds
+		}
 		if err != nil {
 			s.reject(onAdmin, ident, m.Req, errorCode(err), "%v", err)
 			return
