@@ -20,8 +20,10 @@ import (
 // granted, mark them done) with 1, 2 and 3 coordinators on the local
 // cluster, each a Ledger with its own connections running on its own
 // goroutine over its share of the keys, against the embedded (in-memory)
-// ledger of one coordinator doing the same. The four set-ups alternate,
-// three rounds, in one run; the figure is the median round.
+// ledger of one coordinator doing the same, and one coordinator with
+// WaitReplicas 1 (store.redis.wait_replicas: each batch WAITs for the
+// shards' replicas). The five set-ups alternate, three rounds, in one run;
+// the figure is the median round.
 //
 //	go test -run '^$' -bench Coordinators -benchtime 1x ./store/redis
 func BenchmarkCoordinators(b *testing.B) {
@@ -34,13 +36,17 @@ func BenchmarkCoordinators(b *testing.B) {
 		k := id.Key{Crawler: "c", Processor: "p", URL: fmt.Sprintf("http://h%d.example/page/%d", i%100, i)}
 		items[i] = ledger.Item{Key: k, FP: k.Fingerprint()}
 	}
-	setups := []string{"embedded", "redis-1", "redis-2", "redis-3"}
+	setups := []string{"embedded", "redis-1", "redis-2", "redis-3", "redis-1-wait"}
 	rates := make(map[string][]float64)
 	for round := 0; round < 3*b.N; round++ {
 		for _, s := range setups {
 			var coords int
 			fmt.Sscanf(s, "redis-%d", &coords)
-			rates[s] = append(rates[s], cycleRate(b, items, coords, fmt.Sprintf("bc%d-%s", round, s)))
+			wait := 0
+			if strings.HasSuffix(s, "-wait") {
+				wait = 1
+			}
+			rates[s] = append(rates[s], cycleRate(b, items, coords, wait, fmt.Sprintf("bc%d-%s", round, s)))
 		}
 	}
 	var log []string
@@ -54,8 +60,9 @@ func BenchmarkCoordinators(b *testing.B) {
 }
 
 // cycleRate runs every item through request, queue and done, split over
-// coords Redis ledgers (0: one embedded ledger), and returns keys/s.
-func cycleRate(b *testing.B, items []ledger.Item, coords int, prefix string) float64 {
+// coords Redis ledgers (0: one embedded ledger) WAITing for wait replicas,
+// and returns keys/s.
+func cycleRate(b *testing.B, items []ledger.Item, coords, wait int, prefix string) float64 {
 	var bes []ledger.Backend
 	if coords == 0 {
 		l, err := ledger.New(ledger.Config{RequestTTL: time.Hour})
@@ -66,7 +73,7 @@ func cycleRate(b *testing.B, items []ledger.Item, coords int, prefix string) flo
 	}
 	for range coords {
 		rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs()}) // closed by l.Close
-		l, err := newLedger(context.Background(), rdb, Config{Ledger: ledger.Config{RequestTTL: time.Hour}, Prefix: prefix})
+		l, err := newLedger(context.Background(), rdb, Config{Ledger: ledger.Config{RequestTTL: time.Hour}, Prefix: prefix, WaitReplicas: wait, WaitTimeout: 2 * time.Second})
 		if err != nil {
 			b.Fatal(err)
 		}
