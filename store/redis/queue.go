@@ -139,39 +139,11 @@ func (q *Queue) jobID(ctx context.Context) (uint64, error) {
 	return j, nil
 }
 
-// Push appends a job to its host's queue and marks the host ready.
+// Push appends a job to its host's queue and marks the host ready (see
+// PushBatch).
 func (q *Queue) Push(now time.Time, spec broker.Spec) (uint64, error) {
-	l := q.l
-	ctx, cancel := l.ctx()
-	defer cancel()
-	jid, err := q.jobID(ctx)
-	if err != nil {
-		l.err = err
-		return 0, err
-	}
-	entry, err := encodeEntry(&spec, jid)
-	if err != nil {
-		return 0, err
-	}
-	host := hostOf(&spec.Key)
-	// The host first, then the ready mark: a claimer that emptied the
-	// queue and unmarks it checks the length again after (Claim).
-	if err := l.rdb.RPush(ctx, l.pre(host)+"jq", entry).Err(); err != nil {
-		err = fmt.Errorf("redis queue: pushing job %s: %w", spec.Key.URL, err)
-		l.err = err
-		return 0, err
-	}
-	pipe := l.rdb.Pipeline()
-	ready := pipe.SAdd(ctx, l.readyKey(), host)
-	pipe.Incr(ctx, l.queuedKey()) // the count the cluster view shows (summary.go)
-	_, _ = pipe.Exec(ctx)
-	if err := ready.Err(); err != nil {
-		// The job is queued; a claimer finds it when the host is marked
-		// again (the next push there or a sweep).
-		l.err = fmt.Errorf("redis queue: marking host %q ready: %w", host, err)
-	}
-	q.Pushed++
-	return jid, nil
+	ids, err := q.PushBatch(now, []broker.Spec{spec})
+	return ids[0], err
 }
 
 // PushBatch pushes several jobs in two round trips: the entries, then the
@@ -222,6 +194,24 @@ func (q *Queue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) 
 		pipe.IncrBy(ctx, l.queuedKey(), int64(n))
 		if _, err := pipe.Exec(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("redis queue: marking %d hosts ready: %w", len(hosts), err))
+		}
+	}
+	if l.cfg.WaitReplicas > 0 && n > 0 {
+		list := make([]string, 0, len(hosts))
+		for h := range hosts {
+			list = append(list, h)
+		}
+		if bad := l.waitHosts(ctx, list); len(bad) > 0 {
+			// Not confirmed on a replica: a failover could lose them, so
+			// the caller keeps them too (they may run twice, never zero
+			// times).
+			for i := range specs {
+				if err, ok := bad[hostOf(&specs[i].Key)]; ok && ids[i] != 0 {
+					ids[i] = 0
+					n--
+					errs = append(errs, err)
+				}
+			}
 		}
 	}
 	q.Pushed += uint64(n)
@@ -348,6 +338,11 @@ func (l *Ledger) returnJobs(ctx context.Context, d string, hosts []string) error
 	if n > 0 {
 		l.rdb.IncrBy(ctx, l.queuedKey(), int64(n))
 	}
+	// A return a failover could lose would leave the jobs in a lease
+	// nobody sweeps again: confirmed, or the sweep is tried again.
+	for _, err := range l.waitHosts(ctx, hosts) {
+		errs = append(errs, err)
+	}
 	if l.queue != nil {
 		l.queue.Returned += uint64(n)
 	}
@@ -366,6 +361,33 @@ func (q *Queue) ReturnLeased() (int, error) {
 	n := int(q.Returned - before)
 	q.Returned = before // counts dead peers' jobs only
 	return n, err
+}
+
+// waitHosts, with Config.WaitReplicas, waits until the replicas of the
+// shards of hosts hold what was written there (wait.go: WAIT after a
+// write to the host's counters hash, which is on the same slot): the
+// queue's writes get the same durability as the ledger's. It returns the
+// hosts whose writes are not confirmed.
+func (l *Ledger) waitHosts(ctx context.Context, hosts []string) map[string]error {
+	if l.cfg.WaitReplicas <= 0 || len(hosts) == 0 {
+		return nil
+	}
+	calls := make([]call, len(hosts))
+	ran := make([]bool, len(hosts))
+	for i, h := range hosts {
+		calls[i] = call{host: h, keys: []string{l.pre(h) + "n"}, args: []any{"queue-write"}}
+		ran[i] = true
+	}
+	var bad map[string]error
+	for i, err := range l.waitReplicas(ctx, calls, ran) {
+		if err != nil {
+			if bad == nil {
+				bad = make(map[string]error)
+			}
+			bad[hosts[i]] = err
+		}
+	}
+	return bad
 }
 
 // QueueStats are the shared queue's totals across the cluster.

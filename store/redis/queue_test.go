@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -157,5 +158,42 @@ func TestClusterView(t *testing.T) {
 	}
 	if v, _ = ls[0].ClusterView(t.Context(), now.Add(2*forgetSummary)); len(v.Coordinators) != 1 {
 		t.Fatalf("two minutes later: %+v; want b left out", v.Coordinators)
+	}
+}
+
+// With WaitReplicas the queue's pushes wait for a replica, as the
+// ledger's transitions do: on a cluster with its replicas up every job
+// is taken (an id for each) and claimed.
+func TestSharedQueueWaitsForReplicas(t *testing.T) {
+	rdb := client(t)
+	l, err := newLedger(context.Background(), rdb, Config{Prefix: fmt.Sprintf("wq%d", prefixes.Add(1)), WaitReplicas: 1, WaitTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := l.Jobs()
+	specs := make([]broker.Spec, 30)
+	for i := range specs {
+		specs[i] = jobSpec(i)
+	}
+	ids, err := q.PushBatch(time.Now(), specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, j := range ids {
+		if j == 0 {
+			t.Fatalf("job %d not taken with its replica up", i)
+		}
+	}
+	var got []broker.Spec
+	deadline := time.Now().Add(30 * time.Second)
+	for len(got) < len(specs) && time.Now().Before(deadline) {
+		sp, err := q.Claim(time.Now(), len(specs)-len(got))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, sp...)
+	}
+	if len(got) != len(specs) {
+		t.Fatalf("claimed %d of %d", len(got), len(specs))
 	}
 }
