@@ -314,6 +314,28 @@ class LiveServer(unittest.TestCase):
         self.assertEqual(row["state"], "queued")
         self.assertTrue(row.get("reason", "").startswith("unroutable"), row)
 
+    def test_resent_submit_is_answered_as_its_first_send(self):
+        """Section 6.11: a SUBMIT sent again on a new session (same id, same request id) is answered
+        accepted with the first send's job ids; after the producer's DISCONNECT the memory is gone."""
+        jobs = {"jobs": [{"key": K("https://resend.example/%d" % i), "headers": [("suite", "nobody")], "payload": b""}
+                         for i in range(3)]}
+        r = self.raw()
+        self.assertEqual(r.hello(drv.PRODUCER, "resend-p")[0], "WELCOME")
+        r.send(drv.encode("SUBMIT", 42, jobs))
+        first = [(it["status"], it["job_id"]) for it in r.recv()[2]["items"]]
+        self.assertEqual([st for st, _ in first], [drv.S_ACCEPTED] * 3)
+        r.close()  # the connection is lost: no DISCONNECT
+        r = self.raw()
+        self.assertEqual(r.hello(drv.PRODUCER, "resend-p")[0], "WELCOME")
+        r.send(drv.encode("SUBMIT", 42, jobs))
+        self.assertEqual([(it["status"], it["job_id"]) for it in r.recv()[2]["items"]], first)
+        r.send(drv.encode("DISCONNECT", 0, {"code": 200, "reason": "done submitting"}))
+        r = self.raw()
+        self.assertEqual(r.hello(drv.PRODUCER, "resend-p")[0], "WELCOME")
+        r.send(drv.encode("SUBMIT", 42, jobs))
+        self.assertEqual([(it["status"], it["job_id"]) for it in r.recv()[2]["items"]],
+                         [(drv.S_DUPLICATE, j) for _, j in first])
+
     def test_jobs_never_exceed_free_slots(self):
         """Sections 6.12 and 11: a worker with 2 slots holds at most 2 jobs; a RESULT frees one."""
         w = self.raw()
