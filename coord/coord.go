@@ -157,8 +157,9 @@ type Coordinator struct {
 	mem embedded // the in-memory ledger's extras; nil with Config.Backend
 	brk *broker.Broker
 
-	norms     map[id.Key]normal // Unknown's memo of normal forms (donecache.go)
-	pagedKeys int               // queued keys left in the store, not in the ledger's memory (page.go)
+	norms     Normals    // Unknown's memo of one message's normal forms (normals.go)
+	spare     [][]normal // memos kept for reuse (normals.go)
+	pagedKeys int        // queued keys left in the store, not in the ledger's memory (page.go)
 
 	sessions map[id.Session]*session
 	byName   map[nameKey]id.Session

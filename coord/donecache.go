@@ -54,37 +54,31 @@ type KnownKey struct {
 // done set they may be done keys it evicted, to look up in the store. Keys whose URL does not
 // normalise are left out (the operation rejects them). With an unbounded
 // done set every record is in memory and Unknown appends nothing.
+//
+// Unknown works out the keys' normal forms and fingerprints once, for the
+// operation on the same keys that follows (or, if the message waits for
+// its lookups, for the one TakeNormals and UseNormals carry them to).
 func (c *Coordinator) Unknown(keys []id.Key, dst []id.Fingerprint) []id.Fingerprint {
 	if c.mem == nil || c.cfg.Ledger.DoneCache == 0 && c.pagedKeys == 0 {
 		return dst // every record is in memory (page.go: queued keys may not be)
 	}
 	// The operation that follows names the same keys: it takes their
-	// normal forms from the memo (Coordinator.normalize) instead of
-	// working them out again. Both are functions of the raw key alone, so
-	// an entry never goes stale; the memo holds one message's keys.
-	if c.norms == nil {
-		c.norms = make(map[id.Key]normal)
-	}
-	clear(c.norms)
+	// normal forms from the memo (Coordinator.normalize, normals.go)
+	// instead of working them out again.
+	c.resetNorms(len(keys))
 	for _, k := range keys {
 		nk, fp, err := normalize(k)
+		if len(c.norms.ns) < maxNorms {
+			c.norms.ns = append(c.norms.ns, normal{raw: k, key: nk, fp: fp, err: err})
+		}
 		if err != nil {
 			continue
-		}
-		if len(c.norms) < maxNorms {
-			c.norms[k] = normal{nk, fp}
 		}
 		if !c.mem.Known(fp) && c.mem.MaybeStored(fp) { // the filter: a new key costs no read
 			dst = append(dst, fp)
 		}
 	}
 	return dst
-}
-
-// normal is a key's normal form and fingerprint (Unknown's memo).
-type normal struct {
-	key id.Key
-	fp  id.Fingerprint
 }
 
 // maxNorms bounds Unknown's memo: a batch of SUBMITs fits (DRV/2 allows

@@ -197,12 +197,11 @@ func TestUnknownLeavesNormalForms(t *testing.T) {
 	other := id.Key{Crawler: "c", Processor: "p", URL: "http://b.test/"}
 	c.Unknown([]id.Key{seen}, nil)
 	want, _, _ := normalize(seen)
-	n, ok := c.norms[seen]
-	if !ok || n.key != want || n.fp != want.Fingerprint() {
-		t.Fatalf("memo %+v, %v: want %+v and its fingerprint", n, ok, want)
+	if len(c.norms.ns) != 1 || c.norms.ns[0].key != want || c.norms.ns[0].fp != want.Fingerprint() {
+		t.Fatalf("memo %+v: want %+v and its fingerprint", c.norms.ns, want)
 	}
 	planted := id.Fingerprint{1, 2, 3}
-	c.norms[seen] = normal{want, planted}
+	c.norms.ns[0].fp = planted
 	vs, err := c.Request(t0, 1, 2, []id.Key{seen, other}, nil)
 	if err != nil || len(vs) != 2 {
 		t.Fatalf("request: %+v, %v", vs, err)
@@ -214,8 +213,44 @@ func TestUnknownLeavesNormalForms(t *testing.T) {
 		t.Fatalf("a key Unknown did not see: fingerprint %s, want %s", vs[1].FP, fp)
 	}
 	c.Unknown(nil, nil)
-	if len(c.norms) != 0 {
-		t.Fatalf("memo keeps %d keys after an Unknown of none: want one message's keys only", len(c.norms))
+	if len(c.norms.ns) != 0 {
+		t.Fatalf("memo keeps %d keys after an Unknown of none: want one message's keys only", len(c.norms.ns))
+	}
+}
+
+// TestNormalsCarried: a message that waits keeps its memo (TakeNormals)
+// while later messages' Unknowns make theirs, and gets it back
+// (UseNormals) for its operation: its keys are not worked out again (the
+// planted fingerprints show which were used), a key not in the memo is,
+// and a bad key's error comes from the memo too.
+func TestNormalsCarried(t *testing.T) {
+	c := newCoord(t, Config{Persist: true, Ledger: ledger.Config{DoneCache: 100}})
+	must(t)(c.Hello(t0, 1, Hello{Role: RoleProducer, ID: "p"}))
+	first := []id.Key{
+		{Crawler: "c", Processor: "p", URL: "http://a.test/1"},
+		{Crawler: "c", Processor: "p", URL: "not a url"},
+		{Crawler: "c", Processor: "p", URL: "http://a.test/2"},
+	}
+	c.Unknown(first, nil)
+	parked := c.TakeNormals()
+	for i := range parked.ns {
+		parked.ns[i].fp = id.Fingerprint{byte(i + 1)}
+	}
+	c.Unknown([]id.Key{{Crawler: "c", Processor: "p", URL: "http://b.test/"}}, nil) // a later message
+	c.UseNormals(parked)
+	extra := id.Key{Crawler: "c", Processor: "p", URL: "http://a.test/3"}
+	vs, err := c.Request(t0, 1, 2, append(first, extra), nil)
+	if err != nil || len(vs) != 4 {
+		t.Fatalf("request: %+v, %v", vs, err)
+	}
+	if vs[0].FP != (id.Fingerprint{1}) || vs[2].FP != (id.Fingerprint{3}) {
+		t.Fatalf("fingerprints %s, %s: want the carried memo's (01…, 03…)", vs[0].FP, vs[2].FP)
+	}
+	if vs[1].Verdict != ledger.Error || vs[1].Reason != ReasonBadKey {
+		t.Fatalf("bad key: %+v, want an error verdict", vs[1])
+	}
+	if _, fp, _ := normalize(extra); vs[3].FP != fp {
+		t.Fatalf("a key not in the memo: fingerprint %s, want %s", vs[3].FP, fp)
 	}
 }
 
@@ -249,4 +284,51 @@ func BenchmarkBoundedRequest(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N*len(keys)), "ns/key")
+}
+
+// BenchmarkParkedRequest is what the reactor does with two REQUESTs of
+// 1,000 new keys each that wait for their store lookups (parked): Unknown
+// of each as it is read, then each request once its lookups are done.
+// The second Unknown replaced the first one's memo of normal forms and
+// fingerprints, so the first request worked its keys out again; now the
+// parked message carries its memo (TakeNormals, UseNormals).
+func BenchmarkParkedRequest(b *testing.B) {
+	c, err := New(Config{Persist: true, Ledger: ledger.Config{DoneCache: 1 << 20}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.Hello(t0, 1, Hello{Role: RoleProducer, ID: "p"}); err != nil {
+		b.Fatal(err)
+	}
+	var msgs [2][]id.Key
+	for m := range msgs {
+		msgs[m] = make([]id.Key, 1000)
+	}
+	var fps []id.Fingerprint
+	var vs []Verdict
+	var spent time.Duration
+	for i := range b.N {
+		for m := range msgs {
+			for j := range msgs[m] {
+				msgs[m][j] = id.Key{Crawler: "c", Processor: "p", URL: "http://a.test/" + strconv.Itoa(i) + "/" + strconv.Itoa(m) + "/" + strconv.Itoa(j)}
+			}
+		}
+		start := time.Now()
+		var memo [2]Normals
+		for m := range msgs {
+			fps = c.Unknown(msgs[m], fps[:0])
+			memo[m] = c.TakeNormals()
+		}
+		for m := range msgs {
+			c.UseNormals(memo[m])
+			if vs, err = c.Request(t0, 1, uint64(2*i+m), msgs[m], vs[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		spent += time.Since(start)
+		if i%32 == 31 {
+			c.Ready(t0) // drain the step's writes, as the reactor does
+		}
+	}
+	b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N*2000), "ns/key")
 }

@@ -100,12 +100,11 @@ func (c *Coordinator) session(now time.Time, s id.Session) (*session, error) {
 }
 
 // normalize turns a raw key into a normalised key and its fingerprint,
-// taking them from the memo Unknown left when it has them.
+// taking them from the memo Unknown left (or UseNormals restored) when it
+// has them.
 func (c *Coordinator) normalize(k id.Key) (id.Key, id.Fingerprint, error) {
-	if len(c.norms) > 0 {
-		if n, ok := c.norms[k]; ok {
-			return n.key, n.fp, nil
-		}
+	if n, ok := c.norms.find(k); ok {
+		return n.key, n.fp, n.err
 	}
 	return normalize(k)
 }

@@ -64,6 +64,9 @@ type parkedMsg struct {
 	keys   []store.KeyLookup
 	looked bool
 	err    error
+	// norms: its keys' normal forms and fingerprints, worked out by the
+	// Unknown that parked it, for its operation (coord.Normals).
+	norms coord.Normals
 }
 
 // doneLookupCounters count the store lookups of the bounded done set.
@@ -166,7 +169,7 @@ func (s *Server) parkForLookup(ident []byte, sid id.Session, m wire.Message) boo
 	if len(fps) == 0 && l.waiting[sid] == 0 {
 		return false
 	}
-	p := &parkedMsg{ident: ident, sid: sid, m: m}
+	p := &parkedMsg{ident: ident, sid: sid, m: m, norms: s.c.TakeNormals()}
 	if len(fps) > 0 {
 		p.keys = make([]store.KeyLookup, len(fps))
 		for i, fp := range fps {
@@ -225,8 +228,10 @@ func (s *Server) releaseLookups(now time.Time) {
 			continue
 		}
 		if sid, ok := s.sess.ident[string(p.ident)]; ok && sid == p.sid && s.c.Known(sid) {
+			s.c.UseNormals(p.norms) // its keys are not normalised again
 			s.peerMessage(now, p.ident, p.sid, p.m)
 		}
+		p.norms = coord.Normals{}
 	}
 	if n > 0 {
 		m := copy(l.parked, l.parked[n:])
