@@ -210,6 +210,8 @@ func TestActionErrors(t *testing.T) {
 		{[]string{"pause", "--timeout", "0s", "--connect", dead}, 2, "--timeout 0s"},
 		{[]string{"pause", "--timeout", "1s", "--connect", dead}, 1, "did not answer within 1s"},
 		{[]string{"evict", "w-1", "--yes", "--timeout", "1s", "--connect", dead}, 1, "did not answer within 1s"},
+		{[]string{"submit", "--timeout", "0s", "--connect", dead, "http://x.test/"}, 2, "--timeout 0s"},
+		{[]string{"submit", "--timeout", "1s", "--connect", dead, "http://x.test/"}, 1, "did not answer within 1s"},
 	} {
 		out, code := run(t, "", c.args...)
 		if code != c.code || !strings.Contains(out, c.want) {

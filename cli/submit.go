@@ -31,6 +31,7 @@ func newSubmitCmd() *cobra.Command {
 		def          admin.Crawl
 		resultsAge   time.Duration
 		resultsBytes string
+		timeout      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "submit URL... | -",
@@ -122,7 +123,16 @@ of their own instead of the coordinator's results.max_age and results.max_bytes.
 					return fmt.Errorf("submit: %w", err)
 				}
 			}
-			c, err := client.Dial(ctx, client.Options{Connect: connectOr(cmd, cfg.Peers.Listen), Security: sec})
+			if timeout <= 0 {
+				return usageError("--timeout %v: want a positive duration", timeout)
+			}
+			ep := connectOr(cmd, cfg.Peers.Listen)
+			dctx, cancelDial := context.WithTimeout(ctx, timeout)
+			c, err := client.Dial(dctx, client.Options{Connect: ep, Security: sec, Timeout: timeout})
+			cancelDial()
+			if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				return fmt.Errorf("submit: the coordinator at %s did not answer within %v (is drover serve running there? --connect names another): %w", ep, timeout, err)
+			}
 			if err != nil {
 				return fmt.Errorf("submit: %w", err)
 			}
@@ -136,6 +146,9 @@ of their own instead of the coordinator's results.max_age and results.max_bytes.
 				items[i] = wire.SubmitItem{Key: id.Key{Crawler: crawler, Processor: processor, URL: u.url}, Headers: wh}
 			}
 			res, err := c.Submit(ctx, items)
+			if errors.Is(err, client.ErrTimeout) {
+				return fmt.Errorf("submit: %w (a busy coordinator may need a longer --timeout)", err)
+			}
 			if err != nil {
 				return fmt.Errorf("submit: %w", err)
 			}
@@ -170,6 +183,7 @@ of their own instead of the coordinator's results.max_age and results.max_bytes.
 	fs.IntVar(&def.MaxPages, "max-pages", 0, "define the crawl: page budget, at most this many of its jobs dispatched fleet-wide; 0: none")
 	fs.DurationVar(&resultsAge, "results-max-age", 0, "define the crawl: its results are deleted this long after they finished; 0: the coordinator's results.max_age")
 	fs.StringVar(&resultsBytes, "results-max-bytes", "0", "define the crawl: its oldest results are deleted while its results take more (e.g. 500MiB); 0: the coordinator's results.max_bytes")
+	fs.DurationVar(&timeout, "timeout", client.DefaultTimeout, "how long to wait for each of the coordinator's replies (one batch of URLs, as many as the coordinator's limits allow) before giving up")
 	fs.BoolVar(&strict, "strict", false, "submit nothing if any input line is bad (checked before anything is sent)")
 	fs.BoolVar(&seed, "seed", true, "no effect (seeds need no payload since crawl definitions)")
 	must(fs.MarkDeprecated("seed", "crawl jobs need no payload: a worker takes one without as a seed"))

@@ -51,7 +51,7 @@ func TestSubmitBadLines(t *testing.T) {
 		t.Fatalf("after submit --strict: totals %+v: want nothing queued", tot)
 	}
 
-	out, code = run(t, input, "submit", "-", "--connect", peers)
+	out, code = run(t, input, "submit", "-", "--connect", peers, "--timeout", "2m") // 100,000 lines: a loaded machine under the race detector
 	want := fmt.Sprintf("%d submitted: %d accepted, 0 duplicates, 0 waiting, 0 rejected, 2 bad lines skipped", n-2, n-2)
 	if code != 1 || !strings.Contains(out, "line 7: not valid UTF-8: skipped") || !strings.Contains(out, "line 9: longer than") || !strings.Contains(out, want) {
 		t.Fatalf("submit: exit %d, output %q: want exit 1, lines 7 and 9 named and %q", code, clipOut(out), want)
