@@ -8,9 +8,9 @@ import (
 
 // Memory a durable serve needs, for its soft memory limit (issue 21).
 const (
-	memLimitBase     = 160 << 20 // the runtime, sockets, a step's buffers, the store's memtables
-	memLimitPerJob   = 512       // a queued job in memory (store.resident_jobs), with room to spare
-	memLimitPerDoneK = 64        // a done key in memory (store.done_cache)
+	memLimitBase     = 80 << 20 // the runtime, sockets, a step's buffers, the submit memo, the key filter
+	memLimitPerJob   = 512      // a queued job in memory (store.resident_jobs), with room to spare
+	memLimitPerDoneK = 64       // a done key in memory (store.done_cache)
 )
 
 // memoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) of a

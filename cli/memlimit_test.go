@@ -13,8 +13,8 @@ func TestMemoryLimit(t *testing.T) {
 		{0, 1_000_000, 0},
 		{100_000, 0, 0},
 		{-1, 10, 0},
-		{100_000, 1_000_000, 160<<20 + 100_000*512 + 1_000_000*64}, // make frontier's serve: 270 MiB
-		{1_000_000, 1_000_000, 160<<20 + 1_000_000*512 + 1_000_000*64},
+		{100_000, 1_000_000, 80<<20 + 100_000*512 + 1_000_000*64}, // make frontier's serve: 190 MiB
+		{1_000_000, 1_000_000, 80<<20 + 1_000_000*512 + 1_000_000*64},
 	} {
 		if got := memoryLimit(c.resident, c.done); got != c.want {
 			t.Errorf("memoryLimit(%d, %d) = %d, want %d", c.resident, c.done, got, c.want)

@@ -49,7 +49,33 @@ func (b *Broker) PageOut(jid JobID) bool {
 	b.changes++
 	b.paged++
 	b.jobs.forget(j)
+	b.compactHost(h)
 	return true
+}
+
+// compactHost drops the positions of host h's job list that no job holds
+// any more (its jobs forgotten or paged out) once they are most of it, so
+// that the list grows with the host's jobs in memory, not with every job
+// it ever had (issue 21). The jobs left keep their order; their positions
+// change, and the per-state counts over them are counted again. A list
+// is rebuilt after at least half its positions emptied: O(1) a removal.
+func (b *Broker) compactHost(h *host) {
+	live := h.idx.total(allStates)
+	if len(h.ids) < 1024 || live*2 >= len(h.ids) {
+		return
+	}
+	ids := make([]JobID, 0, max(live+live/4, 16))
+	var idx countIdx
+	for _, jid := range h.ids {
+		j := b.jobs.get(jid) // nil for 0 (paged out) and for forgotten jobs
+		if j == nil {
+			continue
+		}
+		j.hostPos = int32(len(ids))
+		idx.add(len(ids), j.state, 1)
+		ids = append(ids, jid)
+	}
+	h.ids, h.idx = ids, idx
 }
 
 // PageIn takes back a queued job's persisted record, paged out before (or

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -129,5 +131,56 @@ func TestPageInRefuses(t *testing.T) {
 	}
 	if err := checkInvariants(b); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHostListCompacts: a host whose jobs mostly left memory (paged out,
+// or done and forgotten) has its job list rebuilt without their positions;
+// its jobs, their order and the host's counts stay right, and the jobs
+// paged back in are listed again.
+func TestHostListCompacts(t *testing.T) {
+	const n = 3000
+	b, err := New(Config{DoneRetention: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		b.Submit(epoch, Spec{Key: id.Key{URL: fmt.Sprintf("http://one.test/%d", i)}, Host: "one.test"})
+	}
+	h := b.hosts["one.test"]
+	var recs []JobRecord
+	for jid := JobID(n); jid > 500; jid-- {
+		r, _ := b.Record(jid)
+		recs = append(recs, r)
+		if !b.PageOut(jid) {
+			t.Fatalf("job %d not paged out", jid)
+		}
+	}
+	if len(h.ids) >= n/2 {
+		t.Fatalf("host list of %d positions for 500 jobs in memory: want it compacted", len(h.ids))
+	}
+	if err := checkInvariants(b); err != nil {
+		t.Fatal(err)
+	}
+	if p := b.Jobs(admin.Query{Filter: "host=one.test", Offset: 490, Limit: 20}); p.Total != 500 || len(p.Jobs) != 10 || p.Jobs[9].JobID != 500 {
+		t.Fatalf("host jobs after the page-out: total %d, %d rows; want 500 and jobs 491..500", p.Total, len(p.Jobs))
+	}
+	slices.Reverse(recs)
+	for i := range recs {
+		if err := b.PageIn(epoch, &recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := checkInvariants(b); err != nil {
+		t.Fatal(err)
+	}
+	p := b.Jobs(admin.Query{Filter: "host=one.test", Limit: n})
+	if p.Total != n {
+		t.Fatalf("host jobs after the page-in: total %d, want %d", p.Total, n)
+	}
+	for i, r := range p.Jobs {
+		if r.JobID != uint64(i+1) {
+			t.Fatalf("host jobs after the page-in: row %d is job %d, want %d", i, r.JobID, i+1)
+		}
 	}
 }

@@ -22,7 +22,9 @@ func (b *Broker) retain() {
 		}
 		b.forgot++
 		b.byKey.del(&b.jobs, j.spec.FP, j.id)
+		h := j.host
 		b.jobs.forget(j)
+		b.compactHost(h)
 	}
 }
 
