@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -55,4 +57,19 @@ func newConfigCmd() *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// statePath is name in drover's state directory, $XDG_STATE_HOME/drover
+// (~/.local/state/drover without it): the default of the config key key
+// when it is empty.
+func statePath(key, name string) (string, error) {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("%s is empty and there is no $XDG_STATE_HOME or home directory to default to: %w", key, err)
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "drover", name), nil
 }

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -125,15 +123,7 @@ func storePath(cfg *config.Config) (string, error) {
 	case "memory":
 		return "", nil
 	case "":
-		dir := os.Getenv("XDG_STATE_HOME")
-		if dir == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return "", fmt.Errorf("store.path is empty and there is no $XDG_STATE_HOME or home directory to default to: %w", err)
-			}
-			dir = filepath.Join(home, ".local", "state")
-		}
-		return filepath.Join(dir, "drover", "store"), nil
+		return statePath("store.path", "store")
 	default:
 		return p, nil
 	}

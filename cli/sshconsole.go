@@ -117,15 +117,7 @@ func sshHostKeyPath(cfg *config.Config) (string, error) {
 	if p := cfg.SSH.HostKey; p != "" {
 		return p, nil
 	}
-	dir := os.Getenv("XDG_STATE_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("ssh.host_key is empty and there is no $XDG_STATE_HOME or home directory to default to: %w", err)
-		}
-		dir = filepath.Join(home, ".local", "state")
-	}
-	return filepath.Join(dir, "drover", "ssh_host_ed25519_key"), nil
+	return statePath("ssh.host_key", "ssh_host_ed25519_key")
 }
 
 // ensureHostKey writes a new ed25519 host key to path (mode 0600, its

@@ -138,7 +138,7 @@ of their own instead of the coordinator's results.max_age and results.max_bytes.
 			}
 			defer c.Close()
 			items := make([]wire.SubmitItem, len(in.urls))
-			wh := toHeaders(hm)
+			wh := wire.HeadersOf(hm)
 			for i, u := range in.urls {
 				// No payload: the coordinator gives seeds of a defined crawl
 				// its crawl payload, and a crawl worker takes a job without
@@ -212,14 +212,6 @@ func defineCrawl(ctx context.Context, cmd *cobra.Command, cfg *config.Config, de
 		return fmt.Errorf("defining crawl %s at %s: %w", def.Name, ep, err)
 	}
 	return nil
-}
-
-func toHeaders(m map[string]string) wire.Headers {
-	var h wire.Headers
-	for k, v := range m {
-		h = append(h, wire.Header{Name: k, Value: v})
-	}
-	return h
 }
 
 // inputURL is one URL of the input with its line (or argument) number.

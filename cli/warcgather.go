@@ -306,32 +306,10 @@ func warcinfoMember(name string, pages int) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// countingReader reads a file from an offset through a buffer, counting
-// the bytes it hands out. It is an io.ByteReader, so gzip and flate read
-// no further than the member they decode.
-type countingReader struct {
-	r *bufio.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
-func (c *countingReader) ReadByte() (byte, error) {
-	b, err := c.r.ReadByte()
-	if err == nil {
-		c.n++
-	}
-	return b, err
-}
-
 // gzipMember decodes the gzip member at off in f and returns its length
 // in f and the start of its content (the WARC record's header).
 func gzipMember(f *os.File, off int64) (int64, []byte, error) {
-	cr := &countingReader{r: bufio.NewReader(io.NewSectionReader(f, off, 1<<62))}
+	cr := crawl.NewByteCounter(io.NewSectionReader(f, off, 1<<62))
 	zr, err := gzip.NewReader(cr)
 	if err != nil {
 		return 0, nil, fmt.Errorf("no gzip member at %d: %w", off, err)
@@ -344,7 +322,7 @@ func gzipMember(f *os.File, off int64) (int64, []byte, error) {
 	if !bytes.HasPrefix(head.Bytes(), []byte("WARC/")) {
 		return 0, nil, fmt.Errorf("the gzip member at %d is not a WARC record", off)
 	}
-	return cr.n, head.Bytes(), nil
+	return cr.N, head.Bytes(), nil
 }
 
 // limitedBuffer keeps the first n bytes written to it and discards the

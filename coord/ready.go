@@ -100,10 +100,7 @@ func (c *Coordinator) Ready(now time.Time) *Output {
 	// Workers the broker closed (evicted, drained) leave as sessions too.
 	sc.closed = c.brk.TakeClosed(sc.closed[:0])
 	for _, cl := range sc.closed {
-		if ss, ok := c.sessions[cl.Session]; ok {
-			c.forgetSession(ss)
-			c.led.Release(now, cl.Session)
-			c.dropPending(cl.Session)
+		if _, ok := c.endSession(now, cl.Session); ok {
 			why := CloseEvicted
 			if cl.Drained {
 				why = CloseDrained

@@ -118,14 +118,22 @@ type nameKey struct {
 // Its ledger keys are released; its broker registration is left for the
 // new HELLO's Register to replace.
 func (c *Coordinator) supersede(now time.Time, old id.Session) {
-	ss, ok := c.sessions[old]
+	if _, ok := c.endSession(now, old); ok {
+		c.closes = append(c.closes, Close{Session: old, Reason: CloseSuperseded})
+	}
+}
+
+// endSession forgets session s, releases its ledger keys and drops what
+// it had pending; it returns the session, ok false when s is unknown.
+func (c *Coordinator) endSession(now time.Time, s id.Session) (*session, bool) {
+	ss, ok := c.sessions[s]
 	if !ok {
-		return
+		return nil, false
 	}
 	c.forgetSession(ss)
-	c.led.Release(now, old)
-	c.dropPending(old)
-	c.closes = append(c.closes, Close{Session: old, Reason: CloseSuperseded})
+	c.led.Release(now, s)
+	c.dropPending(s)
+	return ss, true
 }
 
 // forgetSession removes ss from the session tables.
@@ -184,13 +192,10 @@ func (c *Coordinator) Disconnect(now time.Time, s id.Session) {
 // charged.
 func (c *Coordinator) dropSession(now time.Time, s id.Session, why CloseReason) {
 	lost := why == CloseLost
-	ss, ok := c.sessions[s]
+	ss, ok := c.endSession(now, s)
 	if !ok {
 		return
 	}
-	c.forgetSession(ss)
-	c.led.Release(now, s)
-	c.dropPending(s)
 	if ss.role == RoleWorker {
 		if lost {
 			c.brk.Lost(now, s)

@@ -46,13 +46,9 @@ type CSVWriter struct {
 // last row a crash left is cut off first. A file whose header is not
 // CSVColumns is refused rather than mixed.
 func OpenCSV(path string) (*CSVWriter, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := openResultsFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("opening results file: %w", err)
-	}
-	if err := cutPartialLine(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("repairing results file %s: %w", path, err)
+		return nil, err
 	}
 	c := &CSVWriter{file: f}
 	c.cw = csv.NewWriter(&c.buf)

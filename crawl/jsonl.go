@@ -35,6 +35,18 @@ func NewJSONLWriter(w io.Writer) *JSONLWriter {
 // appending. If a previous run crashed in the middle of a line, that
 // incomplete last line is cut off first, so the file stays valid.
 func OpenJSONL(path string) (*JSONLWriter, error) {
+	f, err := openResultsFile(path)
+	if err != nil {
+		return nil, err
+	}
+	j := NewJSONLWriter(f)
+	j.file = f
+	return j, nil
+}
+
+// openResultsFile opens (creating it if needed) the results file at path
+// for appending, an incomplete last line a crash left cut off.
+func openResultsFile(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening results file: %w", err)
@@ -43,9 +55,7 @@ func OpenJSONL(path string) (*JSONLWriter, error) {
 		f.Close()
 		return nil, fmt.Errorf("repairing results file %s: %w", path, err)
 	}
-	j := NewJSONLWriter(f)
-	j.file = f
-	return j, nil
+	return f, nil
 }
 
 // cutPartialLine truncates f after its last newline when it does not end

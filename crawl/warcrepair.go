@@ -51,7 +51,7 @@ func cutToWholeMembers(path string) error {
 	defer f.Close()
 	// gzip reads no further than a member's end from an io.ByteReader,
 	// so the count after each member is where the next one starts.
-	cr := &countingByteReader{r: bufio.NewReader(f)}
+	cr := NewByteCounter(f)
 	var good int64
 	zr := new(gzip.Reader)
 	for {
@@ -62,7 +62,7 @@ func cutToWholeMembers(path string) error {
 		if _, err := io.Copy(io.Discard, zr); err != nil {
 			break // a member cut short or damaged
 		}
-		good = cr.n
+		good = cr.N
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -74,22 +74,29 @@ func cutToWholeMembers(path string) error {
 	return errors.Join(f.Truncate(good), f.Sync())
 }
 
-// countingByteReader counts what is read through it.
-type countingByteReader struct {
+// ByteCounter reads through a buffer, counting the bytes it hands out in
+// N. It is an io.ByteReader, so gzip and flate read no further than the
+// member they decode: N is then where the member ends.
+type ByteCounter struct {
 	r *bufio.Reader
-	n int64
+	N int64
 }
 
-func (c *countingByteReader) Read(p []byte) (int, error) {
+// NewByteCounter counts what is read from r.
+func NewByteCounter(r io.Reader) *ByteCounter { return &ByteCounter{r: bufio.NewReader(r)} }
+
+// Read reads from the buffer, counting.
+func (c *ByteCounter) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	c.n += int64(n)
+	c.N += int64(n)
 	return n, err
 }
 
-func (c *countingByteReader) ReadByte() (byte, error) {
+// ReadByte reads one byte from the buffer, counting.
+func (c *ByteCounter) ReadByte() (byte, error) {
 	b, err := c.r.ReadByte()
 	if err == nil {
-		c.n++
+		c.N++
 	}
 	return b, err
 }

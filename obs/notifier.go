@@ -215,13 +215,8 @@ func (n *Notifier) run() {
 	for n.abort.Err() == nil {
 		select {
 		case ev, ok := <-n.queue:
-			if !ok {
-				for n.abort.Err() == nil && n.fromSpill(&left) {
-				}
+			if n.took(ev, ok, &left) {
 				return
-			}
-			if !n.deliver(ev) {
-				left = append(left, ev)
 			}
 			continue
 		default:
@@ -231,18 +226,29 @@ func (n *Notifier) run() {
 		}
 		select {
 		case ev, ok := <-n.queue:
-			if !ok {
-				for n.abort.Err() == nil && n.fromSpill(&left) {
-				}
+			if n.took(ev, ok, &left) {
 				return
-			}
-			if !n.deliver(ev) {
-				left = append(left, ev)
 			}
 		case <-n.rung:
 		case <-n.abort.Done():
 		}
 	}
+}
+
+// took handles what a receive from the queue gave: a report, delivered
+// (or kept in left when it could not be), or the queue's close, after
+// which the spill's reports are delivered; it reports whether the queue
+// is closed (run then returns).
+func (n *Notifier) took(ev admin.Event, ok bool, left *[]admin.Event) (closed bool) {
+	if !ok {
+		for n.abort.Err() == nil && n.fromSpill(left) {
+		}
+		return true
+	}
+	if !n.deliver(ev) {
+		*left = append(*left, ev)
+	}
+	return false
 }
 
 // fromSpill delivers the oldest spilled report; false when there is none

@@ -2,8 +2,6 @@ package store
 
 import (
 	"fmt"
-
-	"github.com/cockroachdb/pebble/v2"
 )
 
 // Crawl definitions (issue 23): one record per crawler name, its value
@@ -42,24 +40,7 @@ func (b *Batch) DeleteCrawl(name string) error {
 // ReadCrawls calls fn with every crawl definition, by name. An error from
 // fn stops it and is returned.
 func (s *Store) ReadCrawls(fn func(name string, value []byte) error) error {
-	if err := s.enter(); err != nil {
-		return err
-	}
-	defer s.leave()
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxCrawl}, UpperBound: []byte{pfxCrawl + 1}})
-	if err != nil {
-		return fmt.Errorf("store %s: read crawls: %w", s.where(), corrupt(err))
-	}
-	for valid := it.First(); valid && err == nil; valid = it.Next() {
-		v, verr := it.ValueAndErr()
-		if verr != nil {
-			err = fmt.Errorf("store %s: read crawls: %w", s.where(), corrupt(verr))
-			break
-		}
-		err = fn(string(it.Key()[1:]), v)
-	}
-	if cerr := it.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("store %s: read crawls: %w", s.where(), corrupt(cerr))
-	}
-	return err
+	return s.scan([]byte{pfxCrawl}, []byte{pfxCrawl + 1}, "read crawls", func(k, v []byte) (bool, error) {
+		return true, fn(string(k[1:]), v)
+	})
 }

@@ -38,6 +38,18 @@ type fatalError string
 // Error names the error as Pebble's.
 func (e fatalError) Error() string { return "store: fatal pebble error: " + string(e) }
 
+// recoverFatal, deferred, turns a fatalError panic into *err; any other
+// panic goes on.
+func recoverFatal(err *error) {
+	if r := recover(); r != nil {
+		fe, ok := r.(fatalError)
+		if !ok {
+			panic(r)
+		}
+		*err = fe
+	}
+}
+
 // eventListener logs what an operator should hear about: background
 // errors, data corruption, slow disks and write stalls.
 func eventListener(log *slog.Logger) *pebble.EventListener {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-
-	"github.com/cockroachdb/pebble/v2"
 )
 
 // Submit memos (issue 14): what each SUBMIT request of a producer got
@@ -54,29 +52,10 @@ func (b *Batch) DeleteMemo(producer string, req uint64) error {
 // error from fn stops it and is returned; value is valid only during the
 // call.
 func (s *Store) ReadMemos(fn func(producer string, req uint64, value []byte) error) error {
-	if err := s.enter(); err != nil {
-		return err
-	}
-	defer s.leave()
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxMemo}, UpperBound: []byte{pfxMemo + 1}})
-	if err != nil {
-		return fmt.Errorf("store %s: read submit memos: %w", s.where(), corrupt(err))
-	}
-	for valid := it.First(); valid && err == nil; valid = it.Next() {
-		k := it.Key()
+	return s.scan([]byte{pfxMemo}, []byte{pfxMemo + 1}, "read submit memos", func(k, v []byte) (bool, error) {
 		if len(k) < 1+1+1+8 || k[len(k)-9] != 0 {
-			err = fmt.Errorf("store %s: read submit memos: key %x: %w", s.where(), k, ErrCorrupt)
-			break
+			return false, fmt.Errorf("store %s: read submit memos: key %x: %w", s.where(), k, ErrCorrupt)
 		}
-		v, verr := it.ValueAndErr()
-		if verr != nil {
-			err = fmt.Errorf("store %s: read submit memos: %w", s.where(), corrupt(verr))
-			break
-		}
-		err = fn(string(k[1:len(k)-9]), binary.BigEndian.Uint64(k[len(k)-8:]), v)
-	}
-	if cerr := it.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("store %s: read submit memos: %w", s.where(), corrupt(cerr))
-	}
-	return err
+		return true, fn(string(k[1:len(k)-9]), binary.BigEndian.Uint64(k[len(k)-8:]), v)
+	})
 }

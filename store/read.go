@@ -367,3 +367,31 @@ func (s *Store) decodeRecord(k, v []byte, rec *Record) error {
 	}
 	return nil
 }
+
+// scan calls fn with every record in [lower, upper), in key order, until
+// fn returns false or an error (which scan returns); what names the read
+// in its errors. k and v are valid only during the call.
+func (s *Store) scan(lower, upper []byte, what string, fn func(k, v []byte) (more bool, err error)) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("store %s: %s: %w", s.where(), what, corrupt(err))
+	}
+	more := true
+	for valid := it.First(); valid && more && err == nil; valid = it.Next() {
+		k := it.Key()
+		v, verr := it.ValueAndErr()
+		if verr != nil {
+			err = fmt.Errorf("store %s: %s %x: %w", s.where(), what, k, corrupt(verr))
+			break
+		}
+		more, err = fn(k, v)
+	}
+	if cerr := it.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("store %s: %s: %w", s.where(), what, corrupt(cerr))
+	}
+	return err
+}

@@ -124,39 +124,17 @@ func (s *Store) ReadResults(after, upTo uint64, fn func(*ResultRecord) bool) err
 	if after >= upTo {
 		return nil
 	}
-	if err := s.enter(); err != nil {
-		return err
-	}
-	defer s.leave()
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: resultKey(after + 1), UpperBound: resultUpper(upTo)})
-	if err != nil {
-		return fmt.Errorf("store %s: read results: %w", s.where(), corrupt(err))
-	}
 	var r ResultRecord
-	for valid := it.First(); valid; valid = it.Next() {
-		k := it.Key()
-		v, verr := it.ValueAndErr()
-		if verr != nil {
-			err = fmt.Errorf("store %s: read results %x: %w", s.where(), k, corrupt(verr))
-			break
-		}
+	return s.scan(resultKey(after+1), resultUpper(upTo), "read results", func(k, v []byte) (bool, error) {
 		if len(k) != 9 {
-			err = fmt.Errorf("store %s: %w: result key %x of %d bytes, want 9", s.where(), ErrCorrupt, k, len(k))
-			break
+			return false, fmt.Errorf("store %s: %w: result key %x of %d bytes, want 9", s.where(), ErrCorrupt, k, len(k))
 		}
 		r = ResultRecord{Cursor: binary.BigEndian.Uint64(k[1:])}
 		if derr := decodeResult(v, &r); derr != nil {
-			err = fmt.Errorf("store %s: %w: result record %x: %w", s.where(), ErrCorrupt, k, derr)
-			break
+			return false, fmt.Errorf("store %s: %w: result record %x: %w", s.where(), ErrCorrupt, k, derr)
 		}
-		if !fn(&r) {
-			break
-		}
-	}
-	if cerr := it.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("store %s: read results: %w", s.where(), corrupt(cerr))
-	}
-	return err
+		return fn(&r), nil
+	})
 }
 
 // resultUpper is the exclusive upper bound of cursors up to upTo.

@@ -320,29 +320,13 @@ func (s *Store) sticky() error {
 
 // pebbleApply commits b, turning Pebble's fatal errors into an error.
 func (s *Store) pebbleApply(b *pebble.Batch, opts *pebble.WriteOptions) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			fe, ok := r.(fatalError)
-			if !ok {
-				panic(r)
-			}
-			err = fe
-		}
-	}()
+	defer recoverFatal(&err)
 	return corrupt(s.db.Apply(b, opts))
 }
 
 // syncWAL fsyncs the write-ahead log (everything written before it).
 func (s *Store) syncWAL() (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			fe, ok := r.(fatalError)
-			if !ok {
-				panic(r)
-			}
-			err = fe
-		}
-	}()
+	defer recoverFatal(&err)
 	s.stats.syncs.Add(1)
 	return s.db.LogData(nil, pebble.Sync)
 }

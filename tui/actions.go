@@ -136,16 +136,27 @@ func (m *model) refuseAction(kind admin.ActionKind) tea.Cmd {
 	return m.setFlash(flashInfo, actionNames[kind]+" works on workers: press 1 for the Workers view")
 }
 
+// workerTargets are the marked workers, or the selected one, for an
+// action of kind; ok false when there are none or the action is refused,
+// and cmd says so.
+func (m *model) workerTargets(kind admin.ActionKind) (ts []mark, ids, labels []string, cmd tea.Cmd, ok bool) {
+	if cmd := m.refused(kind); cmd != nil {
+		return nil, nil, nil, cmd, false
+	}
+	ts = m.targets(m.pane())
+	if len(ts) == 0 {
+		return nil, nil, nil, m.setFlash(flashInfo, "no worker selected"), false
+	}
+	ids, labels = split(ts)
+	return ts, ids, labels, nil, true
+}
+
 // startEvict asks to evict the marked workers, or the selected one.
 func (m *model) startEvict() tea.Cmd {
-	if cmd := m.refused(admin.ActEvict); cmd != nil {
+	ts, ids, labels, cmd, ok := m.workerTargets(admin.ActEvict)
+	if !ok {
 		return cmd
 	}
-	ts := m.targets(m.pane())
-	if len(ts) == 0 {
-		return m.setFlash(flashInfo, "no worker selected")
-	}
-	ids, labels := split(ts)
 	return m.openDialog(admin.Action{Kind: admin.ActEvict, Targets: ids}, "Evict "+plural(len(ts), "worker")+"?", labels,
 		"Their jobs go back to the queue, not charged a failure.", "Evict")
 }
@@ -153,14 +164,10 @@ func (m *model) startEvict() tea.Cmd {
 // startDrain asks to drain the marked workers, or the selected one; to
 // undrain them when all are draining already.
 func (m *model) startDrain() tea.Cmd {
-	if cmd := m.refused(admin.ActDrain); cmd != nil {
+	ts, ids, labels, cmd, ok := m.workerTargets(admin.ActDrain)
+	if !ok {
 		return cmd
 	}
-	ts := m.targets(m.pane())
-	if len(ts) == 0 {
-		return m.setFlash(flashInfo, "no worker selected")
-	}
-	ids, labels := split(ts)
 	n := plural(len(ts), "worker")
 	allDraining := true
 	for _, t := range ts {

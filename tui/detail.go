@@ -67,17 +67,9 @@ func fetchDetail(ctx context.Context, b Backend, r detailReq) *detailData {
 	switch r.view {
 	case admin.ViewWorkers:
 		page, err := b.Query(ctx, admin.Query{View: admin.ViewWorkers, Filter: "worker=" + r.id, Limit: 1})
-		if err != nil {
-			d.err = "worker " + r.id + ": " + err.Error()
-			return d
-		}
-		for i := range page.Workers {
-			if page.Workers[i].ID == r.id {
-				d.worker = &page.Workers[i]
-			}
-		}
-		if d.worker == nil {
-			d.err = "worker " + r.id + " is gone"
+		d.worker = find(page.Workers, func(w *admin.WorkerRow) bool { return w.ID == r.id })
+		if err != nil || d.worker == nil {
+			d.err = notFound("worker "+r.id, err)
 			return d
 		}
 		jobs, err := b.Query(ctx, admin.Query{View: admin.ViewJobs, Filter: "worker=" + r.id, Limit: detailJobsLimit})
@@ -88,20 +80,31 @@ func fetchDetail(ctx context.Context, b Backend, r detailReq) *detailData {
 		d.jobs, d.jobsTotal = jobs.Jobs, jobs.Total
 	default:
 		page, err := b.Query(ctx, admin.Query{View: admin.ViewJobs, Key: r.id, Limit: 1})
-		if err != nil {
-			d.err = "job " + r.id + ": " + err.Error()
-			return d
-		}
-		for i := range page.Jobs {
-			if page.Jobs[i].Key == r.id {
-				d.job = &page.Jobs[i]
-			}
-		}
-		if d.job == nil {
-			d.err = "key " + r.id + " is gone"
+		d.job = find(page.Jobs, func(j *admin.JobRow) bool { return j.Key == r.id })
+		if err != nil || d.job == nil {
+			d.err = notFound("key "+r.id, err)
 		}
 	}
 	return d
+}
+
+// find is the first row of rows that is, nil for none.
+func find[T any](rows []T, is func(*T) bool) *T {
+	for i := range rows {
+		if is(&rows[i]) {
+			return &rows[i]
+		}
+	}
+	return nil
+}
+
+// notFound says why what's detail is missing: the query's error, or its
+// row is gone.
+func notFound(what string, err error) string {
+	if err != nil {
+		return what + ": " + err.Error()
+	}
+	return what + " is gone"
 }
 
 // toggleDetail opens the selected row's detail pane, or closes it.

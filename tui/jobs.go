@@ -31,22 +31,15 @@ var jobsView = &viewDesc{
 		{Title: "ERROR / REASON", Min: 10, Flex: 4, Priority: 3},
 		{Title: "AGE", Sort: "age", Min: 6, Align: table.Right, Priority: 1},
 	},
-	len: func(p *admin.Page) int { return len(p.Jobs) },
-	id:  func(p *admin.Page, i int) string { return p.Jobs[i].Key },
-	row: func(p *admin.Page, i int, now time.Time) table.Row {
-		j := &p.Jobs[i]
-		return table.Row{
-			ID: j.Key, StateCol: 1, State: j.State,
-			Cells: []string{
-				j.URL, common.StateLabel(j.State), j.Owner,
-				strconv.Itoa(j.Waiters), strconv.Itoa(j.Attempts), strconv.Itoa(j.Failures),
-				common.Until(now, j.RetryAt), dash(j.Worker), errOrReason(j),
-				common.Since(now, j.Created),
-			},
+	len: jobsLen, id: jobID, mark: jobMark, label: jobLabel,
+	row: jobRow(func(j *admin.JobRow, now time.Time) []string {
+		return []string{
+			j.URL, common.StateLabel(j.State), j.Owner,
+			strconv.Itoa(j.Waiters), strconv.Itoa(j.Attempts), strconv.Itoa(j.Failures),
+			common.Until(now, j.RetryAt), dash(j.Worker), errOrReason(j),
+			common.Since(now, j.Created),
 		}
-	},
-	mark:  jobMark,
-	label: func(p *admin.Page, i int) string { return p.Jobs[i].URL },
+	}),
 }
 
 // retriesView is the Retries view: jobs in back-off or failed, and the
@@ -68,20 +61,28 @@ var retriesView = &viewDesc{
 		{Title: "THR", Sort: "throttles", Min: 3, Align: table.Right, Priority: 3},
 		{Title: "WORKER", Sort: "worker", Min: 6, Max: 16, Flex: 1, Priority: 4},
 	},
-	len: func(p *admin.Page) int { return len(p.Jobs) },
-	id:  func(p *admin.Page, i int) string { return p.Jobs[i].Key },
-	row: func(p *admin.Page, i int, now time.Time) table.Row {
-		j := &p.Jobs[i]
-		return table.Row{
-			ID: j.Key, StateCol: 1, State: j.State,
-			Cells: []string{
-				j.URL, common.StateLabel(j.State), common.Until(now, j.RetryAt), errOrReason(j),
-				strconv.Itoa(j.Attempts), strconv.Itoa(j.Failures), strconv.Itoa(j.Throttles), dash(j.Worker),
-			},
+	len: jobsLen, id: jobID, mark: jobMark, label: jobLabel,
+	row: jobRow(func(j *admin.JobRow, now time.Time) []string {
+		return []string{
+			j.URL, common.StateLabel(j.State), common.Until(now, j.RetryAt), errOrReason(j),
+			strconv.Itoa(j.Attempts), strconv.Itoa(j.Failures), strconv.Itoa(j.Throttles), dash(j.Worker),
 		}
-	},
-	mark:  jobMark,
-	label: func(p *admin.Page, i int) string { return p.Jobs[i].URL },
+	}),
+}
+
+// The rows of the views that list jobs (Jobs and Retries): the page's
+// jobs, by key, labelled by URL.
+func jobsLen(p *admin.Page) int            { return len(p.Jobs) }
+func jobID(p *admin.Page, i int) string    { return p.Jobs[i].Key }
+func jobLabel(p *admin.Page, i int) string { return p.Jobs[i].URL }
+
+// jobRow makes a job's table row of the cells cells gives, its state in
+// the second column.
+func jobRow(cells func(j *admin.JobRow, now time.Time) []string) func(*admin.Page, int, time.Time) table.Row {
+	return func(p *admin.Page, i int, now time.Time) table.Row {
+		j := &p.Jobs[i]
+		return table.Row{ID: j.Key, StateCol: 1, State: j.State, Cells: cells(j, now)}
+	}
 }
 
 // jobKeys is the keymap of the views that list jobs (Jobs and Retries).

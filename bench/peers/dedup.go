@@ -68,43 +68,27 @@ func redisDedup(ctx context.Context, addr string, streams [][]id.Key, batch int)
 			members[i][j] = member(k)
 		}
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(streams))
-	dups := make([]int, len(streams))
-	began := time.Now()
-	for i := range streams {
-		wg.Go(func() {
-			ms := members[i]
-			cmds := make([]*redis.IntCmd, 0, batch)
-			for lo := 0; lo < len(ms); lo += batch {
-				hi := min(lo+batch, len(ms))
-				cmds = cmds[:0]
-				p := c.Pipeline()
-				for _, m := range ms[lo:hi] {
-					cmds = append(cmds, p.SAdd(ctx, "seen", m))
-				}
-				if _, err := p.Exec(ctx); err != nil {
-					errs[i] = fmt.Errorf("redis SADD pipeline: %w", err)
-					return
-				}
-				for _, cmd := range cmds {
-					if cmd.Val() == 0 {
-						dups[i]++
-					}
+	return timeStreams(streams, func(i int, dups *int) error {
+		ms := members[i]
+		cmds := make([]*redis.IntCmd, 0, batch)
+		for lo := 0; lo < len(ms); lo += batch {
+			hi := min(lo+batch, len(ms))
+			cmds = cmds[:0]
+			p := c.Pipeline()
+			for _, m := range ms[lo:hi] {
+				cmds = append(cmds, p.SAdd(ctx, "seen", m))
+			}
+			if _, err := p.Exec(ctx); err != nil {
+				return fmt.Errorf("redis SADD pipeline: %w", err)
+			}
+			for _, cmd := range cmds {
+				if cmd.Val() == 0 {
+					*dups++
 				}
 			}
-		})
-	}
-	wg.Wait()
-	res := dedupResult{took: time.Since(began)}
-	for i := range streams {
-		if errs[i] != nil {
-			return res, errs[i]
 		}
-		res.decisions += len(streams[i])
-		res.duplicates += dups[i]
-	}
-	return res, nil
+		return nil
+	})
 }
 
 // droverDedup sends each stream over its own client session as REQUEST
@@ -122,41 +106,46 @@ func droverDedup(ctx context.Context, peers string, streams [][]id.Key, batch in
 		defer c.Close()
 		clients[i] = c
 	}
+	return timeStreams(streams, func(i int, dups *int) error {
+		s, c := streams[i], clients[i]
+		var fresh []id.Key
+		for lo := 0; lo < len(s); lo += batch {
+			part := s[lo:min(lo+batch, len(s))]
+			v, err := c.Request(ctx, part)
+			if err != nil {
+				return err
+			}
+			fresh = fresh[:0]
+			for j, x := range v {
+				switch {
+				case x.Verdict == wire.VerdictOK && x.Reason == "":
+					fresh = append(fresh, part[j])
+				case x.Verdict == wire.VerdictOK || x.Verdict == wire.VerdictNo:
+					*dups++ // already held by this session, or queued
+				default:
+					return fmt.Errorf("REQUEST %s: verdict %v %q, want ok or no", part[j].URL, x.Verdict, x.Reason)
+				}
+			}
+			if queue && len(fresh) > 0 {
+				if _, err := c.Queue(ctx, fresh); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// timeStreams runs run for each stream on a goroutine of its own, timed
+// together; run counts the duplicates its stream met in dups. The result
+// sums them; the first stream's error (in stream order) is returned.
+func timeStreams(streams [][]id.Key, run func(i int, dups *int) error) (dedupResult, error) {
 	var wg sync.WaitGroup
 	errs := make([]error, len(streams))
 	dups := make([]int, len(streams))
 	began := time.Now()
 	for i := range streams {
-		wg.Go(func() {
-			s, c := streams[i], clients[i]
-			var fresh []id.Key
-			for lo := 0; lo < len(s); lo += batch {
-				part := s[lo:min(lo+batch, len(s))]
-				v, err := c.Request(ctx, part)
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				fresh = fresh[:0]
-				for j, x := range v {
-					switch {
-					case x.Verdict == wire.VerdictOK && x.Reason == "":
-						fresh = append(fresh, part[j])
-					case x.Verdict == wire.VerdictOK || x.Verdict == wire.VerdictNo:
-						dups[i]++ // already held by this session, or queued
-					default:
-						errs[i] = fmt.Errorf("REQUEST %s: verdict %v %q, want ok or no", part[j].URL, x.Verdict, x.Reason)
-						return
-					}
-				}
-				if queue && len(fresh) > 0 {
-					if _, err := c.Queue(ctx, fresh); err != nil {
-						errs[i] = err
-						return
-					}
-				}
-			}
-		})
+		wg.Go(func() { errs[i] = run(i, &dups[i]) })
 	}
 	wg.Wait()
 	res := dedupResult{took: time.Since(began)}

@@ -110,47 +110,35 @@ func (a *Admin) signal() {
 
 // Totals returns the header figures (STATUS).
 func (a *Admin) Totals(ctx context.Context) (admin.Totals, error) {
-	var out admin.Totals
-	err := a.call(ctx, "STATUS", func(req uint64) wire.Message { return &wire.Status{Req: req} },
-		func(m wire.Message) error {
-			t, ok := m.(*wire.Totals)
-			if !ok {
-				return unexpected(wire.CmdStatus, m)
-			}
-			out = t.Totals
-			return nil
-		})
-	return out, err
+	return adminCall(ctx, a, "STATUS", wire.CmdStatus, func(req uint64) wire.Message { return &wire.Status{Req: req} },
+		func(t *wire.Totals) admin.Totals { return t.Totals })
 }
 
 // Query returns one window of one view (QUERY).
 func (a *Admin) Query(ctx context.Context, q admin.Query) (admin.Page, error) {
-	var out admin.Page
-	err := a.call(ctx, "QUERY "+string(q.View), func(req uint64) wire.Message { return &wire.Query{Req: req, Query: q} },
-		func(m wire.Message) error {
-			p, ok := m.(*wire.Page)
-			if !ok {
-				return unexpected(wire.CmdQuery, m)
-			}
-			out = p.Page
-			return nil
-		})
-	return out, err
+	return adminCall(ctx, a, "QUERY "+string(q.View), wire.CmdQuery, func(req uint64) wire.Message { return &wire.Query{Req: req, Query: q} },
+		func(p *wire.Page) admin.Page { return p.Page })
 }
 
 // Act runs an operator action (ACTION). A read-only client gets the
 // coordinator's ERROR 403.
 func (a *Admin) Act(ctx context.Context, act admin.Action) (admin.ActionResult, error) {
-	var out admin.ActionResult
-	err := a.call(ctx, "ACTION "+string(act.Kind), func(req uint64) wire.Message { return &wire.Action{Req: req, Action: act} },
-		func(m wire.Message) error {
-			r, ok := m.(*wire.Acted)
-			if !ok {
-				return unexpected(wire.CmdAction, m)
-			}
-			out = r.Result
-			return nil
-		})
+	return adminCall(ctx, a, "ACTION "+string(act.Kind), wire.CmdAction, func(req uint64) wire.Message { return &wire.Action{Req: req, Action: act} },
+		func(r *wire.Acted) admin.ActionResult { return r.Result })
+}
+
+// adminCall runs one admin request of command cmd (msg makes it) whose
+// answer is an R, and returns what get takes of it.
+func adminCall[R wire.Message, T any](ctx context.Context, a *Admin, what string, cmd wire.Command, msg func(uint64) wire.Message, get func(R) T) (T, error) {
+	var out T
+	err := a.call(ctx, what, msg, func(m wire.Message) error {
+		r, ok := m.(R)
+		if !ok {
+			return unexpected(cmd, m)
+		}
+		out = get(r)
+		return nil
+	})
 	return out, err
 }
 

@@ -91,10 +91,10 @@ func common(prefix string, host, peer *string, log **slog.Logger) {
 		if err != nil || h == "" {
 			h = "unknown"
 		}
-		*host = clip(h, wire.MaxHost)
+		*host = wire.Clip(h, wire.MaxHost)
 	}
 	if *peer == "" {
-		*peer = prefix + "-" + clip(*host, wire.MaxID-len(prefix)-13) + "-" + strconv.Itoa(os.Getpid())
+		*peer = prefix + "-" + wire.Clip(*host, wire.MaxID-len(prefix)-13) + "-" + strconv.Itoa(os.Getpid())
 	}
 	if *log == nil {
 		*log = slog.New(slog.DiscardHandler)
@@ -390,17 +390,4 @@ func newSubmitCall(jobs []wire.SubmitItem, dst []Submitted) *call {
 	c := newCall(msg, reply, true)
 	c.sameReq = true
 	return c
-}
-
-func clip(s string, n int) string {
-	if n < 0 {
-		n = 0
-	}
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }

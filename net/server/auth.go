@@ -142,7 +142,7 @@ func (s *Server) forbid(w sockWriter, ident []byte, req uint64, e auth.Entry, fo
 		}
 	}
 	s.log.Warn("command forbidden", "key", e.Label(), "role", e.Role.String(), "why", msg)
-	s.send(w.sock(s), ident, &wire.Error{Req: req, Code: wire.CodeForbidden, Msg: clipReason(msg, wire.MaxText)})
+	s.send(w.sock(s), ident, &wire.Error{Req: req, Code: wire.CodeForbidden, Msg: wire.Clip(msg, wire.MaxText)})
 }
 
 // revoked answers a message whose key is no longer listed: its session

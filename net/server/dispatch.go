@@ -43,7 +43,7 @@ func (s *Server) dispatch(now time.Time, out *coord.Output) {
 		}
 		msg.Jobs = append(msg.Jobs, wire.JobItem{
 			JobID: uint64(a.Job), Attempt: uint32(a.Attempt), Key: a.Spec.Key,
-			Headers: toWireHeaders(a.Spec.Headers), Payload: a.Spec.Payload,
+			Headers: wire.HeadersOf(a.Spec.Headers), Payload: a.Spec.Payload,
 		})
 	}
 	for _, k := range order {
@@ -96,17 +96,6 @@ func (s *Server) undeliverable(now time.Time, sid id.Session) {
 	s.log.Warn("job undeliverable: ending the worker's session, its jobs go back to the queue", "session", sid)
 	s.c.Disconnect(now, sid)
 	s.forget(sid)
-}
-
-func toWireHeaders(h map[string]string) wire.Headers {
-	if len(h) == 0 {
-		return nil
-	}
-	out := make(wire.Headers, 0, len(h))
-	for k, v := range h {
-		out = append(out, wire.Header{Name: k, Value: v})
-	}
-	return out
 }
 
 // cancel tells each worker to stop the runs an operator took from it, one

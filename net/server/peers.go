@@ -23,7 +23,7 @@ import (
 func (s *Server) reject(sk sockWriter, ident []byte, req uint64, code wire.Code, format string, args ...any) {
 	s.stats.Malformed++
 	s.c.CountMalformed()
-	s.send(sk.sock(s), ident, &wire.Error{Req: req, Code: code, Msg: clipReason(fmt.Sprintf(format, args...), wire.MaxText)})
+	s.send(sk.sock(s), ident, &wire.Error{Req: req, Code: code, Msg: wire.Clip(fmt.Sprintf(format, args...), wire.MaxText)})
 }
 
 // sockWriter selects which ROUTER to answer on.
@@ -301,18 +301,7 @@ func reasonText(r ledger.Reason, detail string) string {
 	if detail == "" {
 		return string(r)
 	}
-	return clipReason(string(r)+": "+detail, wire.MaxReason)
-}
-
-func clipReason(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	// cut on a rune boundary
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
+	return wire.Clip(string(r)+": "+detail, wire.MaxReason)
 }
 
 // verdicts answers REQUEST, QUEUE or DONE with VERDICTS; durable says the

@@ -45,7 +45,7 @@ func openDurable(c *coord.Coordinator, opts Options, pg *pager) (*durable, error
 }
 
 func storeFailedError(req uint64, err error) *wire.Error {
-	return &wire.Error{Req: req, Code: wire.CodeInternal, Msg: clipReason("not recorded: the store failed: "+err.Error(), wire.MaxText)}
+	return &wire.Error{Req: req, Code: wire.CodeInternal, Msg: wire.Clip("not recorded: the store failed: "+err.Error(), wire.MaxText)}
 }
 
 // persist applies the step's writes as one batch; the step's held

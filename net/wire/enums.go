@@ -1,5 +1,10 @@
 package wire
 
+import (
+	"slices"
+	"strings"
+)
+
 // Role is what a peer announces itself as in HELLO.
 type Role uint8
 
@@ -130,6 +135,22 @@ type Header struct {
 
 // Headers is an ordered list of headers with unique names.
 type Headers []Header
+
+// HeadersOf returns the headers of map m sorted by name (nil for none):
+// the inverse of Map.
+func HeadersOf(m map[string]string) Headers {
+	if len(m) == 0 {
+		return nil
+	}
+	h := make(Headers, 0, len(m))
+	for k, v := range m {
+		h = append(h, Header{Name: k, Value: v})
+	}
+	if len(h) > 1 {
+		slices.SortFunc(h, func(a, b Header) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return h
+}
 
 // Get returns the value of the named header.
 func (h Headers) Get(name string) (string, bool) {

@@ -68,3 +68,17 @@ const (
 
 	maxCommandName = 10 // DISCONNECT
 )
+
+// Clip cuts s to at most n bytes (none for a negative n) on a UTF-8 rune
+// boundary, so that a text fits its limit (MaxText, MaxReason) and stays
+// valid UTF-8.
+func Clip(s string, n int) string {
+	n = max(n, 0)
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

@@ -39,7 +39,7 @@ func Progress(ctx context.Context, text string) {
 	if last != 0 && now-last < int64(ProgressEvery) || !r.last.CompareAndSwap(last, now) {
 		return
 	}
-	msg := &wire.Progress{JobID: r.run.JobID, Attempt: r.run.Attempt, Text: clipString(toValid(text), wire.MaxText)}
+	msg := &wire.Progress{JobID: r.run.JobID, Attempt: r.run.Attempt, Text: wire.Clip(toValid(text), wire.MaxText)}
 	r.c.Post(func(l *conn.Link) {
 		if l.Up() {
 			l.Send(msg)

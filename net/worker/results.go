@@ -52,7 +52,7 @@ func toItem(run wire.Run, res Result) wire.ResultItem {
 }
 
 // text makes s valid UTF-8 within wire.MaxText bytes.
-func text(s string) string { return clipString(toValid(s), wire.MaxText) }
+func text(s string) string { return wire.Clip(toValid(s), wire.MaxText) }
 
 // toValid replaces invalid UTF-8 in s.
 func toValid(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }

@@ -42,7 +42,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sort"
 	"strconv"
 	"time"
 
@@ -211,10 +210,10 @@ func (o Options) withDefaults() (Options, error) {
 		if err != nil || h == "" {
 			h = "unknown"
 		}
-		o.Host = clipString(h, wire.MaxHost)
+		o.Host = wire.Clip(h, wire.MaxHost)
 	}
 	if o.ID == "" {
-		o.ID = clipString(o.Host, wire.MaxID-12) + "-" + strconv.Itoa(os.Getpid())
+		o.ID = wire.Clip(o.Host, wire.MaxID-12) + "-" + strconv.Itoa(os.Getpid())
 	}
 	if o.Slots == 0 {
 		o.Slots = 1
@@ -261,21 +260,8 @@ func hello(o Options, req uint64, held []wire.Run) *wire.Hello {
 	}
 	return &wire.Hello{
 		Req: req, Role: wire.RoleWorker, ID: o.ID, Host: o.Host, Slots: uint32(o.Slots),
-		Heartbeat: o.Heartbeat, Headers: toHeaders(hdr), Held: held,
+		Heartbeat: o.Heartbeat, Headers: wire.HeadersOf(hdr), Held: held,
 	}
-}
-
-// toHeaders turns a map into a header list sorted by name.
-func toHeaders(m map[string]string) wire.Headers {
-	if len(m) == 0 {
-		return nil
-	}
-	h := make(wire.Headers, 0, len(m))
-	for k, v := range m {
-		h = append(h, wire.Header{Name: k, Value: v})
-	}
-	sort.Slice(h, func(i, j int) bool { return h[i].Name < h[j].Name })
-	return h
 }
 
 // Run connects to the coordinator and runs jobs with h until ctx ends (it
@@ -324,14 +310,4 @@ func Run(ctx context.Context, opts Options, h Handler) error {
 	s.cancelAll(ErrShutdown)
 	s.pool.close()
 	return c.Err()
-}
-
-func clipString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }

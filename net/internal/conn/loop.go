@@ -99,7 +99,7 @@ func (l *Link) Drop(code wire.Code, err error) {
 		return
 	}
 	if l.state == up {
-		l.Send(&wire.Disconnect{Code: code, Reason: clip(err.Error(), wire.MaxText)})
+		l.Send(&wire.Disconnect{Code: code, Reason: wire.Clip(err.Error(), wire.MaxText)})
 	}
 	l.drop = err
 }
@@ -460,14 +460,3 @@ func (b *reconnectBackoff) next() time.Duration {
 }
 
 func (b *reconnectBackoff) reset() { b.n = 0 }
-
-// clip shortens s to at most n bytes on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
-}
