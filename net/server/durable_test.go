@@ -33,7 +33,7 @@ const testHeartbeat = 2 * time.Second
 // runServer starts a server on ephemeral loopback ports (no events unless
 // opts.Events says so); stop cancels Run and returns what it returned
 // (also called at cleanup, once).
-func runServer(t *testing.T, opts Options) (*Server, func() error) {
+func runServer(t testing.TB, opts Options) (*Server, func() error) {
 	t.Helper()
 	opts.Peers, opts.Admin = zsock.Ephemeral, zsock.Ephemeral
 	if opts.Events == "" {

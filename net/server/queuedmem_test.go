@@ -6,15 +6,11 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
 	"testing"
-	"time"
 
-	"drover/coord"
 	"drover/coord/id"
 	"drover/net/client"
 	"drover/net/wire"
-	"drover/net/zsock"
 )
 
 // BenchmarkQueuedJobMemory measures the Go heap a queued job holds in a
@@ -24,33 +20,14 @@ import (
 //
 //	DROVER_BENCH_JOBS=200000 go test ./net/server -run '^$' -bench QueuedJobMemory -benchtime 1x
 func BenchmarkQueuedJobMemory(b *testing.B) {
-	n := 50_000
-	if v, err := strconv.Atoi(os.Getenv("DROVER_BENCH_JOBS")); err == nil && v > 0 {
-		n = v
-	}
+	n := benchSize("DROVER_BENCH_JOBS", 50_000)
 	payload := []byte(fmt.Sprintf(`{"depth":0,"scope":"host","seed":"%0130d"}`, 0))
+	ctx := context.Background()
 	for _, how := range []string{"batched", "one-by-one"} {
 		b.Run(how, func(b *testing.B) {
 			for range b.N {
-				heap := func() uint64 {
-					runtime.GC()
-					runtime.GC()
-					var ms runtime.MemStats
-					runtime.ReadMemStats(&ms)
-					return ms.HeapAlloc
-				}
-				s, err := New(Options{Peers: zsock.Ephemeral, Admin: zsock.Ephemeral, Events: "-", Coord: coord.Config{Heartbeat: time.Second}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				ran := make(chan error, 1)
-				go func() { ran <- s.Run(ctx) }()
-				p, err := client.Dial(ctx, client.Options{Connect: s.PeersEndpoint(), ID: "producer"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				before := heap()
+				s, p, stop := memServer(b, "producer")
+				before := heapBytes()
 				items := make([]wire.SubmitItem, n)
 				for i := range items {
 					items[i] = wire.SubmitItem{Key: id.Key{Crawler: "crawl", Processor: "page", URL: fmt.Sprintf("http://mem.test/page/%d", i)}, Payload: payload}
@@ -80,15 +57,14 @@ func BenchmarkQueuedJobMemory(b *testing.B) {
 					}
 				}
 				q.Close()
-				after := heap()
+				after := heapBytes()
 				if f := os.Getenv("DROVER_BENCH_HEAPPROFILE"); f != "" {
 					out, _ := os.Create(f + "." + how)
 					pprof.Lookup("heap").WriteTo(out, 0)
 					out.Close()
 				}
-				b.ReportMetric(float64(after-before)/float64(n), "B/job")
-				cancel()
-				<-ran
+				b.ReportMetric((float64(after)-float64(before))/float64(n), "B/job")
+				stop()
 				runtime.KeepAlive(s)
 			}
 		})
