@@ -39,10 +39,7 @@ func (l *Ledger) RequestBatch(now time.Time, s id.Session, reqID uint64, items [
 		}
 		calls[i] = call{host, keys, args}
 	}
-	all := l.due(now, calls)
-	res, unconfirmed, _ := l.exec(all)
-	skip := len(all) - len(calls)
-	res, unconfirmed = res[skip:], unconfirmed[skip:]
+	res, unconfirmed := l.execDue(now, calls)
 	for i, host := range order {
 		for n, j := range groups[host] {
 			r := ledger.Result{Verdict: ledger.Error, Reason: ReasonUnavailable}
@@ -81,6 +78,16 @@ func (l *Ledger) due(now time.Time, calls []call) []call {
 		}
 	}
 	return append(pre, calls...)
+}
+
+// execDue runs calls after the lease expiries due at now (due), and returns
+// the results of calls alone and which of them their replicas did not
+// confirm.
+func (l *Ledger) execDue(now time.Time, calls []call) ([][]ledger.Result, []bool) {
+	all := l.due(now, calls)
+	res, unconfirmed, _ := l.exec(all)
+	skip := len(all) - len(calls)
+	return res[skip:], unconfirmed[skip:]
 }
 
 // groupItems groups item indexes by host, hosts in first-seen order.
@@ -133,10 +140,7 @@ func (l *Ledger) QueueBatch(now time.Time, s id.Session, fps []id.Fingerprint, d
 		}
 		calls[i] = call{host, keys, args}
 	}
-	all := l.due(now, calls)
-	res, unconfirmed, _ := l.exec(all)
-	skip := len(all) - len(calls)
-	res, unconfirmed = res[skip:], unconfirmed[skip:]
+	res, unconfirmed := l.execDue(now, calls)
 	for i, host := range order {
 		for n, j := range groups[host] {
 			r := ledger.Result{Verdict: ledger.Error, Reason: ReasonUnavailable}

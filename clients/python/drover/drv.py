@@ -105,6 +105,17 @@ ACTIONS_WITH_CRAWLER = ("pause", "resume", "requeue-failed", "cancel")
 Key = namedtuple("Key", "crawler processor url")
 
 
+def job_item(key, headers=(), payload=b""):
+    """A job as SUBMIT (or a RESULT's links) carries it: headers as a list of
+    (name, value) pairs (a dict is taken too), the payload as bytes (text is
+    encoded as UTF-8)."""
+    if isinstance(headers, dict):
+        headers = list(headers.items())
+    if isinstance(payload, str):
+        payload = payload.encode("utf-8")
+    return {"key": key, "headers": list(headers), "payload": payload}
+
+
 class Malformed(ValueError):
     """A message DRV/2 does not allow; ``code`` is the ERROR code (400, 413, 501, 505)."""
 

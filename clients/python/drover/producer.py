@@ -25,16 +25,8 @@ def _job(j):
     """A job as SUBMIT carries it, from (crawler, processor, url[, headers[, payload]]) or a dict."""
     if isinstance(j, dict):
         key = _key(j["key"]) if "key" in j else drv.Key(j["crawler"], j["processor"], j["url"])
-        headers, payload = j.get("headers", ()), j.get("payload", b"")
-    else:
-        key, rest = drv.Key(*j[:3]), list(j[3:])
-        headers = rest[0] if rest else ()
-        payload = rest[1] if len(rest) > 1 else b""
-    if isinstance(headers, dict):
-        headers = list(headers.items())
-    if isinstance(payload, str):
-        payload = payload.encode("utf-8")
-    return {"key": key, "headers": list(headers), "payload": payload}
+        return drv.job_item(key, j.get("headers", ()), j.get("payload", b""))
+    return drv.job_item(drv.Key(*j[:3]), *j[3:5])
 
 
 class Producer:

@@ -95,19 +95,11 @@ class Job:
 
 def _link(job, l):
     if isinstance(l, str):
-        key, headers, payload = drv.Key(job.crawler, job.processor, l), [], b""
-    elif isinstance(l, dict):
+        return drv.job_item(drv.Key(job.crawler, job.processor, l))
+    if isinstance(l, dict):
         key = drv.Key(l.get("crawler", job.crawler), l.get("processor", job.processor), l["url"])
-        headers, payload = l.get("headers", []), l.get("payload", b"")
-    else:
-        key, rest = drv.Key(*l[:3]), list(l[3:])
-        headers = rest[0] if rest else []
-        payload = rest[1] if len(rest) > 1 else b""
-    if isinstance(headers, dict):
-        headers = list(headers.items())
-    if isinstance(payload, str):
-        payload = payload.encode("utf-8")
-    return {"key": key, "headers": list(headers), "payload": payload}
+        return drv.job_item(key, l.get("headers", ()), l.get("payload", b""))
+    return drv.job_item(drv.Key(*l[:3]), *l[3:5])
 
 
 class Worker:
