@@ -23,7 +23,11 @@ type host struct {
 
 	lane0 lane    // its queued jobs of its first header class
 	more  []*lane // of other classes
-	nq    int     // queued jobs in its lanes that its limits hold (not free)
+	nq    int32   // queued jobs in its lanes that its limits hold (not free)
+	// heapIdx is its place in the broker's timer heap, -1 when not there
+	// (beside nq: two int32 in one word keep the record in a smaller
+	// allocation class).
+	heapIdx int32
 
 	backoff jobList // its jobs in back-off, in the order they entered it
 
@@ -37,15 +41,13 @@ type host struct {
 	rstate     uint8 // robots.txt for the fleet (robots.go)
 	robots     *Robots
 
-	level     int    // consecutive throttles since the last forgiveness
-	throttles int    // throttles since the last forgiveness
-	until     int64  // back-off in force until (Unix ns); 0 when none
-	lastThr   int64  // last throttle (Unix ns)
-	lastEnd   int64  // end of the latest back-off: the quiet period counts from it
-	reason    string // "host back-off until ...", for the jobs it holds
+	level     int32 // consecutive throttles since the last forgiveness
+	throttles int32 // throttles since the last forgiveness
+	until     int64 // back-off in force until (Unix ns); 0 when none
+	lastThr   int64 // last throttle (Unix ns)
+	lastEnd   int64 // end of the latest back-off: the quiet period counts from it
 
-	due     int64 // the heap key: next wake-up or forgiveness
-	heapIdx int   // -1 when not in the heap
+	due int64 // the heap key: next wake-up or forgiveness
 }
 
 func (b *Broker) hostFor(name string) *host {
@@ -83,7 +85,7 @@ func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Ti
 		d = min(retryAfter, b.cfg.BackoffCap)
 	} else {
 		p := backoff.Policy{Start: b.cfg.BackoffStart, Cap: b.cfg.BackoffCap, Jitter: max(b.cfg.Jitter, 0)}
-		d = p.Delay(h.level, b.cfg.Rand.Float64)
+		d = p.Delay(int(h.level), b.cfg.Rand.Float64)
 	}
 	b.thr[h] = struct{}{}
 	until := t + int64(d)
@@ -91,7 +93,6 @@ func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Ti
 	if extended {
 		h.until = until
 		h.lastEnd = until
-		h.reason = "host back-off until " + tm(until).Format(time.RFC3339)
 	}
 	b.emit(admin.Event{At: now, Kind: admin.EventJobThrottled, JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: "host " + h.name + " backed off " + d.String()})
 	if extended {
@@ -110,6 +111,11 @@ func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Ti
 		}
 	})
 	b.schedule(h, t)
+}
+
+// backoffReason is the reason of the jobs a host's back-off holds.
+func (h *host) backoffReason() string {
+	return "host back-off until " + tm(h.until).Format(time.RFC3339)
 }
 
 // quiet reports whether the host has been quiet for BackoffForgive: no
@@ -141,10 +147,10 @@ func (b *Broker) schedule(h *host, t int64) {
 	}
 	switch {
 	case due == 0 && h.heapIdx >= 0:
-		heap.Remove(&b.heap, h.heapIdx)
+		heap.Remove(&b.heap, int(h.heapIdx))
 	case due != 0 && h.heapIdx >= 0:
 		h.due = due
-		heap.Fix(&b.heap, h.heapIdx)
+		heap.Fix(&b.heap, int(h.heapIdx))
 	case due != 0:
 		h.due = due
 		heap.Push(&b.heap, h)
@@ -242,14 +248,14 @@ func (q hostHeap) Less(i, j int) bool { return q[i].due < q[j].due }
 // Swap implements heap.Interface.
 func (q hostHeap) Swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
-	q[i].heapIdx = i
-	q[j].heapIdx = j
+	q[i].heapIdx = int32(i)
+	q[j].heapIdx = int32(j)
 }
 
 // Push implements heap.Interface.
 func (q *hostHeap) Push(x any) {
 	h := x.(*host)
-	h.heapIdx = len(*q)
+	h.heapIdx = int32(len(*q))
 	*q = append(*q, h)
 }
 

@@ -449,7 +449,7 @@ func (b *Broker) place(j *job, t int64, now time.Time) {
 		b.setState(j, Backoff, t)
 		b.setRetryAt(j, h.until)
 		h.backoff.push(j)
-		b.emit(admin.Event{At: now, Kind: admin.EventJobBackoff, JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: h.reason})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobBackoff, JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: h.backoffReason()})
 		return
 	}
 	if j.state != Queued {

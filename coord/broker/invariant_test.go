@@ -311,7 +311,7 @@ func checkHost(b *Broker, h *host) error {
 	switch {
 	case err != nil:
 		return err
-	case inLanes != h.nq || n != h.nq:
+	case inLanes != int(h.nq) || n != int(h.nq):
 		return fmt.Errorf("host %q: %d jobs in lanes, %d queued, counted %d", h.name, inLanes, n, h.nq)
 	case int(h.inflight) != inflight:
 		return fmt.Errorf("host %q: in flight %d, dispatched jobs %d", h.name, h.inflight, inflight)
@@ -355,7 +355,7 @@ func checkRings(b *Broker) error {
 	polite := 0
 	for _, h := range b.hosts {
 		if h.parked {
-			polite += h.nq
+			polite += int(h.nq)
 		}
 	}
 	if polite != b.polite {

@@ -353,7 +353,7 @@ func (b *Broker) refresh(h *host, t int64) {
 	switch el := h.eligible(t); {
 	case el && h.parked:
 		h.parked = false
-		b.polite -= h.nq
+		b.polite -= int(h.nq)
 		h.eachLane(func(l *lane) {
 			if l.q.n > 0 && !l.inRing {
 				l.class.ring.push(l)
@@ -362,7 +362,7 @@ func (b *Broker) refresh(h *host, t int64) {
 		b.syncWaiting(h)
 	case !el && !h.parked:
 		h.parked = true
-		b.polite += h.nq
+		b.polite += int(h.nq)
 		h.eachLane(func(l *lane) {
 			if l.inRing && !l.free {
 				l.class.ring.remove(l)
@@ -389,7 +389,7 @@ func (b *Broker) politeWait(h *host, t int64) {
 		return
 	}
 	h.waitShown = true
-	b.emit(admin.Event{At: tm(t), Kind: admin.EventHostPolite, Detail: h.name + ": " + b.politeWhy(h) + "; " + strconv.Itoa(h.nq) + " jobs wait"})
+	b.emit(admin.Event{At: tm(t), Kind: admin.EventHostPolite, Detail: h.name + ": " + b.politeWhy(h) + "; " + strconv.Itoa(int(h.nq)) + " jobs wait"})
 }
 
 // gap is h's interval between dispatches: max(MinDelay, Crawl-delay).
@@ -491,7 +491,7 @@ func (b *Broker) politeRows() []admin.HostRow {
 	}
 	slices.SortFunc(hs, func(x, y *host) int { return cmp.Or(cmp.Compare(y.nq, x.nq), strings.Compare(x.name, y.name)) })
 	for _, h := range hs[:min(len(hs), maxPoliteRows)] {
-		r := admin.HostRow{Host: h.name, Jobs: h.nq, Polite: true, InFlight: int(h.inflight), Limit: h.limits().String()}
+		r := admin.HostRow{Host: h.name, Jobs: int(h.nq), Polite: true, InFlight: int(h.inflight), Limit: h.limits().String()}
 		if politeDue(h, 0) != 0 {
 			r.Until = tm(h.next)
 		}

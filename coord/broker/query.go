@@ -311,7 +311,7 @@ func (b *Broker) reason(j *job) string {
 		if j.retrying() {
 			return b.retryReason(j)
 		}
-		return j.host.reason
+		return j.host.backoffReason()
 	case Dispatched:
 		if isPlaceholder(j.worker) {
 			return "awaiting reclaim by " + j.worker.id // restored after a coordinator restart
@@ -359,7 +359,7 @@ func (b *Broker) Job(jid JobID) (admin.JobRow, bool) {
 func (b *Broker) hostRows() []admin.HostRow {
 	rows := make([]admin.HostRow, 0, len(b.thr))
 	for h := range b.thr {
-		rows = append(rows, admin.HostRow{Host: h.name, Until: tm(h.until), Throttles: h.throttles, Jobs: h.backoff.n})
+		rows = append(rows, admin.HostRow{Host: h.name, Until: tm(h.until), Throttles: int(h.throttles), Jobs: h.backoff.n})
 	}
 	slices.SortFunc(rows, func(x, y admin.HostRow) int {
 		return cmp.Or(y.Until.Compare(x.Until), strings.Compare(x.Host, y.Host))

@@ -389,12 +389,11 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 		h.until, h.lastEnd = until, until
 		h.level, h.throttles = max(h.level, 1), max(h.throttles, 1)
 		h.lastThr = max(h.lastThr, js[len(js)-1].updated)
-		h.reason = "host back-off until " + tm(until).Format(time.RFC3339)
 		b.thr[h] = struct{}{}
 		// Due at its end, even when that has passed: Tick then wakes its jobs.
 		h.due = until
 		if h.heapIdx >= 0 {
-			heap.Fix(&b.heap, h.heapIdx)
+			heap.Fix(&b.heap, int(h.heapIdx))
 		} else {
 			heap.Push(&b.heap, h)
 		}
