@@ -278,8 +278,8 @@ func printCluster(w io.Writer, c *admin.Cluster) {
 			alive++
 		}
 	}
-	fmt.Fprintf(w, "cluster: %d coordinators (%d alive); shared queue %d, claimed %d, done %d, failed %d\n",
-		len(c.Coordinators), alive, c.Queued, c.Claimed, c.Done, c.Failed)
+	fmt.Fprintf(w, "cluster: %s (%d alive); shared queue %d, claimed %d, done %d, failed %d\n",
+		plural(len(c.Coordinators), "coordinator"), alive, c.Queued, c.Claimed, c.Done, c.Failed)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nCOORDINATOR\tPEERS\tSTATE\tWORKERS IDLE/BUSY\tQUEUED\tRUNNING\tDONE\tFAILED\tHEARTBEAT")
 	for _, r := range c.Coordinators {
