@@ -169,24 +169,36 @@ const (
 	DefaultHoldbackCap        = 5 * time.Minute
 )
 
+// orDefault sets the config field name (*v) to def when it is 0; a
+// negative one is an error naming it.
+func orDefault[T int | time.Duration](errs *[]error, name string, v *T, def T) {
+	switch {
+	case *v == 0:
+		*v = def
+	case *v < 0:
+		*errs = append(*errs, fmt.Errorf("broker config %s %v: want > 0 (or 0 for the default %v)", name, *v, def))
+	}
+}
+
+// fractionOrDefault sets the fraction field name (*v) to def when it is
+// 0, and to 0 (none) when it is negative; 1 or more is an error naming it.
+func fractionOrDefault(errs *[]error, name string, v *float64, def float64) {
+	switch {
+	case math.IsNaN(*v) || *v >= 1:
+		*errs = append(*errs, fmt.Errorf("broker config %s %v: want a fraction below 1 (0 for the default %v, negative for none)", name, *v, def))
+	case *v == 0:
+		*v = def
+	case *v < 0:
+		*v = 0
+	}
+}
+
 // validate fills defaults and checks every field, naming the bad one.
 func (c *Config) validate() error {
 	var errs []error
-	if c.MaxRequestFailures == 0 {
-		c.MaxRequestFailures = DefaultMaxRequestFailures
-	} else if c.MaxRequestFailures < 0 {
-		errs = append(errs, fmt.Errorf("broker config MaxRequestFailures %d: want >= 1 (or 0 for the default %d)", c.MaxRequestFailures, DefaultMaxRequestFailures))
-	}
-	if c.BackoffStart == 0 {
-		c.BackoffStart = DefaultBackoffStart
-	} else if c.BackoffStart < 0 {
-		errs = append(errs, fmt.Errorf("broker config BackoffStart %v: want > 0 (or 0 for the default %v)", c.BackoffStart, DefaultBackoffStart))
-	}
-	if c.BackoffCap == 0 {
-		c.BackoffCap = DefaultBackoffCap
-	} else if c.BackoffCap < 0 {
-		errs = append(errs, fmt.Errorf("broker config BackoffCap %v: want > 0 (or 0 for the default %v)", c.BackoffCap, DefaultBackoffCap))
-	}
+	orDefault(&errs, "MaxRequestFailures", &c.MaxRequestFailures, DefaultMaxRequestFailures)
+	orDefault(&errs, "BackoffStart", &c.BackoffStart, DefaultBackoffStart)
+	orDefault(&errs, "BackoffCap", &c.BackoffCap, DefaultBackoffCap)
 	if c.BackoffStart > 0 && c.BackoffCap > 0 && c.BackoffCap < c.BackoffStart {
 		errs = append(errs, fmt.Errorf("broker config BackoffCap %v: want >= BackoffStart %v", c.BackoffCap, c.BackoffStart))
 	}
@@ -195,14 +207,7 @@ func (c *Config) validate() error {
 	} else if c.BackoffForgive < 0 {
 		errs = append(errs, fmt.Errorf("broker config BackoffForgive %v: want > 0 (or 0 for 10 × BackoffStart)", c.BackoffForgive))
 	}
-	switch {
-	case math.IsNaN(c.Jitter) || c.Jitter >= 1:
-		errs = append(errs, fmt.Errorf("broker config Jitter %v: want a fraction below 1 (0 for the default %v, negative for none)", c.Jitter, DefaultJitter))
-	case c.Jitter == 0:
-		c.Jitter = DefaultJitter
-	case c.Jitter < 0:
-		c.Jitter = 0
-	}
+	fractionOrDefault(&errs, "Jitter", &c.Jitter, DefaultJitter)
 	switch {
 	case c.RetryStart == 0:
 		c.RetryStart = DefaultRetryStart
@@ -217,14 +222,7 @@ func (c *Config) validate() error {
 	if c.RetryStart > 0 && c.RetryCap > 0 && c.RetryCap < c.RetryStart {
 		errs = append(errs, fmt.Errorf("broker config RetryCap %v: want >= RetryStart %v", c.RetryCap, c.RetryStart))
 	}
-	switch {
-	case math.IsNaN(c.RetryJitter) || c.RetryJitter >= 1:
-		errs = append(errs, fmt.Errorf("broker config RetryJitter %v: want a fraction below 1 (0 for the default %v, negative for none)", c.RetryJitter, DefaultRetryJitter))
-	case c.RetryJitter == 0:
-		c.RetryJitter = DefaultRetryJitter
-	case c.RetryJitter < 0:
-		c.RetryJitter = 0
-	}
+	fractionOrDefault(&errs, "RetryJitter", &c.RetryJitter, DefaultRetryJitter)
 	if c.Rand == nil {
 		c.Rand = rand.New(rand.NewPCG(1, 2))
 	}
@@ -236,31 +234,13 @@ func (c *Config) validate() error {
 	} else if c.LostWorkers < 0 {
 		c.LostWorkers = 0
 	}
-	if c.HistoryLimit == 0 {
-		c.HistoryLimit = DefaultHistoryLimit
-	} else if c.HistoryLimit < 0 {
-		errs = append(errs, fmt.Errorf("broker config HistoryLimit %d: want >= 1 (or 0 for the default %d)", c.HistoryLimit, DefaultHistoryLimit))
-	}
+	orDefault(&errs, "HistoryLimit", &c.HistoryLimit, DefaultHistoryLimit)
 	if c.DoneRetention == 0 {
 		c.DoneRetention = DefaultDoneRetention
 	}
-	durs := []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"HoldbackStart", &c.HoldbackStart, DefaultHoldbackStart},
-		{"HoldbackCap", &c.HoldbackCap, DefaultHoldbackCap},
-		{"HoldbackForgive", &c.HoldbackForgive, 10 * max(c.HoldbackCap, DefaultHoldbackCap)},
-	}
-	for _, d := range durs {
-		switch {
-		case *d.v == 0:
-			*d.v = d.def
-		case *d.v < 0:
-			errs = append(errs, fmt.Errorf("broker config %s %v: want > 0 (or 0 for the default %v)", d.name, *d.v, d.def))
-		}
-	}
+	orDefault(&errs, "HoldbackStart", &c.HoldbackStart, DefaultHoldbackStart)
+	orDefault(&errs, "HoldbackCap", &c.HoldbackCap, DefaultHoldbackCap)
+	orDefault(&errs, "HoldbackForgive", &c.HoldbackForgive, 10*max(c.HoldbackCap, DefaultHoldbackCap))
 	if err := c.Politeness.validate(); err != nil {
 		errs = append(errs, err)
 	}
