@@ -64,7 +64,10 @@ func TestFrontierBeyondRAM(t *testing.T) {
 	}
 	defer in.Close()
 	began := time.Now()
-	sub := exec.Command(bin, "submit", "-", "--connect", at["peers"])
+	// A coordinator storing millions of jobs on a loaded machine may take
+	// longer than the default 10 s to answer one batch: this measures
+	// memory and order, not latency.
+	sub := exec.Command(bin, "submit", "-", "--connect", at["peers"], "--timeout", "2m")
 	sub.Stdin = in
 	sub.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1")
 	out, err := sub.CombinedOutput()
