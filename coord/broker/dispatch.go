@@ -70,7 +70,7 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 			continue // the same worker, the next job
 		}
 		b.setState(j, Dispatched, t)
-		robots := b.robotsFor(j, t) // robots.go: before hold, which may park a probed host
+		robots := b.robotsFor(j, w, t) // robots.go: before hold, which may park a probed host
 		b.hold(w, j, t)
 		skipped := b.skipUnrecorded(j, t) // unrecorded.go
 		b.countAttempt(j)

@@ -21,8 +21,9 @@ import (
 //   - With Politeness.ShareRobots, a host whose copy the broker lacks (none
 //     yet, or it expired) has one job dispatched at a time — its probe —
 //     whatever its cap, until a worker reports the file or every job of it
-//     in flight has ended (the worker did not report: an older worker, or
-//     robots.txt was unreachable). Then its cap applies again; a host whose
+//     in flight has ended (the worker did not report: robots.txt was
+//     unreachable). Only a worker announcing RobotsHeader probes; a host
+//     whose job goes to one that does not is not held. Then its cap applies again; a host whose
 //     probe ended without a report is not held again until a copy comes
 //     and expires.
 
@@ -40,6 +41,15 @@ type Robots struct {
 
 // TTL is how long the copy may still be used at now.
 func (r *Robots) TTL(now time.Time) time.Duration { return max(r.Expires.Sub(now), 0) }
+
+// RobotsHeader is the HELLO header (value "1") of a worker that takes the
+// fleet's robots.txt copies and reports the files it fetches: the wire's
+// name for it (net/wire.RobotsHeader is the same string). Only such a
+// worker's dispatch can be a probe.
+const RobotsHeader = "drv.robots"
+
+// takesRobots reports whether w announced RobotsHeader.
+func (w *worker) takesRobots() bool { return w.headers[RobotsHeader] == "1" }
 
 // The robots states of a host (host.rstate).
 const (
@@ -112,9 +122,12 @@ func (b *Broker) SetRobots(now time.Time, s id.Session, r Robots) (*Robots, erro
 	return h.robots, nil
 }
 
-// robotsFor returns the copy a dispatch of j at t carries (nil: none), and
-// starts a probe when j's host has none.
-func (b *Broker) robotsFor(j *job, t int64) *Robots {
+// robotsFor returns the copy a dispatch of j to w at t carries (nil:
+// none), and starts a probe when j's host has none and w reports what it
+// fetches. A host whose copy is unknown dispatched to a worker that does
+// not (an --exec worker, an older one) is not held: that worker would never
+// report, so holding the host to one job would only slow it.
+func (b *Broker) robotsFor(j *job, w *worker, t int64) *Robots {
 	if j.free {
 		return nil
 	}
@@ -127,8 +140,11 @@ func (b *Broker) robotsFor(j *job, t int64) *Robots {
 	}
 	r := h.robots
 	if r == nil {
-		if h.rstate == robotsUnknown {
+		switch {
+		case h.rstate == robotsUnknown && w.takesRobots():
 			h.rstate = robotsProbing
+		case h.rstate == robotsUnknown:
+			h.rstate = robotsUnshared
 		}
 		return nil
 	}
