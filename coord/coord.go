@@ -260,10 +260,21 @@ func (c *Coordinator) NextDeadline() (time.Time, bool) {
 
 // Tick advances time: sessions silent for longer than heartbeat × liveness
 // are declared dead (what they held is released), request leases expire,
-// back-offs end and unroutable jobs time out.
-func (c *Coordinator) Tick(now time.Time) {
+// back-offs end and unroutable jobs time out. It is TickHeard(now, now).
+func (c *Coordinator) Tick(now time.Time) { c.TickHeard(now, now) }
+
+// TickHeard is Tick for a caller that may not have read everything sent to
+// it by now: heard (at most now) is the time up to which every message
+// sessions sent has been taken in (Touch). A session is declared dead only
+// when its deadline is before heard, so a reactor that fell behind its
+// socket does not take its own busy time for its peers' silence (their
+// heartbeats may be waiting unread); every other timer runs at now.
+func (c *Coordinator) TickHeard(now, heard time.Time) {
+	if heard.After(now) {
+		heard = now
+	}
 	for {
-		s, ok := c.live.popExpired(now, c.sessions)
+		s, ok := c.live.popExpired(heard, c.sessions)
 		if !ok {
 			break
 		}

@@ -39,6 +39,10 @@ type input struct {
 	// hub's input only).
 	value func(ident []byte, m wire.Message, user string)
 	dirty bool
+	// emptyAt is when the input was last found empty (a read that ended
+	// for want of messages, or busy): what was sent to it before then has
+	// been read. See heardUntil.
+	emptyAt time.Time
 }
 
 // drainBound is how many messages one input may hand the reactor in one
@@ -123,9 +127,14 @@ func (s *Server) sent(sk *zmq4.Socket) {
 	}
 }
 
-// readInputs hands the reactor what the dirty inputs hold.
+// readInputs hands the reactor what the dirty inputs hold, and what the
+// others received since the last wait (their watches rang).
 func (s *Server) readInputs() {
+	start := s.now()
 	for _, in := range s.inputs {
+		if in.sk != nil && in.rang.Swap(false) {
+			in.dirty = true
+		}
 		switch {
 		case !in.dirty:
 		case in.sk == nil:
@@ -133,7 +142,24 @@ func (s *Server) readInputs() {
 		default:
 			in.dirty = s.drain(in)
 		}
+		if !in.dirty {
+			in.emptyAt = start
+		}
 	}
+}
+
+// heardUntil is the time up to which every message sent to the server has
+// been read: the oldest of the inputs' emptyAt. A session is silent only
+// if it sent nothing since (coord.TickHeard), so the reactor's own busy
+// time, its peers' heartbeats waiting unread, is not taken for silence.
+func (s *Server) heardUntil() time.Time {
+	var t time.Time
+	for i, in := range s.inputs {
+		if i == 0 || in.emptyAt.Before(t) {
+			t = in.emptyAt
+		}
+	}
+	return t
 }
 
 // drain handles the messages waiting on sk, at most drainBound; it
@@ -207,6 +233,9 @@ func (s *Server) busy() (bool, error) {
 			}
 		}
 		in.dirty = read
+		if !read {
+			in.emptyAt = s.now()
+		}
 		busy = busy || read
 	}
 	if s.dur != nil && len(s.dur.look.parked) > 0 && s.dur.look.parked[0].looked {

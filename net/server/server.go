@@ -162,6 +162,7 @@ type Server struct {
 	res      *resultLog             // nil without Options.Results
 	crawls   map[string]*crawlState // crawl definitions by name (crawls.go)
 	lookHook func()                 // tests: runs before each batch of done-set lookups (lookup.go)
+	stepHook func()                 // tests: runs in each reactor step after its read
 }
 
 var inprocSeq atomic.Uint64
@@ -402,13 +403,17 @@ func (s *Server) Run(ctx context.Context) error {
 		s.stats.Steps++
 		s.stepItems = 0
 		s.readInputs()
+		s.sess.heard = s.heardUntil()
+		if s.stepHook != nil {
+			s.stepHook()
+		}
 		s.releaseLookups(s.now()) // donelookup.go: messages whose store lookups are done
 		s.reactor.steps.Store(s.stats.Steps)
 		s.reactor.messages.Store(s.stats.Received)
 		s.reactor.gathered.Store(s.gather.gathered)
 		now := s.now()
 		s.recheckKeys(now)
-		s.c.Tick(now)
+		s.c.TickHeard(now, s.sess.heard)
 		s.pageIn(now) // paging.go
 		s.flush(now)
 		s.stats.MaxStepItems = max(s.stats.MaxStepItems, s.stepItems)

@@ -20,6 +20,10 @@ type sessions struct {
 	// lastBeatScan is when heartbeats last looked for sessions to beat
 	// or drop.
 	lastBeatScan time.Time
+	// heard is the time up to which every message sent to the server has
+	// been read (heardUntil, each step): a session is silent only if it
+	// sent nothing since before then (see coord.TickHeard).
+	heard time.Time
 }
 
 // peer is one session on the peers socket.
@@ -37,7 +41,8 @@ type peer struct {
 }
 
 // heartbeats sends HEARTBEAT to sessions the server has not sent anything
-// to for an interval, and drops consoles that went silent. It scans at most
+// to for an interval, and drops consoles that went silent (as of
+// sess.heard, as coord.TickHeard does for peers). It scans at most
 // ten times a second.
 func (s *Server) heartbeats(now time.Time) {
 	if now.Sub(s.sess.lastBeatScan) < 100*time.Millisecond {
@@ -53,7 +58,7 @@ func (s *Server) heartbeats(now time.Time) {
 	}
 	liveness := time.Duration(s.c.Config().Liveness)
 	for k, cs := range s.sess.cons {
-		if now.Sub(cs.lastSeen) > cs.beat*liveness {
+		if s.sess.heard.Sub(cs.lastSeen) > cs.beat*liveness {
 			delete(s.sess.cons, k)
 			continue
 		}

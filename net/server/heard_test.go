@@ -1,0 +1,86 @@
+package server
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"drover/clock"
+	"drover/coord"
+	"drover/coord/id"
+	"drover/net/wire"
+	"drover/net/zsock"
+)
+
+// TestBusyReactorIsNotSilence: a reactor step that takes longer than a
+// session's heartbeat × liveness (the fake clock moves 10 s inside it;
+// liveness is 3 s) does not end a session whose HEARTBEAT arrived meanwhile
+// and waits unread: silence is counted only up to what the reactor has
+// read. Before, a loaded coordinator dropped live peers after long steps.
+func TestBusyReactorIsNotSilence(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))
+	opts := Options{Clock: clk, Coord: coord.Config{Heartbeat: time.Second}}
+	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var armed atomic.Bool
+	inStep, sent := make(chan struct{}), make(chan struct{})
+	hookErr := make(chan string, 1)
+	s.stepHook = func() {
+		if !armed.CompareAndSwap(true, false) {
+			return
+		}
+		inStep <- struct{}{}
+		<-sent
+		// The reactor owns the socket: wait here until the HEARTBEAT is
+		// in it, unread, then let the step "take" 10 s.
+		deadline := time.Now().Add(time.Minute)
+		for {
+			ready, _, err := zsock.Ready(s.peers)
+			if err != nil || time.Now().After(deadline) {
+				hookErr <- "the HEARTBEAT never reached the server's socket"
+				break
+			}
+			if ready {
+				break
+			}
+			time.Sleep(time.Millisecond) // polls the socket; bounded by the deadline
+		}
+		clk.Advance(10 * time.Second)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	})
+
+	p := dial(t, s.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, "p", 0)
+	armed.Store(true)
+	clk.Advance(time.Second) // past the reactor's longest wait: a step
+	select {
+	case <-inStep:
+	case <-time.After(time.Minute):
+		t.Fatal("no reactor step within a minute")
+	}
+	p.send(&wire.Heartbeat{})
+	close(sent)
+
+	k := id.Key{Crawler: "c", Processor: "p", URL: "http://busy.test/"}
+	p.send(&wire.Request{Req: 2, Keys: []id.Key{k}})
+	if m := p.recv(); func() bool { _, ok := m.(*wire.Verdicts); return !ok }() {
+		select {
+		case e := <-hookErr:
+			t.Fatal(e)
+		default:
+		}
+		t.Fatalf("after a 10 s step with its HEARTBEAT waiting: %#v, want VERDICTS (the session alive)", m)
+	}
+}
