@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,6 +176,36 @@ func TestStoredDoneKeysExpireFromTheTotals(t *testing.T) {
 	}
 }
 
+// startGated runs a server whose done-set lookups wait while the returned
+// gate is closed; stop ends it and returns Run's error (the test's end
+// opens the gate first, so a failure leaves no lookup waiting).
+func startGated(t *testing.T, opts Options) (*Server, *gatedStore, func() error) {
+	t.Helper()
+	g := &gatedStore{}
+	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.lookHook = func() {
+		if wait := g.beforeCommit(); wait != nil {
+			wait()
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop := func() error {
+		once.Do(func() { cancel(); runErr = <-ran })
+		return runErr
+	}
+	t.Cleanup(func() { stop() })
+	t.Cleanup(g.open) // runs first
+	return s, g, stop
+}
+
 // TestLookupsDoNotBlockTheReactor: while a message's done-set lookups are
 // held up in the store (a gate before the lookup goroutine's reads), the
 // reactor serves everyone else — a HELLO is welcomed, another producer's
@@ -192,24 +223,9 @@ func TestLookupsDoNotBlockTheReactor(t *testing.T) {
 	if err := st.Commit(b); err != nil {
 		t.Fatal(err)
 	}
-	g := &gatedStore{}
 	opts := doneCacheOpts(st)
-	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
 	opts.Coord.Heartbeat = testHeartbeat
-	s, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.lookHook = func() {
-		if wait := g.beforeCommit(); wait != nil {
-			wait()
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-ran })
-	t.Cleanup(g.open) // first: a failure must not leave the lookups waiting
+	s, g, _ := startGated(t, opts)
 
 	known := key("http://lookup.test/known")
 	pb := dial(t, s.PeersEndpoint())
@@ -255,26 +271,12 @@ func TestStepsStayBounded(t *testing.T) {
 	const batches, per = 8, 5000
 	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncBatch)
 	t.Cleanup(func() { st.Close() })
-	g := &gatedStore{}
 	opts := doneCacheOpts(st)
 	opts.Coord.Ledger.StoredFilter = -1 // every new key is looked up: the lookups are what the gate holds
-	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
 	// The raw producer sends no heartbeats while 40,000 jobs are taken in:
 	// on a loaded machine under the race detector that is tens of seconds.
 	opts.Coord.Heartbeat = 30 * time.Second
-	s, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.lookHook = func() {
-		if wait := g.beforeCommit(); wait != nil {
-			wait()
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx) }()
-	t.Cleanup(g.open) // first: a failure must not leave the lookups waiting
+	s, g, stop := startGated(t, opts)
 
 	p := dial(t, s.PeersEndpoint())
 	hello(t, p, wire.RoleProducer, "p", 0)
@@ -306,8 +308,7 @@ func TestStepsStayBounded(t *testing.T) {
 			t.Fatalf("answer %d: request %d with %d items (first %+v), want request %d with %d accepted", b, sm.Req, len(sm.Items), sm.Items[0], 10+b, per)
 		}
 	}
-	cancel()
-	if err := <-ran; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	if max := s.stats.MaxStepItems; max > stepItemBudget+per-1 || max < per {
