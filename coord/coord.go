@@ -110,6 +110,9 @@ func (c *Config) setDefaults() error {
 	if c.Liveness == 0 {
 		c.Liveness = 3
 	}
+	if c.SharedWindow <= 0 {
+		c.SharedWindow = 64
+	}
 	if c.EventBuffer == 0 {
 		c.EventBuffer = 1000
 	}

@@ -45,14 +45,6 @@ type sharedState struct {
 // jobs when its last claim found none.
 const sharedPoll = 200 * time.Millisecond
 
-// sharedWindow is Config.SharedWindow or its default.
-func (c *Coordinator) sharedWindow() int {
-	if c.cfg.SharedWindow > 0 {
-		return c.cfg.SharedWindow
-	}
-	return 64
-}
-
 // pushShared hands an accepted job to the shared queue; false if the
 // queue did not take it.
 func (c *Coordinator) pushShared(now time.Time, spec *broker.Spec) (broker.JobID, bool) {
@@ -91,7 +83,7 @@ func (c *Coordinator) claimShared(now time.Time) {
 	if c.cfg.Shared == nil || now.Before(c.shared.next) {
 		return
 	}
-	want := c.sharedWindow() - c.brk.Count(broker.Queued)
+	want := c.cfg.SharedWindow - c.brk.Count(broker.Queued)
 	if want <= 0 {
 		c.shared.next = now.Add(sharedPoll) // Ready brings it forward when jobs leave
 		return
@@ -129,7 +121,7 @@ func (c *Coordinator) finishShared(now time.Time, fin []broker.Finished) {
 	}
 	c.cfg.Shared.Finish(now, items)
 	c.scratch.items = reuse(items)
-	if c.brk.Count(broker.Queued) < c.sharedWindow()/2 && c.shared.next.After(now) {
+	if c.brk.Count(broker.Queued) < c.cfg.SharedWindow/2 && c.shared.next.After(now) {
 		c.shared.next = now
 	}
 }

@@ -42,7 +42,7 @@ func (c *Coordinator) submitBatch(now time.Time, s id.Session, reqID uint64, job
 	res := c.led.RequestBatch(now, s, reqID, items, c.scratch.results[:0])
 	var granted []id.Fingerprint
 	var grantedJob []int
-	verdict := make(map[int]SubmitVerdict, len(idx))
+	verdict := make([]SubmitVerdict, len(jobs)) // by job index; set for each first listing
 	for n, i := range idx {
 		fp := specs[i].FP
 		switch res[n].Verdict {
@@ -88,23 +88,21 @@ func (c *Coordinator) submitBatch(now time.Time, s id.Session, reqID uint64, job
 		}
 	}
 	// Fill in the verdicts in job order; a repeated key is a duplicate.
-	k := base
 	for i := range jobs {
-		if dst[k].Status == Rejected && dst[k].Reason == ReasonBadKey {
-			k++
+		d := &dst[base+i]
+		if d.Status == Rejected && d.Reason == ReasonBadKey {
 			continue
 		}
-		fp := dst[k].FP
+		fp := d.FP
 		if f := first[fp]; f != i {
 			c.dedupHits++
-			dst[k] = SubmitVerdict{FP: fp, Status: Duplicate, Reason: ledger.ReasonQueued}
+			*d = SubmitVerdict{FP: fp, Status: Duplicate, Reason: ledger.ReasonQueued}
 			if v := verdict[f]; v.Status == Accepted && v.Job != 0 {
-				dst[k].Job = v.Job
+				d.Job = v.Job
 			}
 		} else {
-			dst[k] = verdict[i]
+			*d = verdict[i]
 		}
-		k++
 	}
 	return dst
 }

@@ -241,9 +241,9 @@ func (b *Broker) fillFromRecord(j *job, r *JobRecord) *host {
 	}
 	for _, a := range hist {
 		j.addAttempt(a.Worker, ns(a.At), b.cfg.HistoryLimit)
-		h := j.more.history // addAttempt made it
-		h[len(h)-1].outcome = a.Outcome
-		h[len(h)-1].err = a.Error
+		made := j.more.history // addAttempt made it
+		made[len(made)-1].outcome = a.Outcome
+		made[len(made)-1].err = a.Error
 	}
 	return h
 }

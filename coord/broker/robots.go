@@ -63,7 +63,7 @@ const (
 // capNow is h's concurrency cap in force: 1 while its robots.txt is
 // unknown or being fetched for the fleet, else its configured cap.
 func (h *host) capNow() int32 {
-	if (h.rstate == robotsUnknown || h.rstate == robotsProbing) && (h.cap == 0 || h.cap > 1) {
+	if h.rstate == robotsUnknown || h.rstate == robotsProbing {
 		return 1
 	}
 	return h.cap

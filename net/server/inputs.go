@@ -219,6 +219,7 @@ func (s *Server) busy() (bool, error) {
 		s.hub.Flush()
 	}
 	busy := false
+	now := s.now()
 	for _, in := range s.inputs {
 		if !in.dirty {
 			continue
@@ -234,7 +235,7 @@ func (s *Server) busy() (bool, error) {
 		}
 		in.dirty = read
 		if !read {
-			in.emptyAt = s.now()
+			in.emptyAt = now
 		}
 		busy = busy || read
 	}

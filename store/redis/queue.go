@@ -114,10 +114,11 @@ func decodeEntry(s string) (broker.Spec, error) {
 		return broker.Spec{}, fmt.Errorf("redis queue: entry %.40q: %w", s, err)
 	}
 	k := id.Key{Crawler: e.Crawler, Processor: e.Processor, URL: e.URL}
-	if fp := k.Fingerprint(); fp.String() != fps {
+	fp := k.Fingerprint()
+	if fp.String() != fps {
 		return broker.Spec{}, fmt.Errorf("redis queue: entry for %s names fingerprint %s; want the key's %s", e.URL, fps, fp)
 	}
-	sp := broker.Spec{Key: k, FP: k.Fingerprint(), Host: e.Host, Headers: e.Headers, Payload: e.Payload}
+	sp := broker.Spec{Key: k, FP: fp, Host: e.Host, Headers: e.Headers, Payload: e.Payload}
 	if sp.Host == "" {
 		sp.Host = id.Host(k.URL)
 	}
@@ -258,10 +259,7 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 			errs = append(errs, fmt.Errorf("redis queue: claiming on host %q: %w", h, err))
 			continue
 		}
-		if len(v) == 0 {
-			continue
-		}
-		left := v[0]
+		left := v[0] // claim.lua always answers the list's length first
 		for _, e := range v[1:] {
 			sp, err := decodeEntry(e)
 			if err != nil {
