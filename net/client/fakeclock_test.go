@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,7 +112,9 @@ func TestResentRequestWaitsAfresh(t *testing.T) {
 	passes(5 * time.Second)
 	srv.Send(&wire.Disconnect{Code: wire.CodeUnavailable, Reason: "restarting"})
 	greeted := make(chan struct{})
-	go func() { // the reconnect back-off runs on the fake clock too
+	greetOnce := sync.OnceFunc(func() { close(greeted) })
+	t.Cleanup(greetOnce) // the goroutine below ends even if Greet fails the test
+	go func() {          // the reconnect back-off runs on the fake clock too
 		for {
 			select {
 			case <-greeted:
@@ -122,7 +125,7 @@ func TestResentRequestWaitsAfresh(t *testing.T) {
 		}
 	}()
 	srv.Greet()
-	close(greeted)
+	greetOnce()
 	again := testsrv.Expect[*wire.Submit](t, srv.Next())
 	if again.Req != sub.Req {
 		t.Fatalf("resent under request id %d, want the first send's %d", again.Req, sub.Req)

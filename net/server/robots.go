@@ -24,7 +24,6 @@ func (s *Server) robotsReport(now time.Time, p *peer, m *wire.Robots) {
 	r := broker.Robots{Origin: m.Origin, Body: bytes.Clone(m.Content), CrawlDelay: m.CrawlDelay, Expires: now.Add(m.TTL)}
 	kept, err := s.c.Robots(now, p.s, r)
 	if err != nil {
-		s.c.CountMalformed()
 		s.reject(onPeers, p.ident, m.Req, errorCode(err), "ROBOTS: %v", err)
 		return
 	}
@@ -61,10 +60,6 @@ func (p *peer) keepSent(r *broker.Robots) {
 
 // takesRobots reports whether a worker's HELLO headers say it takes ROBOTS.
 func takesRobots(h wire.Headers) bool {
-	for _, x := range h {
-		if x.Name == wire.RobotsHeader {
-			return x.Value == "1"
-		}
-	}
-	return false
+	v, _ := h.Get(wire.RobotsHeader)
+	return v == "1"
 }

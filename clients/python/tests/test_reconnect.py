@@ -56,18 +56,12 @@ class Reconnect(unittest.TestCase):
         self.assertEqual(runs.qsize(), 1, "the job ran twice")
         # The restarted coordinator's events (its restore came before anyone could subscribe):
         # read them from the admin socket's events view.
-        a = zmq.Context.instance().socket(zmq.DEALER)
-        a.setsockopt(zmq.LINGER, 0)
+        a = _dealer(second.admin)
         self.addCleanup(a.close)
-        a.connect(second.admin)
         a.send_multipart(drv.encode("HELLO", 1, {"role": drv.CONSOLE, "id": "reconnect-console", "host": "test", "slots": 0,
                                                   "heartbeat_ms": 1000, "headers": [], "held": [], "read_only": True}))
         a.send_multipart(drv.encode("QUERY", 2, {"body": {"view": "events", "limit": 1000}}))
-        while True:
-            self.assertTrue(a.poll(10000), "no PAGE from the admin socket")
-            command, req, f = drv.decode_reply(a.recv_multipart())
-            if command == "PAGE":
-                break
+        f = _next(a, "PAGE")[2]
         kinds = {e["kind"] for e in f["body"].get("events", [])}
         self.assertIn("coord.restored", kinds)
         for k in kinds:

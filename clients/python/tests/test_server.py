@@ -398,7 +398,9 @@ class LiveServer(unittest.TestCase):
             command, req, acted = r.recv(skip=("HEARTBEAT", "CHANGED"))
             self.assertEqual((command, req, acted["body"]["affected"]), ("ACTED", n, 1))
         eventually(lambda: {"broker.paused", "broker.resumed"} <= self.events.kinds, what="pause events")
+        deadline = time.monotonic() + 20
         while "CHANGED" not in coverage.SEEN["command"]:  # the state changed: the console is told
+            self.assertLess(time.monotonic(), deadline, "no CHANGED within 20 s")
             r.recv(timeout=5, skip=())
         ro = Raw(self.server.admin)
         self.addCleanup(ro.close)
@@ -773,7 +775,10 @@ def until(r, command, timeout=10.0):
     """Receives on a Raw until a message of command (those before it are dropped)."""
     deadline = time.monotonic() + timeout
     while True:
-        msg = r.recv(timeout=max(0.1, deadline - time.monotonic()), skip=())
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError("no %s within %.0f s" % (command, timeout))
+        msg = r.recv(timeout=left, skip=())
         if msg[0] == command:
             return msg
 
