@@ -47,7 +47,6 @@ type pager struct {
 	loading   bool         // a read is in flight
 	retryAt   time.Time    // after a read found nothing although jobs are paged out
 	scratch   []broker.JobID
-	look      int               // how many of the youngest queued jobs page-out looks at first
 	known     []coord.QueuedKey // keys read back for a message (queuedFromStore)
 	req       chan pageReq
 	mu        sync.Mutex
@@ -97,7 +96,7 @@ func (s *Server) Paging() PagingStats {
 
 // newPager returns the pager of a coordinator keeping limit queued jobs.
 func newPager(limit int) *pager {
-	return &pager{limit: limit, batch: min(max(limit/4, 1), 10_000), look: 64, req: make(chan pageReq, 1)}
+	return &pager{limit: limit, batch: min(max(limit/4, 1), 10_000), req: make(chan pageReq, 1)}
 }
 
 // pageMark notes that store batch seq carries every job submitted up to
@@ -141,6 +140,7 @@ func (s *Server) pageOut(now time.Time) {
 			p.cursor = uint64(lowest) - 1
 		}
 	}()
+	look := 64 // how many of the youngest queued jobs to look at first
 	for {
 		res := s.c.ResidentQueued()
 		want := res - p.limit
@@ -152,7 +152,7 @@ func (s *Server) pageOut(now time.Time) {
 		}
 		// Few of the youngest are usually above the cursor: look at a few
 		// first, more only while they all go.
-		asked := min(want, p.look)
+		asked := min(want, look)
 		ids := s.c.YoungestQueued(asked, p.scratch[:0])
 		out := ids[:0]
 		stop := false
@@ -171,21 +171,19 @@ func (s *Server) pageOut(now time.Time) {
 		}
 		p.scratch = ids[:0]
 		if len(out) == 0 {
-			if stop || len(ids) < asked || asked == want || p.look >= 1<<20 {
-				p.look = 64
+			if stop || len(ids) < asked || asked == want || look >= 1<<20 {
 				return
 			}
-			p.look *= 2 // all not durable yet: look further
+			look *= 2 // all not durable yet: look further
 			continue
 		}
 		lowest = out[len(out)-1]
 		n := s.c.PageOut(now, out)
 		p.stats.out.Add(uint64(n))
 		if n == 0 || stop {
-			p.look = 64
 			return
 		}
-		p.look = min(p.look*2, 1<<20)
+		look = min(look*2, 1<<20)
 	}
 }
 
