@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"drover/coord"
@@ -155,24 +154,21 @@ func (s *Server) parkForLookup(ident []byte, sid id.Session, m wire.Message) boo
 	default:
 		scratch = false
 	}
-	var fps []id.Fingerprint
+	l.fps = l.fps[:0]
 	if len(keys) > 0 {
-		l.fps = s.c.Unknown(keys, l.fps[:0])
-		if len(l.fps) > 0 {
-			fps = slices.Clone(l.fps)
-		}
+		l.fps = s.c.Unknown(keys, l.fps)
 	}
 	if scratch {
 		clear(keys) // drop the strings
 		l.keys = keys[:0]
 	}
-	if len(fps) == 0 && l.waiting[sid] == 0 {
+	if len(l.fps) == 0 && l.waiting[sid] == 0 {
 		return false
 	}
 	p := &parkedMsg{ident: ident, sid: sid, m: m, norms: s.c.TakeNormals()}
-	if len(fps) > 0 {
-		p.keys = make([]store.KeyLookup, len(fps))
-		for i, fp := range fps {
+	if len(l.fps) > 0 {
+		p.keys = make([]store.KeyLookup, len(l.fps))
+		for i, fp := range l.fps {
 			p.keys[i].FP = fp
 		}
 		l.looker.post(p)
