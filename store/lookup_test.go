@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// TestLookupKeysAgreesWithLookupKey: the batched lookup answers each
-// fingerprint as LookupKey does, in any order, found or not.
-func TestLookupKeysAgreesWithLookupKey(t *testing.T) {
+// TestLookupKeysAgreesWithGetKey: the batched lookup answers each
+// fingerprint with the state and time of its stored record, in any order,
+// found or not.
+func TestLookupKeysAgreesWithGetKey(t *testing.T) {
 	s := memT(t)
 	at := time.Unix(1_700_000_000, 0).UTC()
 	commitT(t, s, func(b *Batch) error {
@@ -32,13 +33,20 @@ func TestLookupKeysAgreesWithLookupKey(t *testing.T) {
 	if err := s.LookupKeys(ks); err != nil {
 		t.Fatal(err)
 	}
+	found := 0
 	for _, k := range ks {
-		st, at, ok, err := s.LookupKey(k.FP)
+		r, ok, err := s.GetKey(k.FP)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k.Found != ok || (ok && (k.State != st || !k.At.Equal(at))) {
-			t.Errorf("%s: batched %v %v %v, single %v %v %v", k.FP, k.Found, k.State, k.At, ok, st, at)
+		if k.Found != ok || (ok && (k.State != r.State || !k.At.Equal(r.At))) {
+			t.Errorf("%s: looked up %v %v %v, stored record %v %v %v", k.FP, k.Found, k.State, k.At, ok, r.State, r.At)
 		}
+		if ok {
+			found++
+		}
+	}
+	if found != 17 { // of 99, 96, … 0: those below 50
+		t.Errorf("found %d of %d fingerprints, want 17", found, len(ks))
 	}
 }

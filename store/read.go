@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -62,37 +61,11 @@ var lookupOptions = pebble.IterOptions{UseL6Filters: true}
 // of it. A miss usually costs only bloom filter probes: unlike Pebble's Get,
 // it consults the filters of the last level too, which holds most keys.
 func (s *Store) LookupKey(fp id.Fingerprint) (state KeyState, at time.Time, ok bool, err error) {
-	if err := s.enter(); err != nil {
+	ks := [1]KeyLookup{{FP: fp}}
+	if err := s.LookupKeys(ks[:]); err != nil {
 		return 0, time.Time{}, false, err
 	}
-	defer s.leave()
-	var kb [17]byte
-	kb[0] = pfxKey
-	copy(kb[1:], fp[:])
-	k := kb[:]
-	it, err := s.db.NewIter(&lookupOptions)
-	if err != nil {
-		return 0, time.Time{}, false, fmt.Errorf("store %s: lookup %s: %w", s.where(), fp, corrupt(err))
-	}
-	if it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k) {
-		v, verr := it.ValueAndErr()
-		if verr != nil {
-			err = fmt.Errorf("store %s: lookup %s: %w", s.where(), fp, corrupt(verr))
-		} else {
-			st, n, derr := keyHead(v)
-			if derr != nil {
-				err = s.badRecord(KindKey, k, derr)
-			}
-			state, at, ok = st, unstamp(n), derr == nil
-		}
-	}
-	if cerr := it.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("store %s: lookup %s: %w", s.where(), fp, corrupt(cerr))
-	}
-	if err != nil {
-		return 0, time.Time{}, false, err
-	}
-	return state, at, ok, nil
+	return ks[0].State, ks[0].At, ks[0].Found, nil
 }
 
 // GetKey returns the ledger record of fp, ok false when there is none.
