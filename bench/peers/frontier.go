@@ -22,7 +22,7 @@ func droverFrontier(ctx context.Context, bin string, round, jobs, resident, work
 		return frontierResult{}, err
 	}
 	defer os.RemoveAll(dir)
-	s, err := startDrover(bin, "--store", dir, "--store-resident-jobs", strconv.Itoa(resident))
+	s, err := startDrover(bin, dir, "--store-resident-jobs", strconv.Itoa(resident))
 	if err != nil {
 		return frontierResult{}, err
 	}

@@ -221,7 +221,7 @@ func benchDedup(ctx context.Context, cfg config) error {
 			},
 			func() error {
 				for _, queue := range []bool{false, true} {
-					s, err := startDrover(cfg.drover)
+					s, err := startDrover(cfg.drover, "memory")
 					if err != nil {
 						return err
 					}
@@ -265,7 +265,7 @@ func benchQueue(ctx context.Context, cfg config) error {
 	if err := alternate(cfg.rounds, func(round int) []func() error {
 		sides := []func() error{
 			func() error {
-				s, err := startDrover(cfg.drover)
+				s, err := startDrover(cfg.drover, "memory")
 				if err != nil {
 					return err
 				}

@@ -41,7 +41,7 @@ func memKey(i int) id.Key {
 // chunk), and returns the serve process's RSS growth per key, measured
 // once RSS has settled, with the session still open.
 func droverMemory(ctx context.Context, bin string, n int, st memState) (memResult, error) {
-	s, err := startDrover(bin)
+	s, err := startDrover(bin, "memory")
 	if err != nil {
 		return memResult{}, err
 	}

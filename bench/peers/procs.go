@@ -199,14 +199,16 @@ type droverServer struct {
 
 var servingLine = regexp.MustCompile(`^drover serving: peers (\S+), admin (\S+), events (\S+)`)
 
-func startDrover(bin string, extra ...string) (*droverServer, error) {
+// startDrover starts drover serve on store ("memory" or a directory) with
+// loopback ports and politeness off, plus the extra flags.
+func startDrover(bin, store string, extra ...string) (*droverServer, error) {
 	var peers, admin string
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	metrics := "127.0.0.1:" + strconv.Itoa(port)
-	args := append([]string{"serve", "--store", "memory", "--bind", "tcp://127.0.0.1:*", "--admin", "tcp://127.0.0.1:*",
+	args := append([]string{"serve", "--store", store, "--bind", "tcp://127.0.0.1:*", "--admin", "tcp://127.0.0.1:*",
 		"--events", "tcp://127.0.0.1:*", "--metrics", metrics,
 		"--crawl-min-delay", "0s", "--crawl-per-host", "0"}, extra...) // a queue like asynq's: no per-host politeness
 	p, err := start(bin, []string{"DROVER_CONFIG="}, func(line string) bool {
