@@ -25,8 +25,9 @@ type Batch struct {
 	err    error
 	buf    []byte
 	used   bool
-	floor  *expiryFloor // the smallest expiry entries written, nil if none
-	before func()       // see Before
+	groups []expiryGroup // the expiry entries to write at Apply
+	floor  *expiryFloor  // the smallest expiry entries written, nil if none
+	before func()        // see Before
 }
 
 // expiryFloor holds, per expiry class, the smallest expiry index key of a
@@ -34,16 +35,60 @@ type Batch struct {
 // means none (in the writer: the start of the class).
 type expiryFloor [nClasses][]byte
 
-// expire adds the expiry index entry of a done or failed record.
+// expiryGroup gathers the idents of the records of one expiry class done
+// at one time in a batch: Apply writes them as one index entry (a step
+// that finishes many jobs at once writes a few entries, not two per job).
+type expiryGroup struct {
+	class  byte
+	at     int64
+	idents []byte // concatenated, identLen(class) bytes each
+}
+
+// maxGroupIdents bounds the idents of one grouped expiry entry, so that a
+// sweep step (which examines whole entries) stays short.
+const maxGroupIdents = 128
+
+// expire notes the expiry index entry of a done or failed record; Apply
+// writes it (finishExpiry).
 func (b *Batch) expire(class byte, at int64, ident []byte) error {
-	k := expiryKey(class, at, ident)
-	if b.floor == nil {
-		b.floor = new(expiryFloor)
+	for i := len(b.groups) - 1; i >= 0; i-- {
+		if g := &b.groups[i]; g.class == class && g.at == at {
+			g.idents = append(g.idents, ident...)
+			return nil
+		}
 	}
-	if f := b.floor[class]; f == nil || bytes.Compare(k, f) < 0 {
-		b.floor[class] = k
+	b.groups = append(b.groups, expiryGroup{class: class, at: at, idents: append([]byte(nil), ident...)})
+	return nil
+}
+
+// finishExpiry writes the expiry entries the batch gathered: one record's
+// alone as a plain entry (its ident in the key), several records' of one
+// class and time as grouped entries of up to maxGroupIdents idents each.
+func (b *Batch) finishExpiry() {
+	for i := range b.groups {
+		g := &b.groups[i]
+		n := identLen(g.class)
+		for rest := g.idents; len(rest) > 0; {
+			chunk := rest[:min(len(rest), maxGroupIdents*n)]
+			rest = rest[len(chunk):]
+			var k, v []byte
+			if len(chunk) == n {
+				k = expiryKey(g.class, g.at, chunk)
+			} else {
+				k, v = expiryKey(g.class, g.at, b.s.groupIdent()), chunk
+			}
+			if b.floor == nil {
+				b.floor = new(expiryFloor)
+			}
+			if f := b.floor[g.class]; f == nil || bytes.Compare(k, f) < 0 {
+				b.floor[g.class] = k
+			}
+			if b.set(k, v) != nil {
+				return
+			}
+		}
 	}
-	return b.set(k, nil)
+	b.groups = nil
 }
 
 // errBatchUsed is the error of a batch used after Apply.

@@ -17,9 +17,12 @@ import (
 //	0x01 name                      meta records (MetaRecord)
 //	0x02 fp[16]                    key records (KeyRecord)
 //	0x03 id[8, big-endian]         job records (JobRecord)
-//	0x04 class[1] at[8] ident      expiry index: one empty value per done or
-//	                               failed record, ordered by time (ident is
-//	                               the fp of a key or the id of a job)
+//	0x04 class[1] at[8] ident      expiry index, ordered by time: an empty
+//	                               value per done or failed record (ident is
+//	                               the fp of a key or the id of a job), or
+//	                               a grouped entry (ident: 0x01 epoch[8]
+//	                               n[8], unique) whose value is the idents
+//	                               of the records of its class and time
 //	0x05 cursor[8, big-endian]     result records (results.go)
 //	0x06 name                      crawl definitions (crawls.go)
 //	0x07 producer 0 req[8]         submit memos (memos.go)
@@ -107,6 +110,28 @@ func expiryKey(class byte, at int64, ident []byte) []byte {
 	k = append(k, pfxExpiry, class)
 	k = binary.BigEndian.AppendUint64(k, uint64(at)^(1<<63)) // order-preserving for negatives
 	return append(k, ident...)
+}
+
+// identLen is the length of a record's ident in the expiry index of
+// class: a fingerprint for key classes, a job id for job classes.
+func identLen(class byte) int {
+	if class == classJobDone || class == classJobFailed {
+		return 8
+	}
+	return len(id.Fingerprint{})
+}
+
+// groupIdentLen is the length of a grouped expiry entry's ident, unlike
+// either record ident's.
+const groupIdentLen = 17
+
+// groupIdent is a new grouped expiry entry's ident: unique in the store
+// (the store's epoch, advanced by every Open, and a count since Open).
+func (s *Store) groupIdent() []byte {
+	k := make([]byte, 0, groupIdentLen)
+	k = append(k, 1)
+	k = binary.BigEndian.AppendUint64(k, s.epoch)
+	return binary.BigEndian.AppendUint64(k, s.groups.Add(1))
 }
 
 // expiryBound is the first index key of class at or after at.

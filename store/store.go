@@ -133,6 +133,9 @@ type Store struct {
 	db    *pebble.DB
 	lock  *pebble.Lock
 	epoch uint64
+	// groups numbers the grouped expiry entries written since Open
+	// (groupIdent).
+	groups atomic.Uint64
 	// openedClean: the Open before this one ended with MarkClean (clean.go).
 	openedClean atomic.Bool
 

@@ -12,9 +12,10 @@ import (
 	"drover/coord/id"
 )
 
-// sweepStep bounds the index entries one sweep step examines: a step runs
-// on the writer goroutine between groups of batches, so it is the longest
-// a writer waits for the sweeper.
+// sweepStep bounds the records one sweep step examines (it ends after the
+// entry that reaches it; a grouped entry names up to maxGroupIdents): a
+// step runs on the writer goroutine between groups of batches, so it is
+// the longest a writer waits for the sweeper.
 const sweepStep = 256
 
 // Sweep deletes the done and failed records whose TTL has run out at now:
@@ -82,11 +83,11 @@ type sweepResult struct {
 	err     error
 }
 
-// sweepStep examines up to sweepStep index entries of class older than
-// cutoff, from the writer's floor on: each whose record is still in the
-// indexed state at the indexed time deletes the record; every examined
-// entry is deleted by one range deletion from the floor, and the floor
-// moves past them, so later steps and sweeps start after the tombstones.
+// sweepStep examines the index entries of class older than cutoff, from
+// the writer's floor on, until it has examined sweepStep records: each
+// record still in the indexed state at the indexed time is deleted; every
+// examined entry is deleted by one range deletion from the floor, and the
+// floor moves past them, so later steps and sweeps start after the tombstones.
 // It runs on the writer goroutine, so no batch lands between its reads and
 // its writes.
 func (s *Store) sweepStep(w *writer, class byte, cutoff int64) (res sweepResult) {
@@ -103,42 +104,60 @@ func (s *Store) sweepStep(w *writer, class byte, cutoff int64) (res sweepResult)
 		res.err = fmt.Errorf("store %s: sweep: %w", s.where(), corrupt(err))
 		return res
 	}
-	identLen := 16
-	if class == classJobDone || class == classJobFailed {
-		identLen = 8
-	}
+	n := identLen(class)
 	b := s.db.NewBatch()
 	defer b.Close()
 	var last []byte
-	n := 0
+	examined := 0
 	valid := it.First()
-	for ; valid && n < sweepStep; valid = it.Next() {
+	for ; valid && examined < sweepStep; valid = it.Next() {
 		k := it.Key()
-		if len(k) != 10+identLen {
-			res.err = fmt.Errorf("store %s: %w: expiry entry %x of %d bytes, want %d", s.where(), ErrCorrupt, k, len(k), 10+identLen)
+		var idents []byte
+		switch len(k) {
+		case 10 + n:
+			idents = k[10:]
+		case 10 + groupIdentLen:
+			v, err := it.ValueAndErr()
+			if err == nil && (len(v) == 0 || len(v)%n != 0) {
+				err = fmt.Errorf("%w: grouped expiry entry %x: value of %d bytes, want a multiple of %d", ErrCorrupt, k, len(v), n)
+			}
+			if err != nil {
+				res.err = fmt.Errorf("store %s: sweep: %w", s.where(), corrupt(err))
+			}
+			idents = v
+		default:
+			res.err = fmt.Errorf("store %s: %w: expiry entry %x of %d bytes, want %d or %d", s.where(), ErrCorrupt, k, len(k), 10+n, 10+groupIdentLen)
+		}
+		if res.err != nil {
 			break
 		}
 		at := int64(binary.BigEndian.Uint64(k[2:10]) ^ (1 << 63))
-		rk, live, err := s.expired(class, at, k[10:])
-		if err != nil {
-			res.err = err
+		for ; len(idents) > 0 && res.err == nil; idents = idents[n:] {
+			ident := idents[:n]
+			rk, live, err := s.expired(class, at, ident)
+			if err != nil {
+				res.err = err
+				break
+			}
+			if live {
+				_ = b.Delete(rk, nil)
+				res.deleted++
+				if n == len(id.Fingerprint{}) {
+					res.keys = append(res.keys, id.Fingerprint(ident))
+				}
+			}
+			examined++
+		}
+		if res.err != nil {
 			break
 		}
-		if live {
-			_ = b.Delete(rk, nil)
-			res.deleted++
-			if identLen == len(id.Fingerprint{}) {
-				res.keys = append(res.keys, id.Fingerprint(k[10:]))
-			}
-		}
 		last = append(last[:0], k...)
-		n++
 	}
 	res.more = valid && res.err == nil
 	if err := it.Close(); err != nil && res.err == nil {
 		res.err = fmt.Errorf("store %s: sweep: %w", s.where(), corrupt(err))
 	}
-	if n == 0 {
+	if last == nil {
 		return res
 	}
 	next := append(last, 0)

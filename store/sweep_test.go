@@ -292,3 +292,69 @@ func TestSweepKeysReportsDeletedKeys(t *testing.T) {
 		}
 	}
 }
+
+// A batch that finishes many records of one class at one time indexes
+// them in a few grouped entries (not one per record), unique across
+// batches and reopens; the sweep deletes each record still done at that
+// time and skips those changed since, as with plain entries.
+func TestSweepGroupedEntries(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, Options{Path: dir, Sync: SyncNone})
+	const n = 3*maxGroupIdents + 5
+	doneBatch := func(s *Store, first int) {
+		commitT(t, s, func(b *Batch) error {
+			var errs []error
+			for i := first; i < first+n; i++ {
+				r := keyRec(i, KeyDone, base)
+				j := jobRec(uint64(i+1), JobDone, base)
+				errs = append(errs, b.PutKey(&r), b.PutJob(&j))
+			}
+			return errors.Join(errs...)
+		})
+	}
+	doneBatch(s, 0)
+	if got, want := countExpiry(t, s), 2*4; got != want { // per class: 3 full groups and one of 5
+		t.Fatalf("%d expiry entries for %d done keys and jobs, want %d", got, n, want)
+	}
+	doneBatch(s, n) // same class and time: other entries, none replaced
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, Options{Path: dir, Sync: SyncNone})
+	doneBatch(s, 2*n) // after a reopen: still other entries
+	if got, want := countExpiry(t, s), 3*2*4; got != want {
+		t.Fatalf("%d expiry entries after three batches, want %d", got, want)
+	}
+	// Changed since: key 7 requeued, job 8 re-done later.
+	r := keyRec(7, KeyQueued, base.Add(time.Minute))
+	j := jobRec(8, JobDone, base.Add(2*time.Hour))
+	commitT(t, s, func(b *Batch) error { return errors.Join(b.PutKey(&r), b.PutJob(&j)) })
+
+	got, err := s.Sweep(base.Add(90*time.Minute), time.Hour, time.Hour)
+	if want := 2*3*n - 2; err != nil || got != want {
+		t.Fatalf("Sweep = %d, %v; want %d (all but the requeued key and the re-done job)", got, err, want)
+	}
+	recs, _ := recoverAll(t, s)
+	if len(recs) != 2 || recs[0].Kind != KindKey || recs[0].Key.FP != testFP(7) || recs[1].Kind != KindJob || recs[1].Job.ID != 8 {
+		t.Fatalf("left after the sweep: %+v, want key 7 and job 8", recs)
+	}
+	if got := countExpiry(t, s); got != 1 { // job 8's later entry
+		t.Errorf("%d expiry entries left, want 1", got)
+	}
+}
+
+// A grouped expiry entry whose value is not a whole number of idents is
+// reported as corrupt.
+func TestSweepCorruptGroupedEntry(t *testing.T) {
+	s := memT(t)
+	r := keyRec(1, KeyDone, base)
+	commitT(t, s, func(b *Batch) error { return b.PutKey(&r) })
+	bad := s.db.NewBatch()
+	_ = bad.Set(expiryKey(classKeyDone, stamp(base), s.groupIdent()), []byte("not a fingerprint"), nil)
+	if err := s.db.Apply(bad, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sweep(base.Add(2*time.Hour), time.Hour, 0); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Sweep over a corrupt grouped entry: %v, want ErrCorrupt", err)
+	}
+}

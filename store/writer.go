@@ -76,6 +76,7 @@ func (s *Store) Apply(b *Batch, done func(error)) {
 		done(errBatchUsed)
 		return
 	}
+	b.finishExpiry()
 	b.used = true
 	if b.err != nil {
 		_ = b.pb.Close()
