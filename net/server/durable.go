@@ -75,12 +75,13 @@ type durable struct {
 	expired []id.Fingerprint // done and failed keys the sweeper deleted, for the reactor
 
 	// Reactor only.
-	applied uint64        // the last batch applied
-	step    []held        // held messages of the current step
-	waiting []held        // held messages of applied batches, in batch order
-	failed  error         // the failure, once the reactor saw it
-	look    doneLookup    // the bounded done set's marks and scratch (donelookup.go)
-	ring    chan struct{} // the store got further (a buffer of one)
+	applied uint64          // the last batch applied
+	step    []held          // held messages of the current step
+	waiting []held          // held messages of applied batches, in batch order
+	failed  error           // the failure, once the reactor saw it
+	look    doneLookup      // the bounded done set's marks and scratch (donelookup.go)
+	job     store.JobRecord // addWrite's scratch
+	ring    chan struct{}   // the store got further (a buffer of one)
 
 	// Which jobs' records are not yet durable (leavesNow): the latest
 	// batch holding a record of each, the job ids of each batch not yet

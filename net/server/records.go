@@ -17,8 +17,10 @@ import (
 // queued ↔ PutQueued, done ↔ PutDone(DoneOK), failed ↔ PutDone(DoneFailed).
 
 // addWrite adds one coordinator write to b. A record the store refuses is
-// recorded in b (Batch.Err), which makes Apply fail the whole batch.
-func addWrite(b *store.Batch, w *coord.Record) error {
+// recorded in b (Batch.Err), which makes Apply fail the whole batch. A job
+// record is mapped into scratch (nil: a new one), whose history's room is
+// reused from call to call: the batch encodes it at once.
+func addWrite(b *store.Batch, w *coord.Record, scratch *store.JobRecord) error {
 	switch w.Kind {
 	case coord.RecordKey:
 		k := &w.Key
@@ -36,8 +38,11 @@ func addWrite(b *store.Batch, w *coord.Record) error {
 		}
 		return fmt.Errorf("persist key write %s: op %v, want put-queued, put-done or delete", k.FP, k.Op)
 	case coord.RecordJob:
-		r := toStoreJob(&w.Job)
-		return b.PutJob(&r)
+		if scratch == nil {
+			scratch = new(store.JobRecord)
+		}
+		toStoreJob(scratch, &w.Job)
+		return b.PutJob(scratch)
 	case coord.RecordMeta:
 		return b.PutMeta(w.Meta.Name, w.Meta.Value)
 	}
@@ -64,20 +69,19 @@ func checkWrites(ws []coord.Record) error {
 	return nil
 }
 
-// toStoreJob is the store's form of a broker job record.
-func toStoreJob(j *coord.JobRecord) store.JobRecord {
-	r := store.JobRecord{
+// toStoreJob maps a broker job record into r, the store's form, reusing
+// the room of r.History.
+func toStoreJob(r *store.JobRecord, j *coord.JobRecord) {
+	h := r.History[:0]
+	for _, a := range j.History {
+		h = append(h, store.Attempt{Worker: a.Worker, At: a.At, Outcome: a.Outcome, Error: a.Error})
+	}
+	*r = store.JobRecord{
 		ID: uint64(j.ID), FP: j.FP, Key: j.Key, Host: j.Host, Headers: j.Headers, Payload: j.Payload,
 		State: store.JobState(j.State), Attempts: j.Attempts, Failures: j.Failures, Throttles: j.Throttles,
 		RetryAt: j.RetryAt, Worker: j.Worker, LastError: j.LastError, Created: j.Created, Updated: j.Updated,
+		History: h,
 	}
-	if len(j.History) > 0 {
-		r.History = make([]store.Attempt, len(j.History))
-		for i, a := range j.History {
-			r.History[i] = store.Attempt{Worker: a.Worker, At: a.At, Outcome: a.Outcome, Error: a.Error}
-		}
-	}
-	return r
 }
 
 // fromStoreJob is the broker's form of a persisted job record.

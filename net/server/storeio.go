@@ -72,7 +72,7 @@ func (s *Server) persist(writes []coord.Record) {
 		}
 		b := d.st.NewBatch()
 		for i := range writes {
-			if err := addWrite(b, &writes[i]); err != nil {
+			if err := addWrite(b, &writes[i], &d.job); err != nil {
 				break // recorded in the batch: Apply fails it as a whole
 			}
 		}
