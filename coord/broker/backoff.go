@@ -94,7 +94,7 @@ func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Ti
 		h.until = until
 		h.lastEnd = until
 	}
-	b.emit(admin.Event{At: now, Kind: admin.EventJobThrottled, JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: "host " + h.name + " backed off " + d.String()})
+	b.emit(admin.Event{At: now, Kind: admin.EventJobThrottled, JobID: uint64(j.id), URL: j.url, Detail: "host " + h.name + " backed off " + d.String()})
 	if extended {
 		b.emit(admin.Event{At: now, Kind: admin.EventHostBackoff, Detail: h.name + " until " + tm(h.until).Format(time.RFC3339)})
 		// Jobs already held back wait for the new end too.
@@ -194,7 +194,7 @@ func (b *Broker) wake(t int64, now time.Time) {
 				k := h.backoff.head
 				h.backoff.remove(k)
 				b.setState(k, Queued, t)
-				b.emit(admin.Event{At: now, Kind: admin.EventJobWoken, JobID: uint64(k.id), URL: k.spec.Key.URL})
+				b.emit(admin.Event{At: now, Kind: admin.EventJobWoken, JobID: uint64(k.id), URL: k.url})
 				b.place(k, t, now)
 			}
 			b.emit(admin.Event{At: now, Kind: admin.EventHostResumed, Detail: h.name + ": " + strconv.Itoa(n) + " jobs back in the queue"})

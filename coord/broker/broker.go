@@ -9,6 +9,7 @@ import (
 
 	"drover/admin"
 	"drover/coord/id"
+	"drover/coord/names"
 )
 
 // JobID identifies a job inside one broker. IDs are allocated from 1 in
@@ -252,15 +253,14 @@ func (c *Config) validate() error {
 
 // Assignment is one dispatch decision: send job Job (with Spec) to the worker
 // on Session. Attempt counts dispatches of this job, 1 for the first. Spec
-// points into the broker: it must not be modified, and is valid until the
-// job is done and its record forgotten (Config.DoneRetention), so encode it
-// before applying that job's result. Spec.Host is empty: the broker keeps
-// the host once, in its host record, not in every job's.
+// shares its strings, headers and payload with the broker: they must not be
+// modified. Spec.Host is empty: the broker keeps the host once, in its host
+// record, not in every job's.
 type Assignment struct {
 	Session id.Session
 	Worker  string
 	Job     JobID
-	Spec    *Spec
+	Spec    Spec
 	Attempt int
 	// AfterRestore: the job's first dispatch since a restore, which
 	// skipped attempt Attempt-1 (it may have been dispatched, unrecorded,
@@ -307,6 +307,7 @@ type Broker struct {
 	paused bool
 
 	jobs    jobStore
+	names   names.Pairs // the (crawler, processor) of every job's key
 	count   [nStates]int
 	age     ageIndex           // every job by ID, with per-state counts
 	trees   [nSorts]*orderTree // lazily built sort indexes (nil until first used)
@@ -393,11 +394,11 @@ func (b *Broker) Submit(now time.Time, spec Spec) JobID {
 	h := b.hostFor(spec.Host)
 	j := b.jobs.alloc()
 	j.id = JobID(b.jobs.n)
-	j.spec = spec
-	j.spec.Host = "" // h.name: not kept twice
+	b.setKey(j, &spec.Key, spec.FP) // Host: h.name; Headers: c.headers
+	j.setPayload(spec.Payload)
 	j.class = c
 	j.host = h
-	j.free = !b.cfg.Politeness.applies(j.spec.Key.Processor)
+	j.free = !b.cfg.Politeness.applies(spec.Key.Processor)
 	j.created = t
 	j.updated = t
 	j.heldIdx = -1
@@ -429,7 +430,7 @@ func (b *Broker) place(j *job, t int64, now time.Time) {
 		b.setState(j, Backoff, t)
 		b.setRetryAt(j, h.until)
 		h.backoff.push(j)
-		b.emit(admin.Event{At: now, Kind: admin.EventJobBackoff, JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: h.backoffReason()})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobBackoff, JobID: uint64(j.id), URL: j.url, Detail: h.backoffReason()})
 		return
 	}
 	if j.state != Queued {

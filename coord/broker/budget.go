@@ -56,7 +56,7 @@ func (b *Broker) budgetOf(crawler string) *budget {
 		// From now on countCrawl keeps the counts: start from the jobs
 		// kept (once per crawl name).
 		for id := JobID(1); int(id) <= b.jobs.n; id++ {
-			if j := b.jobs.get(id); j != nil && j.spec.Key.Crawler == crawler {
+			if j := b.jobs.get(id); j != nil && b.crawler(j) == crawler {
 				bg.count[j.state]++
 			}
 		}
@@ -71,7 +71,7 @@ func (b *Broker) countCrawl(j *job, old, st JobState) {
 	if len(b.budgets) == 0 {
 		return
 	}
-	bg := b.budgets[j.spec.Key.Crawler]
+	bg := b.budgets[b.crawler(j)]
 	if bg == nil {
 		return
 	}
@@ -136,7 +136,7 @@ func (b *Broker) SetCrawlState(now time.Time, crawler string, st CrawlState) int
 		}
 		for id := JobID(1); int(id) <= b.jobs.n; id++ {
 			j := b.jobs.get(id)
-			if j == nil || j.spec.Key.Crawler != crawler {
+			if j == nil || b.crawler(j) != crawler {
 				continue
 			}
 			switch j.state {
@@ -161,7 +161,7 @@ func (b *Broker) admit(j *job, t int64, now time.Time) bool {
 	if len(b.budgets) == 0 {
 		return true
 	}
-	bg := b.budgets[j.spec.Key.Crawler]
+	bg := b.budgets[b.crawler(j)]
 	switch {
 	case bg == nil:
 		return true
@@ -183,9 +183,9 @@ func (b *Broker) admit(j *job, t int64, now time.Time) bool {
 
 // skip fails a job (in no list) that its crawl does not let run.
 func (b *Broker) skip(j *job, t int64, now time.Time, why string) {
-	msg := "cancelled: crawl " + j.spec.Key.Crawler + " was cancelled"
+	msg := "cancelled: crawl " + b.crawler(j) + " was cancelled"
 	if why == "budget" {
-		msg = "budget: crawl " + j.spec.Key.Crawler + " has dispatched its " + strconv.Itoa(b.budgets[j.spec.Key.Crawler].limit) + " pages"
+		msg = "budget: crawl " + b.crawler(j) + " has dispatched its " + strconv.Itoa(b.budgets[b.crawler(j)].limit) + " pages"
 	}
 	b.fail(j, t, now, msg)
 	b.finished[len(b.finished)-1].Skipped = why

@@ -82,8 +82,8 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 		if w.free() > 0 {
 			b.ready.insert(w) // at the back: it is now the most recently used
 		}
-		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: &j.spec, Attempt: int(j.attempts), AfterRestore: skipped, Robots: robots})
-		b.emit(admin.Event{At: now, Kind: admin.EventJobDispatched, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id})
+		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: b.spec(j), Attempt: int(j.attempts), AfterRestore: skipped, Robots: robots})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobDispatched, JobID: uint64(j.id), URL: j.url, Worker: w.id})
 		if !j.free {
 			b.dispatched(j.host, t)
 		}
@@ -213,11 +213,11 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 		defer b.retain()
 		w.done++
 		b.completions++
-		j.spec.Payload = nil // no longer needed: a done job cannot be requeued
+		j.pay = nil // no longer needed: a done job cannot be requeued
 		b.setState(j, Done, t)
 		b.dones.push(j)
-		b.finished = append(b.finished, Finished{Job: j.id, Key: j.spec.Key, FP: j.spec.FP, Output: o.Output, Attempt: int(j.attempts), Worker: w.id, At: now})
-		b.emit(admin.Event{At: now, Kind: admin.EventJobDone, JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Worker: w.id})
+		b.finished = append(b.finished, Finished{Job: j.id, Key: b.key(j), FP: j.fp, Output: o.Output, Attempt: int(j.attempts), Worker: w.id, At: now})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobDone, JobID: uint64(j.id), Key: j.fp.String(), URL: j.url, Worker: w.id})
 	case Internal:
 		w.failures++
 		b.failures++
@@ -226,7 +226,7 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 			b.fail(j, t, now, "internal failure "+strconv.Itoa(int(j.failures))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+": "+o.Error)
 		} else {
 			d := b.retryLater(j, t, now)
-			b.emit(admin.Event{At: now, Kind: admin.EventJobRetry, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: o.Error + retryNote(d)})
+			b.emit(admin.Event{At: now, Kind: admin.EventJobRetry, JobID: uint64(j.id), URL: j.url, Worker: w.id, Detail: o.Error + retryNote(d)})
 		}
 	case External:
 		w.failures++
@@ -288,8 +288,8 @@ func (b *Broker) fail(j *job, t int64, now time.Time, why string) {
 	if h := j.hist(); len(h) > 0 {
 		last = h[len(h)-1].worker
 	}
-	b.finished = append(b.finished, Finished{Job: j.id, Key: j.spec.Key, FP: j.spec.FP, Failed: true, Error: why, Attempt: int(j.attempts), Worker: last, At: now})
-	b.emit(admin.Event{At: now, Kind: admin.EventJobFailed, JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Detail: why})
+	b.finished = append(b.finished, Finished{Job: j.id, Key: b.key(j), FP: j.fp, Failed: true, Error: why, Attempt: int(j.attempts), Worker: last, At: now})
+	b.emit(admin.Event{At: now, Kind: admin.EventJobFailed, JobID: uint64(j.id), Key: j.fp.String(), URL: j.url, Detail: why})
 }
 
 // Requeue puts one job back in the queue now, keeping its counters: a failed
@@ -323,7 +323,7 @@ func (b *Broker) Requeue(now time.Time, jid JobID) error {
 	if j.retryAt != 0 {
 		b.setRetryAt(j, 0)
 	}
-	b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), Key: j.spec.FP.String(), URL: j.spec.Key.URL, Detail: "operator"})
+	b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), Key: j.fp.String(), URL: j.url, Detail: "operator"})
 	b.enqueue(j, t)
 	return nil
 }

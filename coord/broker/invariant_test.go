@@ -51,6 +51,9 @@ func checkInvariants(b *Broker) error {
 	if err := checkRings(b); err != nil {
 		return err
 	}
+	if err := checkNames(b); err != nil {
+		return err
+	}
 	for _, h := range b.hosts {
 		n := 0
 		for j := h.backoff.head; j != nil; j = j.next {
@@ -184,7 +187,7 @@ func checkInvariants(b *Broker) error {
 	for name, bg := range b.budgets {
 		var kept [nStates]int
 		for id := JobID(1); int(id) <= b.jobs.n; id++ {
-			if j := b.jobs.get(id); j != nil && j.spec.Key.Crawler == name {
+			if j := b.jobs.get(id); j != nil && b.crawler(j) == name {
 				kept[j.state]++
 			}
 		}
@@ -272,7 +275,7 @@ func checkHost(b *Broker, h *host) error {
 		if j := b.jobs.get(id); j != nil {
 			switch j.state {
 			case Queued:
-				if _, parked := b.budgets[j.spec.Key.Crawler]; !j.free && (!parked || !onParkedList(b, j)) {
+				if _, parked := b.budgets[b.crawler(j)]; !j.free && (!parked || !onParkedList(b, j)) {
 					n++
 				}
 			case Dispatched:
@@ -330,7 +333,7 @@ func checkHost(b *Broker, h *host) error {
 // onParkedList reports whether a queued job sits in its crawl's parked
 // list (a paused crawl), out of its lane.
 func onParkedList(b *Broker, j *job) bool {
-	for k := b.budgets[j.spec.Key.Crawler].parked.head; k != nil; k = k.next {
+	for k := b.budgets[b.crawler(j)].parked.head; k != nil; k = k.next {
 		if k == j {
 			return true
 		}
@@ -362,4 +365,19 @@ func checkRings(b *Broker) error {
 		return fmt.Errorf("polite total %d, want %d", b.polite, polite)
 	}
 	return nil
+}
+
+// checkNames verifies that the interned (crawler, processor) pairs are
+// referenced by exactly the jobs whose records are kept.
+func checkNames(b *Broker) error {
+	refs := make(map[uint32]int)
+	for i := 1; i <= b.jobs.n; i++ {
+		if j := b.jobs.get(JobID(i)); j != nil {
+			if j.names == 0 {
+				return fmt.Errorf("job %d has no names", j.id)
+			}
+			refs[j.names]++
+		}
+	}
+	return b.names.Check(refs)
 }

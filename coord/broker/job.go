@@ -4,13 +4,20 @@ import (
 	"time"
 
 	"drover/admin"
+	"drover/coord/id"
 )
 
 // job is the broker's record of one job. Records live in fixed-size chunks
-// (jobStore) so their addresses are stable and Assignment.Spec may point in.
+// (jobStore) so their addresses are stable. What it keeps of its Spec is
+// small (issue 21): the URL and fingerprint, the interned (crawler,
+// processor) pair, the payload only when there is one; the headers are its
+// class's and the host its host's (Broker.spec puts a Spec together).
 type job struct {
 	id      JobID
-	spec    Spec
+	url     string
+	fp      id.Fingerprint
+	names   uint32  // the key's (crawler, processor) in Broker.names
+	pay     *[]byte // the payload; nil when empty
 	class   *class
 	host    *host
 	worker  *worker // while dispatched
@@ -36,6 +43,50 @@ type job struct {
 	seq                                 uint64   // FIFO order across class queues
 	created, updated, queuedAt, retryAt int64    // Unix ns
 	more                                *jobMore // nil until the job is first dispatched or fails
+}
+
+// payload is the job's payload (nil when it has none).
+func (j *job) payload() []byte {
+	if j.pay == nil {
+		return nil
+	}
+	return *j.pay
+}
+
+// setPayload keeps p as the job's payload, allocating only when there is
+// one.
+func (j *job) setPayload(p []byte) {
+	j.pay = nil
+	if len(p) > 0 {
+		j.pay = &p
+	}
+}
+
+// setKey keeps key k (whose fingerprint is fp) in the job, interning its
+// names; the job must hold no key.
+func (b *Broker) setKey(j *job, k *id.Key, fp id.Fingerprint) {
+	j.url, j.fp = k.URL, fp
+	j.names = b.names.Intern(k.Crawler, k.Processor)
+}
+
+// forget zeroes a job's record, releasing its names.
+func (b *Broker) forget(j *job) {
+	b.names.Release(j.names)
+	b.jobs.forget(j)
+}
+
+// key is the job's key.
+func (b *Broker) key(j *job) id.Key {
+	p := b.names.Get(j.names)
+	return id.Key{Crawler: p.Crawler, Processor: p.Processor, URL: j.url}
+}
+
+// crawler is the job's crawler.
+func (b *Broker) crawler(j *job) string { return b.names.Get(j.names).Crawler }
+
+// spec is the job's Spec (Host empty: it is the job's host's).
+func (b *Broker) spec(j *job) Spec {
+	return Spec{Key: b.key(j), FP: j.fp, Headers: j.class.headers, Payload: j.payload()}
 }
 
 // jobMore is what a job has only once it ran or failed: most queued jobs

@@ -37,7 +37,7 @@ func (x *keyIndex) get(js *jobStore, fp id.Fingerprint) (JobID, bool) {
 		if j == 0 {
 			return 0, false
 		}
-		if js.get(j).spec.FP == fp {
+		if js.get(j).fp == fp {
 			return j, true
 		}
 	}
@@ -56,7 +56,7 @@ func (x *keyIndex) set(js *jobStore, fp id.Fingerprint, j JobID) {
 			x.n++
 			return
 		}
-		if js.get(k).spec.FP == fp {
+		if js.get(k).fp == fp {
 			x.slots[i] = j
 			return
 		}
@@ -84,7 +84,7 @@ func (x *keyIndex) del(js *jobStore, fp id.Fingerprint, j JobID) {
 	x.slots[i] = 0
 	x.n--
 	for k := (i + 1) & m; x.slots[k] != 0; k = (k + 1) & m {
-		fpk := js.get(x.slots[k]).spec.FP
+		fpk := js.get(x.slots[k]).fp
 		h := x.home(&fpk)
 		// The entry at k may fill the hole at i unless its home lies
 		// cyclically in (i, k].
@@ -110,7 +110,7 @@ func (x *keyIndex) resize(js *jobStore, size int) {
 		if j == 0 {
 			continue
 		}
-		fp := js.get(j).spec.FP
+		fp := js.get(j).fp
 		i := x.home(&fp)
 		for x.slots[i] != 0 {
 			i = (i + 1) & m

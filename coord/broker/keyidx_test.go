@@ -28,7 +28,7 @@ func TestKeyIndexModel(t *testing.T) {
 			fp := fps[r.IntN(len(fps))]
 			j := js.alloc()
 			j.id = JobID(js.n)
-			j.spec.FP = fp
+			j.fp = fp
 			x.set(&js, fp, j.id)
 			model[fp] = j.id
 			live = append(live, j.id)
@@ -38,7 +38,7 @@ func TestKeyIndexModel(t *testing.T) {
 			live[k] = live[len(live)-1]
 			live = live[:len(live)-1]
 			j := js.get(jid)
-			fp := j.spec.FP
+			fp := j.fp
 			x.del(&js, fp, jid)
 			if model[fp] == jid {
 				delete(model, fp)

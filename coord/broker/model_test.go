@@ -318,7 +318,7 @@ func (m *model) dispatch() error {
 				continue
 			}
 			for jid := range queued {
-				if j := b.jobs.get(jid); Match(j.spec.Headers, w.headers) && (j.free || j.host.eligible(ns(m.now))) {
+				if j := b.jobs.get(jid); Match(j.class.headers, w.headers) && (j.free || j.host.eligible(ns(m.now))) {
 					return fmt.Errorf("job %d left queued while worker %q with a free slot matches", jid, w.id)
 				}
 			}
@@ -637,7 +637,7 @@ func (m *model) checkQuery() error {
 		var c int
 		switch sortName {
 		case "url":
-			c = strings.Compare(x.spec.Key.URL, y.spec.Key.URL)
+			c = strings.Compare(x.url, y.url)
 		case "attempts":
 			c = cmp.Compare(x.attempts, y.attempts)
 		case "failures":

@@ -64,7 +64,7 @@ func (t *orderTree) cmp(a, b *job) int {
 	var c int
 	switch t.key {
 	case sortURL:
-		c = strings.Compare(a.spec.Key.URL, b.spec.Key.URL)
+		c = strings.Compare(a.url, b.url)
 	case sortAttempts:
 		c = cmp.Compare(a.attempts, b.attempts)
 	case sortFailures:

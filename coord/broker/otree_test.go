@@ -33,7 +33,7 @@ func TestOrderTree(t *testing.T) {
 				switch x := r.IntN(10); {
 				case x < 5 || len(in) == 0:
 					j := &job{id: nextID, state: JobState(1 + r.IntN(5)), attempts: int32(r.IntN(5)), retryAt: int64(r.IntN(50))}
-					j.spec.Key.URL = fmt.Sprintf("u%03d", r.IntN(500))
+					j.url = fmt.Sprintf("u%03d", r.IntN(500))
 					nextID++
 					tr.insert(j)
 					in = append(in, j)

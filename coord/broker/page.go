@@ -31,7 +31,7 @@ func (b *Broker) PageOut(jid JobID) bool {
 	if j == nil || j.state != Queued {
 		return false
 	}
-	if bg := b.budgets[j.spec.Key.Crawler]; bg != nil && (bg.paused || bg.cancelled) {
+	if bg := b.budgets[b.crawler(j)]; bg != nil && (bg.paused || bg.cancelled) {
 		return false
 	}
 	b.unqueue(j)
@@ -45,10 +45,10 @@ func (b *Broker) PageOut(jid JobID) bool {
 			tr.remove(j)
 		}
 	}
-	b.byKey.del(&b.jobs, j.spec.FP, j.id)
+	b.byKey.del(&b.jobs, j.fp, j.id)
 	b.changes++
 	b.paged++
-	b.jobs.forget(j)
+	b.forget(j)
 	b.compactHost(h)
 	return true
 }

@@ -73,7 +73,7 @@ func stateMaskOf(f filter.Filter) stateMask {
 
 // jobField is a job's value of a filter field, as filter.Filter.Job reads
 // it from the job's row.
-func jobField(j *job, n filter.Field) (string, bool) {
+func (b *Broker) jobField(j *job, n filter.Field) (string, bool) {
 	switch n {
 	case filter.FieldState:
 		return j.state.String(), true
@@ -85,18 +85,18 @@ func jobField(j *job, n filter.Field) (string, bool) {
 		}
 		return j.worker.id, true
 	case filter.FieldCrawler:
-		return j.spec.Key.Crawler, true
+		return b.crawler(j), true
 	case filter.FieldProcessor:
-		return j.spec.Key.Processor, true
+		return b.names.Get(j.names).Processor, true
 	case filter.FieldKey:
-		return j.spec.FP.String(), true
+		return j.fp.String(), true
 	}
 	return "", false
 }
 
 // matchJob reports whether j matches every term of f (state included).
-func matchJob(f filter.Filter, j *job) bool {
-	return f.Match(func(n filter.Field) (string, bool) { return jobField(j, n) }, j.spec.Key.URL)
+func (b *Broker) matchJob(f filter.Filter, j *job) bool {
+	return f.Match(func(n filter.Field) (string, bool) { return b.jobField(j, n) }, j.url)
 }
 
 func window(q admin.Query) (off, lim int) {
@@ -272,7 +272,7 @@ func (b *Broker) indexWindow(p *admin.Page, m stateMask, key sortKey, desc bool,
 func (b *Broker) collect(in []*job, m stateMask, f filter.Filter, key sortKey, desc bool) []*job {
 	out := make([]*job, 0, len(in))
 	for _, j := range in {
-		if m.has(j.state) && matchJob(f, j) {
+		if m.has(j.state) && b.matchJob(f, j) {
 			out = append(out, j)
 		}
 	}
@@ -323,10 +323,10 @@ func (b *Broker) reason(j *job) string {
 func (b *Broker) jobRow(j *job) admin.JobRow {
 	r := admin.JobRow{
 		JobID:     uint64(j.id),
-		Key:       j.spec.FP.String(),
-		Crawler:   j.spec.Key.Crawler,
-		Processor: j.spec.Key.Processor,
-		URL:       j.spec.Key.URL,
+		Key:       j.fp.String(),
+		Crawler:   b.crawler(j),
+		Processor: b.names.Get(j.names).Processor,
+		URL:       j.url,
 		State:     j.state.String(),
 		Attempts:  int(j.attempts),
 		Failures:  int(j.failures),
@@ -484,7 +484,7 @@ func (b *Broker) staticMatches(f filter.Filter) []*job {
 	case c.set && f.Narrows(c.f):
 		kept := c.ids[:0]
 		for _, id := range c.ids {
-			if j := b.jobs.get(id); j != nil && matchJob(f, j) {
+			if j := b.jobs.get(id); j != nil && b.matchJob(f, j) {
 				kept = append(kept, id)
 			}
 		}
@@ -494,7 +494,7 @@ func (b *Broker) staticMatches(f filter.Filter) []*job {
 	}
 	c.f, c.set = f, true
 	for id := c.upto + 1; id <= JobID(b.jobs.n); id++ {
-		if j := b.jobs.get(id); j != nil && matchJob(f, j) {
+		if j := b.jobs.get(id); j != nil && b.matchJob(f, j) {
 			c.ids = append(c.ids, id)
 		}
 	}

@@ -65,11 +65,11 @@ func (b *Broker) Record(jid JobID) (JobRecord, bool) {
 	}
 	r := JobRecord{
 		ID:        j.id,
-		FP:        j.spec.FP,
-		Key:       j.spec.Key,
+		FP:        j.fp,
+		Key:       b.key(j),
 		Host:      j.host.name,
-		Headers:   j.spec.Headers,
-		Payload:   j.spec.Payload,
+		Headers:   j.class.headers,
+		Payload:   j.payload(),
 		State:     j.state,
 		Attempts:  int(j.attempts),
 		Failures:  int(j.failures),
@@ -212,7 +212,7 @@ func (b *Broker) Restore(r *JobRecord) error {
 	case st == Backoff:
 		h.backoff.push(j)
 	case st == Done:
-		j.spec.Payload = nil
+		j.pay = nil
 		b.dones.push(j)
 	case st == Failed:
 		b.fails.push(j)
@@ -226,10 +226,11 @@ func (b *Broker) Restore(r *JobRecord) error {
 func (b *Broker) fillFromRecord(j *job, r *JobRecord) *host {
 	c := b.classFor(r.Headers)
 	h := b.hostFor(r.Host)
-	j.spec = Spec{Key: r.Key, FP: r.FP, Headers: c.headers, Payload: r.Payload} // Host: h.name
+	b.setKey(j, &r.Key, r.FP) // Host: h.name; Headers: c.headers
+	j.setPayload(r.Payload)
 	j.class = c
 	j.host = h
-	j.free = !b.cfg.Politeness.applies(j.spec.Key.Processor)
+	j.free = !b.cfg.Politeness.applies(r.Key.Processor)
 	j.created = ns(r.Created)
 	j.updated = ns(r.Updated)
 	j.heldIdx = -1
@@ -473,7 +474,7 @@ func (b *Broker) EndReclaim(now time.Time, jobs []JobID, why string) int {
 		w := j.worker
 		b.release(j, t)
 		j.endAttempt("requeued", why)
-		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: why})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.url, Worker: w.id, Detail: why})
 		b.place(j, t, now)
 		n++
 	}

@@ -21,9 +21,9 @@ func (b *Broker) retain() {
 			}
 		}
 		b.forgot++
-		b.byKey.del(&b.jobs, j.spec.FP, j.id)
+		b.byKey.del(&b.jobs, j.fp, j.id)
 		h := j.host
-		b.jobs.forget(j)
+		b.forget(j)
 		b.compactHost(h)
 	}
 }

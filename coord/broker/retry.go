@@ -124,7 +124,7 @@ func (b *Broker) wakeRetries(t int64, now time.Time) {
 	for len(b.retry) > 0 && b.retry[0].retryAt <= t {
 		j := heap.Pop(&b.retry).(*job)
 		b.setState(j, Queued, t)
-		b.emit(admin.Event{At: now, Kind: admin.EventJobWoken, JobID: uint64(j.id), URL: j.spec.Key.URL, Detail: "retry delay ended"})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobWoken, JobID: uint64(j.id), URL: j.url, Detail: "retry delay ended"})
 		b.place(j, t, now)
 	}
 }

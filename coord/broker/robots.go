@@ -148,7 +148,7 @@ func (b *Broker) robotsFor(j *job, w *worker, t int64) *Robots {
 		}
 		return nil
 	}
-	u := j.spec.Key.URL
+	u := j.url
 	if !strings.HasPrefix(u, r.Origin) || (len(u) > len(r.Origin) && u[len(r.Origin)] != '/') {
 		return nil // another scheme on the same host key
 	}

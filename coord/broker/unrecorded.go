@@ -95,7 +95,7 @@ func (b *Broker) adoptUnrecorded(now time.Time, t int64, nw *worker, r Run) bool
 	b.countAttempt(j)
 	j.addAttempt(nw.id, t, b.cfg.HistoryLimit)
 	b.dispatches++
-	b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: nw.id,
+	b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.url, Worker: nw.id,
 		Detail: "adopted attempt " + strconv.Itoa(r.Attempt) + ": dispatched before the coordinator restarted, not recorded"})
 	return true
 }
@@ -119,7 +119,7 @@ func (b *Broker) nameSkipped(now time.Time, wid string, r Run) {
 	}
 	a.worker = wid
 	a.err = "ran on " + wid + " before the coordinator restarted, unrecorded; dropped when it re-announced it"
-	b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: wid,
+	b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.url, Worker: wid,
 		Detail: "skipped attempt " + strconv.Itoa(r.Attempt) + " re-announced: dropped"})
 }
 

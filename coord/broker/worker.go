@@ -168,11 +168,11 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 			b.release(j, t)
 			if keep[Run{j.id, int(j.attempts)}] {
 				b.hold(nw, j, t)
-				b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: nw.id, Detail: KeptDetail})
+				b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.url, Worker: nw.id, Detail: KeptDetail})
 				continue
 			}
 			j.endAttempt("requeued", "worker re-registered without it")
-			b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: old.id, Detail: "re-registered without it"})
+			b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.url, Worker: old.id, Detail: "re-registered without it"})
 			b.place(j, t, now)
 		}
 		b.dropRecord(old)
@@ -204,7 +204,7 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 		b.hold(nw, j, t)
 		h := j.more.history                           // attemptEntry found it
 		h[len(h)-1].outcome, h[len(h)-1].err = "", "" // running again
-		b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: nw.id})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.url, Worker: nw.id})
 	}
 	b.holdOnRegister(nw, t)
 	b.syncReady(nw)
@@ -321,10 +321,10 @@ func (b *Broker) requeueHeld(w *worker, now time.Time, t int64, outcome string, 
 		}
 		if charged {
 			d := b.retryLater(j, t, now)
-			b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: outcome + retryNote(d)})
+			b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.url, Worker: w.id, Detail: outcome + retryNote(d)})
 			continue
 		}
-		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.spec.Key.URL, Worker: w.id, Detail: outcome})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.url, Worker: w.id, Detail: outcome})
 		b.place(j, t, now)
 	}
 	return n

@@ -300,21 +300,8 @@ func (l *Ledger) checkKeys(live map[int32]string) error {
 			used[k] = true
 		}
 	}
-	inUse := 0
-	for i := 1; i < len(ks.pairs); i++ {
-		e := &ks.pairs[i]
-		if e.refs != refs[uint32(i)] {
-			return fmt.Errorf("name pair %d (%q, %q): %d references, %d live records use it", i, e.crawler, e.processor, e.refs, refs[uint32(i)])
-		}
-		if e.refs > 0 {
-			inUse++
-			if got := ks.pairIdx[e.namePair]; got != uint32(i) {
-				return fmt.Errorf("name pair %d (%q, %q) indexed at %d", i, e.crawler, e.processor, got)
-			}
-		}
-	}
-	if inUse != len(ks.pairIdx) || inUse+len(ks.freeP) != len(ks.pairs)-1 {
-		return fmt.Errorf("name pairs: %d in use, %d indexed, %d free, %d slots", inUse, len(ks.pairIdx), len(ks.freeP), len(ks.pairs)-1)
+	if err := ks.pairs.Check(refs); err != nil {
+		return err
 	}
 	for c := range ks.urls {
 		s := &ks.urls[c]

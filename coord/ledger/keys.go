@@ -5,14 +5,15 @@ import (
 	"strings"
 
 	"drover/coord/id"
+	"drover/coord/names"
 )
 
 // Keys of live records are kept without a string header or a heap object
 // per key (issue 21):
 //
-//   - the (crawler, processor) pair is interned: a record holds a uint32
-//     naming it, and the pair is forgotten when no record uses it any more
-//     (a producer inventing names costs memory only while its keys live);
+//   - the (crawler, processor) pair is interned (package names): a record
+//     holds a uint32 naming it, and the pair is forgotten when no record
+//     uses it any more;
 //   - the URL's bytes go into a slab of fixed-size slots, one slab per size
 //     class (8, 16, ... 256 bytes), so a record holds a slot number and the
 //     length. Freed slots are reused by the next URL of the same class.
@@ -20,14 +21,6 @@ import (
 //
 // Every slab is a few large pointer-free chunks: the garbage collector has
 // nothing to scan in them, and growing never copies.
-
-// namePair is a key's crawler and processor.
-type namePair struct{ crawler, processor string }
-
-type pairEntry struct {
-	namePair
-	refs int // live records using the pair; 0 means free
-}
 
 const (
 	urlClassStep = 8   // slot sizes are multiples of this
@@ -39,11 +32,7 @@ const (
 
 // keyStore holds the keys of live records.
 type keyStore struct {
-	pairs   []pairEntry // index 0 unused
-	pairIdx map[namePair]uint32
-	freeP   []uint32
-	last    namePair // one-entry cache in front of pairIdx
-	lastID  uint32
+	pairs names.Pairs
 
 	urls  [urlClasses]byteSlab
 	long  []string // URLs longer than urlClassMax; index 0 unused
@@ -51,8 +40,6 @@ type keyStore struct {
 }
 
 func (ks *keyStore) init(mem *rawMem) {
-	ks.pairs = make([]pairEntry, 1, 4)
-	ks.pairIdx = make(map[namePair]uint32)
 	ks.long = make([]string, 1)
 	for c := range ks.urls {
 		ks.urls[c].size = (c + 1) * urlClassStep
@@ -62,7 +49,7 @@ func (ks *keyStore) init(mem *rawMem) {
 
 // put stores key k for record r (whose key fields are empty).
 func (ks *keyStore) put(r *rec, k *id.Key) {
-	r.names = ks.intern(k.Crawler, k.Processor)
+	r.names = ks.pairs.Intern(k.Crawler, k.Processor)
 	switch n := len(k.URL); {
 	case n == 0:
 		r.url, r.ulen = 0, 0
@@ -87,8 +74,8 @@ func (ks *keyStore) put(r *rec, k *id.Key) {
 
 // key returns record r's key, in new strings (the names are shared).
 func (ks *keyStore) key(r *rec) id.Key {
-	p := &ks.pairs[r.names]
-	return id.Key{Crawler: p.crawler, Processor: p.processor, URL: ks.url(r)}
+	p := ks.pairs.Get(r.names)
+	return id.Key{Crawler: p.Crawler, Processor: p.Processor, URL: ks.url(r)}
 }
 
 // url returns record r's URL in a new string.
@@ -104,7 +91,7 @@ func (ks *keyStore) url(r *rec) string {
 
 // free releases record r's key.
 func (ks *keyStore) free(r *rec) {
-	ks.release(r.names)
+	ks.pairs.Release(r.names)
 	switch r.ulen {
 	case 0:
 	case urlLong:
@@ -114,46 +101,6 @@ func (ks *keyStore) free(r *rec) {
 		ks.urls[(int(r.ulen)-1)/urlClassStep].release(r.url)
 	}
 	r.names, r.url, r.ulen = 0, 0, 0
-}
-
-// intern returns the id of the pair (crawler, processor), taking a
-// reference on it.
-func (ks *keyStore) intern(crawler, processor string) uint32 {
-	if ks.lastID != 0 && ks.last.crawler == crawler && ks.last.processor == processor {
-		ks.pairs[ks.lastID].refs++
-		return ks.lastID
-	}
-	p := namePair{crawler, processor}
-	i, ok := ks.pairIdx[p]
-	if !ok {
-		p = namePair{strings.Clone(crawler), strings.Clone(processor)}
-		if f := len(ks.freeP); f > 0 {
-			i = ks.freeP[f-1]
-			ks.freeP = ks.freeP[:f-1]
-		} else {
-			ks.pairs = append(ks.pairs, pairEntry{})
-			i = uint32(len(ks.pairs) - 1)
-		}
-		ks.pairs[i].namePair = p
-		ks.pairIdx[p] = i
-	}
-	ks.pairs[i].refs++
-	ks.last, ks.lastID = ks.pairs[i].namePair, i
-	return i
-}
-
-// release drops a reference on pair i, forgetting the pair with its last.
-func (ks *keyStore) release(i uint32) {
-	e := &ks.pairs[i]
-	if e.refs--; e.refs > 0 {
-		return
-	}
-	delete(ks.pairIdx, e.namePair)
-	if ks.lastID == i {
-		ks.last, ks.lastID = namePair{}, 0
-	}
-	*e = pairEntry{}
-	ks.freeP = append(ks.freeP, i)
 }
 
 // byteSlab is fixed-size byte slots addressed by a uint32, in chunks of

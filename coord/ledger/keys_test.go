@@ -53,7 +53,7 @@ func TestKeysRoundTrip(t *testing.T) {
 		h.l.Done(h.now, k, k.Fingerprint(), DoneOK)
 	}
 	h.checked()
-	if n := len(h.l.keys.pairIdx); n != 0 {
+	if n := h.l.keys.pairs.Len(); n != 0 {
 		t.Fatalf("%d name pairs still interned with no live key", n)
 	}
 }

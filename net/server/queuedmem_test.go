@@ -70,3 +70,52 @@ func BenchmarkQueuedJobMemory(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQueuedJobEmpty measures what a queued job with an empty payload
+// costs a coordinator (memory store, no workers), with keys shaped as
+// bench/peers sends them (URLs of about 55 bytes over 1,000 hosts),
+// submitted in batches of 100,000: Go heap in use and RSS growth per job
+// (issue 21's figure; RSS here includes the test's own client).
+//
+//	DROVER_BENCH_JOBS=1000000 go test ./net/server -run '^$' -bench QueuedJobEmpty -benchtime 1x
+func BenchmarkQueuedJobEmpty(b *testing.B) {
+	n := benchSize("DROVER_BENCH_JOBS", 200_000)
+	ctx := context.Background()
+	for range b.N {
+		s, p, stop := memServer(b, "producer")
+		before, rss0 := heapBytes(), rssBytes()
+		const chunk = 100_000
+		items := make([]wire.SubmitItem, 0, chunk)
+		for lo := 0; lo < n; lo += chunk {
+			items = items[:0]
+			for i := lo; i < min(lo+chunk, n); i++ {
+				items = append(items, wire.SubmitItem{Key: id.Key{Crawler: "bench", Processor: "fetch",
+					URL: fmt.Sprintf("https://host-%d.example.com/section/%d/page-%d.html", i%1000, i%997, i)}})
+			}
+			if _, err := p.Submit(ctx, items); err != nil {
+				b.Fatal(err)
+			}
+		}
+		items = nil
+		q, err := client.Dial(ctx, client.Options{Connect: s.PeersEndpoint(), ID: "after"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range 3 {
+			if _, err := q.Request(ctx, []id.Key{{Crawler: "x", Processor: "y", URL: fmt.Sprintf("http://after.test/%d", i)}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		q.Close()
+		after, rss1 := heapBytes(), rssBytes()
+		if f := os.Getenv("DROVER_BENCH_HEAPPROFILE"); f != "" {
+			out, _ := os.Create(f)
+			pprof.Lookup("heap").WriteTo(out, 0)
+			out.Close()
+		}
+		b.ReportMetric((float64(after)-float64(before))/float64(n), "heapB/job")
+		b.ReportMetric((float64(rss1)-float64(rss0))/float64(n), "rssB/job")
+		stop()
+		runtime.KeepAlive(s)
+	}
+}
