@@ -54,6 +54,7 @@ type config struct {
 	pages         []int
 	par           int
 	memKeys       []int
+	memStates     []memState
 	asynqMemMax   int
 	frontierJobs  int
 	resident      int
@@ -61,7 +62,7 @@ type config struct {
 
 func main() {
 	var cfg config
-	var only, pages, memKeys string
+	var only, pages, memKeys, memStates string
 	short := flag.Bool("short", false, "a smaller run: 200k dedup keys, 20k jobs, 5k pages, memory at 200k keys, 60k frontier jobs with 20k resident, 3 rounds")
 	flag.StringVar(&cfg.drover, "drover", "", "the drover binary (default: built from this module into a temporary directory)")
 	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "the redis-server binary")
@@ -76,6 +77,7 @@ func main() {
 	flag.StringVar(&pages, "pages", "5000,30000", "crawl: site sizes, comma-separated")
 	flag.IntVar(&cfg.par, "par", 8, "crawl: parallel fetches (drover: workers of one slot and --per-host; colly: Parallelism)")
 	flag.StringVar(&memKeys, "mem-keys", "1000000,10000000", "memory: key counts, comma-separated")
+	flag.StringVar(&memStates, "mem-states", "requested,queued,done", "memory: key states measured, comma-separated")
 	flag.IntVar(&cfg.asynqMemMax, "asynq-mem-max", 1_000_000, "memory: largest count of asynq tasks enqueued for Redis's queued figure (asynq enqueues one task per round trip)")
 	flag.IntVar(&cfg.frontierJobs, "frontier-jobs", 300_000, "frontier: no-op jobs submitted to a durable serve before the workers start")
 	flag.IntVar(&cfg.resident, "resident", 100_000, "frontier: --store-resident-jobs of the paged side (the other keeps every job in memory)")
@@ -91,6 +93,15 @@ func main() {
 	if err != nil || cfg.rounds < 1 || cfg.conns < 1 || cfg.batch < 1 {
 		fmt.Fprintf(os.Stderr, "peers: bad flags: %v (rounds, conns, batch must be >= 1)\n", err)
 		os.Exit(2)
+	}
+	for _, st := range strings.Split(memStates, ",") {
+		switch st := memState(strings.TrimSpace(st)); st {
+		case stateRequested, stateQueued, stateDone:
+			cfg.memStates = append(cfg.memStates, st)
+		default:
+			fmt.Fprintf(os.Stderr, "peers: -mem-states %q: want requested, queued or done\n", st)
+			os.Exit(2)
+		}
 	}
 	cfg.only = map[string]bool{}
 	for _, o := range strings.Split(only, ",") {
@@ -369,7 +380,7 @@ func benchMemory(ctx context.Context, cfg config) error {
 	fmt.Printf("## Memory per key\n\nEach figure in a fresh process: growth after the keys are in, once RSS has settled, divided by the keys. drover: `serve --store memory`, RSS. Redis: a set member (SADD) for requested and done (Redis has no other state), an asynq task with an empty payload for queued; used_memory and RSS.\n\n")
 	fmt.Printf("| keys | state | drover RSS B/key | drover Go heap in use B/key | Redis used_memory B/key | Redis RSS B/key | drover / Redis RSS | load average |\n|---|---|---|---|---|---|---|---|\n")
 	for _, n := range cfg.memKeys {
-		for _, st := range []memState{stateRequested, stateQueued, stateDone} {
+		for _, st := range cfg.memStates {
 			d, err := droverMemory(ctx, cfg.drover, n, st)
 			if err != nil {
 				return err
