@@ -213,7 +213,7 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 		defer b.retain()
 		w.done++
 		b.completions++
-		j.pay = nil // no longer needed: a done job cannot be requeued
+		j.setPayload(nil) // no longer needed: a done job cannot be requeued
 		b.setState(j, Done, t)
 		b.dones.push(j)
 		b.finished = append(b.finished, Finished{Job: j.id, Key: b.key(j), FP: j.fp, Output: o.Output, Attempt: int(j.attempts), Worker: w.id, At: now})

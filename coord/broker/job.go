@@ -2,6 +2,7 @@ package broker
 
 import (
 	"time"
+	"unsafe"
 
 	"drover/admin"
 	"drover/coord/id"
@@ -16,8 +17,9 @@ type job struct {
 	id      JobID
 	url     string
 	fp      id.Fingerprint
-	names   uint32  // the key's (crawler, processor) in Broker.names
-	pay     *[]byte // the payload; nil when empty
+	names   uint32 // the key's (crawler, processor) in Broker.names
+	plen    uint32 // the payload's length
+	pay     *byte  // the payload's first byte; nil when empty
 	class   *class
 	host    *host
 	worker  *worker // while dispatched
@@ -50,15 +52,15 @@ func (j *job) payload() []byte {
 	if j.pay == nil {
 		return nil
 	}
-	return *j.pay
+	return unsafe.Slice(j.pay, j.plen)
 }
 
-// setPayload keeps p as the job's payload, allocating only when there is
-// one.
+// setPayload keeps p as the job's payload: a pointer and a length, nothing
+// when it is empty.
 func (j *job) setPayload(p []byte) {
-	j.pay = nil
+	j.pay, j.plen = nil, 0
 	if len(p) > 0 {
-		j.pay = &p
+		j.pay, j.plen = unsafe.SliceData(p), uint32(len(p))
 	}
 }
 

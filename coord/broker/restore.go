@@ -212,7 +212,7 @@ func (b *Broker) Restore(r *JobRecord) error {
 	case st == Backoff:
 		h.backoff.push(j)
 	case st == Done:
-		j.pay = nil
+		j.setPayload(nil)
 		b.dones.push(j)
 	case st == Failed:
 		b.fails.push(j)
