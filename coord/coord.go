@@ -222,6 +222,7 @@ func New(cfg Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coord: %w", err)
 	}
+	holdPoliteness(cfg.Shared, brk, cfg.Broker.Politeness.Processor) // shared.go
 	return &Coordinator{
 		cfg:       cfg,
 		led:       led,

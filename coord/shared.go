@@ -36,6 +36,45 @@ type SharedQueue interface {
 	Finish(now time.Time, jobs []ledger.Item)
 }
 
+// SharedPoliteness is implemented by a shared queue that holds the
+// hosts' politeness for every coordinator sharing it (the Redis one: a
+// claim takes a host's job only while the host is under its cap and past
+// its interval across the cluster). New hands it this coordinator's
+// policy once, before any other call. Without it, each coordinator's
+// broker holds the limits among its own workers only.
+type SharedPoliteness interface {
+	HoldPoliteness(p SharedPolicy)
+}
+
+// SharedPolicy is this coordinator's politeness, as its broker applies it
+// (broker.Politeness). Its functions are the coordinator's: a queue calls
+// them only from within its own Push, PushBatch, Claim and Finish, which
+// the coordinator calls from its one goroutine.
+type SharedPolicy struct {
+	// Applies reports whether politeness applies to jobs of a processor
+	// (Politeness.Processor: the crawl's fetches; other jobs of a host
+	// neither wait for its limits nor count against them).
+	Applies func(processor string) bool
+	// Limits returns a host's limits in force: configured, with the
+	// interval raised by a robots.txt Crawl-delay this coordinator's
+	// workers reported.
+	Limits func(host string) broker.Limits
+}
+
+// holdPoliteness hands a shared queue that can hold politeness
+// fleet-wide the broker's policy: the jobs of processor proc ("" every
+// job), each host's limits in force.
+func holdPoliteness(q SharedQueue, brk *broker.Broker, proc string) {
+	p, ok := q.(SharedPoliteness)
+	if !ok {
+		return
+	}
+	p.HoldPoliteness(SharedPolicy{
+		Applies: func(processor string) bool { return proc == "" || processor == proc },
+		Limits:  brk.HostLimits,
+	})
+}
+
 // sharedState is the core's side of the shared queue.
 type sharedState struct {
 	next time.Time // the earliest time Tick claims again

@@ -381,20 +381,25 @@ func (l *Ledger) exec(calls []call) (out [][]ledger.Result, unconfirmed []bool, 
 	return out, unconfirmed, first
 }
 
-// runScripts runs the script once per call in one pipeline (loading it
-// where a node does not have it) and returns each run's output or error.
+// runScripts runs the ledger's script once per call in one pipeline.
 func (l *Ledger) runScripts(ctx context.Context, calls []call) ([]any, []error) {
+	return l.runScript(ctx, script, calls)
+}
+
+// runScript runs s once per call in one pipeline (loading it where a node
+// does not have it) and returns each run's output or error.
+func (l *Ledger) runScript(ctx context.Context, s *goredis.Script, calls []call) ([]any, []error) {
 	cmds := make([]*goredis.Cmd, len(calls))
 	pipe := l.rdb.Pipeline()
 	for i, c := range calls {
-		cmds[i] = script.EvalSha(ctx, pipe, c.keys, c.args...)
+		cmds[i] = s.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
 	_, _ = pipe.Exec(ctx)
 	vals, errs := make([]any, len(calls)), make([]error, len(calls))
 	for i, c := range calls {
 		vals[i], errs[i] = cmds[i].Result()
 		if errs[i] != nil && goredis.HasErrorPrefix(errs[i], "NOSCRIPT") {
-			vals[i], errs[i] = script.Eval(ctx, l.rdb, c.keys, c.args...).Result()
+			vals[i], errs[i] = s.Eval(ctx, l.rdb, c.keys, c.args...).Result()
 		}
 	}
 	return vals, errs

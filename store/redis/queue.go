@@ -23,32 +23,40 @@ import (
 // for its workers. Keys, each host's on the host's hash tag as the
 // ledger's are:
 //
-//   - PREFIX:{host}:jq    list: the host's queued jobs, oldest first. An
-//     entry is "FP JSON": the key's fingerprint, a space, the job.
-//   - PREFIX:{host}:jl:C  hash: FP -> entry, the host's jobs leased to
-//     coordinator incarnation C (claimed, waiting or running there).
-//   - PREFIX:ready        set: hosts whose jq may hold jobs.
+//   - PREFIX:{host}:jq    list: the host's queued jobs politeness does not
+//     apply to, oldest first. An entry is "FP JSON": the key's
+//     fingerprint, a space, the job.
+//   - PREFIX:{host}:pq    list: the same for the jobs politeness applies
+//     to (coord.SharedPolicy.Applies: the crawl's fetches).
+//   - PREFIX:{host}:jl:C  hash: FP -> entry, the host's jobs of jq
+//     leased to coordinator incarnation C (claimed, waiting or running
+//     there); PREFIX:{host}:pl:C the same for pq's.
+//   - PREFIX:{host}:pol   hash: the host's politeness for the whole
+//     cluster: its polite jobs leased to any coordinator (n) and the
+//     server time before which none is claimed (next).
+//   - PREFIX:ready        set: hosts whose queues may hold jobs.
 //   - PREFIX:jobids       counter: job ids are taken from it in blocks.
 //   - PREFIX:queued       counter: jobs in the queues, for the cluster
 //     view (kept beside the lists, not atomically with them).
 //
-// Claim runs claim.lua on one host: it pops up to n entries from jq into
-// jl:C in one atomic step. Finish deletes the entry from jl:C. When C dies
-// (its alive key expired), the peer that sweeps it (peers.go) runs
-// unlease.lua on every host C touched: C's leased jobs go back to the
-// front of jq, uncharged, and the host into ready. A job is thus always in
-// exactly one of jq and a jl; it leaves when its coordinator finishes it.
+// Every transition is one run of queue.lua on one host. Claim pops up to
+// n entries into this coordinator's leases in one atomic step: polite
+// jobs only while the host has fewer than its cap leased cluster-wide and
+// its next time has passed (then one per interval, and next moves an
+// interval on), so the host's limits hold across coordinators, not only
+// among one coordinator's workers. Finish deletes the leases; a polite
+// job's frees its slot and moves next to an interval after its end (the
+// broker's rule: the interval runs from ends too). When C dies (its alive
+// key expired), the peer that sweeps it (peers.go) unleases every host C
+// touched: C's leased jobs go back to the front of their queues,
+// uncharged, their slots freed, and the host into ready. A job is thus
+// always in exactly one of a queue and a lease; it leaves when its
+// coordinator finishes it.
 
-//go:embed claim.lua
-var claimLua string
+//go:embed queue.lua
+var queueLua string
 
-//go:embed unlease.lua
-var unleaseLua string
-
-var (
-	claimScript   = goredis.NewScript(claimLua)
-	unleaseScript = goredis.NewScript(unleaseLua)
-)
+var queueScript = goredis.NewScript(queueLua)
 
 // idBlock is how many job ids a coordinator takes from PREFIX:jobids at
 // a time.
@@ -62,12 +70,43 @@ type Queue struct {
 	nextID  uint64 // next job id of the block taken
 	lastID  uint64 // last id of the block
 	hostBuf []string
+	policy  coord.SharedPolicy // set by HoldPoliteness; zero: no politeness held
 	// Claimed, Pushed and Returned count jobs claimed and pushed by this
 	// coordinator, and jobs of dead peers it returned to the queue.
 	Claimed, Pushed, Returned uint64
 }
 
-var _ coord.SharedQueue = (*Queue)(nil)
+var (
+	_ coord.SharedQueue      = (*Queue)(nil)
+	_ coord.SharedPoliteness = (*Queue)(nil)
+)
+
+// HoldPoliteness makes the queue hold the hosts' politeness for every
+// coordinator on the cluster (coord.SharedPoliteness): jobs p.Applies to
+// wait in their host's polite queue, and a claim takes them only within
+// the host's limits (p.Limits) counted across coordinators.
+func (q *Queue) HoldPoliteness(p coord.SharedPolicy) { q.policy = p }
+
+// polite reports whether politeness applies to the job.
+func (q *Queue) polite(spec *broker.Spec) bool {
+	return q.policy.Applies != nil && q.policy.Applies(spec.Key.Processor)
+}
+
+// limits are host's limits in force for this coordinator: its cap and its
+// interval in µs, as the script takes them.
+func (q *Queue) limits(host string) (limit int, gapUS int64) {
+	if q.policy.Limits == nil {
+		return 0, 0
+	}
+	l := q.policy.Limits(host)
+	return l.PerHost, l.MinDelay.Microseconds()
+}
+
+// queueKeys are the keys queue.lua declares for host and coordinator c.
+func (l *Ledger) queueKeys(host, c string) []string {
+	p := l.pre(host)
+	return []string{p + "jq", p + "jl:" + c, p + "pq", p + "pl:" + c, p + "pol"}
+}
 
 // Jobs returns the shared job queue on l's cluster, for l's coordinator.
 func (l *Ledger) Jobs() *Queue {
@@ -169,7 +208,11 @@ func (q *Queue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) 
 			continue
 		}
 		ids[i] = jid
-		cmds[i] = pipe.RPush(ctx, l.pre(hostOf(&specs[i].Key))+"jq", entry)
+		list := "jq"
+		if q.polite(&specs[i]) {
+			list = "pq"
+		}
+		cmds[i] = pipe.RPush(ctx, l.pre(hostOf(&specs[i].Key))+list, entry)
 	}
 	_, _ = pipe.Exec(ctx)
 	hosts := make(map[string]struct{})
@@ -253,13 +296,13 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 			errs = append(errs, err)
 			continue
 		}
-		p := l.pre(h)
-		v, err := claimScript.Run(ctx, l.rdb, []string{p + "jq", p + "jl:" + l.coord}, want).StringSlice()
+		limit, gap := q.limits(h)
+		v, err := queueScript.Run(ctx, l.rdb, l.queueKeys(h, l.coord), "claim", want, limit, gap).StringSlice()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("redis queue: claiming on host %q: %w", h, err))
 			continue
 		}
-		left := v[0] // claim.lua always answers the list's length first
+		left := v[0] // queue.lua's claim always answers the jobs left first
 		for _, e := range v[1:] {
 			sp, err := decodeEntry(e)
 			if err != nil {
@@ -290,14 +333,18 @@ func (q *Queue) unready(ctx context.Context, h string) {
 	if err := l.rdb.SRem(ctx, l.readyKey(), h).Err(); err != nil {
 		return
 	}
-	if n, err := l.rdb.LLen(ctx, l.pre(h)+"jq").Result(); err != nil || n > 0 {
+	pipe := l.rdb.Pipeline()
+	jq, pq := pipe.LLen(ctx, l.pre(h)+"jq"), pipe.LLen(ctx, l.pre(h)+"pq")
+	if _, err := pipe.Exec(ctx); err != nil || jq.Val()+pq.Val() > 0 {
 		l.rdb.SAdd(ctx, l.readyKey(), h)
 	}
 }
 
 // Finish ends this coordinator's leases of jobs that are done or failed,
-// in one pipeline. What the store does not take is left leased: if this
-// coordinator dies the job runs again elsewhere (at least once).
+// one script per host in one pipeline: a polite job's frees its host's
+// slot, and the host's next claim waits an interval from now. What the
+// store does not take is left leased: if this coordinator dies the job
+// runs again elsewhere (at least once).
 func (q *Queue) Finish(now time.Time, jobs []ledger.Item) {
 	l := q.l
 	if len(jobs) == 0 {
@@ -305,11 +352,27 @@ func (q *Queue) Finish(now time.Time, jobs []ledger.Item) {
 	}
 	ctx, cancel := l.ctx()
 	defer cancel()
-	pipe := l.rdb.Pipeline()
+	byHost := make(map[string][]any)
+	var order []string
 	for i := range jobs {
-		pipe.HDel(ctx, l.pre(hostOf(&jobs[i].Key))+"jl:"+l.coord, jobs[i].FP.String())
+		h := hostOf(&jobs[i].Key)
+		if _, ok := byHost[h]; !ok {
+			order = append(order, h)
+		}
+		byHost[h] = append(byHost[h], jobs[i].FP.String())
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	var calls []call
+	for _, h := range order {
+		_, gap := q.limits(h)
+		fps := byHost[h]
+		for len(fps) > 0 {
+			k := min(len(fps), 1000)
+			calls = append(calls, call{h, l.queueKeys(h, l.coord), append([]any{"finish", gap}, fps[:k]...)})
+			fps = fps[k:]
+		}
+	}
+	_, errs := l.runScript(ctx, queueScript, calls)
+	if err := errors.Join(errs...); err != nil {
 		l.err = fmt.Errorf("redis queue: finishing %d jobs: %w", len(jobs), err)
 	}
 }
@@ -320,8 +383,7 @@ func (l *Ledger) returnJobs(ctx context.Context, d string, hosts []string) error
 	var errs []error
 	n := 0
 	for _, h := range hosts {
-		p := l.pre(h)
-		c, err := unleaseScript.Run(ctx, l.rdb, []string{p + "jl:" + d, p + "jq"}).Int()
+		c, err := queueScript.Run(ctx, l.rdb, l.queueKeys(h, d), "unlease").Int()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("redis queue: returning coordinator %s's jobs on host %q: %w", d, h, err))
 			continue
@@ -410,9 +472,9 @@ func (q *Queue) Stats(ctx context.Context) (QueueStats, error) {
 	pipe := l.rdb.Pipeline()
 	var qs, ls []*goredis.IntCmd
 	for _, h := range hosts {
-		qs = append(qs, pipe.LLen(ctx, l.pre(h)+"jq"))
+		qs = append(qs, pipe.LLen(ctx, l.pre(h)+"jq"), pipe.LLen(ctx, l.pre(h)+"pq"))
 		for _, c := range live {
-			ls = append(ls, pipe.HLen(ctx, l.pre(h)+"jl:"+c))
+			ls = append(ls, pipe.HLen(ctx, l.pre(h)+"jl:"+c), pipe.HLen(ctx, l.pre(h)+"pl:"+c))
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {

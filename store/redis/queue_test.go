@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"drover/admin"
+	"drover/coord"
 	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/coord/ledger"
@@ -195,5 +196,105 @@ func TestSharedQueueWaitsForReplicas(t *testing.T) {
 	}
 	if len(got) != len(specs) {
 		t.Fatalf("claimed %d of %d", len(got), len(specs))
+	}
+}
+
+// politeJob is job i of one host, of processor proc.
+func politeJob(proc string, i int) broker.Spec {
+	k := id.Key{Crawler: "c", Processor: proc, URL: fmt.Sprintf("http://polite.example/%s/%d", proc, i)}
+	return broker.Spec{Key: k, FP: k.Fingerprint(), Host: id.Host(k.URL)}
+}
+
+// A host's politeness holds across coordinators: with a cap of 1 and an
+// interval, a second coordinator claims none of the host's fetches while
+// the first holds one, nor within the interval after it finished it;
+// jobs of other processors are claimed meanwhile. A dead coordinator's
+// lease, swept, frees the host's slot.
+func TestSharedQueuePolitenessAcrossCoordinators(t *testing.T) {
+	rdb := client(t)
+	ls := peers(t, rdb, 2, ledger.Config{})
+	a, b := ls[0].Jobs(), ls[1].Jobs()
+	const gap = 2 * time.Second
+	policy := coord.SharedPolicy{
+		Applies: func(p string) bool { return p == "fetch" },
+		Limits:  func(string) broker.Limits { return broker.Limits{PerHost: 1, MinDelay: gap} },
+	}
+	a.HoldPoliteness(policy)
+	b.HoldPoliteness(policy)
+	now := time.Now()
+	for i := range 3 {
+		for _, p := range []string{"fetch", "exec"} {
+			if _, err := a.Push(now, politeJob(p, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	claim := func(q *Queue, n int) (fetch, other int) {
+		t.Helper()
+		specs, err := q.Claim(time.Now(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sp := range specs {
+			if sp.Key.Processor == "fetch" {
+				fetch++
+			} else {
+				other++
+			}
+		}
+		return fetch, other
+	}
+	// a takes one fetch (its cap) and an exec job; b then only exec jobs.
+	if f, o := claim(a, 2); f != 1 || o != 1 {
+		t.Fatalf("a claimed %d fetches and %d others; want 1 fetch (cap 1) and 1 other", f, o)
+	}
+	if f, o := claim(b, 10); f != 0 || o != 2 {
+		t.Fatalf("b claimed %d fetches and %d others while a holds the host's one slot; want 0 and the 2 others", f, o)
+	}
+	fin := politeJob("fetch", 0)
+	ended := time.Now()
+	a.Finish(ended, []ledger.Item{{Key: fin.Key, FP: fin.FP}})
+	// The slot is free, but the host waits an interval from the end.
+	var took time.Duration
+	deadline := time.Now().Add(time.Minute)
+	for {
+		f, _ := claim(b, 10)
+		if f == 1 {
+			took = time.Since(ended)
+			break
+		}
+		if f > 1 || time.Now().After(deadline) {
+			t.Fatalf("b claimed %d fetches; want 1, within a minute", f)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the server's clock
+	}
+	if took < gap {
+		t.Fatalf("b claimed the host's next fetch %v after a finished one; want at least the interval %v", took, gap)
+	}
+	// b dies holding the slot: a claims nothing of the host until it has
+	// swept b, then b's fetch is back and the slot free.
+	if f, _ := claim(a, 10); f != 0 {
+		t.Fatalf("a claimed %d fetches while b holds the slot; want 0", f)
+	}
+	ls[1].halt()
+	deadline = time.Now().Add(time.Minute)
+	for ls[0].Swept == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("b was not swept within a minute (alive TTL 3s)")
+		}
+		ls[0].Maintain(time.Now())
+		time.Sleep(200 * time.Millisecond) // polling the sweep, whose TTL is Redis's
+	}
+	got := 0
+	for got < 2 {
+		f, _ := claim(a, 10)
+		got += f
+		if f > 1 || time.Now().After(deadline) {
+			t.Fatalf("a claimed %d fetches at once (%d in all); want one at a time, both within a minute", f, got)
+		}
+		if got == 1 {
+			a.Finish(time.Now(), items([]broker.Spec{politeJob("fetch", 1), politeJob("fetch", 2)}))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

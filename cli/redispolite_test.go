@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"drover/store/redis/redistest"
+)
+
+// TestPolitenessAcrossCoordinatorsOnRedis: two `drover serve --store
+// redis://...` on one cluster, each with crawl workers, and coordinator
+// limits of 1 per host and 200 ms. The site's pages, submitted half to
+// each coordinator, more than one coordinator takes from the shared queue
+// at once (64), run on both coordinators' workers, yet the site sees
+// at most one request in flight and no two request starts closer than
+// 190 ms: the host's limits hold across the coordinators, not only among
+// each one's workers.
+func TestPolitenessAcrossCoordinatorsOnRedis(t *testing.T) {
+	drover(t)
+	const pages = 80
+	site := newPoliteSite(t, pages, 20*time.Millisecond, "")
+	cl := redistest.Start(t)
+	const ephemeral = "tcp://127.0.0.1:0"
+	var adm, peers [2]string
+	for i := range adm {
+		_, out := start(t, "serve", "--store", cl.URL(), "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral,
+			"--metrics", "", "--heartbeat-interval", "1s", "--crawl-per-host", "1", "--crawl-min-delay", "200ms")
+		at := listening(t, out, "peers", "admin")
+		adm[i], peers[i] = at["admin"], at["peers"]
+		for w := range 2 {
+			start(t, "worker", "--connect", peers[i], "--slots", "4", "--id", fmt.Sprintf("polite-%d-%d", i, w), "--heartbeat-interval", "1s")
+		}
+		eventually(t, "workers registered", 30*time.Second, func() bool {
+			tot, _, ok := statusJSON(t, adm[i])
+			return ok && tot.WorkersIdle == 2
+		})
+	}
+	for i := range adm {
+		args := []string{"submit", "--connect", peers[i]}
+		for p := i; p < pages; p += 2 {
+			args = append(args, fmt.Sprintf("%s/p/%d", site.srv.URL, p))
+		}
+		if out, code := run(t, "", args...); code != 0 {
+			t.Fatalf("submit to coordinator %d: exit %d, %s", i, code, out)
+		}
+	}
+	var done [2]int
+	eventually(t, fmt.Sprintf("%d pages done over both coordinators", pages), 120*time.Second, func() bool {
+		for i := range adm {
+			tot, _, ok := statusJSON(t, adm[i])
+			if !ok {
+				return false
+			}
+			done[i] = tot.Done + tot.Failed
+		}
+		return done[0]+done[1] >= pages
+	})
+	starts, _, maxIn, _ := site.record()
+	t.Logf("coordinators ran %d and %d pages; closest starts %v apart, %d at once", done[0], done[1], minGap(starts), maxIn)
+	if len(starts) != pages {
+		t.Fatalf("%d page requests, want %d", len(starts), pages)
+	}
+	if done[0] == 0 || done[1] == 0 {
+		t.Fatalf("coordinators ran %d and %d pages; want both to run some (neither claims more than 64 at once)", done[0], done[1])
+	}
+	if maxIn != 1 {
+		t.Errorf("%d requests in flight at once, want at most 1 across both coordinators (--crawl-per-host 1)", maxIn)
+	}
+	if g := minGap(starts); g < 190*time.Millisecond {
+		t.Errorf("two request starts %v apart, want at least 190ms across both coordinators (--crawl-min-delay 200ms)", g)
+	}
+}
