@@ -63,6 +63,9 @@ type parkedMsg struct {
 	keys   []store.KeyLookup
 	looked bool
 	err    error
+	// queued: with paging, the records of its keys found queued (paged
+	// out with their jobs), read by the lookup goroutine too.
+	queued []coord.QueuedKey
 	// norms: its keys' normal forms and fingerprints, worked out by the
 	// Unknown that parked it, for its operation (coord.Normals).
 	norms coord.Normals
@@ -219,10 +222,8 @@ func (s *Server) releaseLookups(now time.Time) {
 			s.send(s.peers, p.ident, storeFailedError(p.m.RequestID(), err))
 			continue
 		}
-		if err := s.giveBack(p.keys); err != nil {
-			s.send(s.peers, p.ident, storeFailedError(p.m.RequestID(), err))
-			continue
-		}
+		s.giveBack(p.keys, p.queued)
+		p.queued = nil
 		if sid, ok := s.sess.ident[string(p.ident)]; ok && sid == p.sid && s.c.Known(sid) {
 			s.c.UseNormals(p.norms) // its keys are not normalised again
 			s.peerMessage(now, p.ident, p.sid, p.m)
@@ -237,9 +238,9 @@ func (s *Server) releaseLookups(now time.Time) {
 }
 
 // giveBack hands the coordinator the done and failed records of looked-up
-// keys (KnownDone), and with paging the queued jobs of queued ones
-// (paging.go). An error says a paged job could not be read.
-func (s *Server) giveBack(keys []store.KeyLookup) error {
+// keys (KnownDone), and with paging the queued keys the lookup goroutine
+// read back (KnownQueued; paging.go): the reactor reads nothing itself.
+func (s *Server) giveBack(keys []store.KeyLookup, queued []coord.QueuedKey) {
 	l := &s.dur.look
 	back := l.back[:0]
 	for _, k := range keys {
@@ -247,17 +248,12 @@ func (s *Server) giveBack(keys []store.KeyLookup) error {
 		if k.Found && (k.State == store.KeyDone || k.State == store.KeyFailed) {
 			back = append(back, coord.KnownKey{FP: k.FP, At: k.At, Failed: k.State == store.KeyFailed})
 		}
-		if k.Found && k.State == store.KeyQueued && s.pg != nil {
-			if err := s.queuedFromStore(k.FP); err != nil { // paging.go
-				l.back = back[:0]
-				return err
-			}
-		}
 	}
 	l.stats.Hits += uint64(s.c.KnownDone(back))
-	s.pg.giveBack(s.c) // paging.go
+	if len(queued) > 0 {
+		s.c.KnownQueued(queued)
+	}
 	l.back = back[:0]
-	return nil
 }
 
 // noteExpired keeps the keys the store's sweeper deleted for the reactor

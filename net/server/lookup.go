@@ -2,9 +2,11 @@ package server
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"sync"
 
+	"drover/coord"
 	"drover/coord/id"
 	"drover/store"
 )
@@ -13,11 +15,16 @@ import (
 // it reads the store's records of the keys parked messages need, in
 // batches (everything posted since its last batch, sorted, one iterator:
 // store.LookupKeys), off the reactor goroutine, and hands the messages
-// back with their answers, ringing the reactor's store doorbell.
+// back with their answers, ringing the reactor's store doorbell. With
+// paging (paging.go) it also reads the records of the queued keys it found
+// (paged out with their jobs), so that the reactor has their text to give
+// back without reading the store itself.
 type looker struct {
-	st   *store.Store
-	ring chan struct{} // the reactor's doorbell (durable.ring)
-	hook func()        // tests: called before each batch's reads
+	st     *store.Store
+	ring   chan struct{}        // the reactor's doorbell (durable.ring)
+	paging bool                 // read found queued keys' records too
+	hook   func()               // tests: called before each batch's reads
+	qhook  func(id.Fingerprint) // tests: called before each queued key's read
 
 	mu   sync.Mutex
 	todo []*parkedMsg // posted, not yet looked up
@@ -27,13 +34,18 @@ type looker struct {
 	done chan struct{}
 
 	// The goroutine's own.
-	batch []*parkedMsg
-	keys  []store.KeyLookup
+	batch  []*parkedMsg
+	keys   []store.KeyLookup
+	queued []coord.QueuedKey // of keys, the queued ones read back, in the same order
 }
 
-// startLooker starts the lookup goroutine; stop ends it and waits.
-func startLooker(st *store.Store, ring chan struct{}, hook func()) *looker {
-	lk := &looker{st: st, ring: ring, hook: hook, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+// startLooker starts the lookup goroutine of s's store; stop ends it and
+// waits.
+func (s *Server) startLooker() *looker {
+	lk := &looker{
+		st: s.dur.st, ring: s.dur.ring, paging: s.pg != nil, hook: s.lookHook, qhook: s.queuedHook,
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+	}
 	go lk.run()
 	return lk
 }
@@ -99,7 +111,8 @@ func (lk *looker) run() {
 	}
 }
 
-// lookUp reads the keys of a batch of messages with one sorted pass.
+// lookUp reads the keys of a batch of messages with one sorted pass, and
+// with paging the records of the queued ones.
 func (lk *looker) lookUp(batch []*parkedMsg) {
 	keys := lk.keys[:0]
 	for _, p := range batch {
@@ -108,6 +121,9 @@ func (lk *looker) lookUp(batch []*parkedMsg) {
 	slices.SortFunc(keys, func(a, b store.KeyLookup) int { return bytes.Compare(a.FP[:], b.FP[:]) })
 	keys = slices.CompactFunc(keys, func(a, b store.KeyLookup) bool { return a.FP == b.FP })
 	err := lk.st.LookupKeys(keys)
+	if err == nil && lk.paging {
+		err = lk.readQueued(keys)
+	}
 	for _, p := range batch {
 		p.err = err
 		if err != nil {
@@ -118,7 +134,38 @@ func (lk *looker) lookUp(batch []*parkedMsg) {
 				return bytes.Compare(k.FP[:], fp[:])
 			})
 			p.keys[i] = keys[j]
+			if keys[j].Found && keys[j].State == store.KeyQueued {
+				if q, ok := slices.BinarySearchFunc(lk.queued, keys[j].FP, func(k coord.QueuedKey, fp id.Fingerprint) int {
+					return bytes.Compare(k.FP[:], fp[:])
+				}); ok {
+					p.queued = append(p.queued, lk.queued[q])
+				}
+			}
 		}
 	}
 	lk.keys = keys[:0]
+	clear(lk.queued) // drop the strings
+	lk.queued = lk.queued[:0]
+}
+
+// readQueued reads the records of the queued keys among keys (sorted): a
+// queued key the coordinator did not know is paged out with its job, and
+// the coordinator takes it back (KnownQueued) with its text.
+func (lk *looker) readQueued(keys []store.KeyLookup) error {
+	for _, k := range keys {
+		if !k.Found || k.State != store.KeyQueued {
+			continue
+		}
+		if lk.qhook != nil {
+			lk.qhook(k.FP)
+		}
+		r, ok, err := lk.st.GetKey(k.FP)
+		if err != nil {
+			return fmt.Errorf("look up paged-out queued key %s: %w", k.FP, err)
+		}
+		if ok && r.State == store.KeyQueued {
+			lk.queued = append(lk.queued, coord.QueuedKey{FP: k.FP, Key: r.Key, At: r.At})
+		}
+	}
+	return nil
 }

@@ -32,8 +32,9 @@ import (
 //     leaves the others and every queued key in the store (only counted),
 //     so a restart reads back what is active, not what is known; the read
 //     cursor starts before the first job left.
-//   - Dedup: a key paged out is looked up in the store when asked for
-//     (lookupDone) and given back to the ledger as queued.
+//   - Dedup: a key paged out is looked up in the store when asked for, by
+//     the lookup goroutine (lookup.go), and given back to the ledger as
+//     queued (giveBack).
 
 // pager is the reactor's paging state.
 type pager struct {
@@ -47,7 +48,6 @@ type pager struct {
 	loading   bool         // a read is in flight
 	retryAt   time.Time    // after a read found nothing although jobs are paged out
 	scratch   []broker.JobID
-	known     []coord.QueuedKey // keys read back for a message (queuedFromStore)
 	req       chan pageReq
 	mu        sync.Mutex
 	delivered *pageLoad // a finished read, for the reactor
@@ -259,37 +259,6 @@ func (s *Server) startPager() (stop func()) {
 		}
 	}()
 	return func() { close(quit); <-exited }
-}
-
-// queuedFromStore reads the queued key record of fp, paged out, for
-// giveBack (lookupDone calls it for each such key of a message). A store
-// that cannot be read is recorded as failed (which stops the reactor) and
-// the error returned.
-func (s *Server) queuedFromStore(fp id.Fingerprint) error {
-	k, ok, err := s.dur.st.GetKey(fp)
-	if err != nil {
-		err = fmt.Errorf("look up paged-out queued key %s: %w", fp, err)
-		s.dur.mu.Lock()
-		if s.dur.err == nil {
-			s.dur.err = err
-		}
-		s.dur.mu.Unlock()
-		return err
-	}
-	if ok && k.State == store.KeyQueued {
-		s.pg.known = append(s.pg.known, coord.QueuedKey{FP: fp, Key: k.Key, At: k.At})
-	}
-	return nil
-}
-
-// giveBack hands the coordinator the keys queuedFromStore read.
-func (p *pager) giveBack(c *coord.Coordinator) {
-	if p == nil || len(p.known) == 0 {
-		return
-	}
-	c.KnownQueued(p.known)
-	clear(p.known)
-	p.known = p.known[:0]
 }
 
 // restoreResident is restore keeping at most limit queued jobs in memory:

@@ -1,15 +1,18 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"drover/coord/id"
 	"drover/coord/ledger"
 	"drover/net/wire"
+	"drover/net/zsock"
 	"drover/store"
 )
 
@@ -169,5 +172,64 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not within a minute", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPagedKeyReadOffTheReactor: a REQUEST for a key paged out with its job
+// has the key's record read back by the lookup goroutine, not the reactor.
+// While that read is held up, the reactor welcomes another producer; once
+// it goes on, the REQUEST is answered no (queued).
+func TestPagedKeyReadOffTheReactor(t *testing.T) {
+	const n, resident = 200, 20
+	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncNone)
+	t.Cleanup(func() { st.Close() })
+	opts := Options{Store: st, ResidentJobs: resident}
+	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
+	opts.Coord.Heartbeat = testHeartbeat
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := func(i int) string { return fmt.Sprintf("http://off.test/page/%d", i) }
+	target := key(url(n - 1)).Fingerprint()
+	reading, release := make(chan struct{}), make(chan struct{})
+	var held, released sync.Once
+	s.queuedHook = func(fp id.Fingerprint) {
+		if fp == target {
+			held.Do(func() { close(reading); <-release })
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("server run: %v", err)
+		}
+	})
+	t.Cleanup(func() { released.Do(func() { close(release) }) }) // runs first
+
+	p := dial(t, s.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, "p1", 0)
+	items := make([]wire.SubmitItem, n)
+	for i := range items {
+		items[i] = wire.SubmitItem{Key: key(url(i))}
+	}
+	p.send(&wire.Submit{Req: 2, Jobs: items})
+	expect[*wire.Submitted](t, p.recv())
+	waitFor(t, "jobs paged out", func() bool { return s.Paging().Out >= n-resident })
+
+	p.send(&wire.Request{Req: 3, Keys: []id.Key{key(url(n - 1))}})
+	select {
+	case <-reading:
+	case <-time.After(time.Minute):
+		t.Fatal("the paged-out key's record was not read back within a minute")
+	}
+	other := dial(t, s.PeersEndpoint())
+	hello(t, other, wire.RoleProducer, "p2", 0) // the reactor is free
+	released.Do(func() { close(release) })
+	if v := expect[*wire.Verdicts](t, p.recv()).Items[0]; v.Verdict != wire.VerdictNo || v.Reason != string(ledger.ReasonQueued) {
+		t.Fatalf("request of a paged-out key: %+v, want no queued", v)
 	}
 }

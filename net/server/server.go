@@ -157,12 +157,13 @@ type Server struct {
 	auth *authState // nil without Options.Auth (auth.go)
 	seq  uint64     // this server's number in the process (endpoint and ZAP domain names)
 
-	memo     submitMemo             // accepted submits by producer and request (submitmemo.go)
-	strs     interner               // short strings jobs repeat, one copy each (compact.go)
-	res      *resultLog             // nil without Options.Results
-	crawls   map[string]*crawlState // crawl definitions by name (crawls.go)
-	lookHook func()                 // tests: runs before each batch of done-set lookups (lookup.go)
-	stepHook func()                 // tests: runs in each reactor step after its read
+	memo       submitMemo             // accepted submits by producer and request (submitmemo.go)
+	strs       interner               // short strings jobs repeat, one copy each (compact.go)
+	res        *resultLog             // nil without Options.Results
+	crawls     map[string]*crawlState // crawl definitions by name (crawls.go)
+	lookHook   func()                 // tests: runs before each batch of done-set lookups (lookup.go)
+	queuedHook func(id.Fingerprint)   // tests: runs before the lookup goroutine reads a paged-out queued key
+	stepHook   func()                 // tests: runs in each reactor step after its read
 }
 
 var inprocSeq atomic.Uint64
@@ -386,7 +387,7 @@ func (s *Server) Run(ctx context.Context) error {
 		defer s.startPager()() // paging.go
 	}
 	if s.bounded() || s.pg != nil {
-		s.dur.look.looker = startLooker(s.dur.st, s.dur.ring, s.lookHook) // lookup.go
+		s.dur.look.looker = s.startLooker() // lookup.go
 		defer s.dur.look.looker.stop()
 	}
 	defer s.startResultTrimmer()()
