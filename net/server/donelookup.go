@@ -69,6 +69,11 @@ type parkedMsg struct {
 	// norms: its keys' normal forms and fingerprints, worked out by the
 	// Unknown that parked it, for its operation (coord.Normals).
 	norms coord.Normals
+	// step is the reactor step that read it (Stats.Steps): the step's
+	// budget (stepItemBudget) counted it then, so that a pipelined flood
+	// is read a budget at a time, not parked whole before anything is
+	// answered; a later step that releases it counts it again.
+	step uint64
 }
 
 // doneLookupCounters count the store lookups of the bounded done set.
@@ -168,7 +173,7 @@ func (s *Server) parkForLookup(ident []byte, sid id.Session, m wire.Message) boo
 	if len(l.fps) == 0 && l.waiting[sid] == 0 {
 		return false
 	}
-	p := &parkedMsg{ident: ident, sid: sid, m: m, norms: s.c.TakeNormals()}
+	p := &parkedMsg{ident: ident, sid: sid, m: m, norms: s.c.TakeNormals(), step: s.stats.Steps}
 	if len(l.fps) > 0 {
 		p.keys = make([]store.KeyLookup, len(l.fps))
 		for i, fp := range l.fps {
@@ -183,10 +188,6 @@ func (s *Server) parkForLookup(ident []byte, sid id.Session, m wire.Message) boo
 	}
 	l.waiting[sid]++
 	l.parked = append(l.parked, p)
-	// Reading it was work too: the step's budget (stepItemBudget) counts
-	// it, so a pipelined flood is read a budget at a time, not parked
-	// whole before anything is answered.
-	s.stepItems += itemsOf(m)
 	return true
 }
 
@@ -225,6 +226,9 @@ func (s *Server) releaseLookups(now time.Time) {
 		s.giveBack(p.keys, p.queued)
 		p.queued = nil
 		if sid, ok := s.sess.ident[string(p.ident)]; ok && sid == p.sid && s.c.Known(sid) {
+			if p.step != s.stats.Steps {
+				s.stepItems += itemsOf(p.m) // read in an earlier step
+			}
 			s.c.UseNormals(p.norms) // its keys are not normalised again
 			s.peerMessage(now, p.ident, p.sid, p.m)
 		}

@@ -176,22 +176,17 @@ func TestStoredDoneKeysExpireFromTheTotals(t *testing.T) {
 	}
 }
 
-// startGated runs a server whose done-set lookups wait while the returned
-// gate is closed; stop ends it and returns Run's error (the test's end
-// opens the gate first, so a failure leaves no lookup waiting).
-func startGated(t *testing.T, opts Options) (*Server, *gatedStore, func() error) {
+// startHooked runs a server on ephemeral loopback ports with the test
+// hooks hook sets (before Run, so the reactor sees them); stop ends it and
+// returns Run's error.
+func startHooked(t *testing.T, opts Options, hook func(*Server)) (*Server, func() error) {
 	t.Helper()
-	g := &gatedStore{}
 	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
 	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.lookHook = func() {
-		if wait := g.beforeCommit(); wait != nil {
-			wait()
-		}
-	}
+	hook(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- s.Run(ctx) }()
@@ -202,6 +197,22 @@ func startGated(t *testing.T, opts Options) (*Server, *gatedStore, func() error)
 		return runErr
 	}
 	t.Cleanup(func() { stop() })
+	return s, stop
+}
+
+// startGated runs a server whose done-set lookups wait while the returned
+// gate is closed; stop ends it and returns Run's error (the test's end
+// opens the gate first, so a failure leaves no lookup waiting).
+func startGated(t *testing.T, opts Options) (*Server, *gatedStore, func() error) {
+	t.Helper()
+	g := &gatedStore{}
+	s, stop := startHooked(t, opts, func(s *Server) {
+		s.lookHook = func() {
+			if wait := g.beforeCommit(); wait != nil {
+				wait()
+			}
+		}
+	})
 	t.Cleanup(g.open) // runs first
 	return s, g, stop
 }
@@ -315,4 +326,53 @@ func TestStepsStayBounded(t *testing.T) {
 		t.Fatalf("the largest step took in %d items, want %d to %d (the budget %d, a message never split)", max, per, stepItemBudget+per-1, stepItemBudget)
 	}
 	t.Logf("largest step: %d items, %d steps", s.stats.MaxStepItems, s.stats.Steps)
+}
+
+// TestParkedOnceInTheBudget: a message parked for its lookups and released
+// in the step that read it counts once against the step's budget
+// (stepItemBudget), not twice. The step hook holds the step until the
+// lookup goroutine has handed the SUBMIT back, so it is released at once.
+func TestParkedOnceInTheBudget(t *testing.T) {
+	const n = 100
+	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncNone)
+	t.Cleanup(func() { st.Close() })
+	opts := doneCacheOpts(st)
+	opts.Coord.Ledger.StoredFilter = -1     // every new key is looked up
+	opts.Coord.Heartbeat = 30 * time.Second // no heartbeat answer joins the SUBMIT's step
+	s, stop := startHooked(t, opts, func(s *Server) {
+		s.stepHook = func() { // the reactor's: it may read s.dur.look
+			l := &s.dur.look
+			if len(l.parked) == 0 {
+				return
+			}
+			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+				l.looker.mu.Lock()
+				back := len(l.looker.back)
+				l.looker.mu.Unlock()
+				if back > 0 {
+					return
+				}
+				time.Sleep(time.Millisecond) // polls the lookup goroutine; bounded by the deadline
+			}
+		}
+	})
+	p := dial(t, s.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, "p", 0)
+	jobs := make([]wire.SubmitItem, n)
+	for i := range jobs {
+		jobs[i] = wire.SubmitItem{Key: key(fmt.Sprintf("http://once.test/%d", i))}
+	}
+	p.send(&wire.Submit{Req: 2, Jobs: jobs})
+	if sm := expect[*wire.Submitted](t, p.recv()); len(sm.Items) != n || sm.Items[0].Status != wire.SubmitAccepted {
+		t.Fatalf("answer: %d items (first %+v), want %d accepted", len(sm.Items), sm.Items[0], n)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if l := s.dur.look.stats.Lookups; l < n {
+		t.Fatalf("%d keys looked up, want %d (the SUBMIT parked)", l, n)
+	}
+	if max := s.stats.MaxStepItems; max != n {
+		t.Fatalf("the largest step took in %d items, want %d (the SUBMIT once)", max, n)
+	}
 }

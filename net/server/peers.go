@@ -157,6 +157,8 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 		s.reject(onPeers, ident, m.RequestID(), wire.CodeHelloRequired, "session expired: send HELLO again")
 		return
 	}
+	// Taken in now, parked or not: the step's budget counts it.
+	s.stepItems += itemsOf(m)
 	if s.parkForLookup(ident, sid, m) { // donelookup.go: evicted done keys back from the store first
 		return
 	}
@@ -166,7 +168,6 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 // peerMessage hands a message of live session sid to the coordinator (at
 // once, or once the lookups it waited for are done: donelookup.go).
 func (s *Server) peerMessage(now time.Time, ident []byte, sid id.Session, m wire.Message) {
-	s.stepItems += itemsOf(m)
 	p := s.sess.peer[sid]
 	switch m := m.(type) {
 	case *wire.Heartbeat:
