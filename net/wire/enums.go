@@ -1,10 +1,5 @@
 package wire
 
-import (
-	"slices"
-	"strings"
-)
-
 // Role is what a peer announces itself as in HELLO.
 type Role uint8
 
@@ -136,8 +131,9 @@ type Header struct {
 // Headers is an ordered list of headers with unique names.
 type Headers []Header
 
-// HeadersOf returns the headers of map m sorted by name (nil for none):
-// the inverse of Map.
+// HeadersOf returns the headers of map m (nil for none), in the map's
+// order: the order of a header list means nothing in DRV/1, so it is not
+// sorted (a JOB is built per dispatch). The inverse of Map.
 func HeadersOf(m map[string]string) Headers {
 	if len(m) == 0 {
 		return nil
@@ -145,9 +141,6 @@ func HeadersOf(m map[string]string) Headers {
 	h := make(Headers, 0, len(m))
 	for k, v := range m {
 		h = append(h, Header{Name: k, Value: v})
-	}
-	if len(h) > 1 {
-		slices.SortFunc(h, func(a, b Header) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return h
 }
