@@ -239,17 +239,27 @@ func (c *Coordinator) submitOne(now time.Time, s id.Session, reqID uint64, js *J
 		return SubmitVerdict{FP: fp, Status: Rejected, Reason: ReasonMaxJobs}
 	}
 	v, r := c.led.Request(now, s, reqID, nk, fp)
-	switch v {
-	case ledger.OK:
+	if v == ledger.OK {
 		return c.enqueue(now, s, &spec)
+	}
+	return c.notGranted(s, reqID, &spec, v, r)
+}
+
+// notGranted is the verdict on a submitted job whose key the ledger did
+// not grant (verdict v, reason r): a wait parks the submit until the key
+// is free (pending), a no is a duplicate (of the existing job, for the
+// producer's records), anything else is rejected.
+func (c *Coordinator) notGranted(s id.Session, reqID uint64, spec *broker.Spec, v ledger.Verdict, r ledger.Reason) SubmitVerdict {
+	fp := spec.FP
+	switch v {
 	case ledger.Wait:
-		c.pending[pendingKey{s, fp}] = pendingSubmit{reqID: reqID, spec: spec}
+		c.pending[pendingKey{s, fp}] = pendingSubmit{reqID: reqID, spec: *spec}
 		return SubmitVerdict{FP: fp, Status: Waiting, Reason: r}
 	case ledger.No:
 		c.dedupHits++
 		sv := SubmitVerdict{FP: fp, Status: Duplicate, Reason: r}
 		if j, ok := c.brk.JobOfKey(fp); ok {
-			sv.Job = j // the existing job, for the producer's records
+			sv.Job = j
 		}
 		return sv
 	default:

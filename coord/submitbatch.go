@@ -44,24 +44,12 @@ func (c *Coordinator) submitBatch(now time.Time, s id.Session, reqID uint64, job
 	var grantedJob []int
 	verdict := make([]SubmitVerdict, len(jobs)) // by job index; set for each first listing
 	for n, i := range idx {
-		fp := specs[i].FP
-		switch res[n].Verdict {
-		case ledger.OK:
-			granted = append(granted, fp)
+		if res[n].Verdict == ledger.OK {
+			granted = append(granted, specs[i].FP)
 			grantedJob = append(grantedJob, i)
-		case ledger.Wait:
-			c.pending[pendingKey{s, fp}] = pendingSubmit{reqID: reqID, spec: specs[i]}
-			verdict[i] = SubmitVerdict{FP: fp, Status: Waiting, Reason: res[n].Reason}
-		case ledger.No:
-			c.dedupHits++
-			sv := SubmitVerdict{FP: fp, Status: Duplicate, Reason: res[n].Reason}
-			if j, ok := c.brk.JobOfKey(fp); ok {
-				sv.Job = j
-			}
-			verdict[i] = sv
-		default:
-			verdict[i] = SubmitVerdict{FP: fp, Status: Rejected, Reason: res[n].Reason}
+			continue
 		}
+		verdict[i] = c.notGranted(s, reqID, &specs[i], res[n].Verdict, res[n].Reason) // ops.go
 	}
 	c.scratch.items, c.scratch.results = reuse(items), reuse(res)
 	if len(granted) > 0 {
