@@ -302,13 +302,15 @@ func (b *Broker) laneAdd(j *job, t int64) {
 		}
 		return
 	}
-	if !h.parked && h.next > t {
-		b.refresh(h, t) // a new host inside its first interval (Politeness.Since)
-	}
 	h.nq++
-	if h.parked {
-		b.polite++
-		b.syncWaiting(h)
+	// A parked host may be eligible again; an unparked one not yet, when
+	// it is new and inside its first interval (Politeness.Since): one
+	// refresh settles both.
+	if h.parked || h.next > t {
+		if h.parked {
+			b.polite++
+			b.syncWaiting(h)
+		}
 		b.refresh(h, t)
 		if h.parked {
 			b.politeWait(h, t)
