@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -289,4 +290,21 @@ func seqs(evs []admin.Event) []uint64 {
 		out = append(out, e.Seq)
 	}
 	return out
+}
+
+// TestRobotsErrorKinds: a ROBOTS report whose origin is not one is invalid
+// (the transport answers it malformed); one for a host the worker holds no
+// job of is the wrong state, not invalid.
+func TestRobotsErrorKinds(t *testing.T) {
+	c := newCoord(t, Config{})
+	hello(t, c, 1, Hello{Role: RoleWorker, ID: "w", Slots: 1})
+	exp := t0.Add(time.Hour)
+	_, err := c.Robots(t0, 1, broker.Robots{Origin: "http://a.test/robots.txt", Expires: exp})
+	if !errors.Is(err, ErrInvalid) || !errors.Is(err, broker.ErrBadOrigin) {
+		t.Fatalf("robots.txt for an origin with a path: %v, want invalid (a bad origin)", err)
+	}
+	_, err = c.Robots(t0, 1, broker.Robots{Origin: "http://a.test", Expires: exp})
+	if !errors.Is(err, broker.ErrWrongState) || errors.Is(err, ErrInvalid) {
+		t.Fatalf("robots.txt for a host the worker holds no job of: %v, want the wrong state, not invalid", err)
+	}
 }

@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -369,8 +370,9 @@ func (c *Coordinator) Robots(now time.Time, s id.Session, r broker.Robots) (*bro
 	if _, err := c.session(now, s); err != nil {
 		return nil, err
 	}
-	if _, ok := broker.OriginHost(r.Origin); !ok {
-		return nil, fmt.Errorf("%w: robots.txt origin %q: want scheme://host[:port] with scheme http or https, no path", ErrInvalid, r.Origin)
+	kept, err := c.brk.SetRobots(now, s, r)
+	if errors.Is(err, broker.ErrBadOrigin) {
+		return nil, errorf(ErrInvalid, "%w", err)
 	}
-	return c.brk.SetRobots(now, s, r)
+	return kept, err
 }

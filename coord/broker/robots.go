@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -72,6 +73,9 @@ func (h *host) capNow() int32 {
 // ErrNotHolding: a worker reported robots.txt for a host it holds no job of.
 var ErrNotHolding = fmt.Errorf("%w: the worker holds no job of that host", ErrWrongState)
 
+// ErrBadOrigin: a robots.txt report's origin is not one (OriginHost).
+var ErrBadOrigin = errors.New("want scheme://host[:port] with scheme http or https, no path")
+
 // OriginHost returns the host key of an origin (scheme://host[:port], as a
 // normalised URL starts); false when it is not one.
 func OriginHost(origin string) (string, bool) {
@@ -91,7 +95,7 @@ func OriginHost(origin string) (string, bool) {
 func (b *Broker) SetRobots(now time.Time, s id.Session, r Robots) (*Robots, error) {
 	hostName, ok := OriginHost(r.Origin)
 	if !ok {
-		return nil, fmt.Errorf("robots.txt for origin %q: want scheme://host[:port] with scheme http or https", r.Origin)
+		return nil, fmt.Errorf("robots.txt for origin %q: %w", r.Origin, ErrBadOrigin)
 	}
 	w := b.sessions[s]
 	if w == nil {
