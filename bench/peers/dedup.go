@@ -48,14 +48,26 @@ type dedupResult struct {
 	took       time.Duration
 	decisions  int
 	duplicates int
+	// server and client are the CPU time the server process and this
+	// process (the load generator) used during the run: far less
+	// sensitive to other load on the machine than decisions/s.
+	server, client time.Duration
 }
 
 func (d dedupResult) rate() float64 { return float64(d.decisions) / d.took.Seconds() }
 
+// serverNs and clientNs are the CPU nanoseconds per decision.
+func (d dedupResult) serverNs() float64 {
+	return float64(d.server.Nanoseconds()) / float64(d.decisions)
+}
+func (d dedupResult) clientNs() float64 {
+	return float64(d.client.Nanoseconds()) / float64(d.decisions)
+}
+
 // redisDedup sends each stream over its own connection as pipelines of
 // batch SADD commands (one member each, so each key gets its own answer),
 // one pipeline in flight per connection.
-func redisDedup(ctx context.Context, addr string, streams [][]id.Key, batch int) (dedupResult, error) {
+func redisDedup(ctx context.Context, addr string, pid int, streams [][]id.Key, batch int) (dedupResult, error) {
 	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: len(streams), MinIdleConns: len(streams)})
 	defer c.Close()
 	if err := c.FlushAll(ctx).Err(); err != nil {
@@ -68,7 +80,7 @@ func redisDedup(ctx context.Context, addr string, streams [][]id.Key, batch int)
 			members[i][j] = member(k)
 		}
 	}
-	return timeStreams(streams, func(i int, dups *int) error {
+	return timeStreams(streams, pid, func(i int, dups *int) error {
 		ms := members[i]
 		cmds := make([]*redis.IntCmd, 0, batch)
 		for lo := 0; lo < len(ms); lo += batch {
@@ -96,7 +108,7 @@ func redisDedup(ctx context.Context, addr string, streams [][]id.Key, batch int)
 // keys each batch obtained are then QUEUEd (REQUEST + QUEUE: a duplicate
 // is then answered no, as a crawl's frontier would be), in the same
 // round trip's wake.
-func droverDedup(ctx context.Context, peers string, streams [][]id.Key, batch int, queue bool) (dedupResult, error) {
+func droverDedup(ctx context.Context, peers string, pid int, streams [][]id.Key, batch int, queue bool) (dedupResult, error) {
 	clients := make([]*client.Client, len(streams))
 	for i := range clients {
 		c, err := client.Dial(ctx, client.Options{Connect: peers, ID: fmt.Sprintf("bench-dedup-%d", i), Timeout: time.Minute})
@@ -106,7 +118,7 @@ func droverDedup(ctx context.Context, peers string, streams [][]id.Key, batch in
 		defer c.Close()
 		clients[i] = c
 	}
-	return timeStreams(streams, func(i int, dups *int) error {
+	return timeStreams(streams, pid, func(i int, dups *int) error {
 		s, c := streams[i], clients[i]
 		var fresh []id.Key
 		for lo := 0; lo < len(s); lo += batch {
@@ -137,18 +149,30 @@ func droverDedup(ctx context.Context, peers string, streams [][]id.Key, batch in
 }
 
 // timeStreams runs run for each stream on a goroutine of its own, timed
-// together; run counts the duplicates its stream met in dups. The result
-// sums them; the first stream's error (in stream order) is returned.
-func timeStreams(streams [][]id.Key, run func(i int, dups *int) error) (dedupResult, error) {
+// together, and measures the CPU time of server process pid and of this
+// process over the run; run counts the duplicates its stream met in dups.
+// The result sums them; the first stream's error (in stream order) is
+// returned.
+func timeStreams(streams [][]id.Key, pid int, run func(i int, dups *int) error) (dedupResult, error) {
 	var wg sync.WaitGroup
 	errs := make([]error, len(streams))
 	dups := make([]int, len(streams))
+	srv0, err := cpuTime(pid)
+	if err != nil {
+		return dedupResult{}, err
+	}
+	cli0 := selfCPU()
 	began := time.Now()
 	for i := range streams {
 		wg.Go(func() { errs[i] = run(i, &dups[i]) })
 	}
 	wg.Wait()
-	res := dedupResult{took: time.Since(began)}
+	res := dedupResult{took: time.Since(began), client: selfCPU() - cli0}
+	srv1, err := cpuTime(pid)
+	if err != nil {
+		return res, err
+	}
+	res.server = srv1 - srv0
 	for i := range streams {
 		if errs[i] != nil {
 			return res, errs[i]

@@ -176,6 +176,14 @@ func run(ctx context.Context, cfg config) error {
 	return err
 }
 
+// cpuSeries collects a side's CPU nanoseconds per decision, per round.
+type cpuSeries struct{ server, client series }
+
+func (c *cpuSeries) add(d dedupResult) {
+	c.server = append(c.server, d.serverNs())
+	c.client = append(c.client, d.clientNs())
+}
+
 // series collects one figure's value per round.
 type series []float64
 
@@ -221,13 +229,16 @@ func benchDedup(ctx context.Context, cfg config) error {
 	}
 	defer r.stop()
 	var redisS, reqS, queueS series
+	var redisCPU, reqCPU, queueCPU cpuSeries
 	if err := alternate(cfg.rounds, func(round int) []func() error {
 		streams := dedupStreams(cfg.dedupKeys, cfg.conns, uint64(round+1))
 		sides := []func() error{
 			func() error {
-				d, err := redisDedup(ctx, r.addr, streams, cfg.batch)
-				progress("dedup round %d: redis SADD %s decisions/s (%d duplicates)", round+1, human(d.rate()), d.duplicates)
+				d, err := redisDedup(ctx, r.addr, r.cmd.Process.Pid, streams, cfg.batch)
+				progress("dedup round %d: redis SADD %s decisions/s (%d duplicates; CPU per decision: server %.0f ns, client %.0f ns)",
+					round+1, human(d.rate()), d.duplicates, d.serverNs(), d.clientNs())
 				redisS = append(redisS, d.rate())
+				redisCPU.add(d)
 				return err
 			},
 			func() error {
@@ -236,7 +247,7 @@ func benchDedup(ctx context.Context, cfg config) error {
 					if err != nil {
 						return err
 					}
-					d, err := droverDedup(ctx, s.peers, streams, cfg.batch, queue)
+					d, err := droverDedup(ctx, s.peers, s.cmd.Process.Pid, streams, cfg.batch, queue)
 					s.stop()
 					if err != nil {
 						return err
@@ -245,10 +256,13 @@ func benchDedup(ctx context.Context, cfg config) error {
 					if queue {
 						name = "REQUEST+QUEUE"
 						queueS = append(queueS, d.rate())
+						queueCPU.add(d)
 					} else {
 						reqS = append(reqS, d.rate())
+						reqCPU.add(d)
 					}
-					progress("dedup round %d: drover %s %s decisions/s (%d duplicates)", round+1, name, human(d.rate()), d.duplicates)
+					progress("dedup round %d: drover %s %s decisions/s (%d duplicates; CPU per decision: server %.0f ns, client %.0f ns)",
+						round+1, name, human(d.rate()), d.duplicates, d.serverNs(), d.clientNs())
 				}
 				return nil
 			},
@@ -263,6 +277,11 @@ func benchDedup(ctx context.Context, cfg config) error {
 	fmt.Printf("| Redis `SADD`, pipelined | %s | %s | — |\n", redisS, human(redisS.median()))
 	fmt.Printf("| drover `REQUEST` | %s | %s | %.2f× |\n", reqS, human(reqS.median()), reqS.median()/redisS.median())
 	fmt.Printf("| drover `REQUEST` + `QUEUE` | %s | %s | %.2f× |\n\n", queueS, human(queueS.median()), queueS.median()/redisS.median())
+	fmt.Printf("CPU time per decision (user + system; the server process from /proc/PID/stat, the load generator from getrusage), medians of the rounds; less sensitive to other load than decisions/s:\n\n")
+	fmt.Printf("| side | server ns/decision (rounds) | server median | client ns/decision (rounds) | client median | server CPU: drover / Redis |\n|---|---|---|---|---|---|\n")
+	fmt.Printf("| Redis `SADD`, pipelined | %s | %.0f | %s | %.0f | — |\n", redisCPU.server, redisCPU.server.median(), redisCPU.client, redisCPU.client.median())
+	fmt.Printf("| drover `REQUEST` | %s | %.0f | %s | %.0f | %.2f× |\n", reqCPU.server, reqCPU.server.median(), reqCPU.client, reqCPU.client.median(), reqCPU.server.median()/redisCPU.server.median())
+	fmt.Printf("| drover `REQUEST` + `QUEUE` | %s | %.0f | %s | %.0f | %.2f× |\n\n", queueCPU.server, queueCPU.server.median(), queueCPU.client, queueCPU.client.median(), queueCPU.server.median()/redisCPU.server.median())
 	return nil
 }
 

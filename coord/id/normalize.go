@@ -75,6 +75,14 @@ func Host(normalizedURL string) string {
 // are compared as given after ASCII lower-casing: give internationalised
 // names in their ASCII (punycode) form to have them match across spellings.
 func Normalize(raw string) (string, error) {
+	if isPlainNormal(raw) {
+		return raw, nil // the common case, settled in one pass over the bytes
+	}
+	return normalize(raw)
+}
+
+// normalize is Normalize without the fast path: every rule, step by step.
+func normalize(raw string) (string, error) {
 	for i := 0; i < len(raw); i++ {
 		if c := raw[i]; c < 0x20 || c == 0x7f {
 			return "", urlErr(raw, "control character "+strconv.QuoteRune(rune(c))+" at byte "+strconv.Itoa(i)+"; want none")
@@ -123,6 +131,76 @@ func Normalize(raw string) (string, error) {
 		return raw, nil // already normal: share the caller's string
 	}
 	return string(b), nil
+}
+
+// Byte classes of isPlainNormal: which bytes may stand as they are in the
+// host, path and query of a URL in normal form that needs no closer look.
+const (
+	plainHost  = 1 << iota // lower-case letters, digits, '-', '.', '_', '~'
+	plainPath              // pchar and '/', without '%' (RFC 3986 §3.3)
+	plainQuery             // path bytes and '?'
+)
+
+var plainClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		if isUnreserved(b) && !('A' <= b && b <= 'Z') {
+			t[c] |= plainHost
+		}
+		if isPathChar(b) {
+			t[c] |= plainPath
+		}
+		if isQueryChar(b) {
+			t[c] |= plainQuery
+		}
+	}
+	return t
+}()
+
+// isPlainNormal reports whether raw is, without a doubt, already in the
+// normal form Normalize gives: "http://" or "https://" in lower case, a host
+// of lower-case letters, digits and -._~ with no port nor userinfo, a path
+// (not empty) and query of bytes that stand for themselves, with no percent
+// escape, no dot segment and no fragment. Such a URL is its own normal form
+// (a test checks this against the full rules); anything else (which may
+// well be normal too) takes the full way.
+func isPlainNormal(raw string) bool {
+	var rest string
+	switch {
+	case len(raw) > 7 && raw[:7] == "http://":
+		rest = raw[7:]
+	case len(raw) > 8 && raw[:8] == "https://":
+		rest = raw[8:]
+	default:
+		return false
+	}
+	i := 0
+	for i < len(rest) && plainClass[rest[i]]&plainHost != 0 {
+		i++
+	}
+	if i == 0 || i == len(rest) || rest[i] != '/' {
+		return false // no host, no path, or a port, userinfo, IPv6 host, ...
+	}
+	prev := byte(0)
+	for ; i < len(rest); i++ {
+		c := rest[i]
+		if plainClass[c]&plainPath == 0 {
+			if c != '?' {
+				return false
+			}
+			break
+		}
+		if c == '.' && prev == '/' {
+			return false // a dot segment, maybe: the full way resolves it
+		}
+		prev = c
+	}
+	for ; i < len(rest); i++ {
+		if plainClass[rest[i]]&plainQuery == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // splitScheme parses "scheme:" at the start of s and checks it is http or

@@ -231,6 +231,7 @@ func pctDecode(s string) string {
 // and path from it.
 func checkAgainstNetURL(t *testing.T, in string) {
 	t.Helper()
+	checkFastPath(t, in)
 	out, err := Normalize(in)
 	if err != nil {
 		var ue *URLError
@@ -267,6 +268,63 @@ func checkAgainstNetURL(t *testing.T, in string) {
 	}
 	if u.Fragment != "" {
 		t.Fatalf("%q: net/url fragment %q, want none", out, u.Fragment)
+	}
+}
+
+// checkFastPath: Normalize's fast path gives what the full rules give,
+// and takes only URLs that are their own normal form.
+func checkFastPath(t *testing.T, in string) {
+	t.Helper()
+	full, fullErr := normalize(in)
+	if isPlainNormal(in) && (fullErr != nil || full != in) {
+		t.Fatalf("isPlainNormal(%q), but the full rules give %q, %v", in, full, fullErr)
+	}
+	out, err := Normalize(in)
+	if out != full || (err == nil) != (fullErr == nil) {
+		t.Fatalf("Normalize(%q) = %q, %v; the full rules give %q, %v", in, out, err, full, fullErr)
+	}
+}
+
+// The fast path takes the plain normal URLs and leaves every near miss
+// to the full rules, which agree with it either way.
+func TestNormalizeFastPath(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		plain bool
+	}{
+		{"http://a.example.com/section/page-123?x=1", true},
+		{"https://host-3.example.com/section/7/page-1.html", true},
+		{"http://a/", true},
+		{"http://a/b?", true},
+		{"http://a/b?c=d/e?f&g=h;i@j:k", true},
+		{"http://a_b~c/x:y@z!$&'()*+,;=", true},
+		{"http://a", false},         // the empty path becomes "/"
+		{"http://a?x", false},       // likewise
+		{"HTTP://a/", false},        // scheme case
+		{"http://A/", false},        // host case
+		{"http://a:80/", false},     // default port
+		{"http://a:8080/", false},   // a port: the full way
+		{"http://u@a/", false},      // userinfo
+		{"http://[::1]/", false},    // IPv6
+		{"http://a/%7e", false},     // an escape
+		{"http://a/b?%41", false},   // an escape in the query
+		{"http://a/./b", false},     // a dot segment
+		{"http://a/b/..", false},    // another
+		{"http://a/.hidden", false}, // not one, but left to the full way
+		{"http://a/b#f", false},     // a fragment
+		{"http://a/b c", false},     // a byte to escape
+		{"http://a/\x01", false},    // a control character
+		{"http://a/\u00e4", false},  // non-ASCII
+		{"http://a/b?c d", false},   // a byte to escape in the query
+		{"ftp://a/", false},         // another scheme
+		{"http:///", false},         // no host
+		{"http://", false},          // nothing
+		{"https://a.example.com/", true},
+	} {
+		if got := isPlainNormal(tc.in); got != tc.plain {
+			t.Errorf("isPlainNormal(%q) = %v, want %v", tc.in, got, tc.plain)
+		}
+		checkFastPath(t, tc.in)
 	}
 }
 
