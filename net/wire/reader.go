@@ -39,6 +39,9 @@ type reader struct {
 	nHeaders int
 	nLinks   int
 
+	// The previous key's crawler and processor (reader.name).
+	crawler, processor sameName
+
 	// Storage for the second pass.
 	arena strings.Builder
 	hdrs  []Header
@@ -218,7 +221,16 @@ func checkKind(p []byte, kind strKind) string {
 		}
 		return ""
 	case kLine:
-		for i := 0; i < len(p); {
+		// Eight bytes at a time while they are printable ASCII (the
+		// common case: URLs and names), then byte by byte from the first
+		// word that is not.
+		i := 0
+		for ; i+8 <= len(p); i += 8 {
+			if !printableASCII8(binary.LittleEndian.Uint64(p[i:])) {
+				break
+			}
+		}
+		for i < len(p) {
 			c := p[i]
 			if c < utf8.RuneSelf {
 				if c < 0x20 || c == 0x7f {
@@ -243,6 +255,18 @@ func checkKind(p []byte, kind strKind) string {
 		}
 		return ""
 	}
+}
+
+// printableASCII8 reports whether each of the eight bytes packed in w is
+// in 0x20..0x7e: no byte has its top bit set, none is below 0x20 and none
+// is 0x7f (SWAR tests: a byte below n borrows in b-n, and b^0x7f is zero
+// only for 0x7f).
+func printableASCII8(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	below20 := (w - 0x20*ones) &^ w
+	x := w ^ 0x7f*ones
+	is7f := (x - ones) &^ x
+	return (w|below20|is7f)&highs == 0
 }
 
 func isTokenByte(c byte) bool {
@@ -304,10 +328,44 @@ const (
 	minSubmit  = minKey + minHeaders + 4
 )
 
+// key reads a key. The keys of a batch mostly name one crawler and one
+// processor: a name the same as the previous key's (in the same field) is
+// checked on the first pass as any other, but the message keeps one copy
+// of it, which every such key shares.
 func (r *reader) key(k *id.Key) {
-	k.Crawler = r.str("crawler", kLine, 0, MaxName)
-	k.Processor = r.str("processor", kLine, 0, MaxName)
+	k.Crawler = r.name("crawler", &r.crawler)
+	k.Processor = r.name("processor", &r.processor)
 	k.URL = r.str("url", kLine, 1, MaxURL)
+}
+
+// name reads a crawler or processor name; last is the one the previous
+// key of the message had (its bytes on the first pass, its string on the
+// second).
+func (r *reader) name(field string, last *sameName) string {
+	p := r.rawStr(field, kLine, 0, MaxName)
+	if r.err != nil || len(p) == 0 {
+		return ""
+	}
+	if !r.fill {
+		if last.raw != nil && string(last.raw) == string(p) {
+			r.strBytes -= len(p) // rawStr counted it: not copied again
+		}
+		last.raw = p
+		return ""
+	}
+	if last.s != "" && last.s == string(p) {
+		return last.s
+	}
+	first := r.arena.Len()
+	r.arena.Write(p)
+	last.s = r.arena.String()[first:]
+	return last.s
+}
+
+// sameName is the last crawler or processor name a reader met.
+type sameName struct {
+	raw []byte // first pass
+	s   string // second pass
 }
 
 // headers reads a u16 count and that many name/value pairs; names are
