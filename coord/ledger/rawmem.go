@@ -17,9 +17,9 @@ import (
 //
 // A small ledger (the first 4 MiB) uses ordinary Go memory: tests make
 // thousands of them. Beyond, slab chunks are carved from regions of at
-// least 1 MiB that are never given back while the ledger lives (slabs
-// never shrink), and an index table of 512 KiB or more has a region of its
-// own, given back when it grows. When the Ledger becomes unreachable, a
+// least 4 MiB (two huge pages: rawmem_unix.go) that are never given back
+// while the ledger lives (slabs never shrink), and an index table of 512
+// KiB or more has a region of its own, given back when it grows. When the Ledger becomes unreachable, a
 // cleanup unmaps everything (a ledger is owned by one coordinator for its
 // whole life; nothing of these tables is handed out).
 
@@ -31,7 +31,7 @@ type rawMem struct {
 }
 
 const (
-	regionMin = 1 << 20
+	regionMin = 4 << 20
 	heapFirst = 4 << 20 // what a ledger takes from the Go heap before mapping memory
 	tableMin  = 512 << 10
 )
