@@ -178,11 +178,13 @@ func (s *Server) peerMessage(now time.Time, ident []byte, sid id.Session, m wire
 			s.memo.drop(memoName(p)) // it said goodbye: it resends nothing
 		}
 	case *wire.Request:
-		vs, err := s.c.Request(now, sid, m.Req, m.Keys, nil)
+		vs, err := s.c.Request(now, sid, m.Req, m.Keys, s.scratch.keyVerdicts[:0])
 		s.verdicts(p, m.Req, vs, err, false)
+		s.scratch.keyVerdicts = reuse(vs)
 	case *wire.Queue:
-		vs, err := s.c.Queue(now, sid, m.Keys, nil)
+		vs, err := s.c.Queue(now, sid, m.Keys, s.scratch.keyVerdicts[:0])
 		s.verdicts(p, m.Req, vs, err, true)
+		s.scratch.keyVerdicts = reuse(vs)
 	case *wire.Done:
 		items := make([]coord.DoneItem, len(m.Items))
 		for i, it := range m.Items {
@@ -312,15 +314,34 @@ func (s *Server) verdicts(p *peer, req uint64, vs []coord.Verdict, err error, du
 		s.reject(onPeers, p.ident, req, errorCode(err), "%v", err)
 		return
 	}
-	items := make([]wire.VerdictItem, len(vs))
+	// The items are encoded and sent at once, unless the answer waits for
+	// the store (ack) or goes to a pipe client as a value: only then are
+	// they the message's own.
+	kept := durable && s.dur != nil || s.hub != nil && pipe.IsClient(p.ident)
+	var items []wire.VerdictItem
+	if kept {
+		items = make([]wire.VerdictItem, len(vs))
+	} else {
+		items = slices.Grow(s.scratch.items[:0], len(vs))[:len(vs)]
+	}
 	for i, v := range vs {
 		items[i] = wire.VerdictItem{Fingerprint: v.FP, Verdict: wireVerdict(v.Verdict), Reason: reasonText(v.Reason, v.Detail)}
 	}
 	if durable {
 		s.ack(p.ident, &wire.Verdicts{Req: req, Items: items})
-		return
+	} else {
+		s.send(s.peers, p.ident, &wire.Verdicts{Req: req, Items: items})
 	}
-	s.send(s.peers, p.ident, &wire.Verdicts{Req: req, Items: items})
+	if !kept {
+		s.scratch.items = reuse(items)
+	}
+}
+
+// reuse empties a scratch slice for the next use, dropping what its
+// elements referred to.
+func reuse[T any](v []T) []T {
+	clear(v)
+	return v[:0]
 }
 
 func (s *Server) submit(now time.Time, p *peer, m *wire.Submit) {

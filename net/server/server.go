@@ -136,6 +136,9 @@ type Server struct {
 		results  []coord.Result
 		specs    []coord.JobSpec
 		verdicts []coord.ResultVerdict
+		// for REQUEST and QUEUE (peerMessage, verdicts)
+		keyVerdicts []coord.Verdict
+		items       []wire.VerdictItem
 	}
 	io     zsock.MsgIO // whole-message sends and receives
 	frames [][]byte    // scratch for send
