@@ -42,6 +42,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -303,22 +304,31 @@ func (l *Ledger) args(op string, now time.Time, extra int) []any {
 	return a
 }
 
-// touch records that this coordinator has state on host (for Tick,
-// Counts and the sweep of a dead coordinator's sessions).
-func (l *Ledger) touch(ctx context.Context, host string) error {
-	if _, ok := l.hosts[host]; ok {
+// touch records that this coordinator has state on hosts (for Tick,
+// Counts and the sweep of a dead coordinator's sessions), in one round
+// trip for those it had not touched yet.
+func (l *Ledger) touch(ctx context.Context, hosts ...string) error {
+	var fresh []any
+	for _, h := range hosts {
+		if _, ok := l.hosts[h]; !ok && !slices.Contains(fresh, any(h)) {
+			fresh = append(fresh, h)
+		}
+	}
+	if len(fresh) == 0 {
 		return nil
 	}
 	// Registered before any script runs there, so a coordinator that dies
 	// never leaves state on a host its peers cannot find.
 	pipe := l.rdb.Pipeline()
-	pipe.SAdd(ctx, l.cfg.Prefix+":hosts", host)
-	pipe.SAdd(ctx, l.cfg.Prefix+":coord:"+l.coord+":hosts", host)
+	pipe.SAdd(ctx, l.cfg.Prefix+":hosts", fresh...)
+	pipe.SAdd(ctx, l.cfg.Prefix+":coord:"+l.coord+":hosts", fresh...)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("redis ledger: registering host %q: %w", host, err)
+		return fmt.Errorf("redis ledger: registering %d hosts (%q first): %w", len(fresh), fresh[0], err)
 	}
-	l.hosts[host] = struct{}{}
-	l.hostList = append(l.hostList, host)
+	for _, h := range fresh {
+		l.hosts[h.(string)] = struct{}{}
+		l.hostList = append(l.hostList, h.(string))
+	}
 	return nil
 }
 
@@ -343,11 +353,13 @@ func (l *Ledger) exec(calls []call) (out [][]ledger.Result, unconfirmed []bool, 
 	defer cancel()
 	out = make([][]ledger.Result, len(calls))
 	unconfirmed = make([]bool, len(calls))
-	for _, c := range calls {
-		if err := l.touch(ctx, c.host); err != nil {
-			l.err = err
-			return out, unconfirmed, err
-		}
+	hosts := make([]string, len(calls))
+	for i, c := range calls {
+		hosts[i] = c.host
+	}
+	if err := l.touch(ctx, hosts...); err != nil {
+		l.err = err
+		return out, unconfirmed, err
 	}
 	fail := func(err error) {
 		l.err = err

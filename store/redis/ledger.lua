@@ -31,6 +31,7 @@ local op = ARGV[1]
 -- one set, sorted set or list go out as one command, sent before any other
 -- command on that key.
 local cache, dirty = {}, {} -- fp -> record table or false (none); fp -> true
+local wrote = false -- a write sent straight away (not through put, buf, count or seq)
 local function get(fp)
   local r = cache[fp]
   if r == nil then
@@ -183,7 +184,7 @@ local function gcsess(o) gcLater[o] = true end
 local function gcAll()
   for o in pairs(gcLater) do
     if call('EXISTS', sh(o)) == 0 and call('EXISTS', sw(o)) == 0 then
-      call('SREM', co(o), o)
+      if call('SREM', co(o), o) == 1 then wrote = true end
     end
   end
 end
@@ -192,11 +193,10 @@ end
 -- after the longest TTL, in case no sweep reaches them; a live record
 -- makes them persist again. Only when both TTLs are set: a record kept
 -- forever must not expire.
-local popped = false -- the sweep took entries off a FIFO
 local function flush()
-  -- whether this call changed anything (the ledger WAITs for replicas
-  -- only then); every operation but expire and tick always may
-  local changed = op ~= 'expire' and op ~= 'tick' or popped or seqv or next(dirty) ~= nil or next(pend) ~= nil
+  -- whether this call changed anything: the ledger WAITs for replicas
+  -- only then (an all-duplicate batch changes nothing)
+  local changed = wrote or seqv or next(dirty) ~= nil or next(pend) ~= nil
   for _, d in pairs(delta) do changed = changed or d ~= 0 end
   if changed then push('M', '1') end
   flushRecords()
@@ -295,7 +295,7 @@ local function sweepDone(limit)
         local fp, stamp = string.sub(e, 1, 16), string.sub(e, 17)
         if not expired(stamp, tostring(i - 1)) then break end
         call('LPOP', DQ[i])
-        popped = true
+        wrote = true
         local r = get(fp)
         if r and r[1] == 'd' and r[2] == stamp and r[3] == tostring(i - 1) then
           del(fp)
@@ -317,7 +317,11 @@ local function request(o, req, fp, c, p, u)
     for i, w in ipairs(ws) do
       local wo, _, since = splitW(w)
       if wo == o then
-        redis.call('LSET', wl(fp), i - 1, o .. '|' .. req .. '|' .. since)
+        local w = o .. '|' .. req .. '|' .. since
+        if w ~= ws[i] then
+          redis.call('LSET', wl(fp), i - 1, w)
+          wrote = true
+        end
         return 'wait', 'requested'
       end
     end
@@ -410,14 +414,14 @@ local function release(o)
     end
     ev('left', o, fp, 'released')
   end
-  call('DEL', sw(o))
+  if call('DEL', sw(o)) == 1 then wrote = true end
   -- in the order the leases began (their order in LEASE)
   local held = {}
   for _, fp in ipairs(call('SMEMBERS', sh(o))) do
     held[#held + 1] = {fp, tonumber(call('ZSCORE', LEASE, fp) or '0')}
   end
   table.sort(held, function(a, b) return a[2] < b[2] end)
-  call('DEL', sh(o))
+  if call('DEL', sh(o)) == 1 then wrote = true end
   for _, h in ipairs(held) do
     ev('released', o, h[1], 'released')
     local rec = get(h[1])

@@ -266,8 +266,14 @@ func (q *Queue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) 
 	return ids, err
 }
 
+// claimRounds bounds the pipelines one Claim sends: a round asks each
+// host picked for its share of the jobs wanted, the next asks again the
+// hosts that gave their whole share, for what is still missing.
+const claimRounds = 3
+
 // Claim leases up to n queued jobs to this coordinator, from up to 8
-// ready hosts picked at random.
+// ready hosts picked at random: one pipeline of scripts a round (one
+// round trip per node), at most claimRounds rounds.
 func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 	l := q.l
 	if n <= 0 {
@@ -276,6 +282,10 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 	ctx, cancel := l.ctx()
 	defer cancel()
 	hosts, err := l.rdb.SRandMemberN(ctx, l.readyKey(), 8).Result()
+	if err == nil {
+		// Registered first, so a sweep of this coordinator finds them.
+		err = l.touch(ctx, hosts...)
+	}
 	if err != nil {
 		err = fmt.Errorf("redis queue: reading ready hosts: %w", err)
 		l.err = err
@@ -283,38 +293,46 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 	}
 	var out []broker.Spec
 	var errs []error
-	for i, h := range hosts {
-		want := (n - len(out)) / (len(hosts) - i)
-		if want < 1 {
-			want = 1
+	var empty []string
+	for round := 0; round < claimRounds && len(hosts) > 0 && len(out) < n; round++ {
+		need := n - len(out)
+		hosts = hosts[:min(len(hosts), need)]
+		calls := make([]call, len(hosts))
+		wants := make([]int, len(hosts))
+		for i, h := range hosts {
+			wants[i] = need / len(hosts)
+			if i < need%len(hosts) {
+				wants[i]++
+			}
+			limit, gap := q.limits(h)
+			calls[i] = call{h, l.queueKeys(h, l.coord), []any{"claim", wants[i], limit, gap}}
 		}
-		if len(out) >= n {
-			break
-		}
-		// Registered first, so a sweep of this coordinator finds the host.
-		if err := l.touch(ctx, h); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		limit, gap := q.limits(h)
-		v, err := queueScript.Run(ctx, l.rdb, l.queueKeys(h, l.coord), "claim", want, limit, gap).StringSlice()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("redis queue: claiming on host %q: %w", h, err))
-			continue
-		}
-		left := v[0] // queue.lua's claim always answers the jobs left first
-		for _, e := range v[1:] {
-			sp, err := decodeEntry(e)
+		vals, cerrs := l.runScript(ctx, queueScript, calls)
+		var more []string
+		for i, h := range hosts {
+			v, err := claimAnswer(vals[i], cerrs[i])
 			if err != nil {
-				errs = append(errs, err) // left leased: returned to the queue if this coordinator dies
+				errs = append(errs, fmt.Errorf("redis queue: claiming on host %q: %w", h, err))
 				continue
 			}
-			out = append(out, sp)
+			for _, e := range v[1:] {
+				sp, err := decodeEntry(e)
+				if err != nil {
+					errs = append(errs, err) // left leased: returned to the queue if this coordinator dies
+					continue
+				}
+				out = append(out, sp)
+			}
+			switch {
+			case v[0] == "0":
+				empty = append(empty, h)
+			case len(v)-1 == wants[i]:
+				more = append(more, h) // gave its whole share: may give more
+			}
 		}
-		if left == "0" {
-			q.unready(ctx, h)
-		}
+		hosts = more
 	}
+	q.unready(ctx, empty)
 	q.Claimed += uint64(len(out))
 	if len(out) > 0 {
 		l.rdb.DecrBy(ctx, l.queuedKey(), int64(len(out)))
@@ -326,17 +344,49 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 	return out, nil
 }
 
-// unready removes an emptied host from the ready set, and puts it back if
-// a push came in between.
-func (q *Queue) unready(ctx context.Context, h string) {
+// claimAnswer reads a claim's answer: the jobs left on the host, then the
+// entries claimed.
+func claimAnswer(v any, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return nil, fmt.Errorf("the script answered %T %v; want the jobs left, then the entries", v, v)
+	}
+	out := make([]string, len(arr))
+	for i, x := range arr {
+		if out[i], ok = x.(string); !ok {
+			return nil, fmt.Errorf("the script answered %T at %d; want strings", x, i)
+		}
+	}
+	return out, nil
+}
+
+// unready removes emptied hosts from the ready set, and puts back those a
+// push came to in between.
+func (q *Queue) unready(ctx context.Context, hosts []string) {
 	l := q.l
-	if err := l.rdb.SRem(ctx, l.readyKey(), h).Err(); err != nil {
+	if len(hosts) == 0 {
+		return
+	}
+	if err := l.rdb.SRem(ctx, l.readyKey(), hosts).Err(); err != nil {
 		return
 	}
 	pipe := l.rdb.Pipeline()
-	jq, pq := pipe.LLen(ctx, l.pre(h)+"jq"), pipe.LLen(ctx, l.pre(h)+"pq")
-	if _, err := pipe.Exec(ctx); err != nil || jq.Val()+pq.Val() > 0 {
-		l.rdb.SAdd(ctx, l.readyKey(), h)
+	lens := make([][2]*goredis.IntCmd, len(hosts))
+	for i, h := range hosts {
+		lens[i] = [2]*goredis.IntCmd{pipe.LLen(ctx, l.pre(h)+"jq"), pipe.LLen(ctx, l.pre(h)+"pq")}
+	}
+	_, err := pipe.Exec(ctx)
+	var back []string
+	for i, h := range hosts {
+		if err != nil || lens[i][0].Val()+lens[i][1].Val() > 0 {
+			back = append(back, h)
+		}
+	}
+	if len(back) > 0 {
+		l.rdb.SAdd(ctx, l.readyKey(), back)
 	}
 }
 

@@ -3,8 +3,11 @@ package redis
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"drover/admin"
 	"drover/coord"
@@ -297,4 +300,65 @@ func TestSharedQueuePolitenessAcrossCoordinators(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// roundTrips counts the commands and pipelines a client sends (a hook).
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+func (r *roundTrips) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (r *roundTrips) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// A claim over several hosts sends their scripts in one pipeline: a
+// handful of round trips, not one per host.
+func TestClaimPipelined(t *testing.T) {
+	client(t) // the cluster, or skip
+	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs()})
+	t.Cleanup(func() { rdb.Close() })
+	var rt roundTrips
+	rdb.AddHook(&rt)
+	l, err := newLedger(context.Background(), rdb, Config{Prefix: fmt.Sprintf("pipe%d", prefixes.Add(1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := l.Jobs()
+	now := time.Now()
+	var specs []broker.Spec
+	for i := range 160 {
+		specs = append(specs, jobSpec(i)) // 10 hosts, 16 jobs each
+	}
+	if _, err := q.PushBatch(now, specs); err != nil {
+		t.Fatal(err)
+	}
+	// The first claim runs the script on each node once (NOSCRIPT, then
+	// EVAL); count from the second.
+	if _, err := q.Claim(now, 8); err != nil {
+		t.Fatal(err)
+	}
+	before := rt.n.Load()
+	got, err := q.Claim(now, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trips := rt.n.Load() - before
+	if len(got) != 64 {
+		t.Fatalf("claimed %d jobs over 8 hosts of 16; want 64", len(got))
+	}
+	// SRANDMEMBER, the hosts' registration, the scripts, the queued
+	// counter: 4 (a host picked with fewer jobs than its share adds a
+	// round).
+	if trips > 4+claimRounds-1 {
+		t.Fatalf("a claim of 64 jobs over 8 hosts took %d round trips; want at most %d (the hosts' scripts pipelined)", trips, 4+claimRounds-1)
+	}
+	t.Logf("a claim of 64 jobs over 8 hosts: %d round trips", trips)
 }

@@ -70,6 +70,16 @@ func TestWaitReplicas(t *testing.T) {
 	if l.Pending() != 0 || l.Err() != nil {
 		t.Fatalf("done with one replica wanted: %d calls pending, error %v; want none", l.Pending(), l.Err())
 	}
+	// a batch of keys all done already changes nothing: no WAIT for it
+	dupWaits := waitCalls(t)
+	for i, r := range l.RequestBatch(now, 2, 2, items, nil) {
+		if r.Verdict != ledger.No || r.Reason != ledger.ReasonDone {
+			t.Fatalf("item %d asked again: %v %v; want no, done", i, r.Verdict, r.Reason)
+		}
+	}
+	if after := waitCalls(t); after != dupWaits {
+		t.Fatalf("an all-duplicate batch over %d hosts ran %d WAITs; want none (it changed nothing)", len(items), after-dupWaits)
+	}
 
 	l2 := open(2) // each master has one replica
 	res := l2.RequestBatch(now, 1, 1, items[:5], nil)
