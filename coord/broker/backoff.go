@@ -17,37 +17,35 @@ import (
 // Crawl-delay, in-flight count, next eligible time), the throttling
 // back-off and its held-back jobs, and its robots.txt (robots.go).
 type host struct {
-	name string
-	ids  []JobID  // every job naming this host, in submission order
-	idx  countIdx // per-state counts over positions in ids
+	// The fields every dispatch and result of the host's jobs reads or
+	// writes come first, in 128 bytes: with many hosts a dispatch meets a
+	// host whose record is not in cache, and these cost it two cache lines
+	// (the record is 256 bytes, an allocation size class whose records
+	// start on a cache line).
+	lane0     lane     // its queued jobs of its first header class
+	idx       countIdx // per-state counts over positions in ids
+	nq        int32    // queued jobs in its lanes that its limits hold (not free)
+	cap       int32    // jobs dispatched at once at most; 0: no cap
+	inflight  int32    // its jobs dispatched now
+	parked    bool     // ineligible: its lanes are out of the rings
+	waitShown bool     // host.polite emitted for the current wait
+	rstate    uint8    // robots.txt for the fleet (robots.go)
+	hasCopy   bool     // robots is set (read without loading robots' line)
+	gap       int64    // interval between dispatches (ns): the configured MinDelay raised by crawlDelay
+	next      int64    // earliest next dispatch (Unix ns)
 
-	lane0 lane    // its queued jobs of its first header class
-	more  []*lane // of other classes
-	nq    int32   // queued jobs in its lanes that its limits hold (not free)
-	// heapIdx is its place in the broker's timer heap, -1 when not there
-	// (beside nq: two int32 in one word keep the record in a smaller
-	// allocation class).
-	heapIdx int32
-
-	backoff jobList // its jobs in back-off, in the order they entered it
-
-	cap        int32 // jobs dispatched at once at most; 0: no cap
-	inflight   int32 // its jobs dispatched now
-	minDelay   int64 // configured interval between dispatches (ns)
-	crawlDelay int64 // robots.txt Crawl-delay reported (ns), capped
-	next       int64 // earliest next dispatch (Unix ns)
-	parked     bool  // ineligible: its lanes are out of the rings
-	waitShown  bool  // host.polite emitted for the current wait
-	rstate     uint8 // robots.txt for the fleet (robots.go)
-	robots     *Robots
-
-	level     int32 // consecutive throttles since the last forgiveness
-	throttles int32 // throttles since the last forgiveness
-	until     int64 // back-off in force until (Unix ns); 0 when none
-	lastThr   int64 // last throttle (Unix ns)
-	lastEnd   int64 // end of the latest back-off: the quiet period counts from it
-
-	due int64 // the heap key: next wake-up or forgiveness
+	name       string
+	ids        []JobID  // every job naming this host, in submission order
+	more       *[]*lane // its queued jobs of other header classes; nil: none
+	backoff    jobList  // its jobs in back-off, in the order they entered it
+	robots     *Robots  // its robots.txt copy (robots.go)
+	crawlDelay int64    // robots.txt Crawl-delay reported (ns), capped
+	heapIdx    int32    // its place in the broker's timer heap, -1 when not there
+	level      int32    // consecutive throttles since the last forgiveness
+	throttles  int32    // throttles since the last forgiveness
+	until      int64    // back-off in force until (Unix ns); 0 when none
+	lastEnd    int64    // end of the latest back-off: the quiet period counts from it
+	due        int64    // the heap key: next wake-up or forgiveness
 }
 
 func (b *Broker) hostFor(name string) *host {
@@ -59,7 +57,7 @@ func (b *Broker) hostFor(name string) *host {
 		}
 		b.setLimits(h, b.cfg.Politeness.For(name))
 		if since := b.cfg.Politeness.Since; !since.IsZero() {
-			if g := h.gap(); g > 0 {
+			if g := h.gap; g > 0 {
 				h.next = ns(since) + g // a coordinator before this one may have dispatched to it just before
 			}
 		}
@@ -79,7 +77,6 @@ func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Ti
 	}
 	h.level++
 	h.throttles++
-	h.lastThr = t
 	var d time.Duration
 	if retryAfter > 0 {
 		d = min(retryAfter, b.cfg.BackoffCap)

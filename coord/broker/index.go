@@ -27,13 +27,35 @@ func (c *counts) sum(m stateMask) int {
 // 64, 4096 and 262144 positions, so that the k-th position holding a state
 // of a mask is found by scanning at most 64 entries per level (plus the top
 // level) instead of every position. An update touches one counter per level.
+//
+// While every position is below 64 (most hosts: a few jobs each) the three
+// levels would each hold one block with the same counts: the index keeps
+// those counts inline (small) and allocates the levels only when a
+// position of 64 or more comes, so that a host's record carries its counts
+// in its own cache line rather than in three arrays of its own.
 type countIdx struct {
-	lv [3][]counts
+	small [1]counts    // the counts while lv is nil (one block)
+	lv    *[3][]counts // the levels, once a position >= 64 was added
 }
 
 const lvBits = 6
 
 func (c *countIdx) add(pos int, st JobState, d int32) {
+	if c.lv == nil && pos < 1<<lvBits {
+		c.small[0][st] += d
+		return
+	}
+	c.addLevels(pos, st, d)
+}
+
+// addLevels is add once the levels exist or must: kept apart (not
+// inlined) so that add's small case is inlined where it is called.
+//
+//go:noinline
+func (c *countIdx) addLevels(pos int, st JobState, d int32) {
+	if c.lv == nil {
+		c.lv = &[3][]counts{{c.small[0]}, {c.small[0]}, {c.small[0]}}
+	}
 	for l := range c.lv {
 		i := pos >> (lvBits * (l + 1))
 		for i >= len(c.lv[l]) {
@@ -43,11 +65,27 @@ func (c *countIdx) add(pos int, st JobState, d int32) {
 	}
 }
 
+// top is the index's top level: one block per 262144 positions.
+func (c *countIdx) top() []counts {
+	if c.lv == nil {
+		return c.small[:]
+	}
+	return c.lv[2]
+}
+
+// level is the index's level l (0: blocks of 64 positions).
+func (c *countIdx) level(l int) []counts {
+	if c.lv == nil {
+		return c.small[:]
+	}
+	return c.lv[l]
+}
+
 // total is the number of positions whose state is in m.
 func (c *countIdx) total(m stateMask) int {
 	n := 0
-	for i := range c.lv[2] {
-		n += c.lv[2][i].sum(m)
+	for _, b := range c.top() {
+		n += b.sum(m)
 	}
 	return n
 }
@@ -56,9 +94,9 @@ func (c *countIdx) total(m stateMask) int {
 // returns the block's first position and the rank within the block, or -1
 // when there are no more than k such positions.
 func (c *countIdx) find(m stateMask, k int) (int, int) {
-	lo, hi := 0, len(c.lv[2])
+	lo, hi := 0, len(c.top())
 	for l := 2; l >= 0; l-- {
-		blocks := c.lv[l]
+		blocks := c.level(l)
 		hi = min(hi, len(blocks))
 		i := lo
 		for ; i < hi; i++ {

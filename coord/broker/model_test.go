@@ -426,7 +426,7 @@ func (m *model) expectDispatch() ([]string, error) {
 			rings[k.c] = r
 			if !k.free {
 				inflight[k.h]++
-				if g := k.h.gap(); g > 0 {
+				if g := k.h.gap; g > 0 {
 					next[k.h] = t + g
 				}
 				if !eligible(k.h) {

@@ -60,6 +60,9 @@ func (b *Broker) PageOut(jid JobID) bool {
 // change, and the per-state counts over them are counted again. A list
 // is rebuilt after at least half its positions emptied: O(1) a removal.
 func (b *Broker) compactHost(h *host) {
+	if h.idx.lv == nil {
+		return // every position is below 64 (countIdx): a short list
+	}
 	live := h.idx.total(allStates)
 	if len(h.ids) < 1024 || live*2 >= len(h.ids) {
 		return

@@ -269,13 +269,16 @@ func (h *host) laneFor(c *class, free bool) *lane {
 		h.lane0 = lane{host: h, class: c, free: free}
 		return &h.lane0
 	}
-	for _, l := range h.more {
+	if h.more == nil {
+		h.more = new([]*lane)
+	}
+	for _, l := range *h.more {
 		if l.class == c && l.free == free {
 			return l
 		}
 	}
 	l := &lane{host: h, class: c, free: free}
-	h.more = append(h.more, l)
+	*h.more = append(*h.more, l)
 	return l
 }
 
@@ -285,8 +288,10 @@ func (h *host) eachLane(f func(*lane)) {
 		return
 	}
 	f(&h.lane0)
-	for _, l := range h.more {
-		f(l)
+	if h.more != nil {
+		for _, l := range *h.more {
+			f(l)
+		}
 	}
 }
 
@@ -394,12 +399,9 @@ func (b *Broker) politeWait(h *host, t int64) {
 	b.emit(admin.Event{At: tm(t), Kind: admin.EventHostPolite, Detail: h.name + ": " + b.politeWhy(h) + "; " + strconv.Itoa(int(h.nq)) + " jobs wait"})
 }
 
-// gap is h's interval between dispatches: max(MinDelay, Crawl-delay).
-func (h *host) gap() int64 { return max(h.minDelay, h.crawlDelay) }
-
 // dispatched applies a dispatch of one of h's jobs at t.
 func (b *Broker) dispatched(h *host, t int64) {
-	if g := h.gap(); g > 0 {
+	if g := h.gap; g > 0 {
 		h.next = t + g
 	}
 	if !h.eligible(t) {
@@ -422,13 +424,14 @@ func (b *Broker) politeWhy(h *host) string {
 
 // limits are h's limits in force (MinDelay raised by its Crawl-delay).
 func (h *host) limits() Limits {
-	return Limits{PerHost: int(h.cap), MinDelay: time.Duration(h.gap())}
+	return Limits{PerHost: int(h.cap), MinDelay: time.Duration(h.gap)}
 }
 
-// setLimits applies configured limits to h.
+// setLimits applies configured limits to h (its interval raised by its
+// Crawl-delay).
 func (b *Broker) setLimits(h *host, l Limits) {
 	h.cap = int32(min(l.PerHost, 1<<30))
-	h.minDelay = int64(l.MinDelay)
+	h.gap = max(int64(l.MinDelay), h.crawlDelay)
 }
 
 // SetCrawlDelay records a robots.txt Crawl-delay a worker saw for host:
@@ -441,22 +444,23 @@ func (b *Broker) SetCrawlDelay(now time.Time, hostName string, d time.Duration) 
 	if h.crawlDelay == int64(d) {
 		return false
 	}
-	before := h.gap()
+	before := h.gap
 	h.crawlDelay = int64(d)
+	b.setLimits(h, b.cfg.Politeness.For(h.name)) // the interval: max(MinDelay, Crawl-delay)
 	t := ns(now)
 	if h.next != 0 {
-		h.next += h.gap() - before // the dispatch that set it is spaced by the new interval
+		h.next += h.gap - before // the dispatch that set it is spaced by the new interval
 	}
-	if h.inflight > 0 && t+h.gap() > h.next {
+	if h.inflight > 0 && t+h.gap > h.next {
 		// A job of the host is fetching now (the reporter's, which read
 		// robots.txt first): the next start is an interval after this.
-		h.next = t + h.gap()
+		h.next = t + h.gap
 	}
 	b.refresh(h, t)
-	if h.gap() != before {
+	if h.gap != before {
 		b.emit(admin.Event{At: now, Kind: admin.EventHostCrawlDelay, Detail: h.name + ": Crawl-delay " + d.String() + ", limit " + h.limits().String()})
 	}
-	return h.gap() != before
+	return h.gap != before
 }
 
 // HostLimits returns the limits in force for host (configured, with its

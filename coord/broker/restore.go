@@ -389,7 +389,6 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 		}
 		h.until, h.lastEnd = until, until
 		h.level, h.throttles = max(h.level, 1), max(h.throttles, 1)
-		h.lastThr = max(h.lastThr, js[len(js)-1].updated)
 		b.thr[h] = struct{}{}
 		// Due at its end, even when that has passed: Tick then wakes its jobs.
 		h.due = until

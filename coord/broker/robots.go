@@ -116,7 +116,7 @@ func (b *Broker) SetRobots(now time.Time, s id.Session, r Robots) (*Robots, erro
 		return nil, nil // expired already: nothing to share
 	}
 	kept := r
-	h.robots = &kept
+	h.robots, h.hasCopy = &kept, true
 	if h.rstate != robotsOff {
 		h.rstate = robotsKnown
 	}
@@ -136,14 +136,13 @@ func (b *Broker) robotsFor(j *job, w *worker, t int64) *Robots {
 		return nil
 	}
 	h := j.host
-	if r := h.robots; r != nil && ns(r.Expires) <= t {
-		h.robots = nil
+	if h.hasCopy && ns(h.robots.Expires) <= t {
+		h.robots, h.hasCopy = nil, false
 		if h.rstate == robotsKnown {
 			h.rstate = robotsUnknown
 		}
 	}
-	r := h.robots
-	if r == nil {
+	if !h.hasCopy {
 		switch {
 		case h.rstate == robotsUnknown && w.takesRobots():
 			h.rstate = robotsProbing
@@ -152,6 +151,7 @@ func (b *Broker) robotsFor(j *job, w *worker, t int64) *Robots {
 		}
 		return nil
 	}
+	r := h.robots
 	u := j.url
 	if !strings.HasPrefix(u, r.Origin) || (len(u) > len(r.Origin) && u[len(r.Origin)] != '/') {
 		return nil // another scheme on the same host key

@@ -250,7 +250,7 @@ func (b *Broker) release(j *job, t int64) {
 	h.inflight--
 	h.probeEnded()
 	moved := false
-	if g := h.gap(); g > 0 && t+g > h.next {
+	if g := h.gap; g > 0 && t+g > h.next {
 		// Its interval runs from this end too: the fetch began before
 		// its result came, so the site sees the next start at least
 		// the interval after this one's, however late a job reaches
