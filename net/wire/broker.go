@@ -38,19 +38,9 @@ func (m *Submit) appendBody(w *writer) {
 
 func (m *Submit) decodeBody(r *reader) {
 	n := r.count("count", 1, MaxBatch, minSubmit)
-	if r.fill {
-		m.Jobs = make([]SubmitItem, n)
-	}
-	var scratch SubmitItem
-	for i := range n {
-		r.item = i
-		it := &scratch
-		if r.fill {
-			it = &m.Jobs[i]
-		}
+	for it := range items(r, &m.Jobs, n) {
 		r.submitItem(it)
 	}
-	r.item = -1
 	r.end()
 }
 
@@ -92,16 +82,7 @@ func (m *Submitted) appendBody(w *writer) {
 
 func (m *Submitted) decodeBody(r *reader) {
 	n := r.count("count", 1, MaxBatch, 1+8+16+2)
-	if r.fill {
-		m.Items = make([]SubmittedItem, n)
-	}
-	var scratch SubmittedItem
-	for i := range n {
-		r.item = i
-		it := &scratch
-		if r.fill {
-			it = &m.Items[i]
-		}
+	for it := range items(r, &m.Items, n) {
 		it.Status = SubmitStatus(r.enum("status", validSubmitStatus, submitStatusNames[:]))
 		it.JobID = r.u64("job id")
 		if r.err == nil {
@@ -115,7 +96,6 @@ func (m *Submitted) decodeBody(r *reader) {
 		it.Fingerprint = r.fingerprint("fingerprint")
 		it.Reason = r.str("reason", kLine, 0, MaxReason)
 	}
-	r.item = -1
 	r.end()
 }
 
@@ -157,16 +137,7 @@ func (m *Job) appendBody(w *writer) {
 
 func (m *Job) decodeBody(r *reader) {
 	n := r.count("count", 1, MaxBatch, 8+4+minSubmit)
-	if r.fill {
-		m.Jobs = make([]JobItem, n)
-	}
-	var scratch JobItem
-	for i := range n {
-		r.item = i
-		it := &scratch
-		if r.fill {
-			it = &m.Jobs[i]
-		}
+	for it := range items(r, &m.Jobs, n) {
 		it.JobID = r.jobID("job id")
 		it.Attempt = r.u32("attempt")
 		if r.err == nil && it.Attempt == 0 {
@@ -176,7 +147,6 @@ func (m *Job) decodeBody(r *reader) {
 		it.Headers = r.headers()
 		it.Payload = r.blob("payload", MaxPayload)
 	}
-	r.item = -1
 	r.end()
 }
 
@@ -265,17 +235,8 @@ func (m *Result) appendBody(w *writer) {
 
 func (m *Result) decodeBody(r *reader) {
 	n := r.count("count", 1, MaxBatch, 8+4+1+4+2+4+4)
-	if r.fill {
-		m.Items = make([]ResultItem, n)
-	}
-	var scratch ResultItem
 	var scratchLink SubmitItem
-	for i := range n {
-		r.item = i
-		it := &scratch
-		if r.fill {
-			it = &m.Items[i]
-		}
+	for it := range items(r, &m.Items, n) {
 		it.JobID = r.jobID("job id")
 		it.Attempt = r.attempt("attempt")
 		it.Outcome = Outcome(r.enum("outcome", validOutcome, outcomeNames[:]))
@@ -313,7 +274,6 @@ func (m *Result) decodeBody(r *reader) {
 		}
 		r.link = -1
 	}
-	r.item = -1
 	r.end()
 }
 
@@ -356,16 +316,7 @@ func (m *ResultOK) appendBody(w *writer) {
 
 func (m *ResultOK) decodeBody(r *reader) {
 	n := r.count("count", 1, MaxBatch, 8+4+1+4+4)
-	if r.fill {
-		m.Items = make([]ResultOKItem, n)
-	}
-	var scratch ResultOKItem
-	for i := range n {
-		r.item = i
-		it := &scratch
-		if r.fill {
-			it = &m.Items[i]
-		}
+	for it := range items(r, &m.Items, n) {
 		it.JobID = r.jobID("job id")
 		it.Attempt = r.attempt("attempt")
 		it.Status = ResultStatus(r.enum("status", validResultStatus, resultStatusNames[:]))
@@ -376,7 +327,6 @@ func (m *ResultOK) decodeBody(r *reader) {
 				it.Accepted, it.Duplicates, it.Status)
 		}
 	}
-	r.item = -1
 	r.end()
 }
 

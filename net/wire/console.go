@@ -29,11 +29,7 @@ func (m *Query) RequestID() uint64 { return m.Req }
 func (m *Query) appendBody(w *writer) { w.json(m.Query) }
 
 func (m *Query) decodeBody(r *reader) {
-	if r.fill {
-		return // filled by the first pass
-	}
-	m.Query = admin.Query{}
-	if !r.json(&m.Query) {
+	if !jsonBody(r, &m.Query) {
 		return
 	}
 	q := &m.Query
@@ -92,12 +88,7 @@ func (m *Page) RequestID() uint64 { return m.Req }
 
 func (m *Page) appendBody(w *writer) { w.json(m.Page) }
 
-func (m *Page) decodeBody(r *reader) {
-	if !r.fill {
-		m.Page = admin.Page{}
-		r.json(&m.Page)
-	}
-}
+func (m *Page) decodeBody(r *reader) { jsonBody(r, &m.Page) }
 
 // Status asks for the totals (console -> server); TOTALS answers.
 type Status struct {
@@ -127,12 +118,7 @@ func (m *Totals) RequestID() uint64 { return m.Req }
 
 func (m *Totals) appendBody(w *writer) { w.json(m.Totals) }
 
-func (m *Totals) decodeBody(r *reader) {
-	if !r.fill {
-		m.Totals = admin.Totals{}
-		r.json(&m.Totals)
-	}
-}
+func (m *Totals) decodeBody(r *reader) { jsonBody(r, &m.Totals) }
 
 // Action is an operator command (console -> server); ACTED answers. A
 // read-only console gets ERROR 403.
@@ -150,11 +136,7 @@ func (m *Action) RequestID() uint64 { return m.Req }
 func (m *Action) appendBody(w *writer) { w.json(m.Action) }
 
 func (m *Action) decodeBody(r *reader) {
-	if r.fill {
-		return
-	}
-	m.Action = admin.Action{}
-	if !r.json(&m.Action) {
+	if !jsonBody(r, &m.Action) {
 		return
 	}
 	a := &m.Action
@@ -224,12 +206,7 @@ func (m *Acted) RequestID() uint64 { return m.Req }
 
 func (m *Acted) appendBody(w *writer) { w.json(m.Result) }
 
-func (m *Acted) decodeBody(r *reader) {
-	if !r.fill {
-		m.Result = admin.ActionResult{}
-		r.json(&m.Result)
-	}
-}
+func (m *Acted) decodeBody(r *reader) { jsonBody(r, &m.Result) }
 
 // Changed tells a console that state changed (server -> console), so it
 // queries again instead of polling. Servers coalesce them: at most one per
@@ -254,6 +231,18 @@ func (w *writer) json(v any) {
 		return
 	}
 	w.b = append(w.b, b...)
+}
+
+// jsonBody decodes a JSON body into *v, zeroed first, on the first pass
+// (the second has nothing left to fill); it reports whether *v holds a
+// body just decoded, for the caller's checks.
+func jsonBody[T any](r *reader, v *T) bool {
+	if r.fill {
+		return false
+	}
+	var zero T
+	*v = zero
+	return r.json(v)
 }
 
 // json decodes the whole body as one JSON value into v (first pass only).

@@ -64,20 +64,10 @@ func (m *Done) appendBody(w *writer) {
 
 func (m *Done) decodeBody(r *reader) {
 	n := r.count("count", 1, MaxBatch, minKey+1)
-	if r.fill {
-		m.Items = make([]DoneItem, n)
-	}
-	var scratch DoneItem
-	for i := range n {
-		r.item = i
-		it := &scratch
-		if r.fill {
-			it = &m.Items[i]
-		}
+	for it := range items(r, &m.Items, n) {
 		r.key(&it.Key)
 		it.Outcome = DoneOutcome(r.enum("outcome", validDoneOutcome, doneOutcomeNames[:]))
 	}
-	r.item = -1
 	r.end()
 }
 
@@ -135,19 +125,9 @@ func (w *writer) keys(keys []id.Key) {
 func (r *reader) keys() []id.Key {
 	n := r.count("count", 1, MaxBatch, minKey)
 	var out []id.Key
-	if r.fill {
-		out = make([]id.Key, n)
-	}
-	var scratch id.Key
-	for i := range n {
-		r.item = i
-		k := &scratch
-		if r.fill {
-			k = &out[i]
-		}
+	for k := range items(r, &out, n) {
 		r.key(k)
 	}
-	r.item = -1
 	return out
 }
 
@@ -165,16 +145,7 @@ const minVerdict = 16 + 1 + 2
 func (r *reader) verdicts(waitAllowed bool) []VerdictItem {
 	n := r.count("count", 1, MaxBatch, minVerdict)
 	var out []VerdictItem
-	if r.fill {
-		out = make([]VerdictItem, n)
-	}
-	var scratch VerdictItem
-	for i := range n {
-		r.item = i
-		it := &scratch
-		if r.fill {
-			it = &out[i]
-		}
+	for it := range items(r, &out, n) {
 		it.Fingerprint = r.fingerprint("fingerprint")
 		it.Verdict = Verdict(r.enum("verdict", validVerdict, verdictNames[:]))
 		if !waitAllowed && it.Verdict == VerdictWait && r.err == nil {
@@ -182,7 +153,6 @@ func (r *reader) verdicts(waitAllowed bool) []VerdictItem {
 		}
 		it.Reason = r.str("reason", kLine, 0, MaxReason)
 	}
-	r.item = -1
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -313,6 +314,30 @@ func (r *reader) count(field string, min, max, minSize int) int {
 		return 0
 	}
 	return int(n)
+}
+
+// items walks a batch of n items: it yields where each decodes, with
+// r.item naming it in r's errors. On the second pass (r fills) those are
+// the elements of a new *out; on the first, one scratch item, checked and
+// dropped (*out is left alone).
+func items[T any](r *reader, out *[]T, n int) iter.Seq[*T] {
+	return func(yield func(*T) bool) {
+		var scratch T
+		if r.fill {
+			*out = make([]T, n)
+		}
+		for i := range n {
+			r.item = i
+			it := &scratch
+			if r.fill {
+				it = &(*out)[i]
+			}
+			if !yield(it) {
+				break
+			}
+		}
+		r.item = -1
+	}
 }
 
 func (r *reader) fingerprint(field string) id.Fingerprint {

@@ -183,32 +183,33 @@ func (m *Disconnect) Command() Command { return CmdDisconnect }
 // RequestID is 0 by convention.
 func (m *Disconnect) RequestID() uint64 { return m.Req }
 
-func (m *Disconnect) appendBody(w *writer) {
-	w.u16(uint16(m.Code))
-	w.str("reason", m.Reason)
-}
+func (m *Disconnect) appendBody(w *writer) { w.coded(m.Code, "reason", m.Reason) }
 
 func (m *Disconnect) decodeBody(r *reader) {
-	m.Code = Code(r.u16("code"))
-	if r.err == nil && (m.Code < 200 || m.Code > 599) {
-		r.fail(CodeMalformed, "code", "%d, want 200 to 599", m.Code)
-	}
-	m.Reason = r.str("reason", kText, 0, MaxText)
+	m.Code, m.Reason = r.coded(200, "reason")
 	r.end()
 }
 
-func (e *Error) appendBody(w *writer) {
-	w.u16(uint16(e.Code))
-	w.str("message", e.Msg)
-}
+func (e *Error) appendBody(w *writer) { w.coded(e.Code, "message", e.Msg) }
 
 func (e *Error) decodeBody(r *reader) {
-	e.Code = Code(r.u16("code"))
-	if r.err == nil && (e.Code < 400 || e.Code > 599) {
-		r.fail(CodeMalformed, "code", "%d, want 400 to 599", e.Code)
-	}
-	e.Msg = r.str("message", kText, 0, MaxText)
+	e.Code, e.Msg = r.coded(400, "message")
 	r.end()
+}
+
+// coded writes a code and its text (DISCONNECT, ERROR).
+func (w *writer) coded(c Code, field, text string) {
+	w.u16(uint16(c))
+	w.str(field, text)
+}
+
+// coded reads a code of at least min (and at most 599) and its text.
+func (r *reader) coded(min Code, field string) (Code, string) {
+	c := Code(r.u16("code"))
+	if r.err == nil && (c < min || c > 599) {
+		r.fail(CodeMalformed, "code", "%d, want %d to 599", c, min)
+	}
+	return c, r.str(field, kText, 0, MaxText)
 }
 
 func validRole(v uint8) bool { return Role(v).Valid() }
