@@ -140,8 +140,8 @@ type Cluster struct {
 	// coordinator for its workers and are not finished.
 	Queued  int64 `json:"queued"`
 	Claimed int64 `json:"claimed"`
-	// Done and Failed sum the live coordinators' jobs done and failed
-	// since each started.
+	// Done and Failed count the jobs done and failed on every coordinator
+	// since the cluster's store was created, the dead ones' included.
 	Done   int `json:"done"`
 	Failed int `json:"failed"`
 	// Coordinators lists every coordinator that published, by id.

@@ -87,7 +87,7 @@ func redisURLs(phase string, n int) []string {
 // coordinator is SIGKILLed while a second batch runs: its claimed jobs go
 // back to the shared queue when the other sweeps it, and every URL still
 // runs (at least once; the duplicates are bounded by what the dead one had
-// claimed).
+// claimed), and the cluster's done total still counts the dead one's jobs.
 func TestTwoCoordinatorsOnRedis(t *testing.T) {
 	drover(t)
 	t0 := time.Now()
@@ -171,6 +171,12 @@ func TestTwoCoordinatorsOnRedis(t *testing.T) {
 		return false
 	})
 	eventually(t, "every phase-2 URL ran after a was killed", time.Minute, func() bool { return ranTwo() == n })
+	// The cluster's totals keep a's jobs: every URL of both phases is
+	// counted done, though a died (its last summary is not summed).
+	eventually(t, "b's status counts both phases done, a's jobs included", 30*time.Second, func() bool {
+		tot, _, ok := statusJSON(t, b.adm)
+		return ok && tot.Cluster != nil && tot.Cluster.Done >= 2*n && tot.Cluster.Queued == 0
+	})
 	dups := 0
 	for u, c := range ran(t, a, b) {
 		if strings.Contains(u, "/two/") && c > 1 {

@@ -31,9 +31,10 @@ type SharedQueue interface {
 	// Claim takes up to n queued jobs, leased to this coordinator. An
 	// error is a claim of none (tried again at the next poll).
 	Claim(now time.Time, n int) ([]broker.Spec, error)
-	// Finish ends the leases of claimed jobs that are done or failed for
-	// good; a job the queue does not know is ignored.
-	Finish(now time.Time, jobs []ledger.Item)
+	// Finish ends the leases of claimed jobs done (ok) and failed for
+	// good, and counts them in the cluster's totals; a job the queue does
+	// not know is ignored (and counted: it ran here).
+	Finish(now time.Time, ok, failed []ledger.Item)
 }
 
 // SharedPoliteness is implemented by a shared queue that holds the
@@ -156,9 +157,17 @@ func (c *Coordinator) finishShared(now time.Time, fin []broker.Finished) {
 	}
 	items := c.scratch.items[:0]
 	for _, f := range fin {
-		items = append(items, ledger.Item{Key: f.Key, FP: f.FP})
+		if !f.Failed {
+			items = append(items, ledger.Item{Key: f.Key, FP: f.FP})
+		}
 	}
-	c.cfg.Shared.Finish(now, items)
+	nok := len(items)
+	for _, f := range fin {
+		if f.Failed {
+			items = append(items, ledger.Item{Key: f.Key, FP: f.FP})
+		}
+	}
+	c.cfg.Shared.Finish(now, items[:nok:nok], items[nok:])
 	c.scratch.items = reuse(items)
 	if c.brk.Count(broker.Queued) < c.cfg.SharedWindow/2 && c.shared.next.After(now) {
 		c.shared.next = now

@@ -42,7 +42,7 @@ func (q *memQueue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 	return out, nil
 }
 
-func (q *memQueue) Finish(time.Time, []ledger.Item) {}
+func (q *memQueue) Finish(time.Time, []ledger.Item, []ledger.Item) {}
 
 // A SUBMIT taken to a ledger backend as batches answers as one job at a
 // time does: accepted, duplicates (also of a key listed twice), waits on a

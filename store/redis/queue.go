@@ -390,40 +390,68 @@ func (q *Queue) unready(ctx context.Context, hosts []string) {
 	}
 }
 
-// Finish ends this coordinator's leases of jobs that are done or failed,
+// Finish ends this coordinator's leases of jobs done (ok) and failed,
 // one script per host in one pipeline: a polite job's frees its host's
-// slot, and the host's next claim waits an interval from now. What the
-// store does not take is left leased: if this coordinator dies the job
-// runs again elsewhere (at least once).
-func (q *Queue) Finish(now time.Time, jobs []ledger.Item) {
+// slot, and the host's next claim waits an interval from now. The same
+// pipeline counts them in the cluster's totals (PREFIX:done,
+// PREFIX:failed), which outlive this coordinator. What the store does not
+// take is left leased: if this coordinator dies the job runs again
+// elsewhere (at least once).
+func (q *Queue) Finish(now time.Time, ok, failed []ledger.Item) {
 	l := q.l
-	if len(jobs) == 0 {
+	if len(ok)+len(failed) == 0 {
 		return
 	}
 	ctx, cancel := l.ctx()
 	defer cancel()
 	byHost := make(map[string][]any)
 	var order []string
-	for i := range jobs {
-		h := hostOf(&jobs[i].Key)
-		if _, ok := byHost[h]; !ok {
-			order = append(order, h)
+	for _, jobs := range [][]ledger.Item{ok, failed} {
+		for i := range jobs {
+			h := hostOf(&jobs[i].Key)
+			if _, ok := byHost[h]; !ok {
+				order = append(order, h)
+			}
+			byHost[h] = append(byHost[h], jobs[i].FP.String())
 		}
-		byHost[h] = append(byHost[h], jobs[i].FP.String())
 	}
+	pipe := l.rdb.Pipeline()
+	var cmds []*goredis.Cmd
 	var calls []call
 	for _, h := range order {
 		_, gap := q.limits(h)
 		fps := byHost[h]
 		for len(fps) > 0 {
 			k := min(len(fps), 1000)
-			calls = append(calls, call{h, l.queueKeys(h, l.coord), append([]any{"finish", gap}, fps[:k]...)})
+			c := call{h, l.queueKeys(h, l.coord), append([]any{"finish", gap}, fps[:k]...)}
+			calls = append(calls, c)
+			cmds = append(cmds, queueScript.EvalSha(ctx, pipe, c.keys, c.args...))
 			fps = fps[k:]
 		}
 	}
-	_, errs := l.runScript(ctx, queueScript, calls)
+	var counts []*goredis.IntCmd
+	for _, c := range []struct {
+		key string
+		n   int
+	}{{l.doneKey(), len(ok)}, {l.failedKey(), len(failed)}} {
+		if c.n > 0 {
+			counts = append(counts, pipe.IncrBy(ctx, c.key, int64(c.n)))
+		}
+	}
+	_, _ = pipe.Exec(ctx)
+	var errs []error
+	for i, c := range cmds {
+		err := c.Err()
+		if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
+			err = queueScript.Eval(ctx, l.rdb, calls[i].keys, calls[i].args...).Err()
+		}
+		errs = append(errs, err)
+	}
+	for _, c := range counts {
+		errs = append(errs, c.Err())
+	}
 	if err := errors.Join(errs...); err != nil {
-		l.err = fmt.Errorf("redis queue: finishing %d jobs: %w", len(jobs), err)
+		l.err = fmt.Errorf("redis queue: finishing %d jobs: %w", len(ok)+len(failed), err)
 	}
 }
 

@@ -73,7 +73,7 @@ func TestSharedQueueClaimAndSweep(t *testing.T) {
 	if specs, err := a.Claim(now, 10); err != nil || len(specs) != 0 {
 		t.Fatalf("claim from an empty queue: %d jobs, %v; want none", len(specs), err)
 	}
-	a.Finish(now, items(onA))
+	a.Finish(now, items(onA), nil)
 	// b dies; a sweeps it and claims its 50 jobs again.
 	ls[1].halt()
 	deadline := time.Now().Add(time.Minute)
@@ -105,7 +105,7 @@ func TestSharedQueueClaimAndSweep(t *testing.T) {
 			t.Fatalf("job %d claimed %d times net of b's; want 1 (a %d, b %d, again %d)", i, c, in(onA), in(onB), in(again))
 		}
 	}
-	a.Finish(now, items(again))
+	a.Finish(now, items(again), nil)
 	st, err := a.Stats(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +124,10 @@ func items(specs []broker.Spec) []ledger.Item {
 }
 
 // Each coordinator's summary shows in the cluster view, with the shared
-// queue's length and the live coordinators' sums; a coordinator whose
-// heartbeat expired shows as not alive, and is left out a minute later.
+// queue's length, the jobs the live coordinators claimed and the jobs
+// done and failed on the cluster; a coordinator whose heartbeat expired
+// shows as not alive, and is left out a minute later, its jobs done still
+// counted.
 func TestClusterView(t *testing.T) {
 	rdb := client(t)
 	ls := peers(t, rdb, 2, ledger.Config{})
@@ -135,9 +137,11 @@ func TestClusterView(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := ls[1].Jobs().Claim(now, 2); err != nil {
-		t.Fatal(err)
+	got, err := ls[1].Jobs().Claim(now, 3)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("claimed %d jobs, %v; want 3", len(got), err)
 	}
+	ls[1].Jobs().Finish(now, items(got[:1]), items(got[1:2]))
 	for i, l := range ls {
 		if err := l.PublishSummary(t.Context(), admin.ClusterCoordinator{Peers: fmt.Sprintf("tcp://c%d", i), Done: 10 * (i + 1), Dispatched: i * 2, Heartbeat: now}); err != nil {
 			t.Fatal(err)
@@ -147,8 +151,8 @@ func TestClusterView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Queued != 3 || v.Claimed != 2 || v.Done != 30 || len(v.Coordinators) != 2 {
-		t.Fatalf("view %+v; want 3 queued, 2 claimed, 30 done, 2 coordinators", v)
+	if v.Queued != 2 || v.Claimed != 2 || v.Done != 1 || v.Failed != 1 || len(v.Coordinators) != 2 {
+		t.Fatalf("view %+v; want 2 queued, 2 claimed (as published), 1 done, 1 failed, 2 coordinators", v)
 	}
 	for i, c := range v.Coordinators {
 		if c.ID != ls[i].Coordinator() || !c.Alive || c.Peers != fmt.Sprintf("tcp://c%d", i) {
@@ -157,11 +161,11 @@ func TestClusterView(t *testing.T) {
 	}
 	ls[1].halt()
 	rdb.Del(t.Context(), ls[1].aliveKey(ls[1].Coordinator())) // its heartbeat expired
-	if v, _ = ls[0].ClusterView(t.Context(), now); len(v.Coordinators) != 2 || v.Coordinators[1].Alive || v.Done != 10 {
-		t.Fatalf("after b's heartbeat expired: %+v; want b listed, not alive, not summed", v)
+	if v, _ = ls[0].ClusterView(t.Context(), now); len(v.Coordinators) != 2 || v.Coordinators[1].Alive || v.Claimed != 0 || v.Done != 1 || v.Failed != 1 {
+		t.Fatalf("after b's heartbeat expired: %+v; want b listed, not alive, its claims not counted, its jobs done and failed counted", v)
 	}
-	if v, _ = ls[0].ClusterView(t.Context(), now.Add(2*forgetSummary)); len(v.Coordinators) != 1 {
-		t.Fatalf("two minutes later: %+v; want b left out", v.Coordinators)
+	if v, _ = ls[0].ClusterView(t.Context(), now.Add(2*forgetSummary)); len(v.Coordinators) != 1 || v.Done != 1 || v.Failed != 1 {
+		t.Fatalf("two minutes later: %+v; want b left out, its jobs done and failed still counted", v)
 	}
 }
 
@@ -256,7 +260,7 @@ func TestSharedQueuePolitenessAcrossCoordinators(t *testing.T) {
 	}
 	fin := politeJob("fetch", 0)
 	ended := time.Now()
-	a.Finish(ended, []ledger.Item{{Key: fin.Key, FP: fin.FP}})
+	a.Finish(ended, []ledger.Item{{Key: fin.Key, FP: fin.FP}}, nil)
 	// The slot is free, but the host waits an interval from the end.
 	var took time.Duration
 	deadline := time.Now().Add(time.Minute)
@@ -296,7 +300,7 @@ func TestSharedQueuePolitenessAcrossCoordinators(t *testing.T) {
 			t.Fatalf("a claimed %d fetches at once (%d in all); want one at a time, both within a minute", f, got)
 		}
 		if got == 1 {
-			a.Finish(time.Now(), items([]broker.Spec{politeJob("fetch", 1), politeJob("fetch", 2)}))
+			a.Finish(time.Now(), items([]broker.Spec{politeJob("fetch", 1), politeJob("fetch", 2)}), nil)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -19,12 +19,16 @@ import (
 // coordinator publishes a summary of itself once per heartbeat into the
 // hash PREFIX:summaries (field: its id; value: admin.ClusterCoordinator
 // as JSON), and reads everyone's back with the shared queue's length,
-// PREFIX:queued (a counter the pushes, claims and returns keep). Both
-// calls are safe from any goroutine: they use only the client and the
-// configuration.
+// PREFIX:queued (a counter the pushes, claims and returns keep), and the
+// cluster's jobs done and failed, PREFIX:done and PREFIX:failed (counters
+// every coordinator's Finish adds to in the pipeline that ends the jobs'
+// leases: they keep a dead coordinator's jobs). Both calls are safe from
+// any goroutine: they use only the client and the configuration.
 
 func (l *Ledger) summariesKey() string { return l.cfg.Prefix + ":summaries" }
 func (l *Ledger) queuedKey() string    { return l.cfg.Prefix + ":queued" }
+func (l *Ledger) doneKey() string      { return l.cfg.Prefix + ":done" }
+func (l *Ledger) failedKey() string    { return l.cfg.Prefix + ":failed" }
 
 // forgetSummary is how long the summary of a coordinator whose heartbeat
 // expired stays in the view.
@@ -44,7 +48,8 @@ func (l *Ledger) PublishSummary(ctx context.Context, c admin.ClusterCoordinator)
 }
 
 // ClusterView reads every coordinator's summary (dropping those whose
-// heartbeat expired over a minute ago) and the shared queue's totals.
+// heartbeat expired over a minute ago), the shared queue's length and the
+// cluster's jobs done and failed.
 func (l *Ledger) ClusterView(ctx context.Context, now time.Time) (*admin.Cluster, error) {
 	all, err := l.rdb.HGetAll(ctx, l.summariesKey()).Result()
 	if err != nil {
@@ -52,6 +57,7 @@ func (l *Ledger) ClusterView(ctx context.Context, now time.Time) (*admin.Cluster
 	}
 	pipe := l.rdb.Pipeline()
 	queued := pipe.Get(ctx, l.queuedKey())
+	done, failed := pipe.Get(ctx, l.doneKey()), pipe.Get(ctx, l.failedKey())
 	alive := make(map[string]*goredis.IntCmd, len(all))
 	for id := range all {
 		alive[id] = pipe.Exists(ctx, l.aliveKey(id))
@@ -62,6 +68,8 @@ func (l *Ledger) ClusterView(ctx context.Context, now time.Time) (*admin.Cluster
 	v := &admin.Cluster{Coordinators: make([]admin.ClusterCoordinator, 0, len(all))}
 	v.Queued, _ = queued.Int64()
 	v.Queued = max(v.Queued, 0)
+	v.Done, _ = done.Int()
+	v.Failed, _ = failed.Int()
 	for id, js := range all {
 		var c admin.ClusterCoordinator
 		if err := json.Unmarshal([]byte(js), &c); err != nil {
@@ -74,8 +82,6 @@ func (l *Ledger) ClusterView(ctx context.Context, now time.Time) (*admin.Cluster
 			continue
 		}
 		if c.Alive {
-			v.Done += c.Done
-			v.Failed += c.Failed
 			v.Claimed += int64(c.Queued + c.Dispatched)
 		}
 		v.Coordinators = append(v.Coordinators, c)
