@@ -11,7 +11,8 @@ import (
 // Done records do not pile up: the sweep deletes each, with its FIFO
 // entry, once its TTL has passed, and while a host holds only done records
 // its keys carry an EXPIRE (the longest TTL plus the slack), so Redis drops
-// them even if no sweep ever comes; a live record there lifts it. After the
+// them even if no sweep ever comes; a live record there lifts it (once,
+// not at every change while the host is live). After the
 // sweep no key of the host is left but its counters.
 func TestDoneRecordsDoNotAccumulate(t *testing.T) {
 	rdb := client(t)
@@ -47,6 +48,21 @@ func TestDoneRecordsDoNotAccumulate(t *testing.T) {
 	}
 	if d := ttl(); d != -1 {
 		t.Fatalf("the records of a host with a requested key: TTL %v; want none (-1)", d)
+	}
+	// the host is live already: another request lifts no TTL again
+	persists := commandCalls(t, "persist")
+	extra := webKey(n)
+	extra.Key.URL = "http://one.example/extra"
+	extra.FP = extra.Key.Fingerprint()
+	if r, _ := l.Request(now, 1, 2, extra.Key, extra.FP); r != ledger.OK {
+		t.Fatalf("request: %v (%v)", r, l.Err())
+	}
+	if p := commandCalls(t, "persist"); p != persists {
+		t.Fatalf("a request on a host with a live record already: %d PERSISTs; want none", p-persists)
+	}
+	l.Release(now, 1)
+	if r, _ := l.Request(now, 1, 3, items[n-1].Key, items[n-1].FP); r != ledger.OK {
+		t.Fatalf("request again: %v (%v)", r, l.Err())
 	}
 	l.DoneBatch(now, items[n-1:], ledger.DoneOK)
 	if d := ttl(); d <= time.Minute {

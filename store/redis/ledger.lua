@@ -213,11 +213,14 @@ local function flush()
   if counted and dttl[1] ~= 0 and dttl[2] ~= 0 then
     local c = redis.call('HMGET', N, 'r', 'q', 'w')
     local live = tonumber(c[1] or '0') + tonumber(c[2] or '0') + tonumber(c[3] or '0')
+    local before = live - delta.r - delta.q - delta.w
     local keys = {N, K, DQ[1], DQ[2]}
-    if live == 0 then
+    if live == 0 and (before ~= 0 or delta.d > 0) then
+      -- only done records left, or a new one: they expire from now
       local ttl = math.ceil(math.max(dttl[1], dttl[2]) / 1000000) + slack
       for _, k in ipairs(keys) do redis.call('EXPIRE', k, ttl) end
-    else
+    elseif live > 0 and before == 0 then
+      -- live again: the keys may carry a TTL (none do while live)
       for _, k in ipairs(keys) do redis.call('PERSIST', k) end
     end
   end

@@ -251,7 +251,11 @@ func (l *Ledger) sweepCoordinator(ctx context.Context, now time.Time, d string) 
 	ctx, cancel := l.ctx()
 	defer cancel()
 	// Its jobs of the shared queue (queue.go) go back to their queues.
-	if err := l.returnJobs(ctx, d, hosts); err != nil {
+	n, err := l.returnJobs(ctx, d, hosts)
+	if l.queue != nil {
+		l.queue.Returned += uint64(n)
+	}
+	if err != nil {
 		l.err = err
 		return // tried again at the next heartbeat (unlease is idempotent)
 	}

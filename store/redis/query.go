@@ -139,21 +139,6 @@ func (l *Ledger) Waiters(fp id.Fingerprint) []ledger.Waiter {
 // Counts sums the counters of the hosts this coordinator has touched.
 func (l *Ledger) Counts() ledger.Counts { return l.sum(l.hostList) }
 
-// ClusterCounts sums the counters of every host any coordinator on the
-// cluster has touched (PREFIX:hosts): the cluster-wide totals. It reads
-// one small hash per host, pipelined.
-func (l *Ledger) ClusterCounts() (ledger.Counts, error) {
-	ctx, cancel := l.ctx()
-	defer cancel()
-	hosts, err := l.rdb.SMembers(ctx, l.cfg.Prefix+":hosts").Result()
-	if err != nil {
-		return ledger.Counts{}, fmt.Errorf("redis ledger: listing hosts: %w", err)
-	}
-	l.err = nil
-	c := l.sum(hosts)
-	return c, l.err
-}
-
 func (l *Ledger) sum(hosts []string) ledger.Counts {
 	ctx, cancel := l.ctx()
 	defer cancel()

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -455,36 +455,45 @@ func (q *Queue) Finish(now time.Time, ok, failed []ledger.Item) {
 	}
 }
 
-// returnJobs puts the jobs leased to dead coordinator d on hosts back at
-// the front of their queues (the sweep, peers.go).
-func (l *Ledger) returnJobs(ctx context.Context, d string, hosts []string) error {
+// returnJobs puts the jobs leased to coordinator d (dead, or this one
+// stopping) on hosts back at the front of their queues, a pipeline of
+// scripts per 1000 hosts, and returns how many went back.
+func (l *Ledger) returnJobs(ctx context.Context, d string, hosts []string) (int, error) {
 	var errs []error
 	n := 0
-	for _, h := range hosts {
-		c, err := queueScript.Run(ctx, l.rdb, l.queueKeys(h, d), "unlease").Int()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("redis queue: returning coordinator %s's jobs on host %q: %w", d, h, err))
-			continue
+	var back []any
+	for part := range slices.Chunk(hosts, 1000) {
+		calls := make([]call, len(part))
+		for i, h := range part {
+			calls[i] = call{h, l.queueKeys(h, d), []any{"unlease"}}
 		}
-		if c > 0 {
-			n += c
-			if err := l.rdb.SAdd(ctx, l.readyKey(), h).Err(); err != nil {
-				errs = append(errs, err)
+		vals, cerrs := l.runScript(ctx, queueScript, calls)
+		for i, h := range part {
+			c, ok := vals[i].(int64)
+			if cerrs[i] != nil || !ok {
+				errs = append(errs, fmt.Errorf("redis queue: returning coordinator %s's jobs on host %q: %w (answer %v)", d, h, cerrs[i], vals[i]))
+				continue
+			}
+			if c > 0 {
+				n += int(c)
+				back = append(back, h)
 			}
 		}
 	}
 	if n > 0 {
-		l.rdb.IncrBy(ctx, l.queuedKey(), int64(n))
+		pipe := l.rdb.Pipeline()
+		pipe.SAdd(ctx, l.readyKey(), back...)
+		pipe.IncrBy(ctx, l.queuedKey(), int64(n))
+		if _, err := pipe.Exec(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("redis queue: marking %d hosts ready again: %w", len(back), err))
+		}
 	}
 	// A return a failover could lose would leave the jobs in a lease
 	// nobody sweeps again: confirmed, or the sweep is tried again.
 	for _, err := range l.waitHosts(ctx, hosts) {
 		errs = append(errs, err)
 	}
-	if l.queue != nil {
-		l.queue.Returned += uint64(n)
-	}
-	return errors.Join(errs...)
+	return n, errors.Join(errs...)
 }
 
 // ReturnLeased puts every job this coordinator claimed and did not finish
@@ -494,11 +503,7 @@ func (q *Queue) ReturnLeased() (int, error) {
 	l := q.l
 	ctx, cancel := l.ctx()
 	defer cancel()
-	before := q.Returned
-	err := l.returnJobs(ctx, l.coord, l.hostList)
-	n := int(q.Returned - before)
-	q.Returned = before // counts dead peers' jobs only
-	return n, err
+	return l.returnJobs(ctx, l.coord, l.hostList)
 }
 
 // waitHosts, with Config.WaitReplicas, waits until the replicas of the
@@ -526,48 +531,4 @@ func (l *Ledger) waitHosts(ctx context.Context, hosts []string) map[string]error
 		}
 	}
 	return bad
-}
-
-// QueueStats are the shared queue's totals across the cluster.
-type QueueStats struct {
-	Queued int64 // jobs waiting in the hosts' queues
-	Leased int64 // jobs claimed by a coordinator and not finished
-}
-
-// Stats counts the shared queue's jobs on every host any coordinator
-// touched (a scan of the hosts: for status, not for every step).
-func (q *Queue) Stats(ctx context.Context) (QueueStats, error) {
-	l := q.l
-	hosts, err := l.rdb.SMembers(ctx, l.cfg.Prefix+":hosts").Result()
-	if err != nil {
-		return QueueStats{}, fmt.Errorf("redis queue: listing hosts: %w", err)
-	}
-	live, err := l.rdb.SMembers(ctx, l.liveSet()).Result()
-	if err != nil {
-		return QueueStats{}, fmt.Errorf("redis queue: listing coordinators: %w", err)
-	}
-	var st QueueStats
-	pipe := l.rdb.Pipeline()
-	var qs, ls []*goredis.IntCmd
-	for _, h := range hosts {
-		qs = append(qs, pipe.LLen(ctx, l.pre(h)+"jq"), pipe.LLen(ctx, l.pre(h)+"pq"))
-		for _, c := range live {
-			ls = append(ls, pipe.HLen(ctx, l.pre(h)+"jl:"+c), pipe.HLen(ctx, l.pre(h)+"pl:"+c))
-		}
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
-		return st, fmt.Errorf("redis queue: counting jobs: %w", err)
-	}
-	for _, c := range qs {
-		st.Queued += c.Val()
-	}
-	for _, c := range ls {
-		st.Leased += c.Val()
-	}
-	return st, nil
-}
-
-// String shows the counts, for logs.
-func (s QueueStats) String() string {
-	return strconv.FormatInt(s.Queued, 10) + " queued, " + strconv.FormatInt(s.Leased, 10) + " leased"
 }
