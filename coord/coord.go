@@ -223,6 +223,11 @@ func New(cfg Config) (*Coordinator, error) {
 		return nil, fmt.Errorf("coord: %w", err)
 	}
 	holdPoliteness(cfg.Shared, brk, cfg.Broker.Politeness.Processor) // shared.go
+	if l, ok := led.(*ledger.Ledger); ok {
+		// One copy of a queued key's URL: the job's (ledger/lend.go).
+		l.SetLender(brk.URLOf)
+		brk.OnForget(l.Reclaim)
+	}
 	return &Coordinator{
 		cfg:       cfg,
 		led:       led,

@@ -32,6 +32,8 @@ type embedded interface {
 	NoteStored(fp id.Fingerprint)
 	MaybeStored(fp id.Fingerprint) bool
 	StoredFilter() ledger.StoredFilterStats
+	Lend(fp id.Fingerprint) bool
+	Reclaim(fp id.Fingerprint, url string)
 }
 
 var _ embedded = (*ledger.Ledger)(nil)

@@ -281,7 +281,16 @@ func (c *Coordinator) enqueue(now time.Time, s id.Session, spec *broker.Spec) Su
 		}
 	}
 	j := c.brk.Submit(now, *spec)
+	c.lend(spec.FP)
 	return SubmitVerdict{FP: spec.FP, Status: Accepted, Job: j}
+}
+
+// lend lends the ledger's URL of queued key fp to the job just submitted
+// for it: one copy of the URL, the job's (ledger/lend.go).
+func (c *Coordinator) lend(fp id.Fingerprint) {
+	if c.mem != nil {
+		c.mem.Lend(fp)
+	}
 }
 
 // Progress records a worker's progress note on a run it holds, as an event

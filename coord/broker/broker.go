@@ -306,23 +306,25 @@ type Broker struct {
 	cfg    Config
 	paused bool
 
-	jobs    jobStore
-	names   names.Pairs // the (crawler, processor) of every job's key
-	count   [nStates]int
-	age     ageIndex           // every job by ID, with per-state counts
-	trees   [nSorts]*orderTree // lazily built sort indexes (nil until first used)
-	hosts   map[string]*host   // every host a job named
-	fails   jobList            // failed jobs, oldest failure first
-	dones   jobList            // done jobs whose records are kept, oldest first
-	forgot  int                // done jobs whose records were forgotten
-	paged   int                // queued jobs paged out of memory (page.go), counted as queued
-	byKey   keyIndex           // the newest job of each key whose record is kept
-	heap    hostHeap           // hosts with a pending timer (wake-up or forgiveness)
-	retry   retryHeap          // jobs waiting their retry delay (retry.go)
-	thr     map[*host]struct{} // hosts with a back-off level > 0 (HostRows)
-	unrt    int                // queued jobs in classes no capable worker matches
-	polite  int                // queued jobs of hosts parked for politeness
-	waiting map[*host]struct{} // parked hosts with queued jobs (politeRows)
+	jobs  jobStore
+	names names.Pairs // the (crawler, processor) of every job's key
+	// onForget is called as a job's record is forgotten (OnForget).
+	onForget func(fp id.Fingerprint, url string)
+	count    [nStates]int
+	age      ageIndex           // every job by ID, with per-state counts
+	trees    [nSorts]*orderTree // lazily built sort indexes (nil until first used)
+	hosts    map[string]*host   // every host a job named
+	fails    jobList            // failed jobs, oldest failure first
+	dones    jobList            // done jobs whose records are kept, oldest first
+	forgot   int                // done jobs whose records were forgotten
+	paged    int                // queued jobs paged out of memory (page.go), counted as queued
+	byKey    keyIndex           // the newest job of each key whose record is kept
+	heap     hostHeap           // hosts with a pending timer (wake-up or forgiveness)
+	retry    retryHeap          // jobs waiting their retry delay (retry.go)
+	thr      map[*host]struct{} // hosts with a back-off level > 0 (HostRows)
+	unrt     int                // queued jobs in classes no capable worker matches
+	polite   int                // queued jobs of hosts parked for politeness
+	waiting  map[*host]struct{} // parked hosts with queued jobs (politeRows)
 
 	classes  map[string]*class // by canonical header key
 	classAll []*class          // in creation order

@@ -73,6 +73,9 @@ func (b *Broker) setKey(j *job, k *id.Key, fp id.Fingerprint) {
 
 // forget zeroes a job's record, releasing its names.
 func (b *Broker) forget(j *job) {
+	if b.onForget != nil {
+		b.onForget(j.fp, j.url)
+	}
 	b.names.Release(j.names)
 	b.jobs.forget(j)
 }

@@ -28,6 +28,22 @@ func (b *Broker) retain() {
 	}
 }
 
+// URLOf returns the URL of the newest job of key fp whose record is kept
+// (see JobOfKey).
+func (b *Broker) URLOf(fp id.Fingerprint) (string, bool) {
+	j, ok := b.byKey.get(&b.jobs, fp)
+	if !ok {
+		return "", false
+	}
+	return b.jobs.get(j).url, true
+}
+
+// OnForget sets a function called with a job's fingerprint and URL as the
+// broker forgets the job's record (a done job past Config.DoneRetention, a
+// queued job paged out), while the URL is still valid: the coordinator
+// takes back a URL its ledger lent the job (ledger.Ledger.Lend).
+func (b *Broker) OnForget(f func(fp id.Fingerprint, url string)) { b.onForget = f }
+
 // JobOfKey returns the newest job submitted for the key with fingerprint
 // fp whose record is still kept (a key is submitted again once its done or
 // failed TTL has passed, so older jobs of the key may exist too).

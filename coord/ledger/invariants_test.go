@@ -287,6 +287,13 @@ func (l *Ledger) checkKeys(live map[int32]string) error {
 		refs[r.names]++
 		switch r.ulen {
 		case 0:
+		case urlLent:
+			if r.state != Queued {
+				return fmt.Errorf("record %d lent its URL in state %v", ri, r.state)
+			}
+			if u, ok := ks.lender(r.fp); !ok || len(u) != int(r.url) {
+				return fmt.Errorf("record %d lent a URL of %d bytes; its holder has %q (%v)", ri, r.url, u, ok)
+			}
 		case urlLong:
 			if longs[r.url] {
 				return fmt.Errorf("long URL %d used twice", r.url)

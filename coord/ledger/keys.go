@@ -27,6 +27,7 @@ const (
 	urlClassMax  = 256 // the largest slot; longer URLs are strings
 	urlClasses   = urlClassMax / urlClassStep
 	urlLong      = 0xFFFF // rec.ulen of a URL kept in keyStore.long
+	urlLent      = 0xFFFE // rec.ulen of a URL lent out (lend.go); rec.url is its length
 	urlChunkBits = 10     // slots per chunk: 1024
 )
 
@@ -37,6 +38,8 @@ type keyStore struct {
 	urls  [urlClasses]byteSlab
 	long  []string // URLs longer than urlClassMax; index 0 unused
 	freeL []uint32
+
+	lender func(id.Fingerprint) (string, bool) // holder of lent URLs (lend.go)
 }
 
 func (ks *keyStore) init(mem *rawMem) {
@@ -85,6 +88,9 @@ func (ks *keyStore) url(r *rec) string {
 		return ""
 	case urlLong:
 		return ks.long[r.url]
+	case urlLent:
+		u, _ := ks.lender(r.fp)
+		return u
 	}
 	return string(ks.urls[(int(r.ulen)-1)/urlClassStep].at(r.url)[:r.ulen])
 }
@@ -93,7 +99,7 @@ func (ks *keyStore) url(r *rec) string {
 func (ks *keyStore) free(r *rec) {
 	ks.pairs.Release(r.names)
 	switch r.ulen {
-	case 0:
+	case 0, urlLent:
 	case urlLong:
 		ks.long[r.url] = ""
 		ks.freeL = append(ks.freeL, r.url)

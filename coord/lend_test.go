@@ -1,0 +1,59 @@
+package coord
+
+import (
+	"testing"
+
+	"drover/coord/broker"
+	"drover/coord/ledger"
+)
+
+// TestQueuedKeysLendTheirURLs: a submitted job keeps the one copy of its
+// queued key's URL (the ledger lends its own), in a batch and one by one;
+// the ledger still answers with the whole key; a job paged out or done
+// takes its key's URL back to the ledger, or keeps it as its key goes.
+func TestQueuedKeysLendTheirURLs(t *testing.T) {
+	c := newCoord(t, Config{})
+	led := c.mem.(*ledger.Ledger)
+	must(t)(c.Hello(t0, 1, Hello{Role: RoleProducer, ID: "p"}))
+	urls := []string{"http://a.test/1", "http://a.test/2", "http://a.test/3"}
+	must(t)(c.Submit(t0, 1, 1, specs(urls...), nil))
+	must(t)(c.Submit(t0, 1, 2, specs("http://a.test/4"), nil))
+	c.Ready(t0)
+	if n := led.Lent(); n != 4 {
+		t.Fatalf("%d URLs lent after 4 submits, want 4", n)
+	}
+	lookup := func(u string) {
+		t.Helper()
+		k := specs(u)[0].Key
+		r, ok := led.Lookup(t0, k.Fingerprint())
+		if !ok || r.Key != k || r.State != ledger.Queued {
+			t.Fatalf("Lookup(%s) = %+v, %v; want queued with its key", u, r, ok)
+		}
+	}
+	for _, u := range append(urls, "http://a.test/4") {
+		lookup(u)
+	}
+	// A job forgotten while its key stays queued: the URL goes back.
+	if !c.brk.PageOut(4) {
+		t.Fatal("job 4 not paged out")
+	}
+	if n := led.Lent(); n != 3 {
+		t.Fatalf("%d URLs lent after a job was forgotten, want 3", n)
+	}
+	lookup("http://a.test/4")
+	// A job done: its key leaves the ledger, and the job is forgotten.
+	must(t)(c.Hello(t0, 2, Hello{Role: RoleWorker, ID: "w", Slots: 1}))
+	out := c.Ready(t0)
+	if len(out.Jobs) != 1 {
+		t.Fatalf("%d jobs dispatched, want 1", len(out.Jobs))
+	}
+	a := out.Jobs[0]
+	must(t)(c.Results(t0, 2, []Result{{Run: broker.Run{Job: a.Job, Attempt: a.Attempt}, Outcome: broker.Outcome{Kind: broker.OK}}}, nil))
+	c.Ready(t0)
+	if n := led.Lent(); n != 2 {
+		t.Fatalf("%d URLs lent after a job was done, want 2", n)
+	}
+	if u, ok := c.brk.URLOf(a.Spec.Key.Fingerprint()); !ok || u != a.Spec.Key.URL {
+		t.Fatalf("the done job's URL: %q, %v; want %q kept with its record", u, ok, a.Spec.Key.URL)
+	}
+}
