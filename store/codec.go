@@ -59,8 +59,14 @@ const (
 // refused rather than misread.
 const formatVersion = 1
 
-// valueVersion is the first byte of every key and job value.
+// valueVersion is the first byte of every key value and of job values
+// written before jobVersion.
 const valueVersion = 1
+
+// jobVersion is the first byte of the job values written now (encodeJob):
+// Created and the attempts' times relative to Updated, and the host left
+// out when it is the URL's. decodeJob reads both versions.
+const jobVersion = 2
 
 func internalKey(name string) []byte { return append([]byte{pfxInternal}, name...) }
 
@@ -156,12 +162,16 @@ func encodeKey(b []byte, r *KeyRecord) []byte {
 	return appendString(b, r.Key.URL)
 }
 
-// encodeJob appends the value of a job record. State and the times come
-// first so that Sweep reads them without decoding the rest.
+// encodeJob appends the value of a job record (jobVersion). State and
+// Updated come first so that Sweep reads them without decoding the rest;
+// Created and the attempts' times are written as differences from Updated
+// (a few bytes each instead of nine), and the host as one byte when it is
+// the URL's (id.Host).
 func encodeJob(b []byte, r *JobRecord) []byte {
-	b = append(b, valueVersion, byte(r.State))
-	b = binary.AppendVarint(b, stamp(r.Updated))
-	b = binary.AppendVarint(b, stamp(r.Created))
+	upd := stamp(r.Updated)
+	b = append(b, jobVersion, byte(r.State))
+	b = binary.AppendVarint(b, upd)
+	b = binary.AppendVarint(b, since(stamp(r.Created), upd))
 	b = binary.AppendVarint(b, stamp(r.RetryAt))
 	b = binary.AppendVarint(b, int64(r.Attempts))
 	b = binary.AppendVarint(b, int64(r.Failures))
@@ -170,16 +180,23 @@ func encodeJob(b []byte, r *JobRecord) []byte {
 	b = appendString(b, r.Key.Crawler)
 	b = appendString(b, r.Key.Processor)
 	b = appendString(b, r.Key.URL)
-	b = appendString(b, r.Host)
-	b = binary.AppendUvarint(b, uint64(len(r.Headers)))
-	names := make([]string, 0, len(r.Headers))
-	for k := range r.Headers {
-		names = append(names, k)
+	if r.Host == id.Host(r.Key.URL) {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = appendString(b, r.Host)
 	}
-	slices.Sort(names) // one spelling per record
-	for _, k := range names {
-		b = appendString(b, k)
-		b = appendString(b, r.Headers[k])
+	b = binary.AppendUvarint(b, uint64(len(r.Headers)))
+	if len(r.Headers) > 0 {
+		names := make([]string, 0, len(r.Headers))
+		for k := range r.Headers {
+			names = append(names, k)
+		}
+		slices.Sort(names) // one spelling per record
+		for _, k := range names {
+			b = appendString(b, k)
+			b = appendString(b, r.Headers[k])
+		}
 	}
 	b = appendBytes(b, r.Payload)
 	b = appendString(b, r.Worker)
@@ -188,12 +205,19 @@ func encodeJob(b []byte, r *JobRecord) []byte {
 	for i := range r.History {
 		a := &r.History[i]
 		b = appendString(b, a.Worker)
-		b = binary.AppendVarint(b, stamp(a.At))
+		b = binary.AppendVarint(b, since(stamp(a.At), upd))
 		b = appendString(b, a.Outcome)
 		b = appendString(b, a.Error)
 	}
 	return b
 }
+
+// since is the stamp t relative to base, wrapping (so that every pair of
+// stamps round-trips through after, however far apart).
+func since(t, base int64) int64 { return int64(uint64(t) - uint64(base)) }
+
+// after is the inverse of since.
+func after(d, base int64) int64 { return int64(uint64(base) + uint64(d)) }
 
 var (
 	errShort = errors.New("value ends early")
@@ -297,16 +321,23 @@ func (d *decoder) string() string { return string(d.bytes()) }
 func (d *decoder) time() time.Time { return unstamp(d.varint()) }
 
 // head reads the version and state bytes common to key and job values and
-// checks both.
-func (d *decoder) head(nStates byte) byte {
-	if v := d.byte(); d.err == nil && v != valueVersion {
-		d.fail(fmt.Errorf("value version %d: want %d", v, valueVersion))
+// checks both: the version must be valueVersion or, for job values
+// (jobs), jobVersion.
+func (d *decoder) head(nStates byte, jobs bool) (version, state byte) {
+	if v := d.byte(); d.err == nil && v != valueVersion && (!jobs || v != jobVersion) {
+		want := fmt.Sprint(valueVersion)
+		if jobs {
+			want = fmt.Sprintf("%d or %d", valueVersion, jobVersion)
+		}
+		d.fail(fmt.Errorf("value version %d: want %s", v, want))
+	} else {
+		version = v
 	}
 	s := d.byte()
 	if d.err == nil && (s == 0 || s >= nStates) {
 		d.fail(fmt.Errorf("state %d: want 1..%d", s, nStates-1))
 	}
-	return s
+	return version, s
 }
 
 func (d *decoder) end() error {
@@ -319,23 +350,24 @@ func (d *decoder) end() error {
 // keyHead decodes the state and time of a key value, without its key.
 func keyHead(v []byte) (KeyState, int64, error) {
 	d := decoder{b: v}
-	s := KeyState(d.head(byte(nKeyStates)))
+	_, s := d.head(byte(nKeyStates), false)
 	at := d.varint()
-	return s, at, d.err
+	return KeyState(s), at, d.err
 }
 
 // jobHead decodes the state and update time of a job value.
 func jobHead(v []byte) (JobState, int64, error) {
 	d := decoder{b: v}
-	s := JobState(d.head(byte(nJobStates)))
+	_, s := d.head(byte(nJobStates), true)
 	at := d.varint()
-	return s, at, d.err
+	return JobState(s), at, d.err
 }
 
 // decodeKey decodes a key value into r (r.FP is set by the caller).
 func decodeKey(v []byte, r *KeyRecord) error {
 	d := decoder{b: v}
-	r.State = KeyState(d.head(byte(nKeyStates)))
+	_, st := d.head(byte(nKeyStates), false)
+	r.State = KeyState(st)
 	r.At = d.time()
 	r.Key.Crawler = d.string()
 	r.Key.Processor = d.string()
@@ -343,13 +375,19 @@ func decodeKey(v []byte, r *KeyRecord) error {
 	return d.end()
 }
 
-// decodeJob decodes a job value into r (r.ID is set by the caller). Nothing
-// in r aliases v.
+// decodeJob decodes a job value of either version into r (r.ID is set by
+// the caller). Nothing in r aliases v.
 func decodeJob(v []byte, r *JobRecord) error {
 	d := decoder{b: v}
-	r.State = JobState(d.head(byte(nJobStates)))
-	r.Updated = d.time()
-	r.Created = d.time()
+	version, st := d.head(byte(nJobStates), true)
+	r.State = JobState(st)
+	upd := d.varint()
+	r.Updated = unstamp(upd)
+	rel := func(n int64) int64 { return n } // version 1: absolute times
+	if version == jobVersion {
+		rel = func(n int64) int64 { return after(n, upd) }
+	}
+	r.Created = unstamp(rel(d.varint()))
 	r.RetryAt = d.time()
 	r.Attempts = d.int()
 	r.Failures = d.int()
@@ -358,7 +396,18 @@ func decodeJob(v []byte, r *JobRecord) error {
 	r.Key.Crawler = d.string()
 	r.Key.Processor = d.string()
 	r.Key.URL = d.string()
-	r.Host = d.string()
+	if version == jobVersion {
+		switch d.byte() {
+		case 0:
+			r.Host = id.Host(r.Key.URL)
+		case 1:
+			r.Host = d.string()
+		default:
+			d.fail(errors.New("host flag: want 0 (the URL's) or 1 (given)"))
+		}
+	} else {
+		r.Host = d.string()
+	}
 	r.Headers = nil
 	if n := d.count(2); n > 0 {
 		r.Headers = make(map[string]string, n)
@@ -379,7 +428,7 @@ func decodeJob(v []byte, r *JobRecord) error {
 		for i := range r.History {
 			a := &r.History[i]
 			a.Worker = d.string()
-			a.At = d.time()
+			a.At = unstamp(rel(d.varint()))
 			a.Outcome = d.string()
 			a.Error = d.string()
 		}

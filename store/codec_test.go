@@ -2,7 +2,10 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
+	"maps"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -51,6 +54,16 @@ func TestJobValueRoundTrip(t *testing.T) {
 		{"empty", empty},
 		{"failed", jobRec(9, JobFailed, base)},
 		{"negative counter", JobRecord{ID: 10, State: JobBackoff, Attempts: -1}},
+		{"host not the url's", func() JobRecord { r := jobRec(11, JobQueued, base); r.Host = "other.example"; return r }()},
+		{"no host in the url", JobRecord{ID: 12, State: JobQueued, Key: id.Key{URL: "not a url"}, Host: "h"}},
+		{"times far apart and before 1970", func() JobRecord {
+			r := jobRec(13, JobDone, time.Date(2250, 1, 1, 0, 0, 0, 0, time.UTC))
+			r.Created = time.Date(1690, 1, 1, 0, 0, 0, 0, time.UTC)
+			r.History[0].At = time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)
+			r.History[1].At = time.Time{}
+			return r
+		}()},
+		{"zero update time", func() JobRecord { r := jobRec(14, JobQueued, time.Time{}); return r }()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := encodeJob(nil, &tc.r)
@@ -66,6 +79,63 @@ func TestJobValueRoundTrip(t *testing.T) {
 				t.Errorf("jobHead = %v, %d, %v; want %v, %d, nil", st, at, err, tc.r.State, stamp(tc.r.Updated))
 			}
 		})
+	}
+}
+
+// encodeJobV1 is encodeJob as it was before jobVersion: every time
+// absolute, the host always written.
+func encodeJobV1(b []byte, r *JobRecord) []byte {
+	b = append(b, valueVersion, byte(r.State))
+	b = binary.AppendVarint(b, stamp(r.Updated))
+	b = binary.AppendVarint(b, stamp(r.Created))
+	b = binary.AppendVarint(b, stamp(r.RetryAt))
+	b = binary.AppendVarint(b, int64(r.Attempts))
+	b = binary.AppendVarint(b, int64(r.Failures))
+	b = binary.AppendVarint(b, int64(r.Throttles))
+	b = append(b, r.FP[:]...)
+	b = appendString(b, r.Key.Crawler)
+	b = appendString(b, r.Key.Processor)
+	b = appendString(b, r.Key.URL)
+	b = appendString(b, r.Host)
+	names := slices.Sorted(maps.Keys(r.Headers))
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	for _, k := range names {
+		b = appendString(b, k)
+		b = appendString(b, r.Headers[k])
+	}
+	b = appendBytes(b, r.Payload)
+	b = appendString(b, r.Worker)
+	b = appendString(b, r.LastError)
+	b = binary.AppendUvarint(b, uint64(len(r.History)))
+	for i := range r.History {
+		a := &r.History[i]
+		b = appendString(b, a.Worker)
+		b = binary.AppendVarint(b, stamp(a.At))
+		b = appendString(b, a.Outcome)
+		b = appendString(b, a.Error)
+	}
+	return b
+}
+
+// Job values written before jobVersion (stores of earlier releases) still
+// decode, to the same record; the current form of a typical record is
+// shorter.
+func TestJobValueVersion1(t *testing.T) {
+	r := jobRec(7, JobDone, base.Add(time.Hour))
+	r.Host = "example.com"
+	old := encodeJobV1(nil, &r)
+	got := JobRecord{ID: r.ID}
+	if err := decodeJob(old, &got); err != nil {
+		t.Fatalf("decodeJob of a version 1 value: %v", err)
+	}
+	if d := cmp.Diff(r, got, cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("version 1 value decoded (-want +got):\n%s", d)
+	}
+	if st, at, err := jobHead(old); err != nil || st != r.State || at != stamp(r.Updated) {
+		t.Errorf("jobHead of a version 1 value = %v, %d, %v", st, at, err)
+	}
+	if v2 := encodeJob(nil, &r); len(v2) >= len(old)-15 {
+		t.Errorf("value of %d bytes, version 1 took %d: want at least 15 fewer", len(v2), len(old))
 	}
 }
 
@@ -105,6 +175,11 @@ func TestDecodeRejectsBadValues(t *testing.T) {
 		{"job: unknown state", append([]byte{1, 6}, jv[2:]...), true},
 		{"job: trailing byte", append(append([]byte{}, jv...), 7), true},
 		{"job: huge header count", append(append([]byte{1, 1, 0, 0, 0, 0, 0, 0}, make([]byte, 16)...), 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f), true},
+		{"job: host flag neither 0 nor 1", func() []byte {
+			v := encodeJob(nil, &JobRecord{ID: 1, State: JobQueued})
+			v[2+6+16+3] = 2 // after the times, counters, fingerprint and key
+			return v
+		}(), true},
 		{"job: counter beyond int32", append([]byte{1, 1, 0, 0, 0}, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -162,7 +237,9 @@ func TestExpiryKeyOrder(t *testing.T) {
 func FuzzDecodeJob(f *testing.F) {
 	r := jobRec(1, JobDone, base)
 	f.Add(encodeJob(nil, &r))
+	f.Add(encodeJobV1(nil, &r))
 	f.Add([]byte{1, 1})
+	f.Add([]byte{2, 1})
 	f.Fuzz(func(t *testing.T, v []byte) {
 		var r JobRecord
 		if decodeJob(v, &r) != nil {
