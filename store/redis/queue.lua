@@ -9,6 +9,10 @@
 --            n     its polite jobs leased (to any coordinator)
 --            next  µs on this server's clock before which no polite job
 --                  of the host is claimed
+--            g     the longest interval µs a coordinator gave while the
+--                  record lived (one whose workers read the host's
+--                  robots.txt Crawl-delay gives it), applied by every
+--                  coordinator
 -- ARGV: 1 op, then the operation's own arguments.
 --   claim  2 the most jobs to take, 3 the host's cap (0 none), 4 its
 --          interval µs (0 none). Polite jobs first, at most cap - n of
@@ -32,18 +36,18 @@ local function now()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local function pol()
-  local p = redis.call('HMGET', POL, 'n', 'next')
-  return tonumber(p[1] or '0'), tonumber(p[2] or '0')
+  local p = redis.call('HMGET', POL, 'n', 'next', 'g')
+  return tonumber(p[1] or '0'), tonumber(p[2] or '0'), tonumber(p[3] or '0')
 end
 -- writes the politeness record back; with nothing leased it expires once
 -- its next time has passed (kept a second longer)
-local function setPol(n, nxt, t)
+local function setPol(n, nxt, g, t)
   n = math.max(n, 0)
   if n == 0 and nxt <= t then
     redis.call('DEL', POL)
     return
   end
-  redis.call('HSET', POL, 'n', num(n), 'next', num(nxt))
+  redis.call('HSET', POL, 'n', num(n), 'next', num(nxt), 'g', num(g))
   if n == 0 then
     redis.call('PEXPIRE', POL, num(math.ceil((nxt - t) / 1000) + 1000))
   else
@@ -72,7 +76,8 @@ if op == 'claim' then
   end
   if redis.call('LLEN', PQ) > 0 then
     local t = now()
-    local n, nxt = pol()
+    local n, nxt, g = pol()
+    gap = math.max(gap, g)
     local k = want
     if cap > 0 then k = math.min(k, cap - n) end
     if gap > 0 then k = math.min(k, 1) end
@@ -80,7 +85,7 @@ if op == 'claim' then
     local got = take(PQ, PL, k)
     if got > 0 then
       if gap > 0 then nxt = t + gap end
-      setPol(n + got, nxt, t)
+      setPol(n + got, nxt, gap, t)
     end
     want = want - got
   end
@@ -98,9 +103,10 @@ elseif op == 'finish' then
   end
   if freed > 0 then
     local t = now()
-    local n, nxt = pol()
+    local n, nxt, g = pol()
+    gap = math.max(gap, g)
     if gap > 0 then nxt = math.max(nxt, t + gap) end
-    setPol(n - freed, nxt, t)
+    setPol(n - freed, nxt, gap, t)
   end
   return ended
 elseif op == 'unlease' then
@@ -113,8 +119,8 @@ elseif op == 'unlease' then
     redis.call('DEL', q[1])
     back = back + #vals
     if q[1] == PL and #vals > 0 then
-      local n, nxt = pol()
-      setPol(n - #vals, nxt, now())
+      local n, nxt, g = pol()
+      setPol(n - #vals, nxt, g, now())
     end
   end
   return back

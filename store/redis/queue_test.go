@@ -395,3 +395,49 @@ func queueStats(t *testing.T, q *Queue) (queued, leased int64) {
 	}
 	return queued, leased
 }
+
+// A longer interval one coordinator gives a host (its workers read the
+// host's robots.txt Crawl-delay) holds for the others while the host is
+// busy: b, whose own interval is 0, waits a's after its own fetch ends.
+func TestSharedQueueIntervalSharedWhileBusy(t *testing.T) {
+	rdb := client(t)
+	ls := peers(t, rdb, 2, ledger.Config{})
+	a, b := ls[0].Jobs(), ls[1].Jobs()
+	const gap = 1500 * time.Millisecond
+	applies := func(p string) bool { return p == "fetch" }
+	a.HoldPoliteness(coord.SharedPolicy{Applies: applies, Limits: func(string) broker.Limits { return broker.Limits{PerHost: 1, MinDelay: gap} }})
+	b.HoldPoliteness(coord.SharedPolicy{Applies: applies, Limits: func(string) broker.Limits { return broker.Limits{PerHost: 1} }})
+	now := time.Now()
+	for i := range 3 {
+		if _, err := a.Push(now, politeJob("fetch", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// claimed polls q until it claims a job, and returns it.
+	claimed := func(q *Queue) broker.Spec {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			specs, err := q.Claim(time.Now(), 10)
+			if err != nil || len(specs) > 1 {
+				t.Fatalf("claimed %d jobs, %v; want one at a time", len(specs), err)
+			}
+			if len(specs) == 1 {
+				return specs[0]
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no job claimed within a minute")
+			}
+			time.Sleep(50 * time.Millisecond) // polling the server's clock
+		}
+	}
+	j0 := claimed(a)
+	a.Finish(time.Now(), items([]broker.Spec{j0}), nil)
+	j1 := claimed(b)
+	ended := time.Now()
+	b.Finish(ended, items([]broker.Spec{j1}), nil)
+	claimed(b)
+	if took := time.Since(ended); took < gap {
+		t.Fatalf("b claimed the host's next fetch %v after its own ended; want at least a's interval %v", took, gap)
+	}
+}
