@@ -117,13 +117,15 @@ func TestDoneCacheOverSocket(t *testing.T) {
 
 	st2 := openStore(t, dir, store.SyncBatch)
 	t.Cleanup(func() { st2.Close() })
-	s2, stop2 := runServer(t, doneCacheOpts(st2))
+	s2 := newServer(t, doneCacheOpts(st2))
 	if r := s2.Restored(); r.KeysDone != n || r.KeysInStore != n || r.JobsDone != n {
 		t.Fatalf("restored %s: want %d done keys left in the store and %d done jobs", r, n, n)
 	}
+	// Read before Run starts: the coordinator is the reactor's once it runs.
 	if dc, _ := s2.c.DoneCache(); dc.InMemory != 0 || dc.Stored != n {
 		t.Fatalf("after the restore, done cache %+v: want none in memory, %d in the store", dc, n)
 	}
+	_, stop2 := runBuilt(t, s2)
 	checkAllDone(t, s2, keys, "restarted")
 	if err := stop2(); err != nil {
 		t.Fatalf("second server: %v", err)

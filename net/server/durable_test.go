@@ -35,6 +35,13 @@ const testHeartbeat = 2 * time.Second
 // (also called at cleanup, once).
 func runServer(t testing.TB, opts Options) (*Server, func() error) {
 	t.Helper()
+	return runBuilt(t, newServer(t, opts))
+}
+
+// newServer makes a server as runServer does, without running it: its
+// coordinator may be read until runBuilt runs it.
+func newServer(t testing.TB, opts Options) *Server {
+	t.Helper()
 	opts.Peers, opts.Admin = zsock.Ephemeral, zsock.Ephemeral
 	if opts.Events == "" {
 		opts.Events = "-"
@@ -49,6 +56,12 @@ func runServer(t testing.TB, opts Options) (*Server, func() error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// runBuilt runs s until the returned stop is called (or the test ends).
+func runBuilt(t testing.TB, s *Server) (*Server, func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
