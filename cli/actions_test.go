@@ -23,7 +23,7 @@ func actionServe(t *testing.T) (peers, adminEP string) {
 	t.Helper()
 	eps := freeEndpoints(t, 3)
 	_, out := start(t, "serve", "--store", "memory", "--bind", eps[0], "--admin", eps[1], "--events", eps[2],
-		"--metrics", "", "--heartbeat-interval", "100ms")
+		"--metrics", "", "--heartbeat-interval", "1s")
 	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(out.String(), "drover serving") })
 	return eps[0], eps[1]
 }
@@ -63,7 +63,7 @@ func TestActionCommands(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "go")
 	hold := `while [ ! -e ` + gate + ` ]; do sleep 0.05; done` // a job that runs until the test opens the gate
 	for _, id := range []string{"w-a", "w-b"} {
-		start(t, "worker", "--connect", peers, "--id", id, "--heartbeat-interval", "100ms", "--exec", hold)
+		start(t, "worker", "--connect", peers, "--id", id, "--heartbeat-interval", "1s", "--exec", hold)
 	}
 	eventually(t, "two workers", 10*time.Second, func() bool { tot, _ := totals(t, adminEP); return tot.WorkersIdle == 2 })
 
@@ -127,7 +127,7 @@ func TestActionCommands(t *testing.T) {
 
 	// requeue: fail the two queued jobs with a worker that rejects them,
 	// pause, and requeue them by id, by --filter and by --failed.
-	start(t, "worker", "--connect", peers, "--id", "w-bad", "--heartbeat-interval", "100ms", "--exec", "exit 65")
+	start(t, "worker", "--connect", peers, "--id", "w-bad", "--heartbeat-interval", "1s", "--exec", "exit 65")
 	failBoth := func() {
 		t.Helper()
 		run(t, "", "resume", "--connect", adminEP)
@@ -224,7 +224,7 @@ func TestActionErrors(t *testing.T) {
 // "n" does nothing, "y" evicts.
 func TestActionConfirmation(t *testing.T) {
 	peers, adminEP := actionServe(t)
-	w, _ := start(t, "worker", "--connect", peers, "--id", "w-q", "--heartbeat-interval", "100ms", "--exec", "true")
+	w, _ := start(t, "worker", "--connect", peers, "--id", "w-q", "--heartbeat-interval", "1s", "--exec", "true")
 	eventually(t, "worker up", 10*time.Second, func() bool { _, ws := totals(t, adminEP); _, ok := ws["w-q"]; return ok })
 	stdinIsTerminal = func(io.Reader) bool { return true }
 	defer func() { stdinIsTerminal = func(r io.Reader) bool { return isTerminal(r) } }()

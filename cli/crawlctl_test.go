@@ -17,10 +17,10 @@ import (
 func TestCrawlControl(t *testing.T) {
 	eps := freeEndpoints(t, 3)
 	peers, adminEP, events := eps[0], eps[1], eps[2]
-	serveArgs := []string{"serve", "--store", t.TempDir(), "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "200ms"}
+	serveArgs := []string{"serve", "--store", t.TempDir(), "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "1s"}
 	srv, srvOut := start(t, serveArgs...)
 	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
-	start(t, "worker", "--connect", peers, "--slots", "2", "--heartbeat-interval", "200ms", "--exec", `echo "ran $DROVER_URL"`)
+	start(t, "worker", "--connect", peers, "--slots", "2", "--heartbeat-interval", "1s", "--exec", `echo "ran $DROVER_URL"`)
 	act := func(args ...string) string {
 		t.Helper()
 		out, code := run(t, "", append(args, "--connect", adminEP)...)

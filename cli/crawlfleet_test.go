@@ -73,11 +73,11 @@ func TestFleetCrawlBudget(t *testing.T) {
 	dir := t.TempDir()
 	eps := freeEndpoints(t, 3)
 	peers, adminEP, events := eps[0], eps[1], eps[2]
-	serveArgs := []string{"serve", "--store", dir, "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "200ms"}
+	serveArgs := []string{"serve", "--store", dir, "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "1s"}
 	srv, srvOut := start(t, serveArgs...)
 	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
 	for i := range 3 {
-		start(t, "worker", "--connect", peers, "--slots", "4", "--id", fmt.Sprintf("crawler-%d", i), "--heartbeat-interval", "200ms")
+		start(t, "worker", "--connect", peers, "--slots", "4", "--id", fmt.Sprintf("crawler-%d", i), "--heartbeat-interval", "1s")
 	}
 	settled := func(n int) func() bool {
 		return func() bool {

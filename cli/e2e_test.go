@@ -309,7 +309,7 @@ func TestCrawlSurvivesWorkerKill(t *testing.T) {
 	eps := freeEndpoints(t, 3)
 	peers := eps[0]
 	out := filepath.Join(t.TempDir(), "pages.jsonl")
-	common := []string{"--heartbeat-interval", "100ms", "--crawl-min-delay", "5ms"}
+	common := []string{"--heartbeat-interval", "1s", "--crawl-min-delay", "5ms"}
 	crawlCmd, crawlOut := start(t, append([]string{"crawl", hs.URL + "/", "--no-tui", "--workers", "1", "--slots", "1",
 		"--bind", peers, "--admin", eps[1], "--events", eps[2], "--metrics", "", "--out", out,
 		"--broker-max-request-failures", "6"}, common...)...)

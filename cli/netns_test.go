@@ -107,13 +107,13 @@ func TestWorkerAcrossNamespaces(t *testing.T) {
 	peers := "tcp://" + n.addrA + ":5570"
 	adminEP := "tcp://127.0.0.1:5571" // loopback of namespace a
 	srv, srvOut := n.start(t, n.a, "serve", "--store", "memory", "--bind", peers, "--admin", adminEP,
-		"--events", "tcp://127.0.0.1:5572", "--metrics", "", "--heartbeat-interval", "100ms",
+		"--events", "tcp://127.0.0.1:5572", "--metrics", "", "--heartbeat-interval", "1s",
 		"--key", k["server"]+".key", "--authorized-keys", ak)
 	eventually(t, "serve listening in namespace a", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
 	as := func(name string) []string {
 		return []string{"--key", k[name] + ".key", "--server-key", k["server"] + ".pub"}
 	}
-	n.start(t, n.b, append([]string{"worker", "--connect", peers, "--id", "far-worker", "--heartbeat-interval", "100ms",
+	n.start(t, n.b, append([]string{"worker", "--connect", peers, "--id", "far-worker", "--heartbeat-interval", "1s",
 		"--exec", "echo fetched $DROVER_URL"}, as("worker")...)...)
 	if out, code := n.run(t, n.a, append([]string{"submit", "--connect", peers, "http://x.test/1", "http://x.test/2"}, as("producer")...)...); code != 0 {
 		t.Fatalf("submit: exit %d: %s", code, out)

@@ -41,11 +41,11 @@ func TestResultsSurviveKill(t *testing.T) {
 	eps := freeEndpoints(t, 3)
 	peers, adminEP, events := eps[0], eps[1], eps[2]
 	serveArgs := []string{"serve", "--store", storeDir, "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "",
-		"--heartbeat-interval", "200ms", "--results", filesDir, "--results-file-bytes", "4KiB"}
+		"--heartbeat-interval", "1s", "--results", filesDir, "--results-file-bytes", "4KiB"}
 	srv, srvOut := start(t, serveArgs...)
 	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
 	for i := range 2 {
-		start(t, "worker", "--connect", peers, "--slots", "4", "--id", fmt.Sprintf("w%d", i), "--heartbeat-interval", "200ms",
+		start(t, "worker", "--connect", peers, "--slots", "4", "--id", fmt.Sprintf("w%d", i), "--heartbeat-interval", "1s",
 			"--exec", `printf 'output of %s\nline two ' "$DROVER_URL"; echo "$DROVER_ATTEMPT"`)
 	}
 	var urls strings.Builder
@@ -134,10 +134,10 @@ func TestResultsSurviveKill(t *testing.T) {
 func TestResultsFollowMemory(t *testing.T) {
 	eps := freeEndpoints(t, 3)
 	peers, adminEP, events := eps[0], eps[1], eps[2]
-	_, srvOut := start(t, "serve", "--store", "memory", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "200ms")
+	_, srvOut := start(t, "serve", "--store", "memory", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "1s")
 	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
 	_, follow := start(t, "results", "--follow", "--connect", adminEP)
-	start(t, "worker", "--connect", peers, "--heartbeat-interval", "200ms",
+	start(t, "worker", "--connect", peers, "--heartbeat-interval", "1s",
 		"--exec", `case "$DROVER_URL" in *bad*) echo broken >&2; exit 65;; esac; echo "got $DROVER_URL"`)
 	if out, code := run(t, "", "submit", "--connect", peers, "--crawler", "m", "http://m.test/a", "http://m.test/bad"); code != 0 {
 		t.Fatalf("submit: exit %d, %s", code, out)
@@ -170,9 +170,9 @@ func TestNotifierCarriesCursor(t *testing.T) {
 	t.Setenv("DROVER_NOTIFIER_URL", hook.URL)
 	eps := freeEndpoints(t, 3)
 	peers, adminEP, events := eps[0], eps[1], eps[2]
-	_, srvOut := start(t, "serve", "--store", "memory", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "200ms")
+	_, srvOut := start(t, "serve", "--store", "memory", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "1s")
 	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
-	start(t, "worker", "--connect", peers, "--heartbeat-interval", "200ms", "--exec", `echo "small $DROVER_URL"`)
+	start(t, "worker", "--connect", peers, "--heartbeat-interval", "1s", "--exec", `echo "small $DROVER_URL"`)
 	if out, code := run(t, "", "submit", "--connect", peers, "--crawler", "n", "http://n.test/a"); code != 0 {
 		t.Fatalf("submit: exit %d, %s", code, out)
 	}

@@ -96,7 +96,7 @@ func TestSecureFleet(t *testing.T) {
 	eps := freeEndpoints(t, 4)
 	peers, adminEP, events, metrics := eps[0], eps[1], eps[2], strings.TrimPrefix(eps[3], "tcp://")
 	srv, srvOut := start(t, "serve", "--store", "memory", "--bind", peers, "--admin", adminEP, "--events", events,
-		"--metrics", metrics, "--metrics-token", "s3cret", "--heartbeat-interval", "100ms",
+		"--metrics", metrics, "--metrics-token", "s3cret", "--heartbeat-interval", "1s",
 		"--key", k["server"]+".key", "--authorized-keys", ak)
 	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
 	as := func(name string) []string {
@@ -104,7 +104,7 @@ func TestSecureFleet(t *testing.T) {
 	}
 	const bound = 15 * time.Second
 
-	w1, w1Out := start(t, append([]string{"worker", "--connect", peers, "--id", "shared", "--heartbeat-interval", "100ms",
+	w1, w1Out := start(t, append([]string{"worker", "--connect", peers, "--id", "shared", "--heartbeat-interval", "1s",
 		"--exec", "echo done"}, as("w1")...)...)
 
 	// producer: submit.
@@ -149,7 +149,7 @@ func TestSecureFleet(t *testing.T) {
 		}
 	}
 	// A second key cannot take over w1's id.
-	w2, w2Out := start(t, append([]string{"worker", "--connect", peers, "--id", "shared", "--heartbeat-interval", "100ms",
+	w2, w2Out := start(t, append([]string{"worker", "--connect", peers, "--id", "shared", "--heartbeat-interval", "1s",
 		"--exec", "echo done"}, as("w2")...)...)
 	eventually(t, "the second key's HELLO refused", 10*time.Second, func() bool {
 		return strings.Contains(w2Out.String(), "held by a live session of another key")
