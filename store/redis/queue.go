@@ -271,9 +271,16 @@ func (q *Queue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) 
 // hosts that gave their whole share, for what is still missing.
 const claimRounds = 3
 
-// Claim leases up to n queued jobs to this coordinator, from up to 8
-// ready hosts picked at random: one pipeline of scripts a round (one
-// round trip per node), at most claimRounds rounds.
+// claimHosts bounds the ready hosts one Claim picks: between 8 and 64, as
+// many as jobs wanted. A polite host gives at most one job a claim (then
+// waits its interval), so a claim over a crawl of many hosts takes about
+// one job per host picked.
+const claimHosts = 64
+
+// Claim leases up to n queued jobs to this coordinator, from up to n (at
+// least 8, at most claimHosts) ready hosts picked at random: one pipeline
+// of scripts a round (one round trip per node), at most claimRounds
+// rounds.
 func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 	l := q.l
 	if n <= 0 {
@@ -281,7 +288,7 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 	}
 	ctx, cancel := l.ctx()
 	defer cancel()
-	hosts, err := l.rdb.SRandMemberN(ctx, l.readyKey(), 8).Result()
+	hosts, err := l.rdb.SRandMemberN(ctx, l.readyKey(), int64(min(max(n, 8), claimHosts))).Result()
 	if err == nil {
 		// Registered first, so a sweep of this coordinator finds them.
 		err = l.touch(ctx, hosts...)
