@@ -66,9 +66,14 @@ func (c *rawClient) sendRaw(frames ...[]byte) {
 }
 
 // recv returns the next message other than HEARTBEAT, within a deadline.
+// recvDeadline bounds the wait for a message a test expects: generous, since
+// a race-instrumented server on a loaded 2-core machine can take seconds
+// over a big batch (it only costs time when the test fails anyway).
+const recvDeadline = 20 * time.Second
+
 func (c *rawClient) recv() wire.Message {
 	c.t.Helper()
-	m, err := c.recvWithin(5 * time.Second)
+	m, err := c.recvWithin(recvDeadline)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -81,7 +86,7 @@ func (c *rawClient) recvFrames() [][]byte {
 	c.t.Helper()
 	poller := zmq4.NewPoller()
 	poller.Add(c.sock, zmq4.POLLIN)
-	polled, err := poller.Poll(5 * time.Second)
+	polled, err := poller.Poll(recvDeadline)
 	if err != nil || len(polled) == 0 {
 		c.t.Fatalf("no message before the deadline (%v)", err)
 	}
