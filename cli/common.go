@@ -108,6 +108,16 @@ func runContext(cmd *cobra.Command, cfg *config.Config, consoleOwnsTerminal bool
 	return ctx, log, func() { stop(); closeLog() }, nil
 }
 
+// consoleContext is runContext for a command that runs the console (which
+// owns the terminal), with the console's options (consoleOptions).
+func consoleContext(cmd *cobra.Command, cfg *config.Config, embedded, readOnly bool) (topts tui.Options, ctx context.Context, log *slog.Logger, done func(), err error) {
+	if topts, err = consoleOptions(cfg, embedded, readOnly); err != nil {
+		return topts, nil, nil, nil, err
+	}
+	ctx, log, done, err = runContext(cmd, cfg, true)
+	return topts, ctx, log, done, err
+}
+
 // signalContext is cancelled on SIGINT or SIGTERM.
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)

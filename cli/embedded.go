@@ -18,11 +18,7 @@ func runEmbedded(cmd *cobra.Command, cfg *config.Config) error {
 	if !isTerminal(cmd.OutOrStdout()) || !isTerminal(cmd.InOrStdin()) {
 		return usageError("drover with no command runs the coordinator under the console and needs a terminal; use \"drover serve\" for a headless coordinator, or \"drover --help\"")
 	}
-	topts, err := consoleOptions(cfg, true, false)
-	if err != nil {
-		return err
-	}
-	ctx, log, done, err := runContext(cmd, cfg, true)
+	topts, ctx, log, done, err := consoleContext(cmd, cfg, true, false)
 	if err != nil {
 		return err
 	}

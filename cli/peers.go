@@ -25,6 +25,17 @@ import (
 	"drover/tui"
 )
 
+// loadConfigHeaders is loadConfig for worker and submit, with their
+// repeated --header k=v flags as a map (parseHeaders).
+func loadConfigHeaders(cmd *cobra.Command, hs []string) (*config.Config, map[string]string, error) {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	hm, err := parseHeaders(hs)
+	return cfg, hm, err
+}
+
 // parseHeaders turns repeated --header k=v flags into a map.
 func parseHeaders(hs []string) (map[string]string, error) {
 	if len(hs) == 0 {
@@ -82,11 +93,7 @@ retryable failure; stdout becomes the job's output. It reconnects by itself
   drover worker --header hwgroup=gpu --exec 'render "$DROVER_URL"'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			hm, err := parseHeaders(headers)
+			cfg, hm, err := loadConfigHeaders(cmd, headers)
 			if err != nil {
 				return err
 			}
@@ -334,11 +341,7 @@ coordinator does not answer, and the console recovers by itself when it returns.
 			if err != nil {
 				return err
 			}
-			topts, err := consoleOptions(cfg, false, readOnly)
-			if err != nil {
-				return err
-			}
-			ctx, log, done, err := runContext(cmd, cfg, true)
+			topts, ctx, log, done, err := consoleContext(cmd, cfg, false, readOnly)
 			if err != nil {
 				return err
 			}

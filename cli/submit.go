@@ -65,11 +65,7 @@ of their own instead of the coordinator's results.max_age and results.max_bytes.
   drover submit https://example.com/ --crawler news --scope domain --max-depth 5 --max-pages 100000`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			hm, err := parseHeaders(headers)
+			cfg, hm, err := loadConfigHeaders(cmd, headers)
 			if err != nil {
 				return err
 			}
