@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"drover/crawl"
+	"drover/internal/redact"
 )
 
 // Show renders the effective configuration as YAML, every key in schema
@@ -79,14 +80,12 @@ func Redacted(k Key, v any) (shown any, hidden bool) {
 	if !k.Secret || !ok || s == "" {
 		return v, false
 	}
-	if scheme, rest, isURL := strings.Cut(s, "://"); isURL {
+	if strings.Contains(s, "://") {
 		// A URL: only the password in it is a secret.
-		at := strings.LastIndexByte(rest, '@')
-		user, _, hasPass := strings.Cut(rest[:max(at, 0)], ":")
-		if at < 0 || !hasPass {
-			return v, false
+		if r, hidden := redact.URLPassword(s, "REDACTED"); hidden {
+			return r, true
 		}
-		return scheme + "://" + user + ":REDACTED@" + rest[at+1:], true
+		return v, false
 	}
 	if looksLikePath(s) {
 		return v, false

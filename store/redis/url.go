@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"drover/internal/redact"
 )
 
 // Target is a parsed store URL: where the cluster's seed nodes are and
@@ -24,16 +26,16 @@ func ParseURL(raw string) (Target, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	switch {
 	case !ok:
-		return t, fmt.Errorf("store URL %q: want redis://HOST:PORT[,HOST:PORT...] or the same with rediss", redact(raw))
+		return t, fmt.Errorf("store URL %q: want redis://HOST:PORT[,HOST:PORT...] or the same with rediss", shown(raw))
 	case scheme == "redis":
 	case scheme == "rediss":
 		t.TLS = true
 	default:
-		return t, fmt.Errorf("store URL %q: scheme %q; want redis or rediss", redact(raw), scheme)
+		return t, fmt.Errorf("store URL %q: scheme %q; want redis or rediss", shown(raw), scheme)
 	}
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		if strings.Trim(rest[i:], "/") != "" {
-			return t, fmt.Errorf("store URL %q: unexpected %q after the hosts; want redis://HOST:PORT[,HOST:PORT...] (cluster mode has no database number)", redact(raw), rest[i:])
+			return t, fmt.Errorf("store URL %q: unexpected %q after the hosts; want redis://HOST:PORT[,HOST:PORT...] (cluster mode has no database number)", shown(raw), rest[i:])
 		}
 		rest = rest[:i]
 	}
@@ -43,28 +45,28 @@ func ParseURL(raw string) (Target, error) {
 		user, pass, hasPass := strings.Cut(info, ":")
 		var err error
 		if t.Username, err = url.PathUnescape(user); err != nil {
-			return Target{}, fmt.Errorf("store URL %q: user name: %w", redact(raw), err)
+			return Target{}, fmt.Errorf("store URL %q: user name: %w", shown(raw), err)
 		}
 		if hasPass {
 			if t.Password, err = url.PathUnescape(pass); err != nil {
-				return Target{}, fmt.Errorf("store URL %q: password is not validly escaped: %w", redact(raw), err)
+				return Target{}, fmt.Errorf("store URL %q: password is not validly escaped: %w", shown(raw), err)
 			}
 		}
 	}
 	for _, h := range strings.Split(rest, ",") {
 		if h == "" {
-			return Target{}, fmt.Errorf("store URL %q: empty host; want HOST:PORT[,HOST:PORT...]", redact(raw))
+			return Target{}, fmt.Errorf("store URL %q: empty host; want HOST:PORT[,HOST:PORT...]", shown(raw))
 		}
 		host, port, err := net.SplitHostPort(h)
 		if err != nil {
 			host, port = h, "6379"
 			if strings.Contains(h, ":") && !strings.HasPrefix(h, "[") {
-				return Target{}, fmt.Errorf("store URL %q: host %q: %w", redact(raw), h, err)
+				return Target{}, fmt.Errorf("store URL %q: host %q: %w", shown(raw), h, err)
 			}
 			host = strings.Trim(host, "[]")
 		}
 		if host == "" || port == "" {
-			return Target{}, fmt.Errorf("store URL %q: host %q: want HOST:PORT", redact(raw), h)
+			return Target{}, fmt.Errorf("store URL %q: host %q: want HOST:PORT", shown(raw), h)
 		}
 		t.Addrs = append(t.Addrs, net.JoinHostPort(host, port))
 	}
@@ -99,19 +101,9 @@ func (t Target) tlsConfig() *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12}
 }
 
-// redact hides a password in a URL that did not parse.
-func redact(raw string) string {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return raw
-	}
-	at := strings.LastIndexByte(rest, '@')
-	if at < 0 {
-		return raw
-	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		return raw
-	}
-	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
+// shown is a URL that did not parse as errors show it: its password
+// hidden.
+func shown(raw string) string {
+	s, _ := redact.URLPassword(raw, "xxxxx")
+	return s
 }
