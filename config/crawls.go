@@ -3,7 +3,6 @@ package config
 import (
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -63,41 +62,30 @@ func readCrawls(keys []string, get func(string) any, at func(string) Source, err
 			}
 			def.Scope = string(sc)
 		case "max_depth", "max_pages":
-			n, ok := asInt(raw)
-			if s, isStr := raw.(string); isStr {
-				v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-				n, ok = v, err == nil
-			}
+			v, ok := coerce(Key{Kind: KindInt}, raw)
+			n, _ := v.(int)
 			if !ok || n < 0 || n > math.MaxInt32 {
 				errs.add(&Error{Kind: ErrRange, Key: fk, Value: writtenAs(raw), Source: at(fk),
 					Expected: "an integer, 0 (no limit) or more"})
 				continue
 			}
 			if field == "max_depth" {
-				def.MaxDepth = int(n)
+				def.MaxDepth = n
 			} else {
-				def.MaxPages = int(n)
+				def.MaxPages = n
 			}
 		case "results_max_age":
-			d, ok := time.Duration(0), false
-			if s, isStr := raw.(string); isStr {
-				v, err := time.ParseDuration(strings.TrimSpace(s))
-				d, ok = v, err == nil && v >= time.Second
-			} else if n, isInt := asInt(raw); isInt && n == 0 {
-				ok = true
-			}
-			if !ok {
+			v, ok := coerce(Key{Kind: KindDuration}, raw)
+			d, _ := v.(time.Duration)
+			if !ok || d != 0 && d < time.Second {
 				errs.add(&Error{Kind: ErrRange, Key: fk, Value: writtenAs(raw), Source: at(fk),
 					Expected: "a duration of 1s or more (e.g. 72h), or 0 for results.max_age"})
 				continue
 			}
 			def.ResultsMaxAge = d.Truncate(time.Second)
 		case "results_max_bytes":
-			n, ok := asInt(raw)
-			if s, isStr := raw.(string); isStr {
-				v, err := ParseSize(s)
-				n, ok = v, err == nil
-			}
+			v, ok := coerce(Key{Kind: KindSize}, raw)
+			n, _ := v.(int64)
 			if !ok || n < 0 {
 				errs.add(&Error{Kind: ErrRange, Key: fk, Value: writtenAs(raw), Source: at(fk),
 					Expected: "a size (e.g. 500MiB), or 0 for results.max_bytes"})

@@ -2,8 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -52,26 +50,18 @@ func readHostRules(raw any, src Source, errs *Errors) []HostRule {
 					continue
 				}
 				r.Pattern = strings.ToLower(s)
-			case "per_host":
-				n, ok := asInt(v)
-				if s, isStr := v.(string); isStr {
-					x, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-					n, ok = x, err == nil
-				}
-				if !ok || n < 0 || n > math.MaxInt32 {
-					errs.add(&Error{Kind: ErrRange, Key: key, Value: writtenAs(v), Source: src, Expected: "an integer, 0 (no limit) or more"})
+			case "per_host", "min_delay":
+				x, err := ruleValue(strings.ToLower(k), key, v, src)
+				if err != nil {
+					errs.add(err)
 					bad = true
 					continue
 				}
-				r.PerHost = int(n)
-			case "min_delay":
-				d, ok := hostDelay(v)
-				if !ok {
-					errs.add(&Error{Kind: ErrRange, Key: key, Value: writtenAs(v), Source: src, Expected: "a duration from 0 to 1h, e.g. 500ms or 5s"})
-					bad = true
-					continue
+				if n, isInt := x.(int); isInt {
+					r.PerHost = n
+				} else {
+					r.MinDelay = x.(time.Duration)
 				}
-				r.MinDelay = d
 			default:
 				x := &Error{Kind: ErrUnknown, Key: key, Source: src, Expected: "the keys of a host rule are " + strings.Join(hostFields, ", ")}
 				if s := suggest(k, hostFields); s != "" {
@@ -92,23 +82,20 @@ func readHostRules(raw any, src Source, errs *Errors) []HostRule {
 	return out
 }
 
-// hostDelay reads a rule's min_delay: a duration text or a bare 0.
-func hostDelay(v any) (time.Duration, bool) {
-	var d time.Duration
-	switch x := v.(type) {
-	case string:
-		p, err := time.ParseDuration(strings.TrimSpace(x))
-		if err != nil {
-			return 0, false
-		}
-		d = p
-	default:
-		n, ok := asInt(v)
-		if !ok || n != 0 {
-			return 0, false
-		}
+// ruleValue reads a host rule's per_host or min_delay (field) as the key
+// of the same name under crawl reads its value, spellings and range alike:
+// one rule for both. The error names the rule's key.
+func ruleValue(field, key string, raw any, src Source) (any, *Error) {
+	k, _ := Lookup("crawl." + field)
+	v, ok := coerce(k, raw)
+	if !ok {
+		return nil, &Error{Kind: ErrType, Key: key, Value: writtenAs(raw), Source: src, Expected: expected(k)}
 	}
-	return d, d >= 0 && d <= time.Hour
+	if x := checkValue(k, v, src, writtenAs(raw)); x != nil {
+		x.Key = key
+		return nil, x
+	}
+	return v, nil
 }
 
 // hostsExample is the crawl.hosts part of the example file.

@@ -25,6 +25,9 @@ func TestCrawlHosts(t *testing.T) {
 		{"crawl:\n  hosts:\n    - {pattern: \"a b\"}\n", "crawl.hosts[0].pattern"},
 		{"crawl:\n  hosts:\n    - {pattern: a.test}\n    - {pattern: b.test, per_host: -1}\n", "crawl.hosts[1].per_host"},
 		{"crawl:\n  hosts:\n    - {pattern: a.test, min_delay: soon}\n", "crawl.hosts[0].min_delay"},
+		// The same range as crawl.per_host and crawl.min_delay: one rule.
+		{"crawl:\n  hosts:\n    - {pattern: a.test, per_host: 1001}\n", "crawl.hosts[0].per_host"},
+		{"crawl:\n  hosts:\n    - {pattern: a.test, min_delay: 2h}\n", "crawl.hosts[0].min_delay"},
 		{"crawl:\n  hosts:\n    - {pattern: a.test, delay: 1s}\n", "crawl.hosts[0].delay"},
 		{"crawl:\n  hosts:\n    - {per_host: 1}\n", "crawl.hosts[0].pattern"},
 		{"crawl:\n  hosts: 5\n", "crawl.hosts"},
