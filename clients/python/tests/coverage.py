@@ -6,11 +6,15 @@ receive is recorded: its command, ERROR and DISCONNECT codes, close reasons,
 verdicts, reason tokens, statuses and outcomes. The events sockets record the
 kinds they see with :func:`event`. :func:`missing` lists, per category, the
 names the document defines that nothing exercised; test_server.py's last
-test fails when that list is not exactly the known gaps.
+test fails when that list is not exactly the known gaps. That test judges
+the whole suite (SUITE), so it runs after it: run alone, or with part of
+the suite, it skips, naming the tests that did not run (:func:`not_run`).
 """
 
+import importlib
 import os
 import re
+import unittest
 
 from drover import drv
 
@@ -69,6 +73,38 @@ def _recording_decode_reply(frames):
 
 
 drv.encode, drv.decode_reply = _recording_encode, _recording_decode_reply
+
+
+# --- which of the suite's tests ran -------------------------------------------------
+
+# The modules whose tests the check judges: together they must exercise every name.
+SUITE = ("tests.test_reconnect", "tests.test_retry_codes", "tests.test_server")
+
+RAN = set()  # ids of the tests that ran (or were skipped) in this process
+
+_run = unittest.TestCase.run
+
+
+def _counted_run(self, result=None):
+    RAN.add(self.id())
+    return _run(self, result)
+
+
+unittest.TestCase.run = _counted_run
+
+
+def not_run(but):
+    """The ids of SUITE's tests, but those of the class ``but`` (the check itself), that did
+    not run before it in this process: the check can judge the suite only after all of them."""
+    left = []
+    pending = [unittest.TestLoader().loadTestsFromModule(importlib.import_module(m)) for m in SUITE]
+    while pending:
+        t = pending.pop()
+        if isinstance(t, unittest.TestSuite):
+            pending.extend(t)
+        elif not isinstance(t, but) and t.id() not in RAN:
+            left.append(t.id())
+    return sorted(left)
 
 
 # --- the document's names ---------------------------------------------------------
