@@ -81,6 +81,7 @@ func (c *Coordinator) PageIn(now time.Time, recs []JobRecord) (int, error) {
 			c.led.Restore(ledger.Write{Op: ledger.PutQueued, FP: r.FP, Key: r.Key, At: r.Created})
 			c.pagedKeys = max(c.pagedKeys-1, 0)
 		}
+		c.lend(r.FP) // one copy of the URL, the job's, as after a submit
 	}
 	return n, nil
 }

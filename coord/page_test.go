@@ -68,6 +68,14 @@ func TestPageOutAndIn(t *testing.T) {
 	if jobs, keys := c.Paged(); jobs != 0 || keys != 0 {
 		t.Fatalf("paged %d jobs, %d keys after the page-in; want none", jobs, keys)
 	}
+	if n := c.mem.(*ledger.Ledger).Lent(); n != 4 {
+		t.Fatalf("%d queued keys lent their URLs to their jobs after the page-in, want 4", n)
+	}
+	for _, r := range recs {
+		if lr, ok := c.mem.(*ledger.Ledger).Lookup(t0, r.FP); !ok || lr.Key != r.Key {
+			t.Fatalf("key of job %d after the page-in: %+v, %v; want %+v", r.ID, lr.Key, ok, r.Key)
+		}
+	}
 	must(t)(c.Hello(t0, 2, Hello{Role: RoleWorker, ID: "w", Slots: 4}))
 	var got []broker.JobID
 	for _, a := range c.Ready(t0).Jobs {
