@@ -109,6 +109,11 @@ func (s *Store) sweepStep(w *writer, class byte, cutoff int64) (res sweepResult)
 	defer b.Close()
 	var last []byte
 	examined := 0
+	// gone holds the idents of the records this step deletes: b is applied
+	// only when the step ends, so a record with two entries of one time
+	// (written done at the same time twice) would still look live at its
+	// second entry and be counted and reported twice.
+	gone := map[string]struct{}{}
 	valid := it.First()
 	for ; valid && examined < sweepStep; valid = it.Next() {
 		k := it.Key()
@@ -134,6 +139,10 @@ func (s *Store) sweepStep(w *writer, class byte, cutoff int64) (res sweepResult)
 		at := int64(binary.BigEndian.Uint64(k[2:10]) ^ (1 << 63))
 		for ; len(idents) > 0 && res.err == nil; idents = idents[n:] {
 			ident := idents[:n]
+			examined++
+			if _, ok := gone[string(ident)]; ok {
+				continue // a second entry of the record at this time: b deletes it already
+			}
 			rk, live, err := s.expired(class, at, ident)
 			if err != nil {
 				res.err = err
@@ -141,12 +150,12 @@ func (s *Store) sweepStep(w *writer, class byte, cutoff int64) (res sweepResult)
 			}
 			if live {
 				_ = b.Delete(rk, nil)
+				gone[string(ident)] = struct{}{}
 				res.deleted++
 				if n == len(id.Fingerprint{}) {
 					res.keys = append(res.keys, id.Fingerprint(ident))
 				}
 			}
-			examined++
 		}
 		if res.err != nil {
 			break

@@ -358,3 +358,54 @@ func TestSweepCorruptGroupedEntry(t *testing.T) {
 		t.Fatalf("Sweep over a corrupt grouped entry: %v, want ErrCorrupt", err)
 	}
 }
+
+// A record with two expiry entries of one class and time (written done at
+// the same time twice, in one batch or in two) is deleted, counted and
+// reported once.
+func TestSweepDuplicateEntries(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		batches [][]int // the keys each batch writes done at base
+		want    int     // distinct keys
+	}{
+		{"twice in one batch", [][]int{{1, 1}}, 1},
+		{"twice in one grouped entry", [][]int{{1, 2, 1}}, 2},
+		{"plain then grouped", [][]int{{1}, {1, 2}}, 2},
+		{"in two grouped entries", [][]int{{1, 2}, {2, 1, 3}}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := memT(t)
+			for _, keys := range tc.batches {
+				commitT(t, s, func(b *Batch) error {
+					for _, i := range keys {
+						r := keyRec(i, KeyDone, base)
+						if err := b.PutKey(&r); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			}
+			seen := map[id.Fingerprint]int{}
+			n, err := s.SweepKeys(base.Add(2*time.Hour), time.Hour, 0, func(fps []id.Fingerprint) {
+				for _, fp := range fps {
+					seen[fp]++
+				}
+			})
+			if err != nil || n != tc.want {
+				t.Fatalf("Sweep = %d, %v; want %d", n, err, tc.want)
+			}
+			if len(seen) != tc.want {
+				t.Errorf("reported %d keys, want %d", len(seen), tc.want)
+			}
+			for fp, c := range seen {
+				if c != 1 {
+					t.Errorf("key %x reported %d times, want once", fp, c)
+				}
+			}
+			if c := countExpiry(t, s); c != 0 {
+				t.Errorf("%d expiry entries left", c)
+			}
+		})
+	}
+}
