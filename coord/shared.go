@@ -45,6 +45,10 @@ type SharedQueue interface {
 // broker holds the limits among its own workers only.
 type SharedPoliteness interface {
 	HoldPoliteness(p SharedPolicy)
+	// PoliteWait is how long after the last Claim a host it found
+	// holding jobs back for its interval becomes eligible (0: it found
+	// none): the next claim comes then if that is sooner than the poll.
+	PoliteWait() time.Duration
 }
 
 // SharedPolicy is this coordinator's politeness, as its broker applies it
@@ -137,7 +141,13 @@ func (c *Coordinator) claimShared(now time.Time) {
 	}
 	c.sharedClaimed += uint64(len(specs))
 	if len(specs) < want {
-		c.shared.next = now.Add(sharedPoll)
+		poll := sharedPoll
+		if p, ok := c.cfg.Shared.(SharedPoliteness); ok {
+			if w := p.PoliteWait(); w > 0 && w < poll {
+				poll = max(w, time.Millisecond)
+			}
+		}
+		c.shared.next = now.Add(poll)
 	}
 }
 

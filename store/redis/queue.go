@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,6 +72,9 @@ type Queue struct {
 	lastID  uint64 // last id of the block
 	hostBuf []string
 	policy  coord.SharedPolicy // set by HoldPoliteness; zero: no politeness held
+	// politeWait is, after a Claim, the shortest wait of a host it found
+	// holding polite jobs back for its interval (0: none).
+	politeWait time.Duration
 	// Claimed, Pushed and Returned count jobs claimed and pushed by this
 	// coordinator, and jobs of dead peers it returned to the queue.
 	Claimed, Pushed, Returned uint64
@@ -86,6 +90,11 @@ var (
 // wait in their host's polite queue, and a claim takes them only within
 // the host's limits (p.Limits) counted across coordinators.
 func (q *Queue) HoldPoliteness(p coord.SharedPolicy) { q.policy = p }
+
+// PoliteWait is how long after the last Claim a host it found holding
+// polite jobs back for its interval (and under its cap) becomes eligible;
+// 0 when it found none (coord.SharedPoliteness).
+func (q *Queue) PoliteWait() time.Duration { return q.politeWait }
 
 // polite reports whether politeness applies to the job.
 func (q *Queue) polite(spec *broker.Spec) bool {
@@ -301,6 +310,7 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 	var out []broker.Spec
 	var errs []error
 	var empty []string
+	q.politeWait = 0
 	for round := 0; round < claimRounds && len(hosts) > 0 && len(out) < n; round++ {
 		need := n - len(out)
 		hosts = hosts[:min(len(hosts), need)]
@@ -322,7 +332,13 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 				errs = append(errs, fmt.Errorf("redis queue: claiming on host %q: %w", h, err))
 				continue
 			}
-			for _, e := range v[1:] {
+			if w, _ := strconv.ParseInt(v[1], 10, 64); w > 0 {
+				d := time.Duration(w) * time.Microsecond
+				if q.politeWait == 0 || d < q.politeWait {
+					q.politeWait = d
+				}
+			}
+			for _, e := range v[2:] {
 				sp, err := decodeEntry(e)
 				if err != nil {
 					errs = append(errs, err) // left leased: returned to the queue if this coordinator dies
@@ -333,7 +349,7 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 			switch {
 			case v[0] == "0":
 				empty = append(empty, h)
-			case len(v)-1 == wants[i]:
+			case len(v)-2 == wants[i]:
 				more = append(more, h) // gave its whole share: may give more
 			}
 		}
@@ -351,15 +367,15 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 	return out, nil
 }
 
-// claimAnswer reads a claim's answer: the jobs left on the host, then the
-// entries claimed.
+// claimAnswer reads a claim's answer: the jobs left on the host, the
+// wait for its interval, then the entries claimed.
 func claimAnswer(v any, err error) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
 	arr, ok := v.([]any)
-	if !ok || len(arr) == 0 {
-		return nil, fmt.Errorf("the script answered %T %v; want the jobs left, then the entries", v, v)
+	if !ok || len(arr) < 2 {
+		return nil, fmt.Errorf("the script answered %T %v; want the jobs left, the wait, then the entries", v, v)
 	}
 	out := make([]string, len(arr))
 	for i, x := range arr {

@@ -17,7 +17,9 @@
 --   claim  2 the most jobs to take, 3 the host's cap (0 none), 4 its
 --          interval µs (0 none). Polite jobs first, at most cap - n of
 --          them, and one per interval; then the others. Answers the jobs
---          left in JQ and PQ, then the entries claimed (now in JL, PL).
+--          left in JQ and PQ, the µs until the host's next polite claim
+--          when polite jobs wait for its interval (0 otherwise), then the
+--          entries claimed (now in JL, PL).
 --   finish 2 the host's interval µs, then FPs: ends C's leases of them; a
 --          polite one frees its slot and the host's next claim waits an
 --          interval from now. Answers how many leases ended.
@@ -57,7 +59,7 @@ end
 
 if op == 'claim' then
   local want, cap, gap = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-  local out = {'0'}
+  local out = {'0', '0'}
   local function take(q, l, k)
     if k <= 0 then return 0 end
     local got = redis.call('LPOP', q, k)
@@ -86,6 +88,9 @@ if op == 'claim' then
     if got > 0 then
       if gap > 0 then nxt = t + gap end
       setPol(n + got, nxt, gap, t)
+    end
+    if nxt > t and redis.call('LLEN', PQ) > 0 and (cap == 0 or n + got < cap) then
+      out[2] = num(nxt - t)
     end
     want = want - got
   end

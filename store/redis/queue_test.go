@@ -473,3 +473,39 @@ func TestClaimManyPoliteHosts(t *testing.T) {
 		t.Fatalf("one claim of 64 over 40 polite hosts (2 jobs each, 1 at once, a minute apart): %d jobs from %d hosts; want one from each of the 40", len(got), len(hosts))
 	}
 }
+
+// A claim that finds a host's polite jobs waiting for its interval says
+// how long until the host is due (PoliteWait): within the interval; one
+// that finds it at its cap or with nothing waiting says 0.
+func TestClaimPoliteWait(t *testing.T) {
+	rdb := client(t)
+	l := peers(t, rdb, 1, ledger.Config{})[0]
+	q := l.Jobs()
+	const gap = 30 * time.Second
+	q.HoldPoliteness(coord.SharedPolicy{
+		Applies: func(string) bool { return true },
+		Limits:  func(string) broker.Limits { return broker.Limits{PerHost: 2, MinDelay: gap} },
+	})
+	for i := range 3 {
+		if _, err := q.Push(time.Now(), politeJob("fetch", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := q.Claim(time.Now(), 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("first claim: %d jobs, %v; want 1 (one per interval)", len(got), err)
+	}
+	if w := q.PoliteWait(); w <= 0 || w > gap {
+		t.Fatalf("after a claim, the host's interval ahead: wait %v; want within (0, %v]", w, gap)
+	}
+	if got, _ = q.Claim(time.Now(), 10); len(got) != 0 {
+		t.Fatalf("a claim within the interval took %d jobs; want none", len(got))
+	}
+	if w := q.PoliteWait(); w <= 0 || w > gap {
+		t.Fatalf("a claim within the interval: wait %v; want within (0, %v]", w, gap)
+	}
+	q.Finish(time.Now(), items(append(got, politeJob("fetch", 0))), nil)
+	if _, err := q.Claim(time.Now(), 10); err != nil || q.PoliteWait() <= 0 {
+		t.Fatalf("after the end of the host's fetch: wait %v, %v; want the interval from the end", q.PoliteWait(), err)
+	}
+}
