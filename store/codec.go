@@ -26,6 +26,7 @@ import (
 //	0x05 cursor[8, big-endian]     result records (results.go)
 //	0x06 name                      crawl definitions (crawls.go)
 //	0x07 producer 0 req[8]         submit memos (memos.go)
+//	0x08 host                      robots.txt copies (robots.go)
 //
 // Recover walks 0x01..0x03 in key order, so meta comes first, then keys by
 // fingerprint, then jobs by id. The expiry index may hold stale entries (a
@@ -37,7 +38,7 @@ const (
 	pfxKey      byte = 0x02
 	pfxJob      byte = 0x03
 	pfxExpiry   byte = 0x04
-	pfxEnd      byte = 0x08 // past the results (0x05), crawls (0x06) and submit memos (0x07)
+	pfxEnd      byte = 0x09 // past the results (0x05), crawls (0x06), submit memos (0x07) and robots.txt copies (0x08)
 )
 
 // Expiry classes, one per TTL.

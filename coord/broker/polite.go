@@ -439,17 +439,28 @@ func (b *Broker) setLimits(h *host, l Limits) {
 // Politeness.MaxCrawlDelay) for the whole fleet. d = 0 clears it. It
 // reports whether the host's interval changed.
 func (b *Broker) SetCrawlDelay(now time.Time, hostName string, d time.Duration) bool {
-	d = min(max(d, 0), b.cfg.Politeness.MaxCrawlDelay)
 	h := b.hostFor(hostName)
+	if !b.setCrawlDelay(h, d, ns(now)) {
+		return false
+	}
+	b.emit(admin.Event{At: now, Kind: admin.EventHostCrawlDelay, Detail: h.name + ": Crawl-delay " + time.Duration(h.crawlDelay).String() + ", limit " + h.limits().String()})
+	return true
+}
+
+// setCrawlDelay is SetCrawlDelay without its event.
+func (b *Broker) setCrawlDelay(h *host, d time.Duration, t int64) bool {
+	d = min(max(d, 0), b.cfg.Politeness.MaxCrawlDelay)
 	if h.crawlDelay == int64(d) {
 		return false
 	}
 	before := h.gap
 	h.crawlDelay = int64(d)
 	b.setLimits(h, b.cfg.Politeness.For(h.name)) // the interval: max(MinDelay, Crawl-delay)
-	t := ns(now)
 	if h.next != 0 {
 		h.next += h.gap - before // the dispatch that set it is spaced by the new interval
+	}
+	if since := b.cfg.Politeness.Since; !since.IsZero() {
+		h.next = max(h.next, ns(since)+h.gap) // a restored copy's: as hostFor does
 	}
 	if h.inflight > 0 && t+h.gap > h.next {
 		// A job of the host is fetching now (the reporter's, which read
@@ -457,9 +468,6 @@ func (b *Broker) SetCrawlDelay(now time.Time, hostName string, d time.Duration) 
 		h.next = t + h.gap
 	}
 	b.refresh(h, t)
-	if h.gap != before {
-		b.emit(admin.Event{At: now, Kind: admin.EventHostCrawlDelay, Detail: h.name + ": Crawl-delay " + d.String() + ", limit " + h.limits().String()})
-	}
 	return h.gap != before
 }
 

@@ -126,6 +126,35 @@ func (b *Broker) SetRobots(now time.Time, s id.Session, r Robots) (*Robots, erro
 	return h.robots, nil
 }
 
+// RestoreRobots gives host hostName the robots.txt copy r that a
+// coordinator before this one kept (a restart): the host has it as if a
+// worker had just reported it — later jobs of its origin carry it, its
+// Crawl-delay spaces the host — without an event and without a worker
+// holding a job of the host. A copy expired at now is not restored
+// (false).
+func (b *Broker) RestoreRobots(now time.Time, hostName string, r Robots) (bool, error) {
+	switch oh, ok := OriginHost(r.Origin); {
+	case !ok:
+		return false, fmt.Errorf("restore robots.txt of host %q: origin %q: %w", hostName, r.Origin, ErrBadOrigin)
+	case oh != hostName:
+		return false, fmt.Errorf("restore robots.txt of host %q: origin %q is another host's", hostName, r.Origin)
+	}
+	t := ns(now)
+	if ns(r.Expires) <= t {
+		return false, nil
+	}
+	h := b.hostFor(hostName)
+	kept := r
+	h.robots, h.hasCopy = &kept, true
+	if h.rstate != robotsOff {
+		h.rstate = robotsKnown
+	}
+	if !b.setCrawlDelay(h, r.CrawlDelay, t) {
+		b.refresh(h, t)
+	}
+	return true, nil
+}
+
 // robotsFor returns the copy a dispatch of j to w at t carries (nil:
 // none), and starts a probe when j's host has none and w reports what it
 // fetches. A host whose copy is unknown dispatched to a worker that does

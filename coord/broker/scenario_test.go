@@ -310,6 +310,18 @@ func (s *script) run(cmd string) string {
 		_, err := s.b.SetRobots(s.now, id.Session(num(pos[0])), r)
 		fail(err)
 		say("limits: %v", s.b.HostLimits(hostOf(pos[1])))
+	case "restore-robots":
+		// restore-robots HOST ORIGIN ttl=D crawl-delay=D: a copy kept in
+		// the store by the coordinator before a restart
+		r := Robots{Origin: pos[1], Body: []byte("User-agent: *\n"), Expires: s.now.Add(dur(kv["ttl"]))}
+		if v, ok := kv["crawl-delay"]; ok {
+			r.CrawlDelay = dur(v)
+		}
+		ok, err := s.b.RestoreRobots(s.now, pos[0], r)
+		fail(err)
+		if err == nil {
+			say("restored=%v limits: %v", ok, s.b.HostLimits(pos[0]))
+		}
 	case "seen":
 		s.b.Seen(s.now, id.Session(num(pos[0])))
 	case "totals":

@@ -2,16 +2,28 @@ package server
 
 import (
 	"bytes"
+	"fmt"
 	"time"
 
 	"drover/coord/broker"
 	"drover/net/wire"
+	"drover/store"
 )
 
 // robots.txt for the fleet (PROTOCOL.md §6.18): a worker's ROBOTS report
 // goes to the coordinator, which keeps it in the host's record; a JOB of
 // that origin is preceded by the copy, for a worker that announced it
 // takes them (HELLO header drv.robots=1) and was not sent this copy yet.
+// With a store, the copy kept is written in the step's batch, and a
+// restarted coordinator restores the copies that have not expired: the
+// fleet does not fetch the files again, and their Crawl-delays still space
+// their hosts.
+
+// robotsWrites are the robots.txt records the next batch writes, by host
+// key: the copy kept since the last batch, or nil to delete the stored
+// one (it expired: found at restore). One per host, so it stays bounded
+// while the store is failed and nothing is written.
+type robotsWrites map[string]*broker.Robots
 
 // maxRobotsSent bounds the copies remembered as sent to one worker: past
 // it the memory starts over, and a copy may be sent to it again.
@@ -27,9 +39,65 @@ func (s *Server) robotsReport(now time.Time, p *peer, m *wire.Robots) {
 		s.reject(onPeers, p.ident, m.Req, errorCode(err), "ROBOTS: %v", err)
 		return
 	}
-	if p.robots != nil && kept != nil {
+	if kept == nil {
+		return
+	}
+	if s.dur != nil {
+		h, _ := broker.OriginHost(kept.Origin) // the broker kept it: a valid origin
+		s.robotsWrite(h, kept)
+	}
+	if p.robots != nil {
 		p.keepSent(kept) // it has the file: no need to send it back
 	}
+}
+
+// robotsWrite has the next batch write host's copy r (nil: delete it).
+func (s *Server) robotsWrite(host string, r *broker.Robots) {
+	if s.rob == nil {
+		s.rob = make(robotsWrites)
+	}
+	s.rob[host] = r
+}
+
+// pendingRobots reports whether the next batch has robots records to write.
+func (s *Server) pendingRobots() bool { return len(s.rob) > 0 }
+
+// robotsInto adds the copies kept since the last batch, and the deletions
+// of expired ones, to the step's batch.
+func (s *Server) robotsInto(b *store.Batch) {
+	for h, r := range s.rob {
+		var err error
+		if r == nil {
+			err = b.DeleteRobots(h)
+		} else {
+			err = b.PutRobots(h, &store.RobotsRecord{Origin: r.Origin, CrawlDelay: r.CrawlDelay, Expires: r.Expires, Body: r.Body})
+		}
+		if err != nil {
+			return // recorded in the batch: Apply fails it as a whole
+		}
+	}
+	clear(s.rob)
+}
+
+// restoreRobots gives the hosts the robots.txt copies kept in the store
+// that have not expired; the expired ones are deleted with the first
+// batch.
+func (s *Server) restoreRobots() error {
+	now := s.now()
+	err := s.dur.st.ReadRobots(func(host string, r *store.RobotsRecord) error {
+		ok, err := s.c.RestoreRobots(now, host, broker.Robots{Origin: r.Origin, Body: r.Body, CrawlDelay: r.CrawlDelay, Expires: r.Expires})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			s.robotsWrite(host, nil)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("restore robots.txt copies: %w", err)
+	}
+	return nil
 }
 
 // sendRobots sends session a.Session the robots.txt copy its job carries,

@@ -161,6 +161,7 @@ type Server struct {
 	seq  uint64     // this server's number in the process (endpoint and ZAP domain names)
 
 	memo       submitMemo             // accepted submits by producer and request (submitmemo.go)
+	rob        robotsWrites           // robots.txt copies to write (robots.go)
 	strs       interner               // short strings jobs repeat, one copy each (compact.go)
 	res        *resultLog             // nil without Options.Results
 	crawls     map[string]*crawlState // crawl definitions by name (crawls.go)
@@ -238,6 +239,9 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 		if err := s.restoreMemos(); err != nil { // submitmemo.go
+			return nil, fmt.Errorf("restore from the store: %w", err)
+		}
+		if err := s.restoreRobots(); err != nil { // robots.go
 			return nil, fmt.Errorf("restore from the store: %w", err)
 		}
 		s.log.Info("restored from the store", "path", opts.Store.Path(), "sync", opts.Store.SyncPolicy(),

@@ -57,7 +57,7 @@ func (s *Server) persist(writes []coord.Record) {
 	if d == nil || d.failed != nil {
 		return
 	}
-	if len(writes) > 0 || s.pendingResults() || s.pendingCrawls() || s.pendingMemos() {
+	if len(writes) > 0 || s.pendingResults() || s.pendingCrawls() || s.pendingMemos() || s.pendingRobots() {
 		if err := checkWrites(writes); err != nil {
 			// Nothing of the step is written: fail as the store would.
 			d.mu.Lock()
@@ -79,6 +79,7 @@ func (s *Server) persist(writes []coord.Record) {
 		s.resultsInto(b) // results.go: durable with their jobs' states
 		s.crawlsInto(b)  // crawls.go: page counts durable with the dispatches
 		s.memosInto(b)   // submitmemo.go: what the step's SUBMITTEDs say
+		s.robotsInto(b)  // robots.go: robots.txt copies kept for the fleet
 		if s.opts.BeforeCommit != nil {
 			if f := s.opts.BeforeCommit(); f != nil {
 				b.Before(f)

@@ -35,8 +35,13 @@ func TestUnrecordedChild(t *testing.T) {
 		os.Exit(2)
 	}
 	g := &gatedStore{}
-	s, err := New(Options{Peers: zsock.Ephemeral, Admin: zsock.Ephemeral, Events: "-", Store: st, BeforeCommit: g.beforeCommit,
-		Coord: coord.Config{Heartbeat: 5 * time.Second, ReclaimTimeout: time.Minute}})
+	cc := coord.Config{Heartbeat: 5 * time.Second, ReclaimTimeout: time.Minute}
+	if os.Getenv("DROVER_UNRECORDED_ROBOTS") != "" {
+		// TestRobotsSurviveKill: robots.txt shared by the fleet, and the
+		// politeness clock run from the start, as drover serve does.
+		cc.Broker.Politeness = broker.Politeness{ShareRobots: true, Since: time.Now()}
+	}
+	s, err := New(Options{Peers: zsock.Ephemeral, Admin: zsock.Ephemeral, Events: "-", Store: st, BeforeCommit: g.beforeCommit, Coord: cc})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
@@ -79,10 +84,10 @@ type unrecChild struct {
 	admin string
 }
 
-func startUnrecChild(t *testing.T, dir string) *unrecChild {
+func startUnrecChild(t *testing.T, dir string, env ...string) *unrecChild {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestUnrecordedChild$")
-	cmd.Env = append(os.Environ(), "DROVER_UNRECORDED_DIR="+dir)
+	cmd.Env = append(append(os.Environ(), "DROVER_UNRECORDED_DIR="+dir), env...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
