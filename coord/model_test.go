@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -33,10 +34,32 @@ func TestModelRandomized(t *testing.T) {
 		seeds = 50
 	}
 	for seed := range seeds {
-		runModel(t, uint64(seed), 200)
+		runModel(t, uint64(seed), 200, false)
 		if t.Failed() {
 			t.Fatalf("seed %d failed", seed)
 		}
+	}
+}
+
+// TestModelPagingAndForgetting runs the same model with done jobs forgotten
+// at once (DoneRetention 1) and the youngest queued jobs paged out and back
+// in now and then, the two paths that hand a queued key's lent URL back to
+// the ledger; after every step each queued and requested key the ledger
+// lists must read back as itself (a wrong or empty lent URL would not).
+func TestModelPagingAndForgetting(t *testing.T) {
+	seeds := 150
+	if testing.Short() {
+		seeds = 30
+	}
+	lent := 0
+	for seed := range seeds {
+		lent += runModel(t, uint64(seed), 200, true)
+		if t.Failed() {
+			t.Fatalf("seed %d failed", seed)
+		}
+	}
+	if lent == 0 {
+		t.Fatal("no step had a lent URL: the test does not exercise lending")
 	}
 }
 
@@ -67,6 +90,7 @@ type modelRun struct {
 	urls     []string
 	external map[id.Fingerprint]bool // keys marked done from outside the broker
 	jobKeys  map[broker.JobID]id.Fingerprint
+	forgets  bool // done jobs are forgotten at once (DoneRetention 1)
 	step     int
 	trace    []string // what each step did, printed when a check fails
 }
@@ -75,28 +99,58 @@ func (m *modelRun) logf(format string, args ...any) {
 	m.trace = append(m.trace, fmt.Sprintf("%d: ", m.step)+fmt.Sprintf(format, args...))
 }
 
-func runModel(t *testing.T, seed uint64, steps int) {
+// runModel runs one seed; with paging, done jobs are forgotten at once and
+// queued jobs are paged out and in (see TestModelPagingAndForgetting). It
+// returns in how many steps the ledger had a URL lent to a job.
+func runModel(t *testing.T, seed uint64, steps int, paging bool) (lentSteps int) {
 	rng := rand.New(rand.NewPCG(seed, 99))
+	bc := broker.Config{MaxRequestFailures: 2, BackoffStart: 2 * time.Second, BackoffCap: 10 * time.Second, BackoffForgive: 30 * time.Second, Jitter: 0.1}
+	if paging {
+		bc.DoneRetention = 1
+	}
 	c, err := New(Config{
 		Ledger: ledger.Config{RequestTTL: 20 * time.Second, DoneTTL: time.Minute, FailedTTL: 30 * time.Second},
-		Broker: broker.Config{MaxRequestFailures: 2, BackoffStart: 2 * time.Second, BackoffCap: 10 * time.Second, BackoffForgive: 30 * time.Second, Jitter: 0.1},
+		Broker: bc,
 		Rand:   rand.New(rand.NewPCG(seed, 7)),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := &modelRun{
-		t: t, rng: rng, c: c, now: time.Unix(1_800_000_000, 0),
+		t: t, rng: rng, c: c, now: time.Unix(1_800_000_000, 0), forgets: paging,
 		live: map[id.Session]bool{}, workers: map[id.Session]*modelWorker{}, draining: map[string]bool{},
 		waits: map[waitKey]bool{}, external: map[id.Fingerprint]bool{}, jobKeys: map[broker.JobID]id.Fingerprint{},
 	}
 	for i := range 12 {
 		m.urls = append(m.urls, fmt.Sprintf("http://h%d.test/p%d", i%3, i))
 	}
+	var paged []JobRecord
 	for m.step = 0; m.step < steps && !t.Failed(); m.step++ {
 		m.randomStep()
 		m.checkReady()
+		if !paging {
+			continue
+		}
+		if m.rng.IntN(4) == 0 {
+			for _, j := range m.c.brk.YoungestQueued(2, nil) {
+				if r, ok := m.c.brk.Record(j); ok && m.c.PageOut(m.now, []broker.JobID{j}) == 1 {
+					paged = append(paged, r)
+				}
+			}
+		}
+		if len(paged) > 0 {
+			slices.SortFunc(paged, func(a, b JobRecord) int { return cmp.Compare(a.ID, b.ID) })
+			if _, err := m.c.PageIn(m.now, paged); err != nil {
+				t.Fatalf("seed %d step %d: page in: %v", seed, m.step, err)
+			}
+			paged = paged[:0]
+		}
+		if m.c.mem.(*ledger.Ledger).Lent() > 0 {
+			lentSteps++
+		}
+		m.checkReady()
 	}
+	return lentSteps
 }
 
 func (m *modelRun) pickLive(workerOnly bool) (id.Session, bool) {
@@ -331,11 +385,27 @@ func (m *modelRun) checkReady() {
 	if got, want := tt.Queued+tt.Dispatched+tt.Backoff+tt.Done+tt.Failed, int(m.c.submitted); got != want {
 		m.fatalf("job states add up to %d, %d submitted: %+v", got, want, tt)
 	}
+	// Every key the ledger lists reads back as itself (a queued key's URL
+	// may be lent to its job).
+	for _, r := range m.c.led.Queued(0, 1<<20) {
+		if r.Key.Fingerprint() != r.FP {
+			m.fatalf("queued key %v reads back as %+v: not its key", r.FP, r.Key)
+		}
+	}
+	for _, r := range m.c.led.Requested(0, 1<<20) {
+		if r.Key.Fingerprint() != r.FP {
+			m.fatalf("requested key %v reads back as %+v: not its key", r.FP, r.Key)
+		}
+	}
 	// Every live broker job's key is queued in the ledger (unless someone
 	// marked it done from outside, which DONE is allowed to do).
 	for j, fp := range m.jobKeys {
 		row, ok := m.c.brk.Job(j)
 		if !ok {
+			if m.forgets {
+				delete(m.jobKeys, j) // done and forgotten
+				continue
+			}
 			m.fatalf("job %d vanished from the broker", j)
 		}
 		if m.external[fp] {
