@@ -176,7 +176,7 @@ func newStatusCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "status",
-		Short:   "Print the coordinator's totals, the next retry, workers and crawls",
+		Short:   "Print the coordinator's totals, the next retry, the hosts held back for politeness, workers and crawls",
 		Example: "  drover status\n  drover status --connect tcp://10.0.0.5:5571 --json | jq .totals",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -214,18 +214,34 @@ func newStatusCmd() *cobra.Command {
 					next = &p.Jobs[0]
 				}
 			}
+			// The hosts holding queued jobs back for politeness, most
+			// waiting jobs first (the retries view lists them).
+			var polite []admin.HostRow
+			if t.Polite > 0 {
+				p, err := a.Query(ctx, admin.Query{View: admin.ViewRetries, Limit: 1})
+				if err != nil {
+					return fmt.Errorf("status: %w", err)
+				}
+				for _, h := range p.Hosts {
+					if h.Polite {
+						polite = append(polite, h)
+					}
+				}
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(struct {
-					Totals    admin.Totals      `json:"totals"`
-					NextRetry *admin.JobRow     `json:"next_retry,omitempty"`
-					Workers   []admin.WorkerRow `json:"workers"`
-					Crawls    []admin.Crawl     `json:"crawls"`
-				}{t, next, page.Workers, crawls.Crawls})
+					Totals      admin.Totals      `json:"totals"`
+					NextRetry   *admin.JobRow     `json:"next_retry,omitempty"`
+					PoliteHosts []admin.HostRow   `json:"polite_hosts,omitempty"`
+					Workers     []admin.WorkerRow `json:"workers"`
+					Crawls      []admin.Crawl     `json:"crawls"`
+				}{t, next, polite, page.Workers, crawls.Crawls})
 			}
 			printStatus(out, t, next, page.Workers)
+			printPolite(out, polite)
 			printCrawls(out, crawls.Crawls)
 			return nil
 		},
@@ -269,6 +285,30 @@ func printStatus(w io.Writer, t admin.Totals, next *admin.JobRow, workers []admi
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%v\t%d\t%d\t%s ago\n", r.ID, r.Host, state, r.Used, r.Slots, r.Jobs, r.Done, r.Failures,
 			time.Since(r.LastHeartbeat).Round(100*time.Millisecond))
+	}
+	tw.Flush()
+}
+
+// maxPoliteShown bounds the polite hosts status lists.
+const maxPoliteShown = 10
+
+// printPolite lists the hosts holding queued jobs back for politeness and
+// when each is next eligible.
+func printPolite(w io.Writer, hosts []admin.HostRow) {
+	if len(hosts) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nPOLITE HOST\tQUEUED\tIN FLIGHT\tLIMIT\tNEXT DISPATCH")
+	for _, h := range hosts[:min(len(hosts), maxPoliteShown)] {
+		next := "when a fetch of it ends"
+		if !h.Until.IsZero() {
+			next = h.Until.Local().Format("15:04:05.000") + " (in " + max(time.Until(h.Until), 0).Round(100*time.Millisecond).String() + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", h.Host, h.Jobs, h.InFlight, h.Limit, next)
+	}
+	if len(hosts) > maxPoliteShown {
+		fmt.Fprintf(tw, "(%d more)\n", len(hosts)-maxPoliteShown)
 	}
 	tw.Flush()
 }
