@@ -57,8 +57,15 @@ const (
 )
 
 // formatVersion is the layout above; a store with another version is
-// refused rather than misread.
-const formatVersion = 1
+// refused rather than misread. Version 2 added grouped expiry entries and
+// job values of jobVersion; a store of version 1 (plain expiry entries,
+// valueVersion job values, both still read) is upgraded to 2 when opened,
+// so that an older drover, which would misread the new layouts, refuses
+// it instead.
+const formatVersion = 2
+
+// oldestFormat is the oldest format version Open reads (and upgrades).
+const oldestFormat = 1
 
 // valueVersion is the first byte of every key value and of job values
 // written before jobVersion.

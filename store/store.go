@@ -25,6 +25,12 @@
 // fails with ErrLocked naming the holder. A directory whose store cannot be
 // read back fails with ErrCorrupt, one that cannot hold a store with
 // ErrUnusable: the store never silently starts afresh over existing data.
+//
+// A store carries its format version. Open upgrades a store of an older
+// version it reads (version 1, written by drovers before the grouped
+// expiry entries, becomes 2) and refuses a newer one with ErrUnusable
+// naming the version; an older drover likewise refuses a store this one
+// has upgraded.
 package store
 
 import (
@@ -363,8 +369,8 @@ func classifyOpen(path string, exists bool, err error) error {
 	return fmt.Errorf("store %s: %w: %w", path, ErrUnusable, pebbleError{err})
 }
 
-// initialise checks (or, in a new store, writes) the format version and
-// bumps the epoch, durably.
+// initialise checks (or, in a new store, writes; in an older one,
+// upgrades) the format version and bumps the epoch, durably.
 func (s *Store) initialise(fresh bool) error {
 	where := s.where()
 	v, ok, err := s.getUint64(internalKey(internalFormat))
@@ -374,8 +380,16 @@ func (s *Store) initialise(fresh bool) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	switch {
-	case ok && v != formatVersion:
-		return fmt.Errorf("store %s: %w: format version %d, want %d (written by another drover version)", where, ErrUnusable, v, formatVersion)
+	case ok && v > formatVersion:
+		return fmt.Errorf("store %s: %w: format version %d, want at most %d (written by a newer drover version)", where, ErrUnusable, v, formatVersion)
+	case ok && v < oldestFormat:
+		return fmt.Errorf("store %s: %w: format version %d, want %d to %d (written by another drover version)", where, ErrUnusable, v, oldestFormat, formatVersion)
+	case ok && v < formatVersion:
+		// Upgrade: this code reads the older layouts; the new version is
+		// written with the epoch, so an older drover refuses the store
+		// from the moment it may hold the new ones.
+		s.opts.Log.Info("store: upgrading the format", "path", where, "from", v, "to", formatVersion)
+		_ = b.Set(internalKey(internalFormat), be64(formatVersion), nil)
 	case !ok:
 		if !fresh {
 			empty, err := s.empty()

@@ -471,3 +471,50 @@ func TestClosedStore(t *testing.T) {
 		t.Errorf("Sweep after Close = %v, want ErrClosed", err)
 	}
 }
+
+// setFormat opens the store at p and marks it with format version v.
+func setFormat(t *testing.T, p string, v uint64) {
+	t.Helper()
+	s, err := Open(Options{Path: p, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := keyRec(1, KeyDone, base)
+	commitT(t, s, func(b *Batch) error { return b.PutKey(&r) })
+	if err := s.db.Set(internalKey(internalFormat), be64(v), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A store of format version 1 opens, keeps its records and is upgraded to
+// version 2 (grouped expiry entries, version 2 job values), durably (an older drover then refuses it); a store
+// of a newer version is refused, naming it.
+func TestFormatVersion(t *testing.T) {
+	p := t.TempDir()
+	setFormat(t, p, 1)
+	for range 2 { // upgraded, then opened again as it is
+		s, err := Open(Options{Path: p, Log: quiet})
+		if err != nil {
+			t.Fatalf("Open of a version 1 store: %v", err)
+		}
+		if v, ok, err := s.getUint64(internalKey(internalFormat)); err != nil || !ok || v != 2 {
+			t.Errorf("format after Open = %d, %v, %v; want 2", v, ok, err)
+		}
+		if st, _, ok, err := s.LookupKey(testFP(1)); err != nil || !ok || st != KeyDone {
+			t.Errorf("key 1 = %v, %v, %v; want done", st, ok, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	p = t.TempDir()
+	setFormat(t, p, 3)
+	_, err := Open(Options{Path: p, Log: quiet})
+	if !errors.Is(err, ErrUnusable) || !strings.Contains(err.Error(), "format version 3,") {
+		t.Fatalf("Open of a version 3 store = %v; want ErrUnusable naming the version", err)
+	}
+}
