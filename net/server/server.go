@@ -175,6 +175,7 @@ var inprocSeq atomic.Uint64
 // New creates the coordinator and binds the sockets. The sockets belong to
 // the goroutine that calls Run.
 func New(opts Options) (*Server, error) {
+	zsock.TuneAllocator()
 	if opts.Peers == "" {
 		opts.Peers = zsock.DefaultPeers
 	}

@@ -8,6 +8,7 @@ import (
 	"drover/coord"
 	"drover/coord/id"
 	"drover/net/wire"
+	"drover/store"
 )
 
 // The Server's store I/O part: opening the store (the coordinator restored
@@ -76,6 +77,11 @@ func (s *Server) persist(writes []coord.Record) {
 				break // recorded in the batch: Apply fails it as a whole
 			}
 		}
+		// The batch has copied the records: the scratch keeps none of the
+		// last job's headers, payload or error texts alive until the next.
+		h := d.job.History
+		clear(h)
+		d.job = store.JobRecord{History: h[:0]}
 		s.resultsInto(b) // results.go: durable with their jobs' states
 		s.crawlsInto(b)  // crawls.go: page counts durable with the dispatches
 		s.memosInto(b)   // submitmemo.go: what the step's SUBMITTEDs say

@@ -17,6 +17,12 @@ static int drv_tune_malloc(int mmap_threshold, int trim_threshold) {
 */
 import "C"
 
+import (
+	"os"
+	"strings"
+	"sync"
+)
+
 // libzmq allocates each message it receives with malloc, in its I/O
 // thread's arena, and the reactor frees it (zmq_msg_close) once copied
 // into Go memory. A message of a batch of 1,000 keys is 60-80 KB: freed,
@@ -37,5 +43,27 @@ const (
 	mallocTrimThreshold = 2 << 20
 )
 
-// mallocTuned is what drv_tune_malloc returned: 2 with glibc.
-var mallocTuned = int(C.drv_tune_malloc(mallocMmapThreshold, mallocTrimThreshold))
+var tuneOnce = sync.OnceValue(func() int {
+	if operatorTuned() {
+		return 0
+	}
+	return int(C.drv_tune_malloc(mallocMmapThreshold, mallocTrimThreshold))
+})
+
+// TuneAllocator sets the C allocator's thresholds above, once per
+// process, and returns how many settings took: 2 with glibc, -1 without
+// it, 0 when the operator set the allocator through the environment
+// (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_ or a glibc.malloc
+// tunable in GLIBC_TUNABLES), which is then left alone. The coordinator
+// (net/server) calls it; a program that only uses the client packages
+// keeps its allocator as it was unless it calls this itself.
+func TuneAllocator() int { return tuneOnce() }
+
+func operatorTuned() bool {
+	for _, v := range []string{"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"} {
+		if _, ok := os.LookupEnv(v); ok {
+			return true
+		}
+	}
+	return strings.Contains(os.Getenv("GLIBC_TUNABLES"), "glibc.malloc.")
+}
