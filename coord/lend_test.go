@@ -8,7 +8,8 @@ import (
 )
 
 // TestQueuedKeysLendTheirURLs: a submitted job keeps the one copy of its
-// queued key's URL (the ledger lends its own), in a batch and one by one;
+// queued key's URL (the ledger lends its own), from a SUBMIT of several
+// jobs and of one (both go through submitOne on an in-memory ledger);
 // the ledger still answers with the whole key; a job paged out or done
 // takes its key's URL back to the ledger, or keeps it as its key goes.
 func TestQueuedKeysLendTheirURLs(t *testing.T) {

@@ -71,7 +71,7 @@ func (c *Coordinator) submitBatch(now time.Time, s id.Session, reqID uint64, job
 			j := ids[n]
 			if j == 0 { // no shared queue, or it did not take the job: this broker keeps it
 				j = c.brk.Submit(now, specs[i])
-				c.lend(specs[i].FP)
+				c.lend(specs[i].FP) // a no-op today: batches run only on a shared ledger (c.mem nil)
 			}
 			verdict[i] = SubmitVerdict{FP: specs[i].FP, Status: Accepted, Job: j}
 		}
