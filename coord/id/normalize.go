@@ -36,6 +36,10 @@ func NewKey(crawler, processor, rawURL string) (Key, error) {
 // Host returns the host[:port] part of a URL produced by Normalize (IPv6
 // literals keep their brackets, userinfo is left out), the unit of per-host
 // back-off. It returns "" for a string that has no "scheme://" prefix.
+// The store's job values leave out a host equal to Host of the URL and
+// recompute it when read, so Host's output for a given string is part of
+// the store format (store.TestHostIsPartOfTheFormat pins it): do not
+// change it without a new job value version.
 func Host(normalizedURL string) string {
 	i := strings.Index(normalizedURL, "://")
 	if i < 0 {
