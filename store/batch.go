@@ -26,8 +26,11 @@ type Batch struct {
 	buf    []byte
 	used   bool
 	groups []expiryGroup // the expiry entries to write at Apply
-	floor  *expiryFloor  // the smallest expiry entries written, nil if none
-	before func()        // see Before
+	// groupAt indexes groups by class and time once there are two (a
+	// batch mostly finishes its records at one time: the last group).
+	groupAt map[groupKey]int
+	floor   *expiryFloor // the smallest expiry entries written, nil if none
+	before  func()       // see Before
 }
 
 // expiryFloor holds, per expiry class, the smallest expiry index key of a
@@ -44,6 +47,12 @@ type expiryGroup struct {
 	idents []byte // concatenated, identLen(class) bytes each
 }
 
+// groupKey names the expiry group of a class and time.
+type groupKey struct {
+	class byte
+	at    int64
+}
+
 // maxGroupIdents bounds the idents of one grouped expiry entry, so that a
 // sweep step (which examines whole entries) stays short.
 const maxGroupIdents = 128
@@ -51,11 +60,20 @@ const maxGroupIdents = 128
 // expire notes the expiry index entry of a done or failed record; Apply
 // writes it (finishExpiry).
 func (b *Batch) expire(class byte, at int64, ident []byte) error {
-	for i := len(b.groups) - 1; i >= 0; i-- {
-		if g := &b.groups[i]; g.class == class && g.at == at {
-			g.idents = append(g.idents, ident...)
+	k := groupKey{class, at}
+	if n := len(b.groups); n > 0 {
+		i, ok := n-1, b.groups[n-1].class == class && b.groups[n-1].at == at
+		if !ok && b.groupAt != nil {
+			i, ok = b.groupAt[k]
+		}
+		if ok {
+			b.groups[i].idents = append(b.groups[i].idents, ident...)
 			return nil
 		}
+		if b.groupAt == nil { // the second group: index the first
+			b.groupAt = map[groupKey]int{{b.groups[0].class, b.groups[0].at}: 0}
+		}
+		b.groupAt[k] = n
 	}
 	b.groups = append(b.groups, expiryGroup{class: class, at: at, idents: append([]byte(nil), ident...)})
 	return nil
@@ -88,7 +106,7 @@ func (b *Batch) finishExpiry() {
 			}
 		}
 	}
-	b.groups = nil
+	b.groups, b.groupAt = nil, nil
 }
 
 // errBatchUsed is the error of a batch used after Apply.

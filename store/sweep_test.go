@@ -409,3 +409,34 @@ func TestSweepDuplicateEntries(t *testing.T) {
 		})
 	}
 }
+
+// Records of one batch done at times that interleave (and across classes)
+// still share one entry per class and time, whichever group the record
+// before them went to; each is swept once, at its own time.
+func TestSweepInterleavedGroups(t *testing.T) {
+	s := memT(t)
+	const times, per = 50, 3
+	commitT(t, s, func(b *Batch) error {
+		var errs []error
+		for round := range per {
+			for i := range times {
+				at := base.Add(time.Duration(i) * time.Second)
+				r := keyRec(round*times+i, KeyDone, at)
+				j := jobRec(uint64(round*times+i+1), JobDone, at)
+				errs = append(errs, b.PutKey(&r), b.PutJob(&j))
+			}
+		}
+		return errors.Join(errs...)
+	})
+	if got, want := countExpiry(t, s), 2*times; got != want {
+		t.Fatalf("%d expiry entries, want %d (one per class and time)", got, want)
+	}
+	half := times / 2
+	n, err := s.Sweep(base.Add(time.Hour+time.Duration(half-1)*time.Second), time.Hour, 0)
+	if err != nil || n != 2*half*per {
+		t.Fatalf("Sweep = %d, %v; want %d (the first %d times)", n, err, 2*half*per, half)
+	}
+	if got, want := countExpiry(t, s), 2*(times-half); got != want {
+		t.Errorf("%d expiry entries left, want %d", got, want)
+	}
+}
