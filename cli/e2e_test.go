@@ -116,7 +116,8 @@ func start(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
 
 // startCmd starts cmd (the binary, or a command that runs it) in the
 // background with the tests' environment, its output kept; it is killed
-// when the test ends.
+// when the test ends. Wait for it either with cmd.Wait on the test's
+// goroutine or with waitWithin, never both.
 func startCmd(t *testing.T, cmd *exec.Cmd) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	var out syncBuffer
@@ -126,12 +127,47 @@ func startCmd(t *testing.T, cmd *exec.Cmd) (*exec.Cmd, *syncBuffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if v, ok := waiters.LoadAndDelete(cmd); ok {
+			// waitWithin's goroutine waits for it: kill, and let it.
+			cmd.Process.Kill()
+			<-v.(*waiter).done
+			return
+		}
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
 			cmd.Wait()
 		}
 	})
 	return cmd, &out
+}
+
+// waiters holds the one goroutine waiting for each process waitWithin was
+// asked about (by *exec.Cmd): a process is waited for exactly once.
+var waiters sync.Map
+
+type waiter struct {
+	done chan struct{} // closed once Wait returned
+	err  error         // Wait's, set before done closes
+}
+
+// waitWithin waits up to d for cmd (started by startCmd) to exit and
+// returns Wait's error; exited is false if it still runs. It may be called
+// again for the same cmd; cmd.Wait must not be called besides.
+func waitWithin(cmd *exec.Cmd, d time.Duration) (exited bool, err error) {
+	v, loaded := waiters.LoadOrStore(cmd, &waiter{done: make(chan struct{})})
+	w := v.(*waiter)
+	if !loaded {
+		go func() {
+			w.err = cmd.Wait()
+			close(w.done)
+		}()
+	}
+	select {
+	case <-w.done:
+		return true, w.err
+	case <-time.After(d):
+		return false, nil
+	}
 }
 
 // run runs the binary to completion and returns its output and exit code.
@@ -325,15 +361,10 @@ func TestCrawlSurvivesWorkerKill(t *testing.T) {
 		t.Fatalf("status during the crawl: exit %d\n%s\nwant crawl running, scope host, depth 10", code, out)
 	}
 
-	done := make(chan error, 1)
-	go func() { done <- crawlCmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("crawl: %v\n%s", err, crawlOut.String())
-		}
-	case <-time.After(90 * time.Second):
+	if exited, err := waitWithin(crawlCmd, 90*time.Second); !exited {
 		t.Fatalf("crawl did not finish:\n%s", crawlOut.String())
+	} else if err != nil {
+		t.Fatalf("crawl: %v\n%s", err, crawlOut.String())
 	}
 	f, err := os.Open(out)
 	if err != nil {

@@ -37,7 +37,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 	e, listed := s.entryOf(user)
 	if !listed {
 		if known {
-			delete(s.sess.cons, string(ident))
+			s.endRevokedConsole(string(ident), cs)
 		}
 		s.revokedMessage(onAdmin, ident, m.RequestID(), user)
 		return

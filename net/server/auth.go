@@ -145,8 +145,8 @@ func (s *Server) forbid(w sockWriter, ident []byte, req uint64, e auth.Entry, fo
 	s.send(w.sock(s), ident, &wire.Error{Req: req, Code: wire.CodeForbidden, Msg: wire.Clip(msg, wire.MaxText)})
 }
 
-// revoked answers a message whose key is no longer listed: its session
-// (if any) ends with DISCONNECT 403, the message gets nothing else.
+// revokedMessage answers a message whose key is no longer listed with
+// ERROR 403 (its session, if any, was ended with DISCONNECT 403 first).
 func (s *Server) revokedMessage(w sockWriter, ident []byte, req uint64, user string) {
 	s.forbid(w, ident, req, auth.Entry{Key: user, Comment: user[:min(8, len(user))] + "…"}, "key no longer authorised")
 }
@@ -168,11 +168,7 @@ func (s *Server) recheckKeys(now time.Time) {
 		ended = append(ended, sid)
 	}
 	for _, sid := range ended {
-		p := s.sess.peer[sid]
-		s.log.Warn("session ended: its key is no longer authorised", "session", sid, "id", p.id, "key", p.key)
-		s.send(s.peers, p.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
-		s.c.Disconnect(now, sid)
-		s.forget(sid)
+		s.endRevokedPeer(now, sid)
 	}
 	for ident, cs := range s.sess.cons {
 		if cs.key == "" {
@@ -181,11 +177,28 @@ func (s *Server) recheckKeys(now time.Time) {
 		if e, ok := s.entryOf(cs.key); ok && e.Role.MayHello(auth.Admin, wire.RoleConsole) {
 			continue
 		}
-		s.log.Warn("console detached: its key is no longer authorised", "key", cs.key)
-		s.send(s.adm.sock, cs.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
-		delete(s.sess.cons, ident)
+		s.endRevokedConsole(ident, cs)
 	}
 	s.adm.dirty = true
+}
+
+// endRevokedPeer ends the session sid, whose key is no longer authorised,
+// with DISCONNECT 403: the client is told at once (and stops), whether
+// recheckKeys found the session or a message of its key came first.
+func (s *Server) endRevokedPeer(now time.Time, sid id.Session) {
+	p := s.sess.peer[sid]
+	s.log.Warn("session ended: its key is no longer authorised", "session", sid, "id", p.id, "key", p.key)
+	s.send(s.peers, p.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
+	s.c.Disconnect(now, sid)
+	s.forget(sid)
+}
+
+// endRevokedConsole detaches the console at ident, whose key is no longer
+// authorised, with DISCONNECT 403.
+func (s *Server) endRevokedConsole(ident string, cs *console) {
+	s.log.Warn("console detached: its key is no longer authorised", "key", cs.key)
+	s.send(s.adm.sock, cs.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
+	delete(s.sess.cons, ident)
 }
 
 // ownerKey is the peers socket's binding of ids to keys: the key of the

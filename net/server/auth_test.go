@@ -320,3 +320,29 @@ func TestRevokedKeySessionsEnd(t *testing.T) {
 		t.Fatalf("a revoked key's new connection: %v, want refused", h)
 	}
 }
+
+// A message of a revoked key handled before the reactor looks at the
+// sessions again (the keys changed while it was reading) ends its session
+// the same way: DISCONNECT 403, so that the client stops, not an ERROR 403
+// it would take for a refused command while its session is gone.
+func TestRevokedKeyMessageFirst(t *testing.T) {
+	f := startFleet(t)
+	w := f.as(t, f.s.PeersEndpoint(), f.worker)
+	w.send(&wire.Hello{Req: 1, Role: wire.RoleWorker, ID: "w1", Host: "h", Slots: 1})
+	expect[*wire.Welcome](t, w.recv())
+	v := f.as(t, f.s.AdminEndpoint(), f.viewer)
+	v.send(&wire.Hello{Req: 1, Role: wire.RoleConsole, ID: "v", Host: "h"})
+	expect[*wire.Welcome](t, v.reply())
+
+	// The reactor is not told of the change: only the messages see it.
+	f.s.auth.cancel()
+	f.keys.Set(keyring(t, "worker "+f.worker2.Public, "operator "+f.op.Public))
+	w.send(&wire.Heartbeat{})
+	if d := expect[*wire.Disconnect](t, w.recv()); d.Code != wire.CodeForbidden {
+		t.Fatalf("revoked worker's message: DISCONNECT %d, want 403", d.Code)
+	}
+	v.send(&wire.Heartbeat{})
+	if d := expect[*wire.Disconnect](t, v.reply()); d.Code != wire.CodeForbidden {
+		t.Fatalf("revoked viewer's message: DISCONNECT %d, want 403", d.Code)
+	}
+}

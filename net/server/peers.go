@@ -127,8 +127,9 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 	e, listed := s.entryOf(user)
 	if !listed {
 		if known {
-			s.c.Disconnect(now, sid)
-			s.forget(sid)
+			// The keys changed and this message came before
+			// recheckKeys: the session ends the same way.
+			s.endRevokedPeer(now, sid)
 		}
 		s.revokedMessage(onPeers, ident, m.RequestID(), user)
 		return
