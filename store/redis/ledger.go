@@ -341,6 +341,11 @@ type call struct {
 	host string
 	keys []string
 	args []any
+	// resent: a call sent again after the store did not take or confirm
+	// it. Its effects may already be on the master, so the script finds
+	// nothing to write; it still WAITs, or an unconfirmed write would
+	// count as confirmed.
+	resent bool
 }
 
 // exec runs calls in one pipeline and applies their effects in order; it
@@ -376,7 +381,7 @@ func (l *Ledger) exec(calls []call) (out [][]ledger.Result, unconfirmed []bool, 
 		}
 		l.modified = false
 		res, err := l.apply(c.host, vals[i])
-		wrote[i] = l.modified
+		wrote[i] = l.modified || c.resent
 		if err != nil {
 			fail(err)
 		}

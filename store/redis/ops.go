@@ -37,7 +37,7 @@ func (l *Ledger) RequestBatch(now time.Time, s id.Session, reqID uint64, items [
 			it := &items[j]
 			args = append(args, rawFP(it.FP), it.Key.Crawler, it.Key.Processor, it.Key.URL)
 		}
-		calls[i] = call{host, keys, args}
+		calls[i] = call{host: host, keys: keys, args: args}
 	}
 	res, unconfirmed := l.execDue(now, calls)
 	for i, host := range order {
@@ -74,7 +74,7 @@ func (l *Ledger) due(now time.Time, calls []call) []call {
 	pre := make([]call, 0, len(hosts)+len(calls))
 	for _, h := range l.hostList {
 		if _, ok := hosts[h]; ok {
-			pre = append(pre, call{h, l.baseKeys(h, 0), l.args("expire", now, 0)})
+			pre = append(pre, call{host: h, keys: l.baseKeys(h, 0), args: l.args("expire", now, 0)})
 		}
 	}
 	return append(pre, calls...)
@@ -138,7 +138,7 @@ func (l *Ledger) QueueBatch(now time.Time, s id.Session, fps []id.Fingerprint, d
 		for _, j := range idx {
 			args = append(args, rawFP(fps[j]))
 		}
-		calls[i] = call{host, keys, args}
+		calls[i] = call{host: host, keys: keys, args: args}
 	}
 	res, unconfirmed := l.execDue(now, calls)
 	for i, host := range order {
@@ -177,7 +177,7 @@ func (l *Ledger) DoneBatch(now time.Time, items []ledger.Item, o ledger.Outcome)
 			args = append(args, rawFP(it.FP), it.Key.Crawler, it.Key.Processor, it.Key.URL)
 			l.fpHost[it.FP] = host
 		}
-		calls[i] = call{host, keys, args}
+		calls[i] = call{host: host, keys: keys, args: args}
 		if l.cfg.Ledger.DoneTTL != 0 || l.cfg.Ledger.FailedTTL != 0 {
 			l.sweeping[host] = struct{}{}
 		}
@@ -192,7 +192,7 @@ func (l *Ledger) Requeue(now time.Time, k id.Key, fp id.Fingerprint) {
 	l.fpHost[fp] = host
 	keys := l.baseKeys(host, 0)
 	args := append(l.args("requeue", now, 4), rawFP(fp), k.Crawler, k.Processor, k.URL)
-	l.execRetrying(l.due(now, []call{{host, keys, args}}))
+	l.execRetrying(l.due(now, []call{{host: host, keys: keys, args: args}}))
 }
 
 // Release lets go of everything session s holds or waits on, on every
@@ -216,7 +216,7 @@ func (l *Ledger) Release(now time.Time, s id.Session) {
 			continue
 		}
 		keys := l.sessKeys(l.baseKeys(host, 3), host, s)
-		calls = append(calls, call{host, keys, append(l.args("release", now, 1), l.owner(s))})
+		calls = append(calls, call{host: host, keys: keys, args: append(l.args("release", now, 1), l.owner(s))})
 	}
 	l.execRetrying(l.due(now, calls))
 }
@@ -231,6 +231,7 @@ func (l *Ledger) execRetrying(calls []call) {
 	}
 	for i, c := range calls {
 		if res[i] == nil || unconfirmed[i] {
+			c.resent = true
 			l.retry = append(l.retry, c)
 		}
 	}
@@ -265,7 +266,7 @@ func (l *Ledger) Tick(now time.Time) {
 		if !d && !s {
 			continue
 		}
-		calls = append(calls, call{host, l.baseKeys(host, 0), l.args("tick", now, 0)})
+		calls = append(calls, call{host: host, keys: l.baseKeys(host, 0), args: l.args("tick", now, 0)})
 	}
 	if len(calls) > 0 {
 		_, _, _ = l.exec(calls)
@@ -306,7 +307,7 @@ func (l *Ledger) Restore(w ledger.Write) {
 	if w.Op == ledger.PutDone && (l.cfg.Ledger.DoneTTL != 0 || l.cfg.Ledger.FailedTTL != 0) {
 		l.sweeping[host] = struct{}{}
 	}
-	l.execRetrying([]call{{host, keys, args}})
+	l.execRetrying([]call{{host: host, keys: keys, args: args}})
 }
 
 // TakeAnswers appends the deferred answers produced (and received from

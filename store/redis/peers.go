@@ -237,7 +237,7 @@ func (l *Ledger) sweepCoordinator(ctx context.Context, now time.Time, d string) 
 	calls := make([]call, 0, len(hosts))
 	for _, h := range hosts {
 		keys := append(l.baseKeys(h, 1), l.pre(h)+"co:"+d)
-		calls = append(calls, call{h, keys, l.args("release-all", now, 0)})
+		calls = append(calls, call{host: h, keys: keys, args: l.args("release-all", now, 0)})
 	}
 	// A few hosts per round trip: each script may hand over many keys,
 	// and every round trip has the store timeout.

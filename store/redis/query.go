@@ -54,7 +54,7 @@ func (l *Ledger) getCall(host string, fps []id.Fingerprint) call {
 	for _, fp := range fps {
 		args = append(args, rawFP(fp))
 	}
-	return call{host, l.baseKeys(host, 0), args}
+	return call{host: host, keys: l.baseKeys(host, 0), args: args}
 }
 
 // parseStored reads the get call's output for n records.

@@ -322,7 +322,7 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 				wants[i]++
 			}
 			limit, gap := q.limits(h)
-			calls[i] = call{h, l.queueKeys(h, l.coord), []any{"claim", wants[i], limit, gap}}
+			calls[i] = call{host: h, keys: l.queueKeys(h, l.coord), args: []any{"claim", wants[i], limit, gap}}
 		}
 		vals, cerrs := l.runScript(ctx, queueScript, calls)
 		var more []string
@@ -446,7 +446,7 @@ func (q *Queue) Finish(now time.Time, ok, failed []ledger.Item) {
 		fps := byHost[h]
 		for len(fps) > 0 {
 			k := min(len(fps), 1000)
-			c := call{h, l.queueKeys(h, l.coord), append([]any{"finish", gap}, fps[:k]...)}
+			c := call{host: h, keys: l.queueKeys(h, l.coord), args: append([]any{"finish", gap}, fps[:k]...)}
 			calls = append(calls, c)
 			cmds = append(cmds, queueScript.EvalSha(ctx, pipe, c.keys, c.args...))
 			fps = fps[k:]
@@ -488,7 +488,7 @@ func (l *Ledger) returnJobs(ctx context.Context, d string, hosts []string) (int,
 	for part := range slices.Chunk(hosts, 1000) {
 		calls := make([]call, len(part))
 		for i, h := range part {
-			calls[i] = call{h, l.queueKeys(h, d), []any{"unlease"}}
+			calls[i] = call{host: h, keys: l.queueKeys(h, d), args: []any{"unlease"}}
 		}
 		vals, cerrs := l.runScript(ctx, queueScript, calls)
 		for i, h := range part {

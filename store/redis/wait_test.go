@@ -121,6 +121,21 @@ func TestWaitReplicas(t *testing.T) {
 	if after := waitCalls(t); after != waits || l.Err() != nil {
 		t.Fatalf("a tick with nothing due: %d WAITs, error %v; want none", after-waits, l.Err())
 	}
+	// a call sent again (its WAIT was not confirmed) WAITs even when the
+	// script finds nothing left to write: its writes may be on the master
+	// alone, and a retry that skipped the WAIT would count them confirmed
+	host := hostOf(&items[0].Key)
+	rel := call{host: host, keys: l.sessKeys(l.baseKeys(host, 3), host, 9), args: append(l.args("release", now, 1), l.owner(9))}
+	waits = waitCalls(t)
+	l.execRetrying([]call{rel})
+	if after := waitCalls(t); after != waits {
+		t.Fatalf("a release of a session holding nothing: %d WAITs; want none", after-waits)
+	}
+	rel.resent = true
+	l.execRetrying([]call{rel})
+	if after := waitCalls(t); after != waits+1 || l.Err() != nil {
+		t.Fatalf("the same release sent again: %d WAITs, error %v; want one", after-waits, l.Err())
+	}
 	if _, err := newLedger(ctx, rdb, Config{WaitReplicas: 1, WaitTimeout: 5 * time.Second}); err == nil {
 		t.Fatalf("WaitTimeout 5s with Timeout 5s: no error; want one")
 	}
