@@ -141,7 +141,9 @@ type Cluster struct {
 	Queued  int64 `json:"queued"`
 	Claimed int64 `json:"claimed"`
 	// Done and Failed count the jobs done and failed on every coordinator
-	// since the cluster's store was created, the dead ones' included.
+	// since the store's counters were created, the dead ones' included; a
+	// job run again after a failover or a sweep counts each time it
+	// finishes (at least once, like delivery).
 	Done   int `json:"done"`
 	Failed int `json:"failed"`
 	// Coordinators lists every coordinator that published, by id.
