@@ -121,7 +121,13 @@ type Ledger struct {
 	events  []ledger.Event
 	writes  []ledger.Write
 	retry   []call // idempotent calls the store did not take, retried first
-	err     error
+	// finRetry holds the shared queue's finish calls the store did not
+	// take, sent again by the next Tick or Finish (queue.go).
+	finRetry []call
+	// finCount holds the jobs Finish ended not yet added to the cluster's
+	// totals (done, failed): added with the next Tick or Finish.
+	finCount [2]int64
+	err      error
 
 	inbox    *inbox    // answers other coordinators sent this one; nil without Heartbeat
 	queue    *Queue    // the shared job queue (queue.go), once asked for

@@ -250,11 +250,13 @@ func (l *Ledger) flushRetry() {
 // Pending is the number of calls waiting to be sent again.
 func (l *Ledger) Pending() int { return len(l.retry) }
 
-// Tick expires due leases on the hosts whose next lease deadline has
-// passed, and sweeps expired done records (at most SweepLimit per outcome
-// on each host with some).
+// Tick sends again what the store did not take (the ledger's calls, the
+// shared queue's finishes), expires due leases on the hosts whose next
+// lease deadline has passed, and sweeps expired done records (at most
+// SweepLimit per outcome on each host with some).
 func (l *Ledger) Tick(now time.Time) {
 	l.flushRetry()
+	l.flushFinish()
 	if l.inbox != nil && !now.Before(l.nextBeat) {
 		l.Maintain(now)
 	}

@@ -417,12 +417,16 @@ func (q *Queue) unready(ctx context.Context, hosts []string) {
 // one script per host in one pipeline: a polite job's frees its host's
 // slot, and the host's next claim waits an interval from now. The same
 // pipeline counts them in the cluster's totals (PREFIX:done,
-// PREFIX:failed), which outlive this coordinator. What the store does not
-// take is left leased: if this coordinator dies the job runs again
-// elsewhere (at least once).
+// PREFIX:failed), which outlive this coordinator. A host's script or a
+// count the store did not take is sent again by the next Tick or Finish
+// (ending a lease twice is harmless; a count is kept apart from the
+// scripts and sent again only until it was taken), so a transient
+// error does not hold the host's slot; if this coordinator dies first
+// its leases are swept and the jobs run again elsewhere (at least once).
 func (q *Queue) Finish(now time.Time, ok, failed []ledger.Item) {
 	l := q.l
 	if len(ok)+len(failed) == 0 {
+		l.flushFinish()
 		return
 	}
 	ctx, cancel := l.ctx()
@@ -438,29 +442,26 @@ func (q *Queue) Finish(now time.Time, ok, failed []ledger.Item) {
 			byHost[h] = append(byHost[h], jobs[i].FP.String())
 		}
 	}
-	pipe := l.rdb.Pipeline()
-	var cmds []*goredis.Cmd
-	var calls []call
+	// the calls a previous Finish could not send go first
+	calls := l.finRetry
+	l.finRetry = nil
 	for _, h := range order {
 		_, gap := q.limits(h)
 		fps := byHost[h]
 		for len(fps) > 0 {
 			k := min(len(fps), 1000)
-			c := call{host: h, keys: l.queueKeys(h, l.coord), args: append([]any{"finish", gap}, fps[:k]...)}
-			calls = append(calls, c)
-			cmds = append(cmds, queueScript.EvalSha(ctx, pipe, c.keys, c.args...))
+			calls = append(calls, call{host: h, keys: l.queueKeys(h, l.coord), args: append([]any{"finish", gap}, fps[:k]...)})
 			fps = fps[k:]
 		}
 	}
-	var counts []*goredis.IntCmd
-	for _, c := range []struct {
-		key string
-		n   int
-	}{{l.doneKey(), len(ok)}, {l.failedKey(), len(failed)}} {
-		if c.n > 0 {
-			counts = append(counts, pipe.IncrBy(ctx, c.key, int64(c.n)))
-		}
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*goredis.Cmd, len(calls))
+	for i, c := range calls {
+		cmds[i] = queueScript.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
+	l.finCount[0] += int64(len(ok))
+	l.finCount[1] += int64(len(failed))
+	counts := l.addCounts(ctx, pipe)
 	_, _ = pipe.Exec(ctx)
 	var errs []error
 	for i, c := range cmds {
@@ -468,13 +469,72 @@ func (q *Queue) Finish(now time.Time, ok, failed []ledger.Item) {
 		if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
 			err = queueScript.Eval(ctx, l.rdb, calls[i].keys, calls[i].args...).Err()
 		}
-		errs = append(errs, err)
+		if err != nil {
+			l.finRetry = append(l.finRetry, calls[i])
+			errs = append(errs, fmt.Errorf("host %q: %w", calls[i].host, err))
+		}
 	}
-	for _, c := range counts {
-		errs = append(errs, c.Err())
-	}
+	errs = append(errs, l.counted(counts))
 	if err := errors.Join(errs...); err != nil {
-		l.err = fmt.Errorf("redis queue: finishing %d jobs: %w", len(ok)+len(failed), err)
+		l.err = fmt.Errorf("redis queue: finishing %d jobs (%d hosts' leases kept to end again): %w", len(ok)+len(failed), len(l.finRetry), err)
+	}
+}
+
+// addCounts queues, on pipe, adding the jobs finished and not yet counted
+// to the cluster's totals.
+func (l *Ledger) addCounts(ctx context.Context, pipe goredis.Pipeliner) [2]*goredis.IntCmd {
+	var counts [2]*goredis.IntCmd
+	for i, key := range []string{l.doneKey(), l.failedKey()} {
+		if l.finCount[i] > 0 {
+			counts[i] = pipe.IncrBy(ctx, key, l.finCount[i])
+		}
+	}
+	return counts
+}
+
+// counted takes the answers of addCounts: what the store took is counted,
+// the rest is kept for the next try.
+func (l *Ledger) counted(counts [2]*goredis.IntCmd) error {
+	var errs []error
+	for i, c := range counts {
+		if c == nil {
+			continue
+		}
+		if err := c.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("adding %d to the cluster's %s total: %w", l.finCount[i], []string{"done", "failed"}[i], err))
+			continue
+		}
+		l.finCount[i] = 0
+	}
+	return errors.Join(errs...)
+}
+
+// flushFinish sends again the finish calls and the counts the store did
+// not take, keeping those it still does not take.
+func (l *Ledger) flushFinish() {
+	if len(l.finRetry) == 0 && l.finCount == [2]int64{} {
+		return
+	}
+	ctx, cancel := l.ctx()
+	defer cancel()
+	calls := l.finRetry
+	l.finRetry = nil
+	pipe := l.rdb.Pipeline()
+	counts := l.addCounts(ctx, pipe)
+	var failed []error
+	if len(counts) > 0 {
+		_, _ = pipe.Exec(ctx)
+		failed = append(failed, l.counted(counts))
+	}
+	_, errs := l.runScript(ctx, queueScript, calls)
+	for i, err := range errs {
+		if err != nil {
+			l.finRetry = append(l.finRetry, calls[i])
+			failed = append(failed, fmt.Errorf("host %q: %w", calls[i].host, err))
+		}
+	}
+	if err := errors.Join(failed...); err != nil {
+		l.err = fmt.Errorf("redis queue: ending leases again on %d hosts: %w", len(l.finRetry), err)
 	}
 }
 

@@ -2,7 +2,9 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -507,5 +509,76 @@ func TestClaimPoliteWait(t *testing.T) {
 	q.Finish(time.Now(), items(append(got, politeJob("fetch", 0))), nil)
 	if _, err := q.Claim(time.Now(), 10); err != nil || q.PoliteWait() <= 0 {
 		t.Fatalf("after the end of the host's fetch: wait %v, %v; want the interval from the end", q.PoliteWait(), err)
+	}
+}
+
+// failFinish is a hook that fails, once armed, the next pipeline carrying
+// a finish script, as a transient error would.
+type failFinish struct{ armed atomic.Bool }
+
+func (f *failFinish) DialHook(next goredis.DialHook) goredis.DialHook          { return next }
+func (f *failFinish) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
+func (f *failFinish) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		for _, c := range cmds {
+			if slices.Contains(c.Args(), any("finish")) && f.armed.CompareAndSwap(true, false) {
+				err := errors.New("injected: connection reset")
+				for _, c := range cmds {
+					c.SetErr(err)
+				}
+				return err
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A Finish the store did not take is sent again by the next Tick: the
+// host's one slot (cap 1) is freed then, not held for the coordinator's
+// life, and the job is counted done once.
+func TestFinishRetried(t *testing.T) {
+	client(t) // the cluster, or skip
+	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs()})
+	t.Cleanup(func() { rdb.Close() })
+	var hook failFinish
+	rdb.AddHook(&hook)
+	l, err := newLedger(context.Background(), rdb, Config{Prefix: fmt.Sprintf("fin%d", prefixes.Add(1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := l.Jobs()
+	q.HoldPoliteness(coord.SharedPolicy{
+		Applies: func(string) bool { return true },
+		Limits:  func(string) broker.Limits { return broker.Limits{PerHost: 1} },
+	})
+	for i := range 2 {
+		if _, err := q.Push(time.Now(), politeJob("fetch", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := q.Claim(time.Now(), 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("first claim: %d jobs, %v; want 1 (the host's cap)", len(got), err)
+	}
+	hook.armed.Store(true)
+	q.Finish(time.Now(), items(got), nil)
+	if hook.armed.Load() {
+		t.Fatal("the finish did not meet the injected error")
+	}
+	if l.Err() == nil {
+		t.Fatal("a finish the store did not take: no error; want one")
+	}
+	if again, _ := q.Claim(time.Now(), 10); len(again) != 0 {
+		t.Fatalf("claimed %d jobs while the failed finish holds the slot; want 0", len(again))
+	}
+	l.Tick(time.Now())
+	again, err := q.Claim(time.Now(), 10)
+	if err != nil || len(again) != 1 {
+		t.Fatalf("after the next Tick: claimed %d jobs, %v; want 1 (the finish sent again freed the slot)", len(again), err)
+	}
+	q.Finish(time.Now(), items(again), nil)
+	done, err := rdb.Get(t.Context(), l.doneKey()).Int64()
+	if err != nil || done != 2 {
+		t.Fatalf("done total %d, %v; want 2 (each job counted once)", done, err)
 	}
 }
