@@ -8,7 +8,9 @@
 --   5 POL  hash: the host's politeness across every coordinator:
 --            n     its polite jobs leased (to any coordinator)
 --            next  µs on this server's clock before which no polite job
---                  of the host is claimed
+--                  of the host is claimed (at most an interval ahead: a
+--                  claim after a failover to a master whose clock is
+--                  behind clamps it)
 --            g     the longest interval µs a coordinator gave while the
 --                  record lived (one whose workers read the host's
 --                  robots.txt Crawl-delay gives it), applied by every
@@ -80,6 +82,15 @@ if op == 'claim' then
     local t = now()
     local n, nxt, g = pol()
     gap = math.max(gap, g)
+    -- next was set on the clock of the master of the time; after a
+    -- failover to one whose clock is behind, a host waits at most an
+    -- interval (none without one), not the skew
+    local most = t
+    if gap > 0 then most = t + gap end
+    if nxt > most then
+      nxt = most
+      setPol(n, nxt, gap, t)
+    end
     local k = want
     if cap > 0 then k = math.min(k, cap - n) end
     if gap > 0 then k = math.min(k, 1) end

@@ -582,3 +582,49 @@ func TestFinishRetried(t *testing.T) {
 		t.Fatalf("done total %d, %v; want 2 (each job counted once)", done, err)
 	}
 }
+
+// A host's next time set far ahead (as by a master whose clock was ahead
+// of the one that took over) holds its polite jobs at most an interval.
+func TestClaimNextClampedToInterval(t *testing.T) {
+	rdb := client(t)
+	l := peers(t, rdb, 1, ledger.Config{})[0]
+	q := l.Jobs()
+	const gap = 200 * time.Millisecond
+	q.HoldPoliteness(coord.SharedPolicy{
+		Applies: func(string) bool { return true },
+		Limits:  func(string) broker.Limits { return broker.Limits{PerHost: 1, MinDelay: gap} },
+	})
+	job := politeJob("fetch", 0)
+	if _, err := q.Push(time.Now(), job); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	pol := l.pre(job.Host) + "pol"
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := now.Add(time.Hour).UnixMicro()
+	if err := rdb.HSet(ctx, pol, "n", 0, "next", ahead, "g", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Claim(time.Now(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 {
+		if w := q.PoliteWait(); w <= 0 || w > gap {
+			t.Fatalf("the host's next an hour ahead: wait %v; want within (0, %v] (the interval)", w, gap)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(got) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no claim of the host's job within 30s of an interval of %v", gap)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the server's clock
+		if got, err = q.Claim(time.Now(), 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
