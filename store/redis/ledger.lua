@@ -31,7 +31,7 @@ local op = ARGV[1]
 -- one set, sorted set or list go out as one command, sent before any other
 -- command on that key.
 local cache, dirty = {}, {} -- fp -> record table or false (none); fp -> true
-local wrote = false -- a write sent straight away (not through put, buf, count or seq)
+local wrote = false -- a write sent straight away or a buffered one sent (not through put, count or seq)
 local function get(fp)
   local r = cache[fp]
   if r == nil then
@@ -93,6 +93,7 @@ local function flushKey(k)
   if p then
     pend[k] = nil
     many(p[1], k, p[2])
+    if #p[2] > 0 then wrote = true end
   end
 end
 local function buf(cmd, k, ...)
@@ -195,13 +196,14 @@ end
 -- forever must not expire.
 local function flush()
   -- whether this call changed anything: the ledger WAITs for replicas
-  -- only then (an all-duplicate batch changes nothing)
-  local changed = wrote or seqv or next(dirty) ~= nil or next(pend) ~= nil
+  -- only then (an all-duplicate batch changes nothing); known once the
+  -- records, the sessions forgotten and the buffered commands are sent
+  local changed = seqv or next(dirty) ~= nil
   for _, d in pairs(delta) do changed = changed or d ~= 0 end
-  if changed then push('M', '1') end
   flushRecords()
   gcAll()
   flushAll()
+  if changed or wrote then push('M', '1') end
   if seqv then redis.call('HSET', N, 'seq', num(seqv)) end
   local counted = false
   for f, d in pairs(delta) do
