@@ -1,10 +1,9 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"drover/coord/id"
 	"drover/coord/ledger"
 	"drover/net/wire"
-	"drover/net/zsock"
 	"drover/store"
 )
 
@@ -183,23 +181,9 @@ func TestStoredDoneKeysExpireFromTheTotals(t *testing.T) {
 // returns Run's error.
 func startHooked(t *testing.T, opts Options, hook func(*Server)) (*Server, func() error) {
 	t.Helper()
-	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
-	s, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newServer(t, opts)
 	hook(s)
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx) }()
-	var once sync.Once
-	var runErr error
-	stop := func() error {
-		once.Do(func() { cancel(); runErr = <-ran })
-		return runErr
-	}
-	t.Cleanup(func() { stop() })
-	return s, stop
+	return runBuilt(t, s)
 }
 
 // startGated runs a server whose done-set lookups wait while the returned
@@ -341,6 +325,7 @@ func TestParkedOnceInTheBudget(t *testing.T) {
 	opts := doneCacheOpts(st)
 	opts.Coord.Ledger.StoredFilter = -1     // every new key is looked up
 	opts.Coord.Heartbeat = 30 * time.Second // no heartbeat answer joins the SUBMIT's step
+	var gaveUp atomic.Bool                  // the hook's wait ran out: the test would prove nothing
 	s, stop := startHooked(t, opts, func(s *Server) {
 		s.stepHook = func() { // the reactor's: it may read s.dur.look
 			l := &s.dur.look
@@ -356,6 +341,7 @@ func TestParkedOnceInTheBudget(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond) // polls the lookup goroutine; bounded by the deadline
 			}
+			gaveUp.Store(true)
 		}
 	})
 	p := dial(t, s.PeersEndpoint())
@@ -370,6 +356,9 @@ func TestParkedOnceInTheBudget(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+	if gaveUp.Load() {
+		t.Fatal("the lookup goroutine never handed the parked SUBMIT back within the step: nothing was tested")
 	}
 	if l := s.dur.look.stats.Lookups; l < n {
 		t.Fatalf("%d keys looked up, want %d (the SUBMIT parked)", l, n)

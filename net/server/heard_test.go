@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,12 +50,9 @@ func TestBusyReactorIsNotSilence(t *testing.T) {
 		}
 		clk.Advance(10 * time.Second)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx) }()
+	_, stop := runBuilt(t, s)
 	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	})
@@ -75,7 +71,7 @@ func TestBusyReactorIsNotSilence(t *testing.T) {
 
 	k := id.Key{Crawler: "c", Processor: "p", URL: "http://busy.test/"}
 	p.send(&wire.Request{Req: 2, Keys: []id.Key{k}})
-	if m := p.recv(); func() bool { _, ok := m.(*wire.Verdicts); return !ok }() {
+	if m := p.recv(); !isVerdicts(m) {
 		select {
 		case e := <-hookErr:
 			t.Fatal(e)
@@ -84,3 +80,5 @@ func TestBusyReactorIsNotSilence(t *testing.T) {
 		t.Fatalf("after a 10 s step with its HEARTBEAT waiting: %#v, want VERDICTS (the session alive)", m)
 	}
 }
+
+func isVerdicts(m wire.Message) bool { _, ok := m.(*wire.Verdicts); return ok }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -199,12 +198,9 @@ func TestPagedKeyReadOffTheReactor(t *testing.T) {
 			held.Do(func() { close(reading); <-release })
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx) }()
+	_, stop := runBuilt(t, s)
 	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("server run: %v", err)
 		}
 	})

@@ -45,24 +45,9 @@ func BenchmarkQueuedJobMemory(b *testing.B) {
 				}
 				p.Close()
 				items = nil
-				// A few more steps, as a coordinator that goes on has: what
-				// the last step needed is released by the next.
-				q, err := client.Dial(ctx, client.Options{Connect: s.PeersEndpoint(), ID: "after"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				for i := range 3 {
-					if _, err := q.Request(ctx, []id.Key{{Crawler: "x", Processor: "y", URL: fmt.Sprintf("http://after.test/%d", i)}}); err != nil {
-						b.Fatal(err)
-					}
-				}
-				q.Close()
+				moreSteps(b, s)
 				after := heapBytes()
-				if f := os.Getenv("DROVER_BENCH_HEAPPROFILE"); f != "" {
-					out, _ := os.Create(f + "." + how)
-					pprof.Lookup("heap").WriteTo(out, 0)
-					out.Close()
-				}
+				heapProfile("." + how)
 				b.ReportMetric((float64(after)-float64(before))/float64(n), "B/job")
 				stop()
 				runtime.KeepAlive(s)
@@ -97,25 +82,41 @@ func BenchmarkQueuedJobEmpty(b *testing.B) {
 			}
 		}
 		items = nil
-		q, err := client.Dial(ctx, client.Options{Connect: s.PeersEndpoint(), ID: "after"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for i := range 3 {
-			if _, err := q.Request(ctx, []id.Key{{Crawler: "x", Processor: "y", URL: fmt.Sprintf("http://after.test/%d", i)}}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		q.Close()
+		moreSteps(b, s)
 		after, rss1 := heapBytes(), rssBytes()
-		if f := os.Getenv("DROVER_BENCH_HEAPPROFILE"); f != "" {
-			out, _ := os.Create(f)
-			pprof.Lookup("heap").WriteTo(out, 0)
-			out.Close()
-		}
+		heapProfile("")
 		b.ReportMetric((float64(after)-float64(before))/float64(n), "heapB/job")
 		b.ReportMetric((float64(rss1)-float64(rss0))/float64(n), "rssB/job")
 		stop()
 		runtime.KeepAlive(s)
+	}
+}
+
+// moreSteps runs a few more steps, as a coordinator that goes on has: what
+// the last step needed is released by the next.
+func moreSteps(b *testing.B, s *Server) {
+	ctx := context.Background()
+	q, err := client.Dial(ctx, client.Options{Connect: s.PeersEndpoint(), ID: "after"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
+	for i := range 3 {
+		if _, err := q.Request(ctx, []id.Key{{Crawler: "x", Processor: "y", URL: fmt.Sprintf("http://after.test/%d", i)}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// heapProfile writes the heap profile to $DROVER_BENCH_HEAPPROFILE+suffix
+// when that variable is set.
+func heapProfile(suffix string) {
+	if f := os.Getenv("DROVER_BENCH_HEAPPROFILE"); f != "" {
+		out, err := os.Create(f + suffix)
+		if err != nil {
+			return
+		}
+		pprof.Lookup("heap").WriteTo(out, 0)
+		out.Close()
 	}
 }

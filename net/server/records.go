@@ -18,8 +18,8 @@ import (
 
 // addWrite adds one coordinator write to b. A record the store refuses is
 // recorded in b (Batch.Err), which makes Apply fail the whole batch. A job
-// record is mapped into scratch (nil: a new one), whose history's room is
-// reused from call to call: the batch encodes it at once.
+// record is mapped into scratch, whose history's room is reused from call
+// to call: the batch encodes it at once.
 func addWrite(b *store.Batch, w *coord.Record, scratch *store.JobRecord) error {
 	switch w.Kind {
 	case coord.RecordKey:
@@ -38,9 +38,6 @@ func addWrite(b *store.Batch, w *coord.Record, scratch *store.JobRecord) error {
 		}
 		return fmt.Errorf("persist key write %s: op %v, want put-queued, put-done or delete", k.FP, k.Op)
 	case coord.RecordJob:
-		if scratch == nil {
-			scratch = new(store.JobRecord)
-		}
 		toStoreJob(scratch, &w.Job)
 		return b.PutJob(scratch)
 	case coord.RecordMeta:

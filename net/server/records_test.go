@@ -44,7 +44,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 			st := openStore(t, filepath.Join(t.TempDir(), "s"), "none")
 			defer st.Close()
 			b := st.NewBatch()
-			if err := addWrite(b, &tc.rec, nil); err != nil {
+			if err := addWrite(b, &tc.rec, new(store.JobRecord)); err != nil {
 				t.Fatal(err)
 			}
 			if err := st.Commit(b); err != nil {
@@ -75,7 +75,7 @@ func TestRecordsRefused(t *testing.T) {
 		{Kind: coord.RecordKey, Key: ledger.Write{Op: 0}},
 		{Kind: coord.RecordJob, Job: coord.JobRecord{ID: 0, State: broker.Queued}},
 	} {
-		if err := addWrite(st.NewBatch(), &rec, nil); err == nil {
+		if err := addWrite(st.NewBatch(), &rec, new(store.JobRecord)); err == nil {
 			t.Errorf("record %+v: accepted, want an error", rec)
 		}
 		if rec.Kind != coord.RecordJob {

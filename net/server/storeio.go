@@ -79,9 +79,7 @@ func (s *Server) persist(writes []coord.Record) {
 		}
 		// The batch has copied the records: the scratch keeps none of the
 		// last job's headers, payload or error texts alive until the next.
-		h := d.job.History
-		clear(h)
-		d.job = store.JobRecord{History: h[:0]}
+		d.job = store.JobRecord{History: reuse(d.job.History)}
 		s.resultsInto(b) // results.go: durable with their jobs' states
 		s.crawlsInto(b)  // crawls.go: page counts durable with the dispatches
 		s.memosInto(b)   // submitmemo.go: what the step's SUBMITTEDs say

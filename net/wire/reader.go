@@ -378,7 +378,7 @@ func (r *reader) name(field string, last *sameName) string {
 		last.raw = p
 		return ""
 	}
-	if last.s != "" && last.s == string(p) {
+	if last.s == string(p) {
 		return last.s
 	}
 	first := r.arena.Len()
