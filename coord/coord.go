@@ -211,22 +211,23 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	var led ledger.Backend = cfg.Backend
 	var mem embedded
+	var own *ledger.Ledger // the in-memory ledger, when there is no Backend
 	if led == nil {
 		l, err := ledger.New(cfg.Ledger)
 		if err != nil {
 			return nil, fmt.Errorf("coord: %w", err)
 		}
-		led, mem = l, l
+		led, mem, own = l, l, l
 	}
 	brk, err := broker.New(cfg.Broker)
 	if err != nil {
 		return nil, fmt.Errorf("coord: %w", err)
 	}
 	holdPoliteness(cfg.Shared, brk, cfg.Broker.Politeness.Processor) // shared.go
-	if l, ok := led.(*ledger.Ledger); ok {
+	if own != nil {
 		// One copy of a queued key's URL: the job's (ledger/lend.go).
-		l.SetLender(brk.URLOf)
-		brk.OnForget(l.Reclaim)
+		own.SetLender(brk.URLOf)
+		brk.OnForget(own.Reclaim)
 	}
 	return &Coordinator{
 		cfg:       cfg,

@@ -33,7 +33,6 @@ type embedded interface {
 	MaybeStored(fp id.Fingerprint) bool
 	StoredFilter() ledger.StoredFilterStats
 	Lend(fp id.Fingerprint) bool
-	Reclaim(fp id.Fingerprint, url string)
 }
 
 var _ embedded = (*ledger.Ledger)(nil)

@@ -165,18 +165,7 @@ func (c *Coordinator) finishShared(now time.Time, fin []broker.Finished) {
 	if c.cfg.Shared == nil || len(fin) == 0 {
 		return
 	}
-	items := c.scratch.items[:0]
-	for _, f := range fin {
-		if !f.Failed {
-			items = append(items, ledger.Item{Key: f.Key, FP: f.FP})
-		}
-	}
-	nok := len(items)
-	for _, f := range fin {
-		if f.Failed {
-			items = append(items, ledger.Item{Key: f.Key, FP: f.FP})
-		}
-	}
+	items, nok := c.finishedItems(fin)
 	c.cfg.Shared.Finish(now, items[:nok:nok], items[nok:])
 	c.scratch.items = reuse(items)
 	if c.brk.Count(broker.Queued) < c.cfg.SharedWindow/2 && c.shared.next.After(now) {
@@ -193,20 +182,29 @@ func (c *Coordinator) SharedStats() (claimed, errors uint64) {
 // doneBatches marks finished jobs' keys done in a ledger backend with one
 // DoneBatch per outcome (ok first, then failed).
 func (c *Coordinator) doneBatches(now time.Time, fin []broker.Finished) {
+	items, nok := c.finishedItems(fin)
+	if nok > 0 {
+		c.led.DoneBatch(now, items[:nok:nok], ledger.DoneOK)
+	}
+	if len(items) > nok {
+		c.led.DoneBatch(now, items[nok:], ledger.DoneFailed)
+	}
+	c.scratch.items = reuse(items)
+}
+
+// finishedItems lists fin's keys in the scratch, the ok ones first (nok of
+// them), then the failed ones.
+func (c *Coordinator) finishedItems(fin []broker.Finished) (items []ledger.Item, nok int) {
+	items = c.scratch.items[:0]
 	for _, failed := range []bool{false, true} {
-		items := c.scratch.items[:0]
 		for _, f := range fin {
 			if f.Failed == failed {
 				items = append(items, ledger.Item{Key: f.Key, FP: f.FP})
 			}
 		}
-		if len(items) > 0 {
-			o := ledger.DoneOK
-			if failed {
-				o = ledger.DoneFailed
-			}
-			c.led.DoneBatch(now, items, o)
+		if !failed {
+			nok = len(items)
 		}
-		c.scratch.items = reuse(items)
 	}
+	return items, nok
 }

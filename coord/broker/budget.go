@@ -183,9 +183,10 @@ func (b *Broker) admit(j *job, t int64, now time.Time) bool {
 
 // skip fails a job (in no list) that its crawl does not let run.
 func (b *Broker) skip(j *job, t int64, now time.Time, why string) {
-	msg := "cancelled: crawl " + b.crawler(j) + " was cancelled"
+	cr := b.crawler(j)
+	msg := "cancelled: crawl " + cr + " was cancelled"
 	if why == "budget" {
-		msg = "budget: crawl " + b.crawler(j) + " has dispatched its " + strconv.Itoa(b.budgets[b.crawler(j)].limit) + " pages"
+		msg = "budget: crawl " + cr + " has dispatched its " + strconv.Itoa(b.budgets[cr].limit) + " pages"
 	}
 	b.fail(j, t, now, msg)
 	b.finished[len(b.finished)-1].Skipped = why

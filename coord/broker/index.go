@@ -65,14 +65,6 @@ func (c *countIdx) addLevels(pos int, st JobState, d int32) {
 	}
 }
 
-// top is the index's top level: one block per 262144 positions.
-func (c *countIdx) top() []counts {
-	if c.lv == nil {
-		return c.small[:]
-	}
-	return c.lv[2]
-}
-
 // level is the index's level l (0: blocks of 64 positions).
 func (c *countIdx) level(l int) []counts {
 	if c.lv == nil {
@@ -84,7 +76,7 @@ func (c *countIdx) level(l int) []counts {
 // total is the number of positions whose state is in m.
 func (c *countIdx) total(m stateMask) int {
 	n := 0
-	for _, b := range c.top() {
+	for _, b := range c.level(2) {
 		n += b.sum(m)
 	}
 	return n
@@ -94,7 +86,7 @@ func (c *countIdx) total(m stateMask) int {
 // returns the block's first position and the rank within the block, or -1
 // when there are no more than k such positions.
 func (c *countIdx) find(m stateMask, k int) (int, int) {
-	lo, hi := 0, len(c.top())
+	lo, hi := 0, len(c.level(2))
 	for l := 2; l >= 0; l-- {
 		blocks := c.level(l)
 		hi = min(hi, len(blocks))

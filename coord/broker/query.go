@@ -321,11 +321,12 @@ func (b *Broker) reason(j *job) string {
 }
 
 func (b *Broker) jobRow(j *job) admin.JobRow {
+	names := b.names.Get(j.names)
 	r := admin.JobRow{
 		JobID:     uint64(j.id),
 		Key:       j.fp.String(),
-		Crawler:   b.crawler(j),
-		Processor: b.names.Get(j.names).Processor,
+		Crawler:   names.Crawler,
+		Processor: names.Processor,
 		URL:       j.url,
 		State:     j.state.String(),
 		Attempts:  int(j.attempts),

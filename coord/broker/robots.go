@@ -115,11 +115,7 @@ func (b *Broker) SetRobots(now time.Time, s id.Session, r Robots) (*Robots, erro
 	if ns(r.Expires) <= t {
 		return nil, nil // expired already: nothing to share
 	}
-	kept := r
-	h.robots, h.hasCopy = &kept, true
-	if h.rstate != robotsOff {
-		h.rstate = robotsKnown
-	}
+	h.keepRobots(r)
 	if !b.SetCrawlDelay(now, hostName, r.CrawlDelay) {
 		b.refresh(h, t) // the probe's hold ends
 	}
@@ -144,11 +140,7 @@ func (b *Broker) RestoreRobots(now time.Time, hostName string, r Robots) (bool, 
 		return false, nil
 	}
 	h := b.hostFor(hostName)
-	kept := r
-	h.robots, h.hasCopy = &kept, true
-	if h.rstate != robotsOff {
-		h.rstate = robotsKnown
-	}
+	h.keepRobots(r)
 	if !b.setCrawlDelay(h, r.CrawlDelay, t) {
 		b.refresh(h, t)
 	}
@@ -166,10 +158,7 @@ func (b *Broker) robotsFor(j *job, w *worker, t int64) *Robots {
 	}
 	h := j.host
 	if h.hasCopy && ns(h.robots.Expires) <= t {
-		h.robots, h.hasCopy = nil, false
-		if h.rstate == robotsKnown {
-			h.rstate = robotsUnknown
-		}
+		h.dropRobots()
 	}
 	if !h.hasCopy {
 		switch {
@@ -203,4 +192,21 @@ func (b *Broker) HostRobots(hostName string) *Robots {
 		return h.robots
 	}
 	return nil
+}
+
+// keepRobots makes r the host's robots.txt copy (robots and hasCopy are
+// changed together only here and in dropRobots).
+func (h *host) keepRobots(r Robots) {
+	h.robots, h.hasCopy = &r, true
+	if h.rstate != robotsOff {
+		h.rstate = robotsKnown
+	}
+}
+
+// dropRobots forgets the host's copy (it expired).
+func (h *host) dropRobots() {
+	h.robots, h.hasCopy = nil, false
+	if h.rstate == robotsKnown {
+		h.rstate = robotsUnknown
+	}
 }
