@@ -31,11 +31,16 @@ type RobotsRecord struct {
 	Body []byte
 }
 
+// robotsVersion is the first byte of every robots value (its own, as
+// results have theirs: a change of the key and job values' layout does not
+// make the stored copies unreadable).
+const robotsVersion = 1
+
 func robotsKey(host string) []byte { return append([]byte{pfxRobots}, host...) }
 
 // encodeRobots appends the value of a robots record.
 func encodeRobots(b []byte, r *RobotsRecord) []byte {
-	b = append(b, valueVersion)
+	b = append(b, robotsVersion)
 	b = binary.AppendVarint(b, stamp(r.Expires))
 	b = binary.AppendVarint(b, int64(r.CrawlDelay))
 	b = appendString(b, r.Origin)
@@ -45,8 +50,8 @@ func encodeRobots(b []byte, r *RobotsRecord) []byte {
 // decodeRobots decodes a robots value into r; r.Body is a copy.
 func decodeRobots(v []byte, r *RobotsRecord) error {
 	d := decoder{b: v}
-	if ver := d.byte(); d.err == nil && ver != valueVersion {
-		d.fail(fmt.Errorf("value version %d: want %d", ver, valueVersion))
+	if ver := d.byte(); d.err == nil && ver != robotsVersion {
+		d.fail(fmt.Errorf("robots version %d: want %d", ver, robotsVersion))
 	}
 	r.Expires = d.time()
 	r.CrawlDelay = time.Duration(d.varint())
@@ -91,7 +96,7 @@ func (s *Store) ReadRobots(fn func(host string, r *RobotsRecord) error) error {
 	return s.scan([]byte{pfxRobots}, []byte{pfxRobots + 1}, "read robots.txt copies", func(k, v []byte) (bool, error) {
 		var r RobotsRecord
 		if err := decodeRobots(v, &r); err != nil {
-			return false, fmt.Errorf("store %s: robots record of host %q: %w: %w", s.where(), k[1:], err, ErrCorrupt)
+			return false, fmt.Errorf("store %s: %w: robots record of host %q: %w", s.where(), ErrCorrupt, k[1:], err)
 		}
 		return true, fn(string(k[1:]), &r)
 	})

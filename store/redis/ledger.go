@@ -42,7 +42,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -315,10 +314,16 @@ func (l *Ledger) args(op string, now time.Time, extra int) []any {
 // trip for those it had not touched yet.
 func (l *Ledger) touch(ctx context.Context, hosts ...string) error {
 	var fresh []any
+	var seen map[string]bool // hosts already in fresh (a call list names a host more than once)
 	for _, h := range hosts {
-		if _, ok := l.hosts[h]; !ok && !slices.Contains(fresh, any(h)) {
-			fresh = append(fresh, h)
+		if _, ok := l.hosts[h]; ok || seen[h] {
+			continue
 		}
+		if seen == nil {
+			seen = make(map[string]bool)
+		}
+		seen[h] = true
+		fresh = append(fresh, h)
 	}
 	if len(fresh) == 0 {
 		return nil
@@ -412,10 +417,19 @@ func (l *Ledger) runScripts(ctx context.Context, calls []call) ([]any, []error) 
 // runScript runs s once per call in one pipeline (loading it where a node
 // does not have it) and returns each run's output or error.
 func (l *Ledger) runScript(ctx context.Context, s *goredis.Script, calls []call) ([]any, []error) {
+	return l.runScriptWith(ctx, s, calls, nil)
+}
+
+// runScriptWith is runScript with also (when not nil) queueing more
+// commands on the same pipeline, after the scripts.
+func (l *Ledger) runScriptWith(ctx context.Context, s *goredis.Script, calls []call, also func(goredis.Pipeliner)) ([]any, []error) {
 	cmds := make([]*goredis.Cmd, len(calls))
 	pipe := l.rdb.Pipeline()
 	for i, c := range calls {
 		cmds[i] = s.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	if also != nil {
+		also(pipe)
 	}
 	_, _ = pipe.Exec(ctx)
 	vals, errs := make([]any, len(calls)), make([]error, len(calls))

@@ -442,42 +442,19 @@ func (q *Queue) Finish(now time.Time, ok, failed []ledger.Item) {
 			byHost[h] = append(byHost[h], jobs[i].FP.String())
 		}
 	}
-	// the calls a previous Finish could not send go first
-	calls := l.finRetry
-	l.finRetry = nil
+	// behind the calls a previous Finish could not send
 	for _, h := range order {
 		_, gap := q.limits(h)
 		fps := byHost[h]
 		for len(fps) > 0 {
 			k := min(len(fps), 1000)
-			calls = append(calls, call{host: h, keys: l.queueKeys(h, l.coord), args: append([]any{"finish", gap}, fps[:k]...)})
+			l.finRetry = append(l.finRetry, call{host: h, keys: l.queueKeys(h, l.coord), args: append([]any{"finish", gap}, fps[:k]...)})
 			fps = fps[k:]
 		}
 	}
-	pipe := l.rdb.Pipeline()
-	cmds := make([]*goredis.Cmd, len(calls))
-	for i, c := range calls {
-		cmds[i] = queueScript.EvalSha(ctx, pipe, c.keys, c.args...)
-	}
 	l.finCount[0] += int64(len(ok))
 	l.finCount[1] += int64(len(failed))
-	counts := l.addCounts(ctx, pipe)
-	_, _ = pipe.Exec(ctx)
-	var errs []error
-	for i, c := range cmds {
-		err := c.Err()
-		if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-			err = queueScript.Eval(ctx, l.rdb, calls[i].keys, calls[i].args...).Err()
-		}
-		if err != nil {
-			l.finRetry = append(l.finRetry, calls[i])
-			errs = append(errs, fmt.Errorf("host %q: %w", calls[i].host, err))
-		}
-	}
-	errs = append(errs, l.counted(counts))
-	if err := errors.Join(errs...); err != nil {
-		l.err = fmt.Errorf("redis queue: finishing %d jobs (%d hosts' leases kept to end again): %w", len(ok)+len(failed), len(l.finRetry), err)
-	}
+	l.sendFinish(ctx)
 }
 
 // addCounts queues, on pipe, adding the jobs finished and not yet counted
@@ -510,23 +487,24 @@ func (l *Ledger) counted(counts [2]*goredis.IntCmd) error {
 }
 
 // flushFinish sends again the finish calls and the counts the store did
-// not take, keeping those it still does not take.
+// not take.
 func (l *Ledger) flushFinish() {
 	if len(l.finRetry) == 0 && l.finCount == [2]int64{} {
 		return
 	}
 	ctx, cancel := l.ctx()
 	defer cancel()
+	l.sendFinish(ctx)
+}
+
+// sendFinish sends the pending finish calls and counts in one pipeline,
+// keeping those the store does not take for the next try.
+func (l *Ledger) sendFinish(ctx context.Context) {
 	calls := l.finRetry
 	l.finRetry = nil
-	pipe := l.rdb.Pipeline()
-	counts := l.addCounts(ctx, pipe)
-	var failed []error
-	if len(counts) > 0 {
-		_, _ = pipe.Exec(ctx)
-		failed = append(failed, l.counted(counts))
-	}
-	_, errs := l.runScript(ctx, queueScript, calls)
+	var counts [2]*goredis.IntCmd
+	_, errs := l.runScriptWith(ctx, queueScript, calls, func(p goredis.Pipeliner) { counts = l.addCounts(ctx, p) })
+	failed := []error{l.counted(counts)}
 	for i, err := range errs {
 		if err != nil {
 			l.finRetry = append(l.finRetry, calls[i])
@@ -534,7 +512,7 @@ func (l *Ledger) flushFinish() {
 		}
 	}
 	if err := errors.Join(failed...); err != nil {
-		l.err = fmt.Errorf("redis queue: ending leases again on %d hosts: %w", len(l.finRetry), err)
+		l.err = fmt.Errorf("redis queue: ending leases and counting finished jobs (%d hosts' calls kept to send again): %w", len(l.finRetry), err)
 	}
 }
 
