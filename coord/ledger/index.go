@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"drover/coord/id"
+	"drover/coord/offheap"
 )
 
 // index finds the live record of a fingerprint: an open-addressing table
@@ -19,12 +20,12 @@ type index struct {
 	raw   []byte // slots' memory
 	mask  uint64
 	n     int
-	mem   *rawMem
+	mem   *offheap.Mem
 }
 
 const indexMinSlots = 64
 
-func (x *index) init(mem *rawMem) {
+func (x *index) init(mem *offheap.Mem) {
 	x.mem = mem
 	x.setTable(indexMinSlots)
 	x.n = 0
@@ -32,8 +33,8 @@ func (x *index) init(mem *rawMem) {
 
 // setTable gives the index an empty table of n slots, a power of two.
 func (x *index) setTable(n int) {
-	x.raw = x.mem.table(8 * n)
-	x.slots = viewAs[uint64](x.raw, n)
+	x.raw = x.mem.Table(8 * n)
+	x.slots = offheap.View[uint64](x.raw, n)
 	x.mask = uint64(n - 1)
 }
 
@@ -76,7 +77,7 @@ func (x *index) insert(fp *id.Fingerprint, ri int32) {
 func (x *index) grow(recs *slab[rec]) {
 	old := x.raw
 	x.setTable(2 * len(x.slots))
-	x.mem.release(old)
+	x.mem.Release(old)
 	for ri := int32(1); ri < int32(recs.size()); ri++ {
 		if r := recs.at(ri); r.state != 0 {
 			x.insert(&r.fp, ri)

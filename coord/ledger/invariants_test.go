@@ -1,10 +1,10 @@
 package ledger
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"drover/coord/id"
+	"drover/coord/offheap"
 )
 
 // check verifies that the ledger's index structures agree with its table:
@@ -280,57 +280,23 @@ func (l *Ledger) checkIndex() error {
 func (l *Ledger) checkKeys(live map[int32]string) error {
 	ks := &l.keys
 	refs := make(map[uint32]int)
-	used := make(map[[2]uint32]bool) // (class, slot)
-	longs := make(map[uint32]bool)
+	var urls []offheap.Ref
 	for ri := range live {
 		r := l.recs.at(ri)
 		refs[r.names]++
-		switch r.ulen {
-		case 0:
-		case urlLent:
-			if r.state != Queued {
-				return fmt.Errorf("record %d lent its URL in state %v", ri, r.state)
-			}
-			if u, ok := ks.lender(r.fp); !ok || len(u) != int(r.url) {
-				return fmt.Errorf("record %d lent a URL of %d bytes; its holder has %q (%v)", ri, r.url, u, ok)
-			}
-		case urlLong:
-			if longs[r.url] {
-				return fmt.Errorf("long URL %d used twice", r.url)
-			}
-			longs[r.url] = true
-		default:
-			k := [2]uint32{uint32((int(r.ulen) - 1) / urlClassStep), r.url}
-			if used[k] {
-				return fmt.Errorf("URL slot %v used twice", k)
-			}
-			used[k] = true
+		if r.ulen != urlLent {
+			urls = append(urls, offheap.Ref{Slot: r.url, Len: r.ulen})
+			continue
+		}
+		if r.state != Queued {
+			return fmt.Errorf("record %d lent its URL in state %v", ri, r.state)
+		}
+		if u, ok := ks.lender(r.fp); !ok || len(u) != int(r.url) {
+			return fmt.Errorf("record %d lent a URL of %d bytes; its holder has %q (%v)", ri, r.url, u, ok)
 		}
 	}
 	if err := ks.pairs.Check(refs); err != nil {
 		return err
 	}
-	for c := range ks.urls {
-		s := &ks.urls[c]
-		free := 0
-		for i := s.free; i != 0; i = binary.LittleEndian.Uint32(s.at(i)) {
-			if used[[2]uint32{uint32(c), i}] {
-				return fmt.Errorf("URL class %d: slot %d is free and used", c, i)
-			}
-			free++
-		}
-		inClass := 0
-		for k := range used {
-			if k[0] == uint32(c) {
-				inClass++
-			}
-		}
-		if s.n > 0 && free+inClass != int(s.n)-1 {
-			return fmt.Errorf("URL class %d: %d free + %d used != %d slots", c, free, inClass, s.n-1)
-		}
-	}
-	if len(longs)+len(ks.freeL) != len(ks.long)-1 {
-		return fmt.Errorf("long URLs: %d used + %d free != %d", len(longs), len(ks.freeL), len(ks.long)-1)
-	}
-	return nil
+	return ks.urls.Check(urls)
 }

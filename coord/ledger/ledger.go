@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"drover/coord/id"
+	"drover/coord/offheap"
 )
 
 // Verdict is the answer to a request or a queue.
@@ -264,7 +265,7 @@ func New(cfg Config) (*Ledger, error) {
 		sess:     make([]session, 1, 16),
 		wbatch:   1,
 	}
-	mem := newRawMem(l)
+	mem := offheap.New(l)
 	l.recs.mem, l.ws.mem = mem, mem
 	l.recs.grow() // reserve index 0
 	l.ws.grow()

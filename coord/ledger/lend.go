@@ -1,6 +1,9 @@
 package ledger
 
-import "drover/coord/id"
+import (
+	"drover/coord/id"
+	"drover/coord/offheap"
+)
 
 // One copy of a queued key's URL (issue 21). A queued key usually has a
 // job, and the job keeps the key's URL for its whole life: the ledger's
@@ -28,7 +31,7 @@ func (l *Ledger) Lend(fp id.Fingerprint) bool {
 	if r.state != Queued || r.ulen == 0 || r.ulen == urlLong || r.ulen == urlLent {
 		return false
 	}
-	l.keys.urls[(int(r.ulen)-1)/urlClassStep].release(r.url)
+	l.keys.urls.Free(offheap.Ref{Slot: r.url, Len: r.ulen})
 	r.url, r.ulen = uint32(r.ulen), urlLent
 	return true
 }
@@ -44,10 +47,8 @@ func (l *Ledger) Reclaim(fp id.Fingerprint, url string) {
 	if r.ulen != urlLent || int(r.url) != len(url) {
 		return
 	}
-	s := &l.keys.urls[(len(url)-1)/urlClassStep]
-	i := s.alloc()
-	copy(s.at(i), url)
-	r.url, r.ulen = i, uint16(len(url))
+	u := l.keys.urls.Put(url)
+	r.url, r.ulen = u.Slot, u.Len
 }
 
 // Lent is the number of queued keys whose URL is lent (for tests).

@@ -1,11 +1,11 @@
 package ledger
 
 import (
-	"encoding/binary"
 	"strings"
 	"testing"
 
 	"drover/coord/id"
+	"drover/coord/offheap"
 )
 
 // TestLendAndReclaim lends queued keys' URLs to a holder, reads the keys
@@ -32,7 +32,7 @@ func TestLendAndReclaim(t *testing.T) {
 		}
 		held[fp] = k.URL
 		lent := h.l.Lend(fp)
-		if want := len(k.URL) > 0 && len(k.URL) <= urlClassMax; lent != want {
+		if want := len(k.URL) > 0 && len(k.URL) <= offheap.MaxLen; lent != want {
 			t.Fatalf("key %d (%d bytes): Lend = %v, want %v", i, len(k.URL), lent, want)
 		}
 		if h.l.Lend(fp) {
@@ -62,14 +62,7 @@ func TestLendAndReclaim(t *testing.T) {
 		h.l.Done(h.now, k, k.Fingerprint(), DoneOK)
 	}
 	h.checked()
-	for c := range h.l.keys.urls {
-		s := &h.l.keys.urls[c]
-		free := 0
-		for i := s.free; i != 0; i = binary.LittleEndian.Uint32(s.at(i)) {
-			free++
-		}
-		if used := int(s.n) - 1 - free; s.n > 0 && used != 0 {
-			t.Fatalf("URL class %d: %d slots still used with no live key", c, used)
-		}
+	if err := h.l.keys.urls.Check(nil); err != nil { // every slot free again
+		t.Fatalf("with no live key: %v", err)
 	}
 }

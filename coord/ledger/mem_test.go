@@ -97,7 +97,7 @@ func BenchmarkLedgerMemory(b *testing.B) {
 }
 
 // ledgerMemory returns, per key: the Go heap in use, the memory the
-// ledger mapped outside it (rawmem.go; address space, touched or not) and
+// ledger mapped outside it (package offheap; address space, touched or not) and
 // the RSS growth.
 func ledgerMemory(b *testing.B, n int, state State) (heap, mapped, rss float64) {
 	b.Helper()
@@ -135,10 +135,7 @@ func ledgerMemory(b *testing.B, n int, state State) (heap, mapped, rss float64) 
 	if got := c.Requested + c.Queued + c.Done; got != n {
 		b.Fatalf("ledger holds %d keys (%+v), want %d", got, c, n)
 	}
-	var m int
-	for _, r := range l.recs.mem.regions {
-		m += len(r)
-	}
+	m := l.recs.mem.Mapped()
 	runtime.KeepAlive(l)
 	return float64(h1-h0) / float64(n), float64(m) / float64(n), float64(int64(r1)-int64(r0)) / float64(n)
 }

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"drover/coord/id"
+	"drover/coord/offheap"
 )
 
 // Storage. Live records, waiters and sessions live in slabs (reused through
@@ -98,8 +99,8 @@ func (ls *list) unlink(i int32, at func(int32) *link) {
 // pointers to elements stay valid). Index 0 is reserved as "none".
 type slab[T any] struct {
 	chunks [][]T
-	n      int32   // indexes [0, n) have been handed out (0 at creation)
-	mem    *rawMem // where chunks come from; T holds no Go pointer
+	n      int32        // indexes [0, n) have been handed out (0 at creation)
+	mem    *offheap.Mem // where chunks come from; T holds no Go pointer
 }
 
 const (
@@ -114,7 +115,7 @@ func (s *slab[T]) at(i int32) *T { return &s.chunks[i>>chunkBits][i&(chunkLen-1)
 func (s *slab[T]) grow() int32 {
 	if int(s.n) == len(s.chunks)*chunkLen {
 		var zero T
-		s.chunks = append(s.chunks, viewAs[T](s.mem.alloc(chunkLen*int(unsafe.Sizeof(zero))), chunkLen))
+		s.chunks = append(s.chunks, offheap.View[T](s.mem.Alloc(chunkLen*int(unsafe.Sizeof(zero))), chunkLen))
 	}
 	s.n++
 	return s.n - 1

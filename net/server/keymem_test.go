@@ -13,8 +13,8 @@ import (
 // holds per key a producer REQUESTed over the wire and still holds, in
 // batches of 1000 (issue 21: at most 128 B RSS per requested key). It
 // reports the Go heap in use per key and the test process's RSS growth per
-// key (the ledger's big tables are outside the Go heap: coord/ledger's
-// rawmem.go); docs/BENCHMARKS.md has the same read from `drover serve
+// key (the ledger's big tables are outside the Go heap: package
+// coord/offheap); docs/BENCHMARKS.md has the same read from `drover serve
 // --store memory`.
 //
 //	DROVER_BENCH_KEYS=1000000 go test ./net/server -run '^$' -bench RequestedKeyMemory -benchtime 1x

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package ledger
+package offheap
 
 // mapRegion returns n zeroed bytes of Go memory where memory cannot be
 // mapped from the operating system.

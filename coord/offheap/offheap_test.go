@@ -1,0 +1,101 @@
+package offheap
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestStringsChurn puts, frees and reuses strings of every size class (the
+// edges and long ones included) against a map, checking the slots as it
+// goes and that every live string reads back as itself, copied and viewed.
+func TestStringsChurn(t *testing.T) {
+	type owner struct{ s Strings }
+	o := &owner{}
+	mem := New(o)
+	o.s.Init(mem)
+	rng := rand.New(rand.NewPCG(1, 2))
+	lengths := []int{0, 1, 7, 8, 9, 16, 17, 255, 256, 257, 1000}
+	live := make(map[Ref]string)
+	for step := range 20000 {
+		if len(live) > 0 && rng.IntN(3) == 0 {
+			for r, v := range live {
+				if got := o.s.View(r); got != v {
+					t.Fatalf("step %d: view %q, want %q", step, got, v)
+				}
+				o.s.Free(r)
+				delete(live, r)
+				break
+			}
+			continue
+		}
+		n := lengths[rng.IntN(len(lengths))]
+		v := strings.Repeat(string(rune('a'+step%26)), n)
+		r := o.s.Put(v)
+		if n == 0 {
+			if r != (Ref{}) {
+				t.Fatalf("empty string stored as %+v", r)
+			}
+			continue
+		}
+		if _, dup := live[r]; dup {
+			t.Fatalf("step %d: ref %+v handed out twice", step, r)
+		}
+		live[r] = v
+		if step%500 == 0 {
+			refs := make([]Ref, 0, len(live))
+			for r, v := range live {
+				if got := o.s.String(r); got != v {
+					t.Fatalf("step %d: %q, want %q", step, got, v)
+				}
+				refs = append(refs, r)
+			}
+			if err := o.s.Check(refs); err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+		}
+	}
+	for r := range live {
+		o.s.Free(r)
+	}
+	if err := o.s.Check(nil); err != nil {
+		t.Fatalf("all freed: %v", err)
+	}
+	runtime.KeepAlive(o)
+}
+
+// TestMemMapsPastTheHeapPart hands out more than the Go heap part and
+// checks that the rest is mapped, zeroed, and that a released table is
+// given back.
+func TestMemMapsPastTheHeapPart(t *testing.T) {
+	type owner struct{ int }
+	o := &owner{}
+	m := New(o)
+	defer runtime.KeepAlive(o) // its memory is unmapped once o is unreachable
+	for range heapFirst / (64 << 10) {
+		m.Alloc(64 << 10)
+	}
+	if m.Mapped() != 0 {
+		t.Fatalf("%d bytes mapped within the heap part", m.Mapped())
+	}
+	b := m.Alloc(1 << 10)
+	if m.Mapped() < regionMin {
+		t.Fatalf("%d bytes mapped past the heap part, want a region of %d", m.Mapped(), regionMin)
+	}
+	for _, x := range b {
+		if x != 0 {
+			t.Fatal("mapped memory not zeroed")
+		}
+	}
+	before := m.Mapped()
+	tb := m.Table(tableMin)
+	if m.Mapped() != before+tableMin {
+		t.Fatalf("table of %d: %d bytes mapped, want %d", tableMin, m.Mapped(), before+tableMin)
+	}
+	View[uint64](tb, tableMin/8)[tableMin/8-1] = 1
+	m.Release(tb)
+	if m.Mapped() != before {
+		t.Fatalf("released table: %d bytes mapped, want %d", m.Mapped(), before)
+	}
+}
