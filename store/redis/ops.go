@@ -257,6 +257,9 @@ func (l *Ledger) Pending() int { return len(l.retry) }
 func (l *Ledger) Tick(now time.Time) {
 	l.flushRetry()
 	l.flushFinish()
+	if l.queue != nil {
+		l.queue.flushForget()
+	}
 	if l.inbox != nil && !now.Before(l.nextBeat) {
 		l.Maintain(now)
 	}

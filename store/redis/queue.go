@@ -53,6 +53,13 @@ import (
 // uncharged, their slots freed, and the host into ready. A job is thus
 // always in exactly one of a queue and a lease; it leaves when its
 // coordinator finishes it.
+//
+// A claim whose answer is lost after Redis ran it (a connection cut, a
+// timeout) leased jobs this coordinator never saw, and may hold the
+// host's polite slot. So the queue remembers the jobs it holds (claimed,
+// not finished) and the hosts whose claim got no answer; the next Tick or
+// Claim sends those hosts the jobs it holds there, and the script returns
+// every other job leased to it to the front of its queue, its slot freed.
 
 //go:embed queue.lua
 var queueLua string
@@ -75,9 +82,17 @@ type Queue struct {
 	// politeWait is, after a Claim, the shortest wait of a host it found
 	// holding polite jobs back for its interval (0: none).
 	politeWait time.Duration
+	// held names, by fingerprint, the host of every job this coordinator
+	// claimed and has not finished.
+	held map[string]string
+	// unsure are the hosts whose claim got no answer: it may have leased
+	// jobs this coordinator never saw, freed by the next Tick or Claim.
+	unsure map[string]struct{}
 	// Claimed, Pushed and Returned count jobs claimed and pushed by this
-	// coordinator, and jobs of dead peers it returned to the queue.
-	Claimed, Pushed, Returned uint64
+	// coordinator, and jobs of dead peers it returned to the queue;
+	// Unclaimed the jobs leased by its claims whose answer was lost, which
+	// it returned to the queue.
+	Claimed, Pushed, Returned, Unclaimed uint64
 }
 
 var (
@@ -120,7 +135,7 @@ func (l *Ledger) queueKeys(host, c string) []string {
 // Jobs returns the shared job queue on l's cluster, for l's coordinator.
 func (l *Ledger) Jobs() *Queue {
 	if l.queue == nil {
-		l.queue = &Queue{l: l}
+		l.queue = &Queue{l: l, held: make(map[string]string), unsure: make(map[string]struct{})}
 	}
 	return l.queue
 }
@@ -297,6 +312,7 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 	}
 	ctx, cancel := l.ctx()
 	defer cancel()
+	q.forget(ctx)
 	hosts, err := l.rdb.SRandMemberN(ctx, l.readyKey(), int64(min(max(n, 8), claimHosts))).Result()
 	if err == nil {
 		// Registered first, so a sweep of this coordinator finds them.
@@ -329,6 +345,7 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 		for i, h := range hosts {
 			v, err := claimAnswer(vals[i], cerrs[i])
 			if err != nil {
+				q.unsure[h] = struct{}{} // it may have run: forget frees what it leased
 				errs = append(errs, fmt.Errorf("redis queue: claiming on host %q: %w", h, err))
 				continue
 			}
@@ -339,6 +356,8 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 				}
 			}
 			for _, e := range v[2:] {
+				fp, _, _ := strings.Cut(e, " ")
+				q.held[fp] = h
 				sp, err := decodeEntry(e)
 				if err != nil {
 					errs = append(errs, err) // left leased: returned to the queue if this coordinator dies
@@ -435,11 +454,17 @@ func (q *Queue) Finish(now time.Time, ok, failed []ledger.Item) {
 	var order []string
 	for _, jobs := range [][]ledger.Item{ok, failed} {
 		for i := range jobs {
-			h := hostOf(&jobs[i].Key)
+			fp := jobs[i].FP.String()
+			h, held := q.held[fp]
+			if held {
+				delete(q.held, fp)
+			} else {
+				h = hostOf(&jobs[i].Key)
+			}
 			if _, ok := byHost[h]; !ok {
 				order = append(order, h)
 			}
-			byHost[h] = append(byHost[h], jobs[i].FP.String())
+			byHost[h] = append(byHost[h], fp)
 		}
 	}
 	// behind the calls a previous Finish could not send
@@ -455,6 +480,74 @@ func (q *Queue) Finish(now time.Time, ok, failed []ledger.Item) {
 	l.finCount[0] += int64(len(ok))
 	l.finCount[1] += int64(len(failed))
 	l.sendFinish(ctx)
+}
+
+// forget frees, on every host whose claim got no answer, the jobs leased
+// to this coordinator that it does not hold (queue.lua's forget): those a
+// lost answer leased go back to the front of their queues and their slots
+// are free. A host whose call fails stays unsure, tried again at the next
+// Tick or Claim.
+func (q *Queue) forget(ctx context.Context) {
+	if len(q.unsure) == 0 {
+		return
+	}
+	l := q.l
+	byHost := make(map[string][]any, len(q.unsure))
+	for h := range q.unsure {
+		byHost[h] = []any{"forget"}
+	}
+	for fp, h := range q.held {
+		if a, ok := byHost[h]; ok {
+			byHost[h] = append(a, fp)
+		}
+	}
+	// A finish the store has not taken yet ends its lease later.
+	for _, c := range l.finRetry {
+		if a, ok := byHost[c.host]; ok {
+			byHost[c.host] = append(a, c.args[2:]...)
+		}
+	}
+	calls := make([]call, 0, len(byHost))
+	for h, args := range byHost {
+		calls = append(calls, call{host: h, keys: l.queueKeys(h, l.coord), args: args})
+	}
+	vals, cerrs := l.runScript(ctx, queueScript, calls)
+	var back []any
+	var errs []error
+	n := 0
+	for i, c := range calls {
+		k, ok := vals[i].(int64)
+		if cerrs[i] != nil || !ok {
+			errs = append(errs, fmt.Errorf("redis queue: freeing jobs a lost claim leased on host %q: %w (answer %v)", c.host, cerrs[i], vals[i]))
+			continue
+		}
+		delete(q.unsure, c.host)
+		if k > 0 {
+			n += int(k)
+			back = append(back, c.host)
+		}
+	}
+	// The claim did not count them out of PREFIX:queued: only the ready
+	// marks.
+	if len(back) > 0 {
+		if err := l.rdb.SAdd(ctx, l.readyKey(), back...).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("redis queue: marking %d hosts ready again: %w", len(back), err))
+		}
+	}
+	q.Unclaimed += uint64(n)
+	if err := errors.Join(errs...); err != nil {
+		l.err = err
+	}
+}
+
+// flushForget runs forget when a claim got no answer (Tick).
+func (q *Queue) flushForget() {
+	if len(q.unsure) == 0 {
+		return
+	}
+	ctx, cancel := q.l.ctx()
+	defer cancel()
+	q.forget(ctx)
 }
 
 // addCounts queues, on pipe, adding the jobs finished and not yet counted
@@ -564,6 +657,8 @@ func (q *Queue) ReturnLeased() (int, error) {
 	l := q.l
 	ctx, cancel := l.ctx()
 	defer cancel()
+	clear(q.held)
+	clear(q.unsure)
 	return l.returnJobs(ctx, l.coord, l.hostList)
 }
 

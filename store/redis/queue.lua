@@ -28,6 +28,11 @@
 --   unlease (C is dead, or stopping) every job leased to C goes back to the
 --          front of its queue, uncharged, its slots freed. Answers how many.
 --          Running it twice is harmless: JL and PL are gone.
+--   forget 2.. the FPs of the host's jobs C knows it holds (claimed, not
+--          finished): every other job leased to C (one a claim whose
+--          answer C did not get leased) goes back to the front of its
+--          queue, uncharged, its slot freed. Answers how many. Harmless
+--          twice, and when the claim had not run.
 -- Time is the server's (TIME): every script on one host runs on the one
 -- master holding the host's slot, so coordinators whose clocks disagree
 -- still see one clock; the caller sends intervals, which no skew changes.
@@ -35,6 +40,14 @@ local JQ, JL, PQ, PL, POL = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op = ARGV[1]
 
 local function num(x) return string.format('%.0f', x) end
+-- HDEL of many fields, a thousand at a time (unpack's stack is bounded)
+local function hdel(key, fields)
+  local n = 0
+  for i = 1, #fields, 1000 do
+    n = n + redis.call('HDEL', key, unpack(fields, i, math.min(i + 999, #fields)))
+  end
+  return n
+end
 local function now()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -137,6 +150,29 @@ elseif op == 'unlease' then
     if q[1] == PL and #vals > 0 then
       local n, nxt, g = pol()
       setPol(n - #vals, nxt, g, now())
+    end
+  end
+  return back
+elseif op == 'forget' then
+  local known = {}
+  for i = 2, #ARGV do known[ARGV[i]] = true end
+  local back = 0
+  for _, q in ipairs({{JL, JQ}, {PL, PQ}}) do
+    local all = redis.call('HGETALL', q[1])
+    local drop = {}
+    for i = #all - 1, 1, -2 do
+      if not known[all[i]] then
+        drop[#drop + 1] = all[i]
+        redis.call('LPUSH', q[2], all[i + 1])
+      end
+    end
+    if #drop > 0 then
+      hdel(q[1], drop)
+      back = back + #drop
+      if q[1] == PL then
+        local n, nxt, g = pol()
+        setPol(n - #drop, nxt, g, now())
+      end
     end
   end
   return back
