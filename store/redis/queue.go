@@ -22,7 +22,10 @@ import (
 // The broker's queue shared on the cluster (coord.SharedQueue): a job
 // accepted by any coordinator waits in Redis until one of them claims it
 // for its workers. Keys, each host's on the host's hash tag as the
-// ledger's are:
+// ledger's are; a job's host here is its back-off key (broker.Spec.Host,
+// what the broker keys a host's politeness and back-off by: the URL's
+// host unless the job names another), so the jobs naming one host share
+// its queue and politeness wherever their URLs point:
 //
 //   - PREFIX:{host}:jq    list: the host's queued jobs politeness does not
 //     apply to, oldest first. An entry is "FP JSON": the key's
@@ -153,6 +156,16 @@ type jobEntry struct {
 	ID        uint64            `json:"id"`
 }
 
+// queueHost is the host whose queue and politeness record hold the job:
+// its back-off key (Spec.Host, which the broker keys a host's politeness
+// and back-off by), usually its URL's host.
+func queueHost(spec *broker.Spec) string {
+	if spec.Host == "" {
+		return hostOf(&spec.Key)
+	}
+	return spec.Host
+}
+
 func encodeEntry(spec *broker.Spec, jid uint64) (string, error) {
 	e := jobEntry{Crawler: spec.Key.Crawler, Processor: spec.Key.Processor, URL: spec.Key.URL,
 		Headers: spec.Headers, Payload: spec.Payload, ID: jid}
@@ -236,7 +249,7 @@ func (q *Queue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) 
 		if q.polite(&specs[i]) {
 			list = "pq"
 		}
-		cmds[i] = pipe.RPush(ctx, l.pre(hostOf(&specs[i].Key))+list, entry)
+		cmds[i] = pipe.RPush(ctx, l.pre(queueHost(&specs[i]))+list, entry)
 	}
 	_, _ = pipe.Exec(ctx)
 	hosts := make(map[string]struct{})
@@ -250,7 +263,7 @@ func (q *Queue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) 
 			ids[i] = 0
 			continue
 		}
-		hosts[hostOf(&specs[i].Key)] = struct{}{}
+		hosts[queueHost(&specs[i])] = struct{}{}
 		n++
 	}
 	if n > 0 {
@@ -274,7 +287,7 @@ func (q *Queue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) 
 			// the caller keeps them too (they may run twice, never zero
 			// times).
 			for i := range specs {
-				if err, ok := bad[hostOf(&specs[i].Key)]; ok && ids[i] != 0 {
+				if err, ok := bad[queueHost(&specs[i])]; ok && ids[i] != 0 {
 					ids[i] = 0
 					n--
 					errs = append(errs, err)
@@ -459,7 +472,7 @@ func (q *Queue) Finish(now time.Time, ok, failed []ledger.Item) {
 			if held {
 				delete(q.held, fp)
 			} else {
-				h = hostOf(&jobs[i].Key)
+				h = hostOf(&jobs[i].Key) // not claimed here: its URL's host at best
 			}
 			if _, ok := byHost[h]; !ok {
 				order = append(order, h)

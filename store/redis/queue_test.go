@@ -725,3 +725,43 @@ func TestLostClaimFreed(t *testing.T) {
 		t.Fatalf("leased %d after a finished its job; want 1 (b's)", leased)
 	}
 }
+
+// Jobs naming a back-off key other than their URLs' hosts share that
+// host's politeness, as in the broker: with a cap of 1, two jobs whose
+// URLs are on two hosts but which name one are claimed one at a time, and
+// the first's end frees the slot for the second.
+func TestPolitenessByBackoffKey(t *testing.T) {
+	rdb := client(t)
+	l := peers(t, rdb, 1, ledger.Config{})[0]
+	q := l.Jobs()
+	q.HoldPoliteness(coord.SharedPolicy{
+		Applies: func(string) bool { return true },
+		Limits:  func(string) broker.Limits { return broker.Limits{PerHost: 1} },
+	})
+	var specs []broker.Spec
+	for _, u := range []string{"http://a.example/1", "http://b.example/2"} {
+		k := id.Key{Crawler: "c", Processor: "fetch", URL: u}
+		specs = append(specs, broker.Spec{Key: k, FP: k.Fingerprint(), Host: "group.example"})
+	}
+	if _, err := q.PushBatch(time.Now(), specs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Claim(time.Now(), 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claimed %d jobs, %v; want 1 (two jobs naming one host of cap 1)", len(got), err)
+	}
+	if got[0].Host != "group.example" {
+		t.Fatalf("claimed job's host %q; want the back-off key it named", got[0].Host)
+	}
+	if n, err := rdb.HGet(t.Context(), l.pre("group.example")+"pol", "n").Int(); err != nil || n != 1 {
+		t.Fatalf("group.example's record: %d leased, %v; want 1", n, err)
+	}
+	if again, _ := q.Claim(time.Now(), 10); len(again) != 0 {
+		t.Fatalf("claimed %d more while the host's slot is taken; want 0", len(again))
+	}
+	q.Finish(time.Now(), items(got), nil)
+	again, err := q.Claim(time.Now(), 10)
+	if err != nil || len(again) != 1 || again[0].FP == got[0].FP {
+		t.Fatalf("after the first ended: claimed %d jobs, %v; want the other one", len(again), err)
+	}
+}
