@@ -36,6 +36,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +64,7 @@ type config struct {
 func main() {
 	var cfg config
 	var only, pages, memKeys, memStates string
+	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile (the load generator's) to this file")
 	short := flag.Bool("short", false, "a smaller run: 200k dedup keys, 20k jobs, 5k pages, memory at 200k keys, 60k frontier jobs with 20k resident, 3 rounds")
 	flag.StringVar(&cfg.drover, "drover", "", "the drover binary (default: built from this module into a temporary directory)")
 	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "the redis-server binary")
@@ -115,8 +117,22 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, cfg); err != nil {
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "peers: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+	err = run(ctx, cfg)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "peers:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
