@@ -55,6 +55,7 @@ func coordConfig(c *config.Config) coord.Config {
 			RequestTTL: c.Ledger.RequestTTL,
 			DoneTTL:    c.Ledger.DoneTTL,
 			FailedTTL:  c.Ledger.FailedTTL,
+			SmallPages: !c.Ledger.HugePages,
 		},
 		Broker: broker.Config{
 			MaxRequestFailures: c.Broker.MaxRequestFailures,

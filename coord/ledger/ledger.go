@@ -176,6 +176,10 @@ type Config struct {
 	// Persist. 0 or negative: no filter, every key memory does not know may
 	// be stored (a server fills in a size for 0: net/server.New).
 	StoredFilter int
+	// SmallPages keeps the ledger's tables outside the Go heap on small
+	// pages: they ask the OS for no transparent huge pages
+	// (offheap.Mem.SmallPages). By default they ask for them.
+	SmallPages bool
 }
 
 // maxTTL keeps expiry times well inside the 31-bit seconds of a done stamp.
@@ -266,6 +270,9 @@ func New(cfg Config) (*Ledger, error) {
 		wbatch:   1,
 	}
 	mem := offheap.New(l)
+	if cfg.SmallPages {
+		mem.SmallPages()
+	}
 	l.recs.mem, l.ws.mem = mem, mem
 	l.recs.grow() // reserve index 0
 	l.ws.grow()

@@ -417,3 +417,16 @@ func TestDoneKeepsUpWithoutTick(t *testing.T) {
 		t.Fatalf("sweep FIFO holds %d entries, want at most 201", q)
 	}
 }
+
+// TestSmallPagesConfig: Config.SmallPages reaches the ledger's memory.
+func TestSmallPagesConfig(t *testing.T) {
+	for _, small := range []bool{false, true} {
+		l, err := New(Config{SmallPages: small})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.idx.mem.Small(); got != small {
+			t.Errorf("Config.SmallPages %v: the ledger's memory has small pages %v", small, got)
+		}
+	}
+}

@@ -4,6 +4,6 @@ package offheap
 
 // mapRegion returns n zeroed bytes of Go memory where memory cannot be
 // mapped from the operating system.
-func mapRegion(n int) []byte { return make([]byte, n) }
+func mapRegion(n int, _ bool) []byte { return make([]byte, n) }
 
 func unmapRegion([]byte) {}

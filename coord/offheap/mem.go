@@ -29,6 +29,7 @@ type Mem struct {
 	regions [][]byte // every mapped region still in use
 	cur     []byte   // the unused end of the newest chunk region
 	onHeap  int      // bytes handed out from the Go heap
+	small   bool     // regions ask for no transparent huge pages (SmallPages)
 }
 
 const (
@@ -43,6 +44,18 @@ func New[T any](owner *T) *Mem {
 	runtime.AddCleanup(owner, func(m *Mem) { m.freeAll() }, m)
 	return m
 }
+
+// SmallPages makes the regions mapped from now on ask the OS for no
+// transparent huge pages (MADV_NOHUGEPAGE, even where THP is always on).
+// By default a region of a huge page or more asks for them (MADV_HUGEPAGE,
+// map_unix.go): probes and new records then miss the TLB and fault far
+// less, but where THP defragmentation is on for such regions
+// (defrag=madvise, the kernel's default) a fault may stall on memory
+// compaction on a host whose memory is fragmented.
+func (m *Mem) SmallPages() { m.small = true }
+
+// Small says whether SmallPages was called.
+func (m *Mem) Small() bool { return m.small }
 
 // Alloc returns n zeroed bytes for a chunk that lives as long as the
 // owner.
@@ -70,7 +83,7 @@ func (m *Mem) Table(n int) []byte {
 
 // region maps n zeroed bytes (rounded up to whole pages) of their own.
 func (m *Mem) region(n int) []byte {
-	r := mapRegion(n)
+	r := mapRegion(n, !m.small)
 	m.regions = append(m.regions, r)
 	return r
 }
