@@ -95,7 +95,7 @@ func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Ti
 	if extended {
 		b.emit(admin.Event{At: now, Kind: admin.EventHostBackoff, Detail: h.name + " until " + tm(h.until).Format(time.RFC3339)})
 		// Jobs already held back wait for the new end too.
-		for k := h.backoff.head; k != nil; k = k.next {
+		for k := h.backoff.head; k != nil; k = k.link.next {
 			b.setRetryAt(k, h.until)
 		}
 	}

@@ -386,6 +386,26 @@ func New(cfg Config) (*Broker, error) {
 	return b, nil
 }
 
+// enter puts a new job j of host h, whose key is set, in state st: in the
+// host's IDs, the key index, the counts and the sort indexes. Its lists are
+// the caller's.
+func (b *Broker) enter(j *job, h *host, st JobState) {
+	j.hostPos = int32(len(h.ids))
+	h.ids = append(h.ids, j.id)
+	b.byKey.set(&b.jobs, j.fp, j.id)
+	j.state = st
+	b.count[st]++
+	b.countCrawl(j, 0, st)
+	b.age.add(j.id, st)
+	h.idx.add(int(j.hostPos), st, 1)
+	b.changes++
+	for _, tr := range b.trees {
+		if tr != nil {
+			tr.insert(j)
+		}
+	}
+}
+
 // Submit adds a job in state queued (or backoff, when its host is backed
 // off) and returns its ID. Submit never refuses: deduplication is the
 // ledger's business, and a job no worker can take waits as unroutable.
@@ -404,21 +424,7 @@ func (b *Broker) Submit(now time.Time, spec Spec) JobID {
 	j.created = t
 	j.updated = t
 	j.heldIdx = -1
-	j.hostPos = int32(len(h.ids))
-	h.ids = append(h.ids, j.id)
-	b.byKey.set(&b.jobs, spec.FP, j.id)
-	// Enter the indexes in state queued, then move if the host is held.
-	j.state = Queued
-	b.count[Queued]++
-	b.countCrawl(j, 0, Queued)
-	b.age.add(j.id, Queued)
-	h.idx.add(int(j.hostPos), Queued, 1)
-	b.changes++
-	for _, tr := range b.trees {
-		if tr != nil {
-			tr.insert(j)
-		}
-	}
+	b.enter(j, h, Queued) // then place moves it if the host is held
 	b.emit(admin.Event{At: now, Kind: admin.EventJobSubmitted, JobID: uint64(j.id), URL: spec.Key.URL})
 	b.place(j, t, now)
 	return j.id

@@ -49,7 +49,7 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 	misses := 0
 	passed := false // a worker passed over a job that failed on it: it may take it once others are full
 	for w := b.ready.head; w != nil && b.count[Queued]-b.unrt > 0 && misses < b.ready.n; {
-		next := w.next
+		next := w.link.next
 		l, j, avoided := b.pick(w) // retry.go: nextLane(w)'s head, unless it just failed on w
 		if j == nil {
 			passed = passed || avoided

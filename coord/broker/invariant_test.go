@@ -20,7 +20,7 @@ func checkInvariants(b *Broker) error {
 	unrt := 0
 	for _, c := range b.classAll {
 		n := 0
-		for j := c.queue.head; j != nil; j = j.next {
+		for j := c.queue.head; j != nil; j = j.link.next {
 			if err := mark(j, "class "+c.key); err != nil {
 				return err
 			}
@@ -56,7 +56,7 @@ func checkInvariants(b *Broker) error {
 	}
 	for _, h := range b.hosts {
 		n := 0
-		for j := h.backoff.head; j != nil; j = j.next {
+		for j := h.backoff.head; j != nil; j = j.link.next {
 			if err := mark(j, "backoff "+h.name); err != nil {
 				return err
 			}
@@ -101,7 +101,7 @@ func checkInvariants(b *Broker) error {
 			return fmt.Errorf("retry heap out of order at job %d", j.id)
 		}
 	}
-	for j := b.dones.head; j != nil; j = j.next {
+	for j := b.dones.head; j != nil; j = j.link.next {
 		if err := mark(j, "done"); err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func checkInvariants(b *Broker) error {
 	if b.cfg.DoneRetention >= 0 && b.dones.n > b.cfg.DoneRetention {
 		return fmt.Errorf("%d done records kept, retention %d", b.dones.n, b.cfg.DoneRetention)
 	}
-	for j := b.fails.head; j != nil; j = j.next {
+	for j := b.fails.head; j != nil; j = j.link.next {
 		if err := mark(j, "failed"); err != nil {
 			return err
 		}
@@ -213,7 +213,7 @@ func checkInvariants(b *Broker) error {
 	// Workers: slots, ready list.
 	ready := 0
 	var last uint64
-	for w := b.ready.head; w != nil; w = w.next {
+	for w := b.ready.head; w != nil; w = w.link.next {
 		if !w.takesJobs() || w.free() <= 0 || b.sessions[w.session] != w {
 			return fmt.Errorf("worker %q on the ready list but cannot take a job", w.id)
 		}
@@ -290,7 +290,7 @@ func checkHost(b *Broker, h *host) error {
 	h.eachLane(func(l *lane) {
 		var last uint64
 		c := 0
-		for j := l.q.head; j != nil; j = j.hnext {
+		for j := l.q.head; j != nil; j = j.hlink.next {
 			switch {
 			case err != nil:
 			case j.state != Queued || j.host != h || j.class != l.class || j.free != l.free:
@@ -333,7 +333,7 @@ func checkHost(b *Broker, h *host) error {
 // onParkedList reports whether a queued job sits in its crawl's parked
 // list (a paused crawl), out of its lane.
 func onParkedList(b *Broker, j *job) bool {
-	for k := b.budgets[b.crawler(j)].parked.head; k != nil; k = k.next {
+	for k := b.budgets[b.crawler(j)].parked.head; k != nil; k = k.link.next {
 		if k == j {
 			return true
 		}
@@ -345,7 +345,7 @@ func onParkedList(b *Broker, j *job) bool {
 func checkRings(b *Broker) error {
 	for _, c := range b.classAll {
 		n := 0
-		for l := c.ring.head; l != nil; l = l.next {
+		for l := c.ring.head; l != nil; l = l.link.next {
 			if !l.inRing || l.class != c || l.q.n == 0 || l.waits() {
 				return fmt.Errorf("class %q ring holds lane of %q (in ring %v, jobs %d, parked %v)", c.key, l.host.name, l.inRing, l.q.n, l.host.parked)
 			}

@@ -347,7 +347,7 @@ func (m *model) expectDispatch() ([]string, error) {
 	t := ns(m.now)
 	var order []*worker
 	free := map[*worker]int{}
-	for w := b.ready.head; w != nil; w = w.next {
+	for w := b.ready.head; w != nil; w = w.link.next {
 		order = append(order, w)
 		free[w] = w.free()
 	}
@@ -378,7 +378,7 @@ func (m *model) expectDispatch() ([]string, error) {
 	}
 	rings := map[*class][]laneKey{}
 	for _, c := range b.classAll {
-		for l := c.ring.head; l != nil; l = l.next {
+		for l := c.ring.head; l != nil; l = l.link.next {
 			rings[c] = append(rings[c], laneKey{l.host, c, l.free})
 		}
 		for k, js := range lanes {

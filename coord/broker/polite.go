@@ -209,55 +209,33 @@ func ValidPattern(p string) error {
 }
 
 // lane is the queued jobs of one host in one header class, FIFO through
-// job.hprev/hnext. It sits in its class's ring while it holds jobs and its
+// job.hlink. It sits in its class's ring while it holds jobs and its
 // host is eligible. A free lane holds the host's jobs politeness does not
 // apply to (Politeness.Processor): it stays in its ring while it holds
 // jobs, whatever the host's limits.
 type lane struct {
-	host       *host
-	class      *class
-	q          hostList
-	prev, next *lane // ring
-	inRing     bool
-	free       bool
+	link   links[lane] // its place in its class's ring; first: ringLink
+	host   *host
+	class  *class
+	q      hostList
+	inRing bool
+	free   bool
 }
 
 // waits reports whether the lane is held back by its host's limits now.
 func (l *lane) waits() bool { return l.host.parked && !l.free }
 
 // ring is a class's round-robin of lanes that can give a job now.
-type ring struct {
-	head, tail *lane
-	n          int
-}
+type ring struct{ list[lane, ringLink] }
 
 func (r *ring) push(l *lane) {
-	l.next = nil
-	l.prev = r.tail
-	if r.tail != nil {
-		r.tail.next = l
-	} else {
-		r.head = l
-	}
-	r.tail = l
+	r.list.push(l)
 	l.inRing = true
-	r.n++
 }
 
 func (r *ring) remove(l *lane) {
-	if l.prev != nil {
-		l.prev.next = l.next
-	} else {
-		r.head = l.next
-	}
-	if l.next != nil {
-		l.next.prev = l.prev
-	} else {
-		r.tail = l.prev
-	}
-	l.prev, l.next = nil, nil
+	r.list.remove(l)
 	l.inRing = false
-	r.n--
 }
 
 // laneFor returns h's lane for class c (free or not), creating it.

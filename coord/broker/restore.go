@@ -98,7 +98,7 @@ func (b *Broker) HostBackoffJobs(jid JobID, dst []JobID) []JobID {
 	if j == nil {
 		return dst
 	}
-	for k := j.host.backoff.head; k != nil; k = k.next {
+	for k := j.host.backoff.head; k != nil; k = k.link.next {
 		dst = append(dst, k.id)
 	}
 	return dst
@@ -184,21 +184,8 @@ func (b *Broker) Restore(r *JobRecord) error {
 	if st == Backoff {
 		j.retryAt = ns(r.RetryAt)
 	}
-	j.hostPos = int32(len(h.ids))
-	h.ids = append(h.ids, j.id)
-	b.byKey.set(&b.jobs, r.FP, j.id)
-	j.state = st
 	j.unrec = !b.restoreClean && (st == Queued || st == Backoff || st == Dispatched)
-	b.count[st]++
-	b.countCrawl(j, 0, st)
-	b.age.add(j.id, st)
-	h.idx.add(int(j.hostPos), st, 1)
-	b.changes++
-	for _, tr := range b.trees {
-		if tr != nil {
-			tr.insert(j)
-		}
-	}
+	b.enter(j, h, st)
 	switch {
 	case st == Queued:
 		// In ID order for now: FinishRestore sorts the queues by the time
@@ -280,14 +267,7 @@ func (b *Broker) skipTo(n int) {
 				s.n += chunkSize
 				continue
 			}
-			var ch *[chunkSize]job
-			if k := len(s.spare); k > 0 {
-				ch, s.spare = s.spare[k-1], s.spare[:k-1]
-			} else {
-				ch = new([chunkSize]job)
-			}
-			s.chunks = append(s.chunks, ch)
-			s.alive = append(s.alive, 0)
+			s.addChunk()
 		}
 		s.n = min(n, (c+1)<<chunkBits)
 	}
@@ -339,7 +319,7 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 	// Queues in the order jobs were queued, across classes and hosts.
 	var queued []*job
 	for _, c := range b.classAll {
-		for j := c.queue.head; j != nil; j = j.next {
+		for j := c.queue.head; j != nil; j = j.link.next {
 			queued = append(queued, j)
 		}
 	}
@@ -374,7 +354,7 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 	for _, h := range hosts {
 		var js []*job
 		until := int64(0)
-		for j := h.backoff.head; j != nil; j = j.next {
+		for j := h.backoff.head; j != nil; j = j.link.next {
 			js = append(js, j)
 			until = max(until, j.retryAt)
 		}
@@ -402,7 +382,7 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 	// Finished jobs in the order they finished; retention as usual.
 	relink := func(l *jobList) {
 		var js []*job
-		for j := l.head; j != nil; j = j.next {
+		for j := l.head; j != nil; j = j.link.next {
 			js = append(js, j)
 		}
 		slices.SortFunc(js, byUpdated)

@@ -160,7 +160,7 @@ func (j *job) avoids(w *worker) bool {
 
 // otherReady reports whether a ready worker other than w takes jobs of c.
 func (b *Broker) otherReady(c *class, w *worker) bool {
-	for o := b.ready.head; o != nil; o = o.next {
+	for o := b.ready.head; o != nil; o = o.link.next {
 		if o == w {
 			continue
 		}
@@ -204,7 +204,7 @@ func (b *Broker) pick(w *worker) (_ *lane, _ *job, avoided bool) {
 					j = nil
 					break
 				}
-				j = j.hnext
+				j = j.hlink.next
 			}
 		}
 		if j != nil && (best == nil || j.seq < best.seq) {

@@ -23,6 +23,7 @@ type WorkerInfo struct {
 // record (state lost, no session) for the console until it re-registers, is
 // evicted, or is pushed out by newer lost records (Config.LostWorkers).
 type worker struct {
+	link     links[worker] // its place in the ready list; first: readyLink
 	id       string
 	hostname string
 	session  id.Session
@@ -33,9 +34,8 @@ type worker struct {
 	lost     bool
 	classes  []*class // classes whose headers this worker satisfies
 
-	prev, next *worker // ready list
-	inReady    bool
-	lastUsed   uint64 // LRU clock at the last assignment
+	inReady  bool
+	lastUsed uint64 // LRU clock at the last assignment
 
 	done, failures uint64
 	results        uint64 // results recorded from this registration (the death policy's proof of health)
@@ -62,49 +62,22 @@ func (w *worker) stateName() string {
 	return "idle"
 }
 
-// workerList is the intrusive ready list, least recently used first.
-type workerList struct {
-	head, tail *worker
-	n          int
-}
+// workerList is the ready list, least recently used first.
+type workerList struct{ list[worker, readyLink] }
 
 // insert places w by its lastUsed, after every worker used no later.
 func (l *workerList) insert(w *worker) {
 	after := l.tail
 	for after != nil && after.lastUsed > w.lastUsed {
-		after = after.prev
+		after = after.link.prev
 	}
-	w.prev = after
-	if after == nil {
-		w.next = l.head
-		l.head = w
-	} else {
-		w.next = after.next
-		after.next = w
-	}
-	if w.next != nil {
-		w.next.prev = w
-	} else {
-		l.tail = w
-	}
+	l.insertAfter(after, w)
 	w.inReady = true
-	l.n++
 }
 
 func (l *workerList) remove(w *worker) {
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		l.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		l.tail = w.prev
-	}
-	w.prev, w.next = nil, nil
+	l.list.remove(w)
 	w.inReady = false
-	l.n--
 }
 
 // syncReady puts w in or out of the ready list after its slots, draining or
