@@ -161,6 +161,7 @@ type Coordinator struct {
 	brk *broker.Broker
 
 	norms     Normals    // Unknown's memo of one message's normal forms (normals.go)
+	grants    grants     // the keys a few sessions' last REQUEST granted (grants.go)
 	spare     [][]normal // memos kept for reuse (normals.go)
 	pagedKeys int        // queued keys left in the store, not in the ledger's memory (page.go)
 
@@ -200,8 +201,9 @@ type scratch struct {
 	levents  []ledger.Event
 	finished []broker.Finished
 	closed   []broker.Closed
-	items    []ledger.Item   // Request's keys for the ledger
-	results  []ledger.Result // and its answers
+	items    []ledger.Item    // Request's keys for the ledger
+	fps      []id.Fingerprint // Queue's
+	results  []ledger.Result  // and their answers
 }
 
 // New returns a coordinator with no sessions, keys or jobs.

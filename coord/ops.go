@@ -142,14 +142,18 @@ func (c *Coordinator) Request(now time.Time, s id.Session, reqID uint64, keys []
 		dst = append(dst, Verdict{FP: fp})
 	}
 	res := c.led.RequestBatch(now, s, reqID, items, c.scratch.results[:0])
+	granted := c.grants.start(s) // for the QUEUE that follows (grants.go)
 	j := 0
 	for i := base; i < len(dst); i++ {
 		if dst[i].Verdict == ledger.Error {
 			continue
 		}
 		dst[i].Verdict, dst[i].Reason = res[j].Verdict, res[j].Reason
-		if res[j].Verdict == ledger.No {
+		switch {
+		case res[j].Verdict == ledger.No:
 			c.dedupHits++
+		case res[j].Verdict == ledger.OK && res[j].Reason == ledger.ReasonNone:
+			granted.add(keys[i-base], dst[i].FP)
 		}
 		j++
 	}
@@ -165,16 +169,35 @@ func (c *Coordinator) Queue(now time.Time, s id.Session, keys []id.Key, dst []Ve
 	if _, err := c.session(now, s); err != nil {
 		return dst, err
 	}
+	// As Request: the good keys go to the ledger as one batch. A key the
+	// session was just granted is found in the memo of its REQUEST
+	// (grants.go) rather than normalised and hashed again.
+	base := len(dst)
 	dst = slices.Grow(dst, len(keys))
-	for _, k := range keys {
-		_, fp, err := c.normalize(k)
-		if err != nil {
-			dst = append(dst, Verdict{Verdict: ledger.Error, Reason: ReasonBadKey, Detail: err.Error()})
+	granted := c.grants.of(s)
+	fps := c.scratch.fps[:0]
+	for i := range keys {
+		fp, ok := granted.find(&keys[i])
+		if !ok {
+			var err error
+			if _, fp, err = c.normalize(keys[i]); err != nil {
+				dst = append(dst, Verdict{Verdict: ledger.Error, Reason: ReasonBadKey, Detail: err.Error()})
+				continue
+			}
+		}
+		fps = append(fps, fp)
+		dst = append(dst, Verdict{FP: fp})
+	}
+	res := c.led.QueueBatch(now, s, fps, c.scratch.results[:0])
+	j := 0
+	for i := base; i < len(dst); i++ {
+		if dst[i].Verdict == ledger.Error {
 			continue
 		}
-		v, r := c.led.Queue(now, s, fp)
-		dst = append(dst, Verdict{FP: fp, Verdict: v, Reason: r})
+		dst[i].Verdict, dst[i].Reason = res[j].Verdict, res[j].Reason
+		j++
 	}
+	c.scratch.fps, c.scratch.results = fps[:0], res[:0]
 	return dst, nil
 }
 

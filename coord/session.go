@@ -139,6 +139,7 @@ func (c *Coordinator) endSession(now time.Time, s id.Session) (*session, bool) {
 // forgetSession removes ss from the session tables.
 func (c *Coordinator) forgetSession(ss *session) {
 	delete(c.sessions, ss.id)
+	c.grants.drop(ss.id)
 	nk := nameKey{ss.role, ss.name}
 	if c.byName[nk] == ss.id {
 		delete(c.byName, nk)

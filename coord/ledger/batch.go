@@ -30,11 +30,39 @@ func (l *Ledger) RequestBatch(now time.Time, s id.Session, reqID uint64, items [
 	l.expireLeases(t)
 	dst = slices.Grow(dst, len(items))
 	l.events = slices.Grow(l.events, len(items))
-	for i := range items {
-		v, r := l.request(t, s, reqID, &items[i].Key, items[i].FP)
-		dst = append(dst, Result{v, r})
+	for lo := 0; lo < len(items); lo += warmWindow {
+		w := items[lo:min(lo+warmWindow, len(items))]
+		l.warmItems(w)
+		for i := range w {
+			v, r := l.request(t, s, reqID, &w[i].Key, w[i].FP)
+			dst = append(dst, Result{v, r})
+		}
 	}
 	return dst
+}
+
+// warmItems warms the index for the fingerprints of items (index.go).
+func (l *Ledger) warmItems(items []Item) {
+	var sum uint64
+	for i := range items {
+		sum += l.idx.warmSlot(&items[i].FP)
+	}
+	for i := range items {
+		sum += l.idx.warmRec(&items[i].FP, &l.recs)
+	}
+	l.idx.sink += sum
+}
+
+// warmFPs is warmItems for bare fingerprints.
+func (l *Ledger) warmFPs(fps []id.Fingerprint) {
+	var sum uint64
+	for i := range fps {
+		sum += l.idx.warmSlot(&fps[i])
+	}
+	for i := range fps {
+		sum += l.idx.warmRec(&fps[i], &l.recs)
+	}
+	l.idx.sink += sum
 }
 
 // QueueBatch queues every fingerprint for session s, as Queue would in
@@ -42,9 +70,14 @@ func (l *Ledger) RequestBatch(now time.Time, s id.Session, reqID uint64, items [
 func (l *Ledger) QueueBatch(now time.Time, s id.Session, fps []id.Fingerprint, dst []Result) []Result {
 	t := now.UnixNano()
 	l.expireLeases(t)
-	for _, fp := range fps {
-		v, r := l.queueKey(t, s, fp)
-		dst = append(dst, Result{v, r})
+	dst = slices.Grow(dst, len(fps))
+	for lo := 0; lo < len(fps); lo += warmWindow {
+		w := fps[lo:min(lo+warmWindow, len(fps))]
+		l.warmFPs(w)
+		for _, fp := range w {
+			v, r := l.queueKey(t, s, fp)
+			dst = append(dst, Result{v, r})
+		}
 	}
 	return dst
 }
@@ -53,8 +86,12 @@ func (l *Ledger) QueueBatch(now time.Time, s id.Session, fps []id.Fingerprint, d
 func (l *Ledger) DoneBatch(now time.Time, items []Item, o Outcome) {
 	t := now.UnixNano()
 	l.expireLeases(t)
-	for i := range items {
-		l.markDone(t, &items[i].Key, items[i].FP, o)
+	for lo := 0; lo < len(items); lo += warmWindow {
+		w := items[lo:min(lo+warmWindow, len(items))]
+		l.warmItems(w)
+		for i := range w {
+			l.markDone(t, &w[i].Key, w[i].FP, o)
+		}
 	}
 	l.sweepDone(t, 2*len(items))
 }
