@@ -241,7 +241,7 @@ type decoder struct {
 
 func (d *decoder) fail(err error) {
 	if d.err == nil {
-		d.err = err
+		d.err, d.b = err, nil // no bytes left: the varint reads return 0
 	}
 }
 
@@ -256,29 +256,28 @@ func (d *decoder) byte() byte {
 }
 
 func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
 	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail(errors.New("bad unsigned varint"))
-		return 0
-	}
-	d.b = d.b[n:]
+	d.skip(n, "bad unsigned varint")
 	return v
 }
 
 func (d *decoder) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
 	v, n := binary.Varint(d.b)
+	d.skip(n, "bad varint")
+	return v
+}
+
+// skip moves past a varint of n bytes. n <= 0 is one that was cut short or
+// overflowed (or the decoder had failed and holds no bytes): its value read
+// as 0, and skip fails the decoder, naming it bad.
+func (d *decoder) skip(n int, bad string) {
 	if n <= 0 {
-		d.fail(errors.New("bad varint"))
-		return 0
+		if d.err == nil {
+			d.fail(errors.New(bad))
+		}
+		return
 	}
 	d.b = d.b[n:]
-	return v
 }
 
 // count reads a number of entries each taking at least minSize bytes, and

@@ -70,36 +70,35 @@ func (s *Store) LookupKey(fp id.Fingerprint) (state KeyState, at time.Time, ok b
 
 // GetKey returns the ledger record of fp, ok false when there is none.
 func (s *Store) GetKey(fp id.Fingerprint) (r KeyRecord, ok bool, err error) {
-	if err := s.enter(); err != nil {
-		return r, false, err
-	}
-	defer s.leave()
-	k := keyKey(fp)
-	ok, err = s.get(k, func(v []byte) error {
+	ok, err = s.getRecord(KindKey, keyKey(fp), func(v []byte) error {
 		r.FP = fp
-		if derr := decodeKey(v, &r); derr != nil {
-			return s.badRecord(KindKey, k, derr)
-		}
-		return nil
+		return decodeKey(v, &r)
 	})
 	return r, ok, err
 }
 
 // GetJob returns the record of job j, ok false when there is none.
 func (s *Store) GetJob(j uint64) (r JobRecord, ok bool, err error) {
+	ok, err = s.getRecord(KindJob, jobKey(j), func(v []byte) error {
+		r.ID = j
+		return decodeJob(v, &r)
+	})
+	return r, ok, err
+}
+
+// getRecord reads the record of the kind under k with decode, ok false when
+// there is none; a record decode refuses is reported as bad.
+func (s *Store) getRecord(kind RecordKind, k []byte, decode func(v []byte) error) (ok bool, err error) {
 	if err := s.enter(); err != nil {
-		return r, false, err
+		return false, err
 	}
 	defer s.leave()
-	k := jobKey(j)
-	ok, err = s.get(k, func(v []byte) error {
-		r.ID = j
-		if derr := decodeJob(v, &r); derr != nil {
-			return s.badRecord(KindJob, k, derr)
+	return s.get(k, func(v []byte) error {
+		if derr := decode(v); derr != nil {
+			return s.badRecord(kind, k, derr)
 		}
 		return nil
 	})
-	return r, ok, err
 }
 
 // GetMeta returns the named counter, ok false when it was never set.
