@@ -96,7 +96,10 @@ func TestSubmitResumesAfterReconnect(t *testing.T) {
 	const n = 20_000 // two SUBMITs of 10,000
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sub := exec.CommandContext(ctx, drover(t), "submit", "-", "--connect", peers)
+	// The timeout bounds each wait for a reply, not the resume: the
+	// reconnect comes from the session's liveness either way, and under
+	// -race on a loaded machine the answers after the stop can take over 10s.
+	sub := exec.CommandContext(ctx, drover(t), "submit", "-", "--connect", peers, "--timeout", "1m")
 	sub.Stdin = strings.NewReader(urlLines("http://resume.test/", n, nil))
 	sub.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1")
 	var subOut syncBuffer
