@@ -41,10 +41,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"drover/coord/id"
 )
 
 type config struct {
 	drover, redis string
+	base          string // dedup: a second drover binary run alongside (-base)
 	rounds        int
 	only          map[string]bool
 	dedupKeys     int
@@ -67,6 +70,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile (the load generator's) to this file")
 	short := flag.Bool("short", false, "a smaller run: 200k dedup keys, 20k jobs, 5k pages, memory at 200k keys, 60k frontier jobs with 20k resident, 3 rounds")
 	flag.StringVar(&cfg.drover, "drover", "", "the drover binary (default: built from this module into a temporary directory)")
+	flag.StringVar(&cfg.base, "base", "", "dedup: another drover binary (e.g. an older build) whose sides run alternating with the others', with rows and ratios of their own")
 	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "the redis-server binary")
 	flag.IntVar(&cfg.rounds, "rounds", 3, "rounds of each comparison (the sides alternate; medians are reported)")
 	flag.StringVar(&only, "only", "dedup,queue,crawl,memory,frontier", "comparisons to run, comma-separated")
@@ -238,14 +242,53 @@ func progress(f string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(f, args...))
 }
 
+// dedupSide is one drover binary's figures in the dedup comparison.
+type dedupSide struct {
+	name             string // "" or " (base)"
+	bin              string
+	reqS, queueS     series
+	reqCPU, queueCPU cpuSeries
+}
+
+// run measures REQUEST, then REQUEST + QUEUE, each on a fresh serve.
+func (d *dedupSide) run(ctx context.Context, cfg config, round int, streams [][]id.Key) error {
+	for _, queue := range []bool{false, true} {
+		s, err := startDrover(d.bin, "memory")
+		if err != nil {
+			return err
+		}
+		r, err := droverDedup(ctx, s.peers, s.cmd.Process.Pid, streams, cfg.batch, queue)
+		s.stop()
+		if err != nil {
+			return err
+		}
+		name := "REQUEST"
+		if queue {
+			name = "REQUEST+QUEUE"
+			d.queueS = append(d.queueS, r.rate())
+			d.queueCPU.add(r)
+		} else {
+			d.reqS = append(d.reqS, r.rate())
+			d.reqCPU.add(r)
+		}
+		progress("dedup round %d: drover%s %s %s decisions/s (%d duplicates; CPU per decision: server %.0f ns, client %.0f ns)",
+			round+1, d.name, name, human(r.rate()), r.duplicates, r.serverNs(), r.clientNs())
+	}
+	return nil
+}
+
 func benchDedup(ctx context.Context, cfg config) error {
 	r, err := startRedis(cfg.redis)
 	if err != nil {
 		return err
 	}
 	defer r.stop()
-	var redisS, reqS, queueS series
-	var redisCPU, reqCPU, queueCPU cpuSeries
+	var redisS series
+	var redisCPU cpuSeries
+	drovers := []*dedupSide{{bin: cfg.drover}}
+	if cfg.base != "" {
+		drovers = append(drovers, &dedupSide{name: " (base)", bin: cfg.base})
+	}
 	if err := alternate(cfg.rounds, func(round int) []func() error {
 		streams := dedupStreams(cfg.dedupKeys, cfg.conns, uint64(round+1))
 		sides := []func() error{
@@ -257,31 +300,9 @@ func benchDedup(ctx context.Context, cfg config) error {
 				redisCPU.add(d)
 				return err
 			},
-			func() error {
-				for _, queue := range []bool{false, true} {
-					s, err := startDrover(cfg.drover, "memory")
-					if err != nil {
-						return err
-					}
-					d, err := droverDedup(ctx, s.peers, s.cmd.Process.Pid, streams, cfg.batch, queue)
-					s.stop()
-					if err != nil {
-						return err
-					}
-					name := "REQUEST"
-					if queue {
-						name = "REQUEST+QUEUE"
-						queueS = append(queueS, d.rate())
-						queueCPU.add(d)
-					} else {
-						reqS = append(reqS, d.rate())
-						reqCPU.add(d)
-					}
-					progress("dedup round %d: drover %s %s decisions/s (%d duplicates; CPU per decision: server %.0f ns, client %.0f ns)",
-						round+1, name, human(d.rate()), d.duplicates, d.serverNs(), d.clientNs())
-				}
-				return nil
-			},
+		}
+		for _, d := range drovers {
+			sides = append(sides, func() error { return d.run(ctx, cfg, round, streams) })
 		}
 		return sides
 	}); err != nil {
@@ -291,13 +312,23 @@ func benchDedup(ctx context.Context, cfg config) error {
 		cfg.dedupKeys, cfg.batch, cfg.conns, cfg.rounds, loadavg())
 	fmt.Printf("| side | rounds | median | drover / Redis |\n|---|---|---|---|\n")
 	fmt.Printf("| Redis `SADD`, pipelined | %s | %s | — |\n", redisS, human(redisS.median()))
-	fmt.Printf("| drover `REQUEST` | %s | %s | %.2f× |\n", reqS, human(reqS.median()), reqS.median()/redisS.median())
-	fmt.Printf("| drover `REQUEST` + `QUEUE` | %s | %s | %.2f× |\n\n", queueS, human(queueS.median()), queueS.median()/redisS.median())
-	fmt.Printf("CPU time per decision (user + system; the server process from /proc/PID/stat, the load generator from getrusage), medians of the rounds; less sensitive to other load than decisions/s:\n\n")
+	for _, d := range drovers {
+		fmt.Printf("| drover%s `REQUEST` | %s | %s | %.2f× |\n", d.name, d.reqS, human(d.reqS.median()), d.reqS.median()/redisS.median())
+		fmt.Printf("| drover%s `REQUEST` + `QUEUE` | %s | %s | %.2f× |\n", d.name, d.queueS, human(d.queueS.median()), d.queueS.median()/redisS.median())
+	}
+	fmt.Printf("\nCPU time per decision (user + system; the server process from /proc/PID/stat, the load generator from getrusage), medians of the rounds; less sensitive to other load than decisions/s:\n\n")
 	fmt.Printf("| side | server ns/decision (rounds) | server median | client ns/decision (rounds) | client median | server CPU: drover / Redis |\n|---|---|---|---|---|---|\n")
 	fmt.Printf("| Redis `SADD`, pipelined | %s | %.0f | %s | %.0f | — |\n", redisCPU.server, redisCPU.server.median(), redisCPU.client, redisCPU.client.median())
-	fmt.Printf("| drover `REQUEST` | %s | %.0f | %s | %.0f | %.2f× |\n", reqCPU.server, reqCPU.server.median(), reqCPU.client, reqCPU.client.median(), reqCPU.server.median()/redisCPU.server.median())
-	fmt.Printf("| drover `REQUEST` + `QUEUE` | %s | %.0f | %s | %.0f | %.2f× |\n\n", queueCPU.server, queueCPU.server.median(), queueCPU.client, queueCPU.client.median(), queueCPU.server.median()/redisCPU.server.median())
+	for _, d := range drovers {
+		for _, row := range []struct {
+			name string
+			c    cpuSeries
+		}{{"`REQUEST`", d.reqCPU}, {"`REQUEST` + `QUEUE`", d.queueCPU}} {
+			fmt.Printf("| drover%s %s | %s | %.0f | %s | %.0f | %.2f× |\n", d.name, row.name, row.c.server, row.c.server.median(),
+				row.c.client, row.c.client.median(), row.c.server.median()/redisCPU.server.median())
+		}
+	}
+	fmt.Println()
 	return nil
 }
 
