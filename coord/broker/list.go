@@ -33,13 +33,21 @@ type linkField[T any] interface {
 // one compiles to the same instructions as the hand-written ones (their
 // remove and this one's, read side by side in the assembly, differ only in
 // registers and field offsets; no dictionary call). Measured on 2026-12-02
-// against them, the old and new test binaries run side by side ten times at
-// load 20-40 on 2 cores: BenchmarkDispatchHostsRatio medians of 2.08M
-// against 1.74M decisions per CPU-second with 1 host and 1.92M against 1.69M
-// with 100,000 hosts (paired new/old medians 1.07 and 1.06),
-// BenchmarkDispatch plain, headers and plain+indexes paired new/old medians
-// 0.94, 1.11 and 1.02; every difference within the run-to-run spread
-// (benchstat p 0.28 to 0.97).
+// at load 15-40 on 2 cores:
+//   - the list operations alone (outside the tree: 200,000 jobs on 1,000
+//     hosts, each step taking the queue's head or a random job out of its
+//     queue and lane and queuing it again, blocks of 20,000 steps on each
+//     kind of list alternated in one process, timed by thread CPU time):
+//     this list against the hand-written ones with the same field layout,
+//     per-block ratio medians 1.00 to 1.015 in five runs; with the links
+//     first in job (as now: one cache line) rather than after its counters
+//     (where they were: bytes 112-143 of 192, two lines), 0.59 to 0.63 of
+//     the time.
+//   - the broker: the old and new test binaries run side by side ten times,
+//     BenchmarkDispatchHostsRatio paired new/old medians 1.07 (1 host) and
+//     1.06 (100,000 hosts), BenchmarkDispatch plain, headers and
+//     plain+indexes 0.94, 1.11 and 1.02: within the run-to-run spread
+//     (benchstat p 0.28 to 0.97), which the load makes ±20-100%.
 type list[T any, A linkField[T]] struct {
 	head, tail *T
 	n          int
