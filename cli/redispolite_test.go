@@ -2,6 +2,11 @@ package cli
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,5 +74,97 @@ func TestPolitenessAcrossCoordinatorsOnRedis(t *testing.T) {
 	}
 	if g := minGap(starts); g < 190*time.Millisecond {
 		t.Errorf("two request starts %v apart, want at least 190ms across both coordinators (--crawl-min-delay 200ms)", g)
+	}
+}
+
+// TestBackoffAcrossCoordinatorsOnRedis: two `drover serve --store
+// redis://...` on one cluster, each with a crawl worker, and a site whose
+// first page answers 429 with Retry-After: 10. The back-off holds the
+// host on both coordinators: from 3s after the 429 (time for the other
+// coordinator to learn of it, at most a second's poll, and for fetches
+// under way to end) until a second before its end, the site sees no
+// request, and every page is fetched after it.
+func TestBackoffAcrossCoordinatorsOnRedis(t *testing.T) {
+	drover(t)
+	const pages = 200
+	const retryAfter = 10 * time.Second
+	var mu sync.Mutex
+	var starts []time.Time
+	var throttledAt time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/p/") {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		first := throttledAt.IsZero()
+		if first {
+			throttledAt = time.Now()
+		} else {
+			starts = append(starts, time.Now())
+		}
+		mu.Unlock()
+		if first {
+			w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		time.Sleep(300 * time.Millisecond) // a slow site: each coordinator is still busy with it during the back-off
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html><body>page</body></html>")
+	}))
+	t.Cleanup(srv.Close)
+	cl := redistest.Start(t)
+	const ephemeral = "tcp://127.0.0.1:0"
+	var adm, peers [2]string
+	for i := range adm {
+		_, out := start(t, "serve", "--store", cl.URL(), "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral,
+			"--metrics", "", "--heartbeat-interval", "1s", "--crawl-per-host", "0")
+		at := listening(t, out, "peers", "admin")
+		adm[i], peers[i] = at["admin"], at["peers"]
+		start(t, "worker", "--connect", peers[i], "--slots", "2", "--id", fmt.Sprintf("backoff-%d", i), "--heartbeat-interval", "1s")
+		eventually(t, "worker registered", 30*time.Second, func() bool {
+			tot, _, ok := statusJSON(t, adm[i])
+			return ok && tot.WorkersIdle == 1
+		})
+	}
+	for i := range adm {
+		args := []string{"submit", "--connect", peers[i]}
+		for p := i; p < pages; p += 2 {
+			args = append(args, fmt.Sprintf("%s/p/%d", srv.URL, p))
+		}
+		if out, code := run(t, "", args...); code != 0 {
+			t.Fatalf("submit to coordinator %d: exit %d, %s", i, code, out)
+		}
+	}
+	var done [2]int
+	eventually(t, fmt.Sprintf("%d pages done over both coordinators", pages), 180*time.Second, func() bool {
+		for i := range adm {
+			tot, _, ok := statusJSON(t, adm[i])
+			if !ok {
+				return false
+			}
+			done[i] = tot.Done + tot.Failed
+		}
+		return done[0]+done[1] >= pages
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	from, to := throttledAt.Add(3*time.Second), throttledAt.Add(retryAfter-time.Second)
+	var during, after int
+	for _, s := range starts {
+		switch {
+		case s.After(from) && s.Before(to):
+			during++
+		case !s.Before(to):
+			after++
+		}
+	}
+	t.Logf("coordinators ran %d and %d pages; %d requests from 3s to 9s after the 429, %d after", done[0], done[1], during, after)
+	if during != 0 {
+		t.Errorf("%d requests from 3s to 9s after a 429 with Retry-After: 10; want none on either coordinator (the back-off is the cluster's)", during)
+	}
+	if after == 0 {
+		t.Errorf("no request after the back-off; want the pages fetched then")
 	}
 }

@@ -201,9 +201,10 @@ type scratch struct {
 	levents  []ledger.Event
 	finished []broker.Finished
 	closed   []broker.Closed
-	items    []ledger.Item    // Request's keys for the ledger
-	fps      []id.Fingerprint // Queue's
-	results  []ledger.Result  // and their answers
+	items    []ledger.Item        // Request's keys for the ledger
+	fps      []id.Fingerprint     // Queue's
+	results  []ledger.Result      // and their answers
+	backoffs []broker.HostBackoff // hosts backed off, shared with other coordinators (shared.go)
 }
 
 // New returns a coordinator with no sessions, keys or jobs.

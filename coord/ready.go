@@ -95,6 +95,7 @@ func (c *Coordinator) Ready(now time.Time) *Output {
 		}
 	}
 	c.finishShared(now, sc.finished) // shared.go
+	c.shareBackoffs(now)
 	out.Finished = append(out.Finished, sc.finished...)
 
 	// Workers the broker closed (evicted, drained) leave as sessions too.

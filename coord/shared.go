@@ -51,6 +51,24 @@ type SharedPoliteness interface {
 	PoliteWait() time.Duration
 }
 
+// SharedBackoff is implemented by a shared queue that holds hosts'
+// back-offs for every coordinator sharing it (the Redis one): a worker's
+// 429 or 503 on one coordinator holds the host's jobs on all of them.
+// The broker of the coordinator whose worker was throttled computes the
+// back-off (its rules: Retry-After capped, else exponential from the
+// host's level); the queue carries it to the others, whose brokers hold
+// the host's jobs until its end and continue from its level
+// (broker.Broker.HoldHost), and claims none of the host's jobs meanwhile.
+type SharedBackoff interface {
+	// BackOff hands over back-offs this coordinator's throttles started or
+	// extended (broker.Broker.TakeBackoffs).
+	BackOff(now time.Time, bos []broker.HostBackoff)
+	// Backoffs appends to dst the back-offs other coordinators set that
+	// the queue learned since the last call, on hosts this coordinator
+	// holds or claims jobs of.
+	Backoffs(dst []broker.HostBackoff) []broker.HostBackoff
+}
+
 // SharedPolicy is this coordinator's politeness, as its broker applies it
 // (broker.Politeness). Its functions are the coordinator's: a queue calls
 // them only from within its own Push, PushBatch, Claim and Finish, which
@@ -122,9 +140,14 @@ func (c *Coordinator) pushSharedBatch(now time.Time, specs []broker.Spec) []brok
 }
 
 // claimShared fills this coordinator's window of waiting jobs from the
-// shared queue (Tick).
+// shared queue (Tick), after holding the hosts other coordinators backed
+// off.
 func (c *Coordinator) claimShared(now time.Time) {
-	if c.cfg.Shared == nil || now.Before(c.shared.next) {
+	if c.cfg.Shared == nil {
+		return
+	}
+	c.learnBackoffs(now)
+	if now.Before(c.shared.next) {
 		return
 	}
 	want := c.cfg.SharedWindow - c.brk.Count(broker.Queued)
@@ -139,6 +162,7 @@ func (c *Coordinator) claimShared(now time.Time) {
 	for _, sp := range specs {
 		c.brk.Submit(now, sp)
 	}
+	c.learnBackoffs(now) // those the claim found, before the next dispatch
 	c.sharedClaimed += uint64(len(specs))
 	if len(specs) < want {
 		poll := sharedPoll
@@ -148,6 +172,32 @@ func (c *Coordinator) claimShared(now time.Time) {
 			}
 		}
 		c.shared.next = now.Add(poll)
+	}
+}
+
+// learnBackoffs holds in the broker the hosts other coordinators backed
+// off, as the shared queue learned them.
+func (c *Coordinator) learnBackoffs(now time.Time) {
+	q, ok := c.cfg.Shared.(SharedBackoff)
+	if !ok {
+		return
+	}
+	c.scratch.backoffs = q.Backoffs(c.scratch.backoffs[:0])
+	for _, bo := range c.scratch.backoffs {
+		c.brk.HoldHost(now, bo)
+	}
+}
+
+// shareBackoffs hands the shared queue the back-offs this coordinator's
+// throttles set (Ready); without a queue that holds them they are
+// dropped (the broker holds its own).
+func (c *Coordinator) shareBackoffs(now time.Time) {
+	c.scratch.backoffs = c.brk.TakeBackoffs(c.scratch.backoffs[:0])
+	if len(c.scratch.backoffs) == 0 {
+		return
+	}
+	if q, ok := c.cfg.Shared.(SharedBackoff); ok {
+		q.BackOff(now, c.scratch.backoffs)
 	}
 }
 

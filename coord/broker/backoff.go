@@ -85,21 +85,35 @@ func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Ti
 		d = p.Delay(int(h.level), b.cfg.Rand.Float64)
 	}
 	b.thr[h] = struct{}{}
-	until := t + int64(d)
-	extended := until > h.until
-	if extended {
-		h.until = until
-		h.lastEnd = until
-	}
 	b.emit(admin.Event{At: now, Kind: admin.EventJobThrottled, JobID: uint64(j.id), URL: j.url, Detail: "host " + h.name + " backed off " + d.String()})
-	if extended {
-		b.emit(admin.Event{At: now, Kind: admin.EventHostBackoff, Detail: h.name + " until " + tm(h.until).Format(time.RFC3339)})
-		// Jobs already held back wait for the new end too.
-		for k := h.backoff.head; k != nil; k = k.link.next {
-			b.setRetryAt(k, h.until)
-		}
+	if b.extend(h, t+int64(d), now) {
+		b.backoffs = append(b.backoffs, HostBackoff{Host: h.name, Until: tm(h.until), Level: int(h.level),
+			Forgiven: tm(h.lastEnd + int64(b.cfg.BackoffForgive))})
 	}
 	b.place(j, t, now)
+	b.holdLanes(h, t, now)
+	b.schedule(h, t)
+}
+
+// extend moves h's back-off end to until if that is later, and reports
+// whether it did.
+func (b *Broker) extend(h *host, until int64, now time.Time) bool {
+	if until <= h.until {
+		return false
+	}
+	h.until = until
+	h.lastEnd = until
+	b.emit(admin.Event{At: now, Kind: admin.EventHostBackoff, Detail: h.name + " until " + tm(h.until).Format(time.RFC3339)})
+	// Jobs already held back wait for the new end too.
+	for k := h.backoff.head; k != nil; k = k.link.next {
+		b.setRetryAt(k, h.until)
+	}
+	return true
+}
+
+// holdLanes moves every queued job of h to back-off (or back to its lane
+// when the back-off has ended).
+func (b *Broker) holdLanes(h *host, t int64, now time.Time) {
 	h.eachLane(func(l *lane) {
 		for l.q.head != nil {
 			k := l.q.head
@@ -107,6 +121,50 @@ func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Ti
 			b.place(k, t, now)
 		}
 	})
+}
+
+// HostBackoff is a host's back-off as coordinators sharing a job queue tell
+// each other (TakeBackoffs, HoldHost).
+type HostBackoff struct {
+	Host  string
+	Until time.Time // the host's jobs wait until then
+	// Level counts the host's throttles in a row; Forgiven is when it
+	// resets if no throttle comes (the end plus BackoffForgive).
+	Level    int
+	Forgiven time.Time
+}
+
+// TakeBackoffs appends to dst the back-offs throttles here started or
+// extended since the last call, and forgets them.
+func (b *Broker) TakeBackoffs(dst []HostBackoff) []HostBackoff {
+	dst = append(dst, b.backoffs...)
+	b.backoffs = b.backoffs[:0]
+	return dst
+}
+
+// HoldHost applies a back-off another coordinator's throttle put on a host
+// (a 429 or 503 its worker got), by the rules of a throttle here: the
+// host's queued jobs wait in back-off until bo.Until (a later end here
+// stands), and its level becomes at least bo.Level, so a throttle here
+// continues from it. A host the broker has no record of is left alone
+// (its jobs, claimed later, learn of it then).
+func (b *Broker) HoldHost(now time.Time, bo HostBackoff) {
+	h := b.hosts[bo.Host]
+	if h == nil {
+		return
+	}
+	t := ns(now)
+	if h.level > 0 && b.quiet(h, t) {
+		b.forgive(h)
+	}
+	if lv := int32(min(bo.Level, 1<<30)); lv > h.level {
+		h.level = lv
+		h.throttles = max(h.throttles, lv)
+		b.thr[h] = struct{}{}
+	}
+	if b.extend(h, ns(bo.Until), now) {
+		b.holdLanes(h, t, now)
+	}
 	b.schedule(h, t)
 }
 

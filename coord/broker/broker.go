@@ -345,6 +345,7 @@ type Broker struct {
 	idSweep int64                // last sweep of ids (Unix ns)
 
 	finished []Finished
+	backoffs []HostBackoff      // hosts a throttle here backed off (TakeBackoffs)
 	budgets  map[string]*budget // page budgets by crawler (budget.go)
 	events   []admin.Event
 	closed   []Closed

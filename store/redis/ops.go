@@ -257,8 +257,10 @@ func (l *Ledger) Pending() int { return len(l.retry) }
 func (l *Ledger) Tick(now time.Time) {
 	l.flushRetry()
 	l.flushFinish()
-	if l.queue != nil {
-		l.queue.flushForget()
+	if q := l.queue; q != nil {
+		q.flushForget()
+		q.flushBackoffs(now)
+		q.pollBackoffs(now)
 	}
 	if l.inbox != nil && !now.Before(l.nextBeat) {
 		l.Maintain(now)

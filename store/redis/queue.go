@@ -91,6 +91,13 @@ type Queue struct {
 	// unsure are the hosts whose claim got no answer: it may have leased
 	// jobs this coordinator never saw, freed by the next Tick or Claim.
 	unsure map[string]struct{}
+	// Hosts' back-offs (backoff.go): boOut those this coordinator's
+	// throttles set, not yet written; learned those others set, not yet
+	// handed to the broker; epoch the value of PREFIX:backoffs last read,
+	// nextPoll when it is read again.
+	boOut, learned []broker.HostBackoff
+	epoch          int64
+	nextPoll       time.Time
 	// Claimed, Pushed and Returned count jobs claimed and pushed by this
 	// coordinator, and jobs of dead peers it returned to the queue;
 	// Unclaimed the jobs leased by its claims whose answer was lost, which
@@ -368,7 +375,8 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 					q.politeWait = d
 				}
 			}
-			for _, e := range v[2:] {
+			q.learn(now, h, v[2:2+peekLen])
+			for _, e := range v[claimHead:] {
 				fp, _, _ := strings.Cut(e, " ")
 				q.held[fp] = h
 				sp, err := decodeEntry(e)
@@ -381,7 +389,7 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 			switch {
 			case v[0] == "0":
 				empty = append(empty, h)
-			case len(v)-2 == wants[i]:
+			case len(v)-claimHead == wants[i]:
 				more = append(more, h) // gave its whole share: may give more
 			}
 		}
@@ -399,15 +407,29 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 	return out, nil
 }
 
+// claimHead is the number of strings before the entries of a claim's
+// answer: the jobs left on the host, the wait for its interval, and its
+// back-off (as peek answers it: backoff.go).
+const claimHead = 2 + peekLen
+
 // claimAnswer reads a claim's answer: the jobs left on the host, the
-// wait for its interval, then the entries claimed.
+// wait for its interval, its back-off, then the entries claimed.
 func claimAnswer(v any, err error) ([]string, error) {
+	out, err := stringsAnswer(v, err)
+	if err == nil && len(out) < claimHead {
+		err = fmt.Errorf("the script answered %d strings; want the jobs left, the wait, the back-off (%d), then the entries", len(out), claimHead)
+	}
+	return out, err
+}
+
+// stringsAnswer reads a script's answer that is a list of strings.
+func stringsAnswer(v any, err error) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
 	arr, ok := v.([]any)
-	if !ok || len(arr) < 2 {
-		return nil, fmt.Errorf("the script answered %T %v; want the jobs left, the wait, then the entries", v, v)
+	if !ok {
+		return nil, fmt.Errorf("the script answered %T %v; want a list of strings", v, v)
 	}
 	out := make([]string, len(arr))
 	for i, x := range arr {

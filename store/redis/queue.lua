@@ -5,7 +5,8 @@
 --   2 JL   hash: FP -> entry, those leased to coordinator C
 --   3 PQ   list: the host's queued jobs politeness applies to
 --   4 PL   hash: FP -> entry, those leased to C
---   5 POL  hash: the host's politeness across every coordinator:
+--   5 POL  hash: the host's politeness and back-off across every
+--          coordinator:
 --            n     its polite jobs leased (to any coordinator)
 --            next  µs on this server's clock before which no polite job
 --                  of the host is claimed (at most an interval ahead: a
@@ -15,13 +16,21 @@
 --                  record lived (one whose workers read the host's
 --                  robots.txt Crawl-delay gives it), applied by every
 --                  coordinator
+--            bu    µs before which none of the host's jobs is claimed:
+--                  its back-off (a 429 or 503 a coordinator's worker got)
+--            bl    the back-off's level (throttles in a row, the highest
+--                  a coordinator reported)
+--            ku    µs until which bu and bl are kept (the level is
+--                  forgiven then)
+--            bc    the coordinator that last moved bu
 -- ARGV: 1 op, then the operation's own arguments.
 --   claim  2 the most jobs to take, 3 the host's cap (0 none), 4 its
---          interval µs (0 none). Polite jobs first, at most cap - n of
---          them, and one per interval; then the others. Answers the jobs
---          left in JQ and PQ, the µs until the host's next polite claim
---          when polite jobs wait for its interval (0 otherwise), then the
---          entries claimed (now in JL, PL).
+--          interval µs (0 none). Nothing while the host backs off; else
+--          polite jobs first, at most cap - n of them, and one per
+--          interval; then the others. Answers the jobs left in JQ and PQ,
+--          the µs until the host's next polite claim when polite jobs wait
+--          for its interval (0 otherwise), the back-off (as peek), then
+--          the entries claimed (now in JL, PL).
 --   finish 2 the host's interval µs, then FPs: ends C's leases of them; a
 --          polite one frees its slot and the host's next claim waits an
 --          interval from now. Answers how many leases ended.
@@ -33,6 +42,12 @@
 --          answer C did not get leased) goes back to the front of its
 --          queue, uncharged, its slot freed. Answers how many. Harmless
 --          twice, and when the claim had not run.
+--   backoff 2 µs until the back-off C's throttle set ends, 3 its level,
+--          4 µs until its level is forgiven, 5 C: the host's back-off
+--          ends no sooner, its level is no lower. Answers peek's.
+--   peek   Answers the host's back-off: the µs until it ends (0: none in
+--          force), its level, the µs until the level is forgiven, and the
+--          coordinator that last moved its end.
 -- Time is the server's (TIME): every script on one host runs on the one
 -- master holding the host's slot, so coordinators whose clocks disagree
 -- still see one clock; the caller sends intervals, which no skew changes.
@@ -52,29 +67,56 @@ local function now()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local function pol()
-  local p = redis.call('HMGET', POL, 'n', 'next', 'g')
-  return tonumber(p[1] or '0'), tonumber(p[2] or '0'), tonumber(p[3] or '0')
+-- the host's record at t (a back-off whose level was forgiven is gone)
+local function pol(t)
+  local p = redis.call('HMGET', POL, 'n', 'next', 'g', 'bu', 'bl', 'ku', 'bc')
+  local P = {n = tonumber(p[1] or '0'), next = tonumber(p[2] or '0'), g = tonumber(p[3] or '0'),
+    bu = tonumber(p[4] or '0'), bl = tonumber(p[5] or '0'), ku = tonumber(p[6] or '0'), bc = p[7] or ''}
+  if P.ku <= t then
+    P.bu, P.bl, P.ku, P.bc = 0, 0, 0, ''
+  end
+  return P
 end
--- writes the politeness record back; with nothing leased it expires once
--- its next time has passed (kept a second longer)
-local function setPol(n, nxt, g, t)
-  n = math.max(n, 0)
-  if n == 0 and nxt <= t then
+-- writes the record back; with nothing leased it expires once its next
+-- time has passed and its back-off level is forgiven (kept a second
+-- longer)
+local function setPol(P, t)
+  P.n = math.max(P.n, 0)
+  local keep = math.max(P.next, P.ku)
+  if P.n == 0 and keep <= t then
     redis.call('DEL', POL)
     return
   end
-  redis.call('HSET', POL, 'n', num(n), 'next', num(nxt), 'g', num(g))
-  if n == 0 then
-    redis.call('PEXPIRE', POL, num(math.ceil((nxt - t) / 1000) + 1000))
+  if P.ku > t then
+    redis.call('HSET', POL, 'n', num(P.n), 'next', num(P.next), 'g', num(P.g),
+      'bu', num(P.bu), 'bl', num(P.bl), 'ku', num(P.ku), 'bc', P.bc)
+  else
+    redis.call('HSET', POL, 'n', num(P.n), 'next', num(P.next), 'g', num(P.g))
+    redis.call('HDEL', POL, 'bu', 'bl', 'ku', 'bc')
+  end
+  if P.n == 0 then
+    redis.call('PEXPIRE', POL, num(math.ceil((keep - t) / 1000) + 1000))
   else
     redis.call('PERSIST', POL)
   end
 end
+-- the back-off part of an answer: µs to its end, level, µs to its
+-- forgiveness, who moved its end
+local function backoff(P, t)
+  if P.bu <= t then return {'0', '0', '0', ''} end
+  return {num(P.bu - t), num(P.bl), num(P.ku - t), P.bc}
+end
 
 if op == 'claim' then
   local want, cap, gap = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+  local t = now()
+  local P = pol(t)
   local out = {'0', '0'}
+  for _, x in ipairs(backoff(P, t)) do out[#out + 1] = x end
+  if P.bu > t then
+    out[1] = num(redis.call('LLEN', JQ) + redis.call('LLEN', PQ))
+    return out
+  end
   local function take(q, l, k)
     if k <= 0 then return 0 end
     local got = redis.call('LPOP', q, k)
@@ -92,29 +134,31 @@ if op == 'claim' then
     return #got
   end
   if redis.call('LLEN', PQ) > 0 then
-    local t = now()
-    local n, nxt, g = pol()
-    gap = math.max(gap, g)
+    local n = P.n
+    gap = math.max(gap, P.g)
+    P.g = gap
     -- next was set on the clock of the master of the time; after a
     -- failover to one whose clock is behind, a host waits at most an
     -- interval (none without one), not the skew
     local most = t
     if gap > 0 then most = t + gap end
-    if nxt > most then
-      nxt = most
-      setPol(n, nxt, gap, t)
+    if P.next > most then
+      P.next = most
+      setPol(P, t)
     end
     local k = want
     if cap > 0 then k = math.min(k, cap - n) end
     if gap > 0 then k = math.min(k, 1) end
-    if nxt > t then k = 0 end
+    if P.next > t then k = 0 end
     local got = take(PQ, PL, k)
     if got > 0 then
-      if gap > 0 then nxt = t + gap end
-      setPol(n + got, nxt, gap, t)
+      if gap > 0 then P.next = t + gap end
+      P.n = n + got
+      setPol(P, t)
     end
-    if nxt > t and redis.call('LLEN', PQ) > 0 and (cap == 0 or n + got < cap) then
-      out[2] = num(nxt - t)
+    local pq = redis.call('LLEN', PQ)
+    if P.next > t and pq > 0 and (cap == 0 or n + got < cap) then
+      out[2] = num(P.next - t)
     end
     want = want - got
   end
@@ -132,10 +176,11 @@ elseif op == 'finish' then
   end
   if freed > 0 then
     local t = now()
-    local n, nxt, g = pol()
-    gap = math.max(gap, g)
-    if gap > 0 then nxt = math.max(nxt, t + gap) end
-    setPol(n - freed, nxt, gap, t)
+    local P = pol(t)
+    P.g = math.max(gap, P.g)
+    if P.g > 0 then P.next = math.max(P.next, t + P.g) end
+    P.n = P.n - freed
+    setPol(P, t)
   end
   return ended
 elseif op == 'unlease' then
@@ -148,8 +193,10 @@ elseif op == 'unlease' then
     redis.call('DEL', q[1])
     back = back + #vals
     if q[1] == PL and #vals > 0 then
-      local n, nxt, g = pol()
-      setPol(n - #vals, nxt, g, now())
+      local t = now()
+      local P = pol(t)
+      P.n = P.n - #vals
+      setPol(P, t)
     end
   end
   return back
@@ -170,11 +217,28 @@ elseif op == 'forget' then
       hdel(q[1], drop)
       back = back + #drop
       if q[1] == PL then
-        local n, nxt, g = pol()
-        setPol(n - #drop, nxt, g, now())
+        local t = now()
+        local P = pol(t)
+        P.n = P.n - #drop
+        setPol(P, t)
       end
     end
   end
   return back
+elseif op == 'backoff' then
+  local t = now()
+  local P = pol(t)
+  local bu = t + tonumber(ARGV[2])
+  if bu > P.bu then
+    P.bu = bu
+    P.bc = ARGV[5]
+  end
+  P.bl = math.max(P.bl, tonumber(ARGV[3]))
+  P.ku = math.max(P.ku, P.bu, t + tonumber(ARGV[4]))
+  setPol(P, t)
+  return backoff(P, t)
+elseif op == 'peek' then
+  local t = now()
+  return backoff(pol(t), t)
 end
 return redis.error_reply('drover queue: unknown operation ' .. tostring(op))
