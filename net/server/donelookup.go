@@ -49,6 +49,7 @@ type doneLookup struct {
 
 	looker  *looker            // the lookup goroutine (lookup.go)
 	parked  []*parkedMsg       // messages waiting for lookups, in arrival order
+	items   int                // keys and jobs the parked messages carry (parkedItemBudget)
 	waiting map[id.Session]int // parked messages per session
 }
 
@@ -188,6 +189,7 @@ func (s *Server) parkForLookup(ident []byte, sid id.Session, m wire.Message) boo
 	}
 	l.waiting[sid]++
 	l.parked = append(l.parked, p)
+	l.items += itemsOf(m)
 	return true
 }
 
@@ -210,6 +212,7 @@ func (s *Server) releaseLookups(now time.Time) {
 	n := 0
 	for ; n < len(l.parked) && l.parked[n].looked && !s.overBudget(); n++ {
 		p := l.parked[n]
+		l.items -= itemsOf(p.m)
 		if l.waiting[p.sid]--; l.waiting[p.sid] == 0 {
 			delete(l.waiting, p.sid)
 		}

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -365,5 +366,93 @@ func TestParkedOnceInTheBudget(t *testing.T) {
 	}
 	if max := s.stats.MaxStepItems; max != n {
 		t.Fatalf("the largest step took in %d items, want %d (the SUBMIT once)", max, n)
+	}
+}
+
+// TestParkedItemsBounded: while the lookup goroutine is held up, a
+// producer's pipelined SUBMITs park (the first waits for its lookups, the
+// others behind it); once the parked messages carry parkedItemBudget jobs
+// the reactor reads no more, even when woken, and every job is accepted
+// once the lookups go on. Without the bound a step woken then reads the
+// next stepItemBudget jobs into parked messages.
+func TestParkedItemsBounded(t *testing.T) {
+	const per, msgs = 5_000, 3 * parkedItemBudget / 5_000 // three budgets' worth
+	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncNone)
+	t.Cleanup(func() { st.Close() })
+	opts := doneCacheOpts(st)
+	opts.Coord.Ledger.StoredFilter = -1     // every new key is looked up
+	opts.Coord.Heartbeat = 30 * time.Second // the raw producer is silent
+	var (
+		most     atomic.Int64 // the most items parked at once
+		full     = make(chan uint64, 1)
+		next     = make(chan struct{}, 1)
+		fullStep atomic.Uint64
+		gaveUp   atomic.Bool
+		first    sync.Once
+	)
+	s, stop := startHooked(t, opts, func(s *Server) {
+		s.stepHook = func() { // the reactor's
+			items := s.dur.look.items
+			most.Store(max(most.Load(), int64(items)))
+			switch at := fullStep.Load(); {
+			case at == 0 && items >= parkedItemBudget:
+				fullStep.Store(s.stats.Steps)
+				full <- s.stats.Steps
+			case at != 0 && s.stats.Steps > at:
+				select {
+				case next <- struct{}{}:
+				default:
+				}
+			}
+		}
+		s.lookHook = func() { // the lookup goroutine's: hold the first batch
+			first.Do(func() {
+				select {
+				case <-full:
+				case <-time.After(time.Minute):
+					gaveUp.Store(true)
+					return
+				}
+				// Wake the reactor for a step with the parked budget full.
+				select {
+				case s.dur.ring <- struct{}{}:
+				default:
+				}
+				select {
+				case <-next:
+				case <-time.After(time.Minute):
+					gaveUp.Store(true)
+				}
+			})
+		}
+	})
+	p := dial(t, s.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, "p", 0)
+	for m := range msgs {
+		jobs := make([]wire.SubmitItem, per)
+		for i := range jobs {
+			jobs[i] = wire.SubmitItem{Key: key(fmt.Sprintf("http://parked.test/%d/%d", m, i))}
+		}
+		p.send(&wire.Submit{Req: uint64(2 + m), Jobs: jobs})
+	}
+	for m := range msgs {
+		sm := expect[*wire.Submitted](t, p.recv())
+		if sm.Req != uint64(2+m) || len(sm.Items) != per {
+			t.Fatalf("answer %d: req %d with %d items, want req %d with %d", m, sm.Req, len(sm.Items), 2+m, per)
+		}
+		for i, it := range sm.Items {
+			if it.Status != wire.SubmitAccepted {
+				t.Fatalf("answer %d item %d: %+v, want accepted", m, i, it)
+			}
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if gaveUp.Load() {
+		t.Fatal("the parked messages never reached their budget, or the reactor never stepped after: nothing was tested")
+	}
+	if got, limit := most.Load(), int64(parkedItemBudget+per-1); got > limit {
+		t.Fatalf("%d jobs parked at once, want at most %d (parkedItemBudget %d and one message of %d)", got, limit, parkedItemBudget, per)
 	}
 }

@@ -72,8 +72,27 @@ func itemsOf(m wire.Message) int {
 	return 1
 }
 
+// parkedItemBudget bounds the keys and jobs of the messages parked for
+// their store lookups (donelookup.go): past it the reactor reads no more
+// messages until lookups finish and release some. Without it a pipelined
+// submit of millions of jobs into a serve paging its queue (every message
+// of a session parks behind the first that waits for a lookup) was read
+// whole into parked messages, hundreds of megabytes, faster than the
+// lookups let them through; the garbage collector then ran without end
+// at the soft memory limit, replies and heartbeats stalled, and the client
+// took the coordinator for lost and sent everything again. Peers' silence
+// is judged by what was read (heardUntil), so messages left unread here
+// count against no session.
+const parkedItemBudget = 2 * stepItemBudget
+
 // overBudget reports whether the step has taken in its stepItemBudget.
 func (s *Server) overBudget() bool { return s.stepItems >= stepItemBudget }
+
+// readFull reports whether the reactor should read no more messages now:
+// the step is overBudget, or the parked messages hold parkedItemBudget.
+func (s *Server) readFull() bool {
+	return s.overBudget() || s.dur != nil && s.dur.look.items >= parkedItemBudget
+}
 
 // openInputs starts watching the sockets the reactor reads; closeInputs
 // stops the watches (before the sockets close).
@@ -166,7 +185,7 @@ func (s *Server) heardUntil() time.Time {
 // reports whether it stopped at the bound (more may wait).
 func (s *Server) drain(in *input) bool {
 	for range drainBound {
-		if s.overBudget() {
+		if s.readFull() {
 			return true
 		}
 		var (
@@ -191,7 +210,7 @@ func (s *Server) drain(in *input) bool {
 // drainHub handles what in-process peers sent, at most drainBound; it
 // reports whether more wait.
 func (s *Server) drainHub(in *input) bool {
-	if s.overBudget() {
+	if s.readFull() {
 		return true
 	}
 	msgs, more := s.hub.Take(s.taken[:0], drainBound)
@@ -220,8 +239,11 @@ func (s *Server) busy() (bool, error) {
 	}
 	busy := false
 	now := s.now()
+	// With the parked messages at their budget the inputs wait, dirty,
+	// for the lookup goroutine's doorbell: looking at them would only spin.
+	parkedFull := s.dur != nil && s.dur.look.items >= parkedItemBudget
 	for _, in := range s.inputs {
-		if !in.dirty {
+		if !in.dirty || parkedFull {
 			continue
 		}
 		read := false
