@@ -50,6 +50,7 @@ type doneLookup struct {
 	looker  *looker            // the lookup goroutine (lookup.go)
 	parked  []*parkedMsg       // messages waiting for lookups, in arrival order
 	items   int                // keys and jobs the parked messages carry (parkedItemBudget)
+	budget  int                // tests: a parkedItemBudget of their own (0: the constant)
 	waiting map[id.Session]int // parked messages per session
 }
 
@@ -191,6 +192,16 @@ func (s *Server) parkForLookup(ident []byte, sid id.Session, m wire.Message) boo
 	l.parked = append(l.parked, p)
 	l.items += itemsOf(m)
 	return true
+}
+
+// full reports whether the parked messages carry their budget of keys and
+// jobs (parkedItemBudget): the reactor then reads no more messages.
+func (l *doneLookup) full() bool {
+	b := l.budget
+	if b == 0 {
+		b = parkedItemBudget
+	}
+	return l.items >= b
 }
 
 // releaseLookups takes the lookups the lookup goroutine finished and

@@ -371,12 +371,13 @@ func TestParkedOnceInTheBudget(t *testing.T) {
 
 // TestParkedItemsBounded: while the lookup goroutine is held up, a
 // producer's pipelined SUBMITs park (the first waits for its lookups, the
-// others behind it); once the parked messages carry parkedItemBudget jobs
+// others behind it); once the parked messages carry their budget of jobs
 // the reactor reads no more, even when woken, and every job is accepted
-// once the lookups go on. Without the bound a step woken then reads the
-// next stepItemBudget jobs into parked messages.
+// once the lookups go on (with a budget of 2,000 jobs set for the test).
+// Without the bound the reactor reads every message into parked ones.
 func TestParkedItemsBounded(t *testing.T) {
-	const per, msgs = 5_000, 3 * parkedItemBudget / 5_000 // three budgets' worth
+	const budget, per = 2_000, 250
+	const msgs = 3 * budget / per // three budgets' worth
 	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncNone)
 	t.Cleanup(func() { st.Close() })
 	opts := doneCacheOpts(st)
@@ -391,11 +392,12 @@ func TestParkedItemsBounded(t *testing.T) {
 		first    sync.Once
 	)
 	s, stop := startHooked(t, opts, func(s *Server) {
+		s.dur.look.budget = budget
 		s.stepHook = func() { // the reactor's
 			items := s.dur.look.items
 			most.Store(max(most.Load(), int64(items)))
 			switch at := fullStep.Load(); {
-			case at == 0 && items >= parkedItemBudget:
+			case at == 0 && items >= budget:
 				fullStep.Store(s.stats.Steps)
 				full <- s.stats.Steps
 			case at != 0 && s.stats.Steps > at:
@@ -452,7 +454,7 @@ func TestParkedItemsBounded(t *testing.T) {
 	if gaveUp.Load() {
 		t.Fatal("the parked messages never reached their budget, or the reactor never stepped after: nothing was tested")
 	}
-	if got, limit := most.Load(), int64(parkedItemBudget+per-1); got > limit {
-		t.Fatalf("%d jobs parked at once, want at most %d (parkedItemBudget %d and one message of %d)", got, limit, parkedItemBudget, per)
+	if got, limit := most.Load(), int64(budget+per-1); got > limit {
+		t.Fatalf("%d jobs parked at once, want at most %d (the budget %d and one message of %d)", got, limit, budget, per)
 	}
 }

@@ -91,7 +91,7 @@ func (s *Server) overBudget() bool { return s.stepItems >= stepItemBudget }
 // readFull reports whether the reactor should read no more messages now:
 // the step is overBudget, or the parked messages hold parkedItemBudget.
 func (s *Server) readFull() bool {
-	return s.overBudget() || s.dur != nil && s.dur.look.items >= parkedItemBudget
+	return s.overBudget() || s.dur != nil && s.dur.look.full()
 }
 
 // openInputs starts watching the sockets the reactor reads; closeInputs
@@ -241,7 +241,7 @@ func (s *Server) busy() (bool, error) {
 	now := s.now()
 	// With the parked messages at their budget the inputs wait, dirty,
 	// for the lookup goroutine's doorbell: looking at them would only spin.
-	parkedFull := s.dur != nil && s.dur.look.items >= parkedItemBudget
+	parkedFull := s.dur != nil && s.dur.look.full()
 	for _, in := range s.inputs {
 		if !in.dirty || parkedFull {
 			continue
