@@ -148,6 +148,13 @@ type Cluster struct {
 	Failed int `json:"failed"`
 	// Coordinators lists every coordinator that published, by id.
 	Coordinators []ClusterCoordinator `json:"coordinators"`
+	// PoliteHosts are the hosts whose fetches wait in the shared queue
+	// for their politeness limits (at their cap, or inside their
+	// interval), as the live coordinators' claims last found them: most
+	// waiting jobs first, at most 100. Rows as the retries view's polite
+	// ones; Jobs counts the host's fetches waiting in the shared queue
+	// and InFlight those claimed by any coordinator.
+	PoliteHosts []HostRow `json:"polite_hosts,omitempty"`
 }
 
 // ClusterCoordinator is one coordinator of a Cluster, as it last published

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -228,6 +229,9 @@ func newStatusCmd() *cobra.Command {
 					}
 				}
 			}
+			if t.Cluster != nil {
+				polite = withClusterPolite(polite, t.Cluster.PoliteHosts)
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
@@ -287,6 +291,27 @@ func printStatus(w io.Writer, t admin.Totals, next *admin.JobRow, workers []admi
 			time.Since(r.LastHeartbeat).Round(100*time.Millisecond))
 	}
 	tw.Flush()
+}
+
+// withClusterPolite adds to this coordinator's polite hosts those the
+// coordinators sharing its Redis store found holding fetches back in the
+// shared queue (a host this coordinator lists keeps its own row), most
+// waiting jobs first.
+func withClusterPolite(own, cluster []admin.HostRow) []admin.HostRow {
+	if len(cluster) == 0 {
+		return own
+	}
+	listed := make(map[string]bool, len(own))
+	for _, h := range own {
+		listed[h.Host] = true
+	}
+	for _, h := range cluster {
+		if !listed[h.Host] {
+			own = append(own, h)
+		}
+	}
+	slices.SortStableFunc(own, func(x, y admin.HostRow) int { return cmp.Compare(y.Jobs, x.Jobs) })
+	return own
 }
 
 // maxPoliteShown bounds the polite hosts status lists.

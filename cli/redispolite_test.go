@@ -20,7 +20,8 @@ import (
 // at once (64), run on both coordinators' workers, yet the site sees
 // at most one request in flight and no two request starts closer than
 // 190 ms: the host's limits hold across the coordinators, not only among
-// each one's workers.
+// each one's workers. Meanwhile status on either coordinator lists the
+// host among the cluster's polite hosts.
 func TestPolitenessAcrossCoordinatorsOnRedis(t *testing.T) {
 	drover(t)
 	const pages = 80
@@ -51,6 +52,8 @@ func TestPolitenessAcrossCoordinatorsOnRedis(t *testing.T) {
 		}
 	}
 	var done [2]int
+	var listed [2]bool // status listed the site among the cluster's polite hosts
+	host := strings.TrimPrefix(site.srv.URL, "http://")
 	eventually(t, fmt.Sprintf("%d pages done over both coordinators", pages), 120*time.Second, func() bool {
 		for i := range adm {
 			tot, _, ok := statusJSON(t, adm[i])
@@ -58,6 +61,11 @@ func TestPolitenessAcrossCoordinatorsOnRedis(t *testing.T) {
 				return false
 			}
 			done[i] = tot.Done + tot.Failed
+			if c := tot.Cluster; c != nil {
+				for _, h := range c.PoliteHosts {
+					listed[i] = listed[i] || h.Host == host && h.Polite
+				}
+			}
 		}
 		return done[0]+done[1] >= pages
 	})
@@ -74,6 +82,9 @@ func TestPolitenessAcrossCoordinatorsOnRedis(t *testing.T) {
 	}
 	if g := minGap(starts); g < 190*time.Millisecond {
 		t.Errorf("two request starts %v apart, want at least 190ms across both coordinators (--crawl-min-delay 200ms)", g)
+	}
+	if !listed[0] || !listed[1] {
+		t.Errorf("status listed %s among the cluster's polite hosts on coordinators 0 and 1: %v; want both (the claims find it at its limits)", host, listed)
 	}
 }
 

@@ -98,6 +98,10 @@ type Queue struct {
 	boOut, learned []broker.HostBackoff
 	epoch          int64
 	nextPoll       time.Time
+	// seen are the hosts claims found holding polite jobs back, polite
+	// the rows built from them for the summary (politehosts.go).
+	seen map[string]politeSeen
+	snap politeSnapshot
 	// Claimed, Pushed and Returned count jobs claimed and pushed by this
 	// coordinator, and jobs of dead peers it returned to the queue;
 	// Unclaimed the jobs leased by its claims whose answer was lost, which
@@ -145,7 +149,7 @@ func (l *Ledger) queueKeys(host, c string) []string {
 // Jobs returns the shared job queue on l's cluster, for l's coordinator.
 func (l *Ledger) Jobs() *Queue {
 	if l.queue == nil {
-		l.queue = &Queue{l: l, held: make(map[string]string), unsure: make(map[string]struct{})}
+		l.queue = &Queue{l: l, held: make(map[string]string), unsure: make(map[string]struct{}), seen: make(map[string]politeSeen)}
 	}
 	return l.queue
 }
@@ -376,6 +380,7 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 				}
 			}
 			q.learn(now, h, v[2:2+peekLen])
+			q.notePolite(now, h, v)
 			for _, e := range v[claimHead:] {
 				fp, _, _ := strings.Cut(e, " ")
 				q.held[fp] = h
@@ -396,6 +401,7 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 		hosts = more
 	}
 	q.unready(ctx, empty)
+	q.snapPolite(now)
 	q.Claimed += uint64(len(out))
 	if len(out) > 0 {
 		l.rdb.DecrBy(ctx, l.queuedKey(), int64(len(out)))
@@ -408,9 +414,10 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 }
 
 // claimHead is the number of strings before the entries of a claim's
-// answer: the jobs left on the host, the wait for its interval, and its
-// back-off (as peek answers it: backoff.go).
-const claimHead = 2 + peekLen
+// answer: the jobs left on the host, the wait for its interval, its
+// back-off (as peek answers it: backoff.go), its polite jobs left and
+// leased.
+const claimHead = 2 + peekLen + 2
 
 // claimAnswer reads a claim's answer: the jobs left on the host, the
 // wait for its interval, its back-off, then the entries claimed.

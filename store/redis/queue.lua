@@ -29,8 +29,9 @@
 --          polite jobs first, at most cap - n of them, and one per
 --          interval; then the others. Answers the jobs left in JQ and PQ,
 --          the µs until the host's next polite claim when polite jobs wait
---          for its interval (0 otherwise), the back-off (as peek), then
---          the entries claimed (now in JL, PL).
+--          for its interval (0 otherwise), the back-off (as peek), the
+--          jobs left in PQ, the polite jobs leased (n), then the entries
+--          claimed (now in JL, PL).
 --   finish 2 the host's interval µs, then FPs: ends C's leases of them; a
 --          polite one frees its slot and the host's next claim waits an
 --          interval from now. Answers how many leases ended.
@@ -113,8 +114,10 @@ if op == 'claim' then
   local P = pol(t)
   local out = {'0', '0'}
   for _, x in ipairs(backoff(P, t)) do out[#out + 1] = x end
+  out[7], out[8] = '0', num(P.n)
   if P.bu > t then
-    out[1] = num(redis.call('LLEN', JQ) + redis.call('LLEN', PQ))
+    local pq = redis.call('LLEN', PQ)
+    out[1], out[7] = num(redis.call('LLEN', JQ) + pq), num(pq)
     return out
   end
   local function take(q, l, k)
@@ -160,6 +163,7 @@ if op == 'claim' then
     if P.next > t and pq > 0 and (cap == 0 or n + got < cap) then
       out[2] = num(P.next - t)
     end
+    out[7], out[8] = num(pq), num(n + got)
     want = want - got
   end
   take(JQ, JL, want)

@@ -829,3 +829,45 @@ func TestBackoffAcrossCoordinators(t *testing.T) {
 		t.Fatalf("the host's jobs were claimed %v after a back-off of %v; want at least that", took, d)
 	}
 }
+
+// The cluster view lists the hosts holding polite jobs back in the shared
+// queue, as any live coordinator's claims found them: b's claim finds the
+// host at its cap (a holds its one slot), and a's view shows it with its
+// waiting jobs, the slot in use and the limits.
+func TestClusterViewPoliteHosts(t *testing.T) {
+	rdb := client(t)
+	ls := peers(t, rdb, 2, ledger.Config{})
+	a, b := ls[0].Jobs(), ls[1].Jobs()
+	policy := coord.SharedPolicy{
+		Applies: func(string) bool { return true },
+		Limits:  func(string) broker.Limits { return broker.Limits{PerHost: 1, MinDelay: time.Minute} },
+	}
+	a.HoldPoliteness(policy)
+	b.HoldPoliteness(policy)
+	for i := range 3 {
+		if _, err := a.Push(time.Now(), politeJob("fetch", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := a.Claim(time.Now(), 10); err != nil || len(got) != 1 {
+		t.Fatalf("a claimed %d jobs, %v; want 1", len(got), err)
+	}
+	if got, err := b.Claim(time.Now(), 10); err != nil || len(got) != 0 {
+		t.Fatalf("b claimed %d jobs, %v; want 0 (the host at its cap)", len(got), err)
+	}
+	ctx := t.Context()
+	for _, l := range ls {
+		if err := l.PublishSummary(ctx, admin.ClusterCoordinator{Heartbeat: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := ls[0].ClusterView(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := politeJob("fetch", 0).Host
+	want := admin.HostRow{Host: host, Jobs: 2, Polite: true, InFlight: 1, Limit: "1 at once, 1 per 1m0s"}
+	if len(v.PoliteHosts) != 1 || v.PoliteHosts[0] != want {
+		t.Fatalf("the cluster view's polite hosts: %+v; want [%+v] (found by b's claim)", v.PoliteHosts, want)
+	}
+}

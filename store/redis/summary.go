@@ -34,10 +34,22 @@ func (l *Ledger) failedKey() string    { return l.cfg.Prefix + ":failed" }
 // expired stays in the view.
 const forgetSummary = time.Minute
 
-// PublishSummary writes this coordinator's summary; its ID is set here.
+// summary is what a coordinator publishes: itself, and the hosts its
+// claims found holding polite jobs back (politehosts.go).
+type summary struct {
+	admin.ClusterCoordinator
+	Polite []admin.HostRow `json:"polite_hosts,omitempty"`
+}
+
+// PublishSummary writes this coordinator's summary, with the hosts its
+// claims last found holding polite jobs back; its ID is set here.
 func (l *Ledger) PublishSummary(ctx context.Context, c admin.ClusterCoordinator) error {
 	c.ID = l.coord
-	b, err := json.Marshal(&c)
+	s := summary{ClusterCoordinator: c}
+	if l.queue != nil {
+		s.Polite = l.queue.PoliteHosts(c.Heartbeat)
+	}
+	b, err := json.Marshal(&s)
 	if err != nil {
 		return fmt.Errorf("redis cluster view: encoding the summary: %w", err)
 	}
@@ -48,8 +60,9 @@ func (l *Ledger) PublishSummary(ctx context.Context, c admin.ClusterCoordinator)
 }
 
 // ClusterView reads every coordinator's summary (dropping those whose
-// heartbeat expired over a minute ago), the shared queue's length and the
-// cluster's jobs done and failed.
+// heartbeat expired over a minute ago), the shared queue's length, the
+// cluster's jobs done and failed, and the hosts the live coordinators'
+// claims found holding polite jobs back.
 func (l *Ledger) ClusterView(ctx context.Context, now time.Time) (*admin.Cluster, error) {
 	all, err := l.rdb.HGetAll(ctx, l.summariesKey()).Result()
 	if err != nil {
@@ -70,11 +83,13 @@ func (l *Ledger) ClusterView(ctx context.Context, now time.Time) (*admin.Cluster
 	v.Queued = max(v.Queued, 0)
 	v.Done, _ = done.Int()
 	v.Failed, _ = failed.Int()
+	var live []summary
 	for id, js := range all {
-		var c admin.ClusterCoordinator
-		if err := json.Unmarshal([]byte(js), &c); err != nil {
+		var s summary
+		if err := json.Unmarshal([]byte(js), &s); err != nil {
 			continue // not ours to show; a live coordinator rewrites its own
 		}
+		c := s.ClusterCoordinator
 		c.ID = id
 		c.Alive = alive[id].Val() == 1
 		if !c.Alive && now.Sub(c.Heartbeat) > forgetSummary {
@@ -83,9 +98,11 @@ func (l *Ledger) ClusterView(ctx context.Context, now time.Time) (*admin.Cluster
 		}
 		if c.Alive {
 			v.Claimed += int64(c.Queued + c.Dispatched)
+			live = append(live, s)
 		}
 		v.Coordinators = append(v.Coordinators, c)
 	}
+	v.PoliteHosts = mergePolite(live)
 	slices.SortFunc(v.Coordinators, func(a, b admin.ClusterCoordinator) int {
 		x, _ := strconv.Atoi(a.ID)
 		y, _ := strconv.Atoi(b.ID)
