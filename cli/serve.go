@@ -421,6 +421,7 @@ func runServe(cmd *cobra.Command, cfg *config.Config) error {
 			}
 		}()
 	}
+	go returnIdleMemory(ctx) // idlemem.go
 	return c.srv.Run(ctx)
 }
 

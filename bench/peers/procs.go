@@ -73,21 +73,27 @@ func rssOf(pid int) (int64, error) {
 	return 0, fmt.Errorf("RSS of process %d: no VmRSS line in /proc/%d/status", pid, pid)
 }
 
-// settledRSS samples p's RSS until two samples a second apart differ by
-// less than 1% (a collector or allocator finishing its work), or 10 s.
+// settledRSS samples p's RSS every second until three samples in a row
+// differ by less than 1% (a collector or allocator finishing its work, a
+// serve returning memory once a burst is over), or 15 s.
 func settledRSS(pid int) (int64, error) {
 	prev, err := rssOf(pid)
 	if err != nil {
 		return 0, err
 	}
-	for range 10 {
+	steady := 0
+	for range 15 {
 		time.Sleep(time.Second)
 		cur, err := rssOf(pid)
 		if err != nil {
 			return 0, err
 		}
 		if d := cur - prev; d < 0 && -d < prev/100 || d >= 0 && d < prev/100 {
-			return cur, nil
+			if steady++; steady == 2 {
+				return cur, nil
+			}
+		} else {
+			steady = 0
 		}
 		prev = cur
 	}
