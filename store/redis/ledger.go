@@ -3,9 +3,13 @@
 // submitted to two of them is accepted once, and a waiter on one is handed
 // a key released on another.
 //
-// Every transition is one run of the Lua script ledger.lua (a `#!lua`
-// script whose keys are declared), atomic on the keys of one host: each key
-// carries the URL's host as its hash tag. "PREFIX:{host}:k" is one hash of
+// Every transition is one call of a Redis function of the library
+// ledger.lua (FCALL; its keys declared, so the cluster refuses a call
+// across slots), atomic on the keys of one host: each key carries the
+// URL's host as its hash tag. The library is loaded on a node the first
+// time a call finds it missing there (a new node, a restart without
+// persistence, FUNCTION FLUSH); replicas receive it from their master, so
+// a failover keeps it. "PREFIX:{host}:k" is one hash of
 // the host's records, a field per key named by its 16-byte fingerprint FP
 // (state, holder, lease start, the key's parts, packed with cmsgpack; a
 // done record is only its stamp and outcome); beside it
@@ -40,7 +44,10 @@ package redis
 
 import (
 	"context"
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -55,7 +62,20 @@ import (
 //go:embed ledger.lua
 var ledgerLua string
 
-var script = goredis.NewScript(ledgerLua)
+// ledgerLib is ledger.lua as the function library drover_ledger_V, where
+// V is a hash of its code: coordinators of different versions sharing a
+// cluster each call their own. Its functions: ledgerFn (transitions) and
+// ledgerFn+"_get" (reads).
+var ledgerLib, ledgerFn = library(ledgerLua, "drover_ledger")
+
+// library names the function library code after its hash: the first two
+// occurrences of name in code (its shebang's name= and the name it
+// registers its functions under) become name_V.
+func library(code, name string) (lib, fn string) {
+	sum := sha1.Sum([]byte(code))
+	fn = name + "_" + hex.EncodeToString(sum[:6])
+	return strings.Replace(code, name, fn, 2), fn
+}
 
 // ReasonUnavailable is the Error reason of a call the store did not answer.
 const ReasonUnavailable ledger.Reason = "unavailable"
@@ -297,7 +317,7 @@ func parseRawFP(s string) (id.Fingerprint, error) {
 }
 
 func (l *Ledger) args(op string, now time.Time, extra int) []any {
-	a := make([]any, 0, 9+extra)
+	a := make([]any, 0, 10+extra)
 	t := strconv.FormatInt(now.UnixMicro(), 10)
 	if l.cfg.ServerClock {
 		t = ""
@@ -306,7 +326,9 @@ func (l *Ledger) args(op string, now time.Time, extra int) []any {
 	for _, s := range l.static {
 		a = append(a, s)
 	}
-	return a
+	// the host's next lease deadline as this ledger last heard it: set by
+	// exec when the call is sent
+	return append(a, "")
 }
 
 // touch records that this coordinator has state on hosts (for Tick,
@@ -383,6 +405,9 @@ func (l *Ledger) exec(calls []call) (out [][]ledger.Result, unconfirmed []bool, 
 			first = err
 		}
 	}
+	for _, c := range calls {
+		l.known(c)
+	}
 	vals, errs := l.runScripts(ctx, calls)
 	wrote := make([]bool, len(calls)) // the call changed something: WAIT for it
 	for i, c := range calls {
@@ -409,9 +434,72 @@ func (l *Ledger) exec(calls []call) (out [][]ledger.Result, unconfirmed []bool, 
 	return out, unconfirmed, first
 }
 
-// runScripts runs the ledger's script once per call in one pipeline.
+// known sets call c's argument naming its host's next lease deadline, as
+// the last call there reported it ("" if unknown): while it is ahead, the
+// function skips its lease-expiry check. Not for "expire", whose point
+// the check is (and whose host is due, so not known anyway).
+func (l *Ledger) known(c call) {
+	if len(c.args) < 10 {
+		return
+	}
+	c.args[9] = ""
+	if at, ok := l.leases.cur[c.host]; ok && c.args[0] != "expire" {
+		c.args[9] = strconv.FormatInt(at, 10)
+	}
+}
+
+// runScripts runs the ledger's function once per call in one pipeline
+// (the reading one for "get"), loading the library on a node that does
+// not have it, and returns each call's output or error.
 func (l *Ledger) runScripts(ctx context.Context, calls []call) ([]any, []error) {
-	return l.runScript(ctx, script, calls)
+	fn := func(c call) string {
+		if c.args[0] == "get" {
+			return ledgerFn + "_get"
+		}
+		return ledgerFn
+	}
+	cmds := make([]*goredis.Cmd, len(calls))
+	pipe := l.rdb.Pipeline()
+	for i, c := range calls {
+		cmds[i] = pipe.FCall(ctx, fn(c), c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	vals, errs := make([]any, len(calls)), make([]error, len(calls))
+	for i, c := range calls {
+		vals[i], errs[i] = cmds[i].Result()
+		if errs[i] != nil && noFunction(errs[i]) {
+			if err := l.loadLibrary(ctx, c.keys[0]); err != nil {
+				errs[i] = err
+				continue
+			}
+			vals[i], errs[i] = l.rdb.FCall(ctx, fn(c), c.keys, c.args...).Result()
+		}
+	}
+	return vals, errs
+}
+
+// noFunction tells whether err is a node's answer to a call of a function
+// it does not have.
+func noFunction(err error) bool {
+	var re goredis.Error
+	return errors.As(err, &re) && strings.Contains(err.Error(), "Function not found")
+}
+
+// loadLibrary loads the ledger's function library on the master holding
+// key (REPLACE: loading it twice is harmless).
+func (l *Ledger) loadLibrary(ctx context.Context, key string) error {
+	node := goredis.Cmdable(l.rdb)
+	if cc, ok := l.rdb.(*goredis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return fmt.Errorf("redis ledger: finding the master of %q to load the function library %s: %w", key, ledgerFn, err)
+		}
+		node = m
+	}
+	if err := node.FunctionLoadReplace(ctx, ledgerLib).Err(); err != nil {
+		return fmt.Errorf("redis ledger: loading the function library %s: %w", ledgerFn, err)
+	}
+	return nil
 }
 
 // runScript runs s once per call in one pipeline (loading it where a node

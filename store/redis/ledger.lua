@@ -1,7 +1,12 @@
-#!lua
--- The ledger's transitions on one host's keys (see ledger.go). Every key
--- carries the host's hash tag, so a call touches one slot. A key's
--- fingerprint FP is its 16 raw bytes. KEYS:
+#!lua name=drover_ledger
+local FN = 'drover_ledger' -- ledger.go names the library and functions by the code's hash
+-- The ledger's transitions on one host's keys (see ledger.go), as a Redis
+-- function library: loaded once per node (FUNCTION LOAD), its functions
+-- built once, each transition one FCALL of drover_ledger_V (flags: none,
+-- so it may write, may not cross slots and runs on masters only) and each
+-- read one of drover_ledger_V_get (no-writes). Every key carries the
+-- host's hash tag, so a call touches one slot. A key's fingerprint FP is
+-- its 16 raw bytes. KEYS:
 --   1 N      hash: counters r q d w, the host's sequence seq
 --   2 LEASE  zset: requested FPs, score = order their lease started
 --   3 Q      zset: queued FPs, score = order they were queued
@@ -19,19 +24,26 @@
 -- ARGV: 1 op, 2 now (µs since 1970; "" for the server's clock), 3 lease TTL µs (0 none), 4 done TTL
 -- µs, 5 failed TTL µs (0 forever), 6 persist "1"/"0", 7 quiet "1"/"0",
 -- 8 sweep limit, 9 seconds the host's keys outlive the TTLs once only done
--- records are left (EXPIRE), then the operation's own arguments from 10.
-local N, LEASE, Q, K = KEYS[1], KEYS[2], KEYS[3], KEYS[6]
-local DQ = {KEYS[4], KEYS[5]}
-local pre = string.sub(N, 1, -2) -- "ns:{host}:"
-local op = ARGV[1]
+-- records are left (EXPIRE), 10 the host's next lease deadline (µs) as the
+-- caller last heard it ("" if unknown): while it is ahead of now no lease
+-- can have expired (a lease ends lttl after it starts, and leases start in
+-- their order in LEASE), so the call skips the check; then the
+-- operation's own arguments from 11.
+local KEYS, ARGV -- the call's keys and arguments
+local N, LEASE, Q, K, DQ, pre, op
+local cache, dirty, wrote, pend
+local now, NOW, lttl, dttl, persist, quiet, sweepLimit, slack
+local listed, out, seqv, delta, gcLater
+local leaseCut -- an entry left LEASE in this call: its head may have moved
 
 -- Redis calls cost more than the work they do here, so a call does few:
 -- records are read once (one HMGET for a batch's keys) and written back
 -- at the end (one HSET, one HDEL); consecutive adds to (or removals from)
 -- one set, sorted set or list go out as one command, sent before any other
 -- command on that key.
-local cache, dirty = {}, {} -- fp -> record table or false (none); fp -> true
-local wrote = false -- a write sent straight away or a buffered one sent (not through put, count or seq)
+-- cache: fp -> record table or false (none); dirty: fp -> true; wrote:
+-- a write sent straight away or a buffered one sent (not through put,
+-- count or seq)
 local function get(fp)
   local r = cache[fp]
   if r == nil then
@@ -87,7 +99,7 @@ local function flushRecords()
   many('HDEL', K, dels)
   dirty = {}
 end
-local pend = {} -- key -> {cmd, args}: adds or removals not yet sent
+-- pend: key -> {cmd, args}: adds or removals not yet sent
 local function flushKey(k)
   local p = pend[k]
   if p then
@@ -117,38 +129,31 @@ local function flushAll()
   for k in pairs(pend) do flushKey(k) end
 end
 local function wl(fp) return pre .. 'w:' .. fp end
+local function unlease(fp)
+  buf('ZREM', LEASE, fp)
+  leaseCut = true
+end
 
-if op == 'get' then -- read the records of FPs, no transition
-  local out = {}
-  for i = 10, #ARGV do
+-- the records of FPs, no transition (drover_ledger_V_get)
+local function getRecords(keys, args)
+  KEYS, ARGV, K, pre = keys, args, keys[6], string.sub(keys[1], 1, -2)
+  cache = {}
+  local res = {}
+  for i = 11, #ARGV do
     local fp = ARGV[i]
     local r = get(fp) or {''}
     local n = 0
     if r[1] == 'r' then n = redis.call('LLEN', wl(fp)) end
-    for j = 1, 6 do out[#out + 1] = tostring(r[j] or '') end
-    out[#out + 1] = tostring(n)
+    for j = 1, 6 do res[#res + 1] = tostring(r[j] or '') end
+    res[#res + 1] = tostring(n)
   end
-  return out
+  return res
 end
-
-local now = tonumber(ARGV[2])
-if ARGV[2] == '' then -- the server's clock: coordinators' clocks may disagree
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local lttl = tonumber(ARGV[3])
-local dttl = {tonumber(ARGV[4]), tonumber(ARGV[5])}
-local persist = ARGV[6] == '1'
-local quiet = ARGV[7] == '1'
-local sweepLimit = tonumber(ARGV[8])
-local slack = tonumber(ARGV[9])
 
 local function num(x) return string.format('%.0f', x) end
-local NOW = num(now)
 local function sh(o) return pre .. 's:' .. o end
 local function sw(o) return pre .. 'sw:' .. o end
 local function co(o) return pre .. 'co:' .. string.match(o, '^[^.]*') end
-local listed = {}
 local function list(o) -- o has state on this host: listed under its coordinator
   if not listed[o] then
     buf('SADD', co(o), o)
@@ -156,7 +161,6 @@ local function list(o) -- o has state on this host: listed under its coordinator
   end
 end
 
-local out = {}
 local function push(...)
   for _, v in ipairs({...}) do out[#out + 1] = v end
 end
@@ -168,19 +172,16 @@ local function wr(op, fp, oc, c, p, u)
   if persist and not quiet then push('W', op, fp, NOW, oc, c or '', p or '', u or '') end
 end
 -- the host's sequence and counters, read once and written back at the end
-local seqv = false
 local function seq()
   if not seqv then seqv = tonumber(redis.call('HGET', N, 'seq') or '0') end
   seqv = seqv + 1
   return seqv
 end
-local delta = {r = 0, q = 0, d = 0, w = 0}
 local function count(f, d) delta[f] = delta[f] + d end
 local function reason(oc) if oc == '1' then return 'failed' end return 'done' end
 
 -- forget session o on this host once it holds and waits on nothing here
 -- (checked at the end of the call)
-local gcLater = {}
 local function gcsess(o) gcLater[o] = true end
 local function gcAll()
   for o in pairs(gcLater) do
@@ -256,7 +257,7 @@ end
 -- pass requested key fp (record rec, already out of its owner's set) to
 -- its first waiter, or remove it
 local function handOver(fp, rec, cause)
-  buf('ZREM', LEASE, fp)
+  unlease( fp)
   local w = redis.call('LPOP', wl(fp))
   if not w then
     del(fp)
@@ -280,7 +281,7 @@ local function expireLeases(limit)
     if not head then return end
     local r = get(head)
     if not r then -- no record: drop the stray entry
-      buf('ZREM', LEASE, head)
+      unlease( head)
     else
       if tonumber(r[3]) + lttl > now then return end
       buf('SREM', sh(r[2]), head)
@@ -356,7 +357,7 @@ local function toQueued(fp, rec, o)
   answerWaiters(fp, 'queued')
   buf('SREM', sh(o), fp)
   gcsess(o)
-  buf('ZREM', LEASE, fp)
+  unlease( fp)
   put(fp, 'q', '', NOW, rec[4], rec[5], rec[6])
   buf('ZADD', Q, seq(), fp)
   count('r', -1)
@@ -385,7 +386,7 @@ local function dropLive(fp, r, rs)
   if r[1] == 'r' then
     buf('SREM', sh(r[2]), fp)
     gcsess(r[2])
-    buf('ZREM', LEASE, fp)
+    unlease( fp)
     count('r', -1)
   else
     buf('ZREM', Q, fp)
@@ -433,7 +434,7 @@ local function release(o)
     if rec then
       handOver(h[1], rec, 'released')
     else
-      buf('ZREM', LEASE, h[1])
+      unlease( h[1])
     end
   end
   gcsess(o)
@@ -493,47 +494,79 @@ local function deadline()
   if r then push('D', num(tonumber(r[3]) + lttl)) end
 end
 
-expireLeases(10000)
-if op == 'request' then
-  local o, req = ARGV[10], ARGV[11]
-  prefetch(12, 4)
-  for i = 12, #ARGV, 4 do
-    local v, r = request(o, req, ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
-    push('R', v, r)
+-- a transition (drover_ledger_V): ARGV[1] names it
+local function transition(keys, args)
+  KEYS, ARGV = keys, args
+  N, LEASE, Q, K = KEYS[1], KEYS[2], KEYS[3], KEYS[6]
+  DQ = {KEYS[4], KEYS[5]}
+  pre = string.sub(N, 1, -2) -- "ns:{host}:"
+  op = ARGV[1]
+  cache, dirty, wrote, pend = {}, {}, false, {}
+  listed, out, seqv, gcLater, leaseCut = {}, {}, false, {}, false
+  delta = {r = 0, q = 0, d = 0, w = 0}
+  now = tonumber(ARGV[2])
+  if ARGV[2] == '' then -- the server's clock: coordinators' clocks may disagree
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
-elseif op == 'queue' then
-  local o = ARGV[10]
-  prefetch(11, 1)
-  for i = 11, #ARGV do
-    local v, r = queue(o, ARGV[i])
-    push('R', v, r)
+  NOW = num(now)
+  lttl = tonumber(ARGV[3])
+  dttl = {tonumber(ARGV[4]), tonumber(ARGV[5])}
+  persist = ARGV[6] == '1'
+  quiet = ARGV[7] == '1'
+  sweepLimit = tonumber(ARGV[8])
+  slack = tonumber(ARGV[9])
+  local known = tonumber(ARGV[10])
+  local ahead = known ~= nil and known > now
+  if not ahead then expireLeases(10000) end
+  if op == 'request' then
+    local o, req = ARGV[11], ARGV[12]
+    prefetch(13, 4)
+    for i = 13, #ARGV, 4 do
+      local v, r = request(o, req, ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
+      push('R', v, r)
+    end
+  elseif op == 'queue' then
+    local o = ARGV[11]
+    prefetch(12, 1)
+    for i = 12, #ARGV do
+      local v, r = queue(o, ARGV[i])
+      push('R', v, r)
+    end
+  elseif op == 'done' then
+    local oc = ARGV[11]
+    local n = 0
+    prefetch(12, 4)
+    for i = 12, #ARGV, 4 do
+      markDone(ARGV[i], oc, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
+      n = n + 1
+    end
+    sweepDone(2 * n)
+  elseif op == 'requeue' then
+    requeue(ARGV[11], ARGV[12], ARGV[13], ARGV[14])
+  elseif op == 'release' then
+    release(ARGV[11])
+  elseif op == 'release-all' then
+    -- every session of a dead coordinator on this host
+    for _, o in ipairs(call('SMEMBERS', KEYS[7])) do release(o) end
+  elseif op == 'restore' then
+    restore(ARGV[11], ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[16])
+  elseif op == 'expire' then
+    -- nothing more: leases were expired above
+  elseif op == 'tick' then
+    sweepDone(sweepLimit)
+    push('S', num(call('LLEN', DQ[1]) + call('LLEN', DQ[2])))
+  else
+    return redis.error_reply('drover ledger: unknown operation ' .. tostring(op))
   end
-elseif op == 'done' then
-  local oc = ARGV[10]
-  local n = 0
-  prefetch(11, 4)
-  for i = 11, #ARGV, 4 do
-    markDone(ARGV[i], oc, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
-    n = n + 1
+  flush()
+  if ahead and not leaseCut then
+    push('D', ARGV[10]) -- LEASE's head is where it was
+  else
+    deadline()
   end
-  sweepDone(2 * n)
-elseif op == 'requeue' then
-  requeue(ARGV[10], ARGV[11], ARGV[12], ARGV[13])
-elseif op == 'release' then
-  release(ARGV[10])
-elseif op == 'release-all' then
-  -- every session of a dead coordinator on this host
-  for _, o in ipairs(call('SMEMBERS', KEYS[7])) do release(o) end
-elseif op == 'restore' then
-  restore(ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[14], ARGV[15])
-elseif op == 'expire' then
-  -- nothing more: leases were expired above
-elseif op == 'tick' then
-  sweepDone(sweepLimit)
-  push('S', num(call('LLEN', DQ[1]) + call('LLEN', DQ[2])))
-else
-  return redis.error_reply('drover ledger: unknown operation ' .. tostring(op))
+  return out
 end
-flush()
-deadline()
-return out
+
+redis.register_function{function_name = FN, callback = transition, flags = {}}
+redis.register_function{function_name = FN .. '_get', callback = getRecords, flags = {'no-writes'}}

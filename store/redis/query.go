@@ -50,7 +50,7 @@ type stored struct {
 
 // getCall is the script call reading fps on host.
 func (l *Ledger) getCall(host string, fps []id.Fingerprint) call {
-	args := append(make([]any, 0, 9+len(fps)), "get", "", "", "", "", "", "", "", "")
+	args := append(make([]any, 0, 10+len(fps)), "get", "", "", "", "", "", "", "", "", "")
 	for _, fp := range fps {
 		args = append(args, rawFP(fp))
 	}

@@ -10,9 +10,9 @@ import (
 )
 
 // Every key a call declares carries one host's hash tag; a call that named
-// two hosts' keys would be refused by the cluster (a shebang script may not
-// cross slots), and the ledger never makes one: a batch over many hosts
-// runs one script per host.
+// two hosts' keys would be refused by the cluster (a function declared
+// without allow-cross-slot-keys may not cross slots), and the ledger never
+// makes one: a batch over many hosts runs one function call per host.
 func TestOneSlotPerCall(t *testing.T) {
 	rdb := client(t)
 	l, err := newTestLedger(t, rdb, ledger.Config{})
@@ -21,7 +21,8 @@ func TestOneSlotPerCall(t *testing.T) {
 	}
 	ctx := context.Background()
 	keys := append(l.baseKeys("a.example", 0), l.pre("b.example")+"n")
-	err = script.Eval(ctx, rdb, keys, l.args("expire", base, 0)...).Err()
+	l.runScripts(ctx, []call{{host: "a.example", keys: l.baseKeys("a.example", 0), args: l.args("expire", base, 0)}}) // loads the library
+	err = rdb.FCall(ctx, ledgerFn, keys, l.args("expire", base, 0)...).Err()
 	if err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
 		t.Fatalf("a script over two hosts' keys: err = %v; want CROSSSLOT", err)
 	}

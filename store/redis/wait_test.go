@@ -113,9 +113,9 @@ func TestWaitReplicas(t *testing.T) {
 	// a tick that sweeps the done hosts and finds nothing expired changes
 	// nothing: no WAIT for it
 	waits = waitCalls(t)
-	calls := commandCalls(t, "evalsha")
+	calls := commandCalls(t, "fcall")
 	l.Tick(now)
-	if commandCalls(t, "evalsha") == calls {
+	if commandCalls(t, "fcall") == calls {
 		t.Fatalf("the tick ran no script on the done hosts; want their sweep")
 	}
 	if after := waitCalls(t); after != waits || l.Err() != nil {
