@@ -2,9 +2,14 @@ package redis
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
+	"drover/coord/id"
 	"drover/coord/ledger"
 )
 
@@ -31,13 +36,21 @@ func TestDoneRecordsDoNotAccumulate(t *testing.T) {
 	}
 	now := time.Now()
 	p := l.pre("one.example")
+	// the TTL of the host's record buckets, which all carry the same
 	ttl := func() time.Duration {
 		t.Helper()
-		d, err := rdb.TTL(ctx, p+"k").Result()
-		if err != nil {
-			t.Fatal(err)
+		var ttl time.Duration
+		for i, k := range recordBuckets(t, rdb, p) {
+			d, err := rdb.TTL(ctx, k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i > 0 && (d < 0) != (ttl < 0) {
+				t.Fatalf("record bucket %s: TTL %v; want as bucket 0's, %v", k, d, ttl)
+			}
+			ttl = d
 		}
-		return d
+		return ttl
 	}
 	l.DoneBatch(now, items[:n-1], ledger.DoneOK)
 	if d := ttl(); d <= time.Minute || d > time.Minute+l.cfg.Slack {
@@ -71,8 +84,8 @@ func TestDoneRecordsDoNotAccumulate(t *testing.T) {
 	if c := l.Counts(); c.Done != n {
 		t.Fatalf("done = %d; want %d", c.Done, n)
 	}
-	if h := rdb.HLen(ctx, p+"k").Val(); h != n {
-		t.Fatalf("the host's record hash has %d fields; want %d", h, n)
+	if h := recordCount(t, rdb, p); h != n {
+		t.Fatalf("the host's record buckets have %d fields; want %d", h, n)
 	}
 	later := now.Add(time.Minute + time.Second)
 	for i := 0; l.Counts().Done > 0; i++ {
@@ -84,8 +97,105 @@ func TestDoneRecordsDoNotAccumulate(t *testing.T) {
 	if err := l.Err(); err != nil {
 		t.Fatal(err)
 	}
-	left := rdb.HLen(ctx, p+"k").Val()
+	left := recordCount(t, rdb, p)
 	if q := rdb.LLen(ctx, p+"dq:0").Val(); left != 0 || q != 0 {
 		t.Fatalf("after the sweep: %d records and %d FIFO entries left; want none", left, q)
+	}
+}
+
+// recordBuckets names the record buckets of the host whose keys start
+// with p.
+func recordBuckets(t *testing.T, rdb goredis.UniversalClient, p string) []string {
+	t.Helper()
+	n := 1
+	if v, err := rdb.HGet(context.Background(), p+"n", "kb").Int(); err == nil {
+		n = v
+	} else if err != goredis.Nil {
+		t.Fatal(err)
+	}
+	keys := []string{p + "k"}
+	for b := 1; b < n; b++ {
+		keys = append(keys, p+"k:"+strconv.Itoa(b))
+	}
+	return keys
+}
+
+// recordCount is the number of records of the host whose keys start with
+// p.
+func recordCount(t *testing.T, rdb goredis.UniversalClient, p string) int64 {
+	t.Helper()
+	var n int64
+	for _, k := range recordBuckets(t, rdb, p) {
+		n += rdb.HLen(context.Background(), k).Val()
+	}
+	return n
+}
+
+// A big host's records are spread over buckets that each stay a listpack
+// (at most 512 fields), split one at a time as the host grows; every
+// record stays where the ledger finds it, through requests, queueing and
+// done.
+func TestBigHostBucketsStayListpacks(t *testing.T) {
+	rdb := client(t)
+	l, err := newTestLedger(t, rdb, ledger.Config{DoneTTL: time.Hour, FailedTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const n = 5000
+	var items []ledger.Item
+	for i := range n {
+		k := id.Key{Crawler: "c", Processor: "p", URL: fmt.Sprintf("http://big.example/%d", i)}
+		items = append(items, ledger.Item{Key: k, FP: k.Fingerprint()})
+	}
+	now := time.Now()
+	for i := 0; i < n; i += 1000 {
+		for j, r := range l.RequestBatch(now, 1, uint64(i+1), items[i:i+1000], nil) {
+			if r.Verdict != ledger.OK {
+				t.Fatalf("request %d: %+v (err %v); want ok", i+j, r, l.Err())
+			}
+		}
+	}
+	fps := make([]id.Fingerprint, 0, n/2)
+	for _, it := range items[:n/2] {
+		fps = append(fps, it.FP)
+	}
+	for j, r := range l.QueueBatch(now, 1, fps, nil) {
+		if r.Verdict != ledger.OK {
+			t.Fatalf("queue %d: %+v (err %v); want ok", j, r, l.Err())
+		}
+	}
+	l.DoneBatch(now, items[:n/4], ledger.DoneOK)
+	p := l.pre("big.example")
+	buckets := recordBuckets(t, rdb, p)
+	if len(buckets) < n/512 {
+		t.Fatalf("%d record buckets for %d records; want at least %d", len(buckets), n, n/512)
+	}
+	for _, k := range buckets {
+		if h := rdb.HLen(ctx, k).Val(); h == 0 || h > 512 {
+			t.Fatalf("record bucket %s has %d fields; want 1 to 512", k, h)
+		}
+		if enc := rdb.ObjectEncoding(ctx, k).Val(); enc != "listpack" {
+			t.Fatalf("record bucket %s is a %s; want a listpack", k, enc)
+		}
+	}
+	if c := recordCount(t, rdb, p); c != n {
+		t.Fatalf("%d records in the buckets; want %d", c, n)
+	}
+	for i := 0; i < n; i += 7 { // a sample: one round trip each
+		it := items[i]
+		want := ledger.Requested
+		switch {
+		case i < n/4:
+			want = ledger.Done
+		case i < n/2:
+			want = ledger.Queued
+		}
+		if rec, ok := l.LookupKey(now, it.Key, it.FP); !ok || rec.State != want {
+			t.Fatalf("key %d: %+v %v; want %v", i, rec, ok, want)
+		}
+	}
+	if c := l.Counts(); c.Done != n/4 || c.Queued != n/4 || c.Requested != n/2 {
+		t.Fatalf("counts %+v; want %d done, %d queued, %d requested", c, n/4, n/4, n/2)
 	}
 }

@@ -16,6 +16,11 @@ local FN = 'drover_ledger' -- ledger.go names the library and functions by the c
 --              requested  'r', owner, lease start µs, crawler, processor, URL
 --              queued     'q', '', since µs, crawler, processor, URL
 --              done       'd', stamp (whole seconds, rounded up), outcome '0'/'1'
+--            bucket 0 of the host's records; bucket B > 0 is K:B. The
+--            buckets split one at a time as the host grows (linear hashing
+--            on the FP's first 4 bytes; N's field kb counts them, 1 if
+--            none), so each keeps well under 512 fields, and Redis keeps
+--            it as a listpack (36 B a done record, not 108 in a hash table).
 --   then, for request, queue and release, 7 S (set: the FPs owner o
 --   holds), 8 SW (zset: the FPs o waits on), 9 CO (set: the owners of o's
 --   coordinator with state here); for release-all, 7 CO of the dead one.
@@ -35,6 +40,29 @@ local cache, dirty, wrote, pend
 local now, NOW, lttl, dttl, persist, quiet, sweepLimit, slack
 local listed, out, seqv, delta, gcLater
 local leaseCut -- an entry left LEASE in this call: its head may have moved
+local nb, low -- the host's record buckets (nil: not read yet); the largest power of 2 <= nb
+local LOAD = 192 -- records per bucket on average before one more splits
+
+-- the bucket of fp's record, of nb
+local function hashOf(fp)
+  local a, b, c, d = string.byte(fp, 1, 4)
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+local function setBuckets(n)
+  nb, low = n, 1
+  while low * 2 <= nb do low = low * 2 end
+end
+local function bucketOf(fp)
+  if not nb then setBuckets(tonumber(redis.call('HGET', N, 'kb') or '1')) end
+  local h = hashOf(fp)
+  local b = h % low
+  if b < nb - low then b = h % (2 * low) end -- its bucket has split
+  return b
+end
+local function bkey(b)
+  if b == 0 then return K end
+  return K .. ':' .. b
+end
 
 -- Redis calls cost more than the work they do here, so a call does few:
 -- records are read once (one HMGET for a batch's keys) and written back
@@ -47,7 +75,7 @@ local leaseCut -- an entry left LEASE in this call: its head may have moved
 local function get(fp)
   local r = cache[fp]
   if r == nil then
-    local v = redis.call('HGET', K, fp)
+    local v = redis.call('HGET', bkey(bucketOf(fp)), fp)
     r = v and {cmsgpack.unpack(v)} or false
     cache[fp] = r
   end
@@ -68,11 +96,23 @@ local function prefetch(from, step)
       seen[fp] = true
     end
   end
-  for i = 1, #need, 1000 do
-    local part = {unpack(need, i, math.min(i + 999, #need))}
-    local vs = redis.call('HMGET', K, unpack(part))
-    for j, fp in ipairs(part) do
-      cache[fp] = vs[j] and {cmsgpack.unpack(vs[j])} or false
+  local by = {} -- bucket -> its FPs in need
+  for _, fp in ipairs(need) do
+    local b = bucketOf(fp)
+    local l = by[b]
+    if not l then
+      l = {}
+      by[b] = l
+    end
+    l[#l + 1] = fp
+  end
+  for b, l in pairs(by) do
+    for i = 1, #l, 1000 do
+      local part = {unpack(l, i, math.min(i + 999, #l))}
+      local vs = redis.call('HMGET', bkey(b), unpack(part))
+      for j, fp in ipairs(part) do
+        cache[fp] = vs[j] and {cmsgpack.unpack(vs[j])} or false
+      end
     end
   end
 end
@@ -85,19 +125,40 @@ local function del(fp)
   dirty[fp] = true
 end
 local function flushRecords()
-  local sets, dels = {}, {}
+  local sets, dels = {}, {} -- bucket -> HSET arguments; bucket -> HDEL arguments
   for fp in pairs(dirty) do
-    local r = cache[fp]
-    if r then
-      sets[#sets + 1] = fp
-      sets[#sets + 1] = cmsgpack.pack(unpack(r))
-    else
-      dels[#dels + 1] = fp
+    local r, b = cache[fp], bucketOf(fp)
+    local t = r and sets or dels
+    local a = t[b]
+    if not a then
+      a = {}
+      t[b] = a
+    end
+    a[#a + 1] = fp
+    if r then a[#a + 1] = cmsgpack.pack(unpack(r)) end
+  end
+  for b, a in pairs(sets) do many('HSET', bkey(b), a) end
+  for b, a in pairs(dels) do many('HDEL', bkey(b), a) end
+  dirty = {}
+end
+-- one more bucket: the records of the next to split whose hash says so
+-- move to the new one
+local function split()
+  local p = nb - low
+  local from, to = bkey(p), bkey(p + low)
+  local kv = redis.call('HGETALL', from)
+  local move, gone = {}, {}
+  for i = 1, #kv, 2 do
+    if hashOf(kv[i]) % (2 * low) ~= p then
+      move[#move + 1] = kv[i]
+      move[#move + 1] = kv[i + 1]
+      gone[#gone + 1] = kv[i]
     end
   end
-  many('HSET', K, sets)
-  many('HDEL', K, dels)
-  dirty = {}
+  many('HSET', to, move)
+  many('HDEL', from, gone)
+  setBuckets(nb + 1)
+  redis.call('HSET', N, 'kb', nb)
 end
 -- pend: key -> {cmd, args}: adds or removals not yet sent
 local function flushKey(k)
@@ -136,8 +197,8 @@ end
 
 -- the records of FPs, no transition (drover_ledger_V_get)
 local function getRecords(keys, args)
-  KEYS, ARGV, K, pre = keys, args, keys[6], string.sub(keys[1], 1, -2)
-  cache = {}
+  KEYS, ARGV, N, K, pre = keys, args, keys[1], keys[6], string.sub(keys[1], 1, -2)
+  cache, nb = {}, nil
   local res = {}
   for i = 11, #ARGV do
     local fp = ARGV[i]
@@ -201,6 +262,17 @@ local function flush()
   -- records, the sessions forgotten and the buffered commands are sent
   local changed = seqv or next(dirty) ~= nil
   for _, d in pairs(delta) do changed = changed or d ~= 0 end
+  local more = delta.r + delta.q + delta.d
+  if more > 0 then
+    -- more records: split buckets first, so that none takes more than
+    -- 512 (Redis never turns a hash table back into a listpack)
+    local c = redis.call('HMGET', N, 'r', 'q', 'd')
+    local n = tonumber(c[1] or '0') + tonumber(c[2] or '0') + tonumber(c[3] or '0') + more
+    if n > LOAD then
+      bucketOf('\0\0\0\0') -- nb read
+      while n > LOAD * nb do split() end
+    end
+  end
   flushRecords()
   gcAll()
   flushAll()
@@ -217,7 +289,9 @@ local function flush()
     local c = redis.call('HMGET', N, 'r', 'q', 'w')
     local live = tonumber(c[1] or '0') + tonumber(c[2] or '0') + tonumber(c[3] or '0')
     local before = live - delta.r - delta.q - delta.w
-    local keys = {N, K, DQ[1], DQ[2]}
+    local keys = {N, DQ[1], DQ[2]}
+    bucketOf('\0\0\0\0') -- nb read
+    for b = 0, nb - 1 do keys[#keys + 1] = bkey(b) end
     if live == 0 and (before ~= 0 or delta.d > 0) then
       -- only done records left, or a new one: they expire from now
       local ttl = math.ceil(math.max(dttl[1], dttl[2]) / 1000000) + slack
@@ -501,7 +575,7 @@ local function transition(keys, args)
   DQ = {KEYS[4], KEYS[5]}
   pre = string.sub(N, 1, -2) -- "ns:{host}:"
   op = ARGV[1]
-  cache, dirty, wrote, pend = {}, {}, false, {}
+  cache, dirty, wrote, pend, nb = {}, {}, false, {}, nil
   listed, out, seqv, gcLater, leaseCut = {}, {}, false, {}, false
   delta = {r = 0, q = 0, d = 0, w = 0}
   now = tonumber(ARGV[2])
