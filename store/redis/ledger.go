@@ -465,14 +465,34 @@ func (l *Ledger) runScripts(ctx context.Context, calls []call) ([]any, []error) 
 	}
 	_, _ = pipe.Exec(ctx)
 	vals, errs := make([]any, len(calls)), make([]error, len(calls))
+	var again []int                          // calls that met a node without the library
+	loaded := make(map[*goredis.Client]bool) // nodes it was loaded on
 	for i, c := range calls {
 		vals[i], errs[i] = cmds[i].Result()
-		if errs[i] != nil && noFunction(errs[i]) {
-			if err := l.loadLibrary(ctx, c.keys[0]); err != nil {
-				errs[i] = err
-				continue
+		if errs[i] == nil || !noFunction(errs[i]) {
+			continue
+		}
+		node, err := l.masterFor(ctx, c.keys[0])
+		if err == nil && !loaded[node] {
+			if err = node.FunctionLoadReplace(ctx, ledgerLib).Err(); err != nil {
+				err = fmt.Errorf("redis ledger: loading the function library %s on %s: %w", ledgerFn, node, err)
 			}
-			vals[i], errs[i] = l.rdb.FCall(ctx, fn(c), c.keys, c.args...).Result()
+			loaded[node] = err == nil
+		}
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		again = append(again, i)
+	}
+	if len(again) > 0 {
+		pipe := l.rdb.Pipeline()
+		for _, i := range again {
+			cmds[i] = pipe.FCall(ctx, fn(calls[i]), calls[i].keys, calls[i].args...)
+		}
+		_, _ = pipe.Exec(ctx)
+		for _, i := range again {
+			vals[i], errs[i] = cmds[i].Result()
 		}
 	}
 	return vals, errs
@@ -483,23 +503,6 @@ func (l *Ledger) runScripts(ctx context.Context, calls []call) ([]any, []error) 
 func noFunction(err error) bool {
 	var re goredis.Error
 	return errors.As(err, &re) && strings.Contains(err.Error(), "Function not found")
-}
-
-// loadLibrary loads the ledger's function library on the master holding
-// key (REPLACE: loading it twice is harmless).
-func (l *Ledger) loadLibrary(ctx context.Context, key string) error {
-	node := goredis.Cmdable(l.rdb)
-	if cc, ok := l.rdb.(*goredis.ClusterClient); ok {
-		m, err := cc.MasterForKey(ctx, key)
-		if err != nil {
-			return fmt.Errorf("redis ledger: finding the master of %q to load the function library %s: %w", key, ledgerFn, err)
-		}
-		node = m
-	}
-	if err := node.FunctionLoadReplace(ctx, ledgerLib).Err(); err != nil {
-		return fmt.Errorf("redis ledger: loading the function library %s: %w", ledgerFn, err)
-	}
-	return nil
 }
 
 // runScript runs s once per call in one pipeline (loading it where a node

@@ -96,13 +96,13 @@ func (l *Ledger) masterFor(ctx context.Context, key string) (*goredis.Client, er
 	case *goredis.ClusterClient:
 		node, err := c.MasterForKey(ctx, key)
 		if err != nil {
-			return nil, fmt.Errorf("redis ledger: finding the master of %q to WAIT on: %w", key, err)
+			return nil, fmt.Errorf("redis ledger: finding the master of %q: %w", key, err)
 		}
 		return node, nil
 	case *goredis.Client:
 		return c, nil
 	}
-	return nil, fmt.Errorf("redis ledger: WaitReplicas with a %T client; want a cluster or a single-node client", l.rdb)
+	return nil, fmt.Errorf("redis ledger: a %T client; want a cluster or a single-node client", l.rdb)
 }
 
 // waitOn writes nothing new to key's counters hash (HINCRBY by 0 is still
