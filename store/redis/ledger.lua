@@ -8,12 +8,17 @@ local FN = 'drover_ledger' -- ledger.go names the library and functions by the c
 -- host's hash tag, so a call touches one slot. A key's fingerprint FP is
 -- its 16 raw bytes. KEYS:
 --   1 N      hash: counters r q d w, the host's sequence seq
---   2 LEASE  zset: requested FPs, score = order their lease started
+--   2 LEASE  requested FPs in the order their lease started, in zsets
+--            LEASE:B of the FPs whose lease has sequence number s with
+--            floor(s / 128) = B (score s), so each holds at most 128 and
+--            Redis keeps it as a listpack; N's field lh is the lowest B
+--            that may hold one
 --   3 Q      zset: queued FPs, score = order they were queued
 --   4 DQ0    list: FP .. stamp of keys done ok, in done order (sweep FIFO)
 --   5 DQ1    list: the same for keys done failed
 --   6 K      hash: FP -> the key's record, cmsgpack-packed:
---              requested  'r', owner, lease start µs, crawler, processor, URL
+--              requested  'r', owner, lease start µs, crawler, processor, URL,
+--                         the lease's sequence number
 --              queued     'q', '', since µs, crawler, processor, URL
 --              done       'd', stamp (whole seconds, rounded up), outcome '0'/'1'
 --            bucket 0 of the host's records; bucket B > 0 is K:B. The
@@ -38,7 +43,8 @@ local KEYS, ARGV -- the call's keys and arguments
 local N, LEASE, Q, K, DQ, pre, op
 local cache, dirty, wrote, pend
 local now, NOW, lttl, dttl, persist, quiet, sweepLimit, slack
-local listed, out, seqv, delta, gcLater
+local listed, out, seqv, seqUsed, delta, gcLater
+local lh, lhRead -- the lowest lease bucket that may hold an entry (nil: not read yet); as read
 local leaseCut -- an entry left LEASE in this call: its head may have moved
 local nb, low -- the host's record buckets (nil: not read yet); the largest power of 2 <= nb
 local LOAD = 192 -- records per bucket on average before one more splits
@@ -190,8 +196,11 @@ local function flushAll()
   for k in pairs(pend) do flushKey(k) end
 end
 local function wl(fp) return pre .. 'w:' .. fp end
-local function unlease(fp)
-  buf('ZREM', LEASE, fp)
+local LB = 128 -- lease entries per bucket (zset-max-listpack-entries)
+local function lkey(b) return LEASE .. ':' .. b end
+-- the lease of fp, record r, ends: out of its bucket
+local function unlease(fp, r)
+  if r and r[7] then buf('ZREM', lkey(math.floor(r[7] / LB)), fp) end
   leaseCut = true
 end
 
@@ -233,9 +242,13 @@ local function wr(op, fp, oc, c, p, u)
   if persist and not quiet then push('W', op, fp, NOW, oc, c or '', p or '', u or '') end
 end
 -- the host's sequence and counters, read once and written back at the end
-local function seq()
+local function seqNow() -- the host's last sequence number
   if not seqv then seqv = tonumber(redis.call('HGET', N, 'seq') or '0') end
-  seqv = seqv + 1
+  return seqv
+end
+local function seq()
+  seqv = seqNow() + 1
+  seqUsed = true
   return seqv
 end
 local function count(f, d) delta[f] = delta[f] + d end
@@ -260,7 +273,7 @@ local function flush()
   -- whether this call changed anything: the ledger WAITs for replicas
   -- only then (an all-duplicate batch changes nothing); known once the
   -- records, the sessions forgotten and the buffered commands are sent
-  local changed = seqv or next(dirty) ~= nil
+  local changed = seqUsed or next(dirty) ~= nil
   for _, d in pairs(delta) do changed = changed or d ~= 0 end
   local more = delta.r + delta.q + delta.d
   if more > 0 then
@@ -277,7 +290,9 @@ local function flush()
   gcAll()
   flushAll()
   if changed or wrote then push('M', '1') end
-  if seqv then redis.call('HSET', N, 'seq', num(seqv)) end
+  if seqUsed then redis.call('HSET', N, 'seq', num(seqv)) end
+  -- a hint, lower than the truth being harmless: not worth a WAIT
+  if lh and lh ~= lhRead then redis.call('HSET', N, 'lh', lh) end
   local counted = false
   for f, d in pairs(delta) do
     if d ~= 0 then
@@ -331,7 +346,7 @@ end
 -- pass requested key fp (record rec, already out of its owner's set) to
 -- its first waiter, or remove it
 local function handOver(fp, rec, cause)
-  unlease( fp)
+  unlease(fp, rec)
   local w = redis.call('LPOP', wl(fp))
   if not w then
     del(fp)
@@ -341,21 +356,39 @@ local function handOver(fp, rec, cause)
   local o, req = splitW(w)
   buf('ZREM', sw(o), fp)
   count('w', -1)
-  put(fp, 'r', o, NOW, rec[4], rec[5], rec[6])
-  buf('ZADD', LEASE, seq(), fp)
+  local s = seq()
+  put(fp, 'r', o, NOW, rec[4], rec[5], rec[6], s)
+  buf('ZADD', lkey(math.floor(s / LB)), s, fp)
   buf('SADD', sh(o), fp)
   ans(o, req, fp, 'ok', 'handover')
   ev('handover', o, fp, cause)
 end
 
+-- the first FP in lease order (nil: none): the first of the lowest
+-- bucket that holds one, from lh on (lh moves up past empty ones, never
+-- past the bucket of the host's last sequence number, which may fill yet)
+local function leaseHead()
+  if not lh then
+    lh = tonumber(redis.call('HGET', N, 'lh') or '0')
+    lhRead = lh
+  end
+  local top = math.floor(seqNow() / LB)
+  while true do
+    local head = call('ZRANGE', lkey(lh), 0, 0)[1]
+    if head or lh >= top then return head end
+    lh = lh + 1
+  end
+end
+
 local function expireLeases(limit)
   if lttl == 0 then return end
   for _ = 1, limit do
-    local head = call('ZRANGE', LEASE, 0, 0)[1]
+    local head = leaseHead()
     if not head then return end
     local r = get(head)
-    if not r then -- no record: drop the stray entry
-      unlease( head)
+    if not r or r[1] ~= 'r' then -- no lease: drop the stray entry
+      buf('ZREM', lkey(lh), head)
+      leaseCut = true
     else
       if tonumber(r[3]) + lttl > now then return end
       buf('SREM', sh(r[2]), head)
@@ -417,8 +450,9 @@ local function request(o, req, fp, c, p, u)
     count('d', -1)
     wr('delete', fp, '0')
   end
-  put(fp, 'r', o, NOW, c, p, u)
-  buf('ZADD', LEASE, seq(), fp)
+  local s = seq()
+  put(fp, 'r', o, NOW, c, p, u, s)
+  buf('ZADD', lkey(math.floor(s / LB)), s, fp)
   buf('SADD', sh(o), fp)
   list(o)
   count('r', 1)
@@ -431,7 +465,7 @@ local function toQueued(fp, rec, o)
   answerWaiters(fp, 'queued')
   buf('SREM', sh(o), fp)
   gcsess(o)
-  unlease( fp)
+  unlease(fp, rec)
   put(fp, 'q', '', NOW, rec[4], rec[5], rec[6])
   buf('ZADD', Q, seq(), fp)
   count('r', -1)
@@ -460,7 +494,7 @@ local function dropLive(fp, r, rs)
   if r[1] == 'r' then
     buf('SREM', sh(r[2]), fp)
     gcsess(r[2])
-    unlease( fp)
+    unlease(fp, r)
     count('r', -1)
   else
     buf('ZREM', Q, fp)
@@ -495,10 +529,11 @@ local function release(o)
     ev('left', o, fp, 'released')
   end
   if call('DEL', sw(o)) == 1 then wrote = true end
-  -- in the order the leases began (their order in LEASE)
+  -- in the order the leases began (their sequence numbers)
   local held = {}
   for _, fp in ipairs(call('SMEMBERS', sh(o))) do
-    held[#held + 1] = {fp, tonumber(call('ZSCORE', LEASE, fp) or '0')}
+    local r = get(fp)
+    held[#held + 1] = {fp, r and r[7] or 0}
   end
   table.sort(held, function(a, b) return a[2] < b[2] end)
   if call('DEL', sh(o)) == 1 then wrote = true end
@@ -507,8 +542,6 @@ local function release(o)
     local rec = get(h[1])
     if rec then
       handOver(h[1], rec, 'released')
-    else
-      unlease( h[1])
     end
   end
   gcsess(o)
@@ -563,7 +596,7 @@ end
 
 local function deadline()
   if lttl == 0 then return end
-  local head = call('ZRANGE', LEASE, 0, 0)[1]
+  local head = leaseHead()
   local r = head and get(head)
   if r then push('D', num(tonumber(r[3]) + lttl)) end
 end
@@ -576,7 +609,8 @@ local function transition(keys, args)
   pre = string.sub(N, 1, -2) -- "ns:{host}:"
   op = ARGV[1]
   cache, dirty, wrote, pend, nb = {}, {}, false, {}, nil
-  listed, out, seqv, gcLater, leaseCut = {}, {}, false, {}, false
+  listed, out, seqv, seqUsed, gcLater, leaseCut = {}, {}, false, false, {}, false
+  lh, lhRead = nil, nil
   delta = {r = 0, q = 0, d = 0, w = 0}
   now = tonumber(ARGV[2])
   if ARGV[2] == '' then -- the server's clock: coordinators' clocks may disagree

@@ -191,35 +191,75 @@ func (l *Ledger) window(set string, offset, limit int) []ledger.Record {
 	var out []ledger.Record
 	now := time.Now()
 	for _, h := range l.hostList {
-		p := l.pre(h)
-		n, err := l.rdb.ZCard(ctx, p+set).Result()
+		keys, err := l.orderKeys(ctx, h, set)
 		if err != nil {
 			l.err = err
 			return out
 		}
-		if int64(offset) >= n {
-			offset -= int(n)
-			continue
+		pipe := l.rdb.Pipeline()
+		cards := make([]*goredis.IntCmd, len(keys))
+		for i, k := range keys {
+			cards[i] = pipe.ZCard(ctx, k)
 		}
-		fps, err := l.rdb.ZRange(ctx, p+set, int64(offset), int64(offset+limit-len(out)-1)).Result()
-		if err != nil {
+		if _, err := pipe.Exec(ctx); err != nil {
 			l.err = err
 			return out
 		}
-		offset = 0
-		for _, s := range fps {
-			fp, err := parseRawFP(s)
-			if err != nil {
+		for i, k := range keys {
+			n := cards[i].Val()
+			if int64(offset) >= n {
+				offset -= int(n)
 				continue
 			}
-			if r, ok := l.lookup(now, h, fp); ok {
-				l.fpHost[fp] = h
-				out = append(out, r)
+			fps, err := l.rdb.ZRange(ctx, k, int64(offset), int64(offset+limit-len(out)-1)).Result()
+			if err != nil {
+				l.err = err
+				return out
 			}
-		}
-		if len(out) >= limit {
-			break
+			offset = 0
+			for _, s := range fps {
+				fp, err := parseRawFP(s)
+				if err != nil {
+					continue
+				}
+				if r, ok := l.lookup(now, h, fp); ok {
+					l.fpHost[fp] = h
+					out = append(out, r)
+				}
+			}
+			if len(out) >= limit {
+				return out
+			}
 		}
 	}
 	return out
+}
+
+// leaseBucket is how many sequence numbers each of a host's lease zsets
+// covers (ledger.lua's LB).
+const leaseBucket = 128
+
+// orderKeys names the sorted sets holding host's keys of set ("lease",
+// "q") in order: the queue is one; the leases are in buckets of sequence
+// numbers, from the lowest that may hold one to the one of the host's last
+// number.
+func (l *Ledger) orderKeys(ctx context.Context, host, set string) ([]string, error) {
+	p := l.pre(host)
+	if set != "lease" {
+		return []string{p + set}, nil
+	}
+	v, err := l.rdb.HMGet(ctx, p+"n", "lh", "seq").Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis ledger: reading the lease order of host %q: %w", host, err)
+	}
+	num := func(x any) int64 {
+		s, _ := x.(string)
+		n, _ := strconv.ParseInt(s, 10, 64)
+		return n
+	}
+	var keys []string
+	for b := num(v[0]); b <= num(v[1])/leaseBucket; b++ {
+		keys = append(keys, p+"lease:"+strconv.FormatInt(b, 10))
+	}
+	return keys, nil
 }
