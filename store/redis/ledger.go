@@ -6,22 +6,30 @@
 // Every transition is one call of a Redis function of the library
 // ledger.lua (FCALL; its keys declared, so the cluster refuses a call
 // across slots), atomic on the keys of one host: each key carries the
-// URL's host as its hash tag. The library is loaded on a node the first
-// time a call finds it missing there (a new node, a restart without
-// persistence, FUNCTION FLUSH); replicas receive it from their master, so
-// a failover keeps it. "PREFIX:{host}:k" is one hash of
-// the host's records, a field per key named by its 16-byte fingerprint FP
-// (state, holder, lease start, the key's parts, packed with cmsgpack; a
-// done record is only its stamp and outcome); beside it
+// URL's host as its hash tag. The library is built once per node, not per
+// call; it is loaded on a node the first time a call finds it missing
+// there (a new node, a restart without persistence, FUNCTION FLUSH), and
+// replicas receive it from their master, so a failover keeps it. Its name
+// carries a hash of its code, so coordinators of two versions never
+// replace each other's; the keys' layout below is not kept across
+// versions, so the coordinators sharing a Prefix run one version.
+//
+// "PREFIX:{host}:k" and, as the host grows, ":k:1", ":k:2"… hold the
+// host's records (buckets that split one at a time, each kept under the
+// 512 fields of a listpack), a field per key named by its 16-byte
+// fingerprint FP (state, holder, lease start, the key's parts, packed with
+// cmsgpack; a done record is only its stamp and outcome); beside them
 // "PREFIX:{host}:w:FP" (the FIFO of waiters, while there are some),
-// ":lease" and ":q" (requested and queued keys in order), ":dq:0" and
-// ":dq:1" (done records in the order they expire), ":s:OWNER" and
-// ":sw:OWNER" (what one session holds and waits on), ":co:COORD" (the
-// sessions of one coordinator there) and ":n" (counters). So one call never
-// crosses slots, a host's keys live on one shard, and a URL costs a hash
-// field, not a Redis key of its own. Once a host holds only done records
-// (both TTLs set), its keys expire a while after the longest TTL, in case
-// no sweep reaches them.
+// ":lease:B" (requested keys in lease order, 128 sequence numbers a zset)
+// and ":q" (queued keys in order), ":dq:0" and ":dq:1" (done records in
+// the order they expire), ":s:OWNER" and ":sw:OWNER" (what one session
+// holds and waits on), ":co:COORD" (the sessions of one coordinator there)
+// and ":n" (counters). So one call never crosses slots, a host's keys live
+// on one shard, and a URL costs a hash field, not a Redis key of its own.
+// Once a host holds only done records (both TTLs set), its keys expire a
+// while after the longest TTL, in case no sweep reaches them. A call skips
+// the lease-expiry check while the host's next lease deadline, as the
+// last call there reported it, is ahead of its time.
 //
 // Sessions are named cluster-wide as "COORD.SESSION", where COORD is the
 // coordinator's incarnation, a number it takes from the cluster when it
