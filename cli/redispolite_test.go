@@ -90,15 +90,15 @@ func TestPolitenessAcrossCoordinatorsOnRedis(t *testing.T) {
 
 // TestBackoffAcrossCoordinatorsOnRedis: two `drover serve --store
 // redis://...` on one cluster, each with a crawl worker, and a site whose
-// first page answers 429 with Retry-After: 10. The back-off holds the
-// host on both coordinators: from 3s after the 429 (time for the other
-// coordinator to learn of it, at most a second's poll, and for fetches
-// under way to end) until a second before its end, the site sees no
-// request, and every page is fetched after it.
+// first page answers 429 with Retry-After: 12. The back-off holds the
+// host on both coordinators: from 4s after the 429 (time for the other
+// coordinator to learn of it, a second's poll on a loaded machine, and
+// for fetches under way to end) until a second before its end, the site
+// sees no request, and every page is fetched after it.
 func TestBackoffAcrossCoordinatorsOnRedis(t *testing.T) {
 	drover(t)
 	const pages = 200
-	const retryAfter = 10 * time.Second
+	const retryAfter = 12 * time.Second
 	var mu sync.Mutex
 	var starts []time.Time
 	var throttledAt time.Time
@@ -161,7 +161,7 @@ func TestBackoffAcrossCoordinatorsOnRedis(t *testing.T) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	from, to := throttledAt.Add(3*time.Second), throttledAt.Add(retryAfter-time.Second)
+	from, to := throttledAt.Add(4*time.Second), throttledAt.Add(retryAfter-time.Second)
 	var during, after int
 	for _, s := range starts {
 		switch {
@@ -171,9 +171,9 @@ func TestBackoffAcrossCoordinatorsOnRedis(t *testing.T) {
 			after++
 		}
 	}
-	t.Logf("coordinators ran %d and %d pages; %d requests from 3s to 9s after the 429, %d after", done[0], done[1], during, after)
+	t.Logf("coordinators ran %d and %d pages; %d requests from 4s to 11s after the 429, %d after", done[0], done[1], during, after)
 	if during != 0 {
-		t.Errorf("%d requests from 3s to 9s after a 429 with Retry-After: 10; want none on either coordinator (the back-off is the cluster's)", during)
+		t.Errorf("%d requests from 4s to 11s after a 429 with Retry-After: 12; want none on either coordinator (the back-off is the cluster's)", during)
 	}
 	if after == 0 {
 		t.Errorf("no request after the back-off; want the pages fetched then")
