@@ -42,8 +42,8 @@ redis-faults: deps-test
 
 ## frontier: queued jobs beyond RAM at full size: 2,000,000 jobs through
 ## drover submit - into serve --store-resident-jobs 100000, RSS at most 400 MB
-## before and after a kill -9, every job drained once, in order (make test
-## runs a small one).
+## throughout (sampled during the submit, a kill -9 and restart, and the
+## drain), every job drained once, in order (make test runs a small one).
 frontier: deps-test
 	FRONTIER_JOBS=2000000 FRONTIER_RESIDENT=100000 FRONTIER_MAX_RSS_MB=400 $(GO) test -count=1 -run '^TestFrontierBeyondRAM$$' -timeout 90m -v ./cli
 

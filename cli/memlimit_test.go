@@ -21,3 +21,21 @@ func TestMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreCacheBytes: a serve that bounds both its queued jobs and its
+// done keys in memory opens its store with the small block cache; one that
+// bounds either not at all keeps the store's default.
+func TestStoreCacheBytes(t *testing.T) {
+	for _, c := range []struct {
+		resident, done int
+		want           int64
+	}{
+		{0, 1_000_000, 0},
+		{100_000, 0, 0},
+		{100_000, 1_000_000, boundedCacheBytes},
+	} {
+		if got := storeCacheBytes(c.resident, c.done); got != c.want {
+			t.Errorf("storeCacheBytes(%d, %d) = %d, want %d", c.resident, c.done, got, c.want)
+		}
+	}
+}

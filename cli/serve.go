@@ -143,7 +143,8 @@ func openStore(cfg *config.Config, log *slog.Logger) (*store.Store, error) {
 	if err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("store.sync: %w", err)}
 	}
-	st, err := store.Open(store.Options{Path: path, Sync: sync, SyncInterval: cfg.Store.SyncInterval, Log: log})
+	cache := storeCacheBytes(cfg.Store.ResidentJobs, cfg.Store.DoneCache) // memlimit.go
+	st, err := store.Open(store.Options{Path: path, Sync: sync, SyncInterval: cfg.Store.SyncInterval, CacheBytes: cache, Log: log})
 	if err != nil {
 		return nil, err
 	}
