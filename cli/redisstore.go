@@ -51,7 +51,7 @@ const redisPrefix = "drover"
 
 // openRedis connects to the cluster at t and joins its coordinators: the
 // ledger (a peer heartbeating every heartbeat.interval) and the shared
-// job queue go into cc.
+// job queue, which holds the crawls for the cluster, go into cc.
 func openRedis(ctx context.Context, cfg *config.Config, t storeredis.Target, cc *coord.Config, log *slog.Logger) (*storeredis.Ledger, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -68,7 +68,7 @@ func openRedis(ctx context.Context, cfg *config.Config, t storeredis.Target, cc 
 		return nil, fmt.Errorf("store.url %s: %w", t, err)
 	}
 	cc.Backend = l
-	cc.Shared = l.Jobs()
+	cc.Shared = l.Crawls() // the queue with the crawls held for the whole cluster
 	log.Info("store on Redis Cluster", "url", t.String(), "coordinator", l.Coordinator())
 	return l, nil
 }

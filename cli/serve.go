@@ -303,6 +303,7 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 			cv.totals.Store(&t)
 		}
 		opts.Cluster = cv.get
+		opts.ClusterCrawls = cc.Shared.(*storeredis.CrawlQueue)
 	}
 	if c.srv, err = server.New(opts); err != nil {
 		c.close()

@@ -69,6 +69,19 @@ type SharedBackoff interface {
 	Backoffs(dst []broker.HostBackoff) []broker.HostBackoff
 }
 
+// SharedBudgets is implemented by a shared queue that holds the crawls'
+// page budgets for every coordinator sharing it (the Redis one): a job is
+// charged to its crawl's budget when it is first claimed, on any
+// coordinator, so a budget counts each page once across the cluster.
+type SharedBudgets interface {
+	// Charge charges claimed jobs to their crawls' budgets. refused[i] is
+	// the budget of a job whose crawl has no page left for it, 0 for a
+	// job that may run (charged now, charged at an earlier claim, or of a
+	// crawl without a budget). A job refused fails at once as budget
+	// (broker.Broker.Refuse). An error charges nothing and refuses none.
+	Charge(now time.Time, specs []broker.Spec) (refused []int, err error)
+}
+
 // SharedPolicy is this coordinator's politeness, as its broker applies it
 // (broker.Politeness). Its functions are the coordinator's: a queue calls
 // them only from within its own Push, PushBatch, Claim and Finish, which
@@ -159,7 +172,17 @@ func (c *Coordinator) claimShared(now time.Time) {
 	if err != nil {
 		c.sharedErrors++
 	}
-	for _, sp := range specs {
+	var refused []int
+	if b, ok := c.cfg.Shared.(SharedBudgets); ok && len(specs) > 0 {
+		if refused, err = b.Charge(now, specs); err != nil {
+			c.sharedErrors++ // run them: a lost page beats a lost job
+		}
+	}
+	for i, sp := range specs {
+		if i < len(refused) && refused[i] > 0 {
+			c.brk.Refuse(now, sp, refused[i])
+			continue
+		}
 		c.brk.Submit(now, sp)
 	}
 	c.learnBackoffs(now) // those the claim found, before the next dispatch

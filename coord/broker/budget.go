@@ -191,3 +191,22 @@ func (b *Broker) skip(j *job, t int64, now time.Time, why string) {
 	b.fail(j, t, now, msg)
 	b.finished[len(b.finished)-1].Skipped = why
 }
+
+// Refuse adds a job whose crawl's page budget, held outside this broker
+// (several coordinators sharing one), has no page left for it: the job
+// fails at once as a job dispatched past the broker's own budget would,
+// with Finished.Skipped "budget" (visible, requeueable, its key settled).
+// limit is the budget, for the error.
+func (b *Broker) Refuse(now time.Time, spec Spec, limit int) JobID {
+	jid := b.Submit(now, spec)
+	j := b.jobs.get(jid)
+	switch j.state {
+	case Queued:
+		b.unqueue(j)
+	case Backoff:
+		b.unwait(j)
+	}
+	b.fail(j, ns(now), now, "budget: crawl "+spec.Key.Crawler+" has dispatched its "+strconv.Itoa(limit)+" pages")
+	b.finished[len(b.finished)-1].Skipped = "budget"
+	return jid
+}

@@ -151,3 +151,35 @@ func TestCrawlJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRefuse: a job refused for a budget held elsewhere fails at once as
+// budget, counted in its crawl's failed jobs, is never dispatched, and can
+// be requeued.
+func TestRefuse(t *testing.T) {
+	b, err := New(Config{Jitter: -1, RetryJitter: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := epoch
+	if err := b.Register(now, 1, WorkerInfo{ID: "w", Slots: 10}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.SetBudget("news", 0, 0) // counted here, limited elsewhere
+	jid := b.Refuse(now, Spec{Key: id.Key{Crawler: "news", URL: "http://h/1"}, Host: "h"}, 20)
+	fin := b.TakeFinished(nil)
+	if len(fin) != 1 || fin[0].Job != jid || !fin[0].Failed || fin[0].Skipped != "budget" || fin[0].Error != "budget: crawl news has dispatched its 20 pages" {
+		t.Fatalf("finished %+v: want job %d failed as budget of 20 pages", fin, jid)
+	}
+	if as := b.Dispatch(now, nil); len(as) != 0 {
+		t.Fatalf("dispatched %+v: want nothing", as)
+	}
+	if n := b.CrawlJobs("news"); n.Failed != 1 || n.Queued != 0 {
+		t.Fatalf("crawl jobs %+v: want 1 failed, none queued", n)
+	}
+	if err := b.Requeue(now, jid); err != nil {
+		t.Fatal(err)
+	}
+	if as := b.Dispatch(now, nil); len(as) != 1 || as[0].Job != jid {
+		t.Fatalf("after requeue dispatched %+v: want job %d", as, jid)
+	}
+}

@@ -30,6 +30,7 @@ type crawlState struct {
 	dirty   bool // def.Pages or def.Done changed since it was written
 	defined bool // by define-crawl: its seeds get the crawl payload
 	rate    crawlRate
+	cluster admin.Crawl // Options.ClusterCrawls: the cluster's figures, last read (clustercrawls.go)
 }
 
 // crawlRate counts a crawl's jobs finished ok per second of the server's
@@ -38,6 +39,39 @@ type crawlRate struct {
 	first int64 // the second of the first finish counted (0: none yet)
 	sec   [rateWindow + 1]int64
 	n     [rateWindow + 1]int
+	// With Options.ClusterCrawls: the cluster's done count read at each
+	// second (sample), whose growth is the rate (samplePerSec).
+	at   [rateWindow + 1]int64
+	done [rateWindow + 1]int
+}
+
+// sample notes the cluster's done count read at now.
+func (r *crawlRate) sample(now time.Time, done int) {
+	t := now.Unix()
+	i := t % int64(len(r.at))
+	r.at[i], r.done[i] = t, done
+}
+
+// samplePerSec is the growth per second of the done counts sampled over
+// the last rateWindow seconds.
+func (r *crawlRate) samplePerSec(now time.Time) float64 {
+	t := now.Unix()
+	first, last := -1, -1
+	for i := range r.at {
+		if r.at[i] == 0 || r.at[i] < t-rateWindow || r.at[i] > t {
+			continue
+		}
+		if first < 0 || r.at[i] < r.at[first] {
+			first = i
+		}
+		if last < 0 || r.at[i] > r.at[last] {
+			last = i
+		}
+	}
+	if first < 0 || r.at[last] == r.at[first] {
+		return 0
+	}
+	return float64(max(r.done[last]-r.done[first], 0)) / float64(r.at[last]-r.at[first])
 }
 
 // rateWindow is the seconds PagesPerSec averages over.
@@ -82,6 +116,9 @@ var crawlStates = map[string]broker.CrawlState{
 // their budgets and counts.
 func (s *Server) restoreCrawls() error {
 	s.crawls = make(map[string]*crawlState)
+	if s.clusterCrawls() {
+		return s.syncCrawls(s.now()) // clustercrawls.go
+	}
 	if s.dur == nil {
 		return nil
 	}
@@ -126,7 +163,11 @@ func (s *Server) defineCrawl(now time.Time, c admin.Crawl) (admin.ActionResult, 
 	c.Pages, c.Done, c.Defined, c.State = cs.def.Pages, cs.def.Done, now, cs.def.State
 	c.Queued, c.Running, c.Backoff, c.Failed, c.PagesPerSec = 0, 0, 0, 0, 0 // live figures: not kept
 	cs.def, cs.defined = c, true
-	s.c.SetBudget(c.Name, c.MaxPages, c.Pages)
+	if s.clusterCrawls() {
+		s.c.SetBudget(c.Name, 0, 0) // counted here, charged on the cluster
+	} else {
+		s.c.SetBudget(c.Name, c.MaxPages, c.Pages)
+	}
 	if err := s.saveCrawl(cs); err != nil {
 		return admin.ActionResult{}, fmt.Errorf("define-crawl %s: %w", c.Name, err)
 	}
@@ -140,6 +181,9 @@ func (s *Server) defineCrawl(now time.Time, c admin.Crawl) (admin.ActionResult, 
 // saveCrawl writes cs to the store, if there is one, and waits until it is
 // durable (crawl actions are rare: the reactor waits for them).
 func (s *Server) saveCrawl(cs *crawlState) error {
+	if s.clusterCrawls() {
+		return s.saveClusterCrawl(cs) // clustercrawls.go
+	}
 	if s.dur == nil {
 		return nil
 	}
@@ -164,7 +208,11 @@ func (s *Server) saveCrawl(cs *crawlState) error {
 // one crawl the action names.
 func (s *Server) crawlAction(now time.Time, a admin.Action) (admin.ActionResult, error) {
 	if a.Kind == admin.ActRequeueFailed {
-		return s.c.RequeueFailedOf(now, a.Crawler), nil
+		res := s.c.RequeueFailedOf(now, a.Crawler)
+		if s.clusterCrawls() && res.Affected > 0 {
+			s.opts.ClusterCrawls.AddFailed(a.Crawler, -res.Affected)
+		}
+		return res, nil
 	}
 	var state string
 	switch a.Kind {
@@ -277,7 +325,16 @@ func (s *Server) queryCrawls(q admin.Query) admin.Page {
 	page := admin.Page{View: admin.ViewCrawls}
 	now := s.now()
 	paged, _ := s.c.Paged() // jobs in the store only are in no crawl's counts (paging.go)
+	if s.clusterCrawls() {
+		if err := s.syncCrawls(now); err != nil { // the figures as of now
+			s.log.Warn("crawls on the cluster", "err", err)
+		}
+	}
 	for _, cs := range s.crawls {
+		if s.clusterCrawls() && (q.Filter == "" || strings.Contains(cs.def.Name, q.Filter)) {
+			page.Crawls = append(page.Crawls, s.clusterRow(now, cs))
+			continue
+		}
 		if q.Filter == "" || strings.Contains(cs.def.Name, q.Filter) {
 			c := cs.def
 			n := s.c.CrawlJobs(c.Name)

@@ -108,6 +108,11 @@ type Options struct {
 	// in Store when there is one (same batch as the job's state), else in
 	// memory; QUERY view results reads them.
 	Results *ResultsOptions
+	// ClusterCrawls, when set, holds the crawls for every coordinator
+	// sharing this one's store (clustercrawls.go) instead of Store or
+	// memory: their definitions, states, page budgets and figures are the
+	// cluster's.
+	ClusterCrawls ClusterCrawls
 }
 
 // Server is a running coordinator with its sockets. Create with New, then
@@ -146,6 +151,9 @@ type Server struct {
 	// them while the reactor runs).
 	reactor    struct{ steps, messages, gathered atomic.Uint64 }
 	lastTotals time.Time
+	// crawlSynced is when the crawls were last read from the cluster
+	// (Options.ClusterCrawls).
+	crawlSynced time.Time
 
 	// The parts, each with one job.
 	sess sessions   // who is connected, their heartbeats (sessions.go)
@@ -437,6 +445,7 @@ func (s *Server) Run(ctx context.Context) error {
 			s.lastTotals = now
 			s.opts.OnTotals(s.totals(now))
 		}
+		s.syncCrawlsEvery(now) // clustercrawls.go
 		// Wait only when no socket has a message left (see inputs.go).
 		busy, err := s.busy()
 		if err != nil {

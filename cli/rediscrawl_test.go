@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"drover/admin"
+	"drover/store/redis/redistest"
+)
+
+// startRedisCrawler starts `drover serve --store redis://...` with a
+// crawl worker process of its own (no crawl flags: the crawl's definition
+// travels with its jobs).
+func startRedisCrawler(t *testing.T, url, name string) *redisCoordinator {
+	t.Helper()
+	const ephemeral = "tcp://127.0.0.1:0"
+	cmd, out := start(t, "serve", "--store", url, "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral,
+		"--metrics", "", "--heartbeat-interval", "1s", "--crawl-per-host", "0")
+	at := listening(t, out, "peers", "admin")
+	rc := &redisCoordinator{serve: out, peers: at["peers"], adm: at["admin"], proc: cmd.Process}
+	start(t, "worker", "--connect", rc.peers, "--slots", "4", "--id", "crawler-"+name, "--heartbeat-interval", "1s")
+	return rc
+}
+
+// crawlsOf reads view crawls from a coordinator's drover status --json.
+func crawlsOf(t *testing.T, adm string) map[string]admin.Crawl {
+	t.Helper()
+	out, code := run(t, "", "status", "--json", "--connect", adm)
+	if code != 0 {
+		return nil
+	}
+	var st struct {
+		Crawls []admin.Crawl `json:"crawls"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	m := make(map[string]admin.Crawl, len(st.Crawls))
+	for _, c := range st.Crawls {
+		m[c.Name] = c
+	}
+	return m
+}
+
+// TestCrawlBudgetAcrossCoordinatorsOnRedis: a crawl defined on one of two
+// coordinators on a Redis Cluster, each with a crawl worker, fetches
+// exactly its --max-pages of a 60-page site, though the pages it finds are
+// claimed and fetched on both coordinators; both coordinators' status
+// shows the crawl the same: its 20 pages spent, 20 done, 40 failed (the
+// budget), finished.
+func TestCrawlBudgetAcrossCoordinatorsOnRedis(t *testing.T) {
+	drover(t)
+	cl := redistest.Start(t)
+	st := newSite(t)
+	a := startRedisCrawler(t, cl.URL(), "a")
+	b := startRedisCrawler(t, cl.URL(), "b")
+	if out, code := run(t, "", "submit", "--connect", a.peers, "--admin", a.adm, "--crawler", "site", "--max-pages", "20", st.srv.URL+"/p/0"); code != 0 {
+		t.Fatalf("submit: exit %d, %s", code, out)
+	}
+	t0 := time.Now()
+	eventually(t, "the cluster settles", 90*time.Second, func() bool {
+		tot, _, ok := statusJSON(t, a.adm)
+		c := tot.Cluster
+		return ok && c != nil && c.Queued == 0 && c.Claimed == 0 && c.Done+c.Failed >= 60
+	})
+	t.Logf("settled in %v", time.Since(t0).Round(time.Millisecond))
+	fetched := 0
+	for path, n := range st.counts() {
+		if n != 1 || !strings.HasPrefix(path, "/p/") {
+			t.Errorf("%s fetched %d times, want once", path, n)
+		}
+		fetched += n
+	}
+	if fetched != 20 {
+		t.Fatalf("%d pages fetched, want exactly 20 (--max-pages 20 across both coordinators)", fetched)
+	}
+	finished := func(c admin.Crawl) bool {
+		return c.State == admin.CrawlDone && c.Done+c.Failed == 60 && c.Queued+c.Running+c.Backoff == 0
+	}
+	var ca, cb admin.Crawl
+	eventually(t, "both coordinators show the crawl finished", 30*time.Second, func() bool {
+		ca, cb = crawlsOf(t, a.adm)["site"], crawlsOf(t, b.adm)["site"]
+		return finished(ca) && finished(cb)
+	})
+	for _, c := range []admin.Crawl{ca, cb} {
+		if c.Pages != 20 || c.Done != 20 || c.Failed != 40 || c.MaxPages != 20 {
+			t.Fatalf("crawl on a %+v, on b %+v: want 20 of 20 pages, 20 done, 40 failed (budget) on both", ca, cb)
+		}
+	}
+	out, _ := run(t, "", "status", "--connect", b.adm)
+	if !strings.Contains(out, "site") || !strings.Contains(out, "0 of 20") {
+		t.Fatalf("b's status:\n%s\nwant crawl site with 0 of 20 pages left", out)
+	}
+}

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"drover/admin"
+	"drover/coord/broker"
+)
+
+// Crawls held for several coordinators (Options.ClusterCrawls, the Redis
+// Cluster store): the definitions and states are the cluster's, read back
+// about once a second, so a crawl defined, paused or cancelled on one
+// coordinator applies on every one; its page budget is charged when a
+// coordinator claims a job from the shared queue (coord.SharedBudgets),
+// not by this coordinator's broker, which only counts the crawl's jobs;
+// and view crawls shows the cluster's figures, the same on every
+// coordinator.
+
+// ClusterCrawls holds crawls for every coordinator sharing a store
+// (store/redis.CrawlQueue). The reactor calls it; its calls may do I/O.
+type ClusterCrawls interface {
+	// SaveCrawl stores a crawl's definition and state.
+	SaveCrawl(c admin.Crawl) error
+	// ReadCrawls reads every crawl with the cluster's figures (Pages,
+	// Queued, Running, Backoff, Done, Failed).
+	ReadCrawls() ([]admin.Crawl, error)
+	// PublishCrawlJobs writes this coordinator's jobs of each crawl by
+	// state, for the others' figures.
+	PublishCrawlJobs(jobs map[string]broker.CrawlJobs) error
+	// AddFailed adds n (negative: takes back) to a crawl's failed jobs.
+	AddFailed(crawler string, n int)
+}
+
+// crawlSyncEvery is how often the reactor publishes its crawl jobs and
+// reads the cluster's crawls back.
+const crawlSyncEvery = time.Second
+
+// clusterCrawls reports whether crawls are held for the cluster.
+func (s *Server) clusterCrawls() bool { return s.opts.ClusterCrawls != nil }
+
+// syncCrawls publishes this coordinator's jobs of each crawl and reads
+// every crawl back: definitions and states others set are applied here,
+// and the cluster's figures kept for view crawls.
+func (s *Server) syncCrawls(now time.Time) error {
+	cc := s.opts.ClusterCrawls
+	s.crawlSynced = now
+	if len(s.crawls) > 0 {
+		jobs := make(map[string]broker.CrawlJobs, len(s.crawls))
+		for name := range s.crawls {
+			jobs[name] = s.c.CrawlJobs(name)
+		}
+		if err := cc.PublishCrawlJobs(jobs); err != nil {
+			return err
+		}
+	}
+	all, err := cc.ReadCrawls()
+	if err != nil {
+		return err
+	}
+	retention := false
+	for _, c := range all {
+		cs := s.crawls[c.Name]
+		if cs == nil {
+			cs = &crawlState{}
+			s.crawls[c.Name] = cs
+			s.c.SetBudget(c.Name, 0, 0) // counted here, charged on the cluster
+		}
+		st, ok := crawlStates[c.State]
+		if !ok {
+			return fmt.Errorf("crawl %q on the cluster: state %q, want running, paused or cancelled", c.Name, c.State)
+		}
+		if crawlStates[cs.def.State] != st { // set on another coordinator
+			n := s.c.SetCrawlState(now, c.Name, st)
+			s.log.Info("crawl "+c.State+" on the cluster", "crawl", c.Name, "jobs", n)
+		}
+		if cs.def.ResultsMaxAge != c.ResultsMaxAge || cs.def.ResultsMaxBytes != c.ResultsMaxBytes {
+			retention = true
+		}
+		cs.cluster = c
+		cs.rate.sample(now, c.Done)
+		c.Pages, c.Queued, c.Running, c.Backoff, c.Done, c.Failed = 0, 0, 0, 0, 0, 0
+		cs.def, cs.defined = c, c.Scope != ""
+	}
+	if retention {
+		s.setRetention() // results.go
+	}
+	s.adm.dirty = true
+	return nil
+}
+
+// syncCrawlsEvery runs syncCrawls once per crawlSyncEvery (Run's step).
+func (s *Server) syncCrawlsEvery(now time.Time) {
+	if !s.clusterCrawls() || now.Sub(s.crawlSynced) < crawlSyncEvery {
+		return
+	}
+	if err := s.syncCrawls(now); err != nil {
+		s.log.Warn("crawls on the cluster", "err", err)
+	}
+}
+
+// saveClusterCrawl stores a definition or state set here for the cluster.
+func (s *Server) saveClusterCrawl(cs *crawlState) error {
+	if err := s.opts.ClusterCrawls.SaveCrawl(cs.def); err != nil {
+		return fmt.Errorf("not recorded: %w", err)
+	}
+	return nil
+}
+
+// clusterRow is view crawls' row of a crawl held for the cluster: its
+// definition with the cluster's figures.
+func (s *Server) clusterRow(now time.Time, cs *crawlState) admin.Crawl {
+	c := cs.def
+	f := &cs.cluster
+	c.Pages, c.Queued, c.Running, c.Backoff, c.Done, c.Failed = f.Pages, f.Queued, f.Running, f.Backoff, f.Done, f.Failed
+	c.PagesPerSec = cs.rate.samplePerSec(now)
+	c.State = c.CurrentState(false)
+	return c
+}
