@@ -1,0 +1,84 @@
+package redis
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"drover/admin"
+	"drover/coord/broker"
+	"drover/coord/id"
+	"drover/coord/ledger"
+)
+
+func crawlSpec(crawler string, i int) broker.Spec {
+	k := id.Key{Crawler: crawler, Processor: "fetch", URL: fmt.Sprintf("http://h%d.example/%d", i%3, i)}
+	return broker.Spec{Key: k, FP: k.Fingerprint(), Host: id.Host(k.URL)}
+}
+
+// A crawl's budget charged by two coordinators counts each job once: of
+// 10 jobs claimed half on each, 4 may run (the budget) and 6 are refused;
+// charging a job again (claimed again after its coordinator died) neither
+// counts it again nor refuses it; a crawl without a budget refuses none.
+// Both read the same figures back.
+func TestCrawlBudgetCharged(t *testing.T) {
+	rdb := client(t)
+	ls := peers(t, rdb, 2, ledger.Config{})
+	a, b := ls[0].Crawls(), ls[1].Crawls()
+	if err := a.SaveCrawl(admin.Crawl{Name: "news", Scope: "host", MaxPages: 4, State: admin.CrawlRunning}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	var specs []broker.Spec
+	for i := range 10 {
+		specs = append(specs, crawlSpec("news", i), crawlSpec("free", i))
+	}
+	if ids, err := a.PushBatch(now, specs); err != nil || len(ids) != 20 {
+		t.Fatalf("push: %v, %v", ids, err)
+	}
+	ran, refused := 0, 0
+	charge := func(q *CrawlQueue, sp []broker.Spec) []int {
+		t.Helper()
+		r, err := q.Charge(now, sp)
+		if err != nil || len(r) != len(sp) {
+			t.Fatalf("charge: %v, %v", r, err)
+		}
+		for i, n := range r {
+			switch {
+			case sp[i].Key.Crawler == "free" && n != 0:
+				t.Fatalf("free job refused (%d): want no budget", n)
+			case sp[i].Key.Crawler == "free":
+			case n == 0:
+				ran++
+			case n == 4:
+				refused++
+			default:
+				t.Fatalf("refused with budget %d; want 4", n)
+			}
+		}
+		return r
+	}
+	first := charge(a, specs[:10])
+	charge(b, specs[10:])
+	if ran != 4 || refused != 6 {
+		t.Fatalf("%d jobs may run, %d refused; want 4 and 6", ran, refused)
+	}
+	// Charged again: the runs stay runs and count once.
+	ran, refused = 0, 0
+	again := charge(b, specs[:10])
+	for i := range first {
+		if (first[i] == 0) != (again[i] == 0) {
+			t.Fatalf("job %d: charged %d, then %d; want the same answer", i, first[i], again[i])
+		}
+	}
+	a.Finish(now, []ledger.Item{{Key: specs[0].Key, FP: specs[0].FP}}, []ledger.Item{{Key: specs[2].Key, FP: specs[2].FP}})
+	for _, q := range []*CrawlQueue{a, b} {
+		cs, err := q.ReadCrawls()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) != 1 || cs[0].Name != "news" || cs[0].Pages != 4 || cs[0].MaxPages != 4 || cs[0].Done != 1 || cs[0].Failed != 1 || cs[0].Queued != 8 {
+			t.Fatalf("crawls %+v: want news alone, 4 of 4 pages, 1 done, 1 failed, 8 queued", cs)
+		}
+	}
+}
