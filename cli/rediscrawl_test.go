@@ -89,6 +89,29 @@ func TestCrawlBudgetAcrossCoordinatorsOnRedis(t *testing.T) {
 			t.Fatalf("crawl on a %+v, on b %+v: want 20 of 20 pages, 20 done, 40 failed (budget) on both", ca, cb)
 		}
 	}
+	// Every result, whichever coordinator's worker ran its job, reads
+	// the same on both.
+	for _, c := range []*redisCoordinator{a, b} {
+		out, code := run(t, "", "results", "--connect", c.adm, "--crawler", "site")
+		if code != 0 {
+			t.Fatalf("results: exit %d, %s", code, out)
+		}
+		pages, budget := 0, 0
+		workers := map[string]int{}
+		for _, r := range resultLines(t, out) {
+			switch r.Outcome {
+			case "ok":
+				pages++
+				workers[r.Worker]++
+			case "budget":
+				budget++
+			}
+		}
+		if pages != 20 || budget != 40 {
+			t.Fatalf("results on %s: %d pages and %d budget skips, want 20 and 40", c.adm, pages, budget)
+		}
+		t.Logf("results on %s: pages by worker %v", c.adm, workers)
+	}
 	out, _ := run(t, "", "status", "--connect", b.adm)
 	if !strings.Contains(out, "site") || !strings.Contains(out, "0 of 20") {
 		t.Fatalf("b's status:\n%s\nwant crawl site with 0 of 20 pages left", out)

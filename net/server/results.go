@@ -92,7 +92,8 @@ func (s *Server) initResults() error {
 }
 
 // keepResults gives the step's finished jobs their cursors: in memory they
-// are kept at once, with a store they go into the step's batch.
+// are kept at once, with a store they go into the step's batch, on a
+// cluster (Options.ClusterResults) they are added to the cluster's now.
 func (s *Server) keepResults(fs []broker.Finished) {
 	r := s.res
 	if r == nil || len(fs) == 0 {
@@ -100,16 +101,21 @@ func (s *Server) keepResults(fs []broker.Finished) {
 	}
 	clear(r.byJob)
 	r.stepFin = r.stepFin[:0]
+	cluster := s.opts.ClusterResults != nil // cursors given by the cluster (clusterresults.go)
 	for i := range fs {
 		f := &fs[i]
-		r.last++
+		var cur uint64 // 0 on the cluster until Add
+		if !cluster {
+			r.last++
+			cur = r.last
+		}
 		if r.byJob == nil {
 			r.byJob = make(map[uint64]int)
 		}
 		r.byJob[uint64(f.Job)] = len(r.stepFin)
-		r.stepFin = append(r.stepFin, stepResult{cursor: r.last, output: f.Output})
+		r.stepFin = append(r.stepFin, stepResult{cursor: cur, output: f.Output})
 		rec := store.ResultRecord{
-			Cursor: r.last, Job: uint64(f.Job), Key: f.Key, Outcome: "ok", Error: f.Error,
+			Cursor: cur, Job: uint64(f.Job), Key: f.Key, Outcome: "ok", Error: f.Error,
 			Attempt: f.Attempt, Worker: f.Worker, At: f.At, Output: f.Output,
 		}
 		switch {
@@ -123,7 +129,7 @@ func (s *Server) keepResults(fs []broker.Finished) {
 		}
 		rec.Error = strings.ToValidUTF8(rec.Error, "\uFFFD")
 		rec.Worker = strings.ToValidUTF8(rec.Worker, "\uFFFD")
-		if s.dur == nil {
+		if s.dur == nil && !cluster {
 			r.mem = append(r.mem, rec)
 			r.memBytes += memSize(&rec)
 			r.readable = r.last
@@ -132,7 +138,10 @@ func (s *Server) keepResults(fs []broker.Finished) {
 		}
 		r.step = append(r.step, rec)
 	}
-	if s.dur == nil {
+	switch {
+	case cluster:
+		s.addClusterResults() // clusterresults.go
+	case s.dur == nil:
 		s.trimMemory(s.now())
 	}
 }
@@ -312,7 +321,26 @@ func (s *Server) queryResults(q admin.Query) (admin.Page, wire.Code, error) {
 		page.Next = rec.Cursor
 		return true
 	}
-	if s.dur == nil {
+	if cr := s.opts.ClusterResults; cr != nil {
+		first, last, err := cr.Bounds()
+		if err != nil {
+			return page, wire.CodeInternal, fmt.Errorf("view results: %w", err)
+		}
+		page.First, page.Last = first, last
+		stopped := false
+		err = cr.Read(q.From, last, func(rec *store.ResultRecord) bool {
+			if !take(rec) {
+				stopped = true
+			}
+			return !stopped
+		})
+		if err != nil {
+			return page, wire.CodeInternal, fmt.Errorf("view results: %w", err)
+		}
+		if !stopped {
+			page.Next = max(page.Next, last)
+		}
+	} else if s.dur == nil {
 		if len(r.mem) > 0 {
 			page.First = r.mem[0].Cursor
 		}
@@ -365,12 +393,15 @@ func resultRow(r *store.ResultRecord) admin.Result {
 // startResultTrimmer starts the goroutine that applies the results'
 // limits to the store and returns the function that stops it.
 func (s *Server) startResultTrimmer() (stop func()) {
-	if s.res == nil || s.dur == nil {
+	if s.res == nil || s.dur == nil && s.opts.ClusterResults == nil {
 		return func() {}
 	}
 	every := s.res.opts.TrimEvery
 	if every <= 0 {
 		every = time.Minute
+	}
+	if s.opts.ClusterResults != nil {
+		return s.startClusterTrimmer(every) // clusterresults.go
 	}
 	quit, exited := make(chan struct{}), make(chan struct{})
 	st, clk, log, policy := s.dur.st, s.opts.Clock, s.log, &s.res.policy

@@ -113,6 +113,10 @@ type Options struct {
 	// memory: their definitions, states, page budgets and figures are the
 	// cluster's.
 	ClusterCrawls ClusterCrawls
+	// ClusterResults, with Results, keeps the results for every
+	// coordinator sharing this one's store (clusterresults.go) instead of
+	// Store or memory: view results reads every coordinator's.
+	ClusterResults ClusterResults
 }
 
 // Server is a running coordinator with its sockets. Create with New, then

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"time"
+
+	"drover/store"
+)
+
+// Results kept for several coordinators (Options.ClusterResults, the
+// Redis Cluster store): each step's results are added to the cluster's
+// results, which assigns their cursors, so view results reads every
+// coordinator's results on any of them.
+
+// ClusterResults keeps results for every coordinator sharing a store
+// (store/redis.Results). Add and Read are called by the reactor, Trim by
+// the trimmer goroutine; their calls may do I/O.
+type ClusterResults interface {
+	// Add appends results and sets their cursors; a result whose cursor
+	// is still 0 after an error was not added.
+	Add(recs []store.ResultRecord) error
+	// Bounds are the first and last cursors kept (0, 0: none).
+	Bounds() (first, last uint64, err error)
+	// Read hands fn the results after cursor after up to upTo, in cursor
+	// order, until fn returns false.
+	Read(after, upTo uint64, fn func(*store.ResultRecord) bool) error
+	// Trim applies the policy's coordinator-wide limits (its Default).
+	Trim(now time.Time, p *store.Retention) (deleted int, err error)
+}
+
+// maxUnsentResults bounds the results kept for the next step when the
+// cluster did not take them.
+const maxUnsentResults = 100000
+
+// addClusterResults adds the step's results to the cluster's and gives
+// their events the cursors; those it did not take wait for the next step
+// (at most maxUnsentResults: the oldest go beyond).
+func (s *Server) addClusterResults() {
+	r := s.res
+	if len(r.step) == 0 {
+		return
+	}
+	err := s.opts.ClusterResults.Add(r.step)
+	n := 0
+	for i := range r.step {
+		rec := &r.step[i]
+		if rec.Cursor == 0 {
+			r.step[n] = *rec
+			n++
+			continue
+		}
+		r.readable = max(r.readable, rec.Cursor)
+		if k, ok := r.byJob[rec.Job]; ok && k < len(r.stepFin) {
+			r.stepFin[k].cursor = rec.Cursor
+		}
+	}
+	if err != nil {
+		s.log.Warn("results not kept on the cluster; tried again with the next step", "results", n, "err", err)
+	}
+	if drop := n - maxUnsentResults; drop > 0 {
+		s.log.Error("results lost: the cluster took none of them", "results", drop)
+		copy(r.step, r.step[drop:n])
+		n -= drop
+	}
+	clear(r.step[n:])
+	r.step = r.step[:n]
+	s.adm.dirty = true
+}
+
+// startClusterTrimmer starts the goroutine that applies the results'
+// limits on the cluster every `every`.
+func (s *Server) startClusterTrimmer(every time.Duration) (stop func()) {
+	quit, exited := make(chan struct{}), make(chan struct{})
+	cr, clk, log, policy := s.opts.ClusterResults, s.opts.Clock, s.log, &s.res.policy
+	go func() {
+		defer close(exited)
+		t := clk.NewTimer(every)
+		defer t.Stop()
+		for {
+			if p := policy.Load(); p.Default != (store.ResultLimits{}) {
+				if n, err := cr.Trim(clk.Now(), p); err != nil {
+					log.Error("results trim", "err", err)
+				} else if n > 0 {
+					log.Info("results trimmed", "deleted", n)
+				}
+			}
+			select {
+			case <-quit:
+				return
+			case <-t.C():
+			}
+			t.Reset(every)
+		}
+	}()
+	return func() {
+		close(quit)
+		<-exited
+	}
+}
