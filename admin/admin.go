@@ -291,6 +291,9 @@ type Event struct {
 	// UTF-8 of at most MaxEventOutput bytes.
 	Cursor uint64 `json:"cursor,omitempty"`
 	Output string `json:"output,omitempty"`
+	// Coordinator is, in view events on a Redis Cluster store, the id of
+	// the coordinator the event happened on (empty elsewhere).
+	Coordinator string `json:"coordinator,omitempty"`
 }
 
 // MaxEventOutput is the largest output an Event carries.

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"drover/admin"
+	"drover/net/client"
 	"drover/store/redis/redistest"
 )
 
@@ -111,6 +113,30 @@ func TestCrawlBudgetAcrossCoordinatorsOnRedis(t *testing.T) {
 			t.Fatalf("results on %s: %d pages and %d budget skips, want 20 and 40", c.adm, pages, budget)
 		}
 		t.Logf("results on %s: pages by worker %v", c.adm, workers)
+	}
+	// View events on either coordinator shows every coordinator's: the
+	// 20 pages done, wherever they ran, each naming its coordinator.
+	for _, c := range []*redisCoordinator{a, b} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		adm, err := client.DialAdmin(ctx, client.AdminOptions{Connect: c.adm, ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page admin.Page
+		eventually(t, "view events shows the 20 pages done", 20*time.Second, func() bool {
+			page, err = adm.Query(ctx, admin.Query{View: admin.ViewEvents, Filter: "kind=job.done", Limit: 100})
+			return err == nil && len(page.Events) == 20
+		})
+		coords := map[string]int{}
+		for _, ev := range page.Events {
+			coords[ev.Coordinator]++
+			if ev.Coordinator == "" || ev.Cursor == 0 {
+				t.Fatalf("event %+v: want its coordinator and result cursor", ev)
+			}
+		}
+		t.Logf("events on %s: pages done by coordinator %v", c.adm, coords)
+		adm.Close()
+		cancel()
 	}
 	out, _ := run(t, "", "status", "--connect", b.adm)
 	if !strings.Contains(out, "site") || !strings.Contains(out, "0 of 20") {

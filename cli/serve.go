@@ -305,6 +305,7 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		opts.Cluster = cv.get
 		opts.ClusterCrawls = cc.Shared.(*storeredis.CrawlQueue)
 		opts.ClusterResults = c.redis.Results()
+		opts.ClusterEvents = c.redis.Events()
 	}
 	if c.srv, err = server.New(opts); err != nil {
 		c.close()

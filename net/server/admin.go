@@ -95,6 +95,15 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 			s.send(s.adm.sock, cs.ident, &wire.Page{Req: m.Req, Page: s.queryCrawls(m.Query)}) // crawls.go
 			return
 		}
+		if m.Query.View == admin.ViewEvents && s.opts.ClusterEvents != nil {
+			page, code, err := s.queryClusterEvents(m.Query) // clusterevents.go
+			if err != nil {
+				s.reject(onAdmin, ident, m.Req, code, "%v", err)
+				return
+			}
+			s.send(s.adm.sock, cs.ident, &wire.Page{Req: m.Req, Page: page})
+			return
+		}
 		if m.Query.View == admin.ViewResults {
 			page, code, err := s.queryResults(m.Query) // results.go
 			if err != nil {

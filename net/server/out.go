@@ -25,6 +25,7 @@ func (s *Server) flush(now time.Time) {
 	s.countPages()              // crawls.go: page budgets spent by this step's dispatches
 	s.cancel(now, out.Cancels)  // before the JOBs: a new attempt never overtakes the CANCEL of the old one
 	s.dispatch(now, out)
+	s.shareEvents(out.Events) // clusterevents.go
 	for i := range out.Events {
 		if s.opts.OnEvent == nil && (s.ev.pub == nil || !s.ev.subscribed(string(out.Events[i].Kind))) {
 			continue // nobody wants it

@@ -117,6 +117,10 @@ type Options struct {
 	// coordinator sharing this one's store (clusterresults.go) instead of
 	// Store or memory: view results reads every coordinator's.
 	ClusterResults ClusterResults
+	// ClusterEvents, when set, shares this coordinator's events with the
+	// others sharing its store (clusterevents.go): view events shows every
+	// coordinator's.
+	ClusterEvents ClusterEvents
 }
 
 // Server is a running coordinator with its sockets. Create with New, then
@@ -158,6 +162,7 @@ type Server struct {
 	// crawlSynced is when the crawls were last read from the cluster
 	// (Options.ClusterCrawls).
 	crawlSynced time.Time
+	evw         *eventWriter // Options.ClusterEvents: the events for the cluster (clusterevents.go)
 
 	// The parts, each with one job.
 	sess sessions   // who is connected, their heartbeats (sessions.go)
@@ -412,6 +417,7 @@ func (s *Server) Run(ctx context.Context) error {
 		defer s.dur.look.looker.stop()
 	}
 	defer s.startResultTrimmer()()
+	defer s.startEventWriter()() // clusterevents.go
 	timer := s.opts.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	s.ready.Store(true)
