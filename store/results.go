@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -154,20 +155,24 @@ type ResultStats struct {
 }
 
 // resultIndex is what TrimResults remembers of the results it has seen
-// (a few dozen bytes each), so that each trim reads only the new ones.
+// (24 bytes each), so that each trim reads only the new ones.
 type resultIndex struct {
-	mu       sync.Mutex
-	scanned  uint64 // the last cursor read
-	entries  []resultEntry
-	bytes    int64
-	crawlers map[string]string // interned crawler names
+	mu      sync.Mutex
+	scanned uint64 // the last cursor read
+	entries []resultEntry
+	bytes   int64
+	names   []string          // crawler names, by resultEntry.crawler
+	ids     map[string]uint32 // their numbers in names
 }
 
+// resultEntry is one result kept: 24 bytes, no pointer (a string header
+// and a 64-bit size made it 40, a few dozen megabytes for the results of
+// a million jobs).
 type resultEntry struct {
 	seq     uint64
 	at      int64
-	size    int64
-	crawler string // interned: one string per crawler name
+	size    uint32 // the stored value's length (a value is far below 4 GiB)
+	crawler uint32 // index in resultIndex.names
 }
 
 // TrimResults deletes the results the policy p no longer keeps (Retention:
@@ -206,17 +211,18 @@ func (s *Store) TrimResults(now time.Time, p *Retention) (deleted int, kept Resu
 			err = fmt.Errorf("store %s: %w: result record %x: %w", s.where(), ErrCorrupt, k, d.err)
 			break
 		}
-		if c, ok := x.crawlers[crawler]; ok {
-			crawler = c
-		} else {
-			if x.crawlers == nil {
-				x.crawlers = map[string]string{}
+		c, ok := x.ids[crawler]
+		if !ok {
+			if x.ids == nil {
+				x.ids = map[string]uint32{}
 			}
-			x.crawlers[crawler] = crawler
+			c = uint32(len(x.names))
+			x.ids[crawler] = c
+			x.names = append(x.names, crawler)
 		}
-		e := resultEntry{seq: binary.BigEndian.Uint64(k[1:]), at: at, size: int64(len(v)), crawler: crawler}
+		e := resultEntry{seq: binary.BigEndian.Uint64(k[1:]), at: at, size: uint32(min(len(v), math.MaxUint32)), crawler: c}
 		x.entries = append(x.entries, e)
-		x.bytes += e.size
+		x.bytes += int64(e.size)
 		x.scanned = e.seq
 	}
 	if cerr := it.Close(); cerr != nil && err == nil {
@@ -229,7 +235,7 @@ func (s *Store) TrimResults(now time.Time, p *Retention) (deleted int, kept Resu
 	drop := make([]bool, len(x.entries))
 	p.Drop(now, len(x.entries), func(i int) (string, time.Time, int64) {
 		e := &x.entries[i]
-		return e.crawler, unstamp(e.at), e.size
+		return x.names[e.crawler], unstamp(e.at), int64(e.size)
 	}, drop)
 	cut, deleted := 0, 0 // cut: the leading results dropped, deleted in a range
 	for cut < len(drop) && drop[cut] {
@@ -270,7 +276,7 @@ func (s *Store) TrimResults(now time.Time, p *Retention) (deleted int, kept Resu
 		n := 0
 		for i := range x.entries {
 			if drop[i] {
-				x.bytes -= x.entries[i].size
+				x.bytes -= int64(x.entries[i].size)
 				continue
 			}
 			x.entries[n] = x.entries[i]
