@@ -9,8 +9,8 @@ import (
 
 // Strings keeps strings (URLs) without a string header or a heap object
 // each: a string's bytes go into a slab of fixed-size slots, one slab per
-// size class (8, 16, ... 256 bytes), and its holder keeps a Ref (slot and
-// length, 6 bytes). Freed slots are reused by the next string of the same
+// size class (4, 8, ... 256 bytes: 1.5 bytes wasted on average), and its
+// holder keeps a Ref (slot and length, 6 bytes). Freed slots are reused by the next string of the same
 // class. Strings longer than the largest class (rare) are kept as Go
 // strings in a table. Every slab is a few large pointer-free chunks from a
 // Mem: the garbage collector has nothing to scan in them, and growing
@@ -31,7 +31,7 @@ type Ref struct {
 
 // The size classes.
 const (
-	ClassStep = 8                  // slot sizes are multiples of this
+	ClassStep = 4                  // slot sizes are multiples of this
 	MaxLen    = 256                // the largest slot; longer strings are Go strings
 	Classes   = MaxLen / ClassStep // slabs
 	Long      = 0xFFFF             // Ref.Len of a string longer than MaxLen
