@@ -43,6 +43,7 @@ type host struct {
 	heapIdx    int32    // its place in the broker's timer heap, -1 when not there
 	level      int32    // consecutive throttles since the last forgiveness
 	throttles  int32    // throttles since the last forgiveness
+	no         uint32   // its index in Broker.hostAll
 	until      int64    // back-off in force until (Unix ns); 0 when none
 	lastEnd    int64    // end of the latest back-off: the quiet period counts from it
 	due        int64    // the heap key: next wake-up or forgiveness
@@ -51,7 +52,7 @@ type host struct {
 func (b *Broker) hostFor(name string) *host {
 	h := b.hosts[name]
 	if h == nil {
-		h = &host{name: name, heapIdx: -1}
+		h = &host{name: name, no: uint32(len(b.hostAll)), heapIdx: -1}
 		if b.cfg.Politeness.ShareRobots {
 			h.rstate = robotsUnknown
 		}
@@ -62,6 +63,7 @@ func (b *Broker) hostFor(name string) *host {
 			}
 		}
 		b.hosts[name] = h
+		b.hostAll = append(b.hostAll, h)
 	}
 	return h
 }
@@ -71,7 +73,7 @@ func (b *Broker) hostFor(name string) *host {
 // moves the job and every queued job of the host to backoff until the
 // host's back-off ends.
 func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Time) {
-	h := j.host
+	h := b.hostOf(j)
 	if h.level > 0 && b.quiet(h, t) {
 		b.forgive(h)
 	}
@@ -85,7 +87,7 @@ func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Ti
 		d = p.Delay(int(h.level), b.cfg.Rand.Float64)
 	}
 	b.thr[h] = struct{}{}
-	b.emit(admin.Event{At: now, Kind: admin.EventJobThrottled, JobID: uint64(j.id), URL: j.url, Detail: "host " + h.name + " backed off " + d.String()})
+	b.emit(admin.Event{At: now, Kind: admin.EventJobThrottled, JobID: uint64(j.id), URL: b.url(j), Detail: "host " + h.name + " backed off " + d.String()})
 	if b.extend(h, t+int64(d), now) {
 		b.backoffs = append(b.backoffs, HostBackoff{Host: h.name, Until: tm(h.until), Level: int(h.level),
 			Forgiven: tm(h.lastEnd + int64(b.cfg.BackoffForgive))})
@@ -249,7 +251,7 @@ func (b *Broker) wake(t int64, now time.Time) {
 				k := h.backoff.head
 				h.backoff.remove(k)
 				b.setState(k, Queued, t)
-				b.emit(admin.Event{At: now, Kind: admin.EventJobWoken, JobID: uint64(k.id), URL: k.url})
+				b.emit(admin.Event{At: now, Kind: admin.EventJobWoken, JobID: uint64(k.id), URL: b.url(k)})
 				b.place(k, t, now)
 			}
 			b.emit(admin.Event{At: now, Kind: admin.EventHostResumed, Detail: h.name + ": " + strconv.Itoa(n) + " jobs back in the queue"})

@@ -10,6 +10,7 @@ import (
 	"drover/admin"
 	"drover/coord/id"
 	"drover/coord/names"
+	"drover/coord/offheap"
 )
 
 // JobID identifies a job inside one broker. IDs are allocated from 1 in
@@ -307,13 +308,21 @@ type Broker struct {
 	paused bool
 
 	jobs  jobStore
-	names names.Pairs // the (crawler, processor) of every job's key
+	names names.Pairs     // the (crawler, processor) of every job's key
+	urls  offheap.Strings // every job's URL
+	// Side tables the job records number into (job.go): payloads and
+	// jobMore records, each with the numbers freed for reuse (0: none).
+	pays      [][]byte
+	freePays  []uint32
+	mores     []*jobMore
+	freeMores []uint32
 	// onForget is called as a job's record is forgotten (OnForget).
 	onForget func(fp id.Fingerprint, url string)
 	count    [nStates]int
 	age      ageIndex           // every job by ID, with per-state counts
 	trees    [nSorts]*orderTree // lazily built sort indexes (nil until first used)
 	hosts    map[string]*host   // every host a job named
+	hostAll  []*host            // the same, in creation order (job.host numbers them)
 	fails    jobList            // failed jobs, oldest failure first
 	dones    jobList            // done jobs whose records are kept, oldest first
 	forgot   int                // done jobs whose records were forgotten
@@ -327,7 +336,7 @@ type Broker struct {
 	waiting  map[*host]struct{} // parked hosts with queued jobs (politeRows)
 
 	classes  map[string]*class // by canonical header key
-	classAll []*class          // in creation order
+	classAll []*class          // in creation order (job.class numbers them)
 	noHdr    *class            // the class of jobs without headers
 
 	workers   map[string]*worker     // by worker ID, lost records included
@@ -383,6 +392,8 @@ func New(cfg Config) (*Broker, error) {
 		ids:      make(map[string]*idRecord),
 		fanout:   otMax,
 	}
+	b.jobs.mem = offheap.New(b)
+	b.urls.Init(b.jobs.mem)
 	b.noHdr = b.newClass("", nil)
 	return b, nil
 }
@@ -418,13 +429,12 @@ func (b *Broker) Submit(now time.Time, spec Spec) JobID {
 	j := b.jobs.alloc()
 	j.id = JobID(b.jobs.n)
 	b.setKey(j, &spec.Key, spec.FP) // Host: h.name; Headers: c.headers
-	j.setPayload(spec.Payload)
-	j.class = c
-	j.host = h
-	j.free = !b.cfg.Politeness.applies(spec.Key.Processor)
+	b.setPayload(j, spec.Payload)
+	j.class = c.no
+	j.host = h.no
+	j.setFlag(jobFree, !b.cfg.Politeness.applies(spec.Key.Processor))
 	j.created = t
 	j.updated = t
-	j.heldIdx = -1
 	b.enter(j, h, Queued) // then place moves it if the host is held
 	b.emit(admin.Event{At: now, Kind: admin.EventJobSubmitted, JobID: uint64(j.id), URL: spec.Key.URL})
 	b.place(j, t, now)
@@ -434,12 +444,12 @@ func (b *Broker) Submit(now time.Time, spec Spec) JobID {
 // place puts a job that is in state Queued but in no list into its class
 // queue, or into its host's back-off when the host is held.
 func (b *Broker) place(j *job, t int64, now time.Time) {
-	h := j.host
+	h := b.hostOf(j)
 	if h.until > t {
 		b.setState(j, Backoff, t)
 		b.setRetryAt(j, h.until)
 		h.backoff.push(j)
-		b.emit(admin.Event{At: now, Kind: admin.EventJobBackoff, JobID: uint64(j.id), URL: j.url, Detail: h.backoffReason()})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobBackoff, JobID: uint64(j.id), URL: b.url(j), Detail: h.backoffReason()})
 		return
 	}
 	if j.state != Queued {
@@ -456,13 +466,13 @@ func (b *Broker) enqueue(j *job, t int64) {
 	j.queuedAt = t
 	b.seq++
 	j.seq = b.seq
-	j.class.push(b, j)
+	b.classOf(j).push(b, j)
 	b.laneAdd(j, t)
 }
 
 // unqueue takes a queued job out of its class queue and its lane.
 func (b *Broker) unqueue(j *job) {
-	j.class.remove(b, j)
+	b.classOf(j).remove(b, j)
 	b.laneRemove(j)
 }
 
@@ -534,8 +544,8 @@ func (b *Broker) setState(j *job, st JobState, t int64) {
 	b.countCrawl(j, old, st)
 	b.changes++
 	b.age.move(j.id, old, st)
-	j.host.idx.add(int(j.hostPos), old, -1)
-	j.host.idx.add(int(j.hostPos), st, 1)
+	b.hostOf(j).idx.add(int(j.hostPos), old, -1)
+	b.hostOf(j).idx.add(int(j.hostPos), st, 1)
 	for _, tr := range b.trees {
 		if tr != nil {
 			tr.restate(j, old, st)

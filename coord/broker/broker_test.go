@@ -114,7 +114,7 @@ func TestBadOutcomeChangesNothing(t *testing.T) {
 	if err == nil || isNotRecorded(err) {
 		t.Fatalf("bad kind: err %v, want an error for the outcome kind", err)
 	}
-	if j := b.jobs.get(1); j.state != Dispatched || j.worker == nil {
+	if j := b.jobs.get(1); j.state != Dispatched || b.workerOf(j) == nil {
 		t.Fatalf("job %s after a bad outcome, want dispatched", j.state)
 	}
 }

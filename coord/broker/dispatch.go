@@ -74,7 +74,7 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 		b.hold(w, j, t)
 		skipped := b.skipUnrecorded(j, t) // unrecorded.go
 		b.countAttempt(j)
-		j.addAttempt(w.id, t, b.cfg.HistoryLimit)
+		b.addAttempt(j, w.id, t, b.cfg.HistoryLimit)
 		b.dispatches++
 		b.useSeq++
 		w.lastUsed = b.useSeq
@@ -82,10 +82,11 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 		if w.free() > 0 {
 			b.ready.insert(w) // at the back: it is now the most recently used
 		}
-		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: b.spec(j), Attempt: int(j.attempts), AfterRestore: skipped, Robots: robots})
-		b.emit(admin.Event{At: now, Kind: admin.EventJobDispatched, JobID: uint64(j.id), URL: j.url, Worker: w.id})
-		if !j.free {
-			b.dispatched(j.host, t)
+		spec := b.spec(j)
+		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: spec, Attempt: int(j.attempts), AfterRestore: skipped, Robots: robots})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobDispatched, JobID: uint64(j.id), URL: spec.Key.URL, Worker: w.id})
+		if !j.has(jobFree) {
+			b.dispatched(b.hostOf(j), t)
 		}
 		if next == nil || passed {
 			next, passed = b.ready.head, false
@@ -191,7 +192,7 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 	}
 	w := b.sessions[s]
 	j := b.jobs.get(jid)
-	if w == nil || j == nil || j.state != Dispatched || j.worker != w || int(j.attempts) != r.Attempt {
+	if w == nil || j == nil || j.state != Dispatched || b.workerOf(j) != w || int(j.attempts) != r.Attempt {
 		st, why := b.notCurrent(w, j, r)
 		if st == Again {
 			return Again, nil
@@ -203,9 +204,9 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 	}
 	t := ns(now)
 	b.release(j, t)
-	j.endAttempt(o.Kind.String(), o.Error)
+	b.endAttempt(j, o.Kind.String(), o.Error)
 	if o.Error != "" {
-		j.setLastError(o.Error)
+		b.setLastError(j, o.Error)
 	}
 	b.proven(w)
 	switch o.Kind {
@@ -213,11 +214,11 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 		defer b.retain()
 		w.done++
 		b.completions++
-		j.setPayload(nil) // no longer needed: a done job cannot be requeued
+		b.setPayload(j, nil) // no longer needed: a done job cannot be requeued
 		b.setState(j, Done, t)
 		b.dones.push(j)
 		b.finished = append(b.finished, Finished{Job: j.id, Key: b.key(j), FP: j.fp, Output: o.Output, Attempt: int(j.attempts), Worker: w.id, At: now})
-		b.emit(admin.Event{At: now, Kind: admin.EventJobDone, JobID: uint64(j.id), Key: j.fp.String(), URL: j.url, Worker: w.id})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobDone, JobID: uint64(j.id), Key: j.fp.String(), URL: b.url(j), Worker: w.id})
 	case Internal:
 		w.failures++
 		b.failures++
@@ -226,7 +227,7 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 			b.fail(j, t, now, "internal failure "+strconv.Itoa(int(j.failures))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+": "+o.Error)
 		} else {
 			d := b.retryLater(j, t, now)
-			b.emit(admin.Event{At: now, Kind: admin.EventJobRetry, JobID: uint64(j.id), URL: j.url, Worker: w.id, Detail: o.Error + retryNote(d)})
+			b.emit(admin.Event{At: now, Kind: admin.EventJobRetry, JobID: uint64(j.id), URL: b.url(j), Worker: w.id, Detail: o.Error + retryNote(d)})
 		}
 	case External:
 		w.failures++
@@ -255,7 +256,7 @@ func (b *Broker) notCurrent(w *worker, j *job, r Run) (ResultStatus, string) {
 	case w == nil:
 		return Stale, "session is no registered worker"
 	}
-	if a, ok := j.attemptEntry(r.Attempt); ok && a.worker == w.id && resultOutcome(a.outcome) {
+	if a, ok := b.attemptEntry(j, r.Attempt); ok && a.worker == w.id && resultOutcome(a.outcome) {
 		return Again, ""
 	}
 	switch {
@@ -264,7 +265,7 @@ func (b *Broker) notCurrent(w *worker, j *job, r Run) (ResultStatus, string) {
 	case j.state != Dispatched:
 		return Stale, "job is " + j.state.String()
 	default:
-		return Stale, "job is held by worker " + j.worker.id
+		return Stale, "job is held by worker " + b.workerOf(j).id
 	}
 }
 
@@ -273,23 +274,23 @@ func (b *Broker) notCurrent(w *worker, j *job, r Run) (ResultStatus, string) {
 func (b *Broker) Holds(s id.Session, r Run) bool {
 	w := b.sessions[s]
 	j := b.jobs.get(r.Job)
-	return w != nil && j != nil && j.state == Dispatched && j.worker == w && int(j.attempts) == r.Attempt
+	return w != nil && j != nil && j.state == Dispatched && b.workerOf(j) == w && int(j.attempts) == r.Attempt
 }
 
 // fail moves a job (in no list) to failed for good.
 func (b *Broker) fail(j *job, t int64, now time.Time, why string) {
-	j.setLastError(why)
+	b.setLastError(j, why)
 	b.setState(j, Failed, t)
 	if j.retryAt != 0 {
 		b.setRetryAt(j, 0)
 	}
 	b.fails.push(j)
 	var last string // the worker of its last attempt
-	if h := j.hist(); len(h) > 0 {
+	if h := b.hist(j); len(h) > 0 {
 		last = h[len(h)-1].worker
 	}
 	b.finished = append(b.finished, Finished{Job: j.id, Key: b.key(j), FP: j.fp, Failed: true, Error: why, Attempt: int(j.attempts), Worker: last, At: now})
-	b.emit(admin.Event{At: now, Kind: admin.EventJobFailed, JobID: uint64(j.id), Key: j.fp.String(), URL: j.url, Detail: why})
+	b.emit(admin.Event{At: now, Kind: admin.EventJobFailed, JobID: uint64(j.id), Key: j.fp.String(), URL: b.url(j), Detail: why})
 }
 
 // Requeue puts one job back in the queue now, keeping its counters: a failed
@@ -313,9 +314,9 @@ func (b *Broker) Requeue(now time.Time, jid JobID) error {
 	case Backoff:
 		b.unwait(j)
 	case Dispatched:
-		w := j.worker
+		w := b.workerOf(j)
 		b.release(j, t)
-		j.endAttempt("requeued", "taken back by the operator")
+		b.endAttempt(j, "requeued", "taken back by the operator")
 		b.syncReady(w)
 		defer b.closeIfDrained(now, w)
 	}
@@ -323,7 +324,7 @@ func (b *Broker) Requeue(now time.Time, jid JobID) error {
 	if j.retryAt != 0 {
 		b.setRetryAt(j, 0)
 	}
-	b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), Key: j.fp.String(), URL: j.url, Detail: "operator"})
+	b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), Key: j.fp.String(), URL: b.url(j), Detail: "operator"})
 	b.enqueue(j, t)
 	return nil
 }

@@ -24,7 +24,7 @@ func checkInvariants(b *Broker) error {
 			if err := mark(j, "class "+c.key); err != nil {
 				return err
 			}
-			if j.state != Queued || j.class != c {
+			if j.state != Queued || b.classOf(j) != c {
 				return fmt.Errorf("job %d in class queue %q but state %s", j.id, c.key, j.state)
 			}
 			n++
@@ -60,7 +60,7 @@ func checkInvariants(b *Broker) error {
 			if err := mark(j, "backoff "+h.name); err != nil {
 				return err
 			}
-			if j.state != Backoff || j.host != h {
+			if j.state != Backoff || b.hostOf(j) != h {
 				return fmt.Errorf("job %d in host %q back-off list but state %s", j.id, h.name, j.state)
 			}
 			if j.retryAt != h.until {
@@ -150,15 +150,15 @@ func checkInvariants(b *Broker) error {
 			}
 		}
 		if j.state == Dispatched {
-			w := j.worker
+			w := b.workerOf(j)
 			if w == nil || w.lost || b.sessions[w.session] != w {
 				return fmt.Errorf("job %d dispatched to a worker that is not live", j.id)
 			}
-			if int(j.heldIdx) >= len(w.held) || w.held[j.heldIdx] != j {
+			if int(b.moreOf(j).heldIdx) >= len(w.held) || w.held[b.moreOf(j).heldIdx] != j {
 				return fmt.Errorf("job %d not in its worker %q's slots", j.id, w.id)
 			}
-		} else if j.worker != nil {
-			return fmt.Errorf("job %d is %s but held by %q", j.id, j.state, j.worker.id)
+		} else if b.workerOf(j) != nil {
+			return fmt.Errorf("job %d is %s but held by %q", j.id, j.state, b.workerOf(j).id)
 		}
 	}
 	sum := 0
@@ -231,7 +231,7 @@ func checkInvariants(b *Broker) error {
 			return fmt.Errorf("worker %q has free slots but is not ready", w.id)
 		}
 		for i, j := range w.held {
-			if j.worker != w || int(j.heldIdx) != i || j.state != Dispatched {
+			if b.workerOf(j) != w || int(b.moreOf(j).heldIdx) != i || j.state != Dispatched {
 				return fmt.Errorf("worker %q slot %d holds job %d that is not its own", w.id, i, j.id)
 			}
 		}
@@ -275,11 +275,11 @@ func checkHost(b *Broker, h *host) error {
 		if j := b.jobs.get(id); j != nil {
 			switch j.state {
 			case Queued:
-				if _, parked := b.budgets[b.crawler(j)]; !j.free && (!parked || !onParkedList(b, j)) {
+				if _, parked := b.budgets[b.crawler(j)]; !j.has(jobFree) && (!parked || !onParkedList(b, j)) {
 					n++
 				}
 			case Dispatched:
-				if !j.free {
+				if !j.has(jobFree) {
 					inflight++
 				}
 			}
@@ -293,8 +293,8 @@ func checkHost(b *Broker, h *host) error {
 		for j := l.q.head; j != nil; j = j.hlink.next {
 			switch {
 			case err != nil:
-			case j.state != Queued || j.host != h || j.class != l.class || j.free != l.free:
-				err = fmt.Errorf("job %d (%s, host %q) in lane %q/%q", j.id, j.state, j.host.name, h.name, l.class.key)
+			case j.state != Queued || b.hostOf(j) != h || b.classOf(j) != l.class || j.has(jobFree) != l.free:
+				err = fmt.Errorf("job %d (%s, host %q) in lane %q/%q", j.id, j.state, b.hostOf(j).name, h.name, l.class.key)
 			case j.seq <= last:
 				err = fmt.Errorf("lane %q/%q out of order at job %d", h.name, l.class.key, j.id)
 			}

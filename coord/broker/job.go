@@ -6,13 +6,19 @@ import (
 
 	"drover/admin"
 	"drover/coord/id"
+	"drover/coord/offheap"
 )
 
 // job is the broker's record of one job. Records live in fixed-size chunks
-// (jobStore) so their addresses are stable. What it keeps of its Spec is
-// small (issue 21): the URL and fingerprint, the interned (crawler,
-// processor) pair, the payload only when there is one; the headers are its
-// class's and the host its host's (Broker.spec puts a Spec together).
+// outside the Go heap (jobStore, package offheap), so their addresses are
+// stable and the garbage collector neither scans them nor counts them in
+// its pacing (issue 21). So a record holds no pointer into the Go heap:
+// its URL is in the broker's string slots (Broker.urls), its class, host
+// and side records are numbers into the broker's tables; the pointers it
+// holds (its list links) are to other records. What it keeps of its Spec
+// is small: the URL and fingerprint, the interned (crawler, processor)
+// pair, the payload only when there is one (Broker.pays); the headers are
+// its class's and the host its host's (Broker.spec puts a Spec together).
 type job struct {
 	// link links the job into the one list its state puts it in: its
 	// class queue (queued), its host's back-off list (backoff, unless it
@@ -21,69 +27,126 @@ type job struct {
 	link links[job] // first: stateLink
 	// hlink links a queued job into its lane (its host's queued jobs in its
 	// class), so that a throttle can hold every queued job of the host.
-	hlink   links[job] // second: hostLink
-	id      JobID
-	url     string
-	fp      id.Fingerprint
+	hlink links[job] // second: hostLink
+
+	id                                  JobID
+	fp                                  id.Fingerprint
+	seq                                 uint64 // FIFO order across class queues
+	created, updated, queuedAt, retryAt int64  // Unix ns
+
+	url     uint32 // the URL's slot in Broker.urls (offheap.Ref with ulen)
 	names   uint32 // the key's (crawler, processor) in Broker.names
-	plen    uint32 // the payload's length
-	pay     *byte  // the payload's first byte; nil when empty
-	class   *class
-	host    *host
-	worker  *worker // while dispatched
-	hostPos int32   // position in host.ids
-	heldIdx int32   // position in worker.held, -1 when not held
-	state   JobState
-	free    bool // its processor is not one politeness applies to (Politeness.Processor)
-	// unrec: restored, and attempt attempts+1 may have been dispatched
-	// before the restart without being recorded (unrecorded.go).
-	unrec bool
+	pay     uint32 // the payload's index in Broker.pays; 0 when it has none
+	class   uint32 // its class's index in Broker.classAll
+	host    uint32 // its host's index in Broker.hostAll
+	more    uint32 // its jobMore's index in Broker.mores; 0 until first dispatched or failed
+	hostPos int32  // position in host.ids
 
 	attempts, failures, throttles int32
 	rpos                          int32 // position in the broker's retry heap + 1; 0 when not waiting a retry delay
 
-	seq                                 uint64   // FIFO order across class queues
-	created, updated, queuedAt, retryAt int64    // Unix ns
-	more                                *jobMore // nil until the job is first dispatched or fails
+	ulen  uint16
+	state JobState
+	flags jobFlags
 }
+
+// jobFlags are a job's yes-or-no facts, one bit each (one byte keeps the
+// record at 144 bytes).
+type jobFlags uint8
+
+const (
+	// jobFree: its processor is not one politeness applies to
+	// (Politeness.Processor).
+	jobFree jobFlags = 1 << iota
+	// jobUnrec: restored, and attempt attempts+1 may have been dispatched
+	// before the restart without being recorded (unrecorded.go).
+	jobUnrec
+)
+
+// has reports whether the job has flag f.
+func (j *job) has(f jobFlags) bool { return j.flags&f != 0 }
+
+// setFlag sets or clears flag f.
+func (j *job) setFlag(f jobFlags, on bool) {
+	if on {
+		j.flags |= f
+	} else {
+		j.flags &^= f
+	}
+}
+
+// urlRef is where the job's URL is.
+func (j *job) urlRef() offheap.Ref { return offheap.Ref{Slot: j.url, Len: j.ulen} }
+
+// url is the job's URL in a string of its own.
+func (b *Broker) url(j *job) string { return b.urls.String(j.urlRef()) }
+
+// urlView is the job's URL without a copy: valid only until the job is
+// forgotten or its URL changes, so only for a comparison or a match.
+func (b *Broker) urlView(j *job) string { return b.urls.View(j.urlRef()) }
 
 // payload is the job's payload (nil when it has none).
-func (j *job) payload() []byte {
-	if j.pay == nil {
+func (b *Broker) payload(j *job) []byte {
+	if j.pay == 0 {
 		return nil
 	}
-	return unsafe.Slice(j.pay, j.plen)
+	return b.pays[j.pay]
 }
 
-// setPayload keeps p as the job's payload: a pointer and a length, nothing
-// when it is empty.
-func (j *job) setPayload(p []byte) {
-	j.pay, j.plen = nil, 0
-	if len(p) > 0 {
-		j.pay, j.plen = unsafe.SliceData(p), uint32(len(p))
+// setPayload keeps p as the job's payload (nothing when it is empty),
+// releasing the one it had.
+func (b *Broker) setPayload(j *job, p []byte) {
+	if j.pay != 0 {
+		b.pays[j.pay] = nil
+		b.freePays = append(b.freePays, j.pay)
+		j.pay = 0
 	}
+	if len(p) == 0 {
+		return
+	}
+	if n := len(b.freePays); n > 0 {
+		j.pay, b.freePays = b.freePays[n-1], b.freePays[:n-1]
+	} else {
+		if len(b.pays) == 0 {
+			b.pays = append(b.pays, nil) // 0: none
+		}
+		j.pay = uint32(len(b.pays))
+		b.pays = append(b.pays, nil)
+	}
+	b.pays[j.pay] = p
 }
+
+// classOf is the job's header class.
+func (b *Broker) classOf(j *job) *class { return b.classAll[j.class] }
+
+// hostOf is the job's host.
+func (b *Broker) hostOf(j *job) *host { return b.hostAll[j.host] }
 
 // setKey keeps key k (whose fingerprint is fp) in the job, interning its
 // names; the job must hold no key.
 func (b *Broker) setKey(j *job, k *id.Key, fp id.Fingerprint) {
-	j.url, j.fp = k.URL, fp
+	u := b.urls.Put(k.URL)
+	j.url, j.ulen, j.fp = u.Slot, u.Len, fp
 	j.names = b.names.Intern(k.Crawler, k.Processor)
 }
 
-// forget zeroes a job's record, releasing its names.
+// forget zeroes a job's record, releasing its names, URL, payload and side
+// record.
 func (b *Broker) forget(j *job) {
 	if b.onForget != nil {
-		b.onForget(j.fp, j.url)
+		b.onForget(j.fp, b.urlView(j))
 	}
 	b.names.Release(j.names)
+	b.urls.Free(j.urlRef())
+	b.setPayload(j, nil)
+	b.dropMore(j)
 	b.jobs.forget(j)
 }
 
 // key is the job's key.
 func (b *Broker) key(j *job) id.Key {
 	p := b.names.Get(j.names)
-	return id.Key{Crawler: p.Crawler, Processor: p.Processor, URL: j.url}
+	return id.Key{Crawler: p.Crawler, Processor: p.Processor, URL: b.url(j)}
 }
 
 // crawler is the job's crawler.
@@ -91,42 +154,86 @@ func (b *Broker) crawler(j *job) string { return b.names.Get(j.names).Crawler }
 
 // spec is the job's Spec (Host empty: it is the job's host's).
 func (b *Broker) spec(j *job) Spec {
-	return Spec{Key: b.key(j), FP: j.fp, Headers: j.class.headers, Payload: j.payload()}
+	return Spec{Key: b.key(j), FP: j.fp, Headers: b.classOf(j).headers, Payload: b.payload(j)}
 }
 
 // jobMore is what a job has only once it ran or failed: most queued jobs
-// never did, and their records stay small without it (issue 21).
+// never did, and their records stay small without it (issue 21). It is on
+// the Go heap (it holds strings and the worker), numbered in Broker.mores.
 type jobMore struct {
+	worker    *worker // while dispatched
+	heldIdx   int32   // position in worker.held, -1 when not held
 	lastError string
 	history   []attempt // newest last; starts in hist0
 	hist0     [1]attempt
 }
 
-// hist is the job's attempt history, newest last.
-func (j *job) hist() []attempt {
-	if j.more == nil {
+// moreOf is the job's side record, nil when it has none.
+func (b *Broker) moreOf(j *job) *jobMore {
+	if j.more == 0 {
 		return nil
 	}
-	return j.more.history
+	return b.mores[j.more]
+}
+
+// moreFor is the job's side record, made when it has none.
+func (b *Broker) moreFor(j *job) *jobMore {
+	if j.more != 0 {
+		return b.mores[j.more]
+	}
+	m := &jobMore{heldIdx: -1}
+	if n := len(b.freeMores); n > 0 {
+		j.more, b.freeMores = b.freeMores[n-1], b.freeMores[:n-1]
+	} else {
+		if len(b.mores) == 0 {
+			b.mores = append(b.mores, nil) // 0: none
+		}
+		j.more = uint32(len(b.mores))
+		b.mores = append(b.mores, nil)
+	}
+	b.mores[j.more] = m
+	return m
+}
+
+// dropMore forgets the job's side record.
+func (b *Broker) dropMore(j *job) {
+	if j.more != 0 {
+		b.mores[j.more] = nil
+		b.freeMores = append(b.freeMores, j.more)
+		j.more = 0
+	}
+}
+
+// workerOf is the worker holding the job, nil when none does.
+func (b *Broker) workerOf(j *job) *worker {
+	if j.more == 0 {
+		return nil
+	}
+	return b.mores[j.more].worker
+}
+
+// hist is the job's attempt history, newest last.
+func (b *Broker) hist(j *job) []attempt {
+	if m := b.moreOf(j); m != nil {
+		return m.history
+	}
+	return nil
 }
 
 // lastErr is the job's last error, empty when none.
-func (j *job) lastErr() string {
-	if j.more == nil {
-		return ""
+func (b *Broker) lastErr(j *job) string {
+	if m := b.moreOf(j); m != nil {
+		return m.lastError
 	}
-	return j.more.lastError
+	return ""
 }
 
 // setLastError records the job's last error.
-func (j *job) setLastError(e string) {
-	if j.more == nil {
-		if e == "" {
-			return
-		}
-		j.more = new(jobMore)
+func (b *Broker) setLastError(j *job, e string) {
+	if j.more == 0 && e == "" {
+		return
 	}
-	j.more.lastError = e
+	b.moreFor(j).lastError = e
 }
 
 // attempt is one dispatch of a job, compactly.
@@ -137,12 +244,9 @@ type attempt struct {
 	err     string
 }
 
-// addAttempt records a dispatch, keeping at most limit attempts.
-func (j *job) addAttempt(w string, t int64, limit int) {
-	if j.more == nil {
-		j.more = new(jobMore)
-	}
-	m := j.more
+// addAttempt records a dispatch of job j, keeping at most limit attempts.
+func (b *Broker) addAttempt(j *job, w string, t int64, limit int) {
+	m := b.moreFor(j)
 	if m.history == nil {
 		m.history = m.hist0[:0]
 	}
@@ -153,9 +257,9 @@ func (j *job) addAttempt(w string, t int64, limit int) {
 	m.history = append(m.history, attempt{worker: w, at: t})
 }
 
-// endAttempt records how the running attempt ended.
-func (j *job) endAttempt(outcome, err string) {
-	if h := j.hist(); len(h) > 0 && h[len(h)-1].outcome == "" {
+// endAttempt records how job j's running attempt ended.
+func (b *Broker) endAttempt(j *job, outcome, err string) {
+	if h := b.hist(j); len(h) > 0 && h[len(h)-1].outcome == "" {
 		h[len(h)-1].outcome = outcome
 		h[len(h)-1].err = err
 	}
@@ -164,8 +268,8 @@ func (j *job) endAttempt(outcome, err string) {
 // attemptEntry returns the history entry of attempt n, if it is still
 // remembered: every dispatch adds one entry, so the newest entry is attempt
 // j.attempts and the ones before count down from it.
-func (j *job) attemptEntry(n int) (attempt, bool) {
-	h := j.hist()
+func (b *Broker) attemptEntry(j *job, n int) (attempt, bool) {
+	h := b.hist(j)
 	i := len(h) - 1 - (int(j.attempts) - n)
 	if n < 1 || i < 0 || i >= len(h) {
 		return attempt{}, false
@@ -179,8 +283,8 @@ func resultOutcome(o string) bool {
 	return o == "ok" || o == "internal" || o == "external" || o == "throttled"
 }
 
-func (j *job) adminHistory() []admin.Attempt {
-	h := j.hist()
+func (b *Broker) adminHistory(j *job) []admin.Attempt {
+	h := b.hist(j)
 	out := make([]admin.Attempt, len(h))
 	for i, a := range h {
 		out[i] = admin.Attempt{Worker: a.worker, At: tm(a.at), Outcome: a.outcome, Error: a.err}
@@ -196,15 +300,20 @@ const chunkBits = 10
 const chunkSize = 1 << chunkBits
 const maxSpare = 8 // released chunks kept for reuse
 
-// jobStore holds every job by ID (IDs 1..n) in chunks of chunkSize records.
-// A forgotten job's record is zeroed (id 0); a chunk whose jobs are all
-// forgotten is released.
+// jobStore holds every job by ID (IDs 1..n) in chunks of chunkSize records,
+// each a block of offheap memory. A forgotten job's record is zeroed (id
+// 0); a chunk whose jobs are all forgotten is released (given back to the
+// operating system past maxSpare kept for reuse).
 type jobStore struct {
+	mem    *offheap.Mem
 	chunks []*[chunkSize]job
 	alive  []int32           // records not forgotten, per chunk
 	spare  []*[chunkSize]job // released chunks (all records zero), reused first
 	n      int
 }
+
+// chunkBytes is the memory of a chunk.
+const chunkBytes = int(unsafe.Sizeof([chunkSize]job{}))
 
 func (s *jobStore) alloc() *job {
 	i := s.n
@@ -216,17 +325,20 @@ func (s *jobStore) alloc() *job {
 	return &s.chunks[i>>chunkBits][i&(chunkSize-1)]
 }
 
-// addChunk appends a chunk for the next IDs: a spare one (all records zero)
-// or a new one.
+// addChunk appends a chunk for the next IDs.
 func (s *jobStore) addChunk() {
-	var c *[chunkSize]job
-	if k := len(s.spare); k > 0 {
-		c, s.spare = s.spare[k-1], s.spare[:k-1]
-	} else {
-		c = new([chunkSize]job)
-	}
-	s.chunks = append(s.chunks, c)
+	s.chunks = append(s.chunks, s.newChunk())
 	s.alive = append(s.alive, 0)
+}
+
+// newChunk is a spare chunk (all records zero) or a new one.
+func (s *jobStore) newChunk() *[chunkSize]job {
+	if k := len(s.spare); k > 0 {
+		c := s.spare[k-1]
+		s.spare = s.spare[:k-1]
+		return c
+	}
+	return (*[chunkSize]job)(offheap.View[job](s.mem.Block(chunkBytes), chunkSize))
 }
 
 // get returns the job with the given ID, nil when there is none (or it was
@@ -253,6 +365,8 @@ func (s *jobStore) forget(j *job) {
 	if s.alive[c] == 0 && (c+1)<<chunkBits <= s.n {
 		if len(s.spare) < maxSpare {
 			s.spare = append(s.spare, s.chunks[c])
+		} else {
+			s.mem.Release(unsafe.Slice((*byte)(unsafe.Pointer(s.chunks[c])), chunkBytes))
 		}
 		s.chunks[c] = nil
 	}

@@ -2,8 +2,10 @@ package broker
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"drover/coord/id"
+	"drover/coord/offheap"
 )
 
 // keyIndex maps a key's fingerprint to the newest job of the key whose
@@ -12,9 +14,11 @@ import (
 // record, so an entry costs 8 bytes (at a load of 1/2 to 3/4: 11 to 16
 // bytes a job) where a Go map of fingerprint to ID costs about 40 (issue
 // 21). Every ID in the table names a job whose record is kept: the broker
-// deletes the entry before it forgets the record.
+// deletes the entry before it forgets the record. The table is memory of
+// the job store's (package offheap: outside the Go heap once it is big).
 type keyIndex struct {
 	slots []JobID // 0: empty; len is 0 or a power of two
+	raw   []byte  // slots' memory
 	n     int
 }
 
@@ -103,8 +107,10 @@ func (x *keyIndex) grow(js *jobStore) {
 }
 
 func (x *keyIndex) resize(js *jobStore, size int) {
-	old := x.slots
-	x.slots = make([]JobID, size)
+	old, oldRaw := x.slots, x.raw
+	x.raw = js.mem.Table(size * int(unsafe.Sizeof(JobID(0))))
+	x.slots = offheap.View[JobID](x.raw, size)
+	defer js.mem.Release(oldRaw)
 	m := size - 1
 	for _, j := range old {
 		if j == 0 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"drover/coord/id"
+	"drover/coord/offheap"
 )
 
 // TestKeyIndexModel drives keyIndex with random sets and deletes, on
@@ -12,7 +13,8 @@ import (
 // against a map.
 func TestKeyIndexModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	var js jobStore
+	js := &jobStore{}
+	js.mem = offheap.New(js)
 	var x keyIndex
 	model := map[id.Fingerprint]JobID{}
 	fps := make([]id.Fingerprint, 300)
@@ -29,7 +31,7 @@ func TestKeyIndexModel(t *testing.T) {
 			j := js.alloc()
 			j.id = JobID(js.n)
 			j.fp = fp
-			x.set(&js, fp, j.id)
+			x.set(js, fp, j.id)
 			model[fp] = j.id
 			live = append(live, j.id)
 		case len(live) > 0: // forget a random job, as retain does
@@ -39,7 +41,7 @@ func TestKeyIndexModel(t *testing.T) {
 			live = live[:len(live)-1]
 			j := js.get(jid)
 			fp := j.fp
-			x.del(&js, fp, jid)
+			x.del(js, fp, jid)
 			if model[fp] == jid {
 				delete(model, fp)
 			}
@@ -50,7 +52,7 @@ func TestKeyIndexModel(t *testing.T) {
 				t.Fatalf("step %d: %d entries, want %d", step, x.n, len(model))
 			}
 			for _, fp := range fps {
-				got, ok := x.get(&js, fp)
+				got, ok := x.get(js, fp)
 				want, wok := model[fp]
 				if got != want || ok != wok {
 					t.Fatalf("step %d: get %x = %d %v, want %d %v", step, fp[:1], got, ok, want, wok)

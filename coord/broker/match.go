@@ -44,6 +44,7 @@ func matchOne(k, v string, worker map[string]string) bool {
 // class is the set of jobs requiring one exact header set: they share a
 // FIFO queue and a cached verdict of which workers can take them.
 type class struct {
+	no      uint32 // its index in Broker.classAll
 	key     string
 	headers map[string]string
 	names   []string // header names, sorted
@@ -85,7 +86,7 @@ func (b *Broker) classFor(h map[string]string) *class {
 }
 
 func (b *Broker) newClass(key string, h map[string]string) *class {
-	c := &class{key: key, headers: h}
+	c := &class{no: uint32(len(b.classAll)), key: key, headers: h}
 	for k := range h {
 		c.names = append(c.names, k)
 	}

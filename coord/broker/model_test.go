@@ -318,7 +318,7 @@ func (m *model) dispatch() error {
 				continue
 			}
 			for jid := range queued {
-				if j := b.jobs.get(jid); Match(j.class.headers, w.headers) && (j.free || j.host.eligible(ns(m.now))) {
+				if j := b.jobs.get(jid); Match(b.classOf(j).headers, w.headers) && (j.has(jobFree) || b.hostOf(j).eligible(ns(m.now))) {
 					return fmt.Errorf("job %d left queued while worker %q with a free slot matches", jid, w.id)
 				}
 			}
@@ -363,10 +363,10 @@ func (m *model) expectDispatch() ([]string, error) {
 		switch {
 		case j == nil:
 		case j.state == Queued:
-			k := laneKey{j.host, j.class, j.free}
+			k := laneKey{b.hostOf(j), b.classOf(j), j.has(jobFree)}
 			lanes[k] = append(lanes[k], j)
-		case j.state == Dispatched && !j.free:
-			inflight[j.host]++
+		case j.state == Dispatched && !j.has(jobFree):
+			inflight[b.hostOf(j)]++
 		}
 	}
 	for _, js := range lanes {
@@ -404,7 +404,7 @@ func (m *model) expectDispatch() ([]string, error) {
 				other := slices.ContainsFunc(order, func(o *worker) bool { return o != w && Match(c.headers, o.headers) })
 				k := 0
 				if other {
-					k = slices.IndexFunc(js, func(j *job) bool { return !failedOn(j, w.id) })
+					k = slices.IndexFunc(js, func(j *job) bool { return !failedOn(b, j, w.id) })
 					if k > avoidScan {
 						k = -1
 					}
@@ -477,11 +477,12 @@ func (m *model) checkRetry(j *job, kind OutcomeKind) error {
 
 // failedOn reports whether job j's last attempt was a failure charged to
 // it on worker wid: the worker it prefers not to run on again.
-func failedOn(j *job, wid string) bool {
-	if j.failures == 0 || len(j.hist()) == 0 {
+func failedOn(b *Broker, j *job, wid string) bool {
+	h := b.hist(j)
+	if j.failures == 0 || len(h) == 0 {
 		return false
 	}
-	a := j.hist()[len(j.hist())-1]
+	a := h[len(h)-1]
 	return a.worker == wid && (a.outcome == "internal" || a.outcome == "lost")
 }
 
@@ -502,7 +503,7 @@ func (m *model) result() (string, error) {
 	if len(held) > 0 && r.IntN(5) > 0 {
 		j := held[r.IntN(len(held))]
 		before := b.count[Done] + b.count[Failed]
-		if err := result(b, m.now, j.worker.session, j.id, o); err != nil {
+		if err := result(b, m.now, b.workerOf(j).session, j.id, o); err != nil {
 			return "result", err
 		}
 		after := b.count[Done] + b.count[Failed]
@@ -637,7 +638,7 @@ func (m *model) checkQuery() error {
 		var c int
 		switch sortName {
 		case "url":
-			c = strings.Compare(x.url, y.url)
+			c = strings.Compare(b.urlView(x), b.urlView(y))
 		case "attempts":
 			c = cmp.Compare(x.attempts, y.attempts)
 		case "failures":
@@ -648,11 +649,11 @@ func (m *model) checkQuery() error {
 			c = cmp.Compare(x.throttles, y.throttles)
 		case "worker": // by worker id; jobs no worker runs after all others
 			wx, wy := "\xff", "\xff"
-			if x.worker != nil {
-				wx = x.worker.id
+			if w := b.workerOf(x); w != nil {
+				wx = w.id
 			}
-			if y.worker != nil {
-				wy = y.worker.id
+			if w := b.workerOf(y); w != nil {
+				wy = w.id
 			}
 			c = strings.Compare(wx, wy)
 		case "state":

@@ -28,6 +28,7 @@ var sortNames = [nSorts]string{"age", "url", "attempts", "failures", "retry_at",
 // among any set of states is found in O(depth × fanout), and a state change
 // updates the counts along one root-to-leaf path without moving the job.
 type orderTree struct {
+	b    *Broker // whose jobs' URLs and workers it reads
 	key  sortKey
 	max  int    // entries per node before it splits
 	used uint64 // Broker.changes when a query last used it
@@ -64,7 +65,7 @@ func (t *orderTree) cmp(a, b *job) int {
 	var c int
 	switch t.key {
 	case sortURL:
-		c = strings.Compare(a.url, b.url)
+		c = strings.Compare(t.b.urlView(a), t.b.urlView(b))
 	case sortAttempts:
 		c = cmp.Compare(a.attempts, b.attempts)
 	case sortFailures:
@@ -74,14 +75,15 @@ func (t *orderTree) cmp(a, b *job) int {
 	case sortThrottles:
 		c = cmp.Compare(a.throttles, b.throttles)
 	case sortWorker:
+		wa, wb := t.b.workerOf(a), t.b.workerOf(b)
 		switch {
-		case a.worker == nil && b.worker == nil:
-		case a.worker == nil:
+		case wa == nil && wb == nil:
+		case wa == nil:
 			c = 1
-		case b.worker == nil:
+		case wb == nil:
 			c = -1
 		default:
-			c = strings.Compare(a.worker.id, b.worker.id)
+			c = strings.Compare(wa.id, wb.id)
 		}
 	}
 	if c == 0 {
@@ -338,7 +340,7 @@ func (it *otIter) descend(n *otNode, dir int) bool {
 func (b *Broker) tree(k sortKey) *orderTree {
 	t := b.trees[k]
 	if t == nil {
-		t = &orderTree{key: k, max: b.fanout, leaves: make([]*otNode, b.jobs.n)}
+		t = &orderTree{b: b, key: k, max: b.fanout, leaves: make([]*otNode, b.jobs.n)}
 		all := make([]*job, 0, b.jobs.n-b.forgot)
 		for i := 1; i <= b.jobs.n; i++ {
 			if j := b.jobs.get(JobID(i)); j != nil {

@@ -26,14 +26,19 @@ func TestOrderTree(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("fanout=%d,%s", c.fanout, sortNames[c.key]), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(c.fanout), uint64(c.ops)))
-			tr := &orderTree{key: c.key, max: c.fanout}
+			b, err := New(Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := &orderTree{b: b, key: c.key, max: c.fanout}
 			var in []*job
 			nextID := JobID(1)
 			for op := range c.ops {
 				switch x := r.IntN(10); {
 				case x < 5 || len(in) == 0:
 					j := &job{id: nextID, state: JobState(1 + r.IntN(5)), attempts: int32(r.IntN(5)), retryAt: int64(r.IntN(50))}
-					j.url = fmt.Sprintf("u%03d", r.IntN(500))
+					u := b.urls.Put(fmt.Sprintf("u%03d", r.IntN(500)))
+					j.url, j.ulen = u.Slot, u.Len
 					nextID++
 					tr.insert(j)
 					in = append(in, j)
@@ -234,7 +239,7 @@ func TestJobsWindowsLarge(t *testing.T) {
 					case sortState:
 						c = cmp.Compare(x.state, y.state)
 					default:
-						c = (&orderTree{key: key}).cmp(x, y)
+						c = (&orderTree{b: br, key: key}).cmp(x, y)
 					}
 					c = cmp.Or(c, cmp.Compare(x.id, y.id))
 					if desc {

@@ -37,7 +37,7 @@ func (b *Broker) PageOut(jid JobID) bool {
 	b.unqueue(j)
 	b.count[Queued]--
 	b.age.move(j.id, Queued, 0)
-	h := j.host
+	h := b.hostOf(j)
 	h.idx.add(int(j.hostPos), Queued, -1)
 	h.ids[j.hostPos] = 0
 	for _, tr := range b.trees {
@@ -112,7 +112,7 @@ func (b *Broker) PageIn(now time.Time, r *JobRecord) error {
 	// A restored job may have an unrecorded attempt (unrecorded.go): so
 	// may one paged in (a job paged out since had a durable record, but
 	// the restore's doubt about it stays).
-	j.unrec = r.ID <= b.restoredLast
+	j.setFlag(jobUnrec, r.ID <= b.restoredLast)
 	b.paged--
 	b.count[Queued]++
 	b.age.move(j.id, 0, Queued)
@@ -158,11 +158,7 @@ func (s *jobStore) revive(j JobID) *job {
 	i := int(j - 1)
 	c := i >> chunkBits
 	if s.chunks[c] == nil {
-		if k := len(s.spare); k > 0 {
-			s.chunks[c], s.spare = s.spare[k-1], s.spare[:k-1]
-		} else {
-			s.chunks[c] = new([chunkSize]job)
-		}
+		s.chunks[c] = s.newChunk()
 	}
 	s.alive[c]++
 	return &s.chunks[c][i&(chunkSize-1)]

@@ -276,10 +276,10 @@ func (h *host) eachLane(f func(*lane)) {
 // laneAdd appends a queued job to its lane (it is already in its class
 // queue); the lane enters its ring if the host is eligible.
 func (b *Broker) laneAdd(j *job, t int64) {
-	h := j.host
-	l := h.laneFor(j.class, j.free)
+	h := b.hostOf(j)
+	l := h.laneFor(b.classOf(j), j.has(jobFree))
 	l.q.push(j)
-	if j.free {
+	if j.has(jobFree) {
 		if !l.inRing {
 			l.class.ring.push(l)
 		}
@@ -307,13 +307,13 @@ func (b *Broker) laneAdd(j *job, t int64) {
 
 // laneRemove takes a queued job out of its lane.
 func (b *Broker) laneRemove(j *job) {
-	h := j.host
-	l := h.laneFor(j.class, j.free)
+	h := b.hostOf(j)
+	l := h.laneFor(b.classOf(j), j.has(jobFree))
 	l.q.remove(j)
 	if l.q.n == 0 && l.inRing {
 		l.class.ring.remove(l)
 	}
-	if j.free {
+	if j.has(jobFree) {
 		return
 	}
 	h.nq--

@@ -78,12 +78,12 @@ func (b *Broker) jobField(j *job, n filter.Field) (string, bool) {
 	case filter.FieldState:
 		return j.state.String(), true
 	case filter.FieldHost:
-		return j.host.name, true
+		return b.hostOf(j).name, true
 	case filter.FieldWorker:
-		if j.worker == nil {
+		if b.workerOf(j) == nil {
 			return "", true
 		}
-		return j.worker.id, true
+		return b.workerOf(j).id, true
 	case filter.FieldCrawler:
 		return b.crawler(j), true
 	case filter.FieldProcessor:
@@ -96,7 +96,7 @@ func (b *Broker) jobField(j *job, n filter.Field) (string, bool) {
 
 // matchJob reports whether j matches every term of f (state included).
 func (b *Broker) matchJob(f filter.Filter, j *job) bool {
-	return f.Match(func(n filter.Field) (string, bool) { return b.jobField(j, n) }, j.url)
+	return f.Match(func(n filter.Field) (string, bool) { return b.jobField(j, n) }, b.urlView(j)) // Match keeps nothing
 }
 
 func window(q admin.Query) (off, lim int) {
@@ -276,7 +276,7 @@ func (b *Broker) collect(in []*job, m stateMask, f filter.Filter, key sortKey, d
 			out = append(out, j)
 		}
 	}
-	t := orderTree{key: key}
+	t := orderTree{b: b, key: key}
 	slices.SortFunc(out, func(x, y *job) int {
 		c := 0
 		switch key {
@@ -298,23 +298,23 @@ func (b *Broker) collect(in []*job, m stateMask, f filter.Filter, key sortKey, d
 func (b *Broker) reason(j *job) string {
 	switch j.state {
 	case Queued:
-		if j.class.capable == 0 {
-			return b.unroutableReason(j.class)
+		if b.classOf(j).capable == 0 {
+			return b.unroutableReason(b.classOf(j))
 		}
 		if b.paused {
 			return "paused"
 		}
-		if j.host.parked && !j.free {
-			return b.politeWhy(j.host)
+		if b.hostOf(j).parked && !j.has(jobFree) {
+			return b.politeWhy(b.hostOf(j))
 		}
 	case Backoff:
 		if j.retrying() {
 			return b.retryReason(j)
 		}
-		return j.host.backoffReason()
+		return b.hostOf(j).backoffReason()
 	case Dispatched:
-		if isPlaceholder(j.worker) {
-			return "awaiting reclaim by " + j.worker.id // restored after a coordinator restart
+		if isPlaceholder(b.workerOf(j)) {
+			return "awaiting reclaim by " + b.workerOf(j).id // restored after a coordinator restart
 		}
 	}
 	return ""
@@ -327,19 +327,19 @@ func (b *Broker) jobRow(j *job) admin.JobRow {
 		Key:       j.fp.String(),
 		Crawler:   names.Crawler,
 		Processor: names.Processor,
-		URL:       j.url,
+		URL:       b.url(j),
 		State:     j.state.String(),
 		Attempts:  int(j.attempts),
 		Failures:  int(j.failures),
 		Throttles: int(j.throttles),
 		RetryAt:   j.retryTime(),
-		LastError: j.lastErr(),
+		LastError: b.lastErr(j),
 		Reason:    b.reason(j),
 		Created:   tm(j.created),
 		Updated:   tm(j.updated),
 	}
-	if j.worker != nil {
-		r.Worker = j.worker.id
+	if b.workerOf(j) != nil {
+		r.Worker = b.workerOf(j).id
 	}
 	return r
 }
@@ -351,7 +351,7 @@ func (b *Broker) Job(jid JobID) (admin.JobRow, bool) {
 		return admin.JobRow{}, false
 	}
 	r := b.jobRow(j)
-	r.History = j.adminHistory()
+	r.History = b.adminHistory(j)
 	return r, true
 }
 

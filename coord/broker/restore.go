@@ -67,21 +67,21 @@ func (b *Broker) Record(jid JobID) (JobRecord, bool) {
 		ID:        j.id,
 		FP:        j.fp,
 		Key:       b.key(j),
-		Host:      j.host.name,
-		Headers:   j.class.headers,
-		Payload:   j.payload(),
+		Host:      b.hostOf(j).name,
+		Headers:   b.classOf(j).headers,
+		Payload:   b.payload(j),
 		State:     j.state,
 		Attempts:  int(j.attempts),
 		Failures:  int(j.failures),
 		Throttles: int(j.throttles),
 		RetryAt:   tm(j.retryAt),
-		LastError: j.lastErr(),
+		LastError: b.lastErr(j),
 		Created:   tm(j.created),
 		Updated:   tm(j.updated),
-		History:   j.adminHistory(),
+		History:   b.adminHistory(j),
 	}
-	if j.worker != nil {
-		r.Worker = j.worker.id
+	if b.workerOf(j) != nil {
+		r.Worker = b.workerOf(j).id
 	}
 	if j.retrying() {
 		r.State = Queued // queued with a retry time: waiting its retry delay (retry.go)
@@ -98,7 +98,7 @@ func (b *Broker) HostBackoffJobs(jid JobID, dst []JobID) []JobID {
 	if j == nil {
 		return dst
 	}
-	for k := j.host.backoff.head; k != nil; k = k.link.next {
+	for k := b.hostOf(j).backoff.head; k != nil; k = k.link.next {
 		dst = append(dst, k.id)
 	}
 	return dst
@@ -184,14 +184,14 @@ func (b *Broker) Restore(r *JobRecord) error {
 	if st == Backoff {
 		j.retryAt = ns(r.RetryAt)
 	}
-	j.unrec = !b.restoreClean && (st == Queued || st == Backoff || st == Dispatched)
+	j.setFlag(jobUnrec, !b.restoreClean && (st == Queued || st == Backoff || st == Dispatched))
 	b.enter(j, h, st)
 	switch {
 	case st == Queued:
 		// In ID order for now: FinishRestore sorts the queues by the time
 		// each job was queued.
 		j.queuedAt = j.updated
-		j.class.push(b, j) // lanes are built by FinishRestore
+		b.classOf(j).push(b, j) // lanes are built by FinishRestore
 	case st == Dispatched:
 		b.hold(b.placeholder(r.Worker), j, 0) // FinishRestore sets its host
 	case retry:
@@ -199,7 +199,7 @@ func (b *Broker) Restore(r *JobRecord) error {
 	case st == Backoff:
 		h.backoff.push(j)
 	case st == Done:
-		j.setPayload(nil)
+		b.setPayload(j, nil)
 		b.dones.push(j)
 	case st == Failed:
 		b.fails.push(j)
@@ -214,22 +214,21 @@ func (b *Broker) fillFromRecord(j *job, r *JobRecord) *host {
 	c := b.classFor(r.Headers)
 	h := b.hostFor(r.Host)
 	b.setKey(j, &r.Key, r.FP) // Host: h.name; Headers: c.headers
-	j.setPayload(r.Payload)
-	j.class = c
-	j.host = h
-	j.free = !b.cfg.Politeness.applies(r.Key.Processor)
+	b.setPayload(j, r.Payload)
+	j.class = c.no
+	j.host = h.no
+	j.setFlag(jobFree, !b.cfg.Politeness.applies(r.Key.Processor))
 	j.created = ns(r.Created)
 	j.updated = ns(r.Updated)
-	j.heldIdx = -1
 	j.attempts, j.failures, j.throttles = int32(r.Attempts), int32(r.Failures), int32(r.Throttles)
-	j.setLastError(r.LastError)
+	b.setLastError(j, r.LastError)
 	hist := r.History
 	if len(hist) > b.cfg.HistoryLimit {
 		hist = hist[len(hist)-b.cfg.HistoryLimit:]
 	}
 	for _, a := range hist {
-		j.addAttempt(a.Worker, ns(a.At), b.cfg.HistoryLimit)
-		made := j.more.history // addAttempt made it
+		b.addAttempt(j, a.Worker, ns(a.At), b.cfg.HistoryLimit)
+		made := b.moreOf(j).history // addAttempt made it
 		made[len(made)-1].outcome = a.Outcome
 		made[len(made)-1].err = a.Error
 	}
@@ -338,7 +337,7 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 	for _, j := range queued {
 		b.seq++
 		j.seq = b.seq
-		j.class.queue.push(j) // unrt already counts it (class.push in Restore)
+		b.classOf(j).queue.push(j) // unrt already counts it (class.push in Restore)
 		b.laneAdd(j, t)
 	}
 
@@ -433,10 +432,10 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 // waiting for its worker to reclaim it, and which worker that is.
 func (b *Broker) Reclaiming(jid JobID) (string, bool) {
 	j := b.jobs.get(jid)
-	if j == nil || j.state != Dispatched || !isPlaceholder(j.worker) {
+	if j == nil || j.state != Dispatched || !isPlaceholder(b.workerOf(j)) {
 		return "", false
 	}
-	return j.worker.id, true
+	return b.workerOf(j).id, true
 }
 
 // EndReclaim ends the reclaim wait: every restored job still dispatched to
@@ -450,15 +449,15 @@ func (b *Broker) EndReclaim(now time.Time, jobs []JobID, why string) int {
 	t := ns(now)
 	n := 0
 	requeue := func(j *job) {
-		w := j.worker
+		w := b.workerOf(j)
 		b.release(j, t)
-		j.endAttempt("requeued", why)
-		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.url, Worker: w.id, Detail: why})
+		b.endAttempt(j, "requeued", why)
+		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: b.url(j), Worker: w.id, Detail: why})
 		b.place(j, t, now)
 		n++
 	}
 	for _, jid := range jobs {
-		if j := b.jobs.get(jid); j != nil && j.state == Dispatched && isPlaceholder(j.worker) {
+		if j := b.jobs.get(jid); j != nil && j.state == Dispatched && isPlaceholder(b.workerOf(j)) {
 			requeue(j)
 		}
 	}

@@ -106,8 +106,8 @@ func checkReclaimWait(b *Broker) error {
 		if j == nil || j.state != Dispatched {
 			continue
 		}
-		w := j.worker
-		if w == nil || w.held[j.heldIdx] != j {
+		w := b.workerOf(j)
+		if w == nil || w.held[b.moreOf(j).heldIdx] != j {
 			return fmt.Errorf("job %d dispatched but not in its worker's slots", j.id)
 		}
 		if !isPlaceholder(w) && b.sessions[w.session] != w {

@@ -14,7 +14,7 @@ func (b *Broker) retain() {
 		j := b.dones.head
 		b.dones.remove(j)
 		b.age.move(j.id, Done, 0)
-		j.host.idx.add(int(j.hostPos), Done, -1)
+		b.hostOf(j).idx.add(int(j.hostPos), Done, -1)
 		for _, tr := range b.trees {
 			if tr != nil {
 				tr.remove(j)
@@ -22,7 +22,7 @@ func (b *Broker) retain() {
 		}
 		b.forgot++
 		b.byKey.del(&b.jobs, j.fp, j.id)
-		h := j.host
+		h := b.hostOf(j)
 		b.forget(j)
 		b.compactHost(h)
 	}
@@ -35,13 +35,14 @@ func (b *Broker) URLOf(fp id.Fingerprint) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return b.jobs.get(j).url, true
+	return b.url(b.jobs.get(j)), true
 }
 
 // OnForget sets a function called with a job's fingerprint and URL as the
 // broker forgets the job's record (a done job past Config.DoneRetention, a
-// queued job paged out), while the URL is still valid: the coordinator
-// takes back a URL its ledger lent the job (ledger.Ledger.Lend).
+// queued job paged out): the coordinator takes back a URL its ledger lent
+// the job (ledger.Ledger.Lend). The URL is the broker's own memory, valid
+// only during the call: f copies what it keeps.
 func (b *Broker) OnForget(f func(fp id.Fingerprint, url string)) { b.onForget = f }
 
 // JobOfKey returns the newest job submitted for the key with fingerprint

@@ -116,7 +116,7 @@ func (b *Broker) unwait(j *job) {
 		heap.Remove(&b.retry, int(j.rpos-1))
 		return
 	}
-	j.host.backoff.remove(j)
+	b.hostOf(j).backoff.remove(j)
 }
 
 // wakeRetries queues the jobs whose retry delay ended by t.
@@ -124,7 +124,7 @@ func (b *Broker) wakeRetries(t int64, now time.Time) {
 	for len(b.retry) > 0 && b.retry[0].retryAt <= t {
 		j := heap.Pop(&b.retry).(*job)
 		b.setState(j, Queued, t)
-		b.emit(admin.Event{At: now, Kind: admin.EventJobWoken, JobID: uint64(j.id), URL: j.url, Detail: "retry delay ended"})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobWoken, JobID: uint64(j.id), URL: b.url(j), Detail: "retry delay ended"})
 		b.place(j, t, now)
 	}
 }
@@ -146,11 +146,11 @@ func (b *Broker) retryReason(j *job) string {
 // avoids reports whether j's last attempt failed on w (an internal
 // outcome, or w was lost running it), so that w passes it to another
 // worker when one is ready.
-func (j *job) avoids(w *worker) bool {
+func (b *Broker) avoids(j *job, w *worker) bool {
 	if j.failures == 0 {
 		return false
 	}
-	h := j.hist()
+	h := b.hist(j)
 	if len(h) == 0 {
 		return false
 	}
@@ -187,7 +187,7 @@ func (b *Broker) pick(w *worker) (_ *lane, _ *job, avoided bool) {
 	if l == nil {
 		return nil, nil, false
 	}
-	if !l.q.head.avoids(w) {
+	if !b.avoids(l.q.head, w) {
 		return l, l.q.head, false
 	}
 	var bl *lane
@@ -198,8 +198,8 @@ func (b *Broker) pick(w *worker) (_ *lane, _ *job, avoided bool) {
 			continue
 		}
 		j := l.q.head
-		if j.avoids(w) && b.otherReady(c, w) {
-			for n := 0; j != nil && j.avoids(w); n++ {
+		if b.avoids(j, w) && b.otherReady(c, w) {
+			for n := 0; j != nil && b.avoids(j, w); n++ {
 				if n == avoidScan {
 					j = nil
 					break

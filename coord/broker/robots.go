@@ -103,8 +103,8 @@ func (b *Broker) SetRobots(now time.Time, s id.Session, r Robots) (*Robots, erro
 	}
 	var h *host
 	for _, j := range w.held {
-		if j.host.name == hostName {
-			h = j.host
+		if b.hostOf(j).name == hostName {
+			h = b.hostOf(j)
 			break
 		}
 	}
@@ -153,10 +153,10 @@ func (b *Broker) RestoreRobots(now time.Time, hostName string, r Robots) (bool, 
 // not (an --exec worker, an older one) is not held: that worker would never
 // report, so holding the host to one job would only slow it.
 func (b *Broker) robotsFor(j *job, w *worker, t int64) *Robots {
-	if j.free {
+	if j.has(jobFree) {
 		return nil
 	}
-	h := j.host
+	h := b.hostOf(j)
 	if h.hasCopy && ns(h.robots.Expires) <= t {
 		h.dropRobots()
 	}
@@ -170,7 +170,7 @@ func (b *Broker) robotsFor(j *job, w *worker, t int64) *Robots {
 		return nil
 	}
 	r := h.robots
-	u := j.url
+	u := b.urlView(j) // compared only
 	if !strings.HasPrefix(u, r.Origin) || (len(u) > len(r.Origin) && u[len(r.Origin)] != '/') {
 		return nil // another scheme on the same host key
 	}

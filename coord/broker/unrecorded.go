@@ -17,7 +17,7 @@ import (
 // would have waited for the record of K+1.
 //
 // A restore therefore marks every job that was not finished: attempt K+1
-// may be out there (job.unrec). Then, for such a job:
+// may be out there (jobUnrec). Then, for such a job:
 //
 //   - a worker that says HELLO listing run (job, K+1) gets it adopted: the
 //     run goes on as the job's current attempt, on that worker, and the
@@ -51,13 +51,13 @@ type SessionRun struct {
 // skipUnrecorded skips the attempt number a restart may have lost, before
 // j's first dispatch since: it reports whether it did.
 func (b *Broker) skipUnrecorded(j *job, t int64) bool {
-	if !j.unrec {
+	if !j.has(jobUnrec) {
 		return false
 	}
-	j.unrec = false
+	j.setFlag(jobUnrec, false)
 	b.countAttempt(j)
-	j.addAttempt("", t, b.cfg.HistoryLimit)
-	j.endAttempt(OutcomeSkipped, "may have been dispatched before the coordinator restarted, unrecorded: never given out again")
+	b.addAttempt(j, "", t, b.cfg.HistoryLimit)
+	b.endAttempt(j, OutcomeSkipped, "may have been dispatched before the coordinator restarted, unrecorded: never given out again")
 	return true
 }
 
@@ -65,7 +65,7 @@ func (b *Broker) skipUnrecorded(j *job, t int64) bool {
 // restart may have lost (see above); it reports whether it did.
 func (b *Broker) adoptUnrecorded(now time.Time, t int64, nw *worker, r Run) bool {
 	j := b.jobs.get(r.Job)
-	if j == nil || !j.unrec || r.Attempt != int(j.attempts)+1 {
+	if j == nil || !j.has(jobUnrec) || r.Attempt != int(j.attempts)+1 {
 		return false
 	}
 	switch j.state {
@@ -78,9 +78,9 @@ func (b *Broker) adoptUnrecorded(now time.Time, t int64, nw *worker, r Run) bool
 		}
 	case Dispatched:
 		// The later attempt proves this one ended before the crash.
-		w := j.worker
+		w := b.workerOf(j)
 		b.release(j, t)
-		j.endAttempt("requeued", "superseded by attempt "+strconv.Itoa(r.Attempt)+" on "+nw.id+", dispatched before the coordinator restarted")
+		b.endAttempt(j, "requeued", "superseded by attempt "+strconv.Itoa(r.Attempt)+" on "+nw.id+", dispatched before the coordinator restarted")
 		if w != nw && !isPlaceholder(w) && !w.lost {
 			b.superseded = append(b.superseded, SessionRun{Session: w.session, Run: Run{Job: j.id, Attempt: int(j.attempts)}})
 			b.syncReady(w)
@@ -89,13 +89,13 @@ func (b *Broker) adoptUnrecorded(now time.Time, t int64, nw *worker, r Run) bool
 	default:
 		return false
 	}
-	j.unrec = false
+	j.setFlag(jobUnrec, false)
 	b.setState(j, Dispatched, t)
 	b.hold(nw, j, t)
 	b.countAttempt(j)
-	j.addAttempt(nw.id, t, b.cfg.HistoryLimit)
+	b.addAttempt(j, nw.id, t, b.cfg.HistoryLimit)
 	b.dispatches++
-	b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.url, Worker: nw.id,
+	b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: b.url(j), Worker: nw.id,
 		Detail: "adopted attempt " + strconv.Itoa(r.Attempt) + ": dispatched before the coordinator restarted, not recorded"})
 	return true
 }
@@ -108,7 +108,7 @@ func (b *Broker) nameSkipped(now time.Time, wid string, r Run) {
 	if j == nil {
 		return
 	}
-	h := j.hist()
+	h := b.hist(j)
 	i := len(h) - 1 - (int(j.attempts) - r.Attempt)
 	if r.Attempt < 1 || i < 0 || i >= len(h) {
 		return
@@ -119,7 +119,7 @@ func (b *Broker) nameSkipped(now time.Time, wid string, r Run) {
 	}
 	a.worker = wid
 	a.err = "ran on " + wid + " before the coordinator restarted, unrecorded; dropped when it re-announced it"
-	b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.url, Worker: wid,
+	b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: b.url(j), Worker: wid,
 		Detail: "skipped attempt " + strconv.Itoa(r.Attempt) + " re-announced: dropped"})
 }
 

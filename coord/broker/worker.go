@@ -141,11 +141,11 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 			b.release(j, t)
 			if keep[Run{j.id, int(j.attempts)}] {
 				b.hold(nw, j, t)
-				b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.url, Worker: nw.id, Detail: KeptDetail})
+				b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: b.url(j), Worker: nw.id, Detail: KeptDetail})
 				continue
 			}
-			j.endAttempt("requeued", "worker re-registered without it")
-			b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.url, Worker: old.id, Detail: "re-registered without it"})
+			b.endAttempt(j, "requeued", "worker re-registered without it")
+			b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: b.url(j), Worker: old.id, Detail: "re-registered without it"})
 			b.place(j, t, now)
 		}
 		b.dropRecord(old)
@@ -168,16 +168,16 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 		if j == nil || (j.state != Queued && !j.retrying()) || int(j.attempts) != r.Attempt || r.Attempt < 1 {
 			continue
 		}
-		a, ok := j.attemptEntry(r.Attempt)
+		a, ok := b.attemptEntry(j, r.Attempt)
 		if !ok || a.worker != nw.id {
 			continue // another worker's attempt: not this one's to claim
 		}
 		b.readopt(j) // retry.go: out of the queue or the retry delay
 		b.setState(j, Dispatched, t)
 		b.hold(nw, j, t)
-		h := j.more.history                           // attemptEntry found it
+		h := b.moreOf(j).history                      // attemptEntry found it
 		h[len(h)-1].outcome, h[len(h)-1].err = "", "" // running again
-		b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: j.url, Worker: nw.id})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: b.url(j), Worker: nw.id})
 	}
 	b.holdOnRegister(nw, t)
 	b.syncReady(nw)
@@ -192,13 +192,14 @@ const KeptDetail = "kept by its new session"
 
 // hold gives a dispatched job to w at t; its host counts it in flight.
 func (b *Broker) hold(w *worker, j *job, t int64) {
-	b.reorder(j, sortWorker, func() { j.worker = w })
-	j.heldIdx = int32(len(w.held))
+	m := b.moreFor(j)
+	b.reorder(j, sortWorker, func() { m.worker = w })
+	m.heldIdx = int32(len(w.held))
 	w.held = append(w.held, j)
-	if j.free {
+	if j.has(jobFree) {
 		return
 	}
-	h := j.host
+	h := b.hostOf(j)
 	h.inflight++
 	if c := h.capNow(); !h.parked && c > 0 && h.inflight >= c {
 		b.refresh(h, t)
@@ -207,19 +208,20 @@ func (b *Broker) hold(w *worker, j *job, t int64) {
 
 // release takes a job from its worker's slots.
 func (b *Broker) release(j *job, t int64) {
-	w := j.worker
-	i := int(j.heldIdx)
+	m := b.moreOf(j)
+	w := m.worker
+	i := int(m.heldIdx)
 	last := len(w.held) - 1
 	w.held[i] = w.held[last]
-	w.held[i].heldIdx = int32(i)
+	b.moreOf(w.held[i]).heldIdx = int32(i)
 	w.held[last] = nil
 	w.held = w.held[:last]
-	b.reorder(j, sortWorker, func() { j.worker = nil })
-	j.heldIdx = -1
-	if j.free {
+	b.reorder(j, sortWorker, func() { m.worker = nil })
+	m.heldIdx = -1
+	if j.has(jobFree) {
 		return
 	}
-	h := j.host
+	h := b.hostOf(j)
 	h.inflight--
 	h.probeEnded()
 	moved := false
@@ -283,21 +285,21 @@ func (b *Broker) requeueHeld(w *worker, now time.Time, t int64, outcome string, 
 			w.failures++
 			b.failures++
 			msg := "worker " + w.id + " lost"
-			j.endAttempt(outcome, msg)
-			j.setLastError(msg)
+			b.endAttempt(j, outcome, msg)
+			b.setLastError(j, msg)
 			if int(j.failures) >= b.cfg.MaxRequestFailures {
 				b.fail(j, t, now, msg+" (failure "+strconv.Itoa(int(j.failures))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+")")
 				continue
 			}
 		} else {
-			j.endAttempt(outcome, "")
+			b.endAttempt(j, outcome, "")
 		}
 		if charged {
 			d := b.retryLater(j, t, now)
-			b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.url, Worker: w.id, Detail: outcome + retryNote(d)})
+			b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: b.url(j), Worker: w.id, Detail: outcome + retryNote(d)})
 			continue
 		}
-		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: j.url, Worker: w.id, Detail: outcome})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: b.url(j), Worker: w.id, Detail: outcome})
 		b.place(j, t, now)
 	}
 	return n

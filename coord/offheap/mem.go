@@ -12,10 +12,10 @@
 // A small owner (the first 4 MiB) uses ordinary Go memory: tests make
 // thousands of them. Beyond, chunks (Alloc) are carved from regions of at
 // least 4 MiB (two huge pages: map_unix.go) that are never given back while
-// the owner lives, and a table (Table) of 512 KiB or more has a region of
-// its own, given back by Release. When the owner becomes unreachable, a
-// cleanup unmaps everything (nothing of this memory may be handed out
-// beyond the owner).
+// the owner lives, and a table (Table) of 512 KiB or more and every block
+// (Block) has a region of its own, given back by Release. When the owner
+// becomes unreachable, a cleanup unmaps everything (nothing of this memory
+// may be handed out beyond the owner).
 package offheap
 
 import (
@@ -73,6 +73,18 @@ func (m *Mem) Alloc(n int) []byte {
 	return b
 }
 
+// Block returns n zeroed bytes given back with Release: Go memory while
+// the owner has taken less than the heap part (dropping it gives it back),
+// then a region of its own.
+func (m *Mem) Block(n int) []byte {
+	n = (n + 7) &^ 7
+	if m.onHeap+n <= heapFirst {
+		m.onHeap += n
+		return make([]byte, n)
+	}
+	return m.region(n)
+}
+
 // Table returns n zeroed bytes for a table given back with Release.
 func (m *Mem) Table(n int) []byte {
 	if n < tableMin {
@@ -88,7 +100,7 @@ func (m *Mem) region(n int) []byte {
 	return r
 }
 
-// Release gives back a table Table returned (Go memory is left to the
+// Release gives back what Table or Block returned (Go memory is left to the
 // garbage collector). Nothing of it may be used after.
 func (m *Mem) Release(r []byte) {
 	for i := range m.regions {

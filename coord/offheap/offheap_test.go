@@ -98,4 +98,12 @@ func TestMemMapsPastTheHeapPart(t *testing.T) {
 	if m.Mapped() != before {
 		t.Fatalf("released table: %d bytes mapped, want %d", m.Mapped(), before)
 	}
+	bl := m.Block(100 << 10)
+	if m.Mapped() != before+100<<10 {
+		t.Fatalf("block of %d: %d bytes mapped, want %d", 100<<10, m.Mapped(), before+100<<10)
+	}
+	m.Release(bl)
+	if m.Mapped() != before {
+		t.Fatalf("released block: %d bytes mapped, want %d", m.Mapped(), before)
+	}
 }
