@@ -113,9 +113,12 @@ func (b *Broker) extend(h *host, until int64, now time.Time) bool {
 	return true
 }
 
-// holdLanes moves every queued job of h to back-off (or back to its lane
-// when the back-off has ended).
+// holdLanes moves every queued job of h to back-off while its back-off
+// is in force; an ended back-off leaves them in their lanes.
 func (b *Broker) holdLanes(h *host, t int64, now time.Time) {
+	if h.until <= t {
+		return // ended: place would put each job back in its lane
+	}
 	h.eachLane(func(l *lane) {
 		for l.q.head != nil {
 			k := l.q.head
@@ -164,7 +167,9 @@ func (b *Broker) HoldHost(now time.Time, bo HostBackoff) {
 		h.throttles = max(h.throttles, lv)
 		b.thr[h] = struct{}{}
 	}
-	if b.extend(h, ns(bo.Until), now) {
+	// A back-off that has already ended holds nothing (extending to it
+	// would leave the host's jobs placed back in their lanes for ever).
+	if ns(bo.Until) > t && b.extend(h, ns(bo.Until), now) {
 		b.holdLanes(h, t, now)
 	}
 	b.schedule(h, t)

@@ -65,3 +65,29 @@ func TestHoldHost(t *testing.T) {
 		t.Fatalf("after the end: backoff %d queued %d; want 0 and 4 (the throttled job too)", tt.Backoff, tt.Queued)
 	}
 }
+
+// A back-off whose end is not after now (learnt late, or from a clock
+// behind) holds nothing and returns: it once put the host's queued jobs
+// back in their lane for ever.
+func TestHoldHostEnded(t *testing.T) {
+	b, err := New(Config{Jitter: -1, RetryJitter: -1, BackoffStart: time.Minute, BackoffCap: time.Hour, BackoffForgive: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Submit(epoch, Spec{Host: "a"})
+	done := make(chan struct{})
+	go func() {
+		b.HoldHost(epoch.Add(time.Second), HostBackoff{Host: "a", Until: epoch, Level: 1})
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("HoldHost of an ended back-off did not return")
+	}
+	var tt admin.Totals
+	b.Totals(&tt)
+	if tt.Queued != 1 || tt.Backoff != 0 {
+		t.Fatalf("queued %d backoff %d; want the job still queued", tt.Queued, tt.Backoff)
+	}
+}
