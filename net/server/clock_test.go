@@ -46,10 +46,17 @@ func TestLivenessOnTheFakeClock(t *testing.T) {
 	if wel := expect[*wire.Welcome](t, w.next()); wel.Heartbeat != time.Hour {
 		t.Fatalf("welcome %+v: want a 1h heartbeat", wel)
 	}
+	// The reactor arms its timer after it sends a message: advancing the
+	// fake time before that would leave the timer due at the new time
+	// plus its wait, and nothing would fire. It is the server's only
+	// timer here (no store), so one pending timer means it waits.
+	idle := func() bool { return clk.Pending() == 1 }
+	waitFor(t, "the reactor waiting after WELCOME", idle)
 	clk.Advance(2 * time.Hour)
 	if m := w.next(); fmt.Sprintf("%T", m) != "*wire.Heartbeat" {
 		t.Fatalf("after 2 fake hours: %#v, want the server's HEARTBEAT (the worker is alive)", m)
 	}
+	waitFor(t, "the reactor waiting after its HEARTBEAT", idle)
 	clk.Advance(2 * time.Hour)
 	d := expect[*wire.Disconnect](t, w.next())
 	if d.Code != wire.CodeTimeout {
