@@ -49,12 +49,14 @@ unreadable is an error with a non-zero exit, never a fresh start.
 
 With --store redis://HOST:PORT[,HOST:PORT...] (store.url, DROVER_STORE_URL;
 rediss:// for TLS, redis://USER:PASSWORD@... to log in) the ledger and the job
-queue live on a Redis Cluster (or Valkey) instead, shared by every serve given
-the same cluster: a URL submitted to any of them is accepted once, a job runs on
-whichever coordinator's workers claim it first, and the jobs of a coordinator
-that dies go back to the queue for the others (delivery is at least once: a job
-that was running there may run again). Results and events stay with the
-coordinator that ran the job. The password is never logged or shown.
+queue live on a Redis Cluster (Redis 7.0 or later, or Valkey) instead, shared by
+every serve given the same cluster: a URL submitted to any of them is accepted
+once, a job runs on whichever coordinator's workers claim it first, and the jobs
+of a coordinator that dies go back to the queue for the others (delivery is at
+least once: a job that was running there may run again). Crawls and their page
+budgets, results and the console's events view are the cluster's too; job lists
+and the events socket stay each coordinator's own. The password is never logged
+or shown.
 
 Every finished job's result (output, outcome, error, attempt, worker, finish
 time) is kept in the store with the job, in the same write as its done state,
