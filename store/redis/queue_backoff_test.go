@@ -1,0 +1,66 @@
+package redis
+
+import (
+	"testing"
+	"time"
+
+	"drover/coord/broker"
+	"drover/coord/ledger"
+)
+
+// A back-off one coordinator's throttle set holds the host for the
+// others: their claims take none of its jobs until its end and tell them
+// of it (level included), a coordinator holding jobs of the host learns it
+// at its next Tick, and after the end the jobs are claimed again.
+func TestBackoffAcrossCoordinators(t *testing.T) {
+	rdb := client(t)
+	ls := peers(t, rdb, 2, ledger.Config{})
+	a, b := ls[0].Jobs(), ls[1].Jobs()
+	for i := range 4 {
+		if _, err := a.Push(time.Now(), politeJob("fetch", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := b.Claim(time.Now(), 1)
+	if err != nil || len(held) != 1 {
+		t.Fatalf("b's first claim: %d jobs, %v; want 1", len(held), err)
+	}
+	host := held[0].Host
+	const d = 3 * time.Second
+	start := time.Now()
+	a.BackOff(start, []broker.HostBackoff{{Host: host, Until: start.Add(d), Level: 2, Forgiven: start.Add(time.Minute)}})
+	if err := ls[0].Err(); err != nil {
+		t.Fatal(err)
+	}
+	// b holds a job of the host: its next Tick learns of the back-off.
+	ls[1].Tick(time.Now())
+	learned := b.Backoffs(nil)
+	if len(learned) != 1 || learned[0].Host != host || learned[0].Level != 2 {
+		t.Fatalf("b learned %+v at its Tick; want %s's back-off at level 2", learned, host)
+	}
+	if end := learned[0].Until; end.Before(start.Add(d-time.Second)) || end.After(time.Now().Add(d)) {
+		t.Fatalf("b learned an end %v after the back-off was set; want about %v", end.Sub(start), d)
+	}
+	got, err := b.Claim(time.Now(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) < d && len(got) != 0 {
+		t.Fatalf("b claimed %d jobs of the host in back-off; want 0", len(got))
+	}
+	if again := b.Backoffs(nil); len(got) == 0 && len(again) != 1 {
+		t.Fatalf("b's claim in the back-off told of %d back-offs; want 1", len(again))
+	}
+	if own, _ := a.Claim(time.Now(), 10); time.Since(start) < d && len(own) != 0 {
+		t.Fatalf("a claimed %d jobs of the host it backed off; want 0", len(own))
+	}
+	if mine := a.Backoffs(nil); len(mine) != 0 {
+		t.Fatalf("a learned its own back-off back: %+v; want nothing", mine)
+	}
+	if len(got) == 0 {
+		claimSome(t, b, 10)
+	}
+	if took := time.Since(start); took < d {
+		t.Fatalf("the host's jobs were claimed %v after a back-off of %v; want at least that", took, d)
+	}
+}

@@ -1,0 +1,167 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"drover/coord/broker"
+)
+
+// failFinish is a hook that fails, once armed, the next pipeline carrying
+// a finish script, as a transient error would.
+type failFinish struct{ armed atomic.Bool }
+
+func (f *failFinish) DialHook(next goredis.DialHook) goredis.DialHook          { return next }
+func (f *failFinish) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
+func (f *failFinish) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		for _, c := range cmds {
+			if slices.Contains(c.Args(), any("finish")) && f.armed.CompareAndSwap(true, false) {
+				err := errors.New("injected: connection reset")
+				for _, c := range cmds {
+					c.SetErr(err)
+				}
+				return err
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A Finish the store did not take is sent again by the next Tick: the
+// host's one slot (cap 1) is freed then, not held for the coordinator's
+// life, and the job is counted done once.
+func TestFinishRetried(t *testing.T) {
+	var hook failFinish
+	l, rdb := hookedLedger(t, &hook)
+	q := l.Jobs()
+	q.HoldPoliteness(politeAll(broker.Limits{PerHost: 1}))
+	for i := range 2 {
+		if _, err := q.Push(time.Now(), politeJob("fetch", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := q.Claim(time.Now(), 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("first claim: %d jobs, %v; want 1 (the host's cap)", len(got), err)
+	}
+	hook.armed.Store(true)
+	q.Finish(time.Now(), items(got), nil)
+	if hook.armed.Load() {
+		t.Fatal("the finish did not meet the injected error")
+	}
+	if l.Err() == nil {
+		t.Fatal("a finish the store did not take: no error; want one")
+	}
+	if again, _ := q.Claim(time.Now(), 10); len(again) != 0 {
+		t.Fatalf("claimed %d jobs while the failed finish holds the slot; want 0", len(again))
+	}
+	l.Tick(time.Now())
+	again, err := q.Claim(time.Now(), 10)
+	if err != nil || len(again) != 1 {
+		t.Fatalf("after the next Tick: claimed %d jobs, %v; want 1 (the finish sent again freed the slot)", len(again), err)
+	}
+	q.Finish(time.Now(), items(again), nil)
+	done, err := rdb.Get(t.Context(), l.doneKey()).Int64()
+	if err != nil || done != 2 {
+		t.Fatalf("done total %d, %v; want 2 (each job counted once)", done, err)
+	}
+}
+
+// loseClaim is a hook that, once armed, lets the next pipeline carrying a
+// claim script reach Redis and run there, then loses its answers, as a
+// connection cut after the request or a client timeout would.
+type loseClaim struct{ armed atomic.Bool }
+
+func (f *loseClaim) DialHook(next goredis.DialHook) goredis.DialHook          { return next }
+func (f *loseClaim) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
+func (f *loseClaim) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		lose := false
+		for _, c := range cmds {
+			if slices.Contains(c.Args(), any("claim")) && f.armed.CompareAndSwap(true, false) {
+				lose = true
+			}
+		}
+		err := next(ctx, cmds)
+		if lose {
+			err = errors.New("injected: connection cut after the request")
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+		}
+		return err
+	}
+}
+
+// A claim whose answer is lost after Redis ran it leased a job this
+// coordinator never saw, and took the host's slot: the next Tick frees it
+// (back to the queue, the slot free for another coordinator), long before
+// a sweep would (the heartbeat is a minute), and keeps the job the
+// coordinator does hold.
+func TestLostClaimFreed(t *testing.T) {
+	var hook loseClaim
+	hooked := hookedClient(t, &hook)
+	prefix := fmt.Sprintf("lost%d", prefixes.Add(1))
+	var ls []*Ledger
+	for _, rdb := range []goredis.UniversalClient{hooked, client(t)} {
+		l, err := newLedger(context.Background(), rdb, Config{Prefix: prefix, Heartbeat: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.halt() })
+		ls = append(ls, l)
+	}
+	a, b := ls[0].Jobs(), ls[1].Jobs()
+	policy := politeAll(broker.Limits{PerHost: 2})
+	a.HoldPoliteness(policy)
+	b.HoldPoliteness(policy)
+	for i := range 3 {
+		if _, err := a.Push(time.Now(), politeJob("fetch", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine, err := a.Claim(time.Now(), 1)
+	if err != nil || len(mine) != 1 {
+		t.Fatalf("first claim: %d jobs, %v; want 1", len(mine), err)
+	}
+	hook.armed.Store(true)
+	if got, err := a.Claim(time.Now(), 1); err == nil || len(got) != 0 {
+		t.Fatalf("a claim whose answer was lost: %d jobs, %v; want none and an error", len(got), err)
+	}
+	if hook.armed.Load() {
+		t.Fatal("the claim did not meet the injected cut")
+	}
+	if _, leased := queueStats(t, a); leased != 2 {
+		t.Fatalf("%d jobs leased after the lost claim; want 2 (the script ran)", leased)
+	}
+	if got, _ := b.Claim(time.Now(), 10); len(got) != 0 {
+		t.Fatalf("b claimed %d jobs while the host's 2 slots are leased; want 0", len(got))
+	}
+	ls[0].Tick(time.Now())
+	got, err := b.Claim(time.Now(), 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("after a's Tick, b claimed %d jobs, %v; want 1 (the lost claim's slot free)", len(got), err)
+	}
+	if a.Unclaimed != 1 {
+		t.Fatalf("a's Tick returned %d jobs of the lost claim; want 1", a.Unclaimed)
+	}
+	if got[0].FP == mine[0].FP {
+		t.Fatalf("b claimed the job a holds")
+	}
+	if queued, leased := queueStats(t, a); queued != 1 || leased != 2 {
+		t.Fatalf("queued %d, leased %d; want 1 and 2 (a's own job kept)", queued, leased)
+	}
+	// a's own job ends its lease as before.
+	a.Finish(time.Now(), items(mine), nil)
+	if _, leased := queueStats(t, a); leased != 1 {
+		t.Fatalf("leased %d after a finished its job; want 1 (b's)", leased)
+	}
+}
