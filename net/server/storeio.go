@@ -199,16 +199,36 @@ func (s *Server) startSweeper() (stop func()) {
 	if every < 0 || (led.DoneTTL == 0 && led.FailedTTL == 0) {
 		return func() {}
 	}
-	quit, exited := make(chan struct{}), make(chan struct{})
 	st, clk, log := s.dur.st, s.opts.Clock, s.log
 	var onKeys func([]id.Fingerprint) // only a bounded done set counts them
 	if s.bounded() {
 		onKeys = s.dur.noteExpired
 	}
+	return s.repeat(every, false, func() {
+		n, err := st.SweepKeys(clk.Now(), led.DoneTTL, led.FailedTTL, onKeys)
+		switch {
+		case err != nil:
+			log.Error("store sweep", "err", err, "deleted", n)
+		case n > 0:
+			log.Info("store sweep: expired records deleted", "deleted", n)
+		}
+	})
+}
+
+// repeat starts a goroutine that calls fn every `every` on the server's
+// clock (first at once when atStart, else after one interval) and returns
+// the function that stops it and waits for it. The housekeeping that does
+// store or network I/O (sweeps, trims) runs so, off the reactor.
+func (s *Server) repeat(every time.Duration, atStart bool, fn func()) (stop func()) {
+	quit, exited := make(chan struct{}), make(chan struct{})
+	clk := s.opts.Clock
 	go func() {
 		defer close(exited)
 		t := clk.NewTimer(every)
 		defer t.Stop()
+		if atStart {
+			fn()
+		}
 		for {
 			select {
 			case <-quit:
@@ -216,13 +236,7 @@ func (s *Server) startSweeper() (stop func()) {
 			case <-t.C():
 			}
 			t.Reset(every)
-			n, err := st.SweepKeys(clk.Now(), led.DoneTTL, led.FailedTTL, onKeys)
-			switch {
-			case err != nil:
-				log.Error("store sweep", "err", err, "deleted", n)
-			case n > 0:
-				log.Info("store sweep: expired records deleted", "deleted", n)
-			}
+			fn()
 		}
 	}()
 	return func() {
@@ -242,24 +256,5 @@ const trimEvery = 2 * time.Second
 // of a 2,000,000-job drain). It runs off the reactor: a trim holds the
 // allocator's locks while it walks the free chunks.
 func (s *Server) startTrimmer() (stop func()) {
-	quit, exited := make(chan struct{}), make(chan struct{})
-	clk := s.opts.Clock
-	go func() {
-		defer close(exited)
-		t := clk.NewTimer(trimEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C():
-			}
-			zsock.TrimAllocator()
-			t.Reset(trimEvery)
-		}
-	}()
-	return func() {
-		close(quit)
-		<-exited
-	}
+	return s.repeat(trimEvery, false, func() { zsock.TrimAllocator() })
 }
