@@ -66,33 +66,12 @@ func (s *Server) addClusterResults() {
 	s.adm.dirty = true
 }
 
-// startClusterTrimmer starts the goroutine that applies the results'
-// limits on the cluster every `every`.
-func (s *Server) startClusterTrimmer(every time.Duration) (stop func()) {
-	quit, exited := make(chan struct{}), make(chan struct{})
-	cr, clk, log, policy := s.opts.ClusterResults, s.opts.Clock, s.log, &s.res.policy
-	go func() {
-		defer close(exited)
-		t := clk.NewTimer(every)
-		defer t.Stop()
-		for {
-			if p := policy.Load(); p.Default != (store.ResultLimits{}) {
-				if n, err := cr.Trim(clk.Now(), p); err != nil {
-					log.Error("results trim", "err", err)
-				} else if n > 0 {
-					log.Info("results trimmed", "deleted", n)
-				}
-			}
-			select {
-			case <-quit:
-				return
-			case <-t.C():
-			}
-			t.Reset(every)
-		}
-	}()
-	return func() {
-		close(quit)
-		<-exited
+// trimClusterResults applies the results' limits on the cluster: its
+// coordinator-wide ones (the policy's Default) only.
+func (s *Server) trimClusterResults(now time.Time, p *store.Retention) (deleted int, kept []any, err error) {
+	if p.Default == (store.ResultLimits{}) {
+		return 0, nil, nil
 	}
+	n, err := s.opts.ClusterResults.Trim(now, p)
+	return n, nil, err
 }

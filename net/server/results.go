@@ -391,7 +391,8 @@ func resultRow(r *store.ResultRecord) admin.Result {
 }
 
 // startResultTrimmer starts the goroutine that applies the results'
-// limits to the store and returns the function that stops it.
+// limits to the store or the cluster and returns the function that stops
+// it.
 func (s *Server) startResultTrimmer() (stop func()) {
 	if s.res == nil || s.dur == nil && s.opts.ClusterResults == nil {
 		return func() {}
@@ -400,38 +401,29 @@ func (s *Server) startResultTrimmer() (stop func()) {
 	if every <= 0 {
 		every = time.Minute
 	}
+	clk, log, policy := s.opts.Clock, s.log, &s.res.policy
+	trim := s.trimStoredResults
 	if s.opts.ClusterResults != nil {
-		return s.startClusterTrimmer(every) // clusterresults.go
+		trim = s.trimClusterResults // clusterresults.go
 	}
-	quit, exited := make(chan struct{}), make(chan struct{})
-	st, clk, log, policy := s.dur.st, s.opts.Clock, s.log, &s.res.policy
-	go func() {
-		defer close(exited)
-		t := clk.NewTimer(every)
-		defer t.Stop()
-		for {
-			var n int
-			var kept store.ResultStats
-			var err error
-			if p := policy.Load(); p.Limited() {
-				n, kept, err = st.TrimResults(clk.Now(), p)
-			}
-			switch {
-			case err != nil:
-				log.Error("results trim", "err", err)
-			case n > 0:
-				log.Info("results trimmed", "deleted", n, "kept", kept.Count, "bytes", kept.Bytes, "first", kept.First)
-			}
-			select {
-			case <-quit:
-				return
-			case <-t.C():
-			}
-			t.Reset(every)
+	return s.repeat(every, true, func() {
+		p := policy.Load()
+		if !p.Limited() {
+			return
 		}
-	}()
-	return func() {
-		close(quit)
-		<-exited
-	}
+		n, kept, err := trim(clk.Now(), p)
+		switch {
+		case err != nil:
+			log.Error("results trim", "err", err)
+		case n > 0:
+			log.Info("results trimmed", append([]any{"deleted", n}, kept...)...)
+		}
+	})
+}
+
+// trimStoredResults applies the results' limits to the store; kept are
+// log attributes of what is left.
+func (s *Server) trimStoredResults(now time.Time, p *store.Retention) (deleted int, kept []any, err error) {
+	n, st, err := s.dur.st.TrimResults(now, p)
+	return n, []any{"kept", st.Count, "bytes", st.Bytes, "first", st.First}, err
 }
