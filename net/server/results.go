@@ -321,26 +321,7 @@ func (s *Server) queryResults(q admin.Query) (admin.Page, wire.Code, error) {
 		page.Next = rec.Cursor
 		return true
 	}
-	if cr := s.opts.ClusterResults; cr != nil {
-		first, last, err := cr.Bounds()
-		if err != nil {
-			return page, wire.CodeInternal, fmt.Errorf("view results: %w", err)
-		}
-		page.First, page.Last = first, last
-		stopped := false
-		err = cr.Read(q.From, last, func(rec *store.ResultRecord) bool {
-			if !take(rec) {
-				stopped = true
-			}
-			return !stopped
-		})
-		if err != nil {
-			return page, wire.CodeInternal, fmt.Errorf("view results: %w", err)
-		}
-		if !stopped {
-			page.Next = max(page.Next, last)
-		}
-	} else if s.dur == nil {
+	if s.dur == nil && s.opts.ClusterResults == nil {
 		if len(r.mem) > 0 {
 			page.First = r.mem[0].Cursor
 		}
@@ -350,28 +331,42 @@ func (s *Server) queryResults(q admin.Query) (admin.Page, wire.Code, error) {
 		if i == len(r.mem) {
 			page.Next = max(page.Next, r.readable)
 		}
-	} else {
-		first, err := s.dur.st.FirstResultCursor()
-		if err != nil {
-			return page, wire.CodeInternal, fmt.Errorf("view results: %w", err)
+		page.Total = len(page.Results)
+		return page, wire.CodeOK, nil
+	}
+	// In the store or on the cluster (clusterresults.go).
+	first, upTo, read, err := s.storedResults()
+	if err != nil {
+		return page, wire.CodeInternal, fmt.Errorf("view results: %w", err)
+	}
+	page.First, page.Last = first, upTo
+	stopped := false
+	err = read(q.From, upTo, func(rec *store.ResultRecord) bool {
+		if !take(rec) {
+			stopped = true
 		}
-		page.First = first
-		stopped := false
-		err = s.dur.st.ReadResults(q.From, r.readable, func(rec *store.ResultRecord) bool {
-			if !take(rec) {
-				stopped = true
-			}
-			return !stopped
-		})
-		if err != nil {
-			return page, wire.CodeInternal, fmt.Errorf("view results: %w", err)
-		}
-		if !stopped {
-			page.Next = max(page.Next, r.readable)
-		}
+		return !stopped
+	})
+	if err != nil {
+		return page, wire.CodeInternal, fmt.Errorf("view results: %w", err)
+	}
+	if !stopped {
+		page.Next = max(page.Next, upTo)
 	}
 	page.Total = len(page.Results)
 	return page, wire.CodeOK, nil
+}
+
+// storedResults are the first cursor kept, the last readable and the
+// reader of the results in the store or, with Options.ClusterResults, on
+// the cluster (the page's Last is the cluster's then).
+func (s *Server) storedResults() (first, upTo uint64, read func(after, upTo uint64, fn func(*store.ResultRecord) bool) error, err error) {
+	if cr := s.opts.ClusterResults; cr != nil {
+		first, upTo, err = cr.Bounds()
+		return first, upTo, cr.Read, err
+	}
+	first, err = s.dur.st.FirstResultCursor()
+	return first, s.res.readable, s.dur.st.ReadResults, err
 }
 
 // resultRow is a result as the admin protocol carries it.
