@@ -24,6 +24,19 @@ type dialogue struct {
 	lastChanged time.Time
 }
 
+// ownQuery is the server's own answer to a view the coordinator does not
+// keep, or that the cluster keeps (Options.ClusterEvents): the error
+// comes with the ERROR code to answer.
+func (s *Server) ownQuery(q admin.Query) (func(admin.Query) (admin.Page, wire.Code, error), bool) {
+	switch {
+	case q.View == admin.ViewResults:
+		return s.queryResults, true // results.go
+	case q.View == admin.ViewEvents && s.opts.ClusterEvents != nil:
+		return s.queryClusterEvents, true // clusterevents.go
+	}
+	return nil, false
+}
+
 // onAdmin handles one message from the admin socket (consoles and the CLI).
 // user is the sender's key (the message's User-Id; "" in-process or
 // without CURVE).
@@ -95,17 +108,8 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 			s.send(s.adm.sock, cs.ident, &wire.Page{Req: m.Req, Page: s.queryCrawls(m.Query)}) // crawls.go
 			return
 		}
-		if m.Query.View == admin.ViewEvents && s.opts.ClusterEvents != nil {
-			page, code, err := s.queryClusterEvents(m.Query) // clusterevents.go
-			if err != nil {
-				s.reject(onAdmin, ident, m.Req, code, "%v", err)
-				return
-			}
-			s.send(s.adm.sock, cs.ident, &wire.Page{Req: m.Req, Page: page})
-			return
-		}
-		if m.Query.View == admin.ViewResults {
-			page, code, err := s.queryResults(m.Query) // results.go
+		if q, ok := s.ownQuery(m.Query); ok {
+			page, code, err := q(m.Query)
 			if err != nil {
 				s.reject(onAdmin, ident, m.Req, code, "%v", err)
 				return
