@@ -409,8 +409,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.dur != nil {
 		stored = s.dur.ring
 		defer s.startSweeper()()
-		defer s.startPager()()   // paging.go
-		defer s.startTrimmer()() // storeio.go
+		defer s.startPager()() // paging.go
 	}
 	if s.bounded() || s.pg != nil {
 		s.dur.look.looker = s.startLooker() // lookup.go

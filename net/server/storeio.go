@@ -8,7 +8,6 @@ import (
 	"drover/coord"
 	"drover/coord/id"
 	"drover/net/wire"
-	"drover/net/zsock"
 	"drover/store"
 )
 
@@ -243,18 +242,4 @@ func (s *Server) repeat(every time.Duration, atStart bool, fn func()) (stop func
 		close(quit)
 		<-exited
 	}
-}
-
-// trimEvery is how often a serve with a store hands the C allocator's free
-// memory back to the system (startTrimmer).
-const trimEvery = 2 * time.Second
-
-// startTrimmer starts the goroutine that calls zsock.TrimAllocator every
-// trimEvery while the server runs with a store: the store's block cache
-// and memtables live in C memory, and the free chunks its churn leaves
-// between live ones would otherwise stay resident (with paging, 80-120 MB
-// of a 2,000,000-job drain). It runs off the reactor: a trim holds the
-// allocator's locks while it walks the free chunks.
-func (s *Server) startTrimmer() (stop func()) {
-	return s.repeat(trimEvery, false, func() { zsock.TrimAllocator() })
 }
