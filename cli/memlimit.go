@@ -29,11 +29,16 @@ const boundedCacheBytes = 16 << 20
 // when it bounds both the queued jobs and the done keys in memory (as
 // memoryLimit), 0 (the store's default) otherwise.
 func storeCacheBytes(residentJobs, doneCache int) int64 {
-	if residentJobs <= 0 || doneCache <= 0 {
+	if !boundsBoth(residentJobs, doneCache) {
 		return 0
 	}
 	return boundedCacheBytes
 }
+
+// boundsBoth reports whether a serve keeps both its queued jobs and its
+// done keys in memory bounded (store.resident_jobs, store.done_cache): its
+// memory is then sized by memoryLimit and storeCacheBytes.
+func boundsBoth(residentJobs, doneCache int) bool { return residentJobs > 0 && doneCache > 0 }
 
 // memoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) of a
 // serve on a durable store that bounds both the queued jobs and the done
@@ -45,7 +50,7 @@ func storeCacheBytes(residentJobs, doneCache int) int64 {
 // is 0 (no limit) when either bound is off: memory then grows with the
 // work, and a limit would only make the collector run without end.
 func memoryLimit(residentJobs, doneCache int) int64 {
-	if residentJobs <= 0 || doneCache <= 0 {
+	if !boundsBoth(residentJobs, doneCache) {
 		return 0
 	}
 	return memLimitBase + int64(residentJobs)*memLimitPerJob + int64(doneCache)*memLimitPerDoneK
