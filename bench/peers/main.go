@@ -121,24 +121,39 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "peers: -cpuprofile:", err)
-			os.Exit(2)
-		}
-		defer f.Close()
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startProfile(*cpuProfile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "peers: -cpuprofile:", err)
+		os.Exit(2)
 	}
 	err = run(ctx, cfg)
+	if perr := stopProfile(); perr != nil && err == nil {
+		err = fmt.Errorf("-cpuprofile: %w", perr)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "peers:", err)
-		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
+}
+
+// startProfile starts profiling this process's CPU into the file at path
+// (none when path is empty); stop ends it and closes the file.
+func startProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 func ints(name, s string) ([]int, error) {

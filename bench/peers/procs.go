@@ -88,7 +88,7 @@ func settledRSS(pid int) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if d := cur - prev; d < 0 && -d < prev/100 || d >= 0 && d < prev/100 {
+		if d := cur - prev; max(d, -d) < prev/100 {
 			if steady++; steady == 2 {
 				return cur, nil
 			}
