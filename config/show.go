@@ -42,8 +42,8 @@ func Show(cfg *Config) ([]byte, error) {
 }
 
 // Example returns the commented example configuration generated from the
-// schema: every key at its default, with its description, rule,
-// environment variable and flag. drover.example.yaml is this text.
+// schema: every key at its default, with its description, rule and
+// environment variable (a key's flags are the commands' own: --help). drover.example.yaml is this text.
 func Example() []byte {
 	head := `drover configuration: every key, at its default.
 
@@ -55,13 +55,16 @@ in the current directory, $XDG_CONFIG_HOME/drover and /etc/drover (.yml,
 .toml and .json are read too).
 
 Durations take a unit (250ms, 1s, 5m, 24h); sizes take an optional unit
-(512, 64KiB, 10MiB, 1GB). "drover config check FILE" validates a file.`
+(512, 64KiB, 10MiB, 1GB). "drover config check FILE" validates a file.
+
+Some keys are flags of some commands too: "drover COMMAND --help" lists
+a command's flags, each with the variable of its key.`
 	b, err := render(head, func(k Key) (any, string, string, error) {
 		doc := k.Help
 		if k.Rule != "" {
 			doc += "\n" + capitalise(k.Rule) + "."
 		}
-		doc += "\nenv " + k.Env() + ", flag --" + k.Flag()
+		doc += "\nenv " + k.Env()
 		return k.Default, doc, "", nil
 	})
 	if err != nil {
