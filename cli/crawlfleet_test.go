@@ -63,6 +63,22 @@ func (s *site) counts() map[string]int {
 	return m
 }
 
+// fetchedOnce fails t unless the site served exactly want pages, each
+// once (why says where want comes from).
+func (s *site) fetchedOnce(t *testing.T, want int, why string) {
+	t.Helper()
+	fetched := 0
+	for path, n := range s.counts() {
+		if n != 1 || !strings.HasPrefix(path, "/p/") {
+			t.Errorf("%s fetched %d times, want once", path, n)
+		}
+		fetched += n
+	}
+	if fetched != want {
+		t.Fatalf("%d pages fetched, want exactly %d (%s)", fetched, want, why)
+	}
+}
+
 // TestFleetCrawlBudget: three crawl worker processes without crawl flags
 // take part in crawls defined by submit. A crawl of a 60-page site with
 // --max-pages 20 fetches exactly 20 pages, drover results --crawler prints
@@ -89,16 +105,7 @@ func TestFleetCrawlBudget(t *testing.T) {
 		t.Fatalf("submit: exit %d, %s", code, out)
 	}
 	eventually(t, "the budgeted crawl settles", 90*time.Second, settled(60))
-	fetched := 0
-	for path, n := range st.counts() {
-		if n != 1 || !strings.HasPrefix(path, "/p/") {
-			t.Errorf("%s fetched %d times, want once", path, n)
-		}
-		fetched += n
-	}
-	if fetched != 20 {
-		t.Fatalf("%d pages fetched, want exactly 20 (--max-pages 20)", fetched)
-	}
+	st.fetchedOnce(t, 20, "--max-pages 20")
 	out, code := run(t, "", "results", "--connect", adminEP, "--crawler", "site")
 	if code != 0 {
 		t.Fatalf("results: exit %d, %s", code, out)

@@ -24,17 +24,43 @@ type redisCoordinator struct {
 	workerFile string
 }
 
+// startRedisCoordinator starts a coordinator on the store at url with a
+// worker that appends each URL it runs to its workerFile in dir.
 func startRedisCoordinator(t *testing.T, url, dir, name string) *redisCoordinator {
 	t.Helper()
-	const ephemeral = "tcp://127.0.0.1:0"
-	cmd, out := start(t, "serve", "--store", url, "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral,
-		"--metrics", "", "--heartbeat-interval", "1s", "--crawl-per-host", "0")
-	at := listening(t, out, "peers", "admin")
-	rc := &redisCoordinator{serve: out, peers: at["peers"], adm: at["admin"], proc: cmd.Process,
-		workerFile: filepath.Join(dir, name+".ran")}
-	start(t, "worker", "--connect", rc.peers, "--slots", "8", "--id", "w-"+name, "--heartbeat-interval", "1s",
-		"--exec", `echo "$DROVER_URL" >> `+rc.workerFile)
+	rc := startRedisServe(t, url)
+	rc.workerFile = filepath.Join(dir, name+".ran")
+	rc.startWorker(t, "w-"+name, 8, "--exec", `echo "$DROVER_URL" >> `+rc.workerFile)
 	return rc
+}
+
+// startRedisServe starts `drover serve --store url` on ephemeral
+// endpoints, with no crawl limits but those flags sets, and no worker.
+func startRedisServe(t *testing.T, url string, flags ...string) *redisCoordinator {
+	t.Helper()
+	const ephemeral = "tcp://127.0.0.1:0"
+	args := append([]string{"serve", "--store", url, "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral,
+		"--metrics", "", "--heartbeat-interval", "1s", "--crawl-per-host", "0"}, flags...)
+	cmd, out := start(t, args...)
+	at := listening(t, out, "peers", "admin")
+	return &redisCoordinator{serve: out, peers: at["peers"], adm: at["admin"], proc: cmd.Process}
+}
+
+// startWorker starts a worker process of rc named id with slots and the
+// extra flags.
+func (rc *redisCoordinator) startWorker(t *testing.T, id string, slots int, flags ...string) {
+	t.Helper()
+	args := append([]string{"worker", "--connect", rc.peers, "--slots", strconv.Itoa(slots), "--id", id, "--heartbeat-interval", "1s"}, flags...)
+	start(t, args...)
+}
+
+// awaitWorkers waits until rc counts n idle workers.
+func (rc *redisCoordinator) awaitWorkers(t *testing.T, n int) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d workers registered", n), 30*time.Second, func() bool {
+		tot, _, ok := statusJSON(t, rc.adm)
+		return ok && tot.WorkersIdle == n
+	})
 }
 
 var submitCounts = regexp.MustCompile(`(\d+) submitted: (\d+) accepted, (\d+) duplicates, (\d+) waiting, (\d+) rejected`)

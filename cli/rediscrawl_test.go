@@ -17,12 +17,8 @@ import (
 // travels with its jobs).
 func startRedisCrawler(t *testing.T, url, name string) *redisCoordinator {
 	t.Helper()
-	const ephemeral = "tcp://127.0.0.1:0"
-	cmd, out := start(t, "serve", "--store", url, "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral,
-		"--metrics", "", "--heartbeat-interval", "1s", "--crawl-per-host", "0")
-	at := listening(t, out, "peers", "admin")
-	rc := &redisCoordinator{serve: out, peers: at["peers"], adm: at["admin"], proc: cmd.Process}
-	start(t, "worker", "--connect", rc.peers, "--slots", "4", "--id", "crawler-"+name, "--heartbeat-interval", "1s")
+	rc := startRedisServe(t, url)
+	rc.startWorker(t, "crawler-"+name, 4)
 	return rc
 }
 
@@ -68,16 +64,7 @@ func TestCrawlBudgetAcrossCoordinatorsOnRedis(t *testing.T) {
 		return ok && c != nil && c.Queued == 0 && c.Claimed == 0 && c.Done+c.Failed >= 60
 	})
 	t.Logf("settled in %v", time.Since(t0).Round(time.Millisecond))
-	fetched := 0
-	for path, n := range st.counts() {
-		if n != 1 || !strings.HasPrefix(path, "/p/") {
-			t.Errorf("%s fetched %d times, want once", path, n)
-		}
-		fetched += n
-	}
-	if fetched != 20 {
-		t.Fatalf("%d pages fetched, want exactly 20 (--max-pages 20 across both coordinators)", fetched)
-	}
+	st.fetchedOnce(t, 20, "--max-pages 20 across both coordinators")
 	finished := func(c admin.Crawl) bool {
 		return c.State == admin.CrawlDone && c.Done+c.Failed == 60 && c.Queued+c.Running+c.Backoff == 0
 	}

@@ -27,30 +27,16 @@ func TestPolitenessAcrossCoordinatorsOnRedis(t *testing.T) {
 	const pages = 80
 	site := newPoliteSite(t, pages, 20*time.Millisecond, "")
 	cl := redistest.Start(t)
-	const ephemeral = "tcp://127.0.0.1:0"
 	var adm, peers [2]string
 	for i := range adm {
-		_, out := start(t, "serve", "--store", cl.URL(), "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral,
-			"--metrics", "", "--heartbeat-interval", "1s", "--crawl-per-host", "1", "--crawl-min-delay", "200ms")
-		at := listening(t, out, "peers", "admin")
-		adm[i], peers[i] = at["admin"], at["peers"]
+		c := startRedisServe(t, cl.URL(), "--crawl-per-host", "1", "--crawl-min-delay", "200ms")
+		adm[i], peers[i] = c.adm, c.peers
 		for w := range 2 {
-			start(t, "worker", "--connect", peers[i], "--slots", "4", "--id", fmt.Sprintf("polite-%d-%d", i, w), "--heartbeat-interval", "1s")
+			c.startWorker(t, fmt.Sprintf("polite-%d-%d", i, w), 4)
 		}
-		eventually(t, "workers registered", 30*time.Second, func() bool {
-			tot, _, ok := statusJSON(t, adm[i])
-			return ok && tot.WorkersIdle == 2
-		})
+		c.awaitWorkers(t, 2)
 	}
-	for i := range adm {
-		args := []string{"submit", "--connect", peers[i]}
-		for p := i; p < pages; p += 2 {
-			args = append(args, fmt.Sprintf("%s/p/%d", site.srv.URL, p))
-		}
-		if out, code := run(t, "", args...); code != 0 {
-			t.Fatalf("submit to coordinator %d: exit %d, %s", i, code, out)
-		}
-	}
+	submitAlternate(t, peers, site.srv.URL, pages)
 	var done [2]int
 	var listed [2]bool // status listed the site among the cluster's polite hosts
 	host := strings.TrimPrefix(site.srv.URL, "http://")
@@ -85,6 +71,22 @@ func TestPolitenessAcrossCoordinatorsOnRedis(t *testing.T) {
 	}
 	if !listed[0] || !listed[1] {
 		t.Errorf("status listed %s among the cluster's polite hosts on coordinators 0 and 1: %v; want both (the claims find it at its limits)", host, listed)
+	}
+}
+
+// submitAlternate submits site/p/0 to site/p/<pages-1> to the two
+// coordinators in turn: the even pages to the first, the odd ones to the
+// second.
+func submitAlternate(t *testing.T, peers [2]string, site string, pages int) {
+	t.Helper()
+	for i := range peers {
+		args := []string{"submit", "--connect", peers[i]}
+		for p := i; p < pages; p += 2 {
+			args = append(args, fmt.Sprintf("%s/p/%d", site, p))
+		}
+		if out, code := run(t, "", args...); code != 0 {
+			t.Fatalf("submit to coordinator %d: exit %d, %s", i, code, out)
+		}
 	}
 }
 
@@ -126,28 +128,14 @@ func TestBackoffAcrossCoordinatorsOnRedis(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	cl := redistest.Start(t)
-	const ephemeral = "tcp://127.0.0.1:0"
 	var adm, peers [2]string
 	for i := range adm {
-		_, out := start(t, "serve", "--store", cl.URL(), "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral,
-			"--metrics", "", "--heartbeat-interval", "1s", "--crawl-per-host", "0")
-		at := listening(t, out, "peers", "admin")
-		adm[i], peers[i] = at["admin"], at["peers"]
-		start(t, "worker", "--connect", peers[i], "--slots", "2", "--id", fmt.Sprintf("backoff-%d", i), "--heartbeat-interval", "1s")
-		eventually(t, "worker registered", 30*time.Second, func() bool {
-			tot, _, ok := statusJSON(t, adm[i])
-			return ok && tot.WorkersIdle == 1
-		})
+		c := startRedisServe(t, cl.URL())
+		adm[i], peers[i] = c.adm, c.peers
+		c.startWorker(t, fmt.Sprintf("backoff-%d", i), 2)
+		c.awaitWorkers(t, 1)
 	}
-	for i := range adm {
-		args := []string{"submit", "--connect", peers[i]}
-		for p := i; p < pages; p += 2 {
-			args = append(args, fmt.Sprintf("%s/p/%d", srv.URL, p))
-		}
-		if out, code := run(t, "", args...); code != 0 {
-			t.Fatalf("submit to coordinator %d: exit %d, %s", i, code, out)
-		}
-	}
+	submitAlternate(t, peers, srv.URL, pages)
 	var done [2]int
 	eventually(t, fmt.Sprintf("%d pages done over both coordinators", pages), 180*time.Second, func() bool {
 		for i := range adm {
