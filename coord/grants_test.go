@@ -65,6 +65,10 @@ func TestQueueGrantedKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// ks[5] and ks[10:150] are found in the memo, the last at 149.
+	if m := c.grants.of(1); m == nil || m.at != 150 {
+		t.Fatalf("memo of session 1 after the QUEUE: %+v, want it consulted up to key 149", m)
+	}
 	if len(got) != len(q) {
 		t.Fatalf("%d verdicts for %d keys", len(got), len(q))
 	}
