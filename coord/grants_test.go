@@ -2,7 +2,9 @@ package coord
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"drover/coord/id"
 	"drover/coord/ledger"
@@ -127,5 +129,57 @@ func TestGrantMemoFind(t *testing.T) {
 	}
 	if g.of(7) != nil {
 		t.Error("session 7's memo kept after maxGrantMemos later sessions")
+	}
+}
+
+// TestGrantsFreeSlot: a session takes a slot another one freed, not the
+// round robin's, whose memo stays.
+func TestGrantsFreeSlot(t *testing.T) {
+	var g grants
+	for s := id.Session(1); s <= maxGrantMemos; s++ {
+		g.start(s)
+	}
+	g.drop(3)
+	g.start(9)
+	for _, s := range []id.Session{1, 2, 4, 9} {
+		if g.of(s) == nil {
+			t.Errorf("session %d has no memo after session 3 ended and session 9 started", s)
+		}
+	}
+}
+
+// TestGrantMemoOwnsItsKeys: the memo keeps copies of the keys' bytes, not
+// the message's strings (which would keep a whole message alive): it finds
+// the keys after the message's bytes are overwritten.
+func TestGrantMemoOwnsItsKeys(t *testing.T) {
+	var g grants
+	m := g.start(1)
+	msg := []byte("cpu1u2")
+	k1 := id.Key{Crawler: unsafe.String(&msg[0], 1), Processor: unsafe.String(&msg[1], 1), URL: unsafe.String(&msg[2], 2)}
+	k2 := id.Key{Crawler: k1.Crawler, Processor: k1.Processor, URL: unsafe.String(&msg[4], 2)}
+	m.add(k1, id.Fingerprint{1})
+	m.add(k2, id.Fingerprint{2})
+	copy(msg, "xxxxxx") // the next message read into the same buffer
+	for i, k := range []id.Key{{Crawler: "c", Processor: "p", URL: "u1"}, {Crawler: "c", Processor: "p", URL: "u2"}} {
+		if fp, ok := m.find(&k); !ok || fp != (id.Fingerprint{byte(i + 1)}) {
+			t.Errorf("key %+v: %v %v, want found with fingerprint %d", k, fp, ok, i+1)
+		}
+	}
+	if m.raw == nil || len(m.raw) > maxGrantBytes {
+		t.Errorf("memo holds %d bytes", len(m.raw))
+	}
+}
+
+// TestGrantMemoBytesBound: keys past maxGrantBytes are not kept (they are
+// worked out again).
+func TestGrantMemoBytesBound(t *testing.T) {
+	var g grants
+	m := g.start(1)
+	long := strings.Repeat("x", maxGrantBytes/2)
+	for i := range 3 {
+		m.add(id.Key{Crawler: "c", Processor: "p", URL: long + string(rune('a'+i))}, id.Fingerprint{})
+	}
+	if len(m.keys) != 1 || len(m.raw) > maxGrantBytes {
+		t.Errorf("memo holds %d keys in %d bytes, want 1 within %d", len(m.keys), len(m.raw), maxGrantBytes)
 	}
 }
