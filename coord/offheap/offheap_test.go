@@ -107,3 +107,16 @@ func TestMemMapsPastTheHeapPart(t *testing.T) {
 		t.Fatalf("released block: %d bytes mapped, want %d", m.Mapped(), before)
 	}
 }
+
+// TestStringsCheckUnusedClass: Check finds a ref to a slot of a class
+// that has handed out none.
+func TestStringsCheckUnusedClass(t *testing.T) {
+	type owner struct{ s Strings }
+	o := &owner{}
+	o.s.Init(New(o))
+	if err := o.s.Check([]Ref{{Slot: 1, Len: 5}}); err == nil {
+		t.Error("a ref to a slot of a class that handed out none passed the check")
+	}
+	runtime.KeepAlive(o)
+}
+

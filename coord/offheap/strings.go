@@ -74,13 +74,10 @@ func (s *Strings) Put(v string) Ref {
 
 // String returns r's string in a new string (a long one shared).
 func (s *Strings) String(r Ref) string {
-	switch r.Len {
-	case 0:
-		return ""
-	case Long:
+	if r.Len == Long {
 		return s.long[r.Slot]
 	}
-	return string(s.bytes(r))
+	return strings.Clone(s.View(r))
 }
 
 // View returns r's string without copying it: it aliases the slot, and is
@@ -92,12 +89,8 @@ func (s *Strings) View(r Ref) string {
 	case Long:
 		return s.long[r.Slot]
 	}
-	b := s.bytes(r)
-	return unsafe.String(unsafe.SliceData(b), len(b))
-}
-
-func (s *Strings) bytes(r Ref) []byte {
-	return s.classes[Class(int(r.Len))].At(r.Slot)[:r.Len]
+	b := s.classes[Class(int(r.Len))].At(r.Slot)
+	return unsafe.String(unsafe.SliceData(b), r.Len)
 }
 
 // Free releases r's string.
@@ -145,8 +138,8 @@ func (s *Strings) Check(refs []Ref) error {
 			}
 			free++
 		}
-		if sl.n > 0 && free+perClass[c] != int(sl.n)-1 {
-			return fmt.Errorf("string class %d: %d free + %d used != %d slots", c, free, perClass[c], sl.n-1)
+		if handed := max(int(sl.n)-1, 0); free+perClass[c] != handed {
+			return fmt.Errorf("string class %d: %d free + %d used != %d slots handed out", c, free, perClass[c], handed)
 		}
 	}
 	if len(longs)+len(s.freeL) != len(s.long)-1 {
