@@ -1,6 +1,8 @@
 // Package offheap keeps big pointer-free tables outside the Go heap (issue
-// 21): the ledger's records, index and URL bytes, the broker's job records
-// and key index.
+// 21). Two owners use it: the ledger (coord/ledger: its key records and
+// waiters in chunks, its fingerprint index, its URLs in Strings) and the
+// job broker (coord/broker: its job records in blocks, its key index, its
+// URLs in Strings).
 //
 // The tables hold no pointer into the Go heap, so the garbage collector
 // need not see them, and keeping them out of its heap keeps them out of its
@@ -9,16 +11,20 @@
 // about twice what the tables need. Outside the heap, RSS is what the
 // tables use plus a small Go heap.
 //
-// A small owner (the first 4 MiB) uses ordinary Go memory: tests make
-// thousands of them. Beyond, chunks (Alloc) are carved from regions of at
-// least 4 MiB (two huge pages: map_unix.go) that are never given back while
-// the owner lives, and a table (Table) of 512 KiB or more and every block
-// (Block) has a region of its own, given back by Release. When the owner
-// becomes unreachable, a cleanup unmaps everything (nothing of this memory
-// may be handed out beyond the owner).
+// A small owner uses ordinary Go memory: its chunks (Alloc) and blocks
+// (Block) come from the Go heap until it has taken 4 MiB of them (tests
+// make thousands of owners), and so does every table (Table) under 512
+// KiB. Beyond, chunks are carved from regions of at least 4 MiB (two huge
+// pages: map_unix.go) that are never given back while the owner lives, and
+// a table of 512 KiB or more and every further block has a region of its
+// own, given back by Release. When the owner becomes unreachable, a
+// cleanup unmaps everything (nothing of this memory may be handed out
+// beyond the owner).
 package offheap
 
 import (
+	"fmt"
+	"reflect"
 	"runtime"
 	"unsafe"
 )
@@ -132,11 +138,41 @@ func (m *Mem) freeAll() {
 }
 
 // View is b seen as n values of T, a type whose alignment is at most 8 and
-// that holds no pointer into the Go heap.
+// whose only pointers, if any, are to T: links between records that the
+// same owner keeps in its own memory (the broker's job lists), which the
+// garbage collector need not see. View panics on a T with any other
+// pointer (a string, a slice, a pointer to another type): what it points
+// at would be collected while still in use.
 func View[T any](b []byte, n int) []T {
 	var zero T
+	if t := reflect.TypeFor[T](); !pointerFree(t, t) || t.Align() > 8 {
+		panic(fmt.Sprintf("offheap: a view of %v, which holds pointers to other types or is aligned to more than 8 bytes", t))
+	}
 	if uintptr(len(b)) < uintptr(n)*unsafe.Sizeof(zero) {
 		panic("offheap: memory too small for its view")
 	}
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// pointerFree says whether a value of type t holds no pointer but to
+// values of type self.
+func pointerFree(t, self reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
+	case reflect.Array:
+		return t.Len() == 0 || pointerFree(t.Elem(), self)
+	case reflect.Pointer:
+		return t.Elem() == self
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !pointerFree(t.Field(i).Type, self) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -120,3 +120,41 @@ func TestStringsCheckUnusedClass(t *testing.T) {
 	runtime.KeepAlive(o)
 }
 
+// linked is a record with links to records of its own type.
+type linked struct {
+	link [2]struct{ prev, next *linked }
+	n    uint32
+}
+
+// TestViewRefusesPointers: View panics on a type that holds a pointer
+// other than to itself, at any depth, and takes a pointer-free one or one
+// that links to records of its own type.
+func TestViewRefusesPointers(t *testing.T) {
+	b := make([]byte, 128)
+	View[struct {
+		a uint32
+		b [2]struct{ c int16 }
+	}](b, 2)
+	View[linked](b, 2)
+	for name, view := range map[string]func(){
+		"pointer": func() { View[*int](b, 1) },
+		"string in struct": func() {
+			View[struct {
+				a int32
+				s string
+			}](b, 1)
+		},
+		"slice in array":   func() { View[[1]struct{ s []byte }](b, 1) },
+		"interface":        func() { View[any](b, 1) },
+		"pointer to other": func() { View[struct{ l *linked }](b, 1) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: View did not panic", name)
+				}
+			}()
+			view()
+		}()
+	}
+}
