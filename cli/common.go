@@ -70,6 +70,7 @@ func coordConfig(c *config.Config) coord.Config {
 			HoldbackStart:      c.Broker.HoldbackStart,
 			HoldbackCap:        c.Broker.HoldbackCap,
 			Politeness:         politeness(c, 0),
+			SmallPages:         !c.Ledger.HugePages,
 		},
 	}
 }

@@ -100,7 +100,7 @@ type Ledger struct {
 	RequestTTL time.Duration `yaml:"request_ttl"`
 	DoneTTL    time.Duration `yaml:"done_ttl"`   // 0: done forever
 	FailedTTL  time.Duration `yaml:"failed_ttl"` // 0: kept forever
-	HugePages  bool          `yaml:"huge_pages"` // tables ask for transparent huge pages
+	HugePages  bool          `yaml:"huge_pages"` // the ledger's and the broker's tables ask for transparent huge pages
 }
 
 // Backoff configures per-host back-off after throttling.

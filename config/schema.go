@@ -287,7 +287,7 @@ var schema = []Key{
 		"how long a failed job is kept, shown and requeueable, before it is forgotten; 0 keeps it forever",
 		dur(0, forever)),
 	key("ledger.huge_pages", KindBool, true,
-		"the ledger's big tables ask the OS for transparent huge pages (madvise): fewer TLB misses and page faults per key; false asks for small pages, for a host where THP defragmentation stalls page faults"),
+		"the big tables outside the Go heap (the ledger's and the job broker's) ask the OS for transparent huge pages (madvise): fewer TLB misses and page faults per key; false asks for small pages, for a host where THP defragmentation stalls page faults"),
 
 	key("backoff.start", KindDuration, time.Minute,
 		"first per-host back-off after a throttled answer without Retry-After", dur(time.Millisecond, forever)),

@@ -153,6 +153,12 @@ type Config struct {
 	// Politeness holds every host's limits for the whole fleet (polite.go).
 	// The zero value holds nothing back.
 	Politeness Politeness
+	// SmallPages keeps the broker's tables outside the Go heap (its job
+	// records, URLs and key index) on small pages: they ask the OS for no
+	// transparent huge pages (offheap.Mem.SmallPages). By default they ask
+	// for them. The configuration sets it with the ledger's
+	// (ledger.huge_pages).
+	SmallPages bool
 }
 
 // The defaults of Config.
@@ -393,6 +399,9 @@ func New(cfg Config) (*Broker, error) {
 		fanout:   otMax,
 	}
 	b.jobs.mem = offheap.New(b)
+	if cfg.SmallPages {
+		b.jobs.mem.SmallPages()
+	}
 	b.urls.Init(b.jobs.mem)
 	b.noHdr = b.newClass("", nil)
 	return b, nil

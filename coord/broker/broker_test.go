@@ -606,3 +606,17 @@ var errNotRecorded = errors.New("not recorded")
 
 // isNotRecorded reports whether result refused the outcome.
 func isNotRecorded(err error) bool { return errors.Is(err, errNotRecorded) }
+
+// TestSmallPagesConfig: Config.SmallPages reaches the memory of the
+// broker's tables.
+func TestSmallPagesConfig(t *testing.T) {
+	for _, small := range []bool{false, true} {
+		b, err := New(Config{SmallPages: small})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.jobs.mem.Small(); got != small {
+			t.Errorf("Config.SmallPages %v: the broker's memory has small pages %v", small, got)
+		}
+	}
+}
