@@ -241,21 +241,27 @@ func (q *Queue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) 
 	ids := make([]uint64, len(specs))
 	ctx, cancel := l.ctx()
 	defer cancel()
+	// Every id first: a job whose id could not be taken is not pushed,
+	// and none gets an id the caller would take for the queue's.
+	for i := range specs {
+		jid, err := q.jobID(ctx)
+		if err != nil {
+			clear(ids)
+			l.err = err
+			return ids, err
+		}
+		ids[i] = jid
+	}
 	cmds := make([]*goredis.IntCmd, len(specs))
 	pipe := l.rdb.Pipeline()
 	var errs []error
 	for i := range specs {
-		jid, err := q.jobID(ctx)
+		entry, err := encodeEntry(&specs[i], ids[i])
 		if err != nil {
-			l.err = err
-			return ids, err
-		}
-		entry, err := encodeEntry(&specs[i], jid)
-		if err != nil {
+			ids[i] = 0
 			errs = append(errs, err)
 			continue
 		}
-		ids[i] = jid
 		list := "jq"
 		if q.polite(&specs[i]) {
 			list = "pq"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -163,5 +164,62 @@ func TestLostClaimFreed(t *testing.T) {
 	a.Finish(time.Now(), items(mine), nil)
 	if _, leased := queueStats(t, a); leased != 1 {
 		t.Fatalf("leased %d after a finished its job; want 1 (b's)", leased)
+	}
+}
+
+// failIDs is a hook that, once armed, fails the next command taking a
+// block of job ids.
+type failIDs struct{ armed atomic.Bool }
+
+func (f *failIDs) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+func (f *failIDs) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		if a := cmd.Args(); cmd.Name() == "incrby" && len(a) > 1 && strings.HasSuffix(fmt.Sprint(a[1]), ":jobids") && f.armed.CompareAndSwap(true, false) {
+			err := errors.New("injected: connection reset")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+func (f *failIDs) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return next
+}
+
+// A batch whose job ids run out mid-way, the next block not taken, gives
+// no job an id without its being in the queue: the caller takes an id
+// for "the queue has it", and would drop the job.
+func TestPushBatchIDsFail(t *testing.T) {
+	var hook failIDs
+	l, _ := hookedLedger(t, &hook)
+	q := l.Jobs()
+	if _, err := q.Push(time.Now(), jobSpec(0)); err != nil {
+		t.Fatal(err)
+	}
+	q.nextID = q.lastID - 1 // two ids left in the block
+	hook.armed.Store(true)
+	ids, err := q.PushBatch(time.Now(), []broker.Spec{jobSpec(1), jobSpec(2), jobSpec(3), jobSpec(4)})
+	if hook.armed.Load() {
+		t.Fatal("the batch did not take a block of ids")
+	}
+	if err == nil {
+		t.Fatal("a batch whose ids could not be taken: no error; want one")
+	}
+	given := 0
+	for _, j := range ids {
+		if j != 0 {
+			given++
+		}
+	}
+	queued := 0
+	for i := range 5 { // five hosts, a job on each
+		n, err := l.rdb.LLen(t.Context(), l.pre(jobSpec(i).Host)+"jq").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		queued += int(n)
+	}
+	if queued != 1+given {
+		t.Fatalf("%d jobs queued, %d of the batch given ids; want every job given an id queued (and the first push's)", queued, given)
 	}
 }
