@@ -120,21 +120,23 @@ if op == 'claim' then
     out[1], out[7] = num(redis.call('LLEN', JQ) + pq), num(pq)
     return out
   end
+  -- pops up to k entries of q into the leases l and answers how many
+  -- leases it made: an entry whose key C already leases here (the same
+  -- job queued twice, as by a push sent again) is dropped, the job
+  -- leased once, so a polite slot is taken per lease, freed by its end
   local function take(q, l, k)
     if k <= 0 then return 0 end
     local got = redis.call('LPOP', q, k)
     if not got then return 0 end
-    local set = {}
+    local leased = 0
     for _, e in ipairs(got) do
       local sp = string.find(e, ' ', 1, true)
-      if sp then
-        set[#set + 1] = string.sub(e, 1, sp - 1)
-        set[#set + 1] = e
+      if sp and redis.call('HSETNX', l, string.sub(e, 1, sp - 1), e) == 1 then
         out[#out + 1] = e
+        leased = leased + 1
       end
     end
-    if #set > 0 then redis.call('HSET', l, unpack(set)) end
-    return #got
+    return leased
   end
   if redis.call('LLEN', PQ) > 0 then
     local n = P.n

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/coord/ledger"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // politeJob is job i of one host, of processor proc.
@@ -252,5 +255,31 @@ func TestPolitenessByBackoffKey(t *testing.T) {
 	again, err := q.Claim(time.Now(), 10)
 	if err != nil || len(again) != 1 || again[0].FP == got[0].FP {
 		t.Fatalf("after the first ended: claimed %d jobs, %v; want the other one", len(again), err)
+	}
+}
+
+// A polite job queued twice (a push sent again) is leased once and takes
+// one slot, which its end frees: the host's count of leased jobs goes
+// back to 0, not to the duplicates' number for good.
+func TestDuplicateEntryTakesOneSlot(t *testing.T) {
+	l, q := politeQueue(t, broker.Limits{PerHost: 2})
+	job := politeJob("fetch", 0)
+	if _, err := q.PushBatch(time.Now(), []broker.Spec{job, job}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Claim(time.Now(), 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claimed %d jobs, %v; want the one job, once", len(got), err)
+	}
+	q.Finish(time.Now(), items(got), nil)
+	if err := l.Err(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := l.rdb.HGet(t.Context(), l.pre(job.Host)+"pol", "n").Int()
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("after the job's end the host has %d polite jobs leased; want 0", n)
 	}
 }
