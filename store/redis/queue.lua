@@ -23,6 +23,10 @@
 --            ku    µs until which bu and bl are kept (the level is
 --                  forgiven then)
 --            bc    the coordinator that last moved bu
+--            bd    the longest back-off µs a coordinator set, kd the longest
+--                  time µs to forgive its level: bu is at most bd and ku at
+--                  most kd (or bu) ahead (a failover to a master whose
+--                  clock is behind clamps them, as next)
 -- ARGV: 1 op, then the operation's own arguments.
 --   claim  2 the most jobs to take, 3 the host's cap (0 none), 4 its
 --          interval µs (0 none). Nothing while the host backs off; else
@@ -70,11 +74,16 @@ local function now()
 end
 -- the host's record at t (a back-off whose level was forgiven is gone)
 local function pol(t)
-  local p = redis.call('HMGET', POL, 'n', 'next', 'g', 'bu', 'bl', 'ku', 'bc')
+  local p = redis.call('HMGET', POL, 'n', 'next', 'g', 'bu', 'bl', 'ku', 'bc', 'bd', 'kd')
   local P = {n = tonumber(p[1] or '0'), next = tonumber(p[2] or '0'), g = tonumber(p[3] or '0'),
-    bu = tonumber(p[4] or '0'), bl = tonumber(p[5] or '0'), ku = tonumber(p[6] or '0'), bc = p[7] or ''}
+    bu = tonumber(p[4] or '0'), bl = tonumber(p[5] or '0'), ku = tonumber(p[6] or '0'), bc = p[7] or '',
+    bd = tonumber(p[8] or '0'), kd = tonumber(p[9] or '0')}
+  if P.bd > 0 then
+    P.bu = math.min(P.bu, t + P.bd)
+    P.ku = math.min(P.ku, math.max(P.bu, t + P.kd))
+  end
   if P.ku <= t then
-    P.bu, P.bl, P.ku, P.bc = 0, 0, 0, ''
+    P.bu, P.bl, P.ku, P.bc, P.bd, P.kd = 0, 0, 0, '', 0, 0
   end
   return P
 end
@@ -90,10 +99,10 @@ local function setPol(P, t)
   end
   if P.ku > t then
     redis.call('HSET', POL, 'n', num(P.n), 'next', num(P.next), 'g', num(P.g),
-      'bu', num(P.bu), 'bl', num(P.bl), 'ku', num(P.ku), 'bc', P.bc)
+      'bu', num(P.bu), 'bl', num(P.bl), 'ku', num(P.ku), 'bc', P.bc, 'bd', num(P.bd), 'kd', num(P.kd))
   else
     redis.call('HSET', POL, 'n', num(P.n), 'next', num(P.next), 'g', num(P.g))
-    redis.call('HDEL', POL, 'bu', 'bl', 'ku', 'bc')
+    redis.call('HDEL', POL, 'bu', 'bl', 'ku', 'bc', 'bd', 'kd')
   end
   if P.n == 0 then
     redis.call('PEXPIRE', POL, num(math.ceil((keep - t) / 1000) + 1000))
@@ -234,13 +243,14 @@ elseif op == 'forget' then
 elseif op == 'backoff' then
   local t = now()
   local P = pol(t)
-  local bu = t + tonumber(ARGV[2])
-  if bu > P.bu then
-    P.bu = bu
+  local bd, kd = tonumber(ARGV[2]), tonumber(ARGV[4])
+  if t + bd > P.bu then
+    P.bu = t + bd
     P.bc = ARGV[5]
   end
   P.bl = math.max(P.bl, tonumber(ARGV[3]))
-  P.ku = math.max(P.ku, P.bu, t + tonumber(ARGV[4]))
+  P.ku = math.max(P.ku, P.bu, t + kd)
+  P.bd, P.kd = math.max(P.bd, bd), math.max(P.kd, kd)
   setPol(P, t)
   return backoff(P, t)
 elseif op == 'peek' then

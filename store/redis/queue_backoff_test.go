@@ -64,3 +64,42 @@ func TestBackoffAcrossCoordinators(t *testing.T) {
 		t.Fatalf("the host's jobs were claimed %v after a back-off of %v; want at least that", took, d)
 	}
 }
+
+// A host's back-off end set far ahead (as by a master whose clock was
+// ahead of the one that took over) holds its jobs at most the back-off's
+// length: a claim tells of an end within it, and the jobs are claimed
+// after it, not an hour later.
+func TestBackoffClampedToItsLength(t *testing.T) {
+	ls := peers(t, client(t), 2, ledger.Config{})
+	a, b := ls[0].Jobs(), ls[1].Jobs()
+	job := politeJob("fetch", 0)
+	if _, err := a.Push(time.Now(), job); err != nil {
+		t.Fatal(err)
+	}
+	const d = 2 * time.Second
+	start := time.Now()
+	a.BackOff(start, []broker.HostBackoff{{Host: job.Host, Until: start.Add(d), Level: 1, Forgiven: start.Add(d)}})
+	if err := ls[0].Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, rdb := t.Context(), ls[0].rdb
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := ls[0].pre(job.Host) + "pol"
+	if err := rdb.HSet(ctx, pol, "bu", now.Add(time.Hour).UnixMicro(), "ku", now.Add(2*time.Hour).UnixMicro()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Claim(time.Now(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 {
+		learned := b.Backoffs(nil)
+		if len(learned) != 1 || learned[0].Until.After(time.Now().Add(d)) {
+			t.Fatalf("a claim in a back-off whose end was moved an hour ahead told of %+v; want an end within its %v", learned, d)
+		}
+		claimSome(t, b, 10) // within a minute, not an hour
+	}
+}
