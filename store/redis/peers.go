@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -105,9 +106,37 @@ func (l *Ledger) Maintain(now time.Time) {
 	// what they still think they hold. It joins again.
 	if added, err := l.rdb.SAdd(ctx, l.liveSet(), l.coord).Result(); err == nil && added == 1 {
 		l.Rejoined++
+		l.rejoin(ctx)
 	}
 	l.pollWaits(ctx, now)
 	l.sweepDead(ctx, now)
+}
+
+// rejoin mends what the sweep of this coordinator undid: its record of
+// the hosts it has state on is gone, and its leases of the shared queue
+// went back to the queues. The hosts it remembers are registered again
+// (it may have taken leases there since the sweep, and will again: the
+// next sweep must find them), or, should that fail, forgotten, so the
+// next use of each registers it; the jobs it held are no longer its.
+func (l *Ledger) rejoin(ctx context.Context) {
+	if l.queue != nil {
+		clear(l.queue.held)
+	}
+	var err error
+	for part := range slices.Chunk(l.hostList, 1000) {
+		hosts := make([]any, len(part))
+		for i, h := range part {
+			hosts[i] = h
+		}
+		if err = l.rdb.SAdd(ctx, l.hostsKey(l.coord), hosts...).Err(); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		l.err = fmt.Errorf("redis ledger: registering again, after this coordinator was swept, the %d hosts it has state on: %w", len(l.hostList), err)
+		clear(l.hosts)
+		l.hostList = l.hostList[:0]
+	}
 }
 
 // pollWaits reads the keys local sessions wait on and answers those no

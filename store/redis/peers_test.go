@@ -259,3 +259,36 @@ func clusterCounts(l *Ledger) (ledger.Counts, error) {
 	c := l.sum(hosts)
 	return c, l.err
 }
+
+// A coordinator swept while paused, which joins again, registers again
+// the hosts it remembers: a lease it takes there after its return is
+// found by the sweep when it dies for good, and its job goes back to the
+// queue, not held by the dead for ever.
+func TestRejoinedCoordinatorSweptAgain(t *testing.T) {
+	ls := peers(t, client(t), 2, ledger.Config{})
+	live, paused := ls[0], ls[1]
+	q := paused.Jobs()
+	for i := range 2 {
+		if _, err := live.Jobs().Push(time.Now(), politeJob("fetch", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := q.Claim(time.Now(), 1); err != nil || len(got) != 1 {
+		t.Fatalf("first claim: %d jobs, %v; want 1", len(got), err)
+	}
+	ctx := t.Context()
+	live.sweepCoordinator(ctx, time.Now(), paused.Coordinator()) // taken for dead during a pause
+	paused.Maintain(time.Now())
+	if paused.Rejoined != 1 {
+		t.Fatalf("the swept coordinator rejoined %d times; want 1", paused.Rejoined)
+	}
+	got, err := q.Claim(time.Now(), 1)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim after the return: %d jobs, %v; want 1", len(got), err)
+	}
+	live.sweepCoordinator(ctx, time.Now(), paused.Coordinator()) // dead for good
+	leases := paused.pre(got[0].Host) + "jl:" + paused.Coordinator()
+	if n, err := paused.rdb.HLen(ctx, leases).Result(); err != nil || n != 0 {
+		t.Fatalf("after the second sweep the dead coordinator still leases %d jobs, %v; want 0 (back in the queue)", n, err)
+	}
+}
