@@ -41,7 +41,8 @@ func (s *Server) clusterCrawls() bool { return s.opts.ClusterCrawls != nil }
 
 // syncCrawls publishes this coordinator's jobs of each crawl and reads
 // every crawl back: definitions and states others set are applied here,
-// and the cluster's figures kept for view crawls.
+// and the cluster's figures kept for view crawls, which answers from
+// them (at most crawlSyncEvery old) without a round trip of its own.
 func (s *Server) syncCrawls(now time.Time) error {
 	cc := s.opts.ClusterCrawls
 	s.crawlSynced = now
@@ -85,6 +86,8 @@ func (s *Server) syncCrawls(now time.Time) error {
 	if retention {
 		s.setRetention() // results.go
 	}
+	// Consoles are told CHANGED once a read: other coordinators' results,
+	// events and crawl figures change with nothing here knowing.
 	s.adm.dirty = true
 	return nil
 }

@@ -325,17 +325,12 @@ func (s *Server) queryCrawls(q admin.Query) admin.Page {
 	page := admin.Page{View: admin.ViewCrawls}
 	now := s.now()
 	paged, _ := s.c.Paged() // jobs in the store only are in no crawl's counts (paging.go)
-	if s.clusterCrawls() {
-		if err := s.syncCrawls(now); err != nil { // the figures as of now
-			s.log.Warn("crawls on the cluster", "err", err)
-		}
-	}
 	for _, cs := range s.crawls {
-		if s.clusterCrawls() && (q.Filter == "" || strings.Contains(cs.def.Name, q.Filter)) {
-			page.Crawls = append(page.Crawls, s.clusterRow(now, cs))
-			continue
-		}
-		if q.Filter == "" || strings.Contains(cs.def.Name, q.Filter) {
+		switch {
+		case q.Filter != "" && !strings.Contains(cs.def.Name, q.Filter):
+		case s.clusterCrawls():
+			page.Crawls = append(page.Crawls, s.clusterRow(now, cs)) // clustercrawls.go
+		default:
 			c := cs.def
 			n := s.c.CrawlJobs(c.Name)
 			c.Queued, c.Running, c.Backoff, c.Failed = n.Queued, n.Dispatched, n.Backoff, n.Failed
