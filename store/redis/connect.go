@@ -11,6 +11,8 @@ import (
 
 // connect opens a cluster client on t's seed nodes (a plain client when
 // the one seed is a Redis without cluster support) and checks it answers.
+// Neither sends again a command of a call that must run at most once
+// (once.go).
 func connect(ctx context.Context, t Target) (goredis.UniversalClient, error) {
 	opts := &goredis.ClusterOptions{
 		Addrs:        t.Addrs,
@@ -22,13 +24,16 @@ func connect(ctx context.Context, t Target) (goredis.UniversalClient, error) {
 		WriteTimeout: 5 * time.Second,
 		MaxRedirects: 8,
 	}
-	var rdb goredis.UniversalClient = goredis.NewClusterClient(opts)
+	var rdb goredis.UniversalClient = newClusterClient(opts)
 	err := rdb.Ping(ctx).Err()
 	if err != nil && len(t.Addrs) == 1 && strings.Contains(err.Error(), "cluster support disabled") {
 		rdb.Close()
 		rdb = goredis.NewClient(&goredis.Options{
 			Addr: t.Addrs[0], Username: t.Username, Password: t.Password, TLSConfig: t.tlsConfig(),
 			DialTimeout: opts.DialTimeout, ReadTimeout: opts.ReadTimeout, WriteTimeout: opts.WriteTimeout,
+			// Its retries are outside any hook (once.go): none, so a
+			// claim or a count whose answer was lost is not run twice.
+			MaxRetries: -1,
 		})
 		err = rdb.Ping(ctx).Err()
 	}

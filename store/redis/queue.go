@@ -63,6 +63,8 @@ import (
 // not finished) and the hosts whose claim got no answer; the next Tick or
 // Claim sends those hosts the jobs it holds there, and the script returns
 // every other job leased to it to the front of its queue, its slot freed.
+// The client does not send such a claim again by itself (once.go): it
+// would run twice, and the first run's leases would be no one's.
 
 //go:embed queue.lua
 var queueLua string
@@ -268,7 +270,7 @@ func (q *Queue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) 
 		}
 		cmds[i] = pipe.RPush(ctx, l.pre(queueHost(&specs[i]))+list, entry)
 	}
-	_, _ = pipe.Exec(ctx)
+	_, _ = pipe.Exec(once(ctx))
 	hosts := make(map[string]struct{})
 	n := 0
 	for i, c := range cmds {
@@ -290,7 +292,7 @@ func (q *Queue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) 
 			pipe.SAdd(ctx, l.readyKey(), h)
 		}
 		pipe.IncrBy(ctx, l.queuedKey(), int64(n))
-		if _, err := pipe.Exec(ctx); err != nil {
+		if _, err := pipe.Exec(once(ctx)); err != nil {
 			errs = append(errs, fmt.Errorf("redis queue: marking %d hosts ready: %w", len(hosts), err))
 		}
 	}
@@ -370,7 +372,7 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 			limit, gap := q.limits(h)
 			calls[i] = call{host: h, keys: l.queueKeys(h, l.coord), args: []any{"claim", wants[i], limit, gap}}
 		}
-		vals, cerrs := l.runScript(ctx, queueScript, calls)
+		vals, cerrs := l.runScript(once(ctx), queueScript, calls)
 		var more []string
 		for i, h := range hosts {
 			v, err := claimAnswer(vals[i], cerrs[i])
@@ -410,7 +412,7 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 	q.snapPolite(now)
 	q.Claimed += uint64(len(out))
 	if len(out) > 0 {
-		l.rdb.DecrBy(ctx, l.queuedKey(), int64(len(out)))
+		l.rdb.DecrBy(once(ctx), l.queuedKey(), int64(len(out)))
 	}
 	if err := errors.Join(errs...); err != nil {
 		l.err = err
@@ -644,6 +646,7 @@ func (l *Ledger) sendFinish(ctx context.Context) {
 	calls := l.finRetry
 	l.finRetry = nil
 	var counts [2]*goredis.IntCmd
+	ctx = once(ctx) // the counts
 	_, errs := l.runScriptWith(ctx, queueScript, calls, func(p goredis.Pipeliner) { counts = l.addCounts(ctx, p) })
 	failed := []error{l.counted(counts)}
 	for i, err := range errs {
@@ -686,7 +689,7 @@ func (l *Ledger) returnJobs(ctx context.Context, d string, hosts []string) (int,
 		pipe := l.rdb.Pipeline()
 		pipe.SAdd(ctx, l.readyKey(), back...)
 		pipe.IncrBy(ctx, l.queuedKey(), int64(n))
-		if _, err := pipe.Exec(ctx); err != nil {
+		if _, err := pipe.Exec(once(ctx)); err != nil {
 			errs = append(errs, fmt.Errorf("redis queue: marking %d hosts ready again: %w", len(back), err))
 		}
 	}

@@ -1,9 +1,12 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -221,5 +224,92 @@ func TestPushBatchIDsFail(t *testing.T) {
 	}
 	if queued != 1+given {
 		t.Fatalf("%d jobs queued, %d of the batch given ids; want every job given an id queued (and the first push's)", queued, given)
+	}
+}
+
+// cutReply is a dialer whose connections, once it is armed, let the next
+// request carrying a claim script reach Redis and its reply come back,
+// then read the reply and end the connection (io.EOF): the claim ran,
+// its answer was lost below the client, which may send it again.
+type cutReply struct{ armed atomic.Bool }
+
+func (c *cutReply) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &cutConn{Conn: conn, cut: c}, nil
+}
+
+type cutConn struct {
+	net.Conn
+	cut    *cutReply
+	doomed atomic.Bool
+}
+
+func (c *cutConn) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte("claim")) && c.cut.armed.CompareAndSwap(true, false) {
+		c.doomed.Store(true)
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *cutConn) Read(b []byte) (int, error) {
+	if c.doomed.Load() {
+		c.Conn.Read(make([]byte, 64<<10)) // the reply: the script ran
+		c.Conn.Close()
+		return 0, io.EOF
+	}
+	return c.Conn.Read(b)
+}
+
+// A claim whose reply is cut on the connection after Redis ran it is not
+// run again by the client (which would lease more jobs and leave the
+// first run's leased to no one, a polite slot with them): the claim
+// fails, and the next Tick frees what it leased, for the other
+// coordinators.
+func TestClaimNotResentAfterCutReply(t *testing.T) {
+	client(t) // the cluster, or skip
+	var cut cutReply
+	cutting := newClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs(), Dialer: cut.dial})
+	t.Cleanup(func() { cutting.Close() })
+	prefix := fmt.Sprintf("cut%d", prefixes.Add(1))
+	var ls []*Ledger
+	for _, rdb := range []goredis.UniversalClient{cutting, client(t)} {
+		l, err := newLedger(context.Background(), rdb, Config{Prefix: prefix, Heartbeat: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.halt() })
+		ls = append(ls, l)
+	}
+	a, b := ls[0].Jobs(), ls[1].Jobs()
+	policy := politeAll(broker.Limits{PerHost: 2})
+	a.HoldPoliteness(policy)
+	b.HoldPoliteness(policy)
+	for i := range 3 {
+		if _, err := a.Push(time.Now(), politeJob("fetch", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine, err := a.Claim(time.Now(), 1)
+	if err != nil || len(mine) != 1 {
+		t.Fatalf("first claim: %d jobs, %v; want 1", len(mine), err)
+	}
+	cut.armed.Store(true)
+	got, err := a.Claim(time.Now(), 1)
+	if cut.armed.Load() {
+		t.Fatal("the claim did not meet the cut")
+	}
+	if err == nil || len(got) != 0 {
+		t.Fatalf("a claim whose reply was cut: %d jobs, %v; want none and an error", len(got), err)
+	}
+	ls[0].Tick(time.Now())
+	if got, err := b.Claim(time.Now(), 10); err != nil || len(got) != 1 {
+		t.Fatalf("after a's Tick, b claimed %d jobs, %v; want 1 (the slot the cut claim took, free)", len(got), err)
+	}
+	if _, leased := queueStats(t, a); leased != 2 {
+		t.Fatalf("%d jobs leased; want 2 (a's own and b's)", leased)
 	}
 }

@@ -240,7 +240,7 @@ func queueStats(t *testing.T, q *Queue) (queued, leased int64) {
 func hookedClient(t *testing.T, hook goredis.Hook) *goredis.ClusterClient {
 	t.Helper()
 	client(t) // the cluster, or skip
-	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs()})
+	rdb := newClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs()})
 	t.Cleanup(func() { rdb.Close() })
 	rdb.AddHook(hook)
 	return rdb

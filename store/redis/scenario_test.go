@@ -59,7 +59,7 @@ func client(t testing.TB) goredis.UniversalClient {
 	if clusterErr != nil {
 		t.Fatalf("starting a local Redis cluster: %v", clusterErr)
 	}
-	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs()})
+	rdb := newClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs()})
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
 }

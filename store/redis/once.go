@@ -1,0 +1,106 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Calls that take or count (a claim leases jobs, a push queues them, a
+// finish adds to the cluster's totals) must run at most once. The cluster
+// client sends a node's pipeline again, whole, when the node's reply was
+// cut (EOF, reset, read timeout): the scripts already ran, those answered
+// before the cut included, and running a claim again leases jobs that no
+// one hears of. A context made by once marks such a call, and sendOnce,
+// a hook on every node's client (newClusterClient), lets the client send
+// one of its commands again only if it never reached Redis or Redis
+// answered that it did not run it (an error reply: MOVED, ASK, TRYAGAIN,
+// CLUSTERDOWN, LOADING). A command whose answer was lost keeps its error,
+// which reaches the caller's recovery (a claim's unsure hosts, freed by
+// forget; a finish or a count sent again by the next Tick); one answered
+// keeps its answer.
+
+type sentKey struct{}
+
+// sentSet is the commands of one call that were handed to a node.
+type sentSet struct {
+	mu sync.Mutex
+	m  map[goredis.Cmder]bool
+}
+
+// once marks ctx's commands to be sent at most once (see above).
+func once(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sentKey{}, &sentSet{m: make(map[goredis.Cmder]bool)})
+}
+
+// send reports whether cmd may go to a node now: it was never sent, or
+// Redis refused it without running it.
+func (s *sentSet) send(cmd goredis.Cmder) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.m[cmd] {
+		s.m[cmd] = true
+		return true
+	}
+	var refused goredis.Error
+	return errors.As(cmd.Err(), &refused)
+}
+
+// sendOnce is the hook that keeps a node's client from sending a command
+// of a call marked by once twice.
+type sendOnce struct{}
+
+func (sendOnce) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (sendOnce) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		if s, ok := ctx.Value(sentKey{}).(*sentSet); ok && !s.send(cmd) {
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (sendOnce) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		s, ok := ctx.Value(sentKey{}).(*sentSet)
+		if !ok {
+			return next(ctx, cmds)
+		}
+		send := make([]goredis.Cmder, 0, len(cmds))
+		for _, c := range cmds {
+			if s.send(c) {
+				send = append(send, c)
+			}
+		}
+		if len(send) > 0 {
+			return next(ctx, send)
+		}
+		for _, c := range cmds {
+			if err := c.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// newClusterClient is a cluster client whose nodes' clients send the
+// commands of a call marked by once at most once.
+func newClusterClient(opts *goredis.ClusterOptions) *goredis.ClusterClient {
+	o := *opts
+	newClient := o.NewClient
+	o.NewClient = func(no *goredis.Options) *goredis.Client {
+		var c *goredis.Client
+		if newClient != nil {
+			c = newClient(no)
+		} else {
+			c = goredis.NewClient(no)
+		}
+		c.AddHook(sendOnce{})
+		return c
+	}
+	return goredis.NewClusterClient(&o)
+}
