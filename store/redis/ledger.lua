@@ -94,6 +94,15 @@ local function many(cmd, k, args)
     redis.call(cmd, k, unpack(args, i, math.min(i + 999, #args)))
   end
 end
+-- the list at t[k], made empty if there is none
+local function listAt(t, k)
+  local l = t[k]
+  if not l then
+    l = {}
+    t[k] = l
+  end
+  return l
+end
 local function prefetch(from, step)
   local need, seen = {}, {}
   for i = from, #ARGV, step do
@@ -105,12 +114,7 @@ local function prefetch(from, step)
   end
   local by = {} -- bucket -> its FPs in need
   for _, fp in ipairs(need) do
-    local b = bucketOf(fp)
-    local l = by[b]
-    if not l then
-      l = {}
-      by[b] = l
-    end
+    local l = listAt(by, bucketOf(fp))
     l[#l + 1] = fp
   end
   for b, l in pairs(by) do
@@ -134,13 +138,8 @@ end
 local function flushRecords()
   local sets, dels = {}, {} -- bucket -> HSET arguments; bucket -> HDEL arguments
   for fp in pairs(dirty) do
-    local r, b = cache[fp], bucketOf(fp)
-    local t = r and sets or dels
-    local a = t[b]
-    if not a then
-      a = {}
-      t[b] = a
-    end
+    local r = cache[fp]
+    local a = listAt(r and sets or dels, bucketOf(fp))
     a[#a + 1] = fp
     if r then a[#a + 1] = cmsgpack.pack(unpack(r)) end
   end

@@ -110,6 +110,14 @@ local function setPol(P, t)
     redis.call('PERSIST', POL)
   end
 end
+-- frees k of the host's polite slots (leases ended uncharged)
+local function free(k)
+  if k <= 0 then return end
+  local t = now()
+  local P = pol(t)
+  P.n = P.n - k
+  setPol(P, t)
+end
 -- the back-off part of an answer: µs to its end, level, µs to its
 -- forgiveness, who moved its end
 local function backoff(P, t)
@@ -207,12 +215,7 @@ elseif op == 'unlease' then
     end
     redis.call('DEL', q[1])
     back = back + #vals
-    if q[1] == PL and #vals > 0 then
-      local t = now()
-      local P = pol(t)
-      P.n = P.n - #vals
-      setPol(P, t)
-    end
+    if q[1] == PL then free(#vals) end
   end
   return back
 elseif op == 'forget' then
@@ -231,12 +234,7 @@ elseif op == 'forget' then
     if #drop > 0 then
       hdel(q[1], drop)
       back = back + #drop
-      if q[1] == PL then
-        local t = now()
-        local P = pol(t)
-        P.n = P.n - #drop
-        setPol(P, t)
-      end
+      if q[1] == PL then free(#drop) end
     end
   end
   return back
