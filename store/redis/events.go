@@ -33,20 +33,37 @@ func (e *Events) Add(evs []admin.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	ctx, cancel := e.l.ctx()
-	defer cancel()
-	pipe := e.l.rdb.Pipeline()
-	for i := range evs {
+	_, err := e.l.addEntries(e.key(), EventsKept, len(evs), func(i int) ([]any, error) {
 		b, err := json.Marshal(&evs[i])
 		if err != nil {
-			return fmt.Errorf("redis events: encoding a %s event: %w", evs[i].Kind, err)
+			return nil, fmt.Errorf("encoding a %s event: %w", evs[i].Kind, err)
 		}
-		pipe.XAdd(ctx, &goredis.XAddArgs{Stream: e.key(), MaxLen: EventsKept, Approx: true, Values: []any{"c", e.l.coord, "e", b}})
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
+		return []any{"c", e.l.coord, "e", b}, nil
+	})
+	if err != nil {
 		return fmt.Errorf("redis events: adding %d events: %w", len(evs), err)
 	}
 	return nil
+}
+
+// addEntries appends n entries to stream in one round trip (the stream
+// trimmed to about maxLen entries; 0: not trimmed), entry i's fields
+// being fields(i); an error of fields sends none. It returns each entry's
+// command, and the first error.
+func (l *Ledger) addEntries(stream string, maxLen int64, n int, fields func(i int) ([]any, error)) ([]*goredis.StringCmd, error) {
+	ctx, cancel := l.ctx()
+	defer cancel()
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*goredis.StringCmd, n)
+	for i := range n {
+		v, err := fields(i)
+		if err != nil {
+			return nil, err
+		}
+		cmds[i] = pipe.XAdd(ctx, &goredis.XAddArgs{Stream: stream, MaxLen: maxLen, Approx: maxLen > 0, Values: v})
+	}
+	_, err := pipe.Exec(ctx)
+	return cmds, err
 }
 
 // Recent reads up to n of the newest events, newest first, each with the

@@ -62,14 +62,7 @@ func (r *Results) Add(recs []store.ResultRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	ctx, cancel := r.l.ctx()
-	defer cancel()
-	pipe := r.l.rdb.Pipeline()
-	cmds := make([]*goredis.StringCmd, len(recs))
-	for i := range recs {
-		cmds[i] = pipe.XAdd(ctx, &goredis.XAddArgs{Stream: r.key(), Values: resultFields(&recs[i])})
-	}
-	_, _ = pipe.Exec(ctx)
+	cmds, _ := r.l.addEntries(r.key(), 0, len(recs), func(i int) ([]any, error) { return resultFields(&recs[i]), nil })
 	var errs []error
 	for i, c := range cmds {
 		recs[i].Cursor = 0
