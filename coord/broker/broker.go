@@ -317,11 +317,9 @@ type Broker struct {
 	names names.Pairs     // the (crawler, processor) of every job's key
 	urls  offheap.Strings // every job's URL
 	// Side tables the job records number into (job.go): payloads and
-	// jobMore records, each with the numbers freed for reuse (0: none).
-	pays      [][]byte
-	freePays  []uint32
-	mores     []*jobMore
-	freeMores []uint32
+	// jobMore records.
+	pays  sideTable[[]byte]
+	mores sideTable[*jobMore]
 	// onForget is called as a job's record is forgotten (OnForget).
 	onForget func(fp id.Fingerprint, url string)
 	count    [nStates]int

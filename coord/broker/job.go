@@ -87,33 +87,16 @@ func (b *Broker) urlView(j *job) string { return b.urls.View(j.urlRef()) }
 
 // payload is the job's payload (nil when it has none).
 func (b *Broker) payload(j *job) []byte {
-	if j.pay == 0 {
-		return nil
-	}
-	return b.pays[j.pay]
+	return b.pays.at(j.pay)
 }
 
 // setPayload keeps p as the job's payload (nothing when it is empty),
 // releasing the one it had.
 func (b *Broker) setPayload(j *job, p []byte) {
-	if j.pay != 0 {
-		b.pays[j.pay] = nil
-		b.freePays = append(b.freePays, j.pay)
-		j.pay = 0
+	b.pays.del(&j.pay)
+	if len(p) > 0 {
+		j.pay = b.pays.add(p)
 	}
-	if len(p) == 0 {
-		return
-	}
-	if n := len(b.freePays); n > 0 {
-		j.pay, b.freePays = b.freePays[n-1], b.freePays[:n-1]
-	} else {
-		if len(b.pays) == 0 {
-			b.pays = append(b.pays, nil) // 0: none
-		}
-		j.pay = uint32(len(b.pays))
-		b.pays = append(b.pays, nil)
-	}
-	b.pays[j.pay] = p
 }
 
 // classOf is the job's header class.
@@ -170,38 +153,22 @@ type jobMore struct {
 
 // moreOf is the job's side record, nil when it has none.
 func (b *Broker) moreOf(j *job) *jobMore {
-	if j.more == 0 {
-		return nil
-	}
-	return b.mores[j.more]
+	return b.mores.at(j.more)
 }
 
 // moreFor is the job's side record, made when it has none.
 func (b *Broker) moreFor(j *job) *jobMore {
 	if j.more != 0 {
-		return b.mores[j.more]
+		return b.mores.at(j.more)
 	}
 	m := &jobMore{heldIdx: -1}
-	if n := len(b.freeMores); n > 0 {
-		j.more, b.freeMores = b.freeMores[n-1], b.freeMores[:n-1]
-	} else {
-		if len(b.mores) == 0 {
-			b.mores = append(b.mores, nil) // 0: none
-		}
-		j.more = uint32(len(b.mores))
-		b.mores = append(b.mores, nil)
-	}
-	b.mores[j.more] = m
+	j.more = b.mores.add(m)
 	return m
 }
 
 // dropMore forgets the job's side record.
 func (b *Broker) dropMore(j *job) {
-	if j.more != 0 {
-		b.mores[j.more] = nil
-		b.freeMores = append(b.freeMores, j.more)
-		j.more = 0
-	}
+	b.mores.del(&j.more)
 }
 
 // workerOf is the worker holding the job, nil when none does.
@@ -209,7 +176,7 @@ func (b *Broker) workerOf(j *job) *worker {
 	if j.more == 0 {
 		return nil
 	}
-	return b.mores[j.more].worker
+	return b.mores.at(j.more).worker
 }
 
 // hist is the job's attempt history, newest last.
@@ -369,5 +336,47 @@ func (s *jobStore) forget(j *job) {
 			s.mem.Release(unsafe.Slice((*byte)(unsafe.Pointer(s.chunks[c])), chunkBytes))
 		}
 		s.chunks[c] = nil
+	}
+}
+
+// sideTable keeps values of T that only some job records have, numbered
+// from 1 (a record holds 0 for none), reusing freed numbers.
+type sideTable[T any] struct {
+	v    []T // index 0 unused
+	free []uint32
+}
+
+// add keeps x and returns its number.
+func (t *sideTable[T]) add(x T) uint32 {
+	var i uint32
+	if n := len(t.free); n > 0 {
+		i, t.free = t.free[n-1], t.free[:n-1]
+	} else {
+		if len(t.v) == 0 {
+			t.v = make([]T, 1) // 0: none
+		}
+		i = uint32(len(t.v))
+		t.v = append(t.v, x)
+	}
+	t.v[i] = x
+	return i
+}
+
+// at is value number i, the zero value for 0.
+func (t *sideTable[T]) at(i uint32) T {
+	if i == 0 {
+		var zero T
+		return zero
+	}
+	return t.v[i]
+}
+
+// del forgets value number *i (nothing for 0) and sets *i to 0.
+func (t *sideTable[T]) del(i *uint32) {
+	if *i != 0 {
+		var zero T
+		t.v[*i] = zero
+		t.free = append(t.free, *i)
+		*i = 0
 	}
 }
