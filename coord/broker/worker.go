@@ -342,11 +342,19 @@ func (b *Broker) Left(now time.Time, s id.Session) {
 	if w == nil {
 		return
 	}
+	b.leave(now, w, admin.EventWorkerLeft, "left")
+}
+
+// leave takes a live worker out of the broker (event kind), its jobs
+// requeued uncharged (outcome), and drops its record. It returns how many
+// jobs went back.
+func (b *Broker) leave(now time.Time, w *worker, kind admin.EventKind, outcome string) int {
 	t := ns(now)
 	b.unlinkWorker(w, t)
-	b.emit(admin.Event{At: now, Kind: admin.EventWorkerLeft, Worker: w.id})
-	b.requeueHeld(w, now, t, "left", false)
+	b.emit(admin.Event{At: now, Kind: kind, Worker: w.id})
+	n := b.requeueHeld(w, now, t, outcome, false)
 	b.dropRecord(w)
+	return n
 }
 
 // Evict drops a worker on the operator's command: its jobs are requeued
@@ -357,16 +365,12 @@ func (b *Broker) Evict(now time.Time, workerID string) (int, error) {
 	if w == nil {
 		return 0, fmt.Errorf("evict worker %q: %w", workerID, ErrUnknownWorker)
 	}
-	t := ns(now)
 	if w.lost {
 		b.dropRecord(w)
 		b.emit(admin.Event{At: now, Kind: admin.EventWorkerEvicted, Worker: w.id, Detail: "lost record"})
 		return 0, nil
 	}
-	b.unlinkWorker(w, t)
-	b.emit(admin.Event{At: now, Kind: admin.EventWorkerEvicted, Worker: w.id})
-	n := b.requeueHeld(w, now, t, "evicted", false)
-	b.dropRecord(w)
+	n := b.leave(now, w, admin.EventWorkerEvicted, "evicted")
 	b.closed = append(b.closed, Closed{Session: w.session, Worker: w.id})
 	return n, nil
 }
