@@ -419,13 +419,7 @@ func TestWorkersQuery(t *testing.T) {
 // TestIdleTreesDropped checks that a sort index nobody queries is dropped
 // after about 2n changes, and rebuilt correctly by the next query.
 func TestIdleTreesDropped(t *testing.T) {
-	b, err := New(Config{Jitter: -1, RetryJitter: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Register(epoch, 1, WorkerInfo{ID: "w"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	b := oneWorker(t, 0)
 	for i := range 100 {
 		b.Submit(epoch, Spec{Key: id.Key{URL: "u" + strconv.Itoa(i%7)}})
 	}

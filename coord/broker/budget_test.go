@@ -8,18 +8,26 @@ import (
 	"drover/coord/id"
 )
 
-// TestBudget: a crawl with a budget of 3 pages dispatches 3 of its 5 jobs
-// (a retry does not count again) and fails the other 2 as budget; another
-// crawler is not limited.
-func TestBudget(t *testing.T) {
+// oneWorker returns a broker without jitter and one worker (session 1,
+// "w") of the given slots (0: the default).
+func oneWorker(t *testing.T, slots int) *Broker {
+	t.Helper()
 	b, err := New(Config{Jitter: -1, RetryJitter: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := epoch
-	if err := b.Register(now, 1, WorkerInfo{ID: "w", Slots: 10}, nil); err != nil {
+	if err := b.Register(epoch, 1, WorkerInfo{ID: "w", Slots: slots}, nil); err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// TestBudget: a crawl with a budget of 3 pages dispatches 3 of its 5 jobs
+// (a retry does not count again) and fails the other 2 as budget; another
+// crawler is not limited.
+func TestBudget(t *testing.T) {
+	b := oneWorker(t, 10)
+	now := epoch
 	b.SetBudget("news", 3, 1) // one page spent before a restart
 	for i := range 4 {
 		b.Submit(now, Spec{Key: id.Key{Crawler: "news", URL: "http://h/" + strconv.Itoa(i)}, Host: "h"})
@@ -57,14 +65,8 @@ func TestBudget(t *testing.T) {
 // run; resume dispatches them; cancel fails the queued ones as cancelled,
 // and a cancelled job can be requeued once the crawl is resumed.
 func TestCrawlPauseCancel(t *testing.T) {
-	b, err := New(Config{Jitter: -1, RetryJitter: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := oneWorker(t, 2)
 	now := epoch
-	if err := b.Register(now, 1, WorkerInfo{ID: "w", Slots: 2}, nil); err != nil {
-		t.Fatal(err)
-	}
 	b.SetCrawlState(now, "a", CrawlPaused)
 	for i := range 3 {
 		b.Submit(now, Spec{Key: id.Key{Crawler: "a", URL: "http://h/a" + strconv.Itoa(i)}, Host: "h"})
@@ -156,14 +158,8 @@ func TestCrawlJobs(t *testing.T) {
 // budget, counted in its crawl's failed jobs, is never dispatched, and can
 // be requeued.
 func TestRefuse(t *testing.T) {
-	b, err := New(Config{Jitter: -1, RetryJitter: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := oneWorker(t, 10)
 	now := epoch
-	if err := b.Register(now, 1, WorkerInfo{ID: "w", Slots: 10}, nil); err != nil {
-		t.Fatal(err)
-	}
 	b.SetBudget("news", 0, 0) // counted here, limited elsewhere
 	jid := b.Refuse(now, Spec{Key: id.Key{Crawler: "news", URL: "http://h/1"}, Host: "h"}, 20)
 	fin := b.TakeFinished(nil)
