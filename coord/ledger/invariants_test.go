@@ -174,10 +174,10 @@ func (l *Ledger) check() error {
 		}
 		return n
 	}
-	if f := count(l.freeR, func(i int32) int32 { return l.recs.at(i).lq.next }); f+len(seen) != l.recs.size()-1 {
+	if f := l.recs.freeLen(); f+len(seen) != l.recs.size()-1 {
 		return fmt.Errorf("recs: %d free + %d live != %d slots", f, len(seen), l.recs.size()-1)
 	}
-	if f := count(l.freeW, func(i int32) int32 { return l.ws.at(i).fifo.next }); f+l.nWaiters != l.ws.size()-1 {
+	if f := l.ws.freeLen(); f+l.nWaiters != l.ws.size()-1 {
 		return fmt.Errorf("waiters: %d free + %d used != %d slots", f, l.nWaiters, l.ws.size()-1)
 	}
 	if f := count(l.freeS, func(i int32) int32 { return l.sess[i].nextFree }); f+len(l.sessIdx) != len(l.sess)-1 {

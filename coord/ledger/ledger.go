@@ -223,14 +223,12 @@ type Ledger struct {
 
 	idx   index     // requested and queued keys -> index in recs
 	recs  slab[rec] // index 0 is unused so that 0 means "none"
-	freeR int32     // free list of recs, linked through lq.next
 	keys  keyStore  // the keys of recs
 	lease list      // requested keys, oldest lease first
 	queue list      // queued keys, in the order they were queued
 
-	ws    slab[waiter]    // index 0 unused
-	freeW int32           // free list of waiters, linked through fifo.next
-	wq    map[int32]*list // the waiter FIFO of each record that has waiters
+	ws slab[waiter]    // index 0 unused
+	wq map[int32]*list // the waiter FIFO of each record that has waiters
 
 	// The links of each list (slab.go).
 	atLQ, atOwn, atFIFO, atSW func(int32) *link
@@ -344,7 +342,7 @@ func (l *Ledger) wait(t int64, s id.Session, reqID uint64, ri int32) {
 		}
 	}
 	si := l.session(s, true)
-	wi := l.allocWaiter()
+	wi := l.ws.alloc()
 	w := l.ws.at(wi)
 	w.session, w.reqID, w.since, w.rec = s, reqID, t, ri
 	l.fifo(ri, true).push(wi, l.atFIFO)
@@ -445,7 +443,7 @@ func (l *Ledger) answerWaiters(ri int32, reason Reason) {
 		si := l.session(w.session, false)
 		l.sess[si].waits.unlink(wi, l.atSW)
 		l.gcSession(si)
-		l.freeWaiter(wi)
+		l.ws.release(wi)
 		l.nWaiters--
 		wi = w.fifo.next
 	}
@@ -471,7 +469,7 @@ func (l *Ledger) Release(now time.Time, s id.Session) {
 		l.fifo(w.rec, false).unlink(wi, l.atFIFO)
 		l.dropFIFO(w.rec)
 		l.event(EventLeft, s, l.recs.at(w.rec).fp, ReasonReleased)
-		l.freeWaiter(wi)
+		l.ws.release(wi)
 		l.nWaiters--
 		wi = w.sw.next
 	}
@@ -504,7 +502,7 @@ func (l *Ledger) handOver(t int64, ri int32, cause Reason) {
 	q.unlink(wi, l.atFIFO)
 	l.dropFIFO(ri)
 	l.sess[si].waits.unlink(wi, l.atSW)
-	l.freeWaiter(wi)
+	l.ws.release(wi)
 	l.nWaiters--
 	r.owner, r.since = si, t
 	l.lease.push(ri, l.atLQ)

@@ -27,7 +27,7 @@ import (
 type rec struct {
 	fp     id.Fingerprint
 	since  int64  // ns: lease start (requested) or queue time
-	lq     link   // lease list or queue list; lq.next links the free list
+	lq     link   // lease list or queue list
 	own    link   // owner's held keys
 	owner  int32  // requested: the holder's index in Ledger.sess; queued: 0
 	names  uint32 // the interned (crawler, processor)
@@ -43,7 +43,7 @@ type waiter struct {
 	reqID   uint64
 	since   int64
 	rec     int32
-	fifo    link // the record's FIFO; fifo.next links the free list
+	fifo    link // the record's FIFO
 	sw      link // the session's waits
 }
 
@@ -96,10 +96,14 @@ func (ls *list) unlink(i int32, at func(int32) *link) {
 
 // slab is storage for T addressed by int32 index, in fixed-size chunks so
 // that growing never copies (no pause proportional to the table, and
-// pointers to elements stay valid). Index 0 is reserved as "none".
+// pointers to elements stay valid). Index 0 is reserved as "none". A
+// released element is zero but for its first four bytes, which link the
+// free list (T is at least four bytes, 4-aligned, and its first four are
+// nothing a free element is looked at for).
 type slab[T any] struct {
 	chunks [][]T
 	n      int32        // indexes [0, n) have been handed out (0 at creation)
+	free   int32        // the first released index, 0: none
 	mem    *offheap.Mem // where chunks come from; T holds no Go pointer
 }
 
@@ -115,6 +119,9 @@ func (s *slab[T]) at(i int32) *T { return &s.chunks[i>>chunkBits][i&(chunkLen-1)
 func (s *slab[T]) grow() int32 {
 	if int(s.n) == len(s.chunks)*chunkLen {
 		var zero T
+		if unsafe.Sizeof(zero) < 4 || unsafe.Alignof(zero) < 4 {
+			panic("ledger: a slab's elements must have room for its free list's link")
+		}
 		s.chunks = append(s.chunks, offheap.View[T](s.mem.Alloc(chunkLen*int(unsafe.Sizeof(zero))), chunkLen))
 	}
 	s.n++
@@ -124,6 +131,35 @@ func (s *slab[T]) grow() int32 {
 // size is the number of indexes handed out, 0 included.
 func (s *slab[T]) size() int { return int(s.n) }
 
+// alloc hands out a zeroed element: a released one, else a never-used one.
+func (s *slab[T]) alloc() int32 {
+	if i := s.free; i != 0 {
+		next := (*int32)(unsafe.Pointer(s.at(i)))
+		s.free, *next = *next, 0
+		return i
+	}
+	return s.grow()
+}
+
+// release zeroes element i and puts it on the free list.
+func (s *slab[T]) release(i int32) {
+	e := s.at(i)
+	var zero T
+	*e = zero
+	*(*int32)(unsafe.Pointer(e)) = s.free
+	s.free = i
+}
+
+// freeLen is the length of the free list (for checks; a cycle stops it
+// past size).
+func (s *slab[T]) freeLen() int {
+	n := 0
+	for i := s.free; i != 0 && n <= int(s.n); i = *(*int32)(unsafe.Pointer(s.at(i))) {
+		n++
+	}
+	return n
+}
+
 // The links each list uses, bound once in New.
 func (l *Ledger) bindLinks() {
 	l.atLQ = func(i int32) *link { return &l.recs.at(i).lq }
@@ -132,29 +168,19 @@ func (l *Ledger) bindLinks() {
 	l.atSW = func(i int32) *link { return &l.ws.at(i).sw }
 }
 
-func (l *Ledger) allocRec() int32 {
-	if ri := l.freeR; ri != 0 {
-		r := l.recs.at(ri)
-		l.freeR, r.lq.next = r.lq.next, 0
-		return ri
-	}
-	return l.recs.grow()
-}
-
 // dropRec removes live record ri (already off its lists, without waiters)
 // from the index and frees it with its key.
 func (l *Ledger) dropRec(ri int32) {
 	r := l.recs.at(ri)
 	l.idx.del(&r.fp, ri, &l.recs)
 	l.keys.free(r)
-	*r = rec{lq: link{next: l.freeR}}
-	l.freeR = ri
+	l.recs.release(ri)
 }
 
 // newRec makes a live record for key k in state st since t, indexed; the
 // caller puts it on its lists.
 func (l *Ledger) newRec(fp id.Fingerprint, k *id.Key, st State, t int64) (int32, *rec) {
-	ri := l.allocRec()
+	ri := l.recs.alloc()
 	r := l.recs.at(ri)
 	r.fp, r.since = fp, t
 	l.keys.put(r, k)
@@ -192,20 +218,6 @@ func (l *Ledger) dropFIFO(ri int32) {
 		delete(l.wq, ri)
 		r.waited = false
 	}
-}
-
-func (l *Ledger) allocWaiter() int32 {
-	if wi := l.freeW; wi != 0 {
-		w := l.ws.at(wi)
-		l.freeW, w.fifo.next = w.fifo.next, 0
-		return wi
-	}
-	return l.ws.grow()
-}
-
-func (l *Ledger) freeWaiter(wi int32) {
-	*l.ws.at(wi) = waiter{fifo: link{next: l.freeW}}
-	l.freeW = wi
 }
 
 // session returns the index of session s, creating it if create is set;
