@@ -45,7 +45,7 @@ type host struct {
 	throttles  int32    // throttles since the last forgiveness
 	no         uint32   // its index in Broker.hostAll
 	until      int64    // back-off in force until (Unix ns); 0 when none
-	lastEnd    int64    // end of the latest back-off: the quiet period counts from it
+	forgiveAt  int64    // when its level resets if no throttle comes: the latest back-off's end plus BackoffForgive, or later (HoldHost)
 	due        int64    // the heap key: next wake-up or forgiveness
 }
 
@@ -90,7 +90,7 @@ func (b *Broker) throttle(j *job, retryAfter time.Duration, t int64, now time.Ti
 	b.emit(admin.Event{At: now, Kind: admin.EventJobThrottled, JobID: uint64(j.id), URL: b.url(j), Detail: "host " + h.name + " backed off " + d.String()})
 	if b.extend(h, t+int64(d), now) {
 		b.backoffs = append(b.backoffs, HostBackoff{Host: h.name, Until: tm(h.until), Level: int(h.level),
-			Forgiven: tm(h.lastEnd + int64(b.cfg.BackoffForgive))})
+			Forgiven: tm(h.forgiveAt)})
 	}
 	b.place(j, t, now)
 	b.holdLanes(h, t, now)
@@ -104,7 +104,7 @@ func (b *Broker) extend(h *host, until int64, now time.Time) bool {
 		return false
 	}
 	h.until = until
-	h.lastEnd = until
+	h.forgiveAt = until + int64(b.cfg.BackoffForgive)
 	b.emit(admin.Event{At: now, Kind: admin.EventHostBackoff, Detail: h.name + " until " + tm(h.until).Format(time.RFC3339)})
 	// Jobs already held back wait for the new end too.
 	for k := h.backoff.head; k != nil; k = k.link.next {
@@ -151,7 +151,7 @@ func (b *Broker) TakeBackoffs(dst []HostBackoff) []HostBackoff {
 // (a 429 or 503 its worker got), by the rules of a throttle here: the
 // host's queued jobs wait in back-off until bo.Until (a later end here
 // stands), and its level becomes at least bo.Level, so a throttle here
-// continues from it. A host the broker has no record of is left alone
+// continues from it, and is not forgiven before bo.Forgiven. A host the broker has no record of is left alone
 // (its jobs, claimed later, learn of it then).
 func (b *Broker) HoldHost(now time.Time, bo HostBackoff) {
 	h := b.hosts[bo.Host]
@@ -172,6 +172,9 @@ func (b *Broker) HoldHost(now time.Time, bo HostBackoff) {
 	if ns(bo.Until) > t && b.extend(h, ns(bo.Until), now) {
 		b.holdLanes(h, t, now)
 	}
+	if h.level > 0 {
+		h.forgiveAt = max(h.forgiveAt, ns(bo.Forgiven))
+	}
 	b.schedule(h, t)
 }
 
@@ -183,7 +186,7 @@ func (h *host) backoffReason() string {
 // quiet reports whether the host has been quiet for BackoffForgive: no
 // back-off in force and none ended within the period.
 func (b *Broker) quiet(h *host, t int64) bool {
-	return h.until <= t && t-h.lastEnd >= int64(b.cfg.BackoffForgive)
+	return h.until <= t && t >= h.forgiveAt
 }
 
 // forgive resets a host's back-off level.
@@ -202,7 +205,7 @@ func (b *Broker) schedule(h *host, t int64) {
 	case h.until > t:
 		due = h.until
 	case h.level > 0:
-		due = h.lastEnd + int64(b.cfg.BackoffForgive)
+		due = h.forgiveAt
 	}
 	if p := politeDue(h, t); p != 0 && (due == 0 || p < due) {
 		due = p

@@ -91,3 +91,29 @@ func TestHoldHostEnded(t *testing.T) {
 		t.Fatalf("queued %d backoff %d; want the job still queued", tt.Queued, tt.Backoff)
 	}
 }
+
+// A back-off another coordinator set keeps the host's level until its
+// Forgiven time, though this broker's own quiet period (BackoffForgive)
+// after the end is shorter: a throttle here after that period continues
+// from the level. It once reset the level at the end plus BackoffForgive.
+func TestHoldHostForgiven(t *testing.T) {
+	b := oneWorker(t, 0)
+	b.cfg.BackoffForgive = 10 * time.Minute
+	now := epoch
+	for range 2 {
+		b.Submit(now, Spec{Host: "a"})
+	}
+	end := now.Add(time.Minute)
+	b.HoldHost(now, HostBackoff{Host: "a", Until: end, Level: 3, Forgiven: end.Add(time.Hour)})
+	later := end.Add(30 * time.Minute) // past end + BackoffForgive, before Forgiven
+	b.Tick(later)
+	if as := b.Dispatch(later, nil); len(as) != 1 {
+		t.Fatalf("dispatch after the back-off: %v; want one job", as)
+	}
+	if err := result(b, later, 1, 1, Outcome{Kind: Throttled}); err != nil {
+		t.Fatal(err)
+	}
+	if bos := b.TakeBackoffs(nil); len(bos) != 1 || bos[0].Level != 4 {
+		t.Fatalf("a throttle 30 minutes after the end handed over %+v; want level 4 (forgiven only an hour after the end)", bos)
+	}
+}

@@ -366,7 +366,7 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 			h.backoff.push(j)
 			b.setRetryAt(j, until)
 		}
-		h.until, h.lastEnd = until, until
+		h.until, h.forgiveAt = until, until+int64(b.cfg.BackoffForgive)
 		h.level, h.throttles = max(h.level, 1), max(h.throttles, 1)
 		b.thr[h] = struct{}{}
 		// Due at its end, even when that has passed: Tick then wakes its jobs.
