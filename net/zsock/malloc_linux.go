@@ -81,8 +81,8 @@ func operatorTuned() bool {
 
 // TrimAllocator hands the C allocator's free memory back to the system
 // (glibc's malloc_trim, which also releases whole free pages inside its
-// arenas, not only at their tops) and reports whether it released any; it
-// returns -1 without glibc. A store's block cache (Pebble allocates its
+// arenas, not only at their tops): it returns 1 if that released some
+// memory, 0 if none, -1 without glibc. A store's block cache (Pebble allocates its
 // blocks and memtables with malloc) frees and allocates blocks of many
 // sizes from every thread's arena; glibc hands back only the top of an
 // arena, so the free chunks between live ones stay resident: a serve
