@@ -78,8 +78,10 @@ func (s *Server) syncCrawls(now time.Time) error {
 		if cs.def.ResultsMaxAge != c.ResultsMaxAge || cs.def.ResultsMaxBytes != c.ResultsMaxBytes {
 			retention = true
 		}
+		if d := c.Done - cs.cluster.Done; cs.cluster.Name != "" && d > 0 {
+			cs.rate.add(now, d) // done since the last read (the first read's are no rate)
+		}
 		cs.cluster = c
-		cs.rate.sample(now, c.Done)
 		c.Pages, c.Queued, c.Running, c.Backoff, c.Done, c.Failed = 0, 0, 0, 0, 0, 0
 		cs.def, cs.defined = c, c.Scope != ""
 	}
@@ -116,7 +118,7 @@ func (s *Server) clusterRow(now time.Time, cs *crawlState) admin.Crawl {
 	c := cs.def
 	f := &cs.cluster
 	c.Pages, c.Queued, c.Running, c.Backoff, c.Done, c.Failed = f.Pages, f.Queued, f.Running, f.Backoff, f.Done, f.Failed
-	c.PagesPerSec = cs.rate.samplePerSec(now)
+	c.PagesPerSec = cs.rate.perSec(now)
 	c.State = c.CurrentState(false)
 	return c
 }

@@ -6,6 +6,7 @@ import (
 
 	"drover/admin"
 	"drover/coord/broker"
+	"drover/coord/id"
 )
 
 // fakeClusterCrawls holds crawls as the cluster would, counting its reads.
@@ -53,5 +54,34 @@ func TestClusterCrawlsReadOncePerSync(t *testing.T) {
 	}
 	if page := s.queryCrawls(admin.Query{View: admin.ViewCrawls}); page.Crawls[0].Done != 4 {
 		t.Errorf("view crawls after the read: %d done, want 4", page.Crawls[0].Done)
+	}
+}
+
+// TestClusterCrawlRate: a crawl held by the cluster shows as its pages per
+// second the growth of the cluster's done count between reads, over the
+// whole seconds before now, as a crawl held here shows its finishes; a
+// crawl's count when first read is no growth, and the jobs finished here
+// are in the cluster's count only (not counted twice).
+func TestClusterCrawlRate(t *testing.T) {
+	f := &fakeClusterCrawls{crawls: []admin.Crawl{{Name: "site", Scope: "host", State: "running", Done: 1000}}}
+	s := newServer(t, Options{ClusterCrawls: f})
+	t0 := time.Unix(1_900_000_000, 0)
+	read := func(at time.Time, done int) {
+		t.Helper()
+		f.crawls[0].Done = done
+		if err := s.syncCrawls(at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rate := func(at time.Time) float64 { return s.clusterRow(at, s.crawls["site"]).PagesPerSec }
+	read(t0, 1000)
+	if r := rate(t0.Add(time.Second)); r != 0 {
+		t.Errorf("rate after the first read: %v/s, want 0 (the 1000 done before are no growth)", r)
+	}
+	read(t0.Add(time.Second), 1010)
+	s.countDone([]broker.Finished{{Key: id.Key{Crawler: "site"}}}) // one of those, finished here
+	read(t0.Add(2*time.Second), 1030)
+	if r := rate(t0.Add(3 * time.Second)); r != 15 {
+		t.Errorf("rate: %v/s, want 15 (10 then 20 done in two seconds)", r)
 	}
 }

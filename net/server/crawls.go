@@ -34,44 +34,12 @@ type crawlState struct {
 }
 
 // crawlRate counts a crawl's jobs finished ok per second of the server's
-// clock, for the last rateWindow seconds.
+// clock, for the last rateWindow seconds: as they finish here, or, with
+// Options.ClusterCrawls, as the cluster's count grows between reads.
 type crawlRate struct {
 	first int64 // the second of the first finish counted (0: none yet)
 	sec   [rateWindow + 1]int64
 	n     [rateWindow + 1]int
-	// With Options.ClusterCrawls: the cluster's done count read at each
-	// second (sample), whose growth is the rate (samplePerSec).
-	at   [rateWindow + 1]int64
-	done [rateWindow + 1]int
-}
-
-// sample notes the cluster's done count read at now.
-func (r *crawlRate) sample(now time.Time, done int) {
-	t := now.Unix()
-	i := t % int64(len(r.at))
-	r.at[i], r.done[i] = t, done
-}
-
-// samplePerSec is the growth per second of the done counts sampled over
-// the last rateWindow seconds.
-func (r *crawlRate) samplePerSec(now time.Time) float64 {
-	t := now.Unix()
-	first, last := -1, -1
-	for i := range r.at {
-		if r.at[i] == 0 || r.at[i] < t-rateWindow || r.at[i] > t {
-			continue
-		}
-		if first < 0 || r.at[i] < r.at[first] {
-			first = i
-		}
-		if last < 0 || r.at[i] > r.at[last] {
-			last = i
-		}
-	}
-	if first < 0 || r.at[last] == r.at[first] {
-		return 0
-	}
-	return float64(max(r.done[last]-r.done[first], 0)) / float64(r.at[last]-r.at[first])
 }
 
 // rateWindow is the seconds PagesPerSec averages over.
@@ -274,8 +242,8 @@ func (s *Server) countPages() {
 // countDone counts the step's jobs finished ok in their crawls' Done, to
 // be written in the step's batch (with the jobs' done state).
 func (s *Server) countDone(fs []broker.Finished) {
-	if len(s.crawls) == 0 || len(fs) == 0 {
-		return
+	if len(s.crawls) == 0 || len(fs) == 0 || s.clusterCrawls() {
+		return // with ClusterCrawls the cluster counts them (clustercrawls.go)
 	}
 	now := s.now()
 	for i := range fs {
