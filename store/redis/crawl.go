@@ -87,13 +87,24 @@ func (q *CrawlQueue) count(crawler string) *crawlCounts {
 	return c
 }
 
+// sentCounts are the counts a pipeline carries: the crawls', and the jobs
+// claimed counted out of PREFIX:queued.
+type sentCounts struct {
+	crawls   map[string]crawlCounts
+	unqueued int64
+}
+
 // addCounts queues, on pipe, adding the counts held; a failed pipeline
 // keeps them for the next one (see keepCounts).
-func (q *CrawlQueue) addCounts(ctx context.Context, pipe goredis.Pipeliner) (sent map[string]crawlCounts) {
-	if len(q.counts) == 0 {
-		return nil
+func (q *CrawlQueue) addCounts(ctx context.Context, pipe goredis.Pipeliner) (sent sentCounts) {
+	if q.unqueued > 0 {
+		pipe.DecrBy(ctx, q.l.queuedKey(), q.unqueued)
+		sent.unqueued, q.unqueued = q.unqueued, 0
 	}
-	sent = make(map[string]crawlCounts, len(q.counts))
+	if len(q.counts) == 0 {
+		return sent
+	}
+	sent.crawls = make(map[string]crawlCounts, len(q.counts))
 	for name, c := range q.counts {
 		k := q.l.crawlKey(name, "n")
 		for f, v := range map[string]int64{"accepted": c.accepted, "done": c.done, "failed": c.failed} {
@@ -101,15 +112,16 @@ func (q *CrawlQueue) addCounts(ctx context.Context, pipe goredis.Pipeliner) (sen
 				pipe.HIncrBy(ctx, k, f, v)
 			}
 		}
-		sent[name] = *c
+		sent.crawls[name] = *c
 	}
 	clear(q.counts)
 	return sent
 }
 
 // keepCounts gives back counts a pipeline did not add.
-func (q *CrawlQueue) keepCounts(sent map[string]crawlCounts) {
-	for name, s := range sent {
+func (q *CrawlQueue) keepCounts(sent sentCounts) {
+	q.unqueued += sent.unqueued
+	for name, s := range sent.crawls {
 		c := q.count(name)
 		c.accepted += s.accepted
 		c.done += s.done
@@ -119,14 +131,14 @@ func (q *CrawlQueue) keepCounts(sent map[string]crawlCounts) {
 
 // FlushCounts adds the counts held to the cluster's counters.
 func (q *CrawlQueue) FlushCounts() error {
-	if len(q.counts) == 0 {
+	if len(q.counts) == 0 && q.unqueued == 0 {
 		return nil
 	}
 	ctx, cancel := q.l.ctx()
 	defer cancel()
 	pipe := q.l.rdb.Pipeline()
 	sent := q.addCounts(ctx, pipe)
-	if _, err := pipe.Exec(ctx); err != nil {
+	if _, err := pipe.Exec(once(ctx)); err != nil {
 		q.keepCounts(sent)
 		return fmt.Errorf("redis crawls: adding to the crawls' counters: %w", err)
 	}
@@ -139,20 +151,31 @@ func (q *CrawlQueue) Push(now time.Time, spec broker.Spec) (uint64, error) {
 	return ids[0], err
 }
 
-// PushBatch pushes jobs to the shared queue (Queue.PushBatch), then counts
-// those it took in their crawls' accepted jobs before it returns: a crawl
-// never looks finished while a job of it is in the queue.
+// PushBatch pushes jobs to the shared queue (Queue.PushBatch) and counts
+// those it took in their crawls' accepted jobs in the round trip of their
+// hosts' ready marks, before it returns: a crawl never looks finished
+// while a job of it is in the queue (a count the store did not take is
+// sent again with the next).
 func (q *CrawlQueue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) {
-	ids, err := q.Queue.PushBatch(now, specs)
-	for i, j := range ids {
-		if j != 0 {
-			q.count(specs[i].Key.Crawler).accepted++
+	return q.Queue.pushBatch(now, specs, func(ctx context.Context, pipe goredis.Pipeliner, ids []uint64) func(error) {
+		for i, j := range ids {
+			if j != 0 {
+				q.count(specs[i].Key.Crawler).accepted++
+			}
 		}
-	}
-	if ferr := q.FlushCounts(); ferr != nil {
-		q.l.err = ferr
-	}
-	return ids, err
+		sent := q.addCounts(ctx, pipe)
+		return func(err error) {
+			if err != nil {
+				q.keepCounts(sent)
+			}
+		}
+	})
+}
+
+// Claim is Queue.Claim, the jobs claimed counted out of the queue with the
+// next counts (the charge of their pages follows the claim).
+func (q *CrawlQueue) Claim(now time.Time, n int) ([]broker.Spec, error) {
+	return q.Queue.claim(now, n, false)
 }
 
 // Finish ends the leases of finished jobs (Queue.Finish) and counts them
@@ -193,7 +216,7 @@ func (q *CrawlQueue) Charge(now time.Time, specs []broker.Spec) ([]int, error) {
 		cmds[i] = crawlScript.EvalSha(ctx, pipe, []string{l.crawlKey(c, "def"), l.crawlKey(c, "n"), l.crawlKey(c, "charged")}, fps...)
 	}
 	sent := q.addCounts(ctx, pipe)
-	if _, err := pipe.Exec(ctx); err != nil && !goredis.HasErrorPrefix(err, "NOSCRIPT") {
+	if _, err := pipe.Exec(once(ctx)); err != nil && !goredis.HasErrorPrefix(err, "NOSCRIPT") {
 		q.keepCounts(sent)
 	}
 	refused := make([]int, len(specs))
@@ -263,7 +286,7 @@ func (q *CrawlQueue) PublishCrawlJobs(jobs map[string]broker.CrawlJobs) error {
 		pipe.HSet(ctx, q.l.crawlKey(name, "n"), "live:"+q.l.coord, fmt.Sprintf("%d %d %d", n.Queued, n.Dispatched, n.Backoff))
 	}
 	sent := q.addCounts(ctx, pipe)
-	if _, err := pipe.Exec(ctx); err != nil {
+	if _, err := pipe.Exec(once(ctx)); err != nil {
 		q.keepCounts(sent)
 		return fmt.Errorf("redis crawls: publishing this coordinator's crawl jobs: %w", err)
 	}

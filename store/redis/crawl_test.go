@@ -82,3 +82,54 @@ func TestCrawlBudgetCharged(t *testing.T) {
 		}
 	}
 }
+
+// A crawl's jobs pushed are counted accepted in the round trip of their
+// hosts' ready marks (two round trips a push), and the jobs claimed are
+// counted out of the queue with the charge of their pages (no round trip
+// of their own); the cluster view's queued jobs stay exact.
+func TestCrawlCountsShareRoundTrips(t *testing.T) {
+	var rt roundTrips
+	l, _ := hookedLedger(t, &rt)
+	q := l.Crawls()
+	now := time.Now()
+	if _, err := q.Push(now, crawlSpec("news", 0)); err != nil { // takes a block of job ids
+		t.Fatal(err)
+	}
+	var specs []broker.Spec
+	for i := 1; i < 10; i++ {
+		specs = append(specs, crawlSpec("news", i))
+	}
+	before := rt.n.Load()
+	if _, err := q.PushBatch(now, specs); err != nil {
+		t.Fatal(err)
+	}
+	if trips := rt.n.Load() - before; trips != 2 {
+		t.Fatalf("a push of 9 jobs of a crawl took %d round trips; want 2 (the entries, then the ready marks with the counts)", trips)
+	}
+	warm, err := q.Claim(now, 3) // the script's first run on each node
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Charge(now, warm); err != nil {
+		t.Fatal(err)
+	}
+	before = rt.n.Load()
+	got, err := q.Claim(now, 3)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("claimed %d jobs, %v; want 3", len(got), err)
+	}
+	claimTrips := rt.n.Load() - before
+	if claimTrips != 2 {
+		t.Fatalf("a claim of 3 jobs, one on each of 3 hosts, took %d round trips; want 2 (the ready hosts, the scripts)", claimTrips)
+	}
+	if _, err := q.Charge(now, got); err != nil {
+		t.Fatal(err)
+	}
+	if trips := rt.n.Load() - before; trips != claimTrips+1 {
+		t.Fatalf("a claim took %d round trips and its charge %d more; want 1 (the queued count with it)", claimTrips, trips-claimTrips)
+	}
+	v, err := l.ClusterView(t.Context(), now)
+	if err != nil || v.Queued != 4 {
+		t.Fatalf("cluster view: %d queued, %v; want 4 (10 pushed, 6 claimed)", v.Queued, err)
+	}
+}

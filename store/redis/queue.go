@@ -109,6 +109,8 @@ type Queue struct {
 	// Unclaimed the jobs leased by its claims whose answer was lost, which
 	// it returned to the queue.
 	Claimed, Pushed, Returned, Unclaimed uint64
+	// unqueued are the jobs claimed not yet counted out of PREFIX:queued.
+	unqueued int64
 }
 
 var (
@@ -239,6 +241,12 @@ func (q *Queue) Push(now time.Time, spec broker.Spec) (uint64, error) {
 // PushBatch pushes several jobs in two round trips: the entries, then the
 // ready marks of their hosts. ids[i] is 0 for a job the store did not take.
 func (q *Queue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) {
+	return q.pushBatch(now, specs, nil)
+}
+
+// pushBatch is PushBatch; also, if set, adds to the round trip of the
+// ready marks (given the ids of the jobs taken) and learns its error.
+func (q *Queue) pushBatch(now time.Time, specs []broker.Spec, also func(context.Context, goredis.Pipeliner, []uint64) func(error)) ([]uint64, error) {
 	l := q.l
 	ids := make([]uint64, len(specs))
 	ctx, cancel := l.ctx()
@@ -292,7 +300,15 @@ func (q *Queue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) 
 			pipe.SAdd(ctx, l.readyKey(), h)
 		}
 		pipe.IncrBy(ctx, l.queuedKey(), int64(n))
-		if _, err := pipe.Exec(once(ctx)); err != nil {
+		var learn func(error)
+		if also != nil {
+			learn = also(ctx, pipe, ids)
+		}
+		_, err := pipe.Exec(once(ctx))
+		if learn != nil {
+			learn(err)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("redis queue: marking %d hosts ready: %w", len(hosts), err))
 		}
 	}
@@ -338,6 +354,13 @@ const claimHosts = 64
 // of scripts a round (one round trip per node), at most claimRounds
 // rounds.
 func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
+	return q.claim(now, n, true)
+}
+
+// claim is Claim; without count, the jobs claimed are counted out of
+// PREFIX:queued by the next pipeline that sends q.unqueued (a
+// CrawlQueue's counts), not in a round trip of their own.
+func (q *Queue) claim(now time.Time, n int, count bool) ([]broker.Spec, error) {
 	l := q.l
 	if n <= 0 {
 		return nil, nil
@@ -411,8 +434,9 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 	q.unready(ctx, empty)
 	q.snapPolite(now)
 	q.Claimed += uint64(len(out))
-	if len(out) > 0 {
-		l.rdb.DecrBy(once(ctx), l.queuedKey(), int64(len(out)))
+	q.unqueued += int64(len(out))
+	if count && q.unqueued > 0 && l.rdb.DecrBy(once(ctx), l.queuedKey(), q.unqueued).Err() == nil {
+		q.unqueued = 0
 	}
 	if err := errors.Join(errs...); err != nil {
 		l.err = err
