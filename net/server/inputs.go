@@ -89,10 +89,12 @@ const parkedItemBudget = 2 * stepItemBudget
 func (s *Server) overBudget() bool { return s.stepItems >= stepItemBudget }
 
 // readFull reports whether the reactor should read no more messages now:
-// the step is overBudget, or the parked messages hold parkedItemBudget.
-func (s *Server) readFull() bool {
-	return s.overBudget() || s.dur != nil && s.dur.look.full()
-}
+// the step is overBudget, or the parked messages are full.
+func (s *Server) readFull() bool { return s.overBudget() || s.parkedFull() }
+
+// parkedFull reports whether the messages parked for their store lookups
+// hold parkedItemBudget (donelookup.go).
+func (s *Server) parkedFull() bool { return s.dur != nil && s.dur.look.full() }
 
 // openInputs starts watching the sockets the reactor reads; closeInputs
 // stops the watches (before the sockets close).
@@ -241,7 +243,7 @@ func (s *Server) busy() (bool, error) {
 	now := s.now()
 	// With the parked messages at their budget the inputs wait, dirty,
 	// for the lookup goroutine's doorbell: looking at them would only spin.
-	parkedFull := s.dur != nil && s.dur.look.full()
+	parkedFull := s.parkedFull()
 	for _, in := range s.inputs {
 		if !in.dirty || parkedFull {
 			continue
