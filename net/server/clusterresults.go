@@ -27,6 +27,22 @@ type ClusterResults interface {
 	Trim(now time.Time, p *store.Retention) (deleted int, err error)
 }
 
+// resendResultsEvery is how often results the cluster did not take are
+// tried again while no job finishes (one finishing tries them at once).
+const resendResultsEvery = time.Second
+
+// resendClusterResults tries again to add the results the cluster did not
+// take, at most once per resendResultsEvery, in a step where no job
+// finished: without it they waited for the next job to finish, and after
+// the last one, were lost at shutdown.
+func (s *Server) resendClusterResults() {
+	r := s.res
+	if s.opts.ClusterResults == nil || len(r.step) == 0 || s.now().Sub(r.sentAt) < resendResultsEvery {
+		return
+	}
+	s.addClusterResults()
+}
+
 // maxUnsentResults bounds the results kept for the next step when the
 // cluster did not take them.
 const maxUnsentResults = 100000
@@ -39,6 +55,7 @@ func (s *Server) addClusterResults() {
 	if len(r.step) == 0 {
 		return
 	}
+	r.sentAt = s.now()
 	err := s.opts.ClusterResults.Add(r.step)
 	n := 0
 	for i := range r.step {

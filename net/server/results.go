@@ -53,7 +53,8 @@ type resultLog struct {
 	policy   atomic.Pointer[store.Retention] // the options' limits and the crawls' own; read by the trimmer
 	last     uint64                          // the last cursor assigned
 	readable uint64                          // the last cursor durable (readable)
-	step     []store.ResultRecord            // this step's, for the next batch (store)
+	step     []store.ResultRecord            // this step's, for the next batch (store); on a cluster, those not taken yet
+	sentAt   time.Time                       // on a cluster: when results were last added
 	marks    []resultMark                    // applied batches' last cursors, in order
 	mem      []store.ResultRecord            // without a store: the results kept
 	trimmed  time.Time                       // without a store: when the policy was last applied to mem
@@ -93,10 +94,16 @@ func (s *Server) initResults() error {
 
 // keepResults gives the step's finished jobs their cursors: in memory they
 // are kept at once, with a store they go into the step's batch, on a
-// cluster (Options.ClusterResults) they are added to the cluster's now.
+// cluster (Options.ClusterResults) they are added to the cluster's now,
+// with those it did not take before (which a step with none tries again
+// once per resendResultsEvery).
 func (s *Server) keepResults(fs []broker.Finished) {
 	r := s.res
-	if r == nil || len(fs) == 0 {
+	if r == nil {
+		return
+	}
+	if len(fs) == 0 {
+		s.resendClusterResults() // clusterresults.go
 		return
 	}
 	clear(r.byJob)
