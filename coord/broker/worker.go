@@ -280,27 +280,24 @@ func (b *Broker) requeueHeld(w *worker, now time.Time, t int64, outcome string, 
 	for len(w.held) > 0 {
 		j := w.held[len(w.held)-1]
 		b.release(j, t)
-		if charged {
-			b.countFailure(j)
-			w.failures++
-			b.failures++
-			msg := "worker " + w.id + " lost"
-			b.endAttempt(j, outcome, msg)
-			b.setLastError(j, msg)
-			if int(j.failures) >= b.cfg.MaxRequestFailures {
-				b.fail(j, t, now, msg+" (failure "+strconv.Itoa(int(j.failures))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+")")
-				continue
-			}
-		} else {
+		if !charged {
 			b.endAttempt(j, outcome, "")
-		}
-		if charged {
-			d := b.retryLater(j, t, now)
-			b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: b.url(j), Worker: w.id, Detail: outcome + retryNote(d)})
+			b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: b.url(j), Worker: w.id, Detail: outcome})
+			b.place(j, t, now)
 			continue
 		}
-		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: b.url(j), Worker: w.id, Detail: outcome})
-		b.place(j, t, now)
+		b.countFailure(j)
+		w.failures++
+		b.failures++
+		msg := "worker " + w.id + " lost"
+		b.endAttempt(j, outcome, msg)
+		b.setLastError(j, msg)
+		if int(j.failures) >= b.cfg.MaxRequestFailures {
+			b.fail(j, t, now, msg+" (failure "+strconv.Itoa(int(j.failures))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+")")
+			continue
+		}
+		d := b.retryLater(j, t, now)
+		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: b.url(j), Worker: w.id, Detail: outcome + retryNote(d)})
 	}
 	return n
 }
