@@ -134,7 +134,8 @@ type HostBackoff struct {
 	Host  string
 	Until time.Time // the host's jobs wait until then
 	// Level counts the host's throttles in a row; Forgiven is when it
-	// resets if no throttle comes (the end plus BackoffForgive).
+	// resets if no throttle comes (the end plus BackoffForgive, or a later
+	// Forgiven another coordinator sent).
 	Level    int
 	Forgiven time.Time
 }
@@ -151,8 +152,9 @@ func (b *Broker) TakeBackoffs(dst []HostBackoff) []HostBackoff {
 // (a 429 or 503 its worker got), by the rules of a throttle here: the
 // host's queued jobs wait in back-off until bo.Until (a later end here
 // stands), and its level becomes at least bo.Level, so a throttle here
-// continues from it, and is not forgiven before bo.Forgiven. A host the broker has no record of is left alone
-// (its jobs, claimed later, learn of it then).
+// continues from it, and is not forgiven before bo.Forgiven. A host the
+// broker has no record of is left alone (its jobs, claimed later, learn of
+// it then).
 func (b *Broker) HoldHost(now time.Time, bo HostBackoff) {
 	h := b.hosts[bo.Host]
 	if h == nil {
