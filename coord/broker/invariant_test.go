@@ -3,6 +3,8 @@ package broker
 import (
 	"fmt"
 	"slices"
+
+	"drover/coord/offheap"
 )
 
 // checkInvariants verifies the broker's internal consistency and returns the
@@ -49,6 +51,9 @@ func checkInvariants(b *Broker) error {
 		return fmt.Errorf("unroutable total %d, want %d", b.unrt, unrt)
 	}
 	if err := checkRings(b); err != nil {
+		return err
+	}
+	if err := checkURLs(b); err != nil {
 		return err
 	}
 	if err := checkNames(b); err != nil {
@@ -380,4 +385,19 @@ func checkNames(b *Broker) error {
 		}
 	}
 	return b.names.Check(refs)
+}
+
+// checkURLs verifies that the URL slots are used by exactly the jobs whose
+// records are kept, each by one (offheap.Strings.Check).
+func checkURLs(b *Broker) error {
+	var refs []offheap.Ref
+	for i := 1; i <= b.jobs.n; i++ {
+		if j := b.jobs.get(JobID(i)); j != nil {
+			refs = append(refs, j.urlRef())
+		}
+	}
+	if err := b.urls.Check(refs); err != nil {
+		return fmt.Errorf("job URLs: %w", err)
+	}
+	return nil
 }
