@@ -59,6 +59,10 @@ func TestBusyReactorIsNotSilence(t *testing.T) {
 
 	p := dial(t, s.PeersEndpoint())
 	hello(t, p, wire.RoleProducer, "p", 0)
+	// Advance once the reactor waits on its timer (its only one here):
+	// before it re-arms after the WELCOME, nothing would fire. Armed only
+	// then: an armed hook holds the reactor's step until the test reads.
+	waitFor(t, "the reactor waiting after WELCOME", func() bool { return clk.Pending() == 1 })
 	armed.Store(true)
 	clk.Advance(time.Second) // past the reactor's longest wait: a step
 	select {
