@@ -332,3 +332,19 @@ func BenchmarkParkedRequest(b *testing.B) {
 	}
 	b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N*2000), "ns/key")
 }
+
+// TestUnknownLetsGoOfEarlierMessages: a smaller message's memo keeps none
+// of a bigger earlier message's keys past its own (they are slices of that
+// message, which they would keep alive).
+func TestUnknownLetsGoOfEarlierMessages(t *testing.T) {
+	c := newCoord(t, Config{Persist: true, Ledger: ledger.Config{DoneCache: 100}})
+	ks := grantKeys("a", 50)
+	c.Unknown(ks, nil)
+	c.Unknown(ks[:5], nil)
+	ns := c.norms.ns[:cap(c.norms.ns)]
+	for i := len(c.norms.ns); i < len(ns); i++ {
+		if ns[i] != (normal{}) {
+			t.Fatalf("memo entry %d past the 5 of the last message still holds %+v", i, ns[i].raw)
+		}
+	}
+}

@@ -78,6 +78,7 @@ func (c *Coordinator) spareNorms(ns []normal) {
 // resetNorms starts the memo of a message of n keys, on a spare one if
 // there is one.
 func (c *Coordinator) resetNorms(n int) {
+	clear(c.norms.ns) // the last message's strings go
 	ns := c.norms.ns[:0]
 	if cap(ns) == 0 && len(c.spare) > 0 {
 		ns = c.spare[len(c.spare)-1]
