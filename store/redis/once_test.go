@@ -1,0 +1,57 @@
+package redis
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// refusal is an error reply of Redis (it did not run the command).
+type refusal string
+
+func (r refusal) Error() string { return string(r) }
+func (refusal) RedisError()     {}
+
+// A command of a call marked by once goes to a node again only after
+// Redis refused it (MOVED, TRYAGAIN: not run); one whose reply was cut or
+// which was answered does not; an unmarked call is not held back.
+func TestSendOnce(t *testing.T) {
+	ctx := once(context.Background())
+	var sent []string
+	next := func(_ context.Context, cmds []goredis.Cmder) error {
+		for _, c := range cmds {
+			sent = append(sent, c.Args()[1].(string))
+		}
+		return nil
+	}
+	pipe := sendOnce{}.ProcessPipelineHook(next)
+	moved, cut, answered := goredis.NewCmd(ctx, "get", "moved"), goredis.NewCmd(ctx, "get", "cut"), goredis.NewCmd(ctx, "get", "answered")
+	cmds := []goredis.Cmder{moved, cut, answered}
+	pipe(ctx, cmds)
+	moved.SetErr(refusal("MOVED 3999 127.0.0.1:6381"))
+	cut.SetErr(io.EOF)
+	sent = nil
+	if err := pipe(ctx, cmds); err != nil || len(sent) != 1 || sent[0] != "moved" {
+		t.Fatalf("sent again %v, %v; want the refused command alone", sent, err)
+	}
+	moved.SetErr(io.EOF)
+	sent = nil
+	if err := pipe(ctx, cmds); err != io.EOF || len(sent) != 0 {
+		t.Fatalf("sent again %v, %v; want nothing and the cut's error", sent, err)
+	}
+	sent = nil
+	pipe(context.Background(), cmds)
+	if len(sent) != 3 {
+		t.Fatalf("an unmarked call: sent %v; want all 3", sent)
+	}
+	one := sendOnce{}.ProcessHook(func(context.Context, goredis.Cmder) error { sent = append(sent, "one"); return nil })
+	cmd := goredis.NewCmd(ctx, "incr", "n")
+	sent = nil
+	one(ctx, cmd)
+	cmd.SetErr(io.ErrUnexpectedEOF)
+	if err := one(ctx, cmd); err != io.ErrUnexpectedEOF || len(sent) != 1 {
+		t.Fatalf("a command whose reply was cut, again: sent %d times, %v; want once, and its error", len(sent), err)
+	}
+}
