@@ -79,7 +79,8 @@ type Config struct {
 	// workers.
 	Shared SharedQueue
 	// SharedWindow is how many claimed jobs may wait in this
-	// coordinator's queues for its workers (default 64).
+	// coordinator's queues for its workers (default 64); a claim takes no
+	// more than the free slots of its ready workers.
 	SharedWindow int
 	Broker       broker.Config // Broker.Rand defaults to Config.Rand
 	// Persist makes Ready report every durable change in Output.Writes

@@ -10,8 +10,8 @@ import (
 // A job queue shared by several coordinators (Config.Shared; the Redis
 // Cluster one is drover/store/redis.Queue). A job accepted here goes to
 // the shared queue, not to this coordinator's broker; Tick claims jobs
-// from it into the broker while fewer than Config.SharedWindow wait here,
-// so a job submitted to one coordinator may run on another's workers. A
+// from it into the broker for the free slots of this coordinator's ready
+// workers (at most Config.SharedWindow jobs waiting here), so a job submitted to one coordinator may run on another's workers. A
 // claimed job is leased to this coordinator until it is done or failed
 // (Finish); if the coordinator dies, the queue's keeper returns its leased
 // jobs to the queue (uncharged) for the others to claim. Delivery is at
@@ -163,7 +163,11 @@ func (c *Coordinator) claimShared(now time.Time) {
 	if now.Before(c.shared.next) {
 		return
 	}
-	want := c.cfg.SharedWindow - c.brk.Count(broker.Queued)
+	// No more than this coordinator's workers can start now: a job
+	// claimed for no worker (none connected, all busy) would wait here,
+	// its host's polite slot taken, while other coordinators' workers
+	// sit idle. Claimed jobs are dispatched in the same step.
+	want := min(c.cfg.SharedWindow, c.brk.FreeSlots()) - c.brk.Count(broker.Queued)
 	if want <= 0 {
 		c.shared.next = now.Add(sharedPoll) // Ready brings it forward when jobs leave
 		return

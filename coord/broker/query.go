@@ -50,6 +50,16 @@ func (b *Broker) Totals(dst *admin.Totals) {
 // Count is the number of jobs in state st (as Totals counts them).
 func (b *Broker) Count(st JobState) int { return b.count[st] }
 
+// FreeSlots is how many jobs the workers ready for one could start now:
+// the free slots of live workers that are not draining or held back.
+func (b *Broker) FreeSlots() int {
+	n := 0
+	for w := b.ready.head; w != nil; w = w.link.next {
+		n += w.free()
+	}
+	return n
+}
+
 // Submitted is the number of jobs ever submitted: the sum of the per-state
 // counts in Totals.
 func (b *Broker) Submitted() int { return b.jobs.n }
