@@ -105,25 +105,23 @@ func (f *loseClaim) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredi
 	}
 }
 
-// A claim whose answer is lost after Redis ran it leased a job this
-// coordinator never saw, and took the host's slot: the next Tick frees it
-// (back to the queue, the slot free for another coordinator), long before
-// a sweep would (the heartbeat is a minute), and keeps the job the
-// coordinator does hold.
-func TestLostClaimFreed(t *testing.T) {
-	var hook loseClaim
-	hooked := hookedClient(t, &hook)
-	prefix := fmt.Sprintf("lost%d", prefixes.Add(1))
+// claimPair starts two coordinators' queues on a new prefix named after
+// name: a on rdb (the client whose fault a test injects), b on a plain
+// one, both holding politeness at 2 fetches per host; a pushes three jobs
+// of one host and claims one (mine).
+func claimPair(t *testing.T, rdb goredis.UniversalClient, name string) (la *Ledger, a, b *Queue, mine []broker.Spec) {
+	t.Helper()
+	prefix := fmt.Sprintf("%s%d", name, prefixes.Add(1))
 	var ls []*Ledger
-	for _, rdb := range []goredis.UniversalClient{hooked, client(t)} {
-		l, err := newLedger(context.Background(), rdb, Config{Prefix: prefix, Heartbeat: time.Minute})
+	for _, c := range []goredis.UniversalClient{rdb, client(t)} {
+		l, err := newLedger(context.Background(), c, Config{Prefix: prefix, Heartbeat: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { l.halt() })
 		ls = append(ls, l)
 	}
-	a, b := ls[0].Jobs(), ls[1].Jobs()
+	a, b = ls[0].Jobs(), ls[1].Jobs()
 	policy := politeAll(broker.Limits{PerHost: 2})
 	a.HoldPoliteness(policy)
 	b.HoldPoliteness(policy)
@@ -136,6 +134,17 @@ func TestLostClaimFreed(t *testing.T) {
 	if err != nil || len(mine) != 1 {
 		t.Fatalf("first claim: %d jobs, %v; want 1", len(mine), err)
 	}
+	return ls[0], a, b, mine
+}
+
+// A claim whose answer is lost after Redis ran it leased a job this
+// coordinator never saw, and took the host's slot: the next Tick frees it
+// (back to the queue, the slot free for another coordinator), long before
+// a sweep would (the heartbeat is a minute), and keeps the job the
+// coordinator does hold.
+func TestLostClaimFreed(t *testing.T) {
+	var hook loseClaim
+	la, a, b, mine := claimPair(t, hookedClient(t, &hook), "lost")
 	hook.armed.Store(true)
 	if got, err := a.Claim(time.Now(), 1); err == nil || len(got) != 0 {
 		t.Fatalf("a claim whose answer was lost: %d jobs, %v; want none and an error", len(got), err)
@@ -149,7 +158,7 @@ func TestLostClaimFreed(t *testing.T) {
 	if got, _ := b.Claim(time.Now(), 10); len(got) != 0 {
 		t.Fatalf("b claimed %d jobs while the host's 2 slots are leased; want 0", len(got))
 	}
-	ls[0].Tick(time.Now())
+	la.Tick(time.Now())
 	got, err := b.Claim(time.Now(), 10)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("after a's Tick, b claimed %d jobs, %v; want 1 (the lost claim's slot free)", len(got), err)
@@ -274,29 +283,7 @@ func TestClaimNotResentAfterCutReply(t *testing.T) {
 	var cut cutReply
 	cutting := newClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs(), Dialer: cut.dial})
 	t.Cleanup(func() { cutting.Close() })
-	prefix := fmt.Sprintf("cut%d", prefixes.Add(1))
-	var ls []*Ledger
-	for _, rdb := range []goredis.UniversalClient{cutting, client(t)} {
-		l, err := newLedger(context.Background(), rdb, Config{Prefix: prefix, Heartbeat: time.Minute})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.halt() })
-		ls = append(ls, l)
-	}
-	a, b := ls[0].Jobs(), ls[1].Jobs()
-	policy := politeAll(broker.Limits{PerHost: 2})
-	a.HoldPoliteness(policy)
-	b.HoldPoliteness(policy)
-	for i := range 3 {
-		if _, err := a.Push(time.Now(), politeJob("fetch", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mine, err := a.Claim(time.Now(), 1)
-	if err != nil || len(mine) != 1 {
-		t.Fatalf("first claim: %d jobs, %v; want 1", len(mine), err)
-	}
+	la, a, b, _ := claimPair(t, cutting, "cut")
 	cut.armed.Store(true)
 	got, err := a.Claim(time.Now(), 1)
 	if cut.armed.Load() {
@@ -305,7 +292,7 @@ func TestClaimNotResentAfterCutReply(t *testing.T) {
 	if err == nil || len(got) != 0 {
 		t.Fatalf("a claim whose reply was cut: %d jobs, %v; want none and an error", len(got), err)
 	}
-	ls[0].Tick(time.Now())
+	la.Tick(time.Now())
 	if got, err := b.Claim(time.Now(), 10); err != nil || len(got) != 1 {
 		t.Fatalf("after a's Tick, b claimed %d jobs, %v; want 1 (the slot the cut claim took, free)", len(got), err)
 	}
