@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -15,9 +16,9 @@ import (
 // before the cut included, and running a claim again leases jobs that no
 // one hears of. A context made by once marks such a call, and sendOnce,
 // a hook on every node's client (newClusterClient), lets the client send
-// one of its commands again only if it never reached Redis or Redis
-// answered that it did not run it (an error reply: MOVED, ASK, TRYAGAIN,
-// CLUSTERDOWN, LOADING). A command whose answer was lost keeps its error,
+// one of its commands again only if Redis answered that it did not run it
+// (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN; not a script's
+// own error, which may come after the script wrote). A command whose answer was lost keeps its error,
 // which reaches the caller's recovery (a claim's unsure hosts, freed by
 // forget; a finish or a count sent again by the next Tick); one answered
 // keeps its answer.
@@ -44,8 +45,23 @@ func (s *sentSet) send(cmd goredis.Cmder) bool {
 		s.m[cmd] = true
 		return true
 	}
-	var refused goredis.Error
-	return errors.As(cmd.Err(), &refused)
+	var reply goredis.Error
+	if !errors.As(cmd.Err(), &reply) {
+		return false // cut or failed on the connection: it may have run
+	}
+	return notRun(reply.Error())
+}
+
+// notRun reports whether an error reply says Redis did not run the
+// command: a redirection or a node not ready. Any other error reply (a
+// script's own error) may come after the script wrote.
+func notRun(reply string) bool {
+	for _, p := range []string{"MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN", "LOADING", "MASTERDOWN"} {
+		if strings.HasPrefix(reply, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // sendOnce is the hook that keeps a node's client from sending a command

@@ -36,6 +36,11 @@ func TestSendOnce(t *testing.T) {
 	if err := pipe(ctx, cmds); err != nil || len(sent) != 1 || sent[0] != "moved" {
 		t.Fatalf("sent again %v, %v; want the refused command alone", sent, err)
 	}
+	moved.SetErr(refusal("ERR user_script:1: Script attempted to access a non local key"))
+	sent = nil
+	if err := pipe(ctx, cmds); err == nil || len(sent) != 0 {
+		t.Fatalf("sent again %v, %v; want nothing after a script's own error (it may have written)", sent, err)
+	}
 	moved.SetErr(io.EOF)
 	sent = nil
 	if err := pipe(ctx, cmds); err != io.EOF || len(sent) != 0 {
