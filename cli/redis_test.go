@@ -199,10 +199,18 @@ func TestTwoCoordinatorsOnRedis(t *testing.T) {
 	eventually(t, "every phase-2 URL ran after a was killed", time.Minute, func() bool { return ranTwo() == n })
 	// The cluster's totals keep a's jobs: every URL of both phases is
 	// counted done, though a died (its last summary is not summed).
-	eventually(t, "b's status counts both phases done, a's jobs included", 30*time.Second, func() bool {
+	var last admin.Cluster
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) { // polling with a deadline
 		tot, _, ok := statusJSON(t, b.adm)
-		return ok && tot.Cluster != nil && tot.Cluster.Done >= 2*n && tot.Cluster.Queued == 0
-	})
+		if ok && tot.Cluster != nil {
+			if last = *tot.Cluster; last.Done >= 2*n && last.Queued == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b's status: cluster done %d, queued %d, claimed %d within 30s; want both phases done (%d, a's jobs included) and none queued", last.Done, last.Queued, last.Claimed, 2*n)
+		}
+	}
 	dups := 0
 	for u, c := range ran(t, a, b) {
 		if strings.Contains(u, "/two/") && c > 1 {
