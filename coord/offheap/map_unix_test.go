@@ -15,18 +15,37 @@ import (
 // /proc/self/smaps lists them (the kernel may have merged b's region with
 // a neighbour that has the same flags: the entry is the one whose range
 // holds b's address).
+//
+// The file is not one snapshot: the kernel writes it a buffer at a time,
+// and between two reads the Go runtime (the heap, other tests' regions
+// unmapped by their owners' cleanups) may map, unmap, split or merge
+// mappings. A read that found no entry holding b is tried again, a few
+// times; the flags of the entry found are not, so a region with the wrong
+// ones fails at once.
 func vmFlags(t *testing.T, b []byte) []string {
 	t.Helper()
-	smaps, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Skipf("no /proc/self/smaps: %v", err)
-	}
 	addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+	for range 5 {
+		smaps, err := os.ReadFile("/proc/self/smaps")
+		if err != nil {
+			t.Skipf("no /proc/self/smaps: %v", err)
+		}
+		if flags, ok := smapsFlags(string(smaps), addr); ok {
+			return flags
+		}
+	}
+	t.Fatalf("no mapping holds %#x in /proc/self/smaps, in 5 reads", addr)
+	return nil
+}
+
+// smapsFlags returns the VmFlags of the entry of smaps whose range holds
+// addr, and whether there is one.
+func smapsFlags(smaps string, addr uint64) ([]string, bool) {
 	in := false
-	for line := range strings.Lines(string(smaps)) {
+	for line := range strings.Lines(smaps) {
 		if rest, ok := strings.CutPrefix(line, "VmFlags:"); ok {
 			if in {
-				return strings.Fields(rest)
+				return strings.Fields(rest), true
 			}
 			continue
 		}
@@ -45,8 +64,44 @@ func vmFlags(t *testing.T, b []byte) []string {
 			in = start <= addr && addr < end
 		}
 	}
-	t.Fatalf("no mapping holds %#x in /proc/self/smaps", addr)
-	return nil
+	return nil, false
+}
+
+// TestSmapsFlags: the entry found is the one whose range holds the
+// address, start included and end excluded, and none holds an address
+// between two entries.
+func TestSmapsFlags(t *testing.T) {
+	const smaps = `7f0000000000-7f0000200000 rw-p 00000000 00:00 0
+Size:               2048 kB
+VmFlags: rd wr mr mw me ac sd
+7f0000200000-7f0000600000 rw-p 00000000 00:00 0
+Size:               4096 kB
+THPeligible:        1
+VmFlags: rd wr mr mw me ac sd hg
+7f0000800000-7f0000a00000 r--p 00001000 08:01 1234 /usr/lib/x-y.so
+VmFlags: rd mr mw me sd nh
+`
+	for _, tc := range []struct {
+		addr uint64
+		want string // the last flag; "" for no entry
+	}{
+		{0x7f0000000000, "sd"},
+		{0x7f00001fffff, "sd"},
+		{0x7f0000200000, "hg"},
+		{0x7f0000400000, "hg"},
+		{0x7f0000600000, ""},
+		{0x7f0000900000, "nh"},
+		{0x7f0000a00000, ""},
+	} {
+		flags, ok := smapsFlags(smaps, tc.addr)
+		got := ""
+		if ok {
+			got = flags[len(flags)-1]
+		}
+		if ok != (tc.want != "") || got != tc.want {
+			t.Errorf("%#x: flags %v (found %v), want the entry ending in %q", tc.addr, flags, ok, tc.want)
+		}
+	}
 }
 
 // TestRegionHugePages: a table's region asks for transparent huge pages
