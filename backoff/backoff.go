@@ -1,8 +1,9 @@
 // Package backoff is drover's one exponential back-off: a wait that starts
 // at Start, doubles with each further attempt up to Cap, and may be spread
 // by a random fraction so that many waiters do not wake together. The
-// broker's per-host throttle back-off, the clients' reconnection and the
-// notifier's retries all use it.
+// broker's per-host throttle back-off, its retry delays and its hold-back of
+// worker ids that keep dying, the clients' reconnection and the notifier's
+// retries all use it.
 //
 // It is pure: the random value comes from the caller (the coordinator's
 // seeded source, or math/rand/v2), so the coordinator stays deterministic.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"drover/admin"
+	"drover/backoff"
 )
 
 // The death policy (docs/PROTOCOL.md §9, README "When workers die").
@@ -52,11 +53,9 @@ func (b *Broker) died(w *worker, now time.Time, t int64) (charged bool) {
 	rec.early++
 	rec.last = t
 	if rec.early >= 2 {
-		d := b.cfg.HoldbackStart
-		for i := 2; i < rec.early && d < b.cfg.HoldbackCap; i++ {
-			d *= 2
-		}
-		d = min(d, b.cfg.HoldbackCap)
+		// HoldbackStart after the second early death, doubling with each
+		// further one, capped; no jitter.
+		d := backoff.Policy{Start: b.cfg.HoldbackStart, Cap: b.cfg.HoldbackCap}.Delay(rec.early-1, nil)
 		rec.until = t + int64(d)
 		b.emit(admin.Event{At: now, Kind: admin.EventWorkerHeldBack, Worker: w.id,
 			Detail: strconv.Itoa(rec.early) + " deaths in a row before a first result: no jobs for " + d.String()})
