@@ -316,6 +316,8 @@ type Broker struct {
 	jobs  jobStore
 	names names.Pairs     // the (crawler, processor) of every job's key
 	urls  offheap.Strings // every job's URL
+	// urlScratch is urlView's room for a URL put together from its parts.
+	urlScratch []byte
 	// Side tables the job records number into (job.go): payloads and
 	// jobMore records.
 	pays  sideTable[[]byte]

@@ -81,9 +81,11 @@ func (j *job) urlRef() offheap.Ref { return offheap.Ref{Slot: j.url, Len: j.ulen
 // url is the job's URL in a string of its own.
 func (b *Broker) url(j *job) string { return b.urls.String(j.urlRef()) }
 
-// urlView is the job's URL without a copy: valid only until the job is
-// forgotten or its URL changes, so only for a comparison or a match.
-func (b *Broker) urlView(j *job) string { return b.urls.View(j.urlRef()) }
+// urlView is the job's URL without a copy (or in the broker's scratch
+// room, for a URL kept as its origin's number and the rest): valid only
+// until the job is forgotten, its URL changes or urlView is called again,
+// so only for a match or to be copied.
+func (b *Broker) urlView(j *job) string { return b.urls.View(j.urlRef(), &b.urlScratch) }
 
 // payload is the job's payload (nil when it has none).
 func (b *Broker) payload(j *job) []byte {

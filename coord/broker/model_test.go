@@ -638,7 +638,7 @@ func (m *model) checkQuery() error {
 		var c int
 		switch sortName {
 		case "url":
-			c = strings.Compare(b.urlView(x), b.urlView(y))
+			c = strings.Compare(b.url(x), b.url(y))
 		case "attempts":
 			c = cmp.Compare(x.attempts, y.attempts)
 		case "failures":

@@ -65,7 +65,7 @@ func (t *orderTree) cmp(a, b *job) int {
 	var c int
 	switch t.key {
 	case sortURL:
-		c = strings.Compare(t.b.urlView(a), t.b.urlView(b))
+		c = t.b.urls.Compare(a.urlRef(), b.urlRef())
 	case sortAttempts:
 		c = cmp.Compare(a.attempts, b.attempts)
 	case sortFailures:

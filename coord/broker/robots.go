@@ -170,8 +170,8 @@ func (b *Broker) robotsFor(j *job, w *worker, t int64) *Robots {
 		return nil
 	}
 	r := h.robots
-	u := b.urlView(j) // compared only
-	if !strings.HasPrefix(u, r.Origin) || (len(u) > len(r.Origin) && u[len(r.Origin)] != '/') {
+	u := j.urlRef()
+	if !b.urls.HasPrefix(u, r.Origin) || (b.urls.Len(u) > len(r.Origin) && b.urls.ByteAt(u, len(r.Origin)) != '/') {
 		return nil // another scheme on the same host key
 	}
 	return r

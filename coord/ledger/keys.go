@@ -10,7 +10,8 @@ import (
 // per key (issue 21): the (crawler, processor) pair is interned (package
 // names): a record holds a uint32 naming it, and the pair is forgotten when
 // no record uses it any more; the URL's bytes go into a slot of the size
-// classes of offheap.Strings: a record holds the slot and the length.
+// classes of offheap.Strings (its origin kept once for the URLs that share
+// it): a record holds the slot and the encoded length (offheap.Ref).
 
 const (
 	urlLong = offheap.Long // rec.ulen of a URL kept as a Go string

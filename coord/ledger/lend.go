@@ -31,8 +31,10 @@ func (l *Ledger) Lend(fp id.Fingerprint) bool {
 	if r.state != Queued || r.ulen == 0 || r.ulen == urlLong || r.ulen == urlLent {
 		return false
 	}
-	l.keys.urls.Free(offheap.Ref{Slot: r.url, Len: r.ulen})
-	r.url, r.ulen = uint32(r.ulen), urlLent
+	u := offheap.Ref{Slot: r.url, Len: r.ulen}
+	n := l.keys.urls.Len(u)
+	l.keys.urls.Free(u)
+	r.url, r.ulen = uint32(n), urlLent
 	return true
 }
 

@@ -21,7 +21,8 @@ import (
 //   - a session exists while it holds or waits on a key.
 //
 // The common case, a key with no waiter, costs 56 bytes of record, 8 to 16
-// of index and its URL rounded up to 4 bytes.
+// of index and its URL's slot: the URL without its origin, plus 3 bytes
+// naming the origin (offheap.Strings), rounded up to 4 bytes.
 
 // rec is a live (requested or queued) record.
 type rec struct {

@@ -1,6 +1,7 @@
 package offheap
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -8,8 +9,10 @@ import (
 )
 
 // TestStringsChurn puts, frees and reuses strings of every size class (the
-// edges and long ones included) against a map, checking the slots as it
-// goes and that every live string reads back as itself, copied and viewed.
+// edges and long ones included) and URLs of a few origins (kept split,
+// their origins shared and forgotten with their last URL) against a map,
+// checking the slots as it goes and that every live string reads back as
+// itself, copied, viewed, compared and by parts.
 func TestStringsChurn(t *testing.T) {
 	type owner struct{ s Strings }
 	o := &owner{}
@@ -18,10 +21,12 @@ func TestStringsChurn(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	lengths := []int{0, 1, 7, 8, 9, 16, 17, 255, 256, 257, 1000}
 	live := make(map[Ref]string)
+	var scratch []byte
+	split := 0
 	for step := range 20000 {
 		if len(live) > 0 && rng.IntN(3) == 0 {
 			for r, v := range live {
-				if got := o.s.View(r); got != v {
+				if got := o.s.View(r, &scratch); got != v {
 					t.Fatalf("step %d: view %q, want %q", step, got, v)
 				}
 				o.s.Free(r)
@@ -30,14 +35,22 @@ func TestStringsChurn(t *testing.T) {
 			}
 			continue
 		}
-		n := lengths[rng.IntN(len(lengths))]
-		v := strings.Repeat(string(rune('a'+step%26)), n)
+		var v string
+		if rng.IntN(2) == 0 {
+			n := lengths[rng.IntN(len(lengths))]
+			v = strings.Repeat(string(rune('a'+step%26)), n)
+		} else {
+			v = fmt.Sprintf("https://h%d.example.com", rng.IntN(5)) + "/" + strings.Repeat("p", rng.IntN(260))
+		}
 		r := o.s.Put(v)
-		if n == 0 {
+		if v == "" {
 			if r != (Ref{}) {
 				t.Fatalf("empty string stored as %+v", r)
 			}
 			continue
+		}
+		if r.Len&Split != 0 && r.Len != Long {
+			split++
 		}
 		if _, dup := live[r]; dup {
 			t.Fatalf("step %d: ref %+v handed out twice", step, r)
@@ -45,10 +58,23 @@ func TestStringsChurn(t *testing.T) {
 		live[r] = v
 		if step%500 == 0 {
 			refs := make([]Ref, 0, len(live))
+			var prev Ref
 			for r, v := range live {
 				if got := o.s.String(r); got != v {
 					t.Fatalf("step %d: %q, want %q", step, got, v)
 				}
+				if h, tl := o.s.Parts(r); h+tl != v || o.s.Len(r) != len(v) {
+					t.Fatalf("step %d: parts %q %q, length %d, want %q", step, h, tl, o.s.Len(r), v)
+				}
+				if !o.s.HasPrefix(r, v[:len(v)/2]) || o.s.HasPrefix(r, v+"x") || o.s.ByteAt(r, len(v)-1) != v[len(v)-1] {
+					t.Fatalf("step %d: prefix or byte of %q wrong", step, v)
+				}
+				if prev != (Ref{}) {
+					if got, want := o.s.Compare(prev, r), strings.Compare(live[prev], v); got != want {
+						t.Fatalf("step %d: compare %q with %q: %d, want %d", step, live[prev], v, got, want)
+					}
+				}
+				prev = r
 				refs = append(refs, r)
 			}
 			if err := o.s.Check(refs); err != nil {
@@ -56,11 +82,52 @@ func TestStringsChurn(t *testing.T) {
 			}
 		}
 	}
+	if split == 0 {
+		t.Fatal("no URL was kept split")
+	}
 	for r := range live {
 		o.s.Free(r)
 	}
 	if err := o.s.Check(nil); err != nil {
 		t.Fatalf("all freed: %v", err)
+	}
+	if len(o.s.origins.ids) != 0 {
+		t.Fatalf("%d origins kept with no URL", len(o.s.origins.ids))
+	}
+	runtime.KeepAlive(o)
+}
+
+// TestStringsSplitURL: a URL whose origin has a number takes the slot of
+// its number and the rest; Check finds an origin counted wrong.
+func TestStringsSplitURL(t *testing.T) {
+	type owner struct{ s Strings }
+	o := &owner{}
+	o.s.Init(New(o))
+	const u = "https://host-123.example.com/section/456/page-500000.html" // 57 bytes, origin 28
+	a, b := o.s.Put(u), o.s.Put(u)
+	if a.Len != Split|(originBytes+57-28) {
+		t.Fatalf("ref %+v, want a split one of %d bytes", a, originBytes+57-28)
+	}
+	if len(o.s.origins.ids) != 1 || o.s.origins.users[1] != 2 {
+		t.Fatalf("origins %+v, want one with two users", o.s.origins)
+	}
+	for _, v := range []string{"ftp://a/" + strings.Repeat("y", 40), "https://no-path.example.com"} {
+		w := o.s.Put(v)
+		if w.Len&Split != 0 {
+			t.Fatalf("%q (origin under %d bytes, or none) was split: %+v", v, minOrigin, w)
+		}
+		o.s.Free(w)
+	}
+	if err := o.s.Check([]Ref{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.s.Check([]Ref{a}); err == nil {
+		t.Fatal("an origin counted with two users and named by one URL passed the check")
+	}
+	o.s.Free(a)
+	o.s.Free(b)
+	if len(o.s.origins.ids) != 0 {
+		t.Fatal("the origin was kept after its last URL was freed")
 	}
 	runtime.KeepAlive(o)
 }

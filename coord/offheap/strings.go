@@ -3,6 +3,7 @@ package offheap
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"unsafe"
 )
@@ -10,20 +11,44 @@ import (
 // Strings keeps strings (URLs) without a string header or a heap object
 // each: a string's bytes go into a slab of fixed-size slots, one slab per
 // size class (4, 8, ... 256 bytes: 1.5 bytes wasted on average), and its
-// holder keeps a Ref (slot and length, 6 bytes). Freed slots are reused by the next string of the same
-// class. Strings longer than the largest class (rare) are kept as Go
-// strings in a table. Every slab is a few large pointer-free chunks from a
-// Mem: the garbage collector has nothing to scan in them, and growing
-// never copies.
+// holder keeps a Ref (slot and an encoded length, 6 bytes). Freed slots are
+// reused by the next string of the same class. Strings longer than the
+// largest class (rare) are kept as Go strings in a table. Every slab is a
+// few large pointer-free chunks from a Mem: the garbage collector has
+// nothing to scan in them, and growing never copies.
+//
+// A URL's origin ("https://host.example.com", what comes before the path)
+// is kept once for every URL that shares it (issue 21): such a URL's slot
+// holds the origin's number (3 bytes) and the rest of the URL, so a URL
+// of 57 bytes whose origin has 28 takes a slot of 32 bytes, not 60. An
+// origin is kept, as a string of its own in these slots, while a URL uses
+// it; its number is found through a map from a hash of its bytes (no
+// pointer in it, so the collector does not scan it). A URL is split only
+// when that puts it in a smaller class, and not when the origin table is
+// full or a hash collides.
 type Strings struct {
 	classes [Classes]Slots
 	long    []string // strings longer than MaxLen; index 0 unused
 	freeL   []uint32
+	origins origins
 }
 
-// Ref names a string in Strings: its slot and its length (Long: kept as a
-// Go string, Slot indexing the long table). The zero Ref is the empty
-// string.
+// origins are the origins URLs in Strings share, numbered from 1.
+type origins struct {
+	seed  maphash.Seed
+	ids   map[uint64]uint32 // hash of an origin's bytes → its number
+	refs  []Ref             // the origin's bytes, a whole string; index 0 unused
+	users []uint32          // strings that use it; 0: the number is free
+	free  []uint32
+}
+
+// Ref names a string in Strings: its slot and its length, encoded. Len is
+// the length for a whole string of at most MaxLen bytes; Long for a string
+// kept as a Go string (Slot indexing the long table); Split|n for a URL
+// kept as its origin's number and the rest, n bytes in all in its slot
+// (Strings.Len says its length). Holders may use the values of Len above
+// Split|MaxLen and below Long as marks of their own. The zero Ref is the
+// empty string.
 type Ref struct {
 	Slot uint32
 	Len  uint16
@@ -35,6 +60,13 @@ const (
 	MaxLen    = 256                // the largest slot; longer strings are Go strings
 	Classes   = MaxLen / ClassStep // slabs
 	Long      = 0xFFFF             // Ref.Len of a string longer than MaxLen
+	Split     = 0x8000             // Ref.Len bit of a URL kept as its origin's number and the rest
+)
+
+const (
+	originBytes = 3 // an origin's number in a split URL's slot
+	maxOrigins  = 1<<(8*originBytes) - 1
+	minOrigin   = 8 // shorter origins are not worth a number
 )
 
 // Class is the size class of a string of n bytes, 0 < n <= MaxLen.
@@ -47,14 +79,48 @@ func (s *Strings) Init(m *Mem) {
 		s.classes[c].size = (c + 1) * ClassStep
 		s.classes[c].mem = m
 	}
+	s.origins.seed = maphash.MakeSeed()
+}
+
+// originLen is the length of v's origin (scheme, "://" and authority: up
+// to the path's first '/'), 0 when v has none or only an origin.
+func originLen(v string) int {
+	i := strings.Index(v[:min(len(v), 16)], "://")
+	if i < 1 {
+		return 0
+	}
+	j := strings.IndexByte(v[i+3:], '/')
+	if j < 0 {
+		return 0
+	}
+	return i + 3 + j
 }
 
 // Put stores a copy of v.
 func (s *Strings) Put(v string) Ref {
-	switch n := len(v); {
-	case n == 0:
+	n := len(v)
+	if n == 0 {
 		return Ref{}
-	case n <= MaxLen:
+	}
+	if n <= MaxLen {
+		if p := originLen(v); p >= minOrigin && Class(originBytes+n-p) < Class(n) {
+			if o := s.origin(v[:p]); o != 0 {
+				st := originBytes + n - p
+				c := &s.classes[Class(st)]
+				i := c.Alloc()
+				b := c.At(i)
+				b[0], b[1], b[2] = byte(o), byte(o>>8), byte(o>>16)
+				copy(b[originBytes:], v[p:])
+				return Ref{i, Split | uint16(st)}
+			}
+		}
+	}
+	return s.putWhole(v)
+}
+
+// putWhole stores a copy of v as it is (not split).
+func (s *Strings) putWhole(v string) Ref {
+	if n := len(v); n <= MaxLen {
 		c := &s.classes[Class(n)]
 		i := c.Alloc()
 		copy(c.At(i), v)
@@ -72,29 +138,179 @@ func (s *Strings) Put(v string) Ref {
 	return Ref{i, Long}
 }
 
+// origin is the number of origin o with one more user, made when o has
+// none; 0 when o cannot have one (the table is full, or o's hash is
+// another origin's).
+func (s *Strings) origin(o string) uint32 {
+	t := &s.origins
+	h := maphash.String(t.seed, o)
+	if i, ok := t.ids[h]; ok {
+		if s.View(t.refs[i], nil) != o {
+			return 0
+		}
+		t.users[i]++
+		return i
+	}
+	var i uint32
+	if f := len(t.free); f > 0 {
+		i = t.free[f-1]
+		t.free = t.free[:f-1]
+	} else {
+		if len(t.refs) == 0 {
+			t.refs, t.users = make([]Ref, 1), make([]uint32, 1)
+		}
+		if len(t.refs) > maxOrigins {
+			return 0
+		}
+		t.refs = append(t.refs, Ref{})
+		t.users = append(t.users, 0)
+		i = uint32(len(t.refs) - 1)
+	}
+	if t.ids == nil {
+		t.ids = make(map[uint64]uint32)
+	}
+	t.ids[h] = i
+	t.refs[i] = s.putWhole(o)
+	t.users[i] = 1
+	return i
+}
+
+// releaseOrigin drops a user of origin i, forgetting it with its last.
+func (s *Strings) releaseOrigin(i uint32) {
+	t := &s.origins
+	if t.users[i]--; t.users[i] > 0 {
+		return
+	}
+	delete(t.ids, maphash.String(t.seed, s.View(t.refs[i], nil)))
+	s.Free(t.refs[i])
+	t.refs[i] = Ref{}
+	t.free = append(t.free, i)
+}
+
+// split says whether r is a split URL, with its slot's bytes.
+func (s *Strings) split(r Ref) ([]byte, bool) {
+	if r.Len&Split == 0 || r.Len == Long {
+		return nil, false
+	}
+	st := int(r.Len &^ Split)
+	return s.classes[Class(st)].At(r.Slot)[:st], true
+}
+
+// originOf is the origin number held in a split URL's slot bytes.
+func originOf(b []byte) uint32 { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 }
+
+// Parts returns r's string as two parts, head then tail, both aliasing
+// the slots: valid only until r is freed (Free). A whole string is all
+// tail.
+func (s *Strings) Parts(r Ref) (head, tail string) {
+	b, ok := s.split(r)
+	if !ok {
+		return "", s.View(r, nil)
+	}
+	rest := b[originBytes:]
+	return s.View(s.origins.refs[originOf(b)], nil), unsafe.String(unsafe.SliceData(rest), len(rest))
+}
+
+// Len is the length of r's string.
+func (s *Strings) Len(r Ref) int {
+	h, t := s.Parts(r)
+	return len(h) + len(t)
+}
+
 // String returns r's string in a new string (a long one shared).
 func (s *Strings) String(r Ref) string {
 	if r.Len == Long {
 		return s.long[r.Slot]
 	}
-	return strings.Clone(s.View(r))
+	h, t := s.Parts(r)
+	if h == "" {
+		return strings.Clone(t)
+	}
+	return h + t
 }
 
-// View returns r's string without copying it: it aliases the slot, and is
-// valid only until r is freed (Free). Callers must not keep it.
-func (s *Strings) View(r Ref) string {
-	switch r.Len {
-	case 0:
+// View returns r's string without copying it when it can: it aliases the
+// slot, or for a split URL *scratch, into which its parts are put together
+// (scratch's room reused; with a nil scratch, a new string). It is valid
+// only until r is freed (Free) or scratch used again: callers must not
+// keep it.
+func (s *Strings) View(r Ref, scratch *[]byte) string {
+	switch {
+	case r.Len == 0:
 		return ""
-	case Long:
+	case r.Len == Long:
 		return s.long[r.Slot]
+	case r.Len&Split != 0:
+		h, t := s.Parts(r)
+		if scratch == nil {
+			return h + t
+		}
+		*scratch = append(append((*scratch)[:0], h...), t...)
+		return unsafe.String(unsafe.SliceData(*scratch), len(*scratch))
 	}
 	b := s.classes[Class(int(r.Len))].At(r.Slot)
 	return unsafe.String(unsafe.SliceData(b), r.Len)
 }
 
+// Compare compares the strings of a and b as strings.Compare does.
+func (s *Strings) Compare(a, b Ref) int {
+	ah, at := s.Parts(a)
+	bh, bt := s.Parts(b)
+	// Walk both as two pieces each.
+	for {
+		if ah == "" {
+			ah, at = at, ""
+		}
+		if bh == "" {
+			bh, bt = bt, ""
+		}
+		if ah == "" || bh == "" {
+			return cmpLen(len(ah), len(bh))
+		}
+		n := min(len(ah), len(bh))
+		if c := strings.Compare(ah[:n], bh[:n]); c != 0 {
+			return c
+		}
+		ah, bh = ah[n:], bh[n:]
+	}
+}
+
+func cmpLen(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// HasPrefix says whether r's string begins with p.
+func (s *Strings) HasPrefix(r Ref, p string) bool {
+	h, t := s.Parts(r)
+	if len(p) <= len(h) {
+		return strings.HasPrefix(h, p)
+	}
+	return strings.HasPrefix(p, h) && strings.HasPrefix(t, p[len(h):])
+}
+
+// ByteAt is byte i of r's string, which must have more than i bytes.
+func (s *Strings) ByteAt(r Ref, i int) byte {
+	h, t := s.Parts(r)
+	if i < len(h) {
+		return h[i]
+	}
+	return t[i-len(h)]
+}
+
 // Free releases r's string.
 func (s *Strings) Free(r Ref) {
+	if b, ok := s.split(r); ok {
+		o := originOf(b)
+		s.classes[Class(len(b))].Release(r.Slot)
+		s.releaseOrigin(o)
+		return
+	}
 	switch r.Len {
 	case 0:
 	case Long:
@@ -106,28 +322,77 @@ func (s *Strings) Free(r Ref) {
 }
 
 // Check verifies s against the refs its holders keep (every string not
-// freed): no slot is used twice or both used and free, and every slot
-// handed out is used or free.
+// freed): no slot is used twice or both used and free, every slot handed
+// out is used or free, and every origin is kept, found by its hash and
+// counted as used by exactly the split URLs that name it.
 func (s *Strings) Check(refs []Ref) error {
 	used := make(map[[2]uint32]bool) // (class, slot)
 	perClass := make([]int, Classes)
 	longs := make(map[uint32]bool)
-	for _, r := range refs {
+	users := make(map[uint32]int) // origin → split refs naming it
+	t := &s.origins
+	add := func(r Ref) error {
 		switch r.Len {
 		case 0:
+			return nil
 		case Long:
 			if longs[r.Slot] {
 				return fmt.Errorf("long string %d used twice", r.Slot)
 			}
 			longs[r.Slot] = true
-		default:
-			k := [2]uint32{uint32(Class(int(r.Len))), r.Slot}
-			if used[k] {
-				return fmt.Errorf("string slot %v used twice", k)
-			}
-			used[k] = true
-			perClass[k[0]]++
+			return nil
 		}
+		n := int(r.Len &^ Split)
+		if n == 0 || n > MaxLen {
+			return fmt.Errorf("ref %+v: length %d, want 1 to %d", r, n, MaxLen)
+		}
+		k := [2]uint32{uint32(Class(n)), r.Slot}
+		if r.Slot == 0 || r.Slot >= s.classes[k[0]].n {
+			return fmt.Errorf("ref %+v: slot %d of class %d was never handed out", r, r.Slot, k[0])
+		}
+		if used[k] {
+			return fmt.Errorf("string slot %v used twice", k)
+		}
+		used[k] = true
+		perClass[k[0]]++
+		if r.Len&Split != 0 {
+			o := originOf(s.classes[k[0]].At(r.Slot))
+			if o == 0 || int(o) >= len(t.users) || t.users[o] == 0 {
+				return fmt.Errorf("split ref %+v names origin %d, which is not kept", r, o)
+			}
+			users[o]++
+		}
+		return nil
+	}
+	for _, r := range refs {
+		if err := add(r); err != nil {
+			return err
+		}
+	}
+	live := 0
+	for i := 1; i < len(t.refs); i++ {
+		if t.users[i] == 0 {
+			continue
+		}
+		live++
+		if int(t.users[i]) != users[uint32(i)] {
+			return fmt.Errorf("origin %d: %d users counted, %d split refs name it", i, t.users[i], users[uint32(i)])
+		}
+		if t.refs[i].Len&Split != 0 && t.refs[i].Len != Long {
+			return fmt.Errorf("origin %d is itself split", i)
+		}
+		if err := add(t.refs[i]); err != nil {
+			return fmt.Errorf("origin %d: %w", i, err)
+		}
+		if j, ok := t.ids[maphash.String(t.seed, s.View(t.refs[i], nil))]; !ok || j != uint32(i) {
+			return fmt.Errorf("origin %d is not found by its hash (found %d)", i, j)
+		}
+	}
+	if live != len(t.ids) {
+		return fmt.Errorf("%d origins kept, %d hashes", live, len(t.ids))
+	}
+	if len(t.refs) > 0 && live+len(t.free) != len(t.refs)-1 {
+		return fmt.Errorf("origins: %d kept + %d free != %d numbered", live, len(t.free), len(t.refs)-1)
 	}
 	for c := range s.classes {
 		sl := &s.classes[c]
