@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -154,31 +152,11 @@ type ResultStats struct {
 	Oldest      time.Time // when the oldest kept one finished
 }
 
-// resultIndex is what TrimResults remembers of the results it has seen
-// (24 bytes each), so that each trim reads only the new ones.
-type resultIndex struct {
-	mu      sync.Mutex
-	scanned uint64 // the last cursor read
-	entries []resultEntry
-	bytes   int64
-	names   []string          // crawler names, by resultEntry.crawler
-	ids     map[string]uint32 // their numbers in names
-}
-
-// resultEntry is one result kept: 24 bytes, no pointer (a string header
-// and a 64-bit size made it 40, a few dozen megabytes for the results of
-// a million jobs).
-type resultEntry struct {
-	seq     uint64
-	at      int64
-	size    uint32 // the stored value's length (a value is far below 4 GiB)
-	crawler uint32 // index in resultIndex.names
-}
-
 // TrimResults deletes the results the policy p no longer keeps (Retention:
 // by age, then the oldest while the rest take more than the size limit,
 // sizes being the stored values'). It returns how many it deleted and what
-// is kept. It reads only the results written since its last call; the
+// is kept. It reads the results written since its last call, and back
+// only the stretches where a limit cuts through (resultindex.go); the
 // deletion is written on the writer goroutine, between batches, and is not
 // fsync'd on its own (a deletion lost in a crash is redone next time).
 // Calls must not overlap.
@@ -186,77 +164,38 @@ func (s *Store) TrimResults(now time.Time, p *Retention) (deleted int, kept Resu
 	x := &s.results
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if err := s.enter(); err != nil {
+	if x.size == 0 {
+		x.size = resultChunkSize
+	}
+	if err := s.indexNew(x); err != nil {
 		return 0, kept, err
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: resultKey(x.scanned + 1), UpperBound: []byte{pfxResult + 1}})
-	if err != nil {
-		s.leave()
-		return 0, kept, fmt.Errorf("store %s: trim results: %w", s.where(), corrupt(err))
-	}
-	for valid := it.First(); valid; valid = it.Next() {
-		k := it.Key()
-		v, verr := it.ValueAndErr()
-		if verr != nil || len(k) != 9 {
-			err = fmt.Errorf("store %s: %w: result record %x unreadable (%v)", s.where(), ErrCorrupt, k, verr)
-			break
-		}
-		d := decoder{b: v}
-		d.byte()
-		at := d.varint()
-		d.uvarint() // job
-		d.int()     // attempt
-		crawler := d.string()
-		if d.err != nil {
-			err = fmt.Errorf("store %s: %w: result record %x: %w", s.where(), ErrCorrupt, k, d.err)
-			break
-		}
-		c, ok := x.ids[crawler]
-		if !ok {
-			if x.ids == nil {
-				x.ids = map[string]uint32{}
-			}
-			c = uint32(len(x.names))
-			x.ids[crawler] = c
-			x.names = append(x.names, crawler)
-		}
-		e := resultEntry{seq: binary.BigEndian.Uint64(k[1:]), at: at, size: uint32(min(len(v), math.MaxUint32)), crawler: c}
-		x.entries = append(x.entries, e)
-		x.bytes += int64(e.size)
-		x.scanned = e.seq
-	}
-	if cerr := it.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("store %s: trim results: %w", s.where(), corrupt(cerr))
-	}
-	s.leave()
+	plans, deleted, err := s.planTrim(x, now, p)
 	if err != nil {
 		return 0, kept, err
-	}
-	drop := make([]bool, len(x.entries))
-	p.Drop(now, len(x.entries), func(i int) (string, time.Time, int64) {
-		e := &x.entries[i]
-		return x.names[e.crawler], unstamp(e.at), int64(e.size)
-	}, drop)
-	cut, deleted := 0, 0 // cut: the leading results dropped, deleted in a range
-	for cut < len(drop) && drop[cut] {
-		cut++
-	}
-	for _, d := range drop {
-		if d {
-			deleted++
-		}
 	}
 	if deleted > 0 {
 		var werr error
 		if err := s.do(func(w *writer) {
 			b := s.db.NewBatch()
 			defer b.Close()
-			if cut > 0 {
-				_ = b.DeleteRange([]byte{pfxResult}, resultKey(x.entries[cut-1].seq+1), nil)
+			lead := 0 // the leading chunks that go whole: one range from the start
+			for lead < len(plans) && plans[lead].all {
+				lead++
 			}
-			for i := cut; i < len(drop); i++ {
-				if drop[i] {
-					_ = b.Delete(resultKey(x.entries[i].seq), nil)
+			if lead > 0 {
+				_ = b.DeleteRange([]byte{pfxResult}, resultKey(x.chunks[lead-1].last+1), nil)
+			}
+			for i := lead; i < len(plans); i++ {
+				pl := &plans[i]
+				if pl.all {
+					_ = b.DeleteRange(resultKey(x.chunks[i].first), resultKey(x.chunks[i].last+1), nil)
+					continue
+				}
+				for k, d := range pl.drop {
+					if d {
+						_ = b.Delete(resultKey(pl.entries[k].seq), nil)
+					}
 				}
 			}
 			if err := s.pebbleApply(b, pebble.NoSync); err != nil {
@@ -273,20 +212,10 @@ func (s *Store) TrimResults(now time.Time, p *Retention) (deleted int, kept Resu
 		if werr != nil {
 			return 0, kept, werr
 		}
-		n := 0
-		for i := range x.entries {
-			if drop[i] {
-				x.bytes -= int64(x.entries[i].size)
-				continue
-			}
-			x.entries[n] = x.entries[i]
-			n++
-		}
-		clear(x.entries[n:])
-		x.entries = x.entries[:n]
+		x.applyPlan(plans)
 	}
-	if rest := x.entries; len(rest) > 0 {
-		kept = ResultStats{Count: len(rest), Bytes: x.bytes, First: rest[0].seq, Last: rest[len(rest)-1].seq, Oldest: unstamp(rest[0].at)}
+	if cs := x.chunks; len(cs) > 0 {
+		kept = ResultStats{Count: x.count, Bytes: x.bytes, First: cs[0].first, Last: cs[len(cs)-1].last, Oldest: unstamp(cs[0].firstAt)}
 	}
 	return deleted, kept, nil
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-	"unsafe"
 
 	"drover/coord/id"
 )
@@ -168,12 +167,4 @@ func FuzzDecodeResult(f *testing.F) {
 			t.Fatalf("re-encoded %x does not decode: %v", again, err)
 		}
 	})
-}
-
-// TestResultEntrySize: the retention index keeps one entry per result
-// kept, a million or more in a big crawl; each is 24 bytes, no pointer.
-func TestResultEntrySize(t *testing.T) {
-	if n := unsafe.Sizeof(resultEntry{}); n != 24 {
-		t.Fatalf("resultEntry is %d bytes, want 24", n)
-	}
 }
