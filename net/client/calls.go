@@ -339,17 +339,30 @@ func (e *engine) do(ctx context.Context, cn *conn.Conn, c *call, timeout time.Du
 	return e.wait(ctx, cn, c, timeout)
 }
 
-// doAll posts calls together (pipelined) and waits for all of them; on
-// the first error the others are abandoned.
+// inFlight is how many of one call's batches doAll keeps sent and not yet
+// complete. Sending a whole large input at once made the coordinator hold
+// all of it in its receive queue (a 2,000,000-line submit: some 150 MB),
+// and when it was busy for longer than heartbeat × liveness the session
+// was lost and all of it sent again on the next, on top: past a gigabyte
+// at a load of 25 on two cores, and no reply within two minutes. Eight
+// batches (80,000 jobs at DRV/2's limit) keep the coordinator's steps
+// (20,000 jobs each) fed, and bound what a lost session sends again.
+const inFlight = 8
+
+// doAll sends calls pipelined, at most inFlight not yet complete at a time
+// (in order: a call is sent once the call inFlight before it completed),
+// and waits for all of them; on the first error the others are
+// abandoned.
 func (e *engine) doAll(ctx context.Context, cn *conn.Conn, calls []*call, timeout time.Duration) error {
-	for _, c := range calls {
-		if !e.post(cn, c) {
-			return ErrClosed
-		}
-	}
+	posted := 0
 	for i, c := range calls {
+		for ; posted < len(calls) && posted < i+inFlight; posted++ {
+			if !e.post(cn, calls[posted]) {
+				return ErrClosed
+			}
+		}
 		if err := e.wait(ctx, cn, c, timeout); err != nil {
-			for _, rest := range calls[i+1:] {
+			for _, rest := range calls[i+1 : posted] {
 				cn.Post(func(*conn.Link) { e.abandon(rest) })
 			}
 			return err

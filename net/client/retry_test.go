@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -100,5 +101,69 @@ func TestRequestTimeoutIsPerReply(t *testing.T) {
 	r := <-got
 	if r.err != nil || r.vs[0].Verdict != wire.VerdictOK || r.vs[0].Reason != "handover" {
 		t.Fatalf("request: %+v, %v; want ok (handover)", r.vs, r.err)
+	}
+}
+
+// TestSubmitInFlightBounded: a large submit keeps at most inFlight of its
+// batches sent and unanswered, and sends the next as each is answered (it
+// sent all of them at once: the coordinator held them all, and a lost
+// session sent them all again).
+func TestSubmitInFlightBounded(t *testing.T) {
+	const batches = inFlight + 3
+	jobs := make([]wire.SubmitItem, batches*wire.MaxBatch)
+	for i := range jobs {
+		jobs[i].Key = key(fmt.Sprintf("http://window.test/%d", i))
+	}
+	srv := testsrv.NewScripted(t)
+	dialed := make(chan *Client, 1)
+	go func() {
+		c, err := Dial(ctxT(t), Options{Connect: srv.EP, Timeout: time.Minute})
+		if err != nil {
+			t.Error(err)
+		}
+		dialed <- c
+	}()
+	srv.Greet()
+	c := <-dialed
+	if c == nil {
+		t.FailNow()
+	}
+	t.Cleanup(func() { c.Close() })
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Submit(context.Background(), jobs)
+		got <- err
+	}()
+	answer := func(sub *wire.Submit) {
+		items := make([]wire.SubmittedItem, len(sub.Jobs))
+		for i, j := range sub.Jobs {
+			items[i] = wire.SubmittedItem{Status: wire.SubmitAccepted, JobID: uint64(i + 1), Fingerprint: j.Key.Fingerprint()}
+		}
+		srv.Send(&wire.Submitted{Req: sub.Req, Items: items})
+	}
+	// The scripted server heartbeats after each message it reads: the
+	// client takes 3 s of silence for a lost session.
+	var sent []*wire.Submit
+	for range inFlight {
+		sent = append(sent, testsrv.Expect[*wire.Submit](t, srv.Next()))
+		srv.Send(&wire.Heartbeat{})
+	}
+	for i := range batches {
+		// Sent and unanswered: inFlight of them; nothing more comes.
+		if i+inFlight < batches && srv.Arrives(300*time.Millisecond) {
+			t.Fatalf("batch %d sent with %d unanswered, want at most %d in flight", i+inFlight+1, inFlight, inFlight)
+		}
+		answer(sent[i])
+		if i+inFlight < batches {
+			next := testsrv.Expect[*wire.Submit](t, srv.Next())
+			if first := next.Jobs[0].Key.URL; first != jobs[(i+inFlight)*wire.MaxBatch].Key.URL {
+				t.Fatalf("after batch %d answered, a batch starting with %s sent, want batch %d", i+1, first, i+inFlight+1)
+			}
+			sent = append(sent, next)
+			srv.Send(&wire.Heartbeat{})
+		}
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -19,8 +19,9 @@ const scriptWait = 10 * time.Second
 type Scripted struct {
 	tb    testing.TB
 	sock  *zmq4.Socket
-	EP    string // its endpoint
-	ident []byte // routing id of the last message received
+	EP    string       // its endpoint
+	ident []byte       // routing id of the last message received
+	early wire.Message // received by Arrives, for Next
 }
 
 // NewScripted binds a scripted server for the test.
@@ -38,6 +39,10 @@ func NewScripted(tb testing.TB) *Scripted {
 // sender for Send; it fails the test after 10 s without one.
 func (s *Scripted) Next() wire.Message {
 	s.tb.Helper()
+	if m := s.early; m != nil {
+		s.early = nil
+		return m
+	}
 	p := zmq4.NewPoller()
 	p.Add(s.sock, zmq4.POLLIN)
 	for {
@@ -58,6 +63,40 @@ func (s *Scripted) Next() wire.Message {
 			continue
 		}
 		return m
+	}
+}
+
+// Arrives reports whether a message other than HEARTBEAT arrives within
+// d, and leaves it to be read by Next. For a check that the client sent
+// nothing more: it can miss a message sent late, never see one unsent.
+func (s *Scripted) Arrives(d time.Duration) bool {
+	s.tb.Helper()
+	p := zmq4.NewPoller()
+	p.Add(s.sock, zmq4.POLLIN)
+	for deadline := time.Now().Add(d); ; {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		polled, err := p.Poll(left)
+		if err != nil {
+			s.tb.Fatal(err)
+		}
+		if len(polled) == 0 {
+			return false
+		}
+		frames, err := s.sock.RecvMessageBytes(0)
+		if err != nil {
+			s.tb.Fatal(err)
+		}
+		m, err := wire.Decode(frames[1:])
+		if err != nil {
+			s.tb.Fatalf("scripted server: client sent an undecodable message: %v", err)
+		}
+		if _, hb := m.(*wire.Heartbeat); !hb {
+			s.ident, s.early = frames[0], m
+			return true
+		}
 	}
 }
 
