@@ -43,6 +43,10 @@ type Query struct {
 	// kept). ViewResults ignores Offset, Sort and Desc; its Filter takes
 	// crawler=NAME and processor=NAME terms.
 	From uint64 `json:"from,omitempty"`
+	// After, on a Redis Cluster store, continues views jobs and waiters
+	// with the cluster's rows after a page's After (Offset then counts
+	// from there; this coordinator's own rows are not listed again).
+	After string `json:"after,omitempty"`
 }
 
 // Page is the answer to a Query.
@@ -64,6 +68,10 @@ type Page struct {
 	First   uint64   `json:"first,omitempty"`
 	Last    uint64   `json:"last,omitempty"`
 	Crawls  []Crawl  `json:"crawls,omitempty"` // ViewCrawls, by name
+	// After, on a Redis Cluster store, is where views jobs and waiters
+	// go on in the cluster's rows past this page (Query.After); empty
+	// when nothing follows.
+	After string `json:"after,omitempty"`
 }
 
 // Result is one finished job's result, as `drover results` prints it (one
@@ -238,8 +246,14 @@ type JobRow struct {
 	Worker    string    `json:"worker,omitempty"`
 	LastError string    `json:"last_error,omitempty"`
 	Reason    string    `json:"reason,omitempty"` // why it waits: unroutable (and why), host back-off, paused
-	Created   time.Time `json:"created"`
-	Updated   time.Time `json:"updated"`
+	// QueueID is, on a Redis Cluster store, the job's id in the cluster's
+	// queue (as SUBMITTED gave it), for a job not on this coordinator
+	// (JobID 0); Coordinator names the coordinator that claimed it
+	// (state claimed), empty while it waits in the cluster's queue.
+	QueueID     uint64    `json:"queue_id,omitempty"`
+	Coordinator string    `json:"coordinator,omitempty"`
+	Created     time.Time `json:"created"`
+	Updated     time.Time `json:"updated"`
 	// History lists the attempts, newest last; filled for a detail query
 	// (Query.Key set on ViewJobs) only.
 	History []Attempt `json:"history,omitempty"`

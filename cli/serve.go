@@ -308,6 +308,7 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		opts.ClusterCrawls = cc.Shared.(*storeredis.CrawlQueue)
 		opts.ClusterResults = c.redis.Results()
 		opts.ClusterEvents = c.redis.Events()
+		opts.ClusterJobs = c.redis.JobView()
 	}
 	if c.srv, err = server.New(opts); err != nil {
 		c.close()

@@ -98,8 +98,14 @@ func jobKeys(k *keyMap) keymap {
 func jobMark(p *admin.Page, i int) mark {
 	j := &p.Jobs[i]
 	target := ""
-	if j.JobID != 0 {
+	switch {
+	case j.JobID != 0:
 		target = strconv.FormatUint(j.JobID, 10)
+	case j.State != "requested":
+		// A job another coordinator on the cluster holds, or in the
+		// cluster's queue: named by its key; the coordinator answers
+		// where it is.
+		target = j.Key
 	}
 	return mark{label: j.URL + " (" + j.State + ")", target: target, state: j.State}
 }

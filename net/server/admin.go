@@ -33,6 +33,8 @@ func (s *Server) ownQuery(q admin.Query) (func(admin.Query) (admin.Page, wire.Co
 		return s.queryResults, true // results.go
 	case q.View == admin.ViewEvents && s.opts.ClusterEvents != nil:
 		return s.queryClusterEvents, true // clusterevents.go
+	case (q.View == admin.ViewJobs || q.View == admin.ViewWaiters) && s.opts.ClusterJobs != nil:
+		return s.queryClusterJobs, true // clusterjobs.go
 	}
 	return nil, false
 }
@@ -138,6 +140,14 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 			res, err = s.defineCrawl(now, *m.Action.Crawl) // crawls.go
 		case m.Action.Crawler != "":
 			res, err = s.crawlAction(now, m.Action) // crawls.go
+		case m.Action.Kind == admin.ActRequeue:
+			// Targets naming a key: this coordinator's job of it, or
+			// why it is not here (clusterjobs.go).
+			act, refused := s.clusterRequeue(now, m.Action)
+			if len(act.Targets) > 0 || len(refused) == 0 {
+				res, err = s.c.Act(now, act)
+			}
+			res.Errors = append(res.Errors, refused...)
 		default:
 			res, err = s.c.Act(now, m.Action)
 		}

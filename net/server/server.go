@@ -121,6 +121,11 @@ type Options struct {
 	// others sharing its store (clusterevents.go): view events shows every
 	// coordinator's.
 	ClusterEvents ClusterEvents
+	// ClusterJobs, when set, makes views jobs and waiters list the jobs
+	// and keys of every coordinator sharing this one's store
+	// (clusterjobs.go), and a requeue of a job another holds answer where
+	// it is.
+	ClusterJobs ClusterJobs
 }
 
 // Server is a running coordinator with its sockets. Create with New, then
@@ -163,6 +168,7 @@ type Server struct {
 	// (Options.ClusterCrawls).
 	crawlSynced time.Time
 	evw         *eventWriter // Options.ClusterEvents: the events for the cluster (clusterevents.go)
+	jobsMemo    offsetMemo   // Options.ClusterJobs: where recent pages of the cluster's rows ended (clusterjobs.go)
 
 	// The parts, each with one job.
 	sess sessions   // who is connected, their heartbeats (sessions.go)

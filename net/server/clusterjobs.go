@@ -1,0 +1,338 @@
+package server
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"drover/admin"
+	"drover/coord"
+	"drover/coord/id"
+	"drover/filter"
+	"drover/net/wire"
+)
+
+// Job lists across coordinators (Options.ClusterJobs, the Redis Cluster
+// store). View jobs lists this coordinator's own rows first, as the
+// coordinator answers them (sorted, filtered, windowed), then the
+// cluster's rows it does not hold, read from Redis a page at a time in the
+// walk's order (store/redis.JobView): the jobs other coordinators claimed
+// (state claimed, naming the coordinator), the jobs waiting in the shared
+// queue (state queued) and the keys requested on hosts this coordinator
+// never touched. The filter is the same (filter.Filter.Job); the sort
+// applies to the own rows only. Reading the cluster's rows never loads
+// the queue: a page's work is bounded, it goes on from a cursor (Page.After,
+// Query.After), and an offset into them starts from the cursor a recent
+// page ended at (offsetMemo), so a console scrolling down reads only what
+// it shows. View waiters reads a key's waiters from Redis; a key's detail
+// (view jobs with Key) says where its job is when it is not here.
+
+// ClusterJobs reads the jobs and keys of every coordinator sharing this
+// one's store (store/redis.JobView). The reactor calls it; its calls may
+// do I/O.
+type ClusterJobs interface {
+	// Self is this coordinator's id in the cluster.
+	Self() string
+	// Jobs lists a page of the cluster's rows this coordinator does not
+	// hold, from cursor ("": the start), of the parts named in parts
+	// (letters: c claimed by other coordinators, q in the shared queue,
+	// r requested on hosts this coordinator never touched), matching
+	// match, the first skip passed over, at most limit; it returns the
+	// rows, how many it passed over (fewer than skip when the page's work
+	// ran out first) and the cursor to go on from ("": the end).
+	Jobs(cursor, parts string, match func(*admin.JobRow) bool, skip, limit int) (rows []admin.JobRow, skipped int, next string, err error)
+	// Waiters lists the sessions waiting on key fp; ok is false when the
+	// key's host is not known here.
+	Waiters(fp id.Fingerprint) (rows []admin.WaiterRow, ok bool, err error)
+	// Locate finds the job of key fp in the cluster: claimed by a
+	// coordinator or waiting in the shared queue.
+	Locate(fp id.Fingerprint) (row admin.JobRow, ok bool, err error)
+}
+
+// offsetMemo remembers where recent pages of the cluster's rows ended, per
+// view and filter: an offset into them goes on from the nearest point at
+// or before it instead of from the start.
+type offsetMemo struct {
+	points map[string][]memoPoint
+}
+
+type memoPoint struct {
+	offset int // rows of the cluster's part before the cursor
+	cursor string
+	at     time.Time
+}
+
+// The memo's bounds: points older than memoAge are not used (the queue
+// moved on), and at most memoViews filters of memoPoints points each are
+// kept.
+const (
+	memoAge    = 30 * time.Second
+	memoViews  = 64
+	memoPoints = 64
+)
+
+func (m *offsetMemo) find(key string, offset int, now time.Time) (memoPoint, bool) {
+	var best memoPoint
+	found := false
+	for _, p := range m.points[key] {
+		if p.offset <= offset && now.Sub(p.at) < memoAge && (!found || p.offset > best.offset) {
+			best, found = p, true
+		}
+	}
+	return best, found
+}
+
+func (m *offsetMemo) add(key string, p memoPoint) {
+	if m.points == nil || len(m.points) >= memoViews && m.points[key] == nil {
+		m.points = make(map[string][]memoPoint)
+	}
+	ps := slices.DeleteFunc(m.points[key], func(q memoPoint) bool { return q.offset == p.offset || p.at.Sub(q.at) >= memoAge })
+	if len(ps) >= memoPoints {
+		ps = ps[1:]
+	}
+	m.points[key] = append(ps, p)
+}
+
+// clusterParts are the parts of the cluster's rows a filter's state
+// term lets through.
+func clusterParts(f filter.Filter) string {
+	states := f.Values(filter.FieldState)
+	parts := ""
+	for _, p := range [][2]string{{"c", "claimed"}, {"q", "queued"}, {"r", "requested"}} {
+		if states == nil || slices.Contains(states, p[1]) {
+			parts += p[0]
+		}
+	}
+	return parts
+}
+
+// queryClusterJobs answers views jobs and waiters on a Redis Cluster
+// store (above). The error comes with the ERROR code to answer.
+func (s *Server) queryClusterJobs(q admin.Query) (admin.Page, wire.Code, error) {
+	now := s.now()
+	if q.View == admin.ViewWaiters {
+		return s.clusterWaiters(now, q)
+	}
+	if q.Key != "" {
+		return s.clusterJobDetail(now, q)
+	}
+	cj := s.opts.ClusterJobs
+	f, err := filter.Parse(q.Filter)
+	if err != nil {
+		return admin.Page{}, wire.CodeMalformed, fmt.Errorf("query %s: %w", q.View, err)
+	}
+	if q.Offset < 0 || q.Limit < 0 {
+		return admin.Page{}, wire.CodeMalformed, fmt.Errorf("query %s: offset %d, limit %d: want >= 0", q.View, q.Offset, q.Limit)
+	}
+	limit := q.Limit
+	if limit == 0 || limit > coord.MaxWindow {
+		limit = coord.MaxWindow
+	}
+	page := admin.Page{View: q.View, Offset: q.Offset}
+	if q.After == "" {
+		if page, err = s.c.Query(now, q); err != nil {
+			return page, errorCode(err), err
+		}
+	}
+	own := page.Total
+	if q.After != "" {
+		own = 0
+	}
+	co := max(q.Offset-own, 0) // offset into the cluster's rows
+	parts := clusterParts(f)
+	memoKey := string(q.View) + "\x00" + f.String()
+	cursor, skip, base := q.After, co, 0
+	if q.After == "" && co > 0 {
+		if p, ok := s.jobsMemo.find(memoKey, co, now); ok {
+			cursor, skip, base = p.cursor, co-p.offset, p.offset
+		}
+	}
+	want := limit - len(page.Jobs)
+	var rows []admin.JobRow
+	skipped, next := 0, cursor
+	if want > 0 && parts != "" {
+		rows, skipped, next, err = cj.Jobs(cursor, parts, f.Job, skip, want)
+		if err != nil {
+			if strings.Contains(err.Error(), "cursor") && q.After != "" {
+				return page, wire.CodeMalformed, fmt.Errorf("query %s: after: %w", q.View, err)
+			}
+			return page, wire.CodeInternal, fmt.Errorf("query %s: the cluster's rows: %w", q.View, err)
+		}
+		if q.After == "" && next != "" {
+			s.jobsMemo.add(memoKey, memoPoint{offset: base + skipped + len(rows), cursor: next, at: now})
+		}
+	}
+	page.Jobs = append(page.Jobs, rows...)
+	page.After = next
+	// The total: this coordinator's rows, and the cluster's as its
+	// counters say (jobs claimed by the others, in the shared queue) when
+	// nothing but a state term filters, else those read so far (and one
+	// more when the walk goes on).
+	seen := co + len(rows)
+	if skipped < skip {
+		seen = base + skipped
+	}
+	if next != "" {
+		seen++
+	}
+	counted := 0
+	if f.Without(filter.FieldState).Empty() {
+		counted = s.clusterCounted(parts)
+	}
+	page.Total = own + max(seen, counted)
+	return page, wire.CodeOK, nil
+}
+
+// clusterCounted is the cluster's jobs of parts not on this coordinator,
+// by the cluster view's counters: claimed by the other live coordinators
+// (their queued and running jobs, as they last published them) and
+// waiting in the shared queue.
+func (s *Server) clusterCounted(parts string) int {
+	if s.opts.Cluster == nil {
+		return 0
+	}
+	cv := s.opts.Cluster()
+	if cv == nil {
+		return 0
+	}
+	n := 0
+	if strings.Contains(parts, "q") {
+		n += int(cv.Queued)
+	}
+	if strings.Contains(parts, "c") {
+		self := s.opts.ClusterJobs.Self()
+		for _, c := range cv.Coordinators {
+			if c.Alive && c.ID != self {
+				n += c.Queued + c.Dispatched
+			}
+		}
+	}
+	return n
+}
+
+// clusterJobDetail answers view jobs with Key on a Redis Cluster store:
+// the coordinator's answer when it holds the job; else, for a key, where
+// its job is in the cluster (claimed by a coordinator, or in the shared
+// queue), with its waiters.
+func (s *Server) clusterJobDetail(now time.Time, q admin.Query) (admin.Page, wire.Code, error) {
+	page, err := s.c.Query(now, q)
+	if err == nil && len(page.Jobs) > 0 && page.Jobs[0].JobID != 0 {
+		return page, wire.CodeOK, nil
+	}
+	fp, perr := id.ParseFingerprint(q.Key)
+	if perr != nil {
+		if err == nil {
+			return page, wire.CodeOK, nil
+		}
+		return page, errorCode(err), err
+	}
+	row, ok, lerr := s.opts.ClusterJobs.Locate(fp)
+	if lerr != nil {
+		return page, wire.CodeInternal, fmt.Errorf("query jobs: key %s: %w", fp, lerr)
+	}
+	if !ok {
+		if err != nil {
+			return page, errorCode(err), err
+		}
+		return page, wire.CodeOK, nil
+	}
+	if ws, ok, werr := s.opts.ClusterJobs.Waiters(fp); werr == nil && ok {
+		page.Waiters = ws
+		row.Waiters = len(ws)
+	}
+	page.View, page.Jobs, page.Total = admin.ViewJobs, []admin.JobRow{row}, 1
+	return page, wire.CodeOK, nil
+}
+
+// clusterWaiters answers view waiters on a Redis Cluster store: the
+// coordinator's answer, with the waiters of the key read from Redis
+// (every coordinator's sessions, named "sN on coordinator C").
+func (s *Server) clusterWaiters(now time.Time, q admin.Query) (admin.Page, wire.Code, error) {
+	page, err := s.c.Query(now, q)
+	if err != nil || q.Key == "" {
+		return page, errorCode(err), err
+	}
+	fp, err := id.ParseFingerprint(q.Key)
+	if err != nil {
+		return page, wire.CodeMalformed, fmt.Errorf("query waiters: key %q: %w", q.Key, err)
+	}
+	ws, ok, err := s.opts.ClusterJobs.Waiters(fp)
+	if err != nil {
+		return page, wire.CodeInternal, fmt.Errorf("query waiters: %w", err)
+	}
+	if !ok {
+		return page, wire.CodeOK, nil
+	}
+	f, _ := filter.Parse(q.Filter) // the coordinator parsed it
+	ws = slices.DeleteFunc(ws, func(w admin.WaiterRow) bool { return !f.Waiter(&w) })
+	slices.SortStableFunc(ws, func(a, b admin.WaiterRow) int {
+		var c int
+		switch q.Sort {
+		case "session":
+			c = strings.Compare(a.Session, b.Session)
+		case "since":
+			c = a.Since.Compare(b.Since)
+		}
+		c = cmp.Or(c, cmp.Compare(a.Position, b.Position))
+		if q.Desc {
+			c = -c
+		}
+		return c
+	})
+	limit := q.Limit
+	if limit == 0 || limit > coord.MaxWindow {
+		limit = coord.MaxWindow
+	}
+	page.Total = len(ws)
+	ws = ws[min(q.Offset, len(ws)):]
+	page.Waiters = ws[:min(limit, len(ws))]
+	return page, wire.CodeOK, nil
+}
+
+// clusterRequeue resolves the requeue targets naming a key (32 hex
+// digits) on a Redis Cluster store: to this coordinator's job of the key
+// when it holds one; a job another coordinator claimed, or one waiting in
+// the shared queue, is refused with a line naming where it is (a
+// coordinator requeues only the jobs it holds). Decimal job ids pass
+// through.
+func (s *Server) clusterRequeue(now time.Time, a admin.Action) (admin.Action, []string) {
+	var errs []string
+	out := a
+	out.Targets = nil
+	for _, t := range a.Targets {
+		fp, err := id.ParseFingerprint(t)
+		if _, derr := strconv.ParseUint(t, 10, 64); derr == nil || err != nil {
+			out.Targets = append(out.Targets, t)
+			continue
+		}
+		page, qerr := s.c.Query(now, admin.Query{View: admin.ViewJobs, Key: t})
+		if qerr == nil && len(page.Jobs) > 0 && page.Jobs[0].JobID != 0 {
+			out.Targets = append(out.Targets, strconv.FormatUint(page.Jobs[0].JobID, 10))
+			continue
+		}
+		errs = append(errs, s.notHere(fp))
+	}
+	return out, errs
+}
+
+// notHere says why key fp's job cannot be requeued here.
+func (s *Server) notHere(fp id.Fingerprint) string {
+	if s.opts.ClusterJobs == nil {
+		return fmt.Sprintf("requeue key %s: no job of it on this coordinator", fp)
+	}
+	row, ok, err := s.opts.ClusterJobs.Locate(fp)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("requeue key %s: no job of it on this coordinator, and looking for it in the cluster failed: %v", fp, err)
+	case !ok:
+		return fmt.Sprintf("requeue key %s: no job of it on this coordinator nor, as far as this coordinator knows its host, in the cluster", fp)
+	case row.Coordinator != "" && row.Coordinator != s.opts.ClusterJobs.Self():
+		return fmt.Sprintf("requeue key %s (%s): not requeued: its job is %s; requeue it on that coordinator", fp, row.URL, row.Reason)
+	case row.State == "queued":
+		return fmt.Sprintf("requeue key %s (%s): not requeued: its job is already waiting in the cluster's queue (job %d there)", fp, row.URL, row.QueueID)
+	}
+	return fmt.Sprintf("requeue key %s (%s): not requeued: %s", fp, row.URL, row.Reason)
+}

@@ -1,0 +1,440 @@
+package redis
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"drover/admin"
+	"drover/coord/id"
+)
+
+// The cluster's jobs for the admin views (QUERY view jobs and waiters on
+// any coordinator, net/server's clusterjobs.go): the jobs this
+// coordinator does not hold, read where the queue keeps them (queue.go),
+// a page at a time.
+//
+// A walk lists, in this order, the jobs other coordinators claimed (each
+// coordinator by id, the hosts it touched as SSCAN gives them, each
+// host's leases by fingerprint), then the jobs waiting in the shared
+// queue (the ready hosts as SSCAN gives them, each host's queue oldest
+// first, then its polite queue), then, when asked, the keys requested on
+// the hosts this coordinator never touched (the others' are its own
+// view's). Its position is a cursor (opaque text): the part, the
+// coordinator, the SSCAN cursor of the batch of hosts, the host, the list
+// and the index in it. A page does bounded work: it reads at most
+// walkScans batches of hosts and examines at most walkExamined entries,
+// then answers with what it found and the cursor to go on from. Like
+// SCAN, a walk over a changing queue may miss a job that moved (claimed,
+// returned) while it went, or list it twice; nothing is locked.
+
+// The parts of a walk.
+const (
+	PartClaimed   = "c" // jobs other coordinators claimed
+	PartQueued    = "q" // jobs in the shared queue
+	PartRequested = "r" // keys requested on hosts this coordinator never touched
+)
+
+// walkParts is the walk's order.
+var walkParts = []string{PartClaimed, PartQueued, PartRequested}
+
+// The bounds of one page of a walk.
+const (
+	walkBatch    = 256   // hosts an SSCAN asks for
+	walkScans    = 32    // SSCANs a page sends at most
+	walkExamined = 20000 // entries a page examines at most
+	walkChunk    = 512   // entries an LRANGE reads at most
+)
+
+// JobView reads the cluster's jobs for the admin views. It runs on the
+// reactor's goroutine (it reads the ledger's hosts), like the ledger.
+type JobView struct {
+	l *Ledger
+	// hostOf remembers the host of the keys the walks listed, so a
+	// query or an action naming a key by fingerprint finds its keys
+	// (bounded: forgotten all at once when full).
+	hostOf map[id.Fingerprint]string
+}
+
+// hostMemo bounds JobView.hostOf.
+const hostMemo = 1 << 16
+
+// JobView returns the cluster's job lists for l's coordinator.
+func (l *Ledger) JobView() *JobView {
+	return &JobView{l: l, hostOf: make(map[id.Fingerprint]string)}
+}
+
+// Self is this coordinator's id in the cluster.
+func (v *JobView) Self() string { return v.l.coord }
+
+func (v *JobView) remember(fp id.Fingerprint, host string) {
+	if len(v.hostOf) >= hostMemo {
+		clear(v.hostOf)
+	}
+	v.hostOf[fp] = host
+}
+
+// walkPos is a walk's position, as its cursor says.
+type walkPos struct {
+	Part  string `json:"p"`
+	Coord string `json:"c,omitempty"` // PartClaimed: the coordinator
+	Scan  uint64 `json:"s,omitempty"` // the SSCAN cursor of the batch holding Host
+	Host  string `json:"h,omitempty"` // the host to go on at ("": the batch's first)
+	List  int    `json:"l,omitempty"` // the host's list (0, 1: queue, polite queue; leases likewise)
+	Index int64  `json:"i,omitempty"` // the entry in it
+}
+
+func (p walkPos) cursor() string {
+	b, _ := json.Marshal(&p)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func parseCursor(s string) (walkPos, error) {
+	var p walkPos
+	if s == "" {
+		return p, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &p)
+	}
+	if err == nil && !slices.Contains(walkParts, p.Part) {
+		err = fmt.Errorf("part %q", p.Part)
+	}
+	if err != nil || p.Index < 0 || p.List < 0 || p.List > 1 {
+		return walkPos{}, fmt.Errorf("cursor %.40q: not one a page of this view gave (%v)", s, err)
+	}
+	return p, nil
+}
+
+// walk is one page's request (see JobView.Jobs).
+type walk struct {
+	parts string
+	match func(*admin.JobRow) bool
+	skip  int
+	limit int
+}
+
+// window is one page of a walk.
+type window struct {
+	rows    []admin.JobRow
+	skipped int
+	next    string
+}
+
+// walker is one page of a walk under way.
+type walker struct {
+	v        *JobView
+	ctx      context.Context
+	w        walk
+	out      window
+	examined int
+	scans    int
+	peers    map[string]string // coordinator id → peers endpoint
+}
+
+// full reports whether the page has its rows or has done its work.
+func (k *walker) full() bool {
+	return len(k.out.rows) >= k.w.limit || k.examined >= walkExamined || k.scans >= walkScans
+}
+
+// take offers a row: skipped, listed or passed over; it reports whether
+// the page is full after it.
+func (k *walker) take(r *admin.JobRow) bool {
+	k.examined++
+	if k.w.match != nil && !k.w.match(r) {
+		return k.full()
+	}
+	if k.out.skipped < k.w.skip {
+		k.out.skipped++
+		return k.full()
+	}
+	if fp, err := id.ParseFingerprint(r.Key); err == nil {
+		k.v.remember(fp, id.Host(r.URL))
+	}
+	k.out.rows = append(k.out.rows, *r)
+	return k.full()
+}
+
+// Jobs lists a page of the walk from cursor ("": the start; see the
+// comment at the top): the rows of the parts named in parts (the letters
+// of PartClaimed, PartQueued, PartRequested) that match (nil: all), the
+// first skip of them passed over, at most limit. It returns the rows, how
+// many were passed over (skip, or fewer when the page's work ran out
+// first) and the cursor to go on from ("": the walk has ended).
+func (v *JobView) Jobs(cursor, parts string, match func(*admin.JobRow) bool, skip, limit int) (rows []admin.JobRow, skipped int, next string, err error) {
+	pos, err := parseCursor(cursor)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	if limit <= 0 {
+		return nil, 0, cursor, nil
+	}
+	ctx, cancel := v.l.ctx()
+	defer cancel()
+	k := &walker{v: v, ctx: ctx, w: walk{parts: parts, match: match, skip: skip, limit: limit}}
+	if pos.Part == "" {
+		pos.Part = PartClaimed
+	}
+	for i := slices.Index(walkParts, pos.Part); i < len(walkParts); i++ {
+		part := walkParts[i]
+		if part != pos.Part {
+			pos = walkPos{Part: part}
+		}
+		if !strings.Contains(parts, part) {
+			continue
+		}
+		var at walkPos
+		var more bool
+		switch part {
+		case PartClaimed:
+			at, more, err = k.claimed(pos)
+		case PartQueued:
+			at, more, err = k.hosts(pos, v.l.readyKey(), k.queued)
+		case PartRequested:
+			at, more, err = k.hosts(pos, v.l.cfg.Prefix+":hosts", k.requested)
+		}
+		if err != nil {
+			return k.out.rows, k.out.skipped, "", fmt.Errorf("redis job view: %w", err)
+		}
+		if more {
+			return k.out.rows, k.out.skipped, at.cursor(), nil
+		}
+	}
+	return k.out.rows, k.out.skipped, "", nil
+}
+
+// claimed walks the other coordinators' leases from pos, coordinator by
+// coordinator (by id); more says the page ended before the part did.
+func (k *walker) claimed(pos walkPos) (walkPos, bool, error) {
+	l := k.v.l
+	ids, err := l.rdb.SMembers(k.ctx, l.liveSet()).Result()
+	if err != nil {
+		return pos, false, fmt.Errorf("reading the coordinators: %w", err)
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		x, _ := strconv.ParseInt(a, 10, 64)
+		y, _ := strconv.ParseInt(b, 10, 64)
+		return cmp.Or(cmp.Compare(x, y), strings.Compare(a, b))
+	})
+	for _, c := range ids {
+		if c == l.coord || pos.Coord != "" && !coordAfter(c, pos.Coord) {
+			continue
+		}
+		if c != pos.Coord {
+			pos = walkPos{Part: PartClaimed, Coord: c}
+		}
+		next, more, err := k.hosts(pos, l.hostsKey(c), func(p walkPos, hosts []string) (walkPos, bool, error) {
+			return k.leases(c, p, hosts)
+		})
+		if err != nil || more {
+			next.Coord = c
+			return next, more, err
+		}
+		if k.full() {
+			return walkPos{Part: PartClaimed, Coord: nextCoord(ids, c, l.coord)}, nextCoord(ids, c, l.coord) != "", nil
+		}
+	}
+	return pos, false, nil
+}
+
+// coordAfter reports whether coordinator c comes at or after d in the
+// walk's order (numeric ids).
+func coordAfter(c, d string) bool {
+	x, _ := strconv.ParseInt(c, 10, 64)
+	y, _ := strconv.ParseInt(d, 10, 64)
+	return x > y || x == y && c >= d
+}
+
+// nextCoord is the coordinator after c in ids, not self ("": none).
+func nextCoord(ids []string, c, self string) string {
+	for i := slices.Index(ids, c) + 1; i < len(ids); i++ {
+		if ids[i] != self {
+			return ids[i]
+		}
+	}
+	return ""
+}
+
+// hosts walks the hosts of set from pos, a batch at a time, handing each
+// batch (from pos.Host on, in the first) to visit; more says the page
+// ended before the set did.
+func (k *walker) hosts(pos walkPos, set string, visit func(walkPos, []string) (walkPos, bool, error)) (walkPos, bool, error) {
+	l := k.v.l
+	for {
+		if k.scans >= walkScans || k.full() {
+			return pos, true, nil
+		}
+		k.scans++
+		batch, next, err := l.rdb.SScan(k.ctx, set, pos.Scan, "", walkBatch).Result()
+		if err != nil {
+			return pos, false, fmt.Errorf("reading the hosts of %s: %w", set, err)
+		}
+		slices.Sort(batch)
+		batch = slices.Compact(batch)
+		if pos.Host != "" {
+			if i, ok := slices.BinarySearch(batch, pos.Host); ok {
+				batch = batch[i:]
+			} else {
+				pos.List, pos.Index = 0, 0 // the set changed: the batch from its start
+			}
+		}
+		at, more, err := visit(pos, batch)
+		if err != nil || more {
+			at.Part, at.Scan = pos.Part, pos.Scan
+			return at, true, err
+		}
+		if next == 0 {
+			return pos, false, nil
+		}
+		pos = walkPos{Part: pos.Part, Coord: pos.Coord, Scan: next}
+	}
+}
+
+// queued lists the shared queue's entries of hosts, from pos.List and
+// pos.Index of the first.
+func (k *walker) queued(pos walkPos, hosts []string) (walkPos, bool, error) {
+	l := k.v.l
+	lists := [2]string{"jq", "pq"}
+	var lens [][2]*goredis.IntCmd
+	if k.w.match == nil && k.out.skipped < k.w.skip {
+		// Nothing to look at while skipping: whole lists by their length.
+		pipe := l.rdb.Pipeline()
+		lens = make([][2]*goredis.IntCmd, len(hosts))
+		for i, h := range hosts {
+			lens[i] = [2]*goredis.IntCmd{pipe.LLen(k.ctx, l.pre(h)+lists[0]), pipe.LLen(k.ctx, l.pre(h)+lists[1])}
+		}
+		if _, err := pipe.Exec(k.ctx); err != nil {
+			return pos, false, fmt.Errorf("reading the queues' lengths: %w", err)
+		}
+	}
+	for i, h := range hosts {
+		first := i == 0
+		for li := range 2 {
+			if first && li < pos.List {
+				continue
+			}
+			from := int64(0)
+			if first && li == pos.List {
+				from = pos.Index
+			}
+			if lens != nil {
+				n := lens[i][li].Val() - from
+				if left := int64(k.w.skip - k.out.skipped); n > 0 && n <= left {
+					k.out.skipped += int(n)
+					continue
+				}
+			}
+			for {
+				if k.full() {
+					return walkPos{Host: h, List: li, Index: from}, true, nil
+				}
+				want := int64(min(walkChunk, walkExamined-k.examined, k.w.skip-k.out.skipped+k.w.limit-len(k.out.rows)))
+				es, err := l.rdb.LRange(k.ctx, l.pre(h)+lists[li], from, from+max(want, 1)-1).Result()
+				if err != nil {
+					return pos, false, fmt.Errorf("reading host %q's queue: %w", h, err)
+				}
+				for j, e := range es {
+					r, ok := entryRow(e, "queued", "", "in the cluster's queue, for any coordinator to claim")
+					if ok && k.take(&r) {
+						return walkPos{Host: h, List: li, Index: from + int64(j) + 1}, true, nil
+					}
+				}
+				from += int64(len(es))
+				if int64(len(es)) < max(want, 1) {
+					break
+				}
+			}
+		}
+	}
+	return pos, false, nil
+}
+
+// leases lists coordinator c's leased entries of hosts, each host's by
+// fingerprint, from pos.List and pos.Index of the first.
+func (k *walker) leases(c string, pos walkPos, hosts []string) (walkPos, bool, error) {
+	l := k.v.l
+	pipe := l.rdb.Pipeline()
+	cmds := make([][2]*goredis.MapStringStringCmd, len(hosts))
+	for i, h := range hosts {
+		cmds[i] = [2]*goredis.MapStringStringCmd{pipe.HGetAll(k.ctx, l.pre(h)+"jl:"+c), pipe.HGetAll(k.ctx, l.pre(h)+"pl:"+c)}
+	}
+	if _, err := pipe.Exec(k.ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		return pos, false, fmt.Errorf("reading coordinator %s's leases: %w", c, err)
+	}
+	reason := k.claimedReason(c)
+	for i, h := range hosts {
+		for li := range 2 {
+			if i == 0 && li < pos.List {
+				continue
+			}
+			m := cmds[i][li].Val()
+			fps := make([]string, 0, len(m))
+			for fp := range m {
+				fps = append(fps, fp)
+			}
+			slices.Sort(fps)
+			from := 0
+			if i == 0 && li == pos.List {
+				from = int(min(pos.Index, int64(len(fps))))
+			}
+			for j := from; j < len(fps); j++ {
+				if k.full() {
+					return walkPos{Host: h, List: li, Index: int64(j)}, true, nil
+				}
+				r, ok := entryRow(m[fps[j]], "claimed", c, reason)
+				if ok && k.take(&r) {
+					return walkPos{Host: h, List: li, Index: int64(j) + 1}, true, nil
+				}
+			}
+		}
+	}
+	return pos, false, nil
+}
+
+// claimedReason is the reason of a job coordinator c claimed.
+func (k *walker) claimedReason(c string) string {
+	reason := "claimed by coordinator " + c
+	if p := k.peer(c); p != "" {
+		reason += " (" + p + ")"
+	}
+	return reason + ": queued, running or backing off there"
+}
+
+// peer is coordinator c's peers endpoint as its summary says ("": not
+// known).
+func (k *walker) peer(c string) string {
+	if k.peers == nil {
+		k.peers = make(map[string]string)
+		all, _ := k.v.l.rdb.HGetAll(k.ctx, k.v.l.summariesKey()).Result()
+		for cid, js := range all {
+			var s summary
+			if json.Unmarshal([]byte(js), &s) == nil {
+				k.peers[cid] = s.Peers
+			}
+		}
+	}
+	return k.peers[c]
+}
+
+// entryRow makes a job row of a queue entry ("FP JSON").
+func entryRow(e, state, coordinator, reason string) (admin.JobRow, bool) {
+	fps, js, ok := strings.Cut(e, " ")
+	if !ok {
+		return admin.JobRow{}, false
+	}
+	var je jobEntry
+	if json.Unmarshal([]byte(js), &je) != nil {
+		return admin.JobRow{}, false
+	}
+	return admin.JobRow{Key: fps, Crawler: je.Crawler, Processor: je.Processor, URL: je.URL, State: state,
+		QueueID: je.ID, Coordinator: coordinator, Reason: reason}, true
+}
