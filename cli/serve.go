@@ -300,15 +300,17 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 	var cv *clusterView
 	if c.redis != nil {
 		cv = &clusterView{l: c.redis}
+		jv := c.redis.JobView()
 		opts.OnTotals = func(t admin.Totals) {
 			metrics.Update(t)
 			cv.totals.Store(&t)
+			jv.NoteHeld() // the hosts it holds jobs of, for its summary
 		}
 		opts.Cluster = cv.get
 		opts.ClusterCrawls = cc.Shared.(*storeredis.CrawlQueue)
 		opts.ClusterResults = c.redis.Results()
 		opts.ClusterEvents = c.redis.Events()
-		opts.ClusterJobs = c.redis.JobView()
+		opts.ClusterJobs = jv
 	}
 	if c.srv, err = server.New(opts); err != nil {
 		c.close()

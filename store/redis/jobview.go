@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -58,6 +59,9 @@ const (
 // reactor's goroutine (it reads the ledger's hosts), like the ledger.
 type JobView struct {
 	l *Ledger
+	// held is the hosts this coordinator holds claimed jobs of, as
+	// NoteHeld last saw them, for its summary.
+	held atomic.Pointer[[]string]
 	// hostOf remembers the host of the keys the walks listed, so a
 	// query or an action naming a key by fingerprint finds its keys
 	// (bounded: forgotten all at once when full).
@@ -67,9 +71,49 @@ type JobView struct {
 // hostMemo bounds JobView.hostOf.
 const hostMemo = 1 << 16
 
-// JobView returns the cluster's job lists for l's coordinator.
+// JobView returns the cluster's job lists for l's coordinator (the same
+// each call).
 func (l *Ledger) JobView() *JobView {
-	return &JobView{l: l, hostOf: make(map[id.Fingerprint]string)}
+	if v := l.jobView.Load(); v != nil {
+		return v
+	}
+	v := &JobView{l: l, hostOf: make(map[id.Fingerprint]string)}
+	l.jobView.Store(v)
+	return v
+}
+
+// maxHeldHosts bounds the hosts a summary lists.
+const maxHeldHosts = 4096
+
+// NoteHeld notes the hosts this coordinator holds claimed jobs of, for
+// its next summary: the other coordinators' walks read their leases on
+// those hosts only (jobs claimed since are listed after the next note).
+// Call it on the reactor's goroutine (it reads the queue), about once a
+// second.
+func (v *JobView) NoteHeld() {
+	q := v.l.queue
+	hosts := []string{}
+	if q != nil {
+		seen := make(map[string]bool)
+		for _, h := range q.held {
+			if !seen[h] && len(hosts) < maxHeldHosts {
+				seen[h] = true
+				hosts = append(hosts, h)
+			}
+		}
+		for h := range q.unsure { // a lost claim's leases
+			if !seen[h] && len(hosts) < maxHeldHosts {
+				seen[h] = true
+				hosts = append(hosts, h)
+			}
+		}
+	}
+	if q != nil && len(hosts) == maxHeldHosts && len(q.held)+len(q.unsure) > maxHeldHosts {
+		v.held.Store(nil) // too many to list: the others walk every host it touched
+		return
+	}
+	slices.Sort(hosts)
+	v.held.Store(&hosts)
 }
 
 // Self is this coordinator's id in the cluster.
@@ -138,7 +182,7 @@ type walker struct {
 	out      window
 	examined int
 	scans    int
-	peers    map[string]string // coordinator id → peers endpoint
+	sums     map[string]summary // the coordinators' summaries, by id
 }
 
 // full reports whether the page has its rows or has done its work.
@@ -232,9 +276,16 @@ func (k *walker) claimed(pos walkPos) (walkPos, bool, error) {
 		if c != pos.Coord {
 			pos = walkPos{Part: PartClaimed, Coord: c}
 		}
-		next, more, err := k.hosts(pos, l.hostsKey(c), func(p walkPos, hosts []string) (walkPos, bool, error) {
-			return k.leases(c, p, hosts)
-		})
+		var next walkPos
+		var more bool
+		var err error
+		if held, ok := k.heldBy(c); ok {
+			next, more, err = k.heldLeases(c, pos, held)
+		} else {
+			next, more, err = k.hosts(pos, l.hostsKey(c), func(p walkPos, hosts []string) (walkPos, bool, error) {
+				return k.leases(c, p, hosts)
+			})
+		}
 		if err != nil || more {
 			next.Coord = c
 			return next, more, err
@@ -409,20 +460,73 @@ func (k *walker) claimedReason(c string) string {
 	return reason + ": queued, running or backing off there"
 }
 
-// peer is coordinator c's peers endpoint as its summary says ("": not
-// known).
-func (k *walker) peer(c string) string {
-	if k.peers == nil {
-		k.peers = make(map[string]string)
+// summaryOf is coordinator c's summary, read once per page (ok false:
+// none).
+func (k *walker) summaryOf(c string) (summary, bool) {
+	if k.sums == nil {
+		k.sums = make(map[string]summary)
 		all, _ := k.v.l.rdb.HGetAll(k.ctx, k.v.l.summariesKey()).Result()
 		for cid, js := range all {
 			var s summary
 			if json.Unmarshal([]byte(js), &s) == nil {
-				k.peers[cid] = s.Peers
+				k.sums[cid] = s
 			}
 		}
 	}
-	return k.peers[c]
+	s, ok := k.sums[c]
+	return s, ok
+}
+
+// peer is coordinator c's peers endpoint as its summary says ("": not
+// known).
+func (k *walker) peer(c string) string {
+	s, _ := k.summaryOf(c)
+	return s.Peers
+}
+
+// heldBy is the hosts coordinator c holds claimed jobs of, sorted, as its
+// summary lists them (ok false: it does not list them).
+func (k *walker) heldBy(c string) ([]string, bool) {
+	s, ok := k.summaryOf(c)
+	if !ok || s.Held == nil {
+		return nil, false
+	}
+	held := slices.Clone(*s.Held)
+	slices.Sort(held)
+	return slices.Compact(held), true
+}
+
+// heldLeases walks coordinator c's leases on the hosts it holds jobs of
+// (held, sorted) from pos, walkBatch hosts a step; more says the page
+// ended before the hosts did.
+func (k *walker) heldLeases(c string, pos walkPos, held []string) (walkPos, bool, error) {
+	i := 0
+	if pos.Host != "" {
+		var found bool
+		if i, found = slices.BinarySearch(held, pos.Host); !found {
+			pos.List, pos.Index = 0, 0
+		}
+	}
+	for i < len(held) {
+		if k.full() || k.scans >= walkScans {
+			at := pos
+			if held[i] != pos.Host {
+				at.List, at.Index = 0, 0
+			}
+			at.Host = held[i]
+			return at, true, nil
+		}
+		k.scans++
+		batch := held[i:min(i+walkBatch, len(held))]
+		at, more, err := k.leases(c, pos, batch)
+		if err != nil || more {
+			at.Part, at.Coord = PartClaimed, c
+			return at, more, err
+		}
+		i += len(batch)
+		pos = walkPos{Part: PartClaimed, Coord: c}
+	}
+	return pos, false, nil
 }
 
 // entryRow makes a job row of a queue entry ("FP JSON").

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -97,6 +98,26 @@ func TestJobViewWalk(t *testing.T) {
 		if queued != n-len(claimed) {
 			t.Fatalf("limit %d: %d queued rows; want %d", limit, queued, n-len(claimed))
 		}
+	}
+	// With b's summary listing the hosts it holds jobs of, a's walk
+	// reads b's leases there only: none when it lists none, all 40 when
+	// it lists them.
+	vb := b.JobView()
+	publish := func() {
+		t.Helper()
+		if err := b.PublishSummary(context.Background(), admin.ClusterCoordinator{Peers: "tcp://b"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vb.held.Store(&[]string{})
+	publish()
+	if rows := walkAll(t, v, "c", "", 3); len(rows) != 0 {
+		t.Fatalf("b lists no held hosts, yet %d claimed rows", len(rows))
+	}
+	vb.NoteHeld()
+	publish()
+	if rows := walkAll(t, v, "c", "", 3); len(rows) != len(claimed) || !strings.Contains(rows[0].Reason, "(tcp://b)") {
+		t.Fatalf("b lists its held hosts: %d claimed rows (first %+v); want %d naming b's peers endpoint", len(rows), rows, len(claimed))
 	}
 	// The filter: host h3 (jobs 3, 13, 23, ...) and the claimed ones only.
 	rows := walkAll(t, v, "cq", "host=h3.example state=queued", 5)

@@ -59,6 +59,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -159,6 +160,11 @@ type Ledger struct {
 	inbox    *inbox    // answers other coordinators sent this one; nil without Heartbeat
 	queue    *Queue    // the shared job queue (queue.go), once asked for
 	nextBeat time.Time // when Tick next calls Maintain
+
+	// jobView is the admin views' reader (jobview.go), once asked for:
+	// its note of the hosts this coordinator holds jobs of goes into the
+	// summary.
+	jobView atomic.Pointer[JobView]
 
 	modified  bool                          // the output apply read last had "M": the call changed something
 	noReplica map[*goredis.Client]time.Time // masters whose WAIT failed: refused at once until then

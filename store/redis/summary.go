@@ -39,6 +39,9 @@ const forgetSummary = time.Minute
 type summary struct {
 	admin.ClusterCoordinator
 	Polite []admin.HostRow `json:"polite_hosts,omitempty"`
+	// Held lists the hosts it holds claimed jobs of, as its reactor last
+	// noted them (jobview.go); nil from a coordinator that does not say.
+	Held *[]string `json:"held_hosts,omitempty"`
 }
 
 // PublishSummary writes this coordinator's summary, with the hosts its
@@ -48,6 +51,9 @@ func (l *Ledger) PublishSummary(ctx context.Context, c admin.ClusterCoordinator)
 	s := summary{ClusterCoordinator: c}
 	if l.queue != nil {
 		s.Polite = l.queue.PoliteHosts(c.Heartbeat)
+	}
+	if v := l.jobView.Load(); v != nil {
+		s.Held = v.held.Load()
 	}
 	b, err := json.Marshal(&s)
 	if err != nil {
