@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pebbe/zmq4"
 	"github.com/spf13/cobra"
 
 	"drover/admin"
@@ -23,7 +24,7 @@ import (
 	"drover/net/wire"
 	"drover/net/worker"
 	"drover/net/zsock"
-	"drover/store"
+	"drover/obs"
 	"drover/tui"
 )
 
@@ -156,13 +157,12 @@ func crawlConfig(cfg *config.Config, o crawlOptions) (crawl.Config, error) {
 	return c, nil
 }
 
-// crawlCoordConfig is the crawl's coordinator configuration: the fleet's
-// politeness with the demo's own default delay.
-func crawlCoordConfig(cfg *config.Config, o crawlOptions) coord.Config {
-	cc := coordConfig(cfg)
+// crawlCoord makes cc the crawl's coordinator configuration: the fleet's
+// politeness with the demo's own default delay, and the page budget.
+func crawlCoord(cc *coord.Config, cfg *config.Config, o crawlOptions) {
 	cc.Broker.Politeness = politeness(cfg, o.minDelay)
 	cc.Broker.Politeness.ShareRobots = false // the local workers share one fetcher, and its robots.txt cache
-	return cc
+	cc.MaxJobs = o.maxPages
 }
 
 func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOptions) error {
@@ -172,11 +172,6 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	ccfg, err := crawlConfig(cfg, o)
 	if err != nil {
 		return err
-	}
-	if !o.ephemeral { // the demo's listeners are on loopback ports
-		if err := checkExposure(cfg, false); err != nil {
-			return err
-		}
 	}
 	switch strings.ToLower(o.format) {
 	case "", "jsonl", "json", "csv":
@@ -203,61 +198,57 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	sink := job.NewSink(results, o.check != nil)
 	settled := make(chan struct{}, 1) // the reactor saw the crawl settle
 
-	opts := server.Options{
-		Peers: cfg.Peers.Listen, Gather: cfg.Peers.Gather, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
-		Coord: crawlCoordConfig(cfg, o), Log: log, Server: "drover " + version, OnFinished: sink.Add,
-		OnSettled: func(admin.Totals) {
-			select {
-			case settled <- struct{}{}:
-			default:
-			}
-		},
-	}
-	if o.ephemeral {
-		opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
-	}
-	metrics, err := crawlMetrics(cfg, sink)
-	if err != nil {
-		sink.Close()
-		return fmt.Errorf("crawl: %w", err)
+	if o.ephemeral { // the demo's listeners, on loopback ports the OS chooses
+		cfg.Peers.Listen, cfg.Admin.Listen, cfg.Events.Listen = zsock.Ephemeral, zsock.Ephemeral, "-"
 	}
 	// The latest totals, for the politeness note: the coordinator holds
 	// the per-host limits, so it knows when they hold pages back.
 	var polite politeHeld
-	opts.OnTotals = func(t admin.Totals) {
-		polite.set(t)
-		if metrics != nil {
-			metrics.Update(t)
+	// The coordinator as serve starts it (store sync, notifier and metrics
+	// from the config), with the crawl's own: its store is --state, its
+	// finished jobs go to the sink, and it is the one crawl defined.
+	spec := coordSpec{crawl: true, state: o.state, options: func(opts *server.Options, m *obs.Metrics) error {
+		crawlCoord(&opts.Coord, cfg, o)
+		opts.Results = nil // the records go to --out
+		opts.OnFinished = sink.Add
+		opts.OnSettled = func(admin.Totals) {
+			select {
+			case settled <- struct{}{}:
+			default:
+			}
 		}
-	}
-	opts.Coord.MaxJobs = o.maxPages
-	// The crawl is defined on its coordinator as a fleet crawl is (submit
-	// --crawler --scope --max-depth --max-pages), so status and the
-	// console's Crawls view show it.
-	opts.Crawls = []admin.Crawl{{Name: job.Crawler, Scope: string(ccfg.Scope), MaxDepth: ccfg.MaxDepth, MaxPages: ccfg.MaxPages}}
-	if o.state != "" {
-		// Closed after the server has stopped (defers run last-first).
-		st, err := store.Open(store.Options{Path: o.state, Sync: store.SyncBatch, Log: log})
-		if err != nil {
-			sink.Close()
-			return fmt.Errorf("crawl: --state: %w", err)
+		onTotals := opts.OnTotals
+		opts.OnTotals = func(t admin.Totals) {
+			polite.set(t)
+			onTotals(t)
 		}
-		defer st.Close()
-		opts.Store = st
-		if results != nil {
+		// The crawl is defined on its coordinator as a fleet crawl is
+		// (submit --crawler --scope --max-depth --max-pages), so status and
+		// the console's Crawls view show it.
+		opts.Crawls = []admin.Crawl{{Name: job.Crawler, Scope: string(ccfg.Scope), MaxDepth: ccfg.MaxDepth, MaxPages: ccfg.MaxPages}}
+		if opts.Store != nil && results != nil {
 			// A page done in the store has its record in --out, whenever
 			// the process dies: each batch waits for the records before it.
 			opts.BeforeCommit = sink.Mark
 		}
-		// A resumable crawl keeps only the newest done pages in memory;
-		// the store answers for the others (store.done_cache).
-		opts.Coord.Ledger.DoneCache = cfg.Store.DoneCache
-	}
-	srv, err := server.New(opts)
+		return m.RegisterCrawl(func() uint64 { return uint64(sink.Refused()) })
+	}}
+	// The reactor, then the workers, each on its own goroutine; all stop
+	// when runCtx ends. The server stops last so the workers' final
+	// results and DISCONNECTs reach it; the store closes after it.
+	srvCtx, stopSrv := context.WithCancel(context.Background())
+	c, err := startCoordinator(srvCtx, cfg, log, spec)
 	if err != nil {
+		stopSrv()
 		sink.Close()
-		return fmt.Errorf("crawl: %w (another drover running? choose other addresses with --bind, --admin and --events)", err)
+		if errors.Is(err, zmq4.EADDRINUSE) {
+			return fmt.Errorf("crawl: %w (another drover running? choose other addresses with --bind, --admin and --events)", err)
+		}
+		return fmt.Errorf("crawl: %w", err)
 	}
+	defer c.close()
+	defer stopSrv() // before close: the metrics endpoint ends with srvCtx
+	srv := c.srv
 	var fopts []crawl.Option
 	if o.warc != "" {
 		ww, err := openWARC(o.warc, o.warcMaxSize, ccfg)
@@ -278,24 +269,12 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 	defer fetcher.Close()
 	pages := fetcherFor(fetcher)
 
-	// The reactor, then the workers, each on its own goroutine; all stop
-	// when runCtx ends. The server stops last so the workers' final
-	// results and DISCONNECTs reach it.
-	srvCtx, stopSrv := context.WithCancel(context.Background())
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Run(srvCtx) }()
 	defer func() {
 		stopSrv()
 		<-srvDone
 	}()
-	if metrics != nil {
-		wait, err := serveCrawlMetrics(srvCtx, cfg, metrics, srv, log)
-		if err != nil {
-			return err
-		}
-		defer wait() // after stopSrv (defers run last-first)
-		defer stopSrv()
-	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	var wg sync.WaitGroup
@@ -331,8 +310,13 @@ func runCrawl(cmd *cobra.Command, cfg *config.Config, seed string, o crawlOption
 
 	if !useTUI {
 		fmt.Fprintf(out, "crawling %s with %d workers (peers %s, admin %s)\n", seed, o.workers, srv.PeersEndpoint(), srv.AdminEndpoint())
-		if o.state != "" {
-			fmt.Fprintf(out, "state in %s: %s\n", o.state, srv.Restored())
+		if c.st != nil {
+			fmt.Fprintf(out, "state in %s (sync %s): %s\n", o.state, c.st.SyncPolicy(), srv.Restored())
+		}
+		if c.metricsAt != nil {
+			if at := <-c.metricsAt; at != "" {
+				fmt.Fprintf(out, "metrics listening on http://%s\n", at)
+			}
 		}
 	}
 	finished := make(chan admin.Totals, 1)

@@ -26,7 +26,7 @@ func runEmbedded(cmd *cobra.Command, cfg *config.Config) error {
 	// The coordinator as serve runs it (store, metrics, notifier); it stops
 	// after the console, so the console's last queries are answered.
 	srvCtx, stopSrv := context.WithCancel(context.Background())
-	c, err := startCoordinator(srvCtx, cfg, log)
+	c, err := startCoordinator(srvCtx, cfg, log, coordSpec{})
 	if err != nil {
 		stopSrv()
 		return err // Main says "drover: " before it

@@ -63,7 +63,7 @@ func crawlResumesFromState(t *testing.T) {
 	}
 
 	text, code := run(t, "", args()...)
-	if code != 0 || !strings.Contains(text, "state in "+state+": keys: ") {
+	if code != 0 || !strings.Contains(text, "state in "+state+" (sync batch): keys: ") {
 		t.Fatalf("resumed crawl: exit %d:\n%s", code, text)
 	}
 	got := map[string]int{}

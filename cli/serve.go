@@ -141,11 +141,17 @@ func openStore(cfg *config.Config, log *slog.Logger) (*store.Store, error) {
 		log.Info("no store: everything is kept in memory and lost on exit")
 		return nil, nil
 	}
+	return openStoreAt(cfg, path, storeCacheBytes(cfg.Store.ResidentJobs, cfg.Store.DoneCache), log) // memlimit.go
+}
+
+// openStoreAt opens the store at path with the sync policy of the config
+// (store.sync, store.sync_interval) and a block cache of cache bytes (0:
+// the store's default).
+func openStoreAt(cfg *config.Config, path string, cache int64, log *slog.Logger) (*store.Store, error) {
 	sync, err := store.ParseSync(cfg.Store.Sync)
 	if err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("store.sync: %w", err)}
 	}
-	cache := storeCacheBytes(cfg.Store.ResidentJobs, cfg.Store.DoneCache) // memlimit.go
 	st, err := store.Open(store.Options{Path: path, Sync: sync, SyncInterval: cfg.Store.SyncInterval, CacheBytes: cache, Log: log})
 	if err != nil {
 		return nil, err
@@ -196,7 +202,8 @@ func must(err error) {
 
 // coordinator is a coordinator as serve runs it: the reactor on its store,
 // with metrics (and their HTTP endpoint) and the notifier. serve runs it
-// headless, drover with no command under the console.
+// headless, drover with no command under the console, drover crawl with its
+// local workers (coordSpec).
 type coordinator struct {
 	srv      *server.Server
 	st       *store.Store
@@ -210,36 +217,67 @@ type coordinator struct {
 	metricsAt chan string
 }
 
+// coordSpec is what a command changes of the coordinator serve starts. The
+// zero coordSpec is serve's (and the console's); whatever it leaves alone
+// (the store's sync policy, the notifier, the metrics and their endpoint)
+// comes from the config alike for every command.
+type coordSpec struct {
+	// crawl marks drover crawl's coordinator: it takes no keys (its
+	// listeners stay on loopback unless --insecure), its store is state
+	// (none when empty) instead of store.path or store.url, with every job
+	// in memory, and it serves metrics only when metrics.listen is given
+	// (a crawl may run beside a serve on the default address).
+	crawl bool
+	state string
+	// options, when set, adds the command's own to the server's options
+	// (the crawl's sink, its one crawl, its page budget) and to the
+	// coordinator's metrics before the server is made.
+	options func(o *server.Options, m *obs.Metrics) error
+}
+
 // startCoordinator opens the store and creates the server, and serves
 // metrics until ctx ends. Close it when the server has stopped.
-func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger) (*coordinator, error) {
-	if err := checkExposure(cfg, true); err != nil {
+func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger, spec coordSpec) (*coordinator, error) {
+	if err := checkExposure(cfg, !spec.crawl); err != nil {
 		return nil, err
 	}
-	token, err := metricsToken(cfg)
-	if err != nil {
-		return nil, err
+	serveMetrics := cfg.Metrics.Listen != "" && !(spec.crawl && cfg.Source("metrics.listen").Kind == config.FromDefault)
+	var token string
+	if serveMetrics || !spec.crawl {
+		var err error
+		if token, err = metricsToken(cfg); err != nil {
+			return nil, err
+		}
 	}
-	if token == "" && metricsExposed(cfg.Metrics.Listen) {
+	if serveMetrics && token == "" && metricsExposed(cfg.Metrics.Listen) {
 		log.Warn("metrics listen beyond this machine without a token: set metrics.token (--metrics-token) to require one", "addr", cfg.Metrics.Listen)
 	}
 	c := &coordinator{log: log}
 	metrics := obs.NewMetrics()
-	sec, err := serverSecurity(cfg, log, metrics)
-	if err != nil {
-		return nil, err
-	}
-	target, onRedis, err := storeURL(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if !onRedis {
-		if c.st, err = openStore(cfg, log); err != nil {
+	var sec *server.Auth
+	var target storeredis.Target
+	var onRedis bool
+	var err error
+	if !spec.crawl {
+		if sec, err = serverSecurity(cfg, log, metrics); err != nil {
+			return nil, err
+		}
+		if target, onRedis, err = storeURL(cfg); err != nil {
 			return nil, err
 		}
 	}
-	if c.st != nil {
-		setMemoryLimit(log, cfg.Store.ResidentJobs, cfg.Store.DoneCache) // memlimit.go
+	switch {
+	case spec.crawl && spec.state != "":
+		if c.st, err = openStoreAt(cfg, spec.state, 0, log); err != nil {
+			return nil, fmt.Errorf("--state: %w", err)
+		}
+	case !spec.crawl && !onRedis:
+		if c.st, err = openStore(cfg, log); err != nil {
+			return nil, err
+		}
+		if c.st != nil {
+			setMemoryLimit(log, cfg.Store.ResidentJobs, cfg.Store.DoneCache) // memlimit.go
+		}
 	}
 	if cfg.Notifier.URL != "" {
 		no := obs.NotifierOptionsFrom(cfg.Notifier)
@@ -277,9 +315,12 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 	opts := server.Options{
 		Peers: cfg.Peers.Listen, Gather: cfg.Peers.Gather, Admin: cfg.Admin.Listen, Events: cfg.Events.Listen,
 		Coord: cc, Log: log, Server: "drover " + version,
-		OnTotals: metrics.Update, Store: c.st, ResidentJobs: residentJobs(c.st, cfg.Store.ResidentJobs),
+		OnTotals: metrics.Update, Store: c.st,
 		Results: &server.ResultsOptions{MaxAge: cfg.Results.MaxAge, MaxBytes: cfg.Results.MaxBytes},
 		Auth:    sec,
+	}
+	if !spec.crawl {
+		opts.ResidentJobs = residentJobs(c.st, cfg.Store.ResidentJobs)
 	}
 	for _, name := range cfg.CrawlNames() {
 		d := cfg.Crawls[name]
@@ -312,6 +353,12 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		opts.ClusterEvents = c.redis.Events()
 		opts.ClusterJobs = jv
 	}
+	if spec.options != nil {
+		if err := spec.options(&opts, metrics); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
 	if c.srv, err = server.New(opts); err != nil {
 		c.close()
 		return nil, err
@@ -335,7 +382,7 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		r := c.srv.ReactorStats()
 		return obs.ReactorStats{Steps: r.Steps, Messages: r.Messages, Gathered: r.Gathered}
 	}))
-	if cfg.Metrics.Listen != "" {
+	if serveMetrics {
 		c.metricsAt = make(chan string, 1)
 		var once sync.Once
 		c.wg.Add(1)
@@ -384,7 +431,7 @@ func runServe(cmd *cobra.Command, cfg *config.Config) error {
 	}
 	defer done()
 	ctx, cancel := context.WithCancel(ctx)
-	c, err := startCoordinator(ctx, cfg, log)
+	c, err := startCoordinator(ctx, cfg, log, coordSpec{})
 	if err != nil {
 		cancel()
 		return fmt.Errorf("serve: %w", err)
