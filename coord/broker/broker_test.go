@@ -79,8 +79,8 @@ func TestOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 			j := b.jobs.get(1)
-			if j.state != c.state || int(j.failures) != c.jobFailures {
-				t.Fatalf("job %s with %d failures, want %s with %d", j.state, j.failures, c.state, c.jobFailures)
+			if j.state != c.state || int(b.jobFailures(j)) != c.jobFailures {
+				t.Fatalf("job %s with %d failures, want %s with %d", j.state, b.jobFailures(j), c.state, c.jobFailures)
 			}
 			if c.kind == Internal && c.state == Backoff {
 				// RetryStart (1 s) doubling per failure charged.
@@ -138,8 +138,8 @@ func TestWorkerDeathCharges(t *testing.T) {
 			b, now := oneJob(t, Config{Jitter: -1, RetryJitter: -1}, c.failures)
 			b.Lost(now, 1)
 			j := b.jobs.get(1)
-			if j.state != c.state || int(j.failures) != c.failures+c.charged {
-				t.Fatalf("job %s with %d failures, want %s with %d", j.state, j.failures, c.state, c.failures+c.charged)
+			if j.state != c.state || int(b.jobFailures(j)) != c.failures+c.charged {
+				t.Fatalf("job %s with %d failures, want %s with %d", j.state, b.jobFailures(j), c.state, c.failures+c.charged)
 			}
 			if want := now.Add(2 * time.Second); c.state == Backoff && !j.retryTime().Equal(want) {
 				t.Fatalf("retry at %v after a second failure, want %v", j.retryTime(), want)
@@ -147,15 +147,15 @@ func TestWorkerDeathCharges(t *testing.T) {
 			// Leaving or eviction are not charged, and go back at once.
 			b2, _ := oneJob(t, Config{Jitter: -1, RetryJitter: -1}, c.failures)
 			b2.Left(epoch, 1)
-			if j := b2.jobs.get(1); j.state != Queued || int(j.failures) != c.failures {
-				t.Fatalf("after leaving: job %s with %d failures, want queued with %d", j.state, j.failures, c.failures)
+			if j := b2.jobs.get(1); j.state != Queued || int(b2.jobFailures(j)) != c.failures {
+				t.Fatalf("after leaving: job %s with %d failures, want queued with %d", j.state, b2.jobFailures(j), c.failures)
 			}
 			b3, _ := oneJob(t, Config{Jitter: -1, RetryJitter: -1}, c.failures)
 			if n, err := b3.Evict(epoch, "w"); err != nil || n != 1 {
 				t.Fatalf("evict: %d, %v", n, err)
 			}
-			if j := b3.jobs.get(1); j.state != Queued || int(j.failures) != c.failures {
-				t.Fatalf("after eviction: job %s with %d failures, want queued with %d", j.state, j.failures, c.failures)
+			if j := b3.jobs.get(1); j.state != Queued || int(b3.jobFailures(j)) != c.failures {
+				t.Fatalf("after eviction: job %s with %d failures, want queued with %d", j.state, b3.jobFailures(j), c.failures)
 			}
 		})
 	}
@@ -583,7 +583,7 @@ func TestJobSorts(t *testing.T) {
 func result(b *Broker, now time.Time, s id.Session, jid JobID, o Outcome) error {
 	attempt := 0
 	if j := b.jobs.get(jid); j != nil {
-		attempt = int(j.attempts)
+		attempt = int(b.jobAttempts(j))
 	}
 	st, err := b.Result(now, s, Run{Job: jid, Attempt: attempt}, o)
 	if err != nil {

@@ -171,7 +171,7 @@ func (b *Broker) admit(j *job, t int64, now time.Time) bool {
 	case bg.paused:
 		bg.parked.push(j)
 		return false
-	case j.attempts > 0:
+	case b.jobAttempts(j) > 0:
 		return true
 	case bg.limit > 0 && bg.used >= bg.limit:
 		b.skip(j, t, now, "budget")

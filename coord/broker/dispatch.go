@@ -83,7 +83,7 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 			b.ready.insert(w) // at the back: it is now the most recently used
 		}
 		spec := b.spec(j)
-		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: spec, Attempt: int(j.attempts), AfterRestore: skipped, Robots: robots})
+		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: spec, Attempt: int(b.jobAttempts(j)), AfterRestore: skipped, Robots: robots})
 		b.emit(admin.Event{At: now, Kind: admin.EventJobDispatched, JobID: uint64(j.id), URL: spec.Key.URL, Worker: w.id})
 		if !j.has(jobFree) {
 			b.dispatched(b.hostOf(j), t)
@@ -115,7 +115,7 @@ func (b *Broker) countAttempt(j *job) {
 	if tr != nil {
 		tr.remove(j)
 	}
-	j.attempts++
+	b.moreFor(j).attempts++
 	if tr != nil {
 		tr.insert(j)
 	}
@@ -127,7 +127,7 @@ func (b *Broker) countFailure(j *job) {
 	if tr != nil {
 		tr.remove(j)
 	}
-	j.failures++
+	b.moreFor(j).failures++
 	if tr != nil {
 		tr.insert(j)
 	}
@@ -192,7 +192,7 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 	}
 	w := b.sessions[s]
 	j := b.jobs.get(jid)
-	if w == nil || j == nil || j.state != Dispatched || b.workerOf(j) != w || int(j.attempts) != r.Attempt {
+	if w == nil || j == nil || j.state != Dispatched || b.workerOf(j) != w || int(b.jobAttempts(j)) != r.Attempt {
 		st, why := b.notCurrent(w, j, r)
 		if st == Again {
 			return Again, nil
@@ -217,14 +217,14 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 		b.setPayload(j, nil) // no longer needed: a done job cannot be requeued
 		b.setState(j, Done, t)
 		b.dones.push(j)
-		b.finished = append(b.finished, Finished{Job: j.id, Key: b.key(j), FP: j.fp, Output: o.Output, Attempt: int(j.attempts), Worker: w.id, At: now})
+		b.finished = append(b.finished, Finished{Job: j.id, Key: b.key(j), FP: j.fp, Output: o.Output, Attempt: int(b.jobAttempts(j)), Worker: w.id, At: now})
 		b.emit(admin.Event{At: now, Kind: admin.EventJobDone, JobID: uint64(j.id), Key: j.fp.String(), URL: b.url(j), Worker: w.id})
 	case Internal:
 		w.failures++
 		b.failures++
 		b.countFailure(j)
-		if int(j.failures) >= b.cfg.MaxRequestFailures {
-			b.fail(j, t, now, "internal failure "+strconv.Itoa(int(j.failures))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+": "+o.Error)
+		if int(b.jobFailures(j)) >= b.cfg.MaxRequestFailures {
+			b.fail(j, t, now, "internal failure "+strconv.Itoa(int(b.jobFailures(j)))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+": "+o.Error)
 		} else {
 			d := b.retryLater(j, t, now)
 			b.emit(admin.Event{At: now, Kind: admin.EventJobRetry, JobID: uint64(j.id), URL: b.url(j), Worker: w.id, Detail: o.Error + retryNote(d)})
@@ -235,7 +235,7 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 		b.fail(j, t, now, "external failure: "+o.Error)
 	case Throttled:
 		b.throttles++
-		b.reorder(j, sortThrottles, func() { j.throttles++ })
+		b.reorder(j, sortThrottles, func() { b.moreFor(j).throttles++ })
 		b.throttle(j, o.RetryAfter, t, now)
 	}
 	b.syncReady(w)
@@ -260,8 +260,8 @@ func (b *Broker) notCurrent(w *worker, j *job, r Run) (ResultStatus, string) {
 		return Again, ""
 	}
 	switch {
-	case r.Attempt != int(j.attempts):
-		return Stale, "current attempt is " + strconv.Itoa(int(j.attempts))
+	case r.Attempt != int(b.jobAttempts(j)):
+		return Stale, "current attempt is " + strconv.Itoa(int(b.jobAttempts(j)))
 	case j.state != Dispatched:
 		return Stale, "job is " + j.state.String()
 	default:
@@ -274,7 +274,7 @@ func (b *Broker) notCurrent(w *worker, j *job, r Run) (ResultStatus, string) {
 func (b *Broker) Holds(s id.Session, r Run) bool {
 	w := b.sessions[s]
 	j := b.jobs.get(r.Job)
-	return w != nil && j != nil && j.state == Dispatched && b.workerOf(j) == w && int(j.attempts) == r.Attempt
+	return w != nil && j != nil && j.state == Dispatched && b.workerOf(j) == w && int(b.jobAttempts(j)) == r.Attempt
 }
 
 // fail moves a job (in no list) to failed for good.
@@ -289,7 +289,7 @@ func (b *Broker) fail(j *job, t int64, now time.Time, why string) {
 	if h := b.hist(j); len(h) > 0 {
 		last = h[len(h)-1].worker
 	}
-	b.finished = append(b.finished, Finished{Job: j.id, Key: b.key(j), FP: j.fp, Failed: true, Error: why, Attempt: int(j.attempts), Worker: last, At: now})
+	b.finished = append(b.finished, Finished{Job: j.id, Key: b.key(j), FP: j.fp, Failed: true, Error: why, Attempt: int(b.jobAttempts(j)), Worker: last, At: now})
 	b.emit(admin.Event{At: now, Kind: admin.EventJobFailed, JobID: uint64(j.id), Key: j.fp.String(), URL: b.url(j), Detail: why})
 }
 

@@ -91,15 +91,18 @@ func checkInvariants(b *Broker) error {
 			}
 		}
 	}
-	for i, j := range b.retry {
+	for i, e := range b.retry {
+		j := e.j
 		if err := mark(j, "retry"); err != nil {
 			return err
 		}
 		switch {
 		case j.state != Backoff:
 			return fmt.Errorf("job %d waits a retry delay but is %s", j.id, j.state)
-		case int(j.rpos) != i+1:
-			return fmt.Errorf("job %d at retry heap position %d records %d", j.id, i+1, j.rpos)
+		case e.m != b.moreOf(j):
+			return fmt.Errorf("job %d waits a retry delay with a side record not its own", j.id)
+		case int(e.m.rpos) != i+1:
+			return fmt.Errorf("job %d at retry heap position %d records %d", j.id, i+1, e.m.rpos)
 		case j.retryAt == 0:
 			return fmt.Errorf("job %d waits a retry delay with no retry time", j.id)
 		case i > 0 && b.retry.Less(i, (i-1)/2):

@@ -19,6 +19,9 @@ import (
 // is small: the URL and fingerprint, the interned (crawler, processor)
 // pair, the payload only when there is one (Broker.pays); the headers are
 // its class's and the host its host's (Broker.spec puts a Spec together).
+// What only a job that was dispatched or failed has (its attempt, failure
+// and throttle counts, its place in the retry heap) is in its side record
+// (jobMore): a queued job's record is 128 bytes.
 type job struct {
 	// link links the job into the one list its state puts it in: its
 	// class queue (queued), its host's back-off list (backoff, unless it
@@ -42,16 +45,13 @@ type job struct {
 	more    uint32 // its jobMore's index in Broker.mores; 0 until first dispatched or failed
 	hostPos int32  // position in host.ids
 
-	attempts, failures, throttles int32
-	rpos                          int32 // position in the broker's retry heap + 1; 0 when not waiting a retry delay
-
 	ulen  uint16
 	state JobState
 	flags jobFlags
 }
 
 // jobFlags are a job's yes-or-no facts, one bit each (one byte keeps the
-// record at 144 bytes).
+// record at 128 bytes).
 type jobFlags uint8
 
 const (
@@ -145,12 +145,16 @@ func (b *Broker) spec(j *job) Spec {
 // jobMore is what a job has only once it ran or failed: most queued jobs
 // never did, and their records stay small without it (issue 21). It is on
 // the Go heap (it holds strings and the worker), numbered in Broker.mores.
+// A job's counts are in it, so a job without one was never dispatched and
+// has no failure or throttle charged (restored counts make one).
 type jobMore struct {
-	worker    *worker // while dispatched
-	heldIdx   int32   // position in worker.held, -1 when not held
-	lastError string
-	history   []attempt // newest last; starts in hist0
-	hist0     [1]attempt
+	worker                        *worker // while dispatched
+	heldIdx                       int32   // position in worker.held, -1 when not held
+	attempts, failures, throttles int32
+	rpos                          int32 // position in the broker's retry heap + 1; 0 when not waiting a retry delay
+	lastError                     string
+	history                       []attempt // newest last; starts in hist0
+	hist0                         [1]attempt
 }
 
 // moreOf is the job's side record, nil when it has none.
@@ -171,6 +175,31 @@ func (b *Broker) moreFor(j *job) *jobMore {
 // dropMore forgets the job's side record.
 func (b *Broker) dropMore(j *job) {
 	b.mores.del(&j.more)
+}
+
+// jobAttempts is the number of times the job was dispatched (0 without a
+// side record: a job gets one at its first dispatch).
+func (b *Broker) jobAttempts(j *job) int32 {
+	if j.more == 0 {
+		return 0
+	}
+	return b.mores.at(j.more).attempts
+}
+
+// jobFailures is the number of failures charged to the job.
+func (b *Broker) jobFailures(j *job) int32 {
+	if j.more == 0 {
+		return 0
+	}
+	return b.mores.at(j.more).failures
+}
+
+// jobThrottles is the number of throttled results the job got.
+func (b *Broker) jobThrottles(j *job) int32 {
+	if j.more == 0 {
+		return 0
+	}
+	return b.mores.at(j.more).throttles
 }
 
 // workerOf is the worker holding the job, nil when none does.
@@ -236,10 +265,10 @@ func (b *Broker) endAttempt(j *job, outcome, err string) {
 
 // attemptEntry returns the history entry of attempt n, if it is still
 // remembered: every dispatch adds one entry, so the newest entry is attempt
-// j.attempts and the ones before count down from it.
+// b.jobAttempts(j) and the ones before count down from it.
 func (b *Broker) attemptEntry(j *job, n int) (attempt, bool) {
 	h := b.hist(j)
-	i := len(h) - 1 - (int(j.attempts) - n)
+	i := len(h) - 1 - (int(b.jobAttempts(j)) - n)
 	if n < 1 || i < 0 || i >= len(h) {
 		return attempt{}, false
 	}

@@ -1,6 +1,9 @@
 package broker
 
-import "testing"
+import (
+	"testing"
+	"unsafe"
+)
 
 // TestSideTable: numbers start at 1, 0 reads as none, a freed number is
 // reused and its value let go.
@@ -24,5 +27,14 @@ func TestSideTable(t *testing.T) {
 	}
 	if len(st.free) != 0 || st.v[0] != nil {
 		t.Fatalf("free %v, slot 0 %q", st.free, st.v[0])
+	}
+}
+
+// TestJobRecordSize: a job record is 128 bytes (issue 21: what a queued
+// job costs); a field added to it belongs in jobMore unless every queued
+// job needs it.
+func TestJobRecordSize(t *testing.T) {
+	if n := unsafe.Sizeof(job{}); n != 128 {
+		t.Fatalf("job record of %d bytes, want 128", n)
 	}
 }

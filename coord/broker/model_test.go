@@ -170,7 +170,7 @@ func (m *model) step() (string, error) {
 			jid := m.randJob()
 			run := Run{Job: jid, Attempt: r.IntN(3)}
 			if j := b.jobs.get(jid); j != nil && r.IntN(2) == 0 {
-				run.Attempt = int(j.attempts)
+				run.Attempt = int(b.jobAttempts(j))
 			}
 			held = append(held, run)
 		}
@@ -454,23 +454,23 @@ func (m *model) expectDispatch() ([]string, error) {
 func (m *model) checkRetry(j *job, kind OutcomeKind) error {
 	cfg := m.b.cfg
 	if kind != Internal || j.state == Failed {
-		if j.retrying() {
+		if m.b.retrying(j) {
 			return fmt.Errorf("job %d waits a retry delay after outcome %v", j.id, kind)
 		}
 		return nil
 	}
 	if cfg.RetryStart < 0 {
-		if j.retrying() || (j.state != Queued && j.state != Backoff) {
-			return fmt.Errorf("job %d is %s (retrying %v), want queued at once", j.id, j.state, j.retrying())
+		if m.b.retrying(j) || (j.state != Queued && j.state != Backoff) {
+			return fmt.Errorf("job %d is %s (retrying %v), want queued at once", j.id, j.state, m.b.retrying(j))
 		}
 		return nil
 	}
-	base := min(cfg.RetryStart<<(j.failures-1), cfg.RetryCap)
+	base := min(cfg.RetryStart<<(m.b.jobFailures(j)-1), cfg.RetryCap)
 	lo := time.Duration(float64(base) * (1 - cfg.RetryJitter))
 	hi := min(time.Duration(float64(base)*(1+cfg.RetryJitter)), cfg.RetryCap)
 	d := tm(j.retryAt).Sub(m.now)
-	if !j.retrying() || j.state != Backoff || d < lo || d > hi {
-		return fmt.Errorf("job %d after internal failure %d: %s (retrying %v) in %v, want its retry delay in [%v, %v]", j.id, j.failures, j.state, j.retrying(), d, lo, hi)
+	if !m.b.retrying(j) || j.state != Backoff || d < lo || d > hi {
+		return fmt.Errorf("job %d after internal failure %d: %s (retrying %v) in %v, want its retry delay in [%v, %v]", j.id, m.b.jobFailures(j), j.state, m.b.retrying(j), d, lo, hi)
 	}
 	return nil
 }
@@ -479,7 +479,7 @@ func (m *model) checkRetry(j *job, kind OutcomeKind) error {
 // it on worker wid: the worker it prefers not to run on again.
 func failedOn(b *Broker, j *job, wid string) bool {
 	h := b.hist(j)
-	if j.failures == 0 || len(h) == 0 {
+	if b.jobFailures(j) == 0 || len(h) == 0 {
 		return false
 	}
 	a := h[len(h)-1]
@@ -526,7 +526,7 @@ func (m *model) result() (string, error) {
 	jid := m.randJob()
 	run := Run{Job: jid, Attempt: r.IntN(4)}
 	if j := b.jobs.get(jid); j != nil && r.IntN(2) == 0 {
-		run.Attempt = int(j.attempts)
+		run.Attempt = int(b.jobAttempts(j))
 	}
 	if b.Holds(s, run) {
 		return "noop", nil
@@ -640,13 +640,13 @@ func (m *model) checkQuery() error {
 		case "url":
 			c = strings.Compare(b.url(x), b.url(y))
 		case "attempts":
-			c = cmp.Compare(x.attempts, y.attempts)
+			c = cmp.Compare(b.jobAttempts(x), b.jobAttempts(y))
 		case "failures":
-			c = cmp.Compare(x.failures, y.failures)
+			c = cmp.Compare(b.jobFailures(x), b.jobFailures(y))
 		case "retry_at":
 			c = cmp.Compare(x.retryAt, y.retryAt)
 		case "throttles":
-			c = cmp.Compare(x.throttles, y.throttles)
+			c = cmp.Compare(b.jobThrottles(x), b.jobThrottles(y))
 		case "worker": // by worker id; jobs no worker runs after all others
 			wx, wy := "\xff", "\xff"
 			if w := b.workerOf(x); w != nil {

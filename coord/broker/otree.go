@@ -67,13 +67,13 @@ func (t *orderTree) cmp(a, b *job) int {
 	case sortURL:
 		c = t.b.urls.Compare(a.urlRef(), b.urlRef())
 	case sortAttempts:
-		c = cmp.Compare(a.attempts, b.attempts)
+		c = cmp.Compare(t.b.jobAttempts(a), t.b.jobAttempts(b))
 	case sortFailures:
-		c = cmp.Compare(a.failures, b.failures)
+		c = cmp.Compare(t.b.jobFailures(a), t.b.jobFailures(b))
 	case sortRetryAt:
 		c = cmp.Compare(a.retryAt, b.retryAt)
 	case sortThrottles:
-		c = cmp.Compare(a.throttles, b.throttles)
+		c = cmp.Compare(t.b.jobThrottles(a), t.b.jobThrottles(b))
 	case sortWorker:
 		wa, wb := t.b.workerOf(a), t.b.workerOf(b)
 		switch {

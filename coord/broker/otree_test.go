@@ -36,8 +36,9 @@ func TestOrderTree(t *testing.T) {
 			for op := range c.ops {
 				switch x := r.IntN(10); {
 				case x < 5 || len(in) == 0:
-					j := &job{id: nextID, state: JobState(1 + r.IntN(5)), attempts: int32(r.IntN(5)), retryAt: int64(r.IntN(50))}
-					u := b.urls.Put(fmt.Sprintf("u%03d", r.IntN(500)))
+					j := &job{id: nextID, state: JobState(1 + r.IntN(5)), retryAt: int64(r.IntN(50))}
+					b.moreFor(j).attempts = int32(r.IntN(5))
+					u := b.urls.Put(fmt.Sprintf("https://h%d.example.com/%03d", r.IntN(3), r.IntN(500))) // kept split: the tree compares parts
 					j.url, j.ulen = u.Slot, u.Len
 					nextID++
 					tr.insert(j)
@@ -54,7 +55,7 @@ func TestOrderTree(t *testing.T) {
 				default:
 					j := in[r.IntN(len(in))]
 					tr.remove(j)
-					j.attempts = int32(r.IntN(5))
+					b.moreFor(j).attempts = int32(r.IntN(5))
 					j.retryAt = int64(r.IntN(50))
 					tr.insert(j)
 				}

@@ -318,7 +318,7 @@ func (b *Broker) reason(j *job) string {
 			return b.politeWhy(b.hostOf(j))
 		}
 	case Backoff:
-		if j.retrying() {
+		if b.retrying(j) {
 			return b.retryReason(j)
 		}
 		return b.hostOf(j).backoffReason()
@@ -339,9 +339,9 @@ func (b *Broker) jobRow(j *job) admin.JobRow {
 		Processor: names.Processor,
 		URL:       b.url(j),
 		State:     j.state.String(),
-		Attempts:  int(j.attempts),
-		Failures:  int(j.failures),
-		Throttles: int(j.throttles),
+		Attempts:  int(b.jobAttempts(j)),
+		Failures:  int(b.jobFailures(j)),
+		Throttles: int(b.jobThrottles(j)),
 		RetryAt:   j.retryTime(),
 		LastError: b.lastErr(j),
 		Reason:    b.reason(j),

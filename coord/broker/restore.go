@@ -71,9 +71,9 @@ func (b *Broker) Record(jid JobID) (JobRecord, bool) {
 		Headers:   b.classOf(j).headers,
 		Payload:   b.payload(j),
 		State:     j.state,
-		Attempts:  int(j.attempts),
-		Failures:  int(j.failures),
-		Throttles: int(j.throttles),
+		Attempts:  int(b.jobAttempts(j)),
+		Failures:  int(b.jobFailures(j)),
+		Throttles: int(b.jobThrottles(j)),
 		RetryAt:   tm(j.retryAt),
 		LastError: b.lastErr(j),
 		Created:   tm(j.created),
@@ -83,7 +83,7 @@ func (b *Broker) Record(jid JobID) (JobRecord, bool) {
 	if b.workerOf(j) != nil {
 		r.Worker = b.workerOf(j).id
 	}
-	if j.retrying() {
+	if b.retrying(j) {
 		r.State = Queued // queued with a retry time: waiting its retry delay (retry.go)
 	}
 	return r, true
@@ -195,7 +195,7 @@ func (b *Broker) Restore(r *JobRecord) error {
 	case st == Dispatched:
 		b.hold(b.placeholder(r.Worker), j, 0) // FinishRestore sets its host
 	case retry:
-		heap.Push(&b.retry, j)
+		b.pushRetry(j)
 	case st == Backoff:
 		h.backoff.push(j)
 	case st == Done:
@@ -220,7 +220,10 @@ func (b *Broker) fillFromRecord(j *job, r *JobRecord) *host {
 	j.setFlag(jobFree, !b.cfg.Politeness.applies(r.Key.Processor))
 	j.created = ns(r.Created)
 	j.updated = ns(r.Updated)
-	j.attempts, j.failures, j.throttles = int32(r.Attempts), int32(r.Failures), int32(r.Throttles)
+	if r.Attempts != 0 || r.Failures != 0 || r.Throttles != 0 {
+		m := b.moreFor(j)
+		m.attempts, m.failures, m.throttles = int32(r.Attempts), int32(r.Failures), int32(r.Throttles)
+	}
 	b.setLastError(j, r.LastError)
 	hist := r.History
 	if len(hist) > b.cfg.HistoryLimit {

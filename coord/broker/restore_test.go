@@ -183,15 +183,15 @@ func runRestoreModel(t *testing.T, seed uint64, steps int) error {
 		}
 		before := map[JobID]int{}
 		for _, j := range sum.Reclaim {
-			before[j] = int(b2.jobs.get(j).failures)
+			before[j] = int(b2.jobFailures(b2.jobs.get(j)))
 		}
 		if n := b2.EndReclaim(m.now, sum.Reclaim, "test"); n != len(sum.Reclaim) {
 			return fmt.Errorf("step %d: EndReclaim requeued %d of %d", step, n, len(sum.Reclaim))
 		}
 		for j, f := range before {
 			jj := b2.jobs.get(j)
-			if jj.state != Queued && jj.state != Backoff || int(jj.failures) != f {
-				return fmt.Errorf("step %d: unreclaimed job %d is %s with %d failures, want queued or backoff with %d", step, j, jj.state, jj.failures, f)
+			if jj.state != Queued && jj.state != Backoff || int(b2.jobFailures(jj)) != f {
+				return fmt.Errorf("step %d: unreclaimed job %d is %s with %d failures, want queued or backoff with %d", step, j, jj.state, b2.jobFailures(jj), f)
 			}
 		}
 		if err := checkInvariants(b2); err != nil {

@@ -25,7 +25,7 @@ import (
 // (one host's jobs of a header class, polite.go); with none other ready,
 // it takes the job itself.
 //
-// Jobs waiting a retry delay are in a heap by retry time (job.rpos), not
+// Jobs waiting a retry delay are in a heap by retry time (jobMore.rpos), not
 // in their host's back-off list. They are persisted as state queued with
 // their retry time (Record), and Restore puts a queued record with a retry
 // time back in the wait, so a restart keeps the delay and never mistakes
@@ -36,45 +36,58 @@ import (
 const avoidScan = 32
 
 // retryHeap orders the jobs waiting a retry delay by retry time, then ID.
-type retryHeap []*job
+// A job in it has a side record (it failed), which holds its position.
+type retryHeap []retryEntry
+
+// retryEntry is a job waiting its retry delay, with its side record.
+type retryEntry struct {
+	j *job
+	m *jobMore
+}
 
 // Len implements heap.Interface.
 func (q retryHeap) Len() int { return len(q) }
 
 // Less implements heap.Interface.
 func (q retryHeap) Less(i, j int) bool {
-	if q[i].retryAt != q[j].retryAt {
-		return q[i].retryAt < q[j].retryAt
+	if q[i].j.retryAt != q[j].j.retryAt {
+		return q[i].j.retryAt < q[j].j.retryAt
 	}
-	return q[i].id < q[j].id
+	return q[i].j.id < q[j].j.id
 }
 
 // Swap implements heap.Interface.
 func (q retryHeap) Swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
-	q[i].rpos = int32(i + 1)
-	q[j].rpos = int32(j + 1)
+	q[i].m.rpos = int32(i + 1)
+	q[j].m.rpos = int32(j + 1)
 }
 
 // Push implements heap.Interface.
 func (q *retryHeap) Push(x any) {
-	j := x.(*job)
-	j.rpos = int32(len(*q) + 1)
-	*q = append(*q, j)
+	e := x.(retryEntry)
+	e.m.rpos = int32(len(*q) + 1)
+	*q = append(*q, e)
 }
 
 // Pop implements heap.Interface.
 func (q *retryHeap) Pop() any {
 	old := *q
-	j := old[len(old)-1]
-	old[len(old)-1] = nil
+	e := old[len(old)-1]
+	old[len(old)-1] = retryEntry{}
 	*q = old[:len(old)-1]
-	j.rpos = 0
-	return j
+	e.m.rpos = 0
+	return e
 }
 
+// pushRetry puts j in the retry heap.
+func (b *Broker) pushRetry(j *job) { heap.Push(&b.retry, retryEntry{j, b.moreFor(j)}) }
+
+// removeRetry takes j, which waits its retry delay, out of the retry heap.
+func (b *Broker) removeRetry(j *job) { heap.Remove(&b.retry, int(b.moreOf(j).rpos-1)) }
+
 // retrying reports whether j waits its retry delay.
-func (j *job) retrying() bool { return j.rpos > 0 }
+func (b *Broker) retrying(j *job) bool { return j.more != 0 && b.mores.at(j.more).rpos > 0 }
 
 // retryDelay is the wait before the retry of a job charged its n-th
 // failure; 0 when retries are immediate (RetryStart < 0).
@@ -90,14 +103,14 @@ func (b *Broker) retryDelay(n int) time.Duration {
 // to wait its retry delay, or queues it at once when the delay is 0. It
 // returns the delay, for the caller's event.
 func (b *Broker) retryLater(j *job, t int64, now time.Time) time.Duration {
-	d := b.retryDelay(int(j.failures))
+	d := b.retryDelay(int(b.jobFailures(j)))
 	if d <= 0 {
 		b.place(j, t, now)
 		return 0
 	}
 	b.setState(j, Backoff, t)
 	b.setRetryAt(j, t+int64(d))
-	heap.Push(&b.retry, j)
+	b.pushRetry(j)
 	return d
 }
 
@@ -112,8 +125,8 @@ func retryNote(d time.Duration) string {
 // unwait takes a job in state backoff out of the list it waits in: its
 // host's back-off, or the retry heap.
 func (b *Broker) unwait(j *job) {
-	if j.retrying() {
-		heap.Remove(&b.retry, int(j.rpos-1))
+	if b.retrying(j) {
+		b.removeRetry(j)
 		return
 	}
 	b.hostOf(j).backoff.remove(j)
@@ -121,8 +134,8 @@ func (b *Broker) unwait(j *job) {
 
 // wakeRetries queues the jobs whose retry delay ended by t.
 func (b *Broker) wakeRetries(t int64, now time.Time) {
-	for len(b.retry) > 0 && b.retry[0].retryAt <= t {
-		j := heap.Pop(&b.retry).(*job)
+	for len(b.retry) > 0 && b.retry[0].j.retryAt <= t {
+		j := heap.Pop(&b.retry).(retryEntry).j
 		b.setState(j, Queued, t)
 		b.emit(admin.Event{At: now, Kind: admin.EventJobWoken, JobID: uint64(j.id), URL: b.url(j), Detail: "retry delay ended"})
 		b.place(j, t, now)
@@ -134,12 +147,12 @@ func (b *Broker) nextRetry() int64 {
 	if len(b.retry) == 0 {
 		return 0
 	}
-	return b.retry[0].retryAt
+	return b.retry[0].j.retryAt
 }
 
 // retryReason is the reason shown for a job waiting its retry delay.
 func (b *Broker) retryReason(j *job) string {
-	return "retry after failure " + strconv.Itoa(int(j.failures)) + " of " + strconv.Itoa(b.cfg.MaxRequestFailures) +
+	return "retry after failure " + strconv.Itoa(int(b.jobFailures(j))) + " of " + strconv.Itoa(b.cfg.MaxRequestFailures) +
 		" at " + tm(j.retryAt).Format(time.RFC3339)
 }
 
@@ -147,7 +160,7 @@ func (b *Broker) retryReason(j *job) string {
 // outcome, or w was lost running it), so that w passes it to another
 // worker when one is ready.
 func (b *Broker) avoids(j *job, w *worker) bool {
-	if j.failures == 0 {
+	if b.jobFailures(j) == 0 {
 		return false
 	}
 	h := b.hist(j)
@@ -217,8 +230,8 @@ func (b *Broker) pick(w *worker) (_ *lane, _ *job, avoided bool) {
 // readopt takes a job that a re-registering worker still runs (its current
 // attempt) out of the queue or out of its retry delay.
 func (b *Broker) readopt(j *job) {
-	if j.retrying() {
-		heap.Remove(&b.retry, int(j.rpos-1))
+	if b.retrying(j) {
+		b.removeRetry(j)
 		b.setRetryAt(j, 0)
 		return
 	}

@@ -227,7 +227,7 @@ func (s *script) run(cmd string) string {
 					if dotted {
 						run.Attempt = int(num(an))
 					} else if j := s.b.jobs.get(run.Job); j != nil {
-						run.Attempt = int(j.attempts)
+						run.Attempt = int(s.b.jobAttempts(j))
 					}
 					held = append(held, run)
 				}
@@ -271,7 +271,7 @@ func (s *script) run(cmd string) string {
 		if v, ok := kv["attempt"]; ok {
 			run.Attempt = int(num(v))
 		} else if j := s.b.jobs.get(run.Job); j != nil {
-			run.Attempt = int(j.attempts) // the current attempt
+			run.Attempt = int(s.b.jobAttempts(j)) // the current attempt
 		}
 		st, err := s.b.Result(s.now, id.Session(num(pos[0])), run, o)
 		switch {

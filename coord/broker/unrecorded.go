@@ -65,7 +65,7 @@ func (b *Broker) skipUnrecorded(j *job, t int64) bool {
 // restart may have lost (see above); it reports whether it did.
 func (b *Broker) adoptUnrecorded(now time.Time, t int64, nw *worker, r Run) bool {
 	j := b.jobs.get(r.Job)
-	if j == nil || !j.has(jobUnrec) || r.Attempt != int(j.attempts)+1 {
+	if j == nil || !j.has(jobUnrec) || r.Attempt != int(b.jobAttempts(j))+1 {
 		return false
 	}
 	switch j.state {
@@ -82,7 +82,7 @@ func (b *Broker) adoptUnrecorded(now time.Time, t int64, nw *worker, r Run) bool
 		b.release(j, t)
 		b.endAttempt(j, "requeued", "superseded by attempt "+strconv.Itoa(r.Attempt)+" on "+nw.id+", dispatched before the coordinator restarted")
 		if w != nw && !isPlaceholder(w) && !w.lost {
-			b.superseded = append(b.superseded, SessionRun{Session: w.session, Run: Run{Job: j.id, Attempt: int(j.attempts)}})
+			b.superseded = append(b.superseded, SessionRun{Session: w.session, Run: Run{Job: j.id, Attempt: int(b.jobAttempts(j))}})
 			b.syncReady(w)
 			defer b.closeIfDrained(now, w)
 		}
@@ -109,7 +109,7 @@ func (b *Broker) nameSkipped(now time.Time, wid string, r Run) {
 		return
 	}
 	h := b.hist(j)
-	i := len(h) - 1 - (int(j.attempts) - r.Attempt)
+	i := len(h) - 1 - (int(b.jobAttempts(j)) - r.Attempt)
 	if r.Attempt < 1 || i < 0 || i >= len(h) {
 		return
 	}

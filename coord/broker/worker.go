@@ -139,7 +139,7 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 		b.unlinkWorker(old, t)
 		for _, j := range slices.Clone(old.held) {
 			b.release(j, t)
-			if keep[Run{j.id, int(j.attempts)}] {
+			if keep[Run{j.id, int(b.jobAttempts(j))}] {
 				b.hold(nw, j, t)
 				b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: b.url(j), Worker: nw.id, Detail: KeptDetail})
 				continue
@@ -165,7 +165,7 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 		}
 		b.nameSkipped(now, nw.id, r)
 		j := b.jobs.get(r.Job)
-		if j == nil || (j.state != Queued && !j.retrying()) || int(j.attempts) != r.Attempt || r.Attempt < 1 {
+		if j == nil || (j.state != Queued && !b.retrying(j)) || int(b.jobAttempts(j)) != r.Attempt || r.Attempt < 1 {
 			continue
 		}
 		a, ok := b.attemptEntry(j, r.Attempt)
@@ -292,8 +292,8 @@ func (b *Broker) requeueHeld(w *worker, now time.Time, t int64, outcome string, 
 		msg := "worker " + w.id + " lost"
 		b.endAttempt(j, outcome, msg)
 		b.setLastError(j, msg)
-		if int(j.failures) >= b.cfg.MaxRequestFailures {
-			b.fail(j, t, now, msg+" (failure "+strconv.Itoa(int(j.failures))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+")")
+		if int(b.jobFailures(j)) >= b.cfg.MaxRequestFailures {
+			b.fail(j, t, now, msg+" (failure "+strconv.Itoa(int(b.jobFailures(j)))+" of "+strconv.Itoa(b.cfg.MaxRequestFailures)+")")
 			continue
 		}
 		d := b.retryLater(j, t, now)
