@@ -245,6 +245,7 @@ func (s *Server) releaseLookups(now time.Time) {
 			}
 			s.c.UseNormals(p.norms) // its keys are not normalised again
 			s.peerMessage(now, p.ident, p.sid, p.m)
+			s.handled() // inputs.go
 		}
 		p.norms = coord.Normals{}
 	}

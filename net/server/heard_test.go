@@ -1,6 +1,8 @@
 package server
 
 import (
+	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,3 +88,78 @@ func TestBusyReactorIsNotSilence(t *testing.T) {
 }
 
 func isVerdicts(m wire.Message) bool { _, ok := m.(*wire.Verdicts); return ok }
+
+// TestHeartbeatsWithinLongStep: a step that takes in message after
+// message sends the heartbeats that fall due meanwhile, between them, not
+// only at its end (the fake clock moves 2 s after the first of two
+// REQUESTs read in one step; the heartbeat is 1 s). Before, a client whose
+// coordinator got a few per cent of a core heard nothing for longer than
+// heartbeat × liveness during long steps and took it for lost.
+func TestHeartbeatsWithinLongStep(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))
+	opts := Options{Clock: clk, Coord: coord.Config{Heartbeat: time.Second}}
+	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var armed atomic.Bool
+	hookErr := make(chan string, 1)
+	s.msgHook = func() {
+		if !armed.CompareAndSwap(true, false) {
+			return
+		}
+		// The reactor owns the socket: wait until the second REQUEST is
+		// in it, so that this step reads it too, then let 2 s pass.
+		deadline := time.Now().Add(time.Minute)
+		for {
+			ready, _, err := zsock.Ready(s.peers)
+			if err != nil || time.Now().After(deadline) {
+				hookErr <- "the second REQUEST never reached the server's socket"
+				break
+			}
+			if ready {
+				break
+			}
+			time.Sleep(time.Millisecond) // polls the socket; bounded by the deadline
+		}
+		clk.Advance(2 * time.Second)
+	}
+	_, stop := runBuilt(t, s)
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	p := dial(t, s.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, "p", 0)
+	armed.Store(true)
+	for i := range 2 {
+		k := id.Key{Crawler: "c", Processor: "p", URL: fmt.Sprintf("http://long-step.test/%d", i)}
+		p.send(&wire.Request{Req: uint64(2 + i), Keys: []id.Key{k}})
+	}
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != "VERDICTS 3" {
+		m, err := wire.Decode(p.recvFrames()) // recv passes HEARTBEATs over
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch m := m.(type) {
+		case *wire.Heartbeat:
+			got = append(got, "HEARTBEAT")
+		case *wire.Verdicts:
+			got = append(got, fmt.Sprintf("VERDICTS %d", m.Req))
+		default:
+			t.Fatalf("got %#v, want VERDICTS or HEARTBEAT", m)
+		}
+	}
+	select {
+	case e := <-hookErr:
+		t.Fatal(e)
+	default:
+	}
+	i := slices.Index(got, "VERDICTS 2")
+	if i < 0 || !slices.Contains(got[i:], "HEARTBEAT") {
+		t.Fatalf("received %v: want a HEARTBEAT between VERDICTS 2 and VERDICTS 3 (the step's 2 s between them)", got)
+	}
+}

@@ -205,8 +205,23 @@ func (s *Server) drain(in *input) bool {
 		}
 		s.stats.Received++
 		in.handle(frames, user)
+		s.handled()
 	}
 	return true
+}
+
+// handled runs after each message a step takes in: the heartbeats due are
+// sent without waiting for the step's end. A step of 20,000 jobs on a
+// coordinator that gets a few per cent of a core (two cores at a load of
+// 25) outlasted a client's heartbeat × liveness: the client took the
+// coordinator for lost, and a 2,000,000-line submit sent its batches in
+// flight again on a new session, over and over, until a reply was more
+// than --timeout late.
+func (s *Server) handled() {
+	if s.msgHook != nil {
+		s.msgHook()
+	}
+	s.heartbeats(s.now())
 }
 
 // drainHub handles what in-process peers sent, at most drainBound; it
@@ -225,6 +240,7 @@ func (s *Server) drainHub(in *input) bool {
 		} else {
 			in.handle(m.Frames, "")
 		}
+		s.handled()
 	}
 	s.taken = msgs[:0]
 	return more

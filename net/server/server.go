@@ -191,6 +191,7 @@ type Server struct {
 	lookHook   func()                 // tests: runs before each batch of done-set lookups (lookup.go)
 	queuedHook func(id.Fingerprint)   // tests: runs before the lookup goroutine reads a paged-out queued key
 	stepHook   func()                 // tests: runs in each reactor step after its read
+	msgHook    func()                 // tests: runs after each message a step takes in
 }
 
 var inprocSeq atomic.Uint64
