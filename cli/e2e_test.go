@@ -70,8 +70,15 @@ func TestMain(m *testing.M) {
 // in names (peers, admin, events, metrics), and returns them.
 func listening(t *testing.T, out *syncBuffer, names ...string) map[string]string {
 	t.Helper()
+	return listeningWithin(t, out, 20*time.Second, names...)
+}
+
+// listeningWithin is listening with a wait of d (a serve restoring a large
+// store listens only once the restore is done).
+func listeningWithin(t *testing.T, out *syncBuffer, d time.Duration, names ...string) map[string]string {
+	t.Helper()
 	at := make(map[string]string)
-	eventually(t, "serve listening on "+strings.Join(names, ", "), 20*time.Second, func() bool {
+	eventually(t, "serve listening on "+strings.Join(names, ", "), d, func() bool {
 		for _, line := range strings.Split(out.String(), "\n") {
 			if name, addr, ok := strings.Cut(line, " listening on "); ok && !strings.Contains(name, " ") {
 				at[name] = addr
