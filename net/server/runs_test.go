@@ -220,7 +220,10 @@ func TestRequeueCancelBeforeNewAttempt(t *testing.T) {
 // new session with that id is welcomed but given no JOB, and the admin
 // rows show it held; the job was never charged for those deaths.
 func TestHeldBackWorker(t *testing.T) {
-	s := startServer(t, Options{Coord: coord.Config{Heartbeat: 100 * time.Millisecond, MinHeartbeat: 10 * time.Millisecond,
+	// A 1 s heartbeat: the held-back worker below waits a second for
+	// nothing, which a 100 ms heartbeat's liveness (300 ms) did not outlast
+	// on a loaded machine (the server declared it lost).
+	s := startServer(t, Options{Coord: coord.Config{Heartbeat: time.Second, MinHeartbeat: 10 * time.Millisecond,
 		Broker: broker.Config{HoldbackStart: time.Hour, HoldbackCap: time.Hour}}})
 	p := dial(t, s.PeersEndpoint())
 	hello(t, p, wire.RoleProducer, "p1", 0)
