@@ -242,7 +242,7 @@ func TestStoreReclaim(t *testing.T) {
 				t.Fatal(err)
 			}
 			s, stop := runServer(t, Options{Store: st, Coord: coord.Config{
-				Heartbeat: 100 * time.Millisecond, MinHeartbeat: 10 * time.Millisecond, ReclaimTimeout: 300 * time.Millisecond}})
+				Heartbeat: testHeartbeat, MinHeartbeat: 10 * time.Millisecond, ReclaimTimeout: 3 * time.Second}})
 			if r := s.Restored(); len(r.Reclaim) != 1 || r.Reclaim[0] != 1 || r.Workers[0] != "w-gone" {
 				t.Fatalf("restored %s: want job 1 awaiting reclaim by w-gone", r)
 			}
