@@ -35,7 +35,7 @@ type host struct {
 	next      int64    // earliest next dispatch (Unix ns)
 
 	name       string
-	ids        []JobID  // every job naming this host, in submission order
+	ids        idList   // every job naming this host, in submission order
 	more       *[]*lane // its queued jobs of other header classes; nil: none
 	backoff    jobList  // its jobs in back-off, in the order they entered it
 	robots     *Robots  // its robots.txt copy (robots.go)

@@ -411,8 +411,8 @@ func New(cfg Config) (*Broker, error) {
 // host's IDs, the key index, the counts and the sort indexes. Its lists are
 // the caller's.
 func (b *Broker) enter(j *job, h *host, st JobState) {
-	j.hostPos = int32(len(h.ids))
-	h.ids = append(h.ids, j.id)
+	j.hostPos = int32(h.ids.len())
+	h.ids.push(j.id)
 	b.byKey.set(&b.jobs, j.fp, j.id)
 	j.state = st
 	b.count[st]++

@@ -142,14 +142,15 @@ type hostSet struct {
 	age *ageIndex
 }
 
-func (s hostSet) len() int { return len(s.h.ids) }
+func (s hostSet) len() int { return s.h.ids.len() }
 func (s hostSet) state(pos int) JobState {
-	if s.h.ids[pos] == 0 {
+	id := s.h.ids.at(pos)
+	if id == 0 {
 		return 0 // a position left by a job paged out (page.go)
 	}
-	return s.age.states[s.h.ids[pos]-1]
+	return s.age.states[id-1]
 }
-func (s hostSet) id(pos int) JobID { return s.h.ids[pos] }
+func (s hostSet) id(pos int) JobID { return s.h.ids.at(pos) }
 
 // scan yields up to lim jobs of ps whose state is in m, from the k-th (from
 // 0, in position order) on, forward (dir 1) or backward (dir -1). It

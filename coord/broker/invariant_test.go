@@ -81,7 +81,7 @@ func checkInvariants(b *Broker) error {
 		}
 		for st := Queued; st < nStates; st++ {
 			c := 0
-			for _, id := range h.ids {
+			for id := range h.ids.all() {
 				if j := b.jobs.get(id); j != nil && j.state == st {
 					c++
 				}
@@ -279,7 +279,7 @@ func walkTree(n *otNode, out *[]*job) {
 // eligible time.
 func checkHost(b *Broker, h *host) error {
 	n, inflight := 0, 0
-	for _, id := range h.ids {
+	for id := range h.ids.all() {
 		if j := b.jobs.get(id); j != nil {
 			switch j.state {
 			case Queued:

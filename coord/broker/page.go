@@ -39,7 +39,7 @@ func (b *Broker) PageOut(jid JobID) bool {
 	b.age.move(j.id, Queued, 0)
 	h := b.hostOf(j)
 	h.idx.add(int(j.hostPos), Queued, -1)
-	h.ids[j.hostPos] = 0
+	h.ids.clear(int(j.hostPos))
 	for _, tr := range b.trees {
 		if tr != nil {
 			tr.remove(j)
@@ -64,19 +64,19 @@ func (b *Broker) compactHost(h *host) {
 		return // every position is below 64 (countIdx): a short list
 	}
 	live := h.idx.total(allStates)
-	if len(h.ids) < 1024 || live*2 >= len(h.ids) {
+	if h.ids.len() < 1024 || live*2 >= h.ids.len() {
 		return
 	}
-	ids := make([]JobID, 0, max(live+live/4, 16))
+	ids := withRoom(max(live+live/4, 16))
 	var idx countIdx
-	for _, jid := range h.ids {
+	for jid := range h.ids.all() {
 		j := b.jobs.get(jid) // nil for 0 (paged out) and for forgotten jobs
 		if j == nil {
 			continue
 		}
-		j.hostPos = int32(len(ids))
-		idx.add(len(ids), j.state, 1)
-		ids = append(ids, jid)
+		j.hostPos = int32(ids.len())
+		idx.add(ids.len(), j.state, 1)
+		ids.push(jid)
 	}
 	h.ids, h.idx = ids, idx
 }
@@ -105,8 +105,8 @@ func (b *Broker) PageIn(now time.Time, r *JobRecord) error {
 	j := b.jobs.revive(r.ID)
 	j.id = r.ID
 	h := b.fillFromRecord(j, r)
-	j.hostPos = int32(len(h.ids))
-	h.ids = append(h.ids, j.id)
+	j.hostPos = int32(h.ids.len())
+	h.ids.push(j.id)
 	b.byKey.set(&b.jobs, r.FP, j.id)
 	j.state = Queued
 	// A restored job may have an unrecorded attempt (unrecorded.go): so

@@ -156,8 +156,8 @@ func TestHostListCompacts(t *testing.T) {
 			t.Fatalf("job %d not paged out", jid)
 		}
 	}
-	if len(h.ids) >= n/2 {
-		t.Fatalf("host list of %d positions for 500 jobs in memory: want it compacted", len(h.ids))
+	if h.ids.len() >= n/2 {
+		t.Fatalf("host list of %d positions for 500 jobs in memory: want it compacted", h.ids.len())
 	}
 	if err := checkInvariants(b); err != nil {
 		t.Fatal(err)

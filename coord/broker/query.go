@@ -190,7 +190,7 @@ func (b *Broker) jobsPage(q admin.Query, base stateMask, def sortKey, view admin
 		}
 		var hj []*job
 		for _, h := range hs {
-			for _, id := range h.ids {
+			for id := range h.ids.all() {
 				if j := b.jobs.get(id); j != nil {
 					hj = append(hj, j)
 				}
