@@ -154,7 +154,11 @@ func (s *Server) queryClusterJobs(q admin.Query) (admin.Page, wire.Code, error) 
 	var rows []admin.JobRow
 	skipped, next := 0, cursor
 	if want > 0 && parts != "" {
-		rows, skipped, next, err = cj.Jobs(cursor, parts, f.Job, skip, want)
+		match := f.Job
+		if f.Without(filter.FieldState).Empty() {
+			match = nil // the parts are the states asked for: every row matches
+		}
+		rows, skipped, next, err = cj.Jobs(cursor, parts, match, skip, want)
 		if err != nil {
 			if strings.Contains(err.Error(), "cursor") && q.After != "" {
 				return page, wire.CodeMalformed, fmt.Errorf("query %s: after: %w", q.View, err)
