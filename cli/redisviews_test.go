@@ -62,7 +62,8 @@ func queryT(t *testing.T, a *client.Admin, q admin.Query) admin.Page {
 // the shared queue submitted to a, jobs a's worker runs, keys a's
 // producers hold and wait on), through b's admin socket, with the one
 // filter grammar, paged by offset and by cursor; a requeue on b of a job
-// a holds answers which coordinator holds it.
+// a holds answers which coordinator holds it; b's retries view lists a's
+// failed jobs.
 func TestClusterViewsOnRedis(t *testing.T) {
 	drover(t)
 	cl := redistest.Start(t)
@@ -214,5 +215,31 @@ func TestClusterViewsOnRedis(t *testing.T) {
 		if w.Total != 1 || len(w.Waiters) != 1 || w.Waiters[0].Position != 1 || !strings.HasSuffix(w.Waiters[0].Session, " on coordinator "+aID) {
 			t.Fatalf("b's waiters of %s: %+v; want one session on coordinator %s", k.URL, w.Waiters, aID)
 		}
+	})
+
+	t.Run("retries", func(t *testing.T) {
+		// A worker of a's that fails every job for good (EX_DATAERR):
+		// a's failed jobs show in b's retries view, naming a.
+		a.startWorker(t, "failer", 4, "--exec", "exit 65")
+		var p admin.Page
+		eventually(t, "b's retries view lists a's failed jobs", 60*time.Second, func() bool {
+			p = queryT(t, adm, admin.Query{View: admin.ViewRetries, Filter: "state=failed host=10.9.0.1", Limit: 1000})
+			return len(p.Jobs) >= 5
+		})
+		for _, r := range p.Jobs {
+			if r.Coordinator != aID || r.JobID != 0 || r.State != "failed" || id.Host(r.URL) != "10.9.0.1" || !strings.Contains(r.LastError, "EX_DATAERR") {
+				t.Fatalf("retries row %+v: want a job of 10.9.0.1 failed on coordinator %s with its error", r, aID)
+			}
+		}
+		if q := queryT(t, adm, admin.Query{View: admin.ViewRetries, Filter: "state=backoff"}); len(q.Jobs) != 0 {
+			t.Fatalf("state=backoff lists %+v; want none", q.Jobs)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		res, err := adm.Act(ctx, admin.Action{Kind: admin.ActRequeue, Targets: []string{p.Jobs[0].Key}})
+		if err != nil || res.Affected != 0 || len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "failed on coordinator "+aID) {
+			t.Fatalf("requeue on b of a job failed on a: %+v, %v; want it refused naming coordinator %s", res, err, aID)
+		}
+		t.Logf("requeue on b: %s", res.Errors[0])
 	})
 }

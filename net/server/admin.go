@@ -35,6 +35,8 @@ func (s *Server) ownQuery(q admin.Query) (func(admin.Query) (admin.Page, wire.Co
 		return s.queryClusterEvents, true // clusterevents.go
 	case (q.View == admin.ViewJobs || q.View == admin.ViewWaiters) && s.opts.ClusterJobs != nil:
 		return s.queryClusterJobs, true // clusterjobs.go
+	case q.View == admin.ViewRetries && s.opts.ClusterJobs != nil:
+		return s.queryClusterRetries, true // clusterjobs.go
 	}
 	return nil, false
 }

@@ -50,7 +50,17 @@ type ClusterJobs interface {
 	// Locate finds the job of key fp in the cluster: claimed by a
 	// coordinator or waiting in the shared queue.
 	Locate(fp id.Fingerprint) (row admin.JobRow, ok bool, err error)
+	// NoteRetries hands over this coordinator's first retries rows and
+	// how many it has, for the others' retries views.
+	NoteRetries(rows []admin.JobRow, total int)
+	// Retries lists the retries rows the other live coordinators
+	// published (Coordinator set, JobID 0) and the sum of their totals.
+	Retries() (rows []admin.JobRow, total int, err error)
 }
+
+// publishedRetries is how many of its retries rows a coordinator hands
+// to NoteRetries.
+const publishedRetries = 50
 
 // offsetMemo remembers where recent pages of the cluster's rows ended, per
 // view and filter: an offset into them goes on from the nearest point at
@@ -94,6 +104,53 @@ func (m *offsetMemo) add(key string, p memoPoint) {
 		ps = ps[1:]
 	}
 	m.points[key] = append(ps, p)
+}
+
+// clusterJobsState is the Server's part for ClusterJobs: the offset memo
+// and when the retries were last noted.
+type clusterJobsState struct {
+	memo         offsetMemo
+	retriesNoted time.Time
+}
+
+// noteRetries hands this coordinator's first retries rows to the cluster
+// about once a second.
+func (s *Server) noteRetries(now time.Time) {
+	cj := s.opts.ClusterJobs
+	if cj == nil || now.Sub(s.cjobs.retriesNoted) < time.Second {
+		return
+	}
+	s.cjobs.retriesNoted = now
+	if p, err := s.c.Query(now, admin.Query{View: admin.ViewRetries, Limit: publishedRetries}); err == nil {
+		cj.NoteRetries(p.Jobs, p.Total)
+	}
+}
+
+// queryClusterRetries answers view retries on a Redis Cluster store:
+// this coordinator's own rows (sorted, filtered, windowed), then the rows
+// the other live coordinators published (each its first 50, next retry
+// first), filtered alike. The error comes with the ERROR code to answer.
+func (s *Server) queryClusterRetries(q admin.Query) (admin.Page, wire.Code, error) {
+	now := s.now()
+	page, err := s.c.Query(now, q)
+	if err != nil {
+		return page, errorCode(err), err
+	}
+	f, _ := filter.Parse(q.Filter) // the coordinator parsed it
+	rows, _, err := s.opts.ClusterJobs.Retries()
+	if err != nil {
+		return page, wire.CodeInternal, fmt.Errorf("query retries: the other coordinators': %w", err)
+	}
+	rows = slices.DeleteFunc(rows, func(r admin.JobRow) bool { return !f.Job(&r) })
+	limit := q.Limit
+	if limit == 0 || limit > coord.MaxWindow {
+		limit = coord.MaxWindow
+	}
+	co := min(max(q.Offset-page.Total, 0), len(rows))
+	rows = rows[co:]
+	page.Jobs = append(page.Jobs, rows[:min(len(rows), max(limit-len(page.Jobs), 0))]...)
+	page.Total += co + len(rows)
+	return page, wire.CodeOK, nil
 }
 
 // clusterParts are the parts of the cluster's rows a filter's state
@@ -146,7 +203,7 @@ func (s *Server) queryClusterJobs(q admin.Query) (admin.Page, wire.Code, error) 
 	memoKey := string(q.View) + "\x00" + f.String()
 	cursor, skip, base := q.After, co, 0
 	if q.After == "" && co > 0 {
-		if p, ok := s.jobsMemo.find(memoKey, co, now); ok {
+		if p, ok := s.cjobs.memo.find(memoKey, co, now); ok {
 			cursor, skip, base = p.cursor, co-p.offset, p.offset
 		}
 	}
@@ -166,7 +223,7 @@ func (s *Server) queryClusterJobs(q admin.Query) (admin.Page, wire.Code, error) 
 			return page, wire.CodeInternal, fmt.Errorf("query %s: the cluster's rows: %w", q.View, err)
 		}
 		if q.After == "" && next != "" {
-			s.jobsMemo.add(memoKey, memoPoint{offset: base + skipped + len(rows), cursor: next, at: now})
+			s.cjobs.memo.add(memoKey, memoPoint{offset: base + skipped + len(rows), cursor: next, at: now})
 		}
 	}
 	page.Jobs = append(page.Jobs, rows...)
@@ -332,6 +389,13 @@ func (s *Server) notHere(fp id.Fingerprint) string {
 	case err != nil:
 		return fmt.Sprintf("requeue key %s: no job of it on this coordinator, and looking for it in the cluster failed: %v", fp, err)
 	case !ok:
+		if rows, _, err := s.opts.ClusterJobs.Retries(); err == nil {
+			for _, r := range rows {
+				if r.Key == fp.String() {
+					return fmt.Sprintf("requeue key %s (%s): not requeued: its job is %s on coordinator %s; requeue it on that coordinator", fp, r.URL, r.State, r.Coordinator)
+				}
+			}
+		}
 		return fmt.Sprintf("requeue key %s: no job of it on this coordinator nor, as far as this coordinator knows its host, in the cluster", fp)
 	case row.Coordinator != "" && row.Coordinator != s.opts.ClusterJobs.Self():
 		return fmt.Sprintf("requeue key %s (%s): not requeued: its job is %s; requeue it on that coordinator", fp, row.URL, row.Reason)

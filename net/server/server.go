@@ -167,8 +167,8 @@ type Server struct {
 	// crawlSynced is when the crawls were last read from the cluster
 	// (Options.ClusterCrawls).
 	crawlSynced time.Time
-	evw         *eventWriter // Options.ClusterEvents: the events for the cluster (clusterevents.go)
-	jobsMemo    offsetMemo   // Options.ClusterJobs: where recent pages of the cluster's rows ended (clusterjobs.go)
+	evw         *eventWriter     // Options.ClusterEvents: the events for the cluster (clusterevents.go)
+	cjobs       clusterJobsState // Options.ClusterJobs: the offset memo, the retries noted (clusterjobs.go)
 
 	// The parts, each with one job.
 	sess sessions   // who is connected, their heartbeats (sessions.go)
@@ -462,6 +462,7 @@ func (s *Server) Run(ctx context.Context) error {
 			s.opts.OnTotals(s.totals(now))
 		}
 		s.syncCrawlsEvery(now) // clustercrawls.go
+		s.noteRetries(now)     // clusterjobs.go
 		// Wait only when no socket has a message left (see inputs.go).
 		busy, err := s.busy()
 		if err != nil {

@@ -62,6 +62,9 @@ type JobView struct {
 	// held is the hosts this coordinator holds claimed jobs of, as
 	// NoteHeld last saw them, for its summary.
 	held atomic.Pointer[[]string]
+	// retries is this coordinator's retries note, for its summary
+	// (jobretries.go).
+	retries atomic.Pointer[retriesNote]
 	// hostOf remembers the host of the keys the walks listed, so a
 	// query or an action naming a key by fingerprint finds its keys
 	// (bounded: forgotten all at once when full).
@@ -264,11 +267,7 @@ func (k *walker) claimed(pos walkPos) (walkPos, bool, error) {
 	if err != nil {
 		return pos, false, fmt.Errorf("reading the coordinators: %w", err)
 	}
-	slices.SortFunc(ids, func(a, b string) int {
-		x, _ := strconv.ParseInt(a, 10, 64)
-		y, _ := strconv.ParseInt(b, 10, 64)
-		return cmp.Or(cmp.Compare(x, y), strings.Compare(a, b))
-	})
+	slices.SortFunc(ids, compareIDs)
 	for _, c := range ids {
 		if c == l.coord || pos.Coord != "" && !coordAfter(c, pos.Coord) {
 			continue
@@ -295,6 +294,13 @@ func (k *walker) claimed(pos walkPos) (walkPos, bool, error) {
 		}
 	}
 	return pos, false, nil
+}
+
+// compareIDs orders coordinator ids by number.
+func compareIDs(a, b string) int {
+	x, _ := strconv.ParseInt(a, 10, 64)
+	y, _ := strconv.ParseInt(b, 10, 64)
+	return cmp.Or(cmp.Compare(x, y), strings.Compare(a, b))
 }
 
 // coordAfter reports whether coordinator c comes at or after d in the

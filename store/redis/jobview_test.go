@@ -196,3 +196,34 @@ func TestJobViewWalk(t *testing.T) {
 		}
 	}
 }
+
+// A coordinator's retries rows, noted and published in its summary, are
+// what the others' Retries lists: the first 50, naming it, without its
+// own job ids, with its total.
+func TestJobViewRetries(t *testing.T) {
+	rdb := client(t)
+	ls := peers(t, rdb, 2, ledger.Config{})
+	a, b := ls[0], ls[1]
+	rows := make([]admin.JobRow, 60)
+	for i := range rows {
+		k := id.Key{Crawler: "c", Processor: "p", URL: fmt.Sprintf("http://f%d.example/", i)}
+		rows[i] = admin.JobRow{JobID: uint64(i + 1), Key: k.Fingerprint().String(), URL: k.URL, State: "failed",
+			LastError: strings.Repeat("x", 500), History: []admin.Attempt{{Worker: "w"}}}
+	}
+	b.JobView().NoteRetries(rows, 61)
+	if err := b.PublishSummary(context.Background(), admin.ClusterCoordinator{}); err != nil {
+		t.Fatal(err)
+	}
+	got, total, err := a.JobView().Retries()
+	if err != nil || total != 61 || len(got) != PublishedRetries {
+		t.Fatalf("a's view of b's retries: %d rows, total %d, err %v; want %d rows of 61", len(got), total, err, PublishedRetries)
+	}
+	for i, r := range got {
+		if r.Coordinator != b.coord || r.JobID != 0 || r.URL != rows[i].URL || r.History != nil || len(r.LastError) > maxPublishedError+len("…") {
+			t.Fatalf("row %d: %+v; want %s of coordinator %s, no job id, no history, the error cut", i, r, rows[i].URL, b.coord)
+		}
+	}
+	if got, _, _ := b.JobView().Retries(); len(got) != 0 {
+		t.Fatalf("b lists %d of its own retries as another's", len(got))
+	}
+}

@@ -42,6 +42,10 @@ type summary struct {
 	// Held lists the hosts it holds claimed jobs of, as its reactor last
 	// noted them (jobview.go); nil from a coordinator that does not say.
 	Held *[]string `json:"held_hosts,omitempty"`
+	// Retries are its first retries rows and RetriesTotal how many it
+	// has (jobretries.go).
+	Retries      []admin.JobRow `json:"retries,omitempty"`
+	RetriesTotal int            `json:"retries_total,omitempty"`
 }
 
 // PublishSummary writes this coordinator's summary, with the hosts its
@@ -54,6 +58,7 @@ func (l *Ledger) PublishSummary(ctx context.Context, c admin.ClusterCoordinator)
 	}
 	if v := l.jobView.Load(); v != nil {
 		s.Held = v.held.Load()
+		s.Retries, s.RetriesTotal = v.noted()
 	}
 	b, err := json.Marshal(&s)
 	if err != nil {
