@@ -184,6 +184,11 @@ func TestClusterViewsOnRedis(t *testing.T) {
 			t.Fatalf("requeue on b of a job a holds: %+v, %v; want it refused naming coordinator %s", res, err, aID)
 		}
 		t.Logf("requeue on b: %s", res.Errors[0])
+		// The same from the command line, by filter: refused, non-zero.
+		out, code := run(t, "", "requeue", "--connect", b.adm, "--filter", "state=claimed", "--yes")
+		if code == 0 || strings.Count(out, "claimed by coordinator "+aID) < 3 {
+			t.Fatalf("drover requeue --filter state=claimed on b: exit %d, output %q; want the 3 jobs refused naming coordinator %s", code, out, aID)
+		}
 	})
 
 	t.Run("waiters", func(t *testing.T) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -28,7 +29,10 @@ and Events view show it, or a worker's jobs in drover status --json), every
 failed job (--failed; of one crawl with --crawler NAME), or
 every job the console filter F matches (--filter, e.g. "state=backoff
 host=example.com"; requested keys that have no job yet are skipped). A job
-whose key other work holds again is refused and named. Requeueing more than
+whose key other work holds again is refused and named, and so is one another
+coordinator on the same Redis Cluster store holds (requeue it there; a job is
+also named by its key's fingerprint, as the cluster's rows of the jobs view
+give it). Requeueing more than
 one job asks first on a terminal; --yes does it without asking, and is
 required when stdin is not a terminal.`,
 		`  drover requeue 1042
@@ -107,18 +111,28 @@ func requeueFiltered(ctx context.Context, cmd *cobra.Command, a *client.Admin, f
 	act := admin.Action{Kind: admin.ActRequeue}
 	var labels []string
 	seen := map[uint64]bool{}
+	seenKey := map[string]bool{}
 	for offset := 0; ; {
 		page, err := a.Query(ctx, admin.Query{View: admin.ViewJobs, Filter: filter, Offset: offset, Limit: requeueWindow})
 		if err != nil {
 			return act, "", fmt.Errorf("requeue: jobs matching %q: %w", filter, err)
 		}
 		for _, j := range page.Jobs {
-			if j.JobID == 0 || seen[j.JobID] {
-				continue // a requested key without a job, or seen on an earlier page
+			switch {
+			case j.JobID == 0 && j.State != "requested" && !seenKey[j.Key]:
+				// Another coordinator's job on a Redis Cluster store, or
+				// one in its queue: named by key, the coordinator answers
+				// where it is.
+				seenKey[j.Key] = true
+				act.Targets = append(act.Targets, j.Key)
+				labels = append(labels, fmt.Sprintf("%s (%s, %s)", j.URL, j.State, cmp.Or(j.Coordinator, "cluster queue")))
+			case j.JobID == 0 || seen[j.JobID]:
+				// a requested key without a job, or seen on an earlier page
+			default:
+				seen[j.JobID] = true
+				act.Targets = append(act.Targets, strconv.FormatUint(j.JobID, 10))
+				labels = append(labels, fmt.Sprintf("%d %s (%s)", j.JobID, j.URL, j.State))
 			}
-			seen[j.JobID] = true
-			act.Targets = append(act.Targets, strconv.FormatUint(j.JobID, 10))
-			labels = append(labels, fmt.Sprintf("%d %s (%s)", j.JobID, j.URL, j.State))
 		}
 		offset += len(page.Jobs)
 		if len(page.Jobs) == 0 || offset >= page.Total {
