@@ -16,6 +16,7 @@ var stateSymbols = map[string]string{
 	"backoff":    "↻",
 	"done":       "✓",
 	"failed":     "✗",
+	"claimed":    "⇢", // another coordinator on the cluster holds it
 	// workers
 	"idle":     "○",
 	"busy":     "●",

@@ -78,7 +78,7 @@ func (s *Styles) State(state string) lipgloss.Style {
 		return s.Warn
 	case "failed", "lost", "internal", "external", "evicted":
 		return s.Error
-	case "dispatched", "busy":
+	case "dispatched", "busy", "claimed":
 		return s.Info
 	default:
 		return s.Text
