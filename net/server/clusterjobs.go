@@ -43,7 +43,7 @@ type ClusterJobs interface {
 	// match, the first skip passed over, at most limit; it returns the
 	// rows, how many it passed over (fewer than skip when the page's work
 	// ran out first) and the cursor to go on from ("": the end).
-	Jobs(cursor, parts string, match func(*admin.JobRow) bool, skip, limit int) (rows []admin.JobRow, skipped int, next string, err error)
+	Jobs(cursor, parts string, host func(string) bool, match func(*admin.JobRow) bool, skip, limit int) (rows []admin.JobRow, skipped int, next string, err error)
 	// Waiters lists the sessions waiting on key fp; ok is false when the
 	// key's host is not known here.
 	Waiters(fp id.Fingerprint) (rows []admin.WaiterRow, ok bool, err error)
@@ -215,7 +215,13 @@ func (s *Server) queryClusterJobs(q admin.Query) (admin.Page, wire.Code, error) 
 		if f.Without(filter.FieldState).Empty() {
 			match = nil // the parts are the states asked for: every row matches
 		}
-		rows, skipped, next, err = cj.Jobs(cursor, parts, match, skip, want)
+		var host func(string) bool
+		if t := f.Only(filter.FieldHost); !t.Empty() {
+			// Only the hosts of the term are read (a job's queue is its
+			// URL's host).
+			host = func(h string) bool { return t.Terms[0].MatchValue(h) }
+		}
+		rows, skipped, next, err = cj.Jobs(cursor, parts, host, match, skip, want)
 		if err != nil {
 			if strings.Contains(err.Error(), "cursor") && q.After != "" {
 				return page, wire.CodeMalformed, fmt.Errorf("query %s: after: %w", q.View, err)

@@ -49,10 +49,10 @@ var walkParts = []string{PartClaimed, PartQueued, PartRequested}
 
 // The bounds of one page of a walk.
 const (
-	walkBatch    = 256   // hosts an SSCAN asks for
-	walkScans    = 32    // SSCANs a page sends at most
-	walkExamined = 20000 // entries a page examines at most
-	walkChunk    = 512   // entries an LRANGE reads at most
+	walkBatch    = 256  // hosts an SSCAN asks for
+	walkScans    = 32   // SSCANs a page sends at most
+	walkExamined = 5000 // entries a page examines at most
+	walkChunk    = 512  // entries an LRANGE reads at most
 )
 
 // JobView reads the cluster's jobs for the admin views. It runs on the
@@ -165,6 +165,7 @@ func parseCursor(s string) (walkPos, error) {
 // walk is one page's request (see JobView.Jobs).
 type walk struct {
 	parts string
+	host  func(string) bool
 	match func(*admin.JobRow) bool
 	skip  int
 	limit int
@@ -213,11 +214,13 @@ func (k *walker) take(r *admin.JobRow) bool {
 
 // Jobs lists a page of the walk from cursor ("": the start; see the
 // comment at the top): the rows of the parts named in parts (the letters
-// of PartClaimed, PartQueued, PartRequested) that match (nil: all), the
-// first skip of them passed over, at most limit. It returns the rows, how
-// many were passed over (skip, or fewer when the page's work ran out
-// first) and the cursor to go on from ("": the walk has ended).
-func (v *JobView) Jobs(cursor, parts string, match func(*admin.JobRow) bool, skip, limit int) (rows []admin.JobRow, skipped int, next string, err error) {
+// of PartClaimed, PartQueued, PartRequested) on the hosts host takes (nil:
+// all; a job's host is its URL's, as every submit makes it) that match
+// (nil: all), the first skip of them passed over, at most limit. It
+// returns the rows, how many were passed over (skip, or fewer when the
+// page's work ran out first) and the cursor to go on from ("": the walk
+// has ended).
+func (v *JobView) Jobs(cursor, parts string, host func(string) bool, match func(*admin.JobRow) bool, skip, limit int) (rows []admin.JobRow, skipped int, next string, err error) {
 	pos, err := parseCursor(cursor)
 	if err != nil {
 		return nil, 0, "", err
@@ -227,7 +230,7 @@ func (v *JobView) Jobs(cursor, parts string, match func(*admin.JobRow) bool, ski
 	}
 	ctx, cancel := v.l.ctx()
 	defer cancel()
-	k := &walker{v: v, ctx: ctx, w: walk{parts: parts, match: match, skip: skip, limit: limit}}
+	k := &walker{v: v, ctx: ctx, w: walk{parts: parts, host: host, match: match, skip: skip, limit: limit}}
 	if pos.Part == "" {
 		pos.Part = PartClaimed
 	}
@@ -344,7 +347,8 @@ func (k *walker) hosts(pos walkPos, set string, visit func(walkPos, []string) (w
 				pos.List, pos.Index = 0, 0 // the set changed: the batch from its start
 			}
 		}
-		at, more, err := visit(pos, batch)
+		batch, at := k.wanted(pos, batch)
+		at, more, err := visit(at, batch)
 		if err != nil || more {
 			at.Part, at.Scan = pos.Part, pos.Scan
 			return at, true, err
@@ -354,6 +358,19 @@ func (k *walker) hosts(pos walkPos, set string, visit func(walkPos, []string) (w
 		}
 		pos = walkPos{Part: pos.Part, Coord: pos.Coord, Scan: next}
 	}
+}
+
+// wanted keeps the hosts of batch the walk's host test takes (all
+// without one), and resets pos's list and index unless the first is
+// still pos.Host (they are that host's).
+func (k *walker) wanted(pos walkPos, batch []string) ([]string, walkPos) {
+	if k.w.host != nil {
+		batch = slices.DeleteFunc(slices.Clone(batch), func(h string) bool { return !k.w.host(h) })
+	}
+	if len(batch) == 0 || batch[0] != pos.Host {
+		pos.List, pos.Index = 0, 0
+	}
+	return batch, pos
 }
 
 // queued lists the shared queue's entries of hosts, from pos.List and
@@ -524,12 +541,13 @@ func (k *walker) heldLeases(c string, pos walkPos, held []string) (walkPos, bool
 		}
 		k.scans++
 		batch := held[i:min(i+walkBatch, len(held))]
-		at, more, err := k.leases(c, pos, batch)
+		i += len(batch)
+		batch, at := k.wanted(pos, batch)
+		at, more, err := k.leases(c, at, batch)
 		if err != nil || more {
 			at.Part, at.Coord = PartClaimed, c
 			return at, more, err
 		}
-		i += len(batch)
 		pos = walkPos{Part: PartClaimed, Coord: c}
 	}
 	return pos, false, nil

@@ -13,6 +13,16 @@ import (
 	"drover/filter"
 )
 
+// hostTest is the host test of f's host term (nil: none), as the
+// server makes it.
+func hostTest(f filter.Filter) func(string) bool {
+	t := f.Only(filter.FieldHost)
+	if t.Empty() {
+		return nil
+	}
+	return func(h string) bool { return t.Terms[0].MatchValue(h) }
+}
+
 // walkAll pages through the walk of parts with pages of limit rows,
 // following the cursors, and returns every row; it fails when the walk
 // does not end within a page per row (and a few more).
@@ -28,7 +38,7 @@ func walkAll(t *testing.T, v *JobView, parts, filterText string, limit int) []ad
 		if pages > 1000 {
 			t.Fatalf("the walk did not end after %d pages (%d rows)", pages, len(out))
 		}
-		rows, skipped, next, err := v.Jobs(cursor, parts, f.Job, 0, limit)
+		rows, skipped, next, err := v.Jobs(cursor, parts, hostTest(f), f.Job, 0, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +150,7 @@ func TestJobViewWalk(t *testing.T) {
 		t.Fatalf("host=h3.example state=queued: %d rows; want the %d queued jobs of h3.example", len(rows), n3)
 	}
 	// A skip passes over rows: skip 50, take 10 = rows 50..59 of one walk.
-	got, skipped, _, err := v.Jobs("", "cq", nil, 50, 10)
+	got, skipped, _, err := v.Jobs("", "cq", nil, nil, 50, 10)
 	if err != nil || skipped != 50 || len(got) != 10 {
 		t.Fatalf("skip 50 limit 10: %d rows, %d skipped, err %v; want 10 rows after 50", len(got), skipped, err)
 	}
@@ -151,7 +161,7 @@ func TestJobViewWalk(t *testing.T) {
 		}
 	}
 	// A bad cursor is refused.
-	if _, _, _, err := v.Jobs("not-a-cursor", "cq", nil, 0, 10); err == nil {
+	if _, _, _, err := v.Jobs("not-a-cursor", "cq", nil, nil, 0, 10); err == nil {
 		t.Fatal("a made-up cursor was taken")
 	}
 
