@@ -3,12 +3,12 @@ package crawl
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -197,12 +197,22 @@ func TestFetchBadURLIsExternal(t *testing.T) {
 }
 
 func TestFetchConnectionRefusedIsInternal(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// A port bound and not listening refuses connections, and stays bound
+	// (a port listened on, closed and taken as free may be bound by
+	// something else before the fetch).
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 	f := newFetcher(t, testConfig())
 	p := f.Fetch(context.Background(), "http://"+addr+"/")
 	if p.Outcome != Internal || p.Status != 0 || p.Err == "" {
