@@ -372,15 +372,25 @@ func (b *Broker) Evict(now time.Time, workerID string) (int, error) {
 	return n, nil
 }
 
+// liveWorker is the registered, live worker an operator's action (op)
+// names, or the error saying it is unknown or lost.
+func (b *Broker) liveWorker(op, workerID string) (*worker, error) {
+	w := b.workers[workerID]
+	if w == nil {
+		return nil, fmt.Errorf("%s worker %q: %w", op, workerID, ErrUnknownWorker)
+	}
+	if w.lost {
+		return nil, fmt.Errorf("%s worker %q: %w: it is lost", op, workerID, ErrWrongState)
+	}
+	return w, nil
+}
+
 // Drain stops giving the worker new jobs; once it holds none it is closed
 // (TakeClosed) and forgotten.
 func (b *Broker) Drain(now time.Time, workerID string) error {
-	w := b.workers[workerID]
-	if w == nil {
-		return fmt.Errorf("drain worker %q: %w", workerID, ErrUnknownWorker)
-	}
-	if w.lost {
-		return fmt.Errorf("drain worker %q: %w: it is lost", workerID, ErrWrongState)
+	w, err := b.liveWorker("drain", workerID)
+	if err != nil {
+		return err
 	}
 	if w.draining {
 		return nil
@@ -399,12 +409,9 @@ func (b *Broker) Drain(now time.Time, workerID string) error {
 
 // Undrain lets a draining worker take jobs again.
 func (b *Broker) Undrain(now time.Time, workerID string) error {
-	w := b.workers[workerID]
-	if w == nil {
-		return fmt.Errorf("undrain worker %q: %w", workerID, ErrUnknownWorker)
-	}
-	if w.lost {
-		return fmt.Errorf("undrain worker %q: %w: it is lost", workerID, ErrWrongState)
+	w, err := b.liveWorker("undrain", workerID)
+	if err != nil {
+		return err
 	}
 	if !w.draining {
 		return nil
