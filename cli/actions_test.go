@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,11 +22,9 @@ import (
 // endpoints.
 func actionServe(t *testing.T) (peers, adminEP string) {
 	t.Helper()
-	eps := freeEndpoints(t, 3)
-	_, out := start(t, "serve", "--store", "memory", "--bind", eps[0], "--admin", eps[1], "--events", eps[2],
-		"--metrics", "", "--heartbeat-interval", "1s")
-	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(out.String(), "drover serving") })
-	return eps[0], eps[1]
+	_, out := start(t, append([]string{"serve", "--store", "memory", "--metrics", "", "--heartbeat-interval", "1s"}, anyPorts...)...)
+	peers, adminEP, _ = serving(t, out)
+	return peers, adminEP
 }
 
 // totals reads the coordinator's totals through drover status --json.
@@ -197,7 +196,14 @@ func failedJobIDs(t *testing.T, adminEP string) []string {
 // TestActionErrors: usage errors exit 2 before dialling; a coordinator that
 // does not answer is an error naming it within --timeout.
 func TestActionErrors(t *testing.T) {
-	dead := freeEndpoints(t, 1)[0]
+	// A TCP port that takes connections and never answers: the listener
+	// is held (not closed and guessed free), so nothing else binds it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dead := "tcp://" + ln.Addr().String()
 	for _, c := range []struct {
 		args []string
 		code int

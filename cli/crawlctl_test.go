@@ -15,11 +15,10 @@ import (
 // TestCrawlControl: pause, resume, cancel and requeue --failed act on one
 // crawl while another runs, through real processes.
 func TestCrawlControl(t *testing.T) {
-	eps := freeEndpoints(t, 3)
-	peers, adminEP, events := eps[0], eps[1], eps[2]
-	serveArgs := []string{"serve", "--store", t.TempDir(), "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "1s"}
-	srv, srvOut := start(t, serveArgs...)
-	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
+	serveArgs := []string{"serve", "--store", t.TempDir(), "--metrics", "", "--heartbeat-interval", "1s"}
+	srv, srvOut := start(t, append(serveArgs, anyPorts...)...)
+	peers, adminEP, events := serving(t, srvOut)
+	serveArgs = append(serveArgs, onPorts(peers, adminEP, events)...) // a restart keeps the ports
 	start(t, "worker", "--connect", peers, "--slots", "2", "--heartbeat-interval", "1s", "--exec", `echo "ran $DROVER_URL"`)
 	act := func(args ...string) string {
 		t.Helper()

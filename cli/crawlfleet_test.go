@@ -87,11 +87,10 @@ func (s *site) fetchedOnce(t *testing.T, want int, why string) {
 func TestFleetCrawlBudget(t *testing.T) {
 	st := newSite(t)
 	dir := t.TempDir()
-	eps := freeEndpoints(t, 3)
-	peers, adminEP, events := eps[0], eps[1], eps[2]
-	serveArgs := []string{"serve", "--store", dir, "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "1s"}
-	srv, srvOut := start(t, serveArgs...)
-	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
+	serveArgs := []string{"serve", "--store", dir, "--metrics", "", "--heartbeat-interval", "1s"}
+	srv, srvOut := start(t, append(serveArgs, anyPorts...)...)
+	peers, adminEP, events := serving(t, srvOut)
+	serveArgs = append(serveArgs, onPorts(peers, adminEP, events)...) // a restart keeps the ports
 	for i := range 3 {
 		start(t, "worker", "--connect", peers, "--slots", "4", "--id", fmt.Sprintf("crawler-%d", i), "--heartbeat-interval", "1s")
 	}

@@ -169,9 +169,7 @@ func readRecords(t *testing.T, path string) []crawl.Record {
 func crawlSite(t *testing.T, s *linkSite, extra ...string) []crawl.Record {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "pages.jsonl")
-	eps := freeEndpoints(t, 3)
-	args := append([]string{"crawl", s.srv.URL + "/", "--no-tui", "--out", out, "--workers", "2",
-		"--bind", eps[0], "--admin", eps[1], "--events", eps[2], "--metrics", ""}, extra...)
+	args := append(append([]string{"crawl", s.srv.URL + "/", "--no-tui", "--out", out, "--workers", "2", "--metrics", ""}, anyPorts...), extra...)
 	text, code := run(t, "", args...)
 	if code != 0 {
 		t.Fatalf("drover crawl: exit %d:\n%s", code, text)

@@ -33,16 +33,15 @@ func TestServeStoreSyncKill(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.sync, func(t *testing.T) {
 			dir := t.TempDir()
-			eps := freeEndpoints(t, 3)
-			args := []string{"serve", "--store", filepath.Join(dir, "store"), "--store-sync", tt.sync,
-				"--store-sync-interval", tt.interval, "--bind", eps[0], "--admin", eps[1], "--events", eps[2], "--metrics", ""}
+			args := append([]string{"serve", "--store", filepath.Join(dir, "store"), "--store-sync", tt.sync,
+				"--store-sync-interval", tt.interval, "--metrics", ""}, anyPorts...)
 			srv, out := start(t, args...)
-			eventually(t, "serve listening", 20*time.Second, func() bool { return strings.Contains(out.String(), "drover serving") })
+			peers, _, _ := serving(t, out)
 
 			seed := time.Now().UnixNano()
 			killAfter := time.Duration(150+rand.New(rand.NewPCG(uint64(seed), 0)).IntN(450)) * time.Millisecond
 			t.Logf("seed %d: SIGKILL %v after the first acknowledgement", seed, killAfter)
-			acked, inFlight := streamSubmits(t, eps[0], killAfter, func() {
+			acked, inFlight := streamSubmits(t, peers, killAfter, func() {
 				if err := srv.Process.Kill(); err != nil {
 					t.Errorf("kill: %v", err)
 				}
@@ -54,8 +53,8 @@ func TestServeStoreSyncKill(t *testing.T) {
 			t.Logf("sync=%s (interval %s): %d URLs acknowledged before the kill, %d in flight", tt.sync, tt.interval, len(acked), inFlight)
 
 			_, out2 := start(t, args...)
-			eventually(t, "restarted serve listening", 20*time.Second, func() bool { return strings.Contains(out2.String(), "drover serving") })
-			got, code := run(t, strings.Join(acked, "\n")+"\n", "submit", "-", "--connect", eps[0], "--crawler", "sync", "--processor", "test")
+			peers, _, _ = serving(t, out2)
+			got, code := run(t, strings.Join(acked, "\n")+"\n", "submit", "-", "--connect", peers, "--crawler", "sync", "--processor", "test")
 			want := fmt.Sprintf("%d submitted: 0 accepted, %d duplicates", len(acked), len(acked))
 			if code != 0 || !strings.Contains(got, want) {
 				t.Fatalf("resubmitting the acknowledged URLs after the restart: exit %d, %q; want %q (every acknowledged submit survives)\nrestart output:\n%s", code, got, want, out2.String())

@@ -25,13 +25,11 @@ func TestServeStoreSurvivesKill(t *testing.T) {
 	storeDir := filepath.Join(dir, "store")
 	gate := filepath.Join(dir, "go")
 	runs := filepath.Join(dir, "runs")
-	eps := freeEndpoints(t, 3)
-	peers, adminEP, events := eps[0], eps[1], eps[2]
-	serveArgs := []string{"serve", "--store", storeDir, "--store-sync", "always",
-		"--bind", peers, "--admin", adminEP, "--events", events, "--heartbeat-interval", "1s"}
+	serveArgs := []string{"serve", "--store", storeDir, "--store-sync", "always", "--heartbeat-interval", "1s"}
 
-	srv, srvOut := start(t, serveArgs...)
-	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
+	srv, srvOut := start(t, append(serveArgs, anyPorts...)...)
+	peers, adminEP, events := serving(t, srvOut)
+	serveArgs = append(serveArgs, onPorts(peers, adminEP, events)...) // a restart keeps the ports
 	// The handler records each run, then blocks until the gate file exists.
 	start(t, "worker", "--connect", peers, "--slots", "1", "--id", "w-hold", "--heartbeat-interval", "1s",
 		"--exec", `echo "$DROVER_URL" >> `+runs+`; while [ ! -f `+gate+` ]; do sleep 0.02; done; echo ok`)
@@ -105,17 +103,16 @@ func TestServeStoreSurvivesKill(t *testing.T) {
 func TestServeStoreLocked(t *testing.T) {
 	dir := t.TempDir()
 	storeDir := filepath.Join(dir, "store")
-	eps := freeEndpoints(t, 6)
-	_, out := start(t, "serve", "--store", storeDir, "--bind", eps[0], "--admin", eps[1], "--events", eps[2])
-	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(out.String(), "drover serving") })
-	got, code := run(t, "", "serve", "--store", storeDir, "--bind", eps[3], "--admin", eps[4], "--events", eps[5])
+	_, out := start(t, append([]string{"serve", "--store", storeDir}, anyPorts...)...)
+	serving(t, out)
+	got, code := run(t, "", append([]string{"serve", "--store", storeDir}, anyPorts...)...)
 	if code == 0 || !strings.Contains(got, "locked") {
 		t.Fatalf("second serve on a locked store: exit %d, %q: want non-zero naming the lock", code, got)
 	}
 	junk := filepath.Join(dir, "junk")
 	os.MkdirAll(junk, 0o755)
 	os.WriteFile(filepath.Join(junk, "notes.txt"), []byte("x"), 0o644)
-	got, code = run(t, "", "serve", "--store", junk, "--bind", eps[3], "--admin", eps[4], "--events", eps[5])
+	got, code = run(t, "", append([]string{"serve", "--store", junk}, anyPorts...)...)
 	if code == 0 || !strings.Contains(got, "not empty") {
 		t.Fatalf("serve on a directory that is not a store: exit %d, %q: want non-zero saying why", code, got)
 	}
@@ -137,19 +134,19 @@ func TestServeStoreKilledTwice(t *testing.T) {
 	dir := t.TempDir()
 	storeDir := filepath.Join(dir, "store")
 	runs := filepath.Join(dir, "runs")
-	eps := freeEndpoints(t, 3)
-	peers, adminEP, events := eps[0], eps[1], eps[2]
-	serveArgs := []string{"serve", "--store", storeDir, "--store-sync", "batch",
-		"--bind", peers, "--admin", adminEP, "--events", events, "--heartbeat-interval", "250ms",
+	serveArgs := []string{"serve", "--store", storeDir, "--store-sync", "batch", "--heartbeat-interval", "250ms",
 		"--crawl-per-host", "0", "--crawl-min-delay", "0"} // an --exec queue on one host: no crawl politeness
+	ports := anyPorts // the first start's ports, chosen by the OS, then kept
+	var peers, adminEP, events string
 	serve := func() *exec.Cmd {
-		cmd, out := start(t, serveArgs...)
+		cmd, out := start(t, append(serveArgs, ports...)...)
 		t.Cleanup(func() {
 			if t.Failed() {
 				t.Logf("serve output:\n%s", out.String())
 			}
 		})
-		eventually(t, "serve listening", 20*time.Second, func() bool { return strings.Contains(out.String(), "drover serving") })
+		peers, adminEP, events = serving(t, out)
+		ports = onPorts(peers, adminEP, events)
 		return cmd
 	}
 	srv := serve()

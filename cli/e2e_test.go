@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -70,7 +69,7 @@ func TestMain(m *testing.M) {
 // in names (peers, admin, events, metrics), and returns them.
 func listening(t *testing.T, out *syncBuffer, names ...string) map[string]string {
 	t.Helper()
-	return listeningWithin(t, out, 20*time.Second, names...)
+	return listeningWithin(t, out, 30*time.Second, names...)
 }
 
 // listeningWithin is listening with a wait of d (a serve restoring a large
@@ -94,25 +93,42 @@ func listeningWithin(t *testing.T, out *syncBuffer, d time.Duration, names ...st
 	return at
 }
 
-// freeEndpoints returns n tcp://127.0.0.1:PORT endpoints that were free a
-// moment ago (for a restart on the same ports; a first start binds port 0
-// and reads the ports with listening).
-func freeEndpoints(t *testing.T, n int) []string {
+// anyPort is a listener endpoint whose port the OS chooses: serve names
+// the port in its output (listening), crawl in its first line (crawling).
+const anyPort = "tcp://127.0.0.1:0"
+
+// anyPorts are the flags binding the peers, admin and events listeners of
+// serve or crawl to ports the OS chooses.
+var anyPorts = []string{"--bind", anyPort, "--admin", anyPort, "--events", anyPort}
+
+// serving waits until serve's output names its peers, admin and events
+// endpoints, and returns them.
+func serving(t *testing.T, out *syncBuffer) (peers, adminEP, events string) {
 	t.Helper()
-	var eps []string
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	at := listening(t, out, "peers", "admin", "events")
+	return at["peers"], at["admin"], at["events"]
+}
+
+// onPorts are the flags binding serve's listeners to the endpoints a first
+// start was given by the OS, for a restart on the same ports.
+func onPorts(peers, adminEP, events string) []string {
+	return []string{"--bind", peers, "--admin", adminEP, "--events", events}
+}
+
+// crawling waits until a crawl's output names its peers and admin
+// endpoints ("crawling URL with N workers (peers P, admin A)"), and
+// returns them.
+func crawling(t *testing.T, out *syncBuffer) (peers, adminEP string) {
+	t.Helper()
+	re := regexp.MustCompile(`crawling \S+ with \d+ workers \(peers (\S+), admin (\S+)\)`)
+	eventually(t, "crawl listening", 20*time.Second, func() bool {
+		m := re.FindStringSubmatch(out.String())
+		if m != nil {
+			peers, adminEP = m[1], m[2]
 		}
-		lns = append(lns, ln)
-		eps = append(eps, "tcp://"+ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return eps
+		return m != nil
+	})
+	return peers, adminEP
 }
 
 // start runs the binary with args in the background; its output is kept.
@@ -349,14 +365,12 @@ func TestCrawlSurvivesWorkerKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eps := freeEndpoints(t, 3)
-	peers := eps[0]
 	out := filepath.Join(t.TempDir(), "pages.jsonl")
 	common := []string{"--heartbeat-interval", "1s", "--crawl-min-delay", "5ms"}
-	crawlCmd, crawlOut := start(t, append([]string{"crawl", hs.URL + "/", "--no-tui", "--workers", "1", "--slots", "1",
-		"--bind", peers, "--admin", eps[1], "--events", eps[2], "--metrics", "", "--out", out,
-		"--broker-max-request-failures", "6"}, common...)...)
-	eventually(t, "crawl listening", 10*time.Second, func() bool { return strings.Contains(crawlOut.String(), "crawling") })
+	crawlArgs := append([]string{"crawl", hs.URL + "/", "--no-tui", "--workers", "1", "--slots", "1", "--metrics", "", "--out", out,
+		"--broker-max-request-failures", "6"}, anyPorts...)
+	crawlCmd, crawlOut := start(t, append(crawlArgs, common...)...)
+	peers, adminEP := crawling(t, crawlOut)
 	victim, _ := start(t, append([]string{"worker", "--connect", peers, "--slots", "3", "--id", "victim"}, common...)...)
 	start(t, append([]string{"worker", "--connect", peers, "--slots", "3", "--id", "survivor"}, common...)...)
 
@@ -364,7 +378,7 @@ func TestCrawlSurvivesWorkerKill(t *testing.T) {
 	victim.Process.Signal(syscall.SIGKILL)
 	victim.Wait()
 	// The crawl is defined on its coordinator, as a fleet crawl is.
-	if out, code := run(t, "", "status", "--connect", eps[1]); code != 0 || !regexp.MustCompile(`(?m)^crawl +running +host +10 `).MatchString(out) {
+	if out, code := run(t, "", "status", "--connect", adminEP); code != 0 || !regexp.MustCompile(`(?m)^crawl +running +host +10 `).MatchString(out) {
 		t.Fatalf("status during the crawl: exit %d\n%s\nwant crawl running, scope host, depth 10", code, out)
 	}
 

@@ -73,9 +73,7 @@ func TestCrawlParityWithWget(t *testing.T) {
 	}
 
 	out := filepath.Join(dir, "pages.jsonl")
-	eps := freeEndpoints(t, 3)
-	text, code := run(t, "", "crawl", seed, "--scope", "prefix", "--no-tui", "--out", out, "--workers", "2",
-		"--bind", eps[0], "--admin", eps[1], "--events", eps[2], "--metrics", "")
+	text, code := run(t, "", append([]string{"crawl", seed, "--scope", "prefix", "--no-tui", "--out", out, "--workers", "2", "--metrics", ""}, anyPorts...)...)
 	if code != 0 {
 		t.Fatalf("drover crawl: exit %d:\n%s", code, text)
 	}

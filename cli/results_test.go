@@ -38,12 +38,11 @@ func resultLines(t *testing.T, out string) []admin.Result {
 func TestResultsSurviveKill(t *testing.T) {
 	dir := t.TempDir()
 	storeDir, filesDir := filepath.Join(dir, "store"), filepath.Join(dir, "results")
-	eps := freeEndpoints(t, 3)
-	peers, adminEP, events := eps[0], eps[1], eps[2]
-	serveArgs := []string{"serve", "--store", storeDir, "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "",
+	serveArgs := []string{"serve", "--store", storeDir, "--metrics", "",
 		"--heartbeat-interval", "1s", "--results", filesDir, "--results-file-bytes", "4KiB"}
-	srv, srvOut := start(t, serveArgs...)
-	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
+	srv, srvOut := start(t, append(serveArgs, anyPorts...)...)
+	peers, adminEP, events := serving(t, srvOut)
+	serveArgs = append(serveArgs, onPorts(peers, adminEP, events)...) // a restart keeps the ports
 	for i := range 2 {
 		start(t, "worker", "--connect", peers, "--slots", "4", "--id", fmt.Sprintf("w%d", i), "--heartbeat-interval", "1s",
 			"--exec", `printf 'output of %s\nline two ' "$DROVER_URL"; echo "$DROVER_ATTEMPT"`)
@@ -132,10 +131,8 @@ func TestResultsSurviveKill(t *testing.T) {
 // with the same API; drover results --follow prints results as they come
 // and failed jobs carry their error.
 func TestResultsFollowMemory(t *testing.T) {
-	eps := freeEndpoints(t, 3)
-	peers, adminEP, events := eps[0], eps[1], eps[2]
-	_, srvOut := start(t, "serve", "--store", "memory", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "1s")
-	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
+	_, srvOut := start(t, append([]string{"serve", "--store", "memory", "--metrics", "", "--heartbeat-interval", "1s"}, anyPorts...)...)
+	peers, adminEP, _ := serving(t, srvOut)
 	_, follow := start(t, "results", "--follow", "--connect", adminEP)
 	start(t, "worker", "--connect", peers, "--heartbeat-interval", "1s",
 		"--exec", `case "$DROVER_URL" in *bad*) echo broken >&2; exit 65;; esac; echo "got $DROVER_URL"`)
@@ -168,10 +165,8 @@ func TestNotifierCarriesCursor(t *testing.T) {
 	}))
 	defer hook.Close()
 	t.Setenv("DROVER_NOTIFIER_URL", hook.URL)
-	eps := freeEndpoints(t, 3)
-	peers, adminEP, events := eps[0], eps[1], eps[2]
-	_, srvOut := start(t, "serve", "--store", "memory", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "1s")
-	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
+	_, srvOut := start(t, append([]string{"serve", "--store", "memory", "--metrics", "", "--heartbeat-interval", "1s"}, anyPorts...)...)
+	peers, adminEP, _ := serving(t, srvOut)
 	start(t, "worker", "--connect", peers, "--heartbeat-interval", "1s", "--exec", `echo "small $DROVER_URL"`)
 	if out, code := run(t, "", "submit", "--connect", peers, "--crawler", "n", "http://n.test/a"); code != 0 {
 		t.Fatalf("submit: exit %d, %s", code, out)

@@ -47,10 +47,8 @@ func crawlResumesFromState(t *testing.T) {
 	state, out := filepath.Join(dir, "state"), filepath.Join(dir, "pages.jsonl")
 	warcDir := filepath.Join(dir, "warc")
 	args := func() []string {
-		eps := freeEndpoints(t, 3)
-		return []string{"crawl", hs.URL + "/", "--no-tui", "--workers", "2", "--slots", "1", "--state", state, "--out", out,
-			"--bind", eps[0], "--admin", eps[1], "--events", eps[2], "--metrics", "", "--crawl-min-delay", "20ms",
-			"--warc", filepath.Join(warcDir, "site.warc.gz")}
+		return append([]string{"crawl", hs.URL + "/", "--no-tui", "--workers", "2", "--slots", "1", "--state", state, "--out", out,
+			"--metrics", "", "--crawl-min-delay", "20ms", "--warc", filepath.Join(warcDir, "site.warc.gz")}, anyPorts...)
 	}
 
 	first, firstOut := start(t, args()...)

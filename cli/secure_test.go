@@ -93,12 +93,11 @@ func TestSecureFleet(t *testing.T) {
 		"viewer " + pub["viewer"] + " dashboard",
 	}
 	writeKeys(t, ak, lines...)
-	eps := freeEndpoints(t, 4)
-	peers, adminEP, events, metrics := eps[0], eps[1], eps[2], strings.TrimPrefix(eps[3], "tcp://")
-	srv, srvOut := start(t, "serve", "--store", "memory", "--bind", peers, "--admin", adminEP, "--events", events,
-		"--metrics", metrics, "--metrics-token", "s3cret", "--heartbeat-interval", "1s",
-		"--key", k["server"]+".key", "--authorized-keys", ak)
-	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
+	srv, srvOut := start(t, append([]string{"serve", "--store", "memory",
+		"--metrics", "127.0.0.1:0", "--metrics-token", "s3cret", "--heartbeat-interval", "1s",
+		"--key", k["server"] + ".key", "--authorized-keys", ak}, anyPorts...)...)
+	at := listening(t, srvOut, "peers", "admin", "events", "metrics")
+	peers, adminEP, metrics := at["peers"], at["admin"], strings.TrimPrefix(at["metrics"], "http://")
 	as := func(name string) []string {
 		return []string{"--key", k[name] + ".key", "--server-key", k["server"] + ".pub"}
 	}
@@ -223,16 +222,14 @@ func secretOf(t *testing.T, path string) string {
 // serve listens beyond loopback only with keys or --insecure; bad key
 // configuration is exit 2, naming the key.
 func TestServeExposure(t *testing.T) {
-	eps := freeEndpoints(t, 3)
-	port := eps[0][strings.LastIndex(eps[0], ":")+1:]
-	out, code := runWithin(t, 30*time.Second, "serve", "--store", "memory", "--bind", "tcp://0.0.0.0:"+port,
-		"--admin", eps[1], "--events", eps[2], "--metrics", "")
+	out, code := runWithin(t, 30*time.Second, "serve", "--store", "memory", "--bind", "tcp://0.0.0.0:0",
+		"--admin", anyPort, "--events", anyPort, "--metrics", "")
 	if code != 2 || !strings.Contains(out, "--insecure") || !strings.Contains(out, "--key") {
 		t.Fatalf("serve on 0.0.0.0 without keys: exit %d, %q: want 2 naming --key and --insecure", code, out)
 	}
-	srv, srvOut := start(t, "serve", "--store", "memory", "--bind", "tcp://0.0.0.0:"+port, "--insecure",
-		"--admin", eps[1], "--events", eps[2], "--metrics", "")
-	eventually(t, "serve --insecure listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
+	srv, srvOut := start(t, "serve", "--store", "memory", "--bind", "tcp://0.0.0.0:0", "--insecure",
+		"--admin", anyPort, "--events", anyPort, "--metrics", "")
+	serving(t, srvOut)
 	srv.Process.Signal(syscall.SIGTERM)
 	srv.Wait()
 
@@ -248,14 +245,14 @@ func TestServeExposure(t *testing.T) {
 		{[]string{"--key", k["server"] + ".key", "--authorized-keys", bad}, "chmod 600"},
 		{[]string{"--key", "short", "--authorized-keys", bad}, "security.key"},
 	} {
-		out, code := runWithin(t, 30*time.Second, append([]string{"serve", "--store", "memory", "--bind", eps[0], "--admin", eps[1], "--events", eps[2], "--metrics", ""}, tt.args...)...)
+		out, code := runWithin(t, 30*time.Second, append(append([]string{"serve", "--store", "memory", "--metrics", ""}, anyPorts...), tt.args...)...)
 		if code != 2 || !strings.Contains(out, tt.want) {
 			t.Errorf("serve %v: exit %d, %q: want 2 and %q", tt.args, code, out, tt.want)
 		}
 	}
 	os.Chmod(k["server"]+".key", 0o600)
-	out, code = runWithin(t, 30*time.Second, "serve", "--store", "memory", "--bind", eps[0], "--admin", eps[1], "--events", eps[2], "--metrics", "",
-		"--key", k["server"]+".key", "--authorized-keys", bad)
+	out, code = runWithin(t, 30*time.Second, append([]string{"serve", "--store", "memory", "--metrics", "",
+		"--key", k["server"] + ".key", "--authorized-keys", bad}, anyPorts...)...)
 	if code != 2 || !strings.Contains(out, bad+":1:") {
 		t.Errorf("malformed authorized_keys: exit %d, %q: want 2 naming %s:1", code, out, bad)
 	}

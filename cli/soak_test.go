@@ -50,15 +50,18 @@ func TestSoakCrashes(t *testing.T) {
 		actions = append(actions, []string{"kill-worker", "kill-worker", "kill-coordinator", "stop-worker"}[rand.IntN(4)])
 	}
 	dir := t.TempDir()
-	eps := freeEndpoints(t, 3)
-	peers, adminEP, events := eps[0], eps[1], eps[2]
 	execLog := filepath.Join(dir, "executions.log")
 	env := []string{"DROVER_BROKER_RECLAIM_TIMEOUT=5s", "DROVER_BROKER_MAX_REQUEST_FAILURES=1000"}
 
+	// The first start's ports are chosen by the OS; a restart keeps them,
+	// so that workers and the events subscriber reconnect.
+	ports := anyPorts
+	var peers, adminEP, events string
 	startServe := func() (*exec.Cmd, *syncBuffer) {
-		cmd, out := startEnv(t, env, "serve", "--store", filepath.Join(dir, "store"), "--store-sync", "batch",
-			"--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "", "--heartbeat-interval", "250ms")
-		eventually(t, "serve listening", 30*time.Second, func() bool { return strings.Contains(out.String(), "drover serving") })
+		cmd, out := startEnv(t, env, append([]string{"serve", "--store", filepath.Join(dir, "store"), "--store-sync", "batch",
+			"--metrics", "", "--heartbeat-interval", "250ms"}, ports...)...)
+		peers, adminEP, events = serving(t, out)
+		ports = onPorts(peers, adminEP, events)
 		return cmd, out
 	}
 	srv, _ := startServe()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -94,14 +95,14 @@ func TestSSHConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostKeyPath := filepath.Join(dir, "state", "ssh_host_key")
-	eps := freeEndpoints(t, 4)
-	sshAddr := strings.TrimPrefix(eps[3], "tcp://")
-	_, out := start(t, "serve", "--store", "memory", "--bind", eps[0], "--admin", eps[1], "--events", eps[2], "--metrics", "",
-		"--ssh", sshAddr, "--ssh-authorized-keys", keys, "--ssh-host-key", hostKeyPath)
-	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(out.String(), "drover serving") })
-	if !strings.Contains(out.String(), "drover console over ssh on "+sshAddr) {
-		t.Fatalf("serve output %q: want the ssh address", out.String())
+	_, out := start(t, append([]string{"serve", "--store", "memory", "--metrics", "",
+		"--ssh", "127.0.0.1:0", "--ssh-authorized-keys", keys, "--ssh-host-key", hostKeyPath}, anyPorts...)...)
+	_, adminEP, _ := serving(t, out)
+	m := regexp.MustCompile(`drover console over ssh on (127\.0\.0\.1:[1-9][0-9]*)\n`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("serve output %q: want the ssh address, with the port the OS chose", out.String())
 	}
+	sshAddr := m[1]
 	fi, err := os.Stat(hostKeyPath)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("host key %v, %v: want a file of mode 0600", fi, err)
@@ -127,7 +128,7 @@ func TestSSHConsole(t *testing.T) {
 	viewer.waitFor("read-only")
 	viewer.press("P")
 	viewer.waitFor("read-only console: pause (P) is disabled")
-	if tot, _ := totals(t, eps[1]); tot.Paused {
+	if tot, _ := totals(t, adminEP); tot.Paused {
 		t.Fatal("dispatch paused from a viewer's session")
 	}
 
@@ -159,7 +160,7 @@ func TestSSHConsole(t *testing.T) {
 	op.press("P")
 	op.waitFor("Pause dispatch?")
 	op.press("\t\r")
-	eventually(t, "paused by the operator", 10*time.Second, func() bool { tot, _ := totals(t, eps[1]); return tot.Paused })
+	eventually(t, "paused by the operator", 10*time.Second, func() bool { tot, _ := totals(t, adminEP); return tot.Paused })
 	if strings.Contains(op.out.String(), "read-only") {
 		t.Error("the operator's console says read-only")
 	}
@@ -182,9 +183,8 @@ func TestSSHConsoleConfigErrors(t *testing.T) {
 		{[]string{"--ssh", ":0", "--ssh-authorized-keys", bad}, []string{bad + ":1: role \"admin\"", bad + ":2: want viewer followed by an OpenSSH public key"}},
 		{[]string{"--ssh", "nohostport"}, []string{"ssh.listen"}},
 	} {
-		eps := freeEndpoints(t, 3)
-		args := append([]string{"serve", "--store", "memory", "--bind", eps[0], "--admin", eps[1], "--events", eps[2], "--metrics", "",
-			"--ssh-host-key", filepath.Join(dir, "hostkey")}, c.args...)
+		args := append(append([]string{"serve", "--store", "memory", "--metrics", "",
+			"--ssh-host-key", filepath.Join(dir, "hostkey")}, anyPorts...), c.args...)
 		out, code := run(t, "", args...)
 		if code != 2 {
 			t.Errorf("drover %v: exit %d, %q: want 2", c.args, code, out)

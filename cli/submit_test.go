@@ -34,10 +34,8 @@ func urlLines(prefix string, n int, bad map[int]string) string {
 // were skipped; with --strict nothing of the input reaches the
 // coordinator.
 func TestSubmitBadLines(t *testing.T) {
-	eps := freeEndpoints(t, 3)
-	peers, adminEP, events := eps[0], eps[1], eps[2]
-	_, srvOut := start(t, "serve", "--store", "memory", "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "")
-	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
+	_, srvOut := start(t, append([]string{"serve", "--store", "memory", "--metrics", ""}, anyPorts...)...)
+	peers, adminEP, _ := serving(t, srvOut)
 
 	const n = 100_000
 	input := urlLines("http://bad-lines.test/", n, map[int]string{7: "http://bad-lines.test/\xff\xfe", 9: "http://long.test/" + strings.Repeat("x", 100_000)})
@@ -83,15 +81,13 @@ func clipOut(s string) string {
 // truth: N accepted, 0 duplicates, every job made once (N queued, no
 // duplicate counted).
 func TestSubmitResumesAfterReconnect(t *testing.T) {
-	eps := freeEndpoints(t, 3)
-	peers, adminEP, events := eps[0], eps[1], eps[2]
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "drover.yaml")
 	if err := os.WriteFile(conf, []byte("store:\n  sync: batch\n  sync_interval: 5s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, srvOut := start(t, "serve", "--config", conf, "--store", filepath.Join(dir, "store"), "--bind", peers, "--admin", adminEP, "--events", events, "--metrics", "")
-	eventually(t, "serve listening", 10*time.Second, func() bool { return strings.Contains(srvOut.String(), "drover serving") })
+	srv, srvOut := start(t, append([]string{"serve", "--config", conf, "--store", filepath.Join(dir, "store"), "--metrics", ""}, anyPorts...)...)
+	peers, adminEP, _ := serving(t, srvOut)
 
 	const n = 20_000 // two SUBMITs of 10,000
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -121,7 +121,9 @@ func TestTmuxEmbeddedKeepsItsStore(t *testing.T) {
 	requireTmux(t)
 	bin := drover(t)
 	state := t.TempDir()
-	eps := freeEndpoints(t, 3)
+	// The console prints no endpoints, and the restart needs the same
+	// ones: unix sockets in the test's directory, no port to guess.
+	eps := []string{"ipc://" + filepath.Join(state, "peers"), "ipc://" + filepath.Join(state, "admin"), "ipc://" + filepath.Join(state, "events")}
 	cmd := fmt.Sprintf("XDG_STATE_HOME=%s DROVER_CONFIG= NO_COLOR=1 %s --bind %s --admin %s --events %s --metrics ''",
 		state, bin, eps[0], eps[1], eps[2])
 
