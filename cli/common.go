@@ -165,3 +165,15 @@ func consoleOptions(c *config.Config, embedded, readOnly bool) (tui.Options, err
 	}
 	return o, nil
 }
+
+// withConfig is a command's RunE that loads its configuration (loadConfig)
+// and runs run with it.
+func withConfig(run func(cmd *cobra.Command, cfg *config.Config) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		cfg, err := loadConfig(cmd)
+		if err != nil {
+			return err
+		}
+		return run(cmd, cfg)
+	}
+}

@@ -21,18 +21,14 @@ func newConfigCmd() *cobra.Command {
 		Example: `  drover config show
   DROVER_HEARTBEAT_INTERVAL=2s drover config show --config ./drover.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: withConfig(func(cmd *cobra.Command, cfg *config.Config) error {
 			out, err := config.Show(cfg)
 			if err != nil {
 				return err
 			}
 			_, err = cmd.OutOrStdout().Write(out)
 			return err
-		},
+		}),
 	}, &cobra.Command{
 		Use:     "check [FILE]",
 		Short:   "Validate a config file (or the one drover would read) and exit 0, or 2 with every problem",

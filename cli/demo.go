@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"drover/config"
 	"drover/coord/id"
 	"drover/crawl"
 	"drover/crawl/demosite"
@@ -42,11 +43,7 @@ site's own link graph.`,
 		Example: `  drover demo            # with the console (q quits)
   drover demo --no-tui   # progress lines and a summary`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: withConfig(func(cmd *cobra.Command, cfg *config.Config) error {
 			site := demosite.New(demosite.Options{})
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -67,7 +64,7 @@ site's own link graph.`,
 			}
 			o.beforeSeed = func(ctx context.Context, peers string) { rivalCrawler(ctx, peers, want, rivalHold) }
 			return runCrawl(cmd, cfg, want.Seed, o)
-		},
+		}),
 	}
 	fs := cmd.Flags()
 	fs.BoolVar(&o.noTUI, "no-tui", false, "print progress lines and a summary instead of the console")

@@ -180,11 +180,7 @@ func newStatusCmd() *cobra.Command {
 		Short:   "Print the coordinator's totals, the next retry, the hosts held back for politeness, workers and crawls",
 		Example: "  drover status\n  drover status --connect tcp://10.0.0.5:5571 --json | jq .totals",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: withConfig(func(cmd *cobra.Command, cfg *config.Config) error {
 			ctx := cmd.Context()
 			a, err := dialAdmin(ctx, cmd, cfg, client.AdminOptions{ReadOnly: true})
 			if err != nil {
@@ -248,7 +244,7 @@ func newStatusCmd() *cobra.Command {
 			printPolite(out, polite)
 			printCrawls(out, crawls.Crawls)
 			return nil
-		},
+		}),
 	}
 	addAdminFlags(cmd, true)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -401,11 +397,7 @@ Closing it leaves the coordinator running. The header shows STALE while the
 coordinator does not answer, and the console recovers by itself when it returns.`,
 		Example: "  drover console --connect tcp://127.0.0.1:5571\n  ssh ops@crawler -t drover console --read-only",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: withConfig(func(cmd *cobra.Command, cfg *config.Config) error {
 			topts, ctx, log, done, err := consoleContext(cmd, cfg, false, readOnly)
 			if err != nil {
 				return err
@@ -416,7 +408,7 @@ coordinator does not answer, and the console recovers by itself when it returns.
 				return fmt.Errorf("console: attaching to %s: %w", connectOr(cmd, cfg.Admin.Listen), err)
 			}
 			return runConsole(ctx, cmd, a, topts)
-		},
+		}),
 	}
 	addAdminFlags(cmd, false)
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "look without acting: evict, drain, requeue and pause are refused")

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"drover/admin"
+	"drover/config"
 	"drover/net/client"
 )
 
@@ -45,11 +46,7 @@ Without --follow it stops at the newest result; with --follow it waits for more
   drover results --crawler news --follow --from 1200
   drover results | jq -r 'select(.outcome=="ok") | .output'`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: withConfig(func(cmd *cobra.Command, cfg *config.Config) error {
 			if format != "jsonl" {
 				return usageError("--format %q: want jsonl", format)
 			}
@@ -84,7 +81,7 @@ Without --follow it stops at the newest result; with --follow it waits for more
 				return fmt.Errorf("results: %w", err)
 			}
 			return nil
-		},
+		}),
 	}
 	fs := cmd.Flags()
 	addKeyFlags(cmd)

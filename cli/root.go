@@ -62,13 +62,7 @@ local crawl.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			return runEmbedded(cmd, cfg)
-		},
+		RunE:          withConfig(runEmbedded),
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)

@@ -80,13 +80,7 @@ Listening on anything but loopback without --key is refused (exit 2) unless
   drover serve --bind tcp://10.0.0.5:5570 --insecure   # a network you trust entirely
   drover console --connect tcp://127.0.0.1:5571   # in another terminal`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			return runServe(cmd, cfg)
-		},
+		RunE: withConfig(runServe),
 	}
 	addServerFlags(cmd)
 	addStoreFlags(cmd)
