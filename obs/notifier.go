@@ -18,6 +18,7 @@ import (
 
 	"drover/admin"
 	"drover/backoff"
+	"drover/clock"
 	"drover/config"
 )
 
@@ -54,6 +55,8 @@ type NotifierOptions struct {
 	Client *http.Client
 	// Logger receives a line for each report given up on (default: none).
 	Logger *slog.Logger
+	// Clock times the waits between attempts (default clock.System).
+	Clock clock.Clock
 }
 
 // NotifierOptionsFrom maps the notifier section of the configuration
@@ -110,6 +113,9 @@ func NewNotifier(opts NotifierOptions) (*Notifier, error) {
 	}
 	if opts.Client == nil {
 		opts.Client = &http.Client{}
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.System{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -323,9 +329,9 @@ func (n *Notifier) deliver(ev admin.Event) bool {
 			return true
 		}
 		n.retries.Add(1)
-		t := time.NewTimer(retryDelay(n.opts.BaseDelay, attempt))
+		t := n.opts.Clock.NewTimer(retryDelay(n.opts.BaseDelay, attempt))
 		select {
-		case <-t.C:
+		case <-t.C():
 		case <-n.abort.Done():
 			t.Stop()
 			return false

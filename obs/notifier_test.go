@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"drover/admin"
+	"drover/clock"
 	"drover/config"
 )
 
@@ -207,6 +208,40 @@ func TestRetryDelayDoubles(t *testing.T) {
 		if got := retryDelay(tt.base, tt.attempt); got != tt.want {
 			t.Errorf("retryDelay(%v, %d) = %v, want %v", tt.base, tt.attempt, got, tt.want)
 		}
+	}
+}
+
+// The waits between attempts are the back-off's, on the notifier's clock:
+// the next attempt is made only once the fake clock has passed the wait,
+// which doubles.
+func TestNotifierWaitsOnItsClock(t *testing.T) {
+	rec := newRecorder(503, 503)
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	fake := clock.NewFake(time.Unix(1_000_000, 0))
+	n := newNotifier(t, NotifierOptions{URL: srv.URL, BaseDelay: time.Minute, Clock: fake})
+	n.Notify(event(3))
+	for i, want := range []time.Duration{time.Minute, 2 * time.Minute} {
+		select {
+		case d := <-fake.Created():
+			if d != want {
+				t.Fatalf("wait %d: %v, want %v", i+1, d, want)
+			}
+		case <-time.After(waitLimit):
+			t.Fatalf("wait %d: no timer within %v", i+1, waitLimit)
+		}
+		if got := len(rec.requests()); got != i+1 {
+			t.Fatalf("waiting %d: %d requests made, want %d", i+1, got, i+1)
+		}
+		fake.Advance(want - time.Second) // not yet
+		if fake.Pending() != 1 {
+			t.Fatalf("wait %d fired %v early", i+1, time.Second)
+		}
+		fake.Advance(time.Second)
+	}
+	closeNotifier(t, n)
+	if got, s := len(rec.requests()), n.Stats(); got != 3 || s != (NotifierStats{Sent: 1, Retries: 2}) {
+		t.Errorf("%d requests, stats %+v: want 3 and one sent after two retries", got, s)
 	}
 }
 
