@@ -1,10 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	"drover/coord"
+	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/net/wire"
 	"drover/store"
@@ -71,6 +74,12 @@ type parkedMsg struct {
 	// norms: its keys' normal forms and fingerprints, worked out by the
 	// Unknown that parked it, for its operation (coord.Normals).
 	norms coord.Normals
+	// lastJob is the last job id when it was parked: pageOut leaves the
+	// jobs made since in memory while it waits (their keys may be its own,
+	// found absent by its lookup). gen is the pager's count of page-outs
+	// (pager.outs) when its keys were last looked at (relook).
+	lastJob broker.JobID
+	gen     uint64
 	// step is the reactor step that read it (Stats.Steps): the step's
 	// budget (stepItemBudget) counted it then, so that a pipelined flood
 	// is read a budget at a time, not parked whole before anything is
@@ -82,6 +91,9 @@ type parkedMsg struct {
 type doneLookupCounters struct {
 	Lookups uint64 // keys looked up in the store
 	Hits    uint64 // of them, done or failed keys given back to the coordinator
+	// Relooked counts parked messages looked up again because paging put
+	// some of their keys out of memory while they waited (relook).
+	Relooked uint64
 }
 
 // bounded reports whether the coordinator's done set is bounded (and a
@@ -137,13 +149,50 @@ func (s *Server) parkForLookup(ident []byte, sid id.Session, m wire.Message) boo
 		return false // it carries nothing: no order to keep
 	}
 	l := &s.dur.look
-	var keys []id.Key
-	scratch := true // keys are gathered into l.keys (once per message)
+	keys, scratch := s.keysOf(m)
+	l.fps = l.fps[:0]
+	if len(keys) > 0 {
+		l.fps = s.c.Unknown(keys, l.fps)
+	}
+	if scratch {
+		clear(keys) // drop the strings
+		l.keys = keys[:0]
+	}
+	if len(l.fps) == 0 && l.waiting[sid] == 0 {
+		return false
+	}
+	p := &parkedMsg{ident: ident, sid: sid, m: m, norms: s.c.TakeNormals(), step: s.stats.Steps, lastJob: s.c.LastJob()}
+	if s.pg != nil {
+		p.gen = s.pg.outs
+	}
+	if len(l.fps) > 0 {
+		p.keys = make([]store.KeyLookup, len(l.fps))
+		for i, fp := range l.fps {
+			p.keys[i].FP = fp
+		}
+		l.looker.post(p)
+	} else {
+		p.looked = true // it waits only for its session's earlier messages
+	}
+	if l.waiting == nil {
+		l.waiting = make(map[id.Session]int)
+	}
+	l.waiting[sid]++
+	l.parked = append(l.parked, p)
+	l.items += itemsOf(m)
+	return true
+}
+
+// keysOf are the keys message m names (nil for a message without any);
+// scratch says they were gathered into the reactor's scratch slice, to be
+// cleared after use.
+func (s *Server) keysOf(m wire.Message) (keys []id.Key, scratch bool) {
+	l := &s.dur.look
 	switch m := m.(type) {
 	case *wire.Request:
-		keys, scratch = m.Keys, false
+		return m.Keys, false
 	case *wire.Queue:
-		keys, scratch = m.Keys, false
+		return m.Keys, false
 	case *wire.Done:
 		keys = l.keys[:0]
 		for i := range m.Items {
@@ -162,35 +211,50 @@ func (s *Server) parkForLookup(ident []byte, sid id.Session, m wire.Message) boo
 			}
 		}
 	default:
-		scratch = false
+		return nil, false
 	}
-	l.fps = l.fps[:0]
-	if len(keys) > 0 {
-		l.fps = s.c.Unknown(keys, l.fps)
-	}
-	if scratch {
-		clear(keys) // drop the strings
-		l.keys = keys[:0]
-	}
-	if len(l.fps) == 0 && l.waiting[sid] == 0 {
+	return keys, true
+}
+
+// relook reports whether parked message p must wait for another lookup
+// before it reaches the coordinator: paging put keys it names out of
+// memory since it was parked (the coordinator knew them then, or they
+// came after), and the coordinator would take them for absent: a resent
+// SUBMIT parked behind its session's earlier messages made a second job
+// for each key its first send had queued and paging had put out meanwhile.
+// Unknown names them now (the filter has them); those it did not look up
+// are looked up with the rest. The keys it did look up and found absent
+// stay absent: a key made after p was parked is not paged out while p
+// waits (pageOut's ceiling).
+func (s *Server) relook(p *parkedMsg) bool {
+	if s.pg == nil || p.err != nil || p.gen == s.pg.outs {
 		return false
 	}
-	p := &parkedMsg{ident: ident, sid: sid, m: m, norms: s.c.TakeNormals(), step: s.stats.Steps}
-	if len(l.fps) > 0 {
-		p.keys = make([]store.KeyLookup, len(l.fps))
-		for i, fp := range l.fps {
-			p.keys[i].FP = fp
+	p.gen = s.pg.outs
+	l := &s.dur.look
+	keys, scratch := s.keysOf(p.m)
+	l.fps = s.c.Unknown(keys, l.fps[:0])
+	p.norms = s.c.TakeNormals() // Unknown worked them out again
+	if scratch {
+		clear(keys)
+		l.keys = keys[:0]
+	}
+	if len(l.fps) == 0 {
+		return false
+	}
+	slices.SortFunc(p.keys, func(a, b store.KeyLookup) int { return bytes.Compare(a.FP[:], b.FP[:]) })
+	n := len(p.keys)
+	for _, fp := range l.fps {
+		if _, found := slices.BinarySearchFunc(p.keys[:n], fp, func(k store.KeyLookup, fp id.Fingerprint) int { return bytes.Compare(k.FP[:], fp[:]) }); !found {
+			p.keys = append(p.keys, store.KeyLookup{FP: fp})
 		}
-		l.looker.post(p)
-	} else {
-		p.looked = true // it waits only for its session's earlier messages
 	}
-	if l.waiting == nil {
-		l.waiting = make(map[id.Session]int)
+	if len(p.keys) == n {
+		return false
 	}
-	l.waiting[sid]++
-	l.parked = append(l.parked, p)
-	l.items += itemsOf(m)
+	l.stats.Relooked++
+	p.looked, p.queued = false, nil
+	l.looker.post(p)
 	return true
 }
 
@@ -223,6 +287,9 @@ func (s *Server) releaseLookups(now time.Time) {
 	n := 0
 	for ; n < len(l.parked) && l.parked[n].looked && !s.overBudget(); n++ {
 		p := l.parked[n]
+		if s.relook(p) {
+			break // it waits for its keys again, and the messages behind it
+		}
 		l.items -= itemsOf(p.m)
 		if l.waiting[p.sid]--; l.waiting[p.sid] == 0 {
 			delete(l.waiting, p.sid)

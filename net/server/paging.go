@@ -45,6 +45,7 @@ type pager struct {
 	marks     []pageMark   // applied store batches not yet durable
 	durable   broker.JobID // jobs up to it were submitted in durable batches
 	lastOut   broker.JobID // durable when page-out last ran
+	outs      uint64       // page-outs that put jobs out (a parked message's keys may be among them: relook)
 	loading   bool         // a read is in flight
 	retryAt   time.Time    // after a read found nothing although jobs are paged out
 	scratch   []broker.JobID
@@ -128,7 +129,6 @@ func (s *Server) pageOut(now time.Time) {
 	if p == nil || p.durable == p.lastOut && s.c.ResidentQueued() <= p.limit {
 		return
 	}
-	p.lastOut = p.durable
 	// With jobs in the store, every job above the read cursor goes (the
 	// store's jobs are older); with none, the youngest beyond the limit go,
 	// and the cursor moves below them.
@@ -140,6 +140,15 @@ func (s *Server) pageOut(now time.Time) {
 			p.cursor = uint64(lowest) - 1
 		}
 	}()
+	// Jobs made since the oldest parked message was parked stay: their
+	// keys may be ones its lookup found absent (relook).
+	ceiling := p.durable
+	if l := s.dur.look.parked; len(l) > 0 {
+		ceiling = min(ceiling, l[0].lastJob)
+	}
+	if ceiling == p.durable {
+		p.lastOut = p.durable // else again next step, when it may have left
+	}
 	look := 64 // how many of the youngest queued jobs to look at first
 	for {
 		res := s.c.ResidentQueued()
@@ -160,8 +169,8 @@ func (s *Server) pageOut(now time.Time) {
 			switch {
 			case inStore && uint64(j) <= p.cursor:
 				stop = true // older than the store's jobs: stays
-			case j > p.durable:
-				continue // not durable yet: next time
+			case j > ceiling:
+				continue // not durable yet, or newer than a parked message: next time
 			default:
 				out = append(out, j)
 			}
@@ -180,6 +189,9 @@ func (s *Server) pageOut(now time.Time) {
 		lowest = out[len(out)-1]
 		n := s.c.PageOut(now, out)
 		p.stats.out.Add(uint64(n))
+		if n > 0 {
+			p.outs++
+		}
 		if n == 0 || stop {
 			return
 		}

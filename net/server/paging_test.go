@@ -229,3 +229,94 @@ func TestPagedKeyReadOffTheReactor(t *testing.T) {
 		t.Fatalf("request of a paged-out key: %+v, want no queued", v)
 	}
 }
+
+// TestParkedResubmitAfterPageOut: a SUBMIT parked behind its session's
+// earlier message (which waits for a paged-out key's record) names keys
+// another session then submits, which become durable and would be paged
+// out before it reaches the coordinator: it is answered duplicate for
+// them, as a resent SUBMIT must be, and no second job is made. Before, the
+// coordinator took the keys paging had put out for absent and made a
+// second job of each (a 2,000,000-line submit that lost its session twice
+// left 20,000 keys with two jobs each).
+func TestParkedResubmitAfterPageOut(t *testing.T) {
+	const n, resident = 40, 10
+	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncNone)
+	t.Cleanup(func() { st.Close() })
+	opts := Options{Store: st, ResidentJobs: resident}
+	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
+	opts.Coord.Heartbeat = testHeartbeat
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := func(i int) string { return fmt.Sprintf("http://resent.test/page/%d", i) }
+	target := key(url(n - 1)).Fingerprint()
+	reading, release := make(chan struct{}), make(chan struct{})
+	var held, released sync.Once
+	s.queuedHook = func(fp id.Fingerprint) {
+		if fp == target {
+			held.Do(func() { close(reading); <-release })
+		}
+	}
+	_, stop := runBuilt(t, s)
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("server run: %v", err)
+		}
+	})
+	t.Cleanup(func() { released.Do(func() { close(release) }) }) // runs first
+
+	a := dial(t, s.PeersEndpoint())
+	hello(t, a, wire.RoleProducer, "a", 0)
+	items := make([]wire.SubmitItem, n)
+	for i := range items {
+		items[i] = wire.SubmitItem{Key: key(url(i))}
+	}
+	a.send(&wire.Submit{Req: 2, Jobs: items})
+	expect[*wire.Submitted](t, a.recv())
+	waitFor(t, "jobs paged out", func() bool { return s.Paging().Out >= n-resident })
+
+	// b's first SUBMIT waits for the paged-out key's record; its second
+	// (new keys) parks behind it.
+	b := dial(t, s.PeersEndpoint())
+	hello(t, b, wire.RoleProducer, "b", 0)
+	b.send(&wire.Submit{Req: 2, Jobs: []wire.SubmitItem{{Key: key(url(n - 1))}}})
+	select {
+	case <-reading:
+	case <-time.After(time.Minute):
+		t.Fatal("the paged-out key's record was not read back within a minute")
+	}
+	fresh := make([]wire.SubmitItem, 5)
+	for i := range fresh {
+		fresh[i] = wire.SubmitItem{Key: key(fmt.Sprintf("http://resent.test/new/%d", i))}
+	}
+	read := s.reactor.messages.Load()
+	b.send(&wire.Submit{Req: 3, Jobs: fresh})
+	waitFor(t, "b's second SUBMIT read", func() bool { return s.reactor.messages.Load() > read })
+
+	// c submits the same new keys: accepted, durable, and past the
+	// resident limit, so paging would put them out at once.
+	c := dial(t, s.PeersEndpoint())
+	hello(t, c, wire.RoleProducer, "c", 0)
+	c.send(&wire.Submit{Req: 2, Jobs: fresh})
+	for i, it := range expect[*wire.Submitted](t, c.recv()).Items {
+		if it.Status != wire.SubmitAccepted {
+			t.Fatalf("c's job %d: %+v, want accepted", i, it)
+		}
+	}
+	steps := s.reactor.steps.Load()
+	waitFor(t, "two more reactor steps (a page-out after c's jobs were durable)", func() bool { return s.reactor.steps.Load() >= steps+2 })
+
+	released.Do(func() { close(release) })
+	if it := expect[*wire.Submitted](t, b.recv()).Items[0]; it.Status != wire.SubmitDuplicate {
+		t.Fatalf("b's resubmit of a paged-out key: %+v, want duplicate", it)
+	}
+	for i, it := range expect[*wire.Submitted](t, b.recv()).Items {
+		if it.Status != wire.SubmitDuplicate {
+			t.Fatalf("b's job %d, a key c queued while it waited: %+v, want duplicate", i, it)
+		}
+	}
+	if tt := totals(t, s); tt.Queued != n+len(fresh) || tt.KeysQueued != n+len(fresh) {
+		t.Fatalf("totals: %d queued jobs, %d queued keys; want %d of each (one job per key)", tt.Queued, tt.KeysQueued, n+len(fresh))
+	}
+}
