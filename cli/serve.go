@@ -135,18 +135,19 @@ func openStore(cfg *config.Config, log *slog.Logger) (*store.Store, error) {
 		log.Info("no store: everything is kept in memory and lost on exit")
 		return nil, nil
 	}
-	return openStoreAt(cfg, path, storeCacheBytes(cfg.Store.ResidentJobs, cfg.Store.DoneCache), log) // memlimit.go
+	cache, memTable := storeSizes(cfg.Store.ResidentJobs, cfg.Store.DoneCache) // memlimit.go
+	return openStoreAt(cfg, path, cache, memTable, log)
 }
 
 // openStoreAt opens the store at path with the sync policy of the config
-// (store.sync, store.sync_interval) and a block cache of cache bytes (0:
-// the store's default).
-func openStoreAt(cfg *config.Config, path string, cache int64, log *slog.Logger) (*store.Store, error) {
+// (store.sync, store.sync_interval), a block cache of cache bytes and
+// memtables of memTable bytes (0: the store's defaults).
+func openStoreAt(cfg *config.Config, path string, cache, memTable int64, log *slog.Logger) (*store.Store, error) {
 	sync, err := store.ParseSync(cfg.Store.Sync)
 	if err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("store.sync: %w", err)}
 	}
-	st, err := store.Open(store.Options{Path: path, Sync: sync, SyncInterval: cfg.Store.SyncInterval, CacheBytes: cache, Log: log})
+	st, err := store.Open(store.Options{Path: path, Sync: sync, SyncInterval: cfg.Store.SyncInterval, CacheBytes: cache, MemTableBytes: memTable, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +263,7 @@ func startCoordinator(ctx context.Context, cfg *config.Config, log *slog.Logger,
 	}
 	switch {
 	case spec.crawl && spec.state != "":
-		if c.st, err = openStoreAt(cfg, spec.state, 0, log); err != nil {
+		if c.st, err = openStoreAt(cfg, spec.state, 0, 0, log); err != nil {
 			return nil, fmt.Errorf("--state: %w", err)
 		}
 	case !spec.crawl && !onRedis:

@@ -16,7 +16,7 @@ import (
 func TestLookupsUseTheBlockCache(t *testing.T) {
 	// Scaled down: 1 MiB memtables and a 2 MiB cache, as 32 MiB memtables
 	// are to the default 64 MiB.
-	st, err := Open(Options{Path: t.TempDir(), Sync: SyncNone, CacheBytes: 2 << 20, memTable: 1 << 20, Log: slog.New(slog.DiscardHandler)})
+	st, err := Open(Options{Path: t.TempDir(), Sync: SyncNone, CacheBytes: 2 << 20, MemTableBytes: 1 << 20, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,6 +74,8 @@ const (
 	DefaultSync         = SyncBatch
 	DefaultSyncInterval = 10 * time.Millisecond
 	DefaultCacheBytes   = 64 << 20
+	// DefaultMemTableBytes is Options.MemTableBytes' default.
+	DefaultMemTableBytes = 32 << 20
 )
 
 // Options configure Open. Zero fields take the documented defaults.
@@ -92,12 +94,16 @@ type Options struct {
 	// CacheBytes sizes Pebble's block cache (index, filter and data
 	// blocks). Default 64 MiB.
 	CacheBytes int64
+	// MemTableBytes sizes each of Pebble's memtables (C memory, like the
+	// block cache; the cache reserves room for three on top of
+	// CacheBytes, which blocks use while the memtables do not). Default
+	// 32 MiB.
+	MemTableBytes int64
 	// Log receives Pebble's errors and warnings (its routine lines at debug
 	// level). Default slog.Default().
 	Log *slog.Logger
 
-	fs       vfs.FS // tests: the file system under Path (default vfs.Default)
-	memTable int64  // tests: Pebble's memtable size (default memTableSize)
+	fs vfs.FS // tests: the file system under Path (default vfs.Default)
 }
 
 // validate fills defaults and checks every field, naming the bad one.
@@ -122,6 +128,12 @@ func (o *Options) validate() error {
 		o.CacheBytes = DefaultCacheBytes
 	case o.CacheBytes < 0:
 		errs = append(errs, fmt.Errorf("store options: CacheBytes %d: want > 0 (or 0 for the default %d)", o.CacheBytes, DefaultCacheBytes))
+	}
+	switch {
+	case o.MemTableBytes == 0:
+		o.MemTableBytes = DefaultMemTableBytes
+	case o.MemTableBytes < 1<<20 || o.MemTableBytes > 1<<30:
+		errs = append(errs, fmt.Errorf("store options: MemTableBytes %d: want 1 MiB to 1 GiB (or 0 for the default %d)", o.MemTableBytes, DefaultMemTableBytes))
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -156,7 +168,7 @@ type Store struct {
 	failed atomic.Pointer[error] // sticky write failure
 	stats  writeCounters
 
-	results resultIndex // TrimResults' memory (results.go)
+	results resultIndex // TrimResults' memory (resultindex.go)
 }
 
 // openPaths holds the absolute paths of the stores open in this process
@@ -190,19 +202,13 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Memtable size, and how many memtables Pebble may charge to the block
+// memTableReserve is how many memtables Pebble may charge to the block
 // cache at once (the active one, one being flushed and one queued).
-const (
-	memTableSize    = 32 << 20
-	memTableReserve = 3
-)
+const memTableReserve = 3
 
 // pebbleOptions are the Pebble options shared by disk and memory stores.
 func (s *Store) pebbleOptions(fs vfs.FS) *pebble.Options {
-	mt := s.opts.memTable
-	if mt == 0 {
-		mt = memTableSize
-	}
+	mt := s.opts.MemTableBytes
 	po := &pebble.Options{
 		FS: fs,
 		// Pebble charges its memtables to the block cache: with a cache no
