@@ -39,6 +39,7 @@ func TestFrontierBeyondRAM(t *testing.T) {
 	const hosts = 13
 	bin := drover(t)
 	dir := filepath.Join(t.TempDir(), "store")
+	var serveOut *syncBuffer // the running serve's output
 	serve := func() (*exec.Cmd, map[string]string) {
 		const ephemeral = "tcp://127.0.0.1:0"
 		// Heartbeats 2 s apart: a client hears nothing for 6 s before it
@@ -50,6 +51,7 @@ func TestFrontierBeyondRAM(t *testing.T) {
 
 		// A restart restores first: minutes on a loaded machine (the time
 		// to an exact status is logged below, not judged).
+		serveOut = out
 		return cmd, listeningWithin(t, out, 10*time.Minute, "peers", "admin")
 	}
 	srv, at := serve()
@@ -173,6 +175,11 @@ func TestFrontierBeyondRAM(t *testing.T) {
 		h := (j - 1) % hosts
 		started := newest[h]
 		if len(started) > slots && started[len(started)-1-slots] > j {
+			for line := range strings.Lines(serveOut.String()) {
+				if strings.Contains(line, "session") {
+					t.Log(strings.TrimSpace(line)) // a worker session lost: its jobs went back behind those in memory
+				}
+			}
 			t.Fatalf("job %d (host %d) started as number %d, after job %d of its host started more than %d jobs earlier (FIFO per host)",
 				j, h, i+1, started[len(started)-1-slots], slots)
 		}
