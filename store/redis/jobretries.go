@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"drover/admin"
 	"drover/coord/id"
@@ -54,8 +55,9 @@ func (v *JobView) noted() ([]admin.JobRow, int) {
 }
 
 // Retries lists the retries rows the other live coordinators published,
-// by coordinator id, each with Coordinator set and JobID 0 (a job id is
-// its coordinator's own), and the sum of their totals.
+// by coordinator id, each with Coordinator set, its Reason beginning "on
+// coordinator C" and JobID 0 (a job id is its coordinator's own), and the
+// sum of their totals.
 func (v *JobView) Retries() (rows []admin.JobRow, total int, err error) {
 	l := v.l
 	ctx, cancel := l.ctx()
@@ -87,6 +89,7 @@ func (v *JobView) Retries() (rows []admin.JobRow, total int, err error) {
 		total += s.RetriesTotal
 		for _, r := range s.Retries {
 			r.Coordinator, r.JobID = ids[i], 0
+			r.Reason = strings.TrimSuffix("on coordinator "+ids[i]+": "+r.Reason, ": ")
 			if fp, err := id.ParseFingerprint(r.Key); err == nil {
 				v.remember(fp, id.Host(r.URL))
 			}

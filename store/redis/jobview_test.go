@@ -229,7 +229,7 @@ func TestJobViewRetries(t *testing.T) {
 		t.Fatalf("a's view of b's retries: %d rows, total %d, err %v; want %d rows of 61", len(got), total, err, PublishedRetries)
 	}
 	for i, r := range got {
-		if r.Coordinator != b.coord || r.JobID != 0 || r.URL != rows[i].URL || r.History != nil || len(r.LastError) > maxPublishedError+len("…") {
+		if r.Coordinator != b.coord || r.Reason != "on coordinator "+b.coord || r.JobID != 0 || r.URL != rows[i].URL || r.History != nil || len(r.LastError) > maxPublishedError+len("…") {
 			t.Fatalf("row %d: %+v; want %s of coordinator %s, no job id, no history, the error cut", i, r, rows[i].URL, b.coord)
 		}
 	}
