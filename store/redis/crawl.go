@@ -87,20 +87,14 @@ func (q *CrawlQueue) count(crawler string) *crawlCounts {
 	return c
 }
 
-// sentCounts are the counts a pipeline carries: the crawls', and the jobs
-// claimed counted out of PREFIX:queued.
+// sentCounts are the crawls' counts a pipeline carries.
 type sentCounts struct {
-	crawls   map[string]crawlCounts
-	unqueued int64
+	crawls map[string]crawlCounts
 }
 
 // addCounts queues, on pipe, adding the counts held; a failed pipeline
 // keeps them for the next one (see keepCounts).
 func (q *CrawlQueue) addCounts(ctx context.Context, pipe goredis.Pipeliner) (sent sentCounts) {
-	if q.unqueued > 0 {
-		pipe.DecrBy(ctx, q.l.queuedKey(), q.unqueued)
-		sent.unqueued, q.unqueued = q.unqueued, 0
-	}
 	if len(q.counts) == 0 {
 		return sent
 	}
@@ -120,7 +114,6 @@ func (q *CrawlQueue) addCounts(ctx context.Context, pipe goredis.Pipeliner) (sen
 
 // keepCounts gives back counts a pipeline did not add.
 func (q *CrawlQueue) keepCounts(sent sentCounts) {
-	q.unqueued += sent.unqueued
 	for name, s := range sent.crawls {
 		c := q.count(name)
 		c.accepted += s.accepted
@@ -131,7 +124,7 @@ func (q *CrawlQueue) keepCounts(sent sentCounts) {
 
 // FlushCounts adds the counts held to the cluster's counters.
 func (q *CrawlQueue) FlushCounts() error {
-	if len(q.counts) == 0 && q.unqueued == 0 {
+	if len(q.counts) == 0 {
 		return nil
 	}
 	ctx, cancel := q.l.ctx()
@@ -170,12 +163,6 @@ func (q *CrawlQueue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, er
 			}
 		}
 	})
-}
-
-// Claim is Queue.Claim, the jobs claimed counted out of the queue with the
-// next counts (the charge of their pages follows the claim).
-func (q *CrawlQueue) Claim(now time.Time, n int) ([]broker.Spec, error) {
-	return q.Queue.claim(now, n, false)
 }
 
 // Finish ends the leases of finished jobs (Queue.Finish) and counts them

@@ -152,10 +152,13 @@ type Ledger struct {
 	// finRetry holds the shared queue's finish calls the store did not
 	// take, sent again by the next Tick or Finish (queue.go).
 	finRetry []call
-	// finCount holds the jobs Finish ended not yet added to the cluster's
-	// totals (done, failed): added with the next Tick or Finish.
-	finCount [2]int64
-	err      error
+	// finSeq numbers this coordinator's finish calls (stats.go: a finish
+	// sent again is counted once).
+	finSeq int64
+	// statSlots are the slots this coordinator registered for the
+	// queue's counts (stats.go).
+	statSlots map[int]bool
+	err       error
 
 	inbox    *inbox    // answers other coordinators sent this one; nil without Heartbeat
 	queue    *Queue    // the shared job queue (queue.go), once asked for
@@ -237,6 +240,8 @@ func newLedger(ctx context.Context, rdb goredis.UniversalClient, cfg Config) (*L
 		sessions: make(map[id.Session]map[string]struct{}),
 		hosts:    make(map[string]struct{}),
 		sweeping: make(map[string]struct{}),
+
+		statSlots: make(map[int]bool),
 	}
 	l.leases.init()
 	if cfg.Heartbeat > 0 {
@@ -522,19 +527,10 @@ func noFunction(err error) bool {
 // runScript runs s once per call in one pipeline (loading it where a node
 // does not have it) and returns each run's output or error.
 func (l *Ledger) runScript(ctx context.Context, s *goredis.Script, calls []call) ([]any, []error) {
-	return l.runScriptWith(ctx, s, calls, nil)
-}
-
-// runScriptWith is runScript with also (when not nil) queueing more
-// commands on the same pipeline, after the scripts.
-func (l *Ledger) runScriptWith(ctx context.Context, s *goredis.Script, calls []call, also func(goredis.Pipeliner)) ([]any, []error) {
 	cmds := make([]*goredis.Cmd, len(calls))
 	pipe := l.rdb.Pipeline()
 	for i, c := range calls {
 		cmds[i] = s.EvalSha(ctx, pipe, c.keys, c.args...)
-	}
-	if also != nil {
-		also(pipe)
 	}
 	_, _ = pipe.Exec(ctx)
 	vals, errs := make([]any, len(calls)), make([]error, len(calls))

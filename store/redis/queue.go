@@ -40,8 +40,8 @@ import (
 //     server time before which none is claimed (next).
 //   - PREFIX:ready        set: hosts whose queues may hold jobs.
 //   - PREFIX:jobids       counter: job ids are taken from it in blocks.
-//   - PREFIX:queued       counter: jobs in the queues, for the cluster
-//     view (kept beside the lists, not atomically with them).
+//   - PREFIX:{T}:stats    hash: the counts of a slot's hosts (jobs
+//     queued, done, failed), kept by the same scripts (stats.go).
 //
 // Every transition is one run of queue.lua on one host. Claim pops up to
 // n entries into this coordinator's leases in one atomic step: polite
@@ -109,8 +109,6 @@ type Queue struct {
 	// Unclaimed the jobs leased by its claims whose answer was lost, which
 	// it returned to the queue.
 	Claimed, Pushed, Returned, Unclaimed uint64
-	// unqueued are the jobs claimed not yet counted out of PREFIX:queued.
-	unqueued int64
 }
 
 var (
@@ -147,7 +145,7 @@ func (q *Queue) limits(host string) (limit int, gapUS int64) {
 // queueKeys are the keys queue.lua declares for host and coordinator c.
 func (l *Ledger) queueKeys(host, c string) []string {
 	p := l.pre(host)
-	return []string{p + "jq", p + "jl:" + c, p + "pq", p + "pl:" + c, p + "pol"}
+	return []string{p + "jq", p + "jl:" + c, p + "pq", p + "pl:" + c, p + "pol", l.statsKey(host)}
 }
 
 // Jobs returns the shared job queue on l's cluster, for l's coordinator.
@@ -238,8 +236,9 @@ func (q *Queue) Push(now time.Time, spec broker.Spec) (uint64, error) {
 	return ids[0], err
 }
 
-// PushBatch pushes several jobs in two round trips: the entries, then the
-// ready marks of their hosts. ids[i] is 0 for a job the store did not take.
+// PushBatch pushes several jobs in two round trips: the entries (one
+// script per host, which counts them in the host's slot), then the ready
+// marks of their hosts. ids[i] is 0 for a job the store did not take.
 func (q *Queue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, error) {
 	return q.pushBatch(now, specs, nil)
 }
@@ -262,9 +261,14 @@ func (q *Queue) pushBatch(now time.Time, specs []broker.Spec, also func(context.
 		}
 		ids[i] = jid
 	}
-	cmds := make([]*goredis.IntCmd, len(specs))
-	pipe := l.rdb.Pipeline()
+	// One script per host: its polite entries, then the others.
 	var errs []error
+	type hostPush struct {
+		polite, other []any
+		jobs          []int // the specs, polite first, as the entries
+	}
+	byHost := make(map[string]*hostPush)
+	var order []string
 	for i := range specs {
 		entry, err := encodeEntry(&specs[i], ids[i])
 		if err != nil {
@@ -272,34 +276,55 @@ func (q *Queue) pushBatch(now time.Time, specs []broker.Spec, also func(context.
 			errs = append(errs, err)
 			continue
 		}
-		list := "jq"
-		if q.polite(&specs[i]) {
-			list = "pq"
+		h := queueHost(&specs[i])
+		hp := byHost[h]
+		if hp == nil {
+			hp = &hostPush{}
+			byHost[h] = hp
+			order = append(order, h)
 		}
-		cmds[i] = pipe.RPush(ctx, l.pre(queueHost(&specs[i]))+list, entry)
+		if q.polite(&specs[i]) {
+			hp.polite = append(hp.polite, entry)
+		} else {
+			hp.other = append(hp.other, entry)
+		}
+		hp.jobs = append(hp.jobs, i)
 	}
-	_, _ = pipe.Exec(once(ctx))
+	if err := l.registerSlots(ctx, order); err != nil {
+		for _, h := range order {
+			for _, i := range byHost[h].jobs {
+				ids[i] = 0
+			}
+		}
+		errs = append(errs, err)
+		order = nil
+	}
+	calls := make([]call, len(order))
+	for i, h := range order {
+		hp := byHost[h]
+		args := append(append([]any{"push", len(hp.polite)}, hp.polite...), hp.other...)
+		calls[i] = call{host: h, keys: l.queueKeys(h, l.coord), args: args}
+	}
+	_, cerrs := l.runScript(once(ctx), queueScript, calls)
 	hosts := make(map[string]struct{})
 	n := 0
-	for i, c := range cmds {
-		if c == nil {
+	for c, h := range order {
+		if err := cerrs[c]; err != nil {
+			errs = append(errs, fmt.Errorf("redis queue: pushing %d jobs of host %q: %w", len(byHost[h].jobs), h, err))
+			for _, i := range byHost[h].jobs {
+				ids[i] = 0
+			}
 			continue
 		}
-		if err := c.Err(); err != nil {
-			errs = append(errs, fmt.Errorf("redis queue: pushing job %s: %w", specs[i].Key.URL, err))
-			ids[i] = 0
-			continue
-		}
-		hosts[queueHost(&specs[i])] = struct{}{}
-		n++
+		hosts[h] = struct{}{}
+		n += len(byHost[h].jobs)
 	}
 	if n > 0 {
 		// After the entries, as in Push.
-		pipe = l.rdb.Pipeline()
+		pipe := l.rdb.Pipeline()
 		for h := range hosts {
 			pipe.SAdd(ctx, l.readyKey(), h)
 		}
-		pipe.IncrBy(ctx, l.queuedKey(), int64(n))
 		var learn func(error)
 		if also != nil {
 			learn = also(ctx, pipe, ids)
@@ -352,15 +377,8 @@ const claimHosts = 64
 // Claim leases up to n queued jobs to this coordinator, from up to n (at
 // least 8, at most claimHosts) ready hosts picked at random: one pipeline
 // of scripts a round (one round trip per node), at most claimRounds
-// rounds.
+// rounds. The scripts count the jobs out of their slots' queued counts.
 func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
-	return q.claim(now, n, true)
-}
-
-// claim is Claim; without count, the jobs claimed are counted out of
-// PREFIX:queued by the next pipeline that sends q.unqueued (a
-// CrawlQueue's counts), not in a round trip of their own.
-func (q *Queue) claim(now time.Time, n int, count bool) ([]broker.Spec, error) {
 	l := q.l
 	if n <= 0 {
 		return nil, nil
@@ -434,10 +452,6 @@ func (q *Queue) claim(now time.Time, n int, count bool) ([]broker.Spec, error) {
 	q.unready(ctx, empty)
 	q.snapPolite(now)
 	q.Claimed += uint64(len(out))
-	q.unqueued += int64(len(out))
-	if count && q.unqueued > 0 && l.rdb.DecrBy(once(ctx), l.queuedKey(), q.unqueued).Err() == nil {
-		q.unqueued = 0
-	}
 	if err := errors.Join(errs...); err != nil {
 		l.err = err
 		return out, err
@@ -509,13 +523,13 @@ func (q *Queue) unready(ctx context.Context, hosts []string) {
 // Finish ends this coordinator's leases of jobs done (ok) and failed,
 // one script per host in one pipeline: a polite job's frees its host's
 // slot, and the host's next claim waits an interval from now. The same
-// pipeline counts them in the cluster's totals (PREFIX:done,
-// PREFIX:failed), which outlive this coordinator. A host's script or a
-// count the store did not take is sent again by the next Tick or Finish
-// (ending a lease twice is harmless; a count is kept apart from the
-// scripts and sent again only until it was taken), so a transient
-// error does not hold the host's slot; if this coordinator dies first
-// its leases are swept and the jobs run again elsewhere (at least once).
+// scripts count them in the cluster's totals (their slots' done and
+// failed counts, stats.go), which outlive this coordinator. A host's
+// script the store did not take is sent again by the next Tick or Finish
+// (ending a lease twice is harmless, and the script counts a call sent
+// again once), so a transient error does not hold the host's slot; if
+// this coordinator dies first its leases are swept and the jobs run
+// again elsewhere (at least once).
 func (q *Queue) Finish(now time.Time, ok, failed []ledger.Item) {
 	l := q.l
 	if len(ok)+len(failed) == 0 {
@@ -524,9 +538,14 @@ func (q *Queue) Finish(now time.Time, ok, failed []ledger.Item) {
 	}
 	ctx, cancel := l.ctx()
 	defer cancel()
-	byHost := make(map[string][]any)
+	// per host, its done jobs' fingerprints, then its failed ones'
+	type hostFin struct {
+		fps  []any
+		done int
+	}
+	byHost := make(map[string]*hostFin)
 	var order []string
-	for _, jobs := range [][]ledger.Item{ok, failed} {
+	for o, jobs := range [][]ledger.Item{ok, failed} {
 		for i := range jobs {
 			fp := jobs[i].FP.String()
 			h, held := q.held[fp]
@@ -535,24 +554,34 @@ func (q *Queue) Finish(now time.Time, ok, failed []ledger.Item) {
 			} else {
 				h = hostOf(&jobs[i].Key) // not claimed here: its URL's host at best
 			}
-			if _, ok := byHost[h]; !ok {
+			hf := byHost[h]
+			if hf == nil {
+				hf = &hostFin{}
+				byHost[h] = hf
 				order = append(order, h)
 			}
-			byHost[h] = append(byHost[h], fp)
+			hf.fps = append(hf.fps, fp)
+			if o == 0 {
+				hf.done++
+			}
 		}
+	}
+	if err := l.registerSlots(ctx, order); err != nil {
+		l.err = err // the calls wait for the next try, which registers them first
 	}
 	// behind the calls a previous Finish could not send
 	for _, h := range order {
 		_, gap := q.limits(h)
-		fps := byHost[h]
-		for len(fps) > 0 {
+		hf := byHost[h]
+		for fps, done := hf.fps, hf.done; len(fps) > 0; {
 			k := min(len(fps), 1000)
-			l.finRetry = append(l.finRetry, call{host: h, keys: l.queueKeys(h, l.coord), args: append([]any{"finish", gap}, fps[:k]...)})
-			fps = fps[k:]
+			l.finSeq++
+			d := min(done, k)
+			args := append([]any{"finish", gap, l.finSeq, l.coord, d}, fps[:k]...)
+			l.finRetry = append(l.finRetry, call{host: h, keys: l.queueKeys(h, l.coord), args: args})
+			fps, done = fps[k:], done-d
 		}
 	}
-	l.finCount[0] += int64(len(ok))
-	l.finCount[1] += int64(len(failed))
 	l.sendFinish(ctx)
 }
 
@@ -601,8 +630,8 @@ func (q *Queue) forget(ctx context.Context) {
 			back = append(back, c.host)
 		}
 	}
-	// The claim did not count them out of PREFIX:queued: only the ready
-	// marks.
+	// The script counted them back in their slots' queued counts: only
+	// the ready marks.
 	if len(back) > 0 {
 		if err := l.rdb.SAdd(ctx, l.readyKey(), back...).Err(); err != nil {
 			errs = append(errs, fmt.Errorf("redis queue: marking %d hosts ready again: %w", len(back), err))
@@ -624,39 +653,9 @@ func (q *Queue) flushForget() {
 	q.forget(ctx)
 }
 
-// addCounts queues, on pipe, adding the jobs finished and not yet counted
-// to the cluster's totals.
-func (l *Ledger) addCounts(ctx context.Context, pipe goredis.Pipeliner) [2]*goredis.IntCmd {
-	var counts [2]*goredis.IntCmd
-	for i, key := range []string{l.doneKey(), l.failedKey()} {
-		if l.finCount[i] > 0 {
-			counts[i] = pipe.IncrBy(ctx, key, l.finCount[i])
-		}
-	}
-	return counts
-}
-
-// counted takes the answers of addCounts: what the store took is counted,
-// the rest is kept for the next try.
-func (l *Ledger) counted(counts [2]*goredis.IntCmd) error {
-	var errs []error
-	for i, c := range counts {
-		if c == nil {
-			continue
-		}
-		if err := c.Err(); err != nil {
-			errs = append(errs, fmt.Errorf("adding %d to the cluster's %s total: %w", l.finCount[i], []string{"done", "failed"}[i], err))
-			continue
-		}
-		l.finCount[i] = 0
-	}
-	return errors.Join(errs...)
-}
-
-// flushFinish sends again the finish calls and the counts the store did
-// not take.
+// flushFinish sends again the finish calls the store did not take.
 func (l *Ledger) flushFinish() {
-	if len(l.finRetry) == 0 && l.finCount == [2]int64{} {
+	if len(l.finRetry) == 0 {
 		return
 	}
 	ctx, cancel := l.ctx()
@@ -664,15 +663,23 @@ func (l *Ledger) flushFinish() {
 	l.sendFinish(ctx)
 }
 
-// sendFinish sends the pending finish calls and counts in one pipeline,
-// keeping those the store does not take for the next try.
+// sendFinish sends the pending finish calls in one pipeline (the slots
+// they count in registered first), keeping those the store does not take
+// for the next try, in their order: a slot's calls are counted in the
+// order of their numbers.
 func (l *Ledger) sendFinish(ctx context.Context) {
+	hosts := make([]string, len(l.finRetry))
+	for i, c := range l.finRetry {
+		hosts[i] = c.host
+	}
+	if err := l.registerSlots(ctx, hosts); err != nil {
+		l.err = fmt.Errorf("redis queue: ending leases and counting finished jobs (%d hosts' calls kept to send again): %w", len(l.finRetry), err)
+		return
+	}
 	calls := l.finRetry
 	l.finRetry = nil
-	var counts [2]*goredis.IntCmd
-	ctx = once(ctx) // the counts
-	_, errs := l.runScriptWith(ctx, queueScript, calls, func(p goredis.Pipeliner) { counts = l.addCounts(ctx, p) })
-	failed := []error{l.counted(counts)}
+	_, errs := l.runScript(once(ctx), queueScript, calls)
+	var failed []error
 	for i, err := range errs {
 		if err != nil {
 			l.finRetry = append(l.finRetry, calls[i])
@@ -694,7 +701,7 @@ func (l *Ledger) returnJobs(ctx context.Context, d string, hosts []string) (int,
 	for part := range slices.Chunk(hosts, 1000) {
 		calls := make([]call, len(part))
 		for i, h := range part {
-			calls[i] = call{host: h, keys: l.queueKeys(h, d), args: []any{"unlease"}}
+			calls[i] = call{host: h, keys: l.queueKeys(h, d), args: []any{"unlease", d}}
 		}
 		vals, cerrs := l.runScript(ctx, queueScript, calls)
 		for i, h := range part {
@@ -710,10 +717,7 @@ func (l *Ledger) returnJobs(ctx context.Context, d string, hosts []string) (int,
 		}
 	}
 	if n > 0 {
-		pipe := l.rdb.Pipeline()
-		pipe.SAdd(ctx, l.readyKey(), back...)
-		pipe.IncrBy(ctx, l.queuedKey(), int64(n))
-		if _, err := pipe.Exec(once(ctx)); err != nil {
+		if err := l.rdb.SAdd(ctx, l.readyKey(), back...).Err(); err != nil {
 			errs = append(errs, fmt.Errorf("redis queue: marking %d hosts ready again: %w", len(back), err))
 		}
 	}

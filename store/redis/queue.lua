@@ -27,7 +27,13 @@
 --                  time µs to forgive its level: bu is at most bd and ku at
 --                  most kd (or bu) ahead (a failover to a master whose
 --                  clock is behind clamps them, as next)
+--   6 STATS hash: the counts of the host's slot (stats.go): q jobs in
+--          queues, d and f jobs finished done and failed, s:C the
+--          number of coordinator C's last finish counted. Every operation
+--          below that moves jobs keeps them in the same run.
 -- ARGV: 1 op, then the operation's own arguments.
+--   push   2 k, then entries: the first k to PQ, the rest to JQ (at the
+--          back). Answers how many.
 --   claim  2 the most jobs to take, 3 the host's cap (0 none), 4 its
 --          interval µs (0 none). Nothing while the host backs off; else
 --          polite jobs first, at most cap - n of them, and one per
@@ -36,12 +42,16 @@
 --          for its interval (0 otherwise), the back-off (as peek), the
 --          jobs left in PQ, the polite jobs leased (n), then the entries
 --          claimed (now in JL, PL).
---   finish 2 the host's interval µs, then FPs: ends C's leases of them; a
---          polite one frees its slot and the host's next claim waits an
---          interval from now. Answers how many leases ended.
---   unlease (C is dead, or stopping) every job leased to C goes back to the
---          front of its queue, uncharged, its slots freed. Answers how many.
---          Running it twice is harmless: JL and PL are gone.
+--   finish 2 the host's interval µs, 3 the call's number n, 4 C, 5 k,
+--          then FPs, the first k done, the rest failed: ends C's leases of
+--          them; a polite one frees its slot and the host's next claim
+--          waits an interval from now. Counts them done and failed (all,
+--          leased or not: they ran) unless C's calls numbered n or more
+--          were counted here (the same call sent again). Answers how many
+--          leases ended.
+--   unlease 2 C. (C is dead, or stopping) every job leased to C goes back
+--          to the front of its queue, uncharged, its slots freed. Answers
+--          how many. Running it twice is harmless: JL and PL are gone.
 --   forget 2.. the FPs of the host's jobs C knows it holds (claimed, not
 --          finished): every other job leased to C (one a claim whose
 --          answer C did not get leased) goes back to the front of its
@@ -56,7 +66,7 @@
 -- Time is the server's (TIME): every script on one host runs on the one
 -- master holding the host's slot, so coordinators whose clocks disagree
 -- still see one clock; the caller sends intervals, which no skew changes.
-local JQ, JL, PQ, PL, POL = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local JQ, JL, PQ, PL, POL, STATS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local op = ARGV[1]
 
 local function num(x) return string.format('%.0f', x) end
@@ -67,6 +77,10 @@ local function hdel(key, fields)
     n = n + redis.call('HDEL', key, unpack(fields, i, math.min(i + 999, #fields)))
   end
   return n
+end
+-- adds n to the slot's count f
+local function count(f, n)
+  if n ~= 0 then redis.call('HINCRBY', STATS, f, n) end
 end
 local function now()
   local t = redis.call('TIME')
@@ -140,11 +154,13 @@ if op == 'claim' then
   -- pops up to k entries of q into the leases l and answers how many
   -- leases it made: an entry whose key C already leases here (the same
   -- job queued twice, as by a push sent again) is dropped, the job
-  -- leased once, so a polite slot is taken per lease, freed by its end
+  -- leased once, so a polite slot is taken per lease, freed by its end;
+  -- every entry popped leaves the slot's queued count
   local function take(q, l, k)
     if k <= 0 then return 0 end
     local got = redis.call('LPOP', q, k)
     if not got then return 0 end
+    count('q', -#got)
     local leased = 0
     for _, e in ipairs(got) do
       local sp = string.find(e, ' ', 1, true)
@@ -189,13 +205,18 @@ if op == 'claim' then
   out[1] = num(redis.call('LLEN', JQ) + redis.call('LLEN', PQ))
   return out
 elseif op == 'finish' then
-  local gap = tonumber(ARGV[2])
-  local fps = {unpack(ARGV, 3)}
+  local gap, seq, c, k = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+  local fps = {unpack(ARGV, 6)}
   local ended = 0
   local freed = 0
   if #fps > 0 then
     freed = redis.call('HDEL', PL, unpack(fps))
     ended = freed + redis.call('HDEL', JL, unpack(fps))
+  end
+  if seq > tonumber(redis.call('HGET', STATS, 's:' .. c) or '0') then
+    count('d', k)
+    count('f', #fps - k)
+    redis.call('HSET', STATS, 's:' .. c, seq)
   end
   if freed > 0 then
     local t = now()
@@ -206,6 +227,21 @@ elseif op == 'finish' then
     setPol(P, t)
   end
   return ended
+elseif op == 'push' then
+  local k = tonumber(ARGV[2])
+  for i = 3, #ARGV, 1000 do
+    local last = math.min(i + 999, #ARGV)
+    if i <= k + 2 then
+      -- the polite ones, up to where the others start
+      local pl = math.min(last, k + 2)
+      redis.call('RPUSH', PQ, unpack(ARGV, i, pl))
+      if pl < last then redis.call('RPUSH', JQ, unpack(ARGV, pl + 1, last)) end
+    else
+      redis.call('RPUSH', JQ, unpack(ARGV, i, last))
+    end
+  end
+  count('q', #ARGV - 2)
+  return #ARGV - 2
 elseif op == 'unlease' then
   local back = 0
   for _, q in ipairs({{JL, JQ}, {PL, PQ}}) do
@@ -217,6 +253,9 @@ elseif op == 'unlease' then
     back = back + #vals
     if q[1] == PL then free(#vals) end
   end
+  count('q', back)
+  -- C's finishes end with it
+  redis.call('HDEL', STATS, 's:' .. ARGV[2])
   return back
 elseif op == 'forget' then
   local known = {}
@@ -237,6 +276,7 @@ elseif op == 'forget' then
       if q[1] == PL then free(#drop) end
     end
   end
+  count('q', back)
   return back
 elseif op == 'backoff' then
   local t = now()

@@ -44,7 +44,7 @@ func (f *failFinish) ProcessPipelineHook(next goredis.ProcessPipelineHook) gored
 // life, and the job is counted done once.
 func TestFinishRetried(t *testing.T) {
 	var hook failFinish
-	l, rdb := hookedLedger(t, &hook)
+	l, _ := hookedLedger(t, &hook)
 	q := l.Jobs()
 	q.HoldPoliteness(politeAll(broker.Limits{PerHost: 1}))
 	for i := range 2 {
@@ -73,24 +73,30 @@ func TestFinishRetried(t *testing.T) {
 		t.Fatalf("after the next Tick: claimed %d jobs, %v; want 1 (the finish sent again freed the slot)", len(again), err)
 	}
 	q.Finish(time.Now(), items(again), nil)
-	done, err := rdb.Get(t.Context(), l.doneKey()).Int64()
-	if err != nil || done != 2 {
-		t.Fatalf("done total %d, %v; want 2 (each job counted once)", done, err)
+	if tot := totals(t, l); tot.Done != 2 {
+		t.Fatalf("done total %d; want 2 (each job counted once)", tot.Done)
 	}
 }
 
-// loseClaim is a hook that, once armed, lets the next pipeline carrying a
-// claim script reach Redis and run there, then loses its answers, as a
-// connection cut after the request or a client timeout would.
-type loseClaim struct{ armed atomic.Bool }
+// loseReply is a hook that, once armed, lets the next pipeline carrying a
+// script of operation op reach Redis and run there, then loses its
+// answers, as a connection cut after the request or a client timeout
+// would.
+type loseReply struct {
+	op    string
+	armed atomic.Bool
+}
 
-func (f *loseClaim) DialHook(next goredis.DialHook) goredis.DialHook          { return next }
-func (f *loseClaim) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
-func (f *loseClaim) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+// loseClaim loses the answers of the next claim once armed.
+func loseClaim() *loseReply { return &loseReply{op: "claim"} }
+
+func (f *loseReply) DialHook(next goredis.DialHook) goredis.DialHook          { return next }
+func (f *loseReply) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
+func (f *loseReply) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []goredis.Cmder) error {
 		lose := false
 		for _, c := range cmds {
-			if slices.Contains(c.Args(), any("claim")) && f.armed.CompareAndSwap(true, false) {
+			if slices.Contains(c.Args(), any(f.op)) && f.armed.CompareAndSwap(true, false) {
 				lose = true
 			}
 		}
@@ -143,8 +149,8 @@ func claimPair(t *testing.T, rdb goredis.UniversalClient, name string) (la *Ledg
 // a sweep would (the heartbeat is a minute), and keeps the job the
 // coordinator does hold.
 func TestLostClaimFreed(t *testing.T) {
-	var hook loseClaim
-	la, a, b, mine := claimPair(t, hookedClient(t, &hook), "lost")
+	hook := loseClaim()
+	la, a, b, mine := claimPair(t, hookedClient(t, hook), "lost")
 	hook.armed.Store(true)
 	if got, err := a.Claim(time.Now(), 1); err == nil || len(got) != 0 {
 		t.Fatalf("a claim whose answer was lost: %d jobs, %v; want none and an error", len(got), err)

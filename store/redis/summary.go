@@ -18,17 +18,13 @@ import (
 // The cluster view (drover status, the console's header): each
 // coordinator publishes a summary of itself once per heartbeat into the
 // hash PREFIX:summaries (field: its id; value: admin.ClusterCoordinator
-// as JSON), and reads everyone's back with the shared queue's length,
-// PREFIX:queued (a counter the pushes, claims and returns keep), and the
-// cluster's jobs done and failed, PREFIX:done and PREFIX:failed (counters
-// every coordinator's Finish adds to in the pipeline that ends the jobs'
-// leases: they keep a dead coordinator's jobs). Both calls are safe from
-// any goroutine: they use only the client and the configuration.
+// as JSON), and reads everyone's back with the shared queue's length and
+// the cluster's jobs done and failed: the sums of the per-slot counts the
+// queue's scripts keep with the lists they count (stats.go), so they
+// keep a dead coordinator's jobs and never drift. Both calls are safe
+// from any goroutine: they use only the client and the configuration.
 
 func (l *Ledger) summariesKey() string { return l.cfg.Prefix + ":summaries" }
-func (l *Ledger) queuedKey() string    { return l.cfg.Prefix + ":queued" }
-func (l *Ledger) doneKey() string      { return l.cfg.Prefix + ":done" }
-func (l *Ledger) failedKey() string    { return l.cfg.Prefix + ":failed" }
 
 // forgetSummary is how long the summary of a coordinator whose heartbeat
 // expired stays in the view.
@@ -79,9 +75,11 @@ func (l *Ledger) ClusterView(ctx context.Context, now time.Time) (*admin.Cluster
 	if err != nil {
 		return nil, fmt.Errorf("redis cluster view: reading summaries: %w", err)
 	}
+	totals, err := l.readTotals(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("redis cluster view: %w", err)
+	}
 	pipe := l.rdb.Pipeline()
-	queued := pipe.Get(ctx, l.queuedKey())
-	done, failed := pipe.Get(ctx, l.doneKey()), pipe.Get(ctx, l.failedKey())
 	alive := make(map[string]*goredis.IntCmd, len(all))
 	for id := range all {
 		alive[id] = pipe.Exists(ctx, l.aliveKey(id))
@@ -90,10 +88,8 @@ func (l *Ledger) ClusterView(ctx context.Context, now time.Time) (*admin.Cluster
 		return nil, fmt.Errorf("redis cluster view: reading heartbeats: %w", err)
 	}
 	v := &admin.Cluster{Coordinators: make([]admin.ClusterCoordinator, 0, len(all))}
-	v.Queued, _ = queued.Int64()
-	v.Queued = max(v.Queued, 0)
-	v.Done, _ = done.Int()
-	v.Failed, _ = failed.Int()
+	v.Queued = totals.Queued
+	v.Done, v.Failed = int(totals.Done), int(totals.Failed)
 	var live []summary
 	for id, js := range all {
 		var s summary
