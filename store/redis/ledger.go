@@ -469,8 +469,19 @@ func (l *Ledger) known(c call) {
 
 // runScripts runs the ledger's function once per call in one pipeline
 // (the reading one for "get"), loading the library on a node that does
-// not have it, and returns each call's output or error.
+// not have it, and returns each call's output or error. A writing call is
+// sent at most once (once.go): request and queue are not idempotent (run
+// again, a queue answers wrong-state for the key it queued), and a call
+// run twice loses the first run's answers and events; one whose reply
+// was lost fails, and its caller reads back what it did (readBack) or
+// sends it again (the idempotent ones: execRetrying).
 func (l *Ledger) runScripts(ctx context.Context, calls []call) ([]any, []error) {
+	for _, c := range calls {
+		if c.args[0] != "get" {
+			ctx = once(ctx)
+			break
+		}
+	}
 	fn := func(c call) string {
 		if c.args[0] == "get" {
 			return ledgerFn + "_get"

@@ -4,8 +4,12 @@ import (
 	"context"
 	"io"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"drover/coord/id"
+	"drover/coord/ledger"
 )
 
 // refusal is an error reply of Redis (it did not run the command).
@@ -58,5 +62,41 @@ func TestSendOnce(t *testing.T) {
 	cmd.SetErr(io.ErrUnexpectedEOF)
 	if err := one(ctx, cmd); err != io.ErrUnexpectedEOF || len(sent) != 1 {
 		t.Fatalf("a command whose reply was cut, again: sent %d times, %v; want once, and its error", len(sent), err)
+	}
+}
+
+// A ledger call whose reply was cut after Redis ran it is not run again
+// by the client. Queue is not idempotent: run again, it answered
+// wrong-state for the key the first run had queued, and the submit
+// rejected a job whose key was queued for good (a submit again was a
+// duplicate: the job never ran). The ledger reads back what a call whose
+// reply was lost did: the key is queued, so the answer is OK.
+func TestLedgerCallNotResentAfterCutReply(t *testing.T) {
+	client(t) // the cluster, or skip
+	cut := cutReply{marker: []byte("\r\nqueue\r\n")}
+	cutting := newClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs(), Dialer: cut.dial})
+	t.Cleanup(func() { cutting.Close() })
+	l, err := newTestLedger(t, cutting, ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	items := []ledger.Item{webKey(0), webKey(1), webKey(50)} // two hosts
+	for i, r := range l.RequestBatch(now, 1, 1, items, nil) {
+		if r.Verdict != ledger.OK {
+			t.Fatalf("request %d: %+v; want OK", i, r)
+		}
+	}
+	fps := []id.Fingerprint{items[0].FP, items[1].FP, items[2].FP}
+	cut.armed.Store(true)
+	res := l.QueueBatch(now, 1, fps, nil)
+	if cut.armed.Load() {
+		t.Fatal("the queue call did not meet the cut")
+	}
+	for i, r := range res {
+		rec, ok := l.Lookup(now, fps[i])
+		if r.Verdict != ledger.OK || !ok || rec.State != ledger.Queued {
+			t.Fatalf("queue %d after its reply was cut: %+v, record %+v (%v); want OK and the key queued", i, r, rec, ok)
+		}
 	}
 }

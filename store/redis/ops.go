@@ -41,6 +41,13 @@ func (l *Ledger) RequestBatch(now time.Time, s id.Session, reqID uint64, items [
 	}
 	res, unconfirmed := l.execDue(now, calls)
 	for i, host := range order {
+		if res[i] == nil {
+			// Failed: it may have run (a reply lost). What it granted
+			// this session is granted, and held (Release must find it).
+			res[i] = l.readBack(host, items, groups[host], func(m stored) (ledger.Result, bool) {
+				return ledger.Result{Verdict: ledger.OK}, m.st == "r" && m.f2 == l.owner(s)
+			})
+		}
 		for n, j := range groups[host] {
 			r := ledger.Result{Verdict: ledger.Error, Reason: ReasonUnavailable}
 			if n < len(res[i]) {
@@ -142,6 +149,18 @@ func (l *Ledger) QueueBatch(now time.Time, s id.Session, fps []id.Fingerprint, d
 	}
 	res, unconfirmed := l.execDue(now, calls)
 	for i, host := range order {
+		if res[i] == nil {
+			// Failed: it may have run (a reply lost). A key it queued is
+			// queued: answered OK, so the caller pushes its job (else the
+			// key stayed queued with no job, and the job never ran).
+			its := make([]ledger.Item, len(groups[host]))
+			for n, j := range groups[host] {
+				its[n].FP = fps[j]
+			}
+			res[i] = l.readBack(host, its, nil, func(m stored) (ledger.Result, bool) {
+				return ledger.Result{Verdict: ledger.OK}, m.st == "q"
+			})
+		}
 		for n, j := range groups[host] {
 			r := ledger.Result{Verdict: ledger.Error, Reason: ReasonUnavailable}
 			if n < len(res[i]) && !unconfirmed[i] {
@@ -151,6 +170,39 @@ func (l *Ledger) QueueBatch(now time.Time, s id.Session, fps []id.Fingerprint, d
 		}
 	}
 	return dst
+}
+
+// readBack reads the records of a failed call's items on host (items[idx],
+// or every item when idx is nil) and answers, per item, what done says
+// the call did for it, or Error unavailable (nothing known, or not
+// done); nil when the read fails too.
+func (l *Ledger) readBack(host string, items []ledger.Item, idx []int, done func(stored) (ledger.Result, bool)) []ledger.Result {
+	fps := make([]id.Fingerprint, 0, len(items))
+	if idx == nil {
+		for i := range items {
+			fps = append(fps, items[i].FP)
+		}
+	} else {
+		for _, j := range idx {
+			fps = append(fps, items[j].FP)
+		}
+	}
+	ctx, cancel := l.ctx()
+	defer cancel()
+	ms, err := l.get(ctx, host, fps)
+	if err != nil {
+		l.err = err
+		return nil
+	}
+	out := make([]ledger.Result, len(ms))
+	for n, m := range ms {
+		r, ok := done(m)
+		if !ok {
+			r = ledger.Result{Verdict: ledger.Error, Reason: ReasonUnavailable}
+		}
+		out[n] = r
+	}
+	return out
 }
 
 // Done marks key k done with outcome o, whatever its state.

@@ -243,10 +243,14 @@ func TestPushBatchIDsFail(t *testing.T) {
 }
 
 // cutReply is a dialer whose connections, once it is armed, let the next
-// request carrying a claim script reach Redis and its reply come back,
-// then read the reply and end the connection (io.EOF): the claim ran,
-// its answer was lost below the client, which may send it again.
-type cutReply struct{ armed atomic.Bool }
+// request carrying marker (a claim script's when nil) reach Redis and its
+// reply come back, then read the reply and end the connection (io.EOF):
+// the call ran, its answer was lost below the client, which may send it
+// again.
+type cutReply struct {
+	marker []byte
+	armed  atomic.Bool
+}
 
 func (c *cutReply) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
@@ -264,7 +268,11 @@ type cutConn struct {
 }
 
 func (c *cutConn) Write(b []byte) (int, error) {
-	if bytes.Contains(b, []byte("claim")) && c.cut.armed.CompareAndSwap(true, false) {
+	m := c.cut.marker
+	if m == nil {
+		m = []byte("claim")
+	}
+	if bytes.Contains(b, m) && c.cut.armed.CompareAndSwap(true, false) {
 		c.doomed.Store(true)
 	}
 	return c.Conn.Write(b)
