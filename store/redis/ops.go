@@ -175,7 +175,8 @@ func (l *Ledger) QueueBatch(now time.Time, s id.Session, fps []id.Fingerprint, d
 // readBack reads the records of a failed call's items on host (items[idx],
 // or every item when idx is nil) and answers, per item, what done says
 // the call did for it, or Error unavailable (nothing known, or not
-// done); nil when the read fails too.
+// done); nil when the read fails too, or (Config.WaitReplicas) the
+// host's replicas do not confirm what it read.
 func (l *Ledger) readBack(host string, items []ledger.Item, idx []int, done func(stored) (ledger.Result, bool)) []ledger.Result {
 	fps := make([]id.Fingerprint, 0, len(items))
 	if idx == nil {
@@ -192,6 +193,11 @@ func (l *Ledger) readBack(host string, items []ledger.Item, idx []int, done func
 	ms, err := l.get(ctx, host, fps)
 	if err != nil {
 		l.err = err
+		return nil
+	}
+	// What the master holds counts only once its replicas hold it too
+	// (Config.WaitReplicas): a failover could lose it.
+	if bad := l.waitHosts(ctx, []string{host}); len(bad) > 0 {
 		return nil
 	}
 	out := make([]ledger.Result, len(ms))
