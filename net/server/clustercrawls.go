@@ -18,7 +18,9 @@ import (
 // coordinator.
 
 // ClusterCrawls holds crawls for every coordinator sharing a store
-// (store/redis.CrawlQueue). The reactor calls it; its calls may do I/O.
+// (store/redis.CrawlQueue). The reactor calls it, but for ReadCrawls and
+// PublishCrawlJobs, which the cluster I/O goroutine calls (clusterio.go):
+// its calls may do I/O.
 type ClusterCrawls interface {
 	// SaveCrawl stores a crawl's definition and state.
 	SaveCrawl(c admin.Crawl) error
@@ -44,21 +46,39 @@ func (s *Server) clusterCrawls() bool { return s.opts.ClusterCrawls != nil }
 // and the cluster's figures kept for view crawls, which answers from
 // them (at most crawlSyncEvery old) without a round trip of its own.
 func (s *Server) syncCrawls(now time.Time) error {
-	cc := s.opts.ClusterCrawls
 	s.crawlSynced = now
-	if len(s.crawls) > 0 {
-		jobs := make(map[string]broker.CrawlJobs, len(s.crawls))
-		for name := range s.crawls {
-			jobs[name] = s.c.CrawlJobs(name)
-		}
-		if err := cc.PublishCrawlJobs(jobs); err != nil {
-			return err
-		}
-	}
-	all, err := cc.ReadCrawls()
+	all, err := fetchCrawls(s.opts.ClusterCrawls, s.crawlJobs())
 	if err != nil {
 		return err
 	}
+	return s.applyCrawls(now, all)
+}
+
+// crawlJobs are this coordinator's jobs of each crawl, for the cluster.
+func (s *Server) crawlJobs() map[string]broker.CrawlJobs {
+	if len(s.crawls) == 0 {
+		return nil
+	}
+	jobs := make(map[string]broker.CrawlJobs, len(s.crawls))
+	for name := range s.crawls {
+		jobs[name] = s.c.CrawlJobs(name)
+	}
+	return jobs
+}
+
+// fetchCrawls publishes jobs (if any) and reads every crawl back: the
+// round trips of a sync, which the cluster I/O goroutine makes.
+func fetchCrawls(cc ClusterCrawls, jobs map[string]broker.CrawlJobs) ([]admin.Crawl, error) {
+	if len(jobs) > 0 {
+		if err := cc.PublishCrawlJobs(jobs); err != nil {
+			return nil, err
+		}
+	}
+	return cc.ReadCrawls()
+}
+
+// applyCrawls applies the crawls read from the cluster (syncCrawls).
+func (s *Server) applyCrawls(now time.Time, all []admin.Crawl) error {
 	retention := false
 	for _, c := range all {
 		cs := s.crawls[c.Name]
@@ -94,14 +114,28 @@ func (s *Server) syncCrawls(now time.Time) error {
 	return nil
 }
 
-// syncCrawlsEvery runs syncCrawls once per crawlSyncEvery (Run's step).
+// syncCrawlsEvery starts a sync of the crawls once per crawlSyncEvery
+// (Run's step): its round trips are made off the reactor (clusterio.go),
+// and the crawls read are applied at the step after they came, one sync
+// at a time.
 func (s *Server) syncCrawlsEvery(now time.Time) {
-	if !s.clusterCrawls() || now.Sub(s.crawlSynced) < crawlSyncEvery {
+	if !s.clusterCrawls() || s.crawlSyncing || now.Sub(s.crawlSynced) < crawlSyncEvery {
 		return
 	}
-	if err := s.syncCrawls(now); err != nil {
-		s.log.Warn("crawls on the cluster", "err", err)
-	}
+	s.crawlSynced, s.crawlSyncing = now, true
+	cc, jobs := s.opts.ClusterCrawls, s.crawlJobs()
+	s.post(func() func() {
+		all, err := fetchCrawls(cc, jobs)
+		return func() {
+			s.crawlSyncing = false
+			if err == nil {
+				err = s.applyCrawls(s.now(), all)
+			}
+			if err != nil {
+				s.log.Warn("crawls on the cluster", "err", err)
+			}
+		}
+	})
 }
 
 // saveClusterCrawl stores a definition or state set here for the cluster.

@@ -38,9 +38,10 @@ type eventWriter struct {
 	dropped atomic.Uint64 // events not shared: the writer was behind
 }
 
-// shareEvents gives the step's events to the event writer; a step whose
-// events find it behind by 256 steps is dropped (counted).
-func (s *Server) shareEvents(evs []admin.Event) {
+// shareEvents gives the step's events to the event writer (noted: with
+// their results' cursors already); a step whose events find it behind by
+// 256 steps is dropped (counted).
+func (s *Server) shareEvents(evs []admin.Event, noted bool) {
 	w := s.evw
 	if w == nil || len(evs) == 0 {
 		return
@@ -51,7 +52,9 @@ func (s *Server) shareEvents(evs []admin.Event) {
 			continue // the ledger's, one per key moved: this coordinator's view only
 		}
 		ev := evs[i]
-		s.noteCursor(&ev) // results.go
+		if !noted {
+			s.noteCursor(&ev) // results.go
+		}
 		batch = append(batch, ev)
 	}
 	if len(batch) == 0 {

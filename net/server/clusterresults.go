@@ -3,17 +3,25 @@ package server
 import (
 	"time"
 
+	"drover/admin"
 	"drover/store"
 )
 
 // Results kept for several coordinators (Options.ClusterResults, the
 // Redis Cluster store): each step's results are added to the cluster's
 // results, which assigns their cursors, so view results reads every
-// coordinator's results on any of them.
+// coordinator's results on any of them. The adds are made off the
+// reactor (clusterio.go), one at a time, the results of the steps
+// meanwhile in the next; a job.done or job.failed event waits for its
+// result's cursor, and the events after it wait behind it (they go out in
+// order, on the events socket and to the cluster's events), until the
+// cluster answered the add (or refused it: the events go without their
+// cursors, the results are tried again).
 
 // ClusterResults keeps results for every coordinator sharing a store
-// (store/redis.Results). Add and Read are called by the reactor, Trim by
-// the trimmer goroutine; their calls may do I/O.
+// (store/redis.Results). Add is called by the cluster I/O goroutine, Read
+// and Bounds by the reactor, Trim by the trimmer goroutine; their calls
+// may do I/O.
 type ClusterResults interface {
 	// Add appends results and sets their cursors; a result whose cursor
 	// is still 0 after an error was not added.
@@ -37,7 +45,7 @@ const resendResultsEvery = time.Second
 // the last one, were lost at shutdown.
 func (s *Server) resendClusterResults() {
 	r := s.res
-	if s.opts.ClusterResults == nil || len(r.step) == 0 || s.now().Sub(r.sentAt) < resendResultsEvery {
+	if s.opts.ClusterResults == nil || len(r.step) == 0 || r.cl.adding || s.now().Sub(r.sentAt) < resendResultsEvery {
 		return
 	}
 	s.addClusterResults()
@@ -47,40 +55,136 @@ func (s *Server) resendClusterResults() {
 // cluster did not take them.
 const maxUnsentResults = 100000
 
-// addClusterResults adds the step's results to the cluster's and gives
-// their events the cursors; those it did not take wait for the next step
-// (at most maxUnsentResults: the oldest go beyond).
+// clusterAdds is the results' side on a cluster: the add in flight and
+// the events waiting for their results' cursors.
+type clusterAdds struct {
+	adding  bool              // an add is in flight
+	pending map[uint64]bool   // jobs whose results wait for a cursor (to add, or in flight)
+	cursors map[uint64]uint64 // the cursors the last add gave, for the held events
+	held    []admin.Event     // events in order, the first waiting for its result's cursor
+}
+
+// addClusterResults hands the results waiting to the cluster I/O
+// goroutine, unless an add is in flight (they go with the next).
 func (s *Server) addClusterResults() {
 	r := s.res
-	if len(r.step) == 0 {
+	ca := &r.cl
+	if ca.pending == nil {
+		ca.pending, ca.cursors = make(map[uint64]bool), make(map[uint64]uint64)
+	}
+	for i := range r.step {
+		ca.pending[r.step[i].Job] = true
+	}
+	if ca.adding || len(r.step) == 0 {
 		return
 	}
+	batch := r.step
+	r.step = nil
 	r.sentAt = s.now()
-	err := s.opts.ClusterResults.Add(r.step)
+	ca.adding = true
+	cr := s.opts.ClusterResults
+	s.post(func() func() {
+		err := cr.Add(batch)
+		return func() { s.resultsAdded(batch, err) }
+	})
+}
+
+// resultsAdded takes the cluster's answer to an add (on the reactor): the
+// results it took are readable and their events get their cursors; those
+// it did not take wait for the next add, before the results since (at
+// most maxUnsentResults: the oldest go beyond), and their events go
+// without cursors.
+func (s *Server) resultsAdded(batch []store.ResultRecord, err error) {
+	r := s.res
+	ca := &r.cl
+	ca.adding = false
 	n := 0
-	for i := range r.step {
-		rec := &r.step[i]
+	for i := range batch {
+		rec := &batch[i]
+		delete(ca.pending, rec.Job)
 		if rec.Cursor == 0 {
-			r.step[n] = *rec
+			batch[n] = *rec
 			n++
 			continue
 		}
 		r.readable = max(r.readable, rec.Cursor)
-		if k, ok := r.byJob[rec.Job]; ok && k < len(r.stepFin) {
-			r.stepFin[k].cursor = rec.Cursor
-		}
+		ca.cursors[rec.Job] = rec.Cursor
 	}
 	if err != nil {
-		s.log.Warn("results not kept on the cluster; tried again with the next step", "results", n, "err", err)
+		s.log.Warn("results not kept on the cluster; tried again", "results", n, "err", err)
 	}
-	if drop := n - maxUnsentResults; drop > 0 {
+	unsent := append(batch[:n], r.step...)
+	if drop := len(unsent) - maxUnsentResults; drop > 0 {
 		s.log.Error("results lost: the cluster took none of them", "results", drop)
-		copy(r.step, r.step[drop:n])
-		n -= drop
+		unsent = unsent[drop:]
 	}
-	clear(r.step[n:])
-	r.step = r.step[:n]
+	r.step = unsent
 	s.adm.dirty = true
+	s.releaseHeld()
+	if err == nil && len(r.step) > 0 {
+		s.addClusterResults() // those of the steps meanwhile
+	}
+}
+
+// holdFrom is the index of the first of evs that must wait for its
+// result's cursor (all of them while some wait: events go out in order);
+// len(evs) when none must.
+func (s *Server) holdFrom(evs []admin.Event) int {
+	if s.opts.ClusterResults == nil || s.res == nil {
+		return len(evs)
+	}
+	ca := &s.res.cl
+	if len(ca.held) > 0 {
+		return 0
+	}
+	for i := range evs {
+		if awaitsCursor(&evs[i], ca) {
+			return i
+		}
+	}
+	return len(evs)
+}
+
+// awaitsCursor reports whether ev is a job's end whose result waits for
+// its cursor.
+func awaitsCursor(ev *admin.Event, ca *clusterAdds) bool {
+	return (ev.Kind == admin.EventJobDone || ev.Kind == admin.EventJobFailed) && ca.pending[ev.JobID]
+}
+
+// holdEvents keeps evs until their results' cursors come, each with its
+// output noted now (the step's results know it).
+func (s *Server) holdEvents(evs []admin.Event) {
+	ca := &s.res.cl
+	for i := range evs {
+		ev := evs[i]
+		s.noteCursor(&ev)
+		ca.held = append(ca.held, ev)
+	}
+}
+
+// releaseHeld sends the held events up to the first whose result still
+// waits for its cursor, those of results just added with their cursors.
+func (s *Server) releaseHeld() {
+	ca := &s.res.cl
+	n := 0
+	for ; n < len(ca.held); n++ {
+		ev := &ca.held[n]
+		if c, ok := ca.cursors[ev.JobID]; ok && (ev.Kind == admin.EventJobDone || ev.Kind == admin.EventJobFailed) {
+			ev.Cursor = c
+			continue
+		}
+		if awaitsCursor(ev, ca) {
+			break
+		}
+	}
+	clear(ca.cursors)
+	if n == 0 {
+		return
+	}
+	s.emitEvents(ca.held[:n], true)
+	m := copy(ca.held, ca.held[n:])
+	clear(ca.held[m:])
+	ca.held = ca.held[:m]
 }
 
 // trimClusterResults applies the results' limits on the cluster: its

@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"drover/admin"
 	"drover/coord"
 	"drover/coord/broker"
 	"drover/net/internal/pipe"
@@ -25,15 +26,12 @@ func (s *Server) flush(now time.Time) {
 	s.countPages()              // crawls.go: page budgets spent by this step's dispatches
 	s.cancel(now, out.Cancels)  // before the JOBs: a new attempt never overtakes the CANCEL of the old one
 	s.dispatch(now, out)
-	s.shareEvents(out.Events) // clusterevents.go
-	for i := range out.Events {
-		if s.opts.OnEvent == nil && (s.ev.pub == nil || !s.ev.subscribed(string(out.Events[i].Kind))) {
-			continue // nobody wants it
-		}
-		s.noteCursor(&out.Events[i]) // results.go
-		if ev := &out.Events[i]; !s.hold(held{kind: heldEvent, ev: new(*ev)}) {
-			s.publish(ev)
-		}
+	// On a cluster, the events from a job's end whose result's cursor is
+	// still to come wait for it (clusterresults.go).
+	k := s.holdFrom(out.Events)
+	s.emitEvents(out.Events[:k], false)
+	if k < len(out.Events) {
+		s.holdEvents(out.Events[k:])
 	}
 	s.persist(out.Writes) // the step's held messages wait for it
 	for _, cl := range out.Closes {
@@ -54,6 +52,24 @@ func (s *Server) flush(now time.Time) {
 		}
 	}
 	s.notifyConsoles(now)
+}
+
+// emitEvents hands events to the cluster's events and publishes them,
+// each job.done or job.failed with its result's cursor (noted: they have
+// it already).
+func (s *Server) emitEvents(evs []admin.Event, noted bool) {
+	s.shareEvents(evs, noted) // clusterevents.go
+	for i := range evs {
+		if s.opts.OnEvent == nil && (s.ev.pub == nil || !s.ev.subscribed(string(evs[i].Kind))) {
+			continue // nobody wants it
+		}
+		if !noted {
+			s.noteCursor(&evs[i]) // results.go
+		}
+		if ev := &evs[i]; !s.hold(held{kind: heldEvent, ev: new(*ev)}) {
+			s.publish(ev)
+		}
+	}
 }
 
 // closeCodes is the code of the DISCONNECT the server sends for each way a

@@ -61,6 +61,7 @@ type resultLog struct {
 	memBytes int64
 	byJob    map[uint64]int // this step's finished jobs: index in stepFin
 	stepFin  []stepResult
+	cl       clusterAdds // on a cluster: the add in flight, the events waiting for it (clusterresults.go)
 }
 
 // stepResult is a result of the current step, for its job's event.

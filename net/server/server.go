@@ -167,8 +167,11 @@ type Server struct {
 	// crawlSynced is when the crawls were last read from the cluster
 	// (Options.ClusterCrawls).
 	crawlSynced time.Time
-	evw         *eventWriter     // Options.ClusterEvents: the events for the cluster (clusterevents.go)
-	cjobs       clusterJobsState // Options.ClusterJobs: the offset memo, the retries noted (clusterjobs.go)
+	// crawlSyncing: a sync of the crawls is in flight (clustercrawls.go)
+	crawlSyncing bool
+	cio          *clusterIO       // the cluster's I/O off the reactor (clusterio.go)
+	evw          *eventWriter     // Options.ClusterEvents: the events for the cluster (clusterevents.go)
+	cjobs        clusterJobsState // Options.ClusterJobs: the offset memo, the retries noted (clusterjobs.go)
 
 	// The parts, each with one job.
 	sess sessions   // who is connected, their heartbeats (sessions.go)
@@ -424,6 +427,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer s.startResultTrimmer()()
 	defer s.startEventWriter()() // clusterevents.go
+	defer s.startClusterIO()()   // clusterio.go
 	timer := s.opts.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	s.ready.Store(true)
@@ -442,6 +446,7 @@ func (s *Server) Run(ctx context.Context) error {
 			s.stepHook()
 		}
 		s.releaseLookups(s.now()) // donelookup.go: messages whose store lookups are done
+		s.takeClusterAnswers()    // clusterio.go: what the cluster answered
 		s.reactor.steps.Store(s.stats.Steps)
 		s.reactor.messages.Store(s.stats.Received)
 		s.reactor.gathered.Store(s.gather.gathered)
@@ -526,6 +531,8 @@ func (s *Server) shutdown() error {
 	s.finished(out.Finished)
 	s.keepResults(out.Finished)
 	s.countDone(out.Finished)
+	// clusterio.go: the results added to the cluster
+	s.settleCluster(time.Now().Add(5 * time.Second))
 	s.persist(out.Writes) // the disconnects' writes: jobs back in the queue
 	if serr == nil {
 		serr = s.settle(time.Now().Add(5 * time.Second))

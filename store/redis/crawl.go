@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -57,10 +58,14 @@ func (l *Ledger) crawlKey(name, k string) string { return l.cfg.Prefix + ":{c:" 
 // cluster: it charges claimed jobs to their crawls' page budgets
 // (coord.SharedBudgets), counts every crawl's jobs pushed and finished,
 // and keeps the crawl definitions. Like the Queue, it is not safe for
-// concurrent use (the reactor owns it).
+// concurrent use (the reactor owns it), but for SaveCrawl,
+// PublishCrawlJobs, ReadCrawls and FlushCounts, which one other goroutine
+// may call (the coordinator's cluster I/O: they use the client, the
+// configuration and the counts, which a lock guards).
 type CrawlQueue struct {
 	*Queue
-	counts map[string]*crawlCounts // added to the counters with the next round trip
+	mu     sync.Mutex
+	counts map[string]*crawlCounts // added to the counters with the next round trip; mu guards it
 }
 
 var (
@@ -78,6 +83,17 @@ func (l *Ledger) Crawls() *CrawlQueue {
 	return &CrawlQueue{Queue: l.Jobs(), counts: make(map[string]*crawlCounts)}
 }
 
+// add adds to a crawl's counts held.
+func (q *CrawlQueue) add(crawler string, accepted, done, failed int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	c := q.count(crawler)
+	c.accepted += accepted
+	c.done += done
+	c.failed += failed
+}
+
+// count is a crawl's counts held (q.mu held).
 func (q *CrawlQueue) count(crawler string) *crawlCounts {
 	c := q.counts[crawler]
 	if c == nil {
@@ -95,6 +111,8 @@ type sentCounts struct {
 // addCounts queues, on pipe, adding the counts held; a failed pipeline
 // keeps them for the next one (see keepCounts).
 func (q *CrawlQueue) addCounts(ctx context.Context, pipe goredis.Pipeliner) (sent sentCounts) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if len(q.counts) == 0 {
 		return sent
 	}
@@ -114,6 +132,8 @@ func (q *CrawlQueue) addCounts(ctx context.Context, pipe goredis.Pipeliner) (sen
 
 // keepCounts gives back counts a pipeline did not add.
 func (q *CrawlQueue) keepCounts(sent sentCounts) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	for name, s := range sent.crawls {
 		c := q.count(name)
 		c.accepted += s.accepted
@@ -124,7 +144,10 @@ func (q *CrawlQueue) keepCounts(sent sentCounts) {
 
 // FlushCounts adds the counts held to the cluster's counters.
 func (q *CrawlQueue) FlushCounts() error {
-	if len(q.counts) == 0 {
+	q.mu.Lock()
+	none := len(q.counts) == 0
+	q.mu.Unlock()
+	if none {
 		return nil
 	}
 	ctx, cancel := q.l.ctx()
@@ -153,7 +176,7 @@ func (q *CrawlQueue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, er
 	return q.Queue.pushBatch(now, specs, func(ctx context.Context, pipe goredis.Pipeliner, ids []uint64) func(error) {
 		for i, j := range ids {
 			if j != 0 {
-				q.count(specs[i].Key.Crawler).accepted++
+				q.add(specs[i].Key.Crawler, 1, 0, 0)
 			}
 		}
 		sent := q.addCounts(ctx, pipe)
@@ -170,10 +193,10 @@ func (q *CrawlQueue) PushBatch(now time.Time, specs []broker.Spec) ([]uint64, er
 func (q *CrawlQueue) Finish(now time.Time, ok, failed []ledger.Item) {
 	q.Queue.Finish(now, ok, failed)
 	for i := range ok {
-		q.count(ok[i].Key.Crawler).done++
+		q.add(ok[i].Key.Crawler, 0, 1, 0)
 	}
 	for i := range failed {
-		q.count(failed[i].Key.Crawler).failed++
+		q.add(failed[i].Key.Crawler, 0, 0, 1)
 	}
 }
 
@@ -260,7 +283,7 @@ func (q *CrawlQueue) SaveCrawl(c admin.Crawl) error {
 // AddFailed adds n (negative: takes back) to a crawl's failed jobs: a
 // requeue of its failed jobs takes them back (added with the next round
 // trip).
-func (q *CrawlQueue) AddFailed(crawler string, n int) { q.count(crawler).failed += int64(n) }
+func (q *CrawlQueue) AddFailed(crawler string, n int) { q.add(crawler, 0, 0, int64(n)) }
 
 // PublishCrawlJobs writes this coordinator's jobs of each crawl by state
 // (its broker's), for every coordinator's crawl figures, with the counts
