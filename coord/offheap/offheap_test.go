@@ -91,24 +91,29 @@ func TestStringsChurn(t *testing.T) {
 	if err := o.s.Check(nil); err != nil {
 		t.Fatalf("all freed: %v", err)
 	}
-	if len(o.s.origins.ids) != 0 {
-		t.Fatalf("%d origins kept with no URL", len(o.s.origins.ids))
+	if o.s.origins.ids.n != 0 {
+		t.Fatalf("%d origins kept with no URL", o.s.origins.ids.n)
 	}
 	runtime.KeepAlive(o)
 }
 
-// TestStringsSplitURL: a URL whose origin has a number takes the slot of
-// its number and the rest; Check finds an origin counted wrong.
+// TestStringsSplitURL: the first URL of an origin stays whole; the next
+// ones give the origin a number and take the slot of the number and the
+// rest; Check finds an origin counted wrong.
 func TestStringsSplitURL(t *testing.T) {
 	type owner struct{ s Strings }
 	o := &owner{}
 	o.s.Init(New(o))
 	const u = "https://host-123.example.com/section/456/page-500000.html" // 57 bytes, origin 28
-	a, b := o.s.Put(u), o.s.Put(u)
-	if a.Len != Split|(originBytes+57-28) {
-		t.Fatalf("ref %+v, want a split one of %d bytes", a, originBytes+57-28)
+	first := o.s.Put(u)
+	if first.Len != 57 || o.s.origins.ids.n != 0 {
+		t.Fatalf("first URL of its origin: ref %+v with %d origins, want it whole and none", first, o.s.origins.ids.n)
 	}
-	if len(o.s.origins.ids) != 1 || o.s.origins.users[1] != 2 {
+	a, b := o.s.Put(u), o.s.Put(u)
+	if a.Len != Split|(originBytes+57-28) || b.Len != a.Len {
+		t.Fatalf("refs %+v %+v, want split ones of %d bytes", a, b, originBytes+57-28)
+	}
+	if o.s.origins.ids.n != 1 || o.s.origins.users[1] != 2 {
 		t.Fatalf("origins %+v, want one with two users", o.s.origins)
 	}
 	for _, v := range []string{"ftp://a/" + strings.Repeat("y", 40), "https://no-path.example.com"} {
@@ -118,15 +123,16 @@ func TestStringsSplitURL(t *testing.T) {
 		}
 		o.s.Free(w)
 	}
-	if err := o.s.Check([]Ref{a, b}); err != nil {
+	if err := o.s.Check([]Ref{first, a, b}); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.s.Check([]Ref{a}); err == nil {
+	if err := o.s.Check([]Ref{first, a}); err == nil {
 		t.Fatal("an origin counted with two users and named by one URL passed the check")
 	}
 	o.s.Free(a)
 	o.s.Free(b)
-	if len(o.s.origins.ids) != 0 {
+	o.s.Free(first)
+	if o.s.origins.ids.n != 0 {
 		t.Fatal("the origin was kept after its last URL was freed")
 	}
 	runtime.KeepAlive(o)
@@ -223,5 +229,46 @@ func TestViewRefusesPointers(t *testing.T) {
 			}()
 			view()
 		}()
+	}
+}
+
+// TestOriginIndexChurn adds and removes tags (many sharing a home slot, so
+// that runs wrap and deletions shift entries back) against a map, and
+// checks every tag's number after each step.
+func TestOriginIndexChurn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var x originIndex
+	want := make(map[uint32]uint32)
+	next := uint32(1)
+	for step := range 20000 {
+		tag := uint32(rng.IntN(300)) << 20 // a few home slots, runs across the end
+		if rng.IntN(2) == 0 {
+			tag |= 63 // the last slot of the smallest table
+		}
+		if n, ok := want[tag]; ok {
+			if got := x.get(tag); got != n {
+				t.Fatalf("step %d: tag %x: %d, want %d", step, tag, got, n)
+			}
+			x.del(tag)
+			delete(want, tag)
+		} else {
+			x.put(tag, next)
+			want[tag] = next
+			next++
+		}
+		if x.n != len(want) {
+			t.Fatalf("step %d: %d entries, want %d", step, x.n, len(want))
+		}
+		if step%97 == 0 {
+			for tag, n := range want {
+				if got := x.get(tag); got != n {
+					t.Fatalf("step %d: tag %x: %d, want %d", step, tag, got, n)
+				}
+			}
+		}
+	}
+	x.del(12345) // absent: nothing
+	if x.n != len(want) {
+		t.Fatal("deleting an absent tag changed the count")
 	}
 }

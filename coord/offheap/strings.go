@@ -22,10 +22,14 @@ import (
 // holds the origin's number (3 bytes) and the rest of the URL, so a URL
 // of 57 bytes whose origin has 28 takes a slot of 32 bytes, not 60. An
 // origin is kept, as a string of its own in these slots, while a URL uses
-// it; its number is found through a map from a hash of its bytes (no
-// pointer in it, so the collector does not scan it). A URL is split only
-// when that puts it in a smaller class, and not when the origin table is
-// full or a hash collides.
+// it; its number is found through a table of 8-byte slots keyed by a hash
+// of its bytes (originIndex). An origin costs about 25 bytes of Go heap
+// and its slot, about what one URL saves, so an origin gets a number only
+// when a URL names it a second time while the first is still remembered (a
+// table of the hashes of the last origins seen, one per slot of 2^14): the
+// lone URL of a host stays whole. A URL is split
+// only when that puts it in a smaller class, and not when the origin table
+// is full or a hash collides.
 type Strings struct {
 	classes [Classes]Slots
 	long    []string // strings longer than MaxLen; index 0 unused
@@ -36,11 +40,14 @@ type Strings struct {
 // origins are the origins URLs in Strings share, numbered from 1.
 type origins struct {
 	seed  maphash.Seed
-	ids   map[uint64]uint32 // hash of an origin's bytes → its number
-	refs  []Ref             // the origin's bytes, a whole string; index 0 unused
-	users []uint32          // strings that use it; 0: the number is free
+	ids   originIndex // the low 32 bits of an origin's hash → its number
+	refs  []Ref       // the origin's bytes, a whole string; index 0 unused
+	users []uint32    // strings that use it; 0: the number is free
 	free  []uint32
+	seen  []uint32 // hashes of origins seen once (a tag per slot); made at first use
 }
+
+const seenBits = 14 // origins seen once that are remembered: 2^seenBits slots
 
 // Ref names a string in Strings: its slot and its length, encoded. Len is
 // the length for a whole string of at most MaxLen bytes; Long for a string
@@ -139,18 +146,28 @@ func (s *Strings) putWhole(v string) Ref {
 }
 
 // origin is the number of origin o with one more user, made when o has
-// none; 0 when o cannot have one (the table is full, or o's hash is
-// another origin's).
+// none and was seen before; 0 when o has none yet (seen now for the first
+// time, as far as seen remembers) or cannot have one (the table is full,
+// or o's hash is another origin's).
 func (s *Strings) origin(o string) uint32 {
 	t := &s.origins
 	h := maphash.String(t.seed, o)
-	if i, ok := t.ids[h]; ok {
+	if i := t.ids.get(uint32(h)); i != 0 {
 		if s.View(t.refs[i], nil) != o {
 			return 0
 		}
 		t.users[i]++
 		return i
 	}
+	if t.seen == nil {
+		t.seen = make([]uint32, 1<<seenBits)
+	}
+	k, tag := h&(1<<seenBits-1), uint32(h>>32)|1
+	if t.seen[k] != tag {
+		t.seen[k] = tag
+		return 0
+	}
+	t.seen[k] = 0
 	var i uint32
 	if f := len(t.free); f > 0 {
 		i = t.free[f-1]
@@ -166,13 +183,78 @@ func (s *Strings) origin(o string) uint32 {
 		t.users = append(t.users, 0)
 		i = uint32(len(t.refs) - 1)
 	}
-	if t.ids == nil {
-		t.ids = make(map[uint64]uint32)
-	}
-	t.ids[h] = i
+	t.ids.put(uint32(h), i)
 	t.refs[i] = s.putWhole(o)
 	t.users[i] = 1
 	return i
+}
+
+// originIndex finds an origin's number by the low 32 bits of its hash (its
+// tag; two origins kept never share one: origin gives the second none):
+// open addressing over 8-byte slots (tag, number), linear probing from the
+// tag's home slot, at most 3/4 full, backward-shift deletion. About 13
+// bytes an origin, where a Go map took over 30.
+type originIndex struct {
+	slots []uint64 // tag<<32 | number; 0: empty (numbers start at 1)
+	n     int
+}
+
+// get is the number of the origin with tag, 0 when none has it.
+func (x *originIndex) get(tag uint32) uint32 {
+	if len(x.slots) == 0 {
+		return 0
+	}
+	m := uint32(len(x.slots) - 1)
+	for i := tag & m; x.slots[i] != 0; i = (i + 1) & m {
+		if uint32(x.slots[i]>>32) == tag {
+			return uint32(x.slots[i])
+		}
+	}
+	return 0
+}
+
+// put adds origin number num (not 0) under tag, which no origin has.
+func (x *originIndex) put(tag, num uint32) {
+	if (x.n+1)*4 > len(x.slots)*3 {
+		old := x.slots
+		x.slots, x.n = make([]uint64, max(64, 2*len(old))), 0
+		for _, v := range old {
+			if v != 0 {
+				x.put(uint32(v>>32), uint32(v))
+			}
+		}
+	}
+	m := uint32(len(x.slots) - 1)
+	i := tag & m
+	for x.slots[i] != 0 {
+		i = (i + 1) & m
+	}
+	x.slots[i] = uint64(tag)<<32 | uint64(num)
+	x.n++
+}
+
+// del removes the origin with tag (nothing when none has it), shifting
+// back the entries after it that its slot delayed.
+func (x *originIndex) del(tag uint32) {
+	if len(x.slots) == 0 {
+		return
+	}
+	m := uint32(len(x.slots) - 1)
+	i := tag & m
+	for x.slots[i] != 0 && uint32(x.slots[i]>>32) != tag {
+		i = (i + 1) & m
+	}
+	if x.slots[i] == 0 {
+		return
+	}
+	x.slots[i] = 0
+	x.n--
+	for j := (i + 1) & m; x.slots[j] != 0; j = (j + 1) & m {
+		if home := uint32(x.slots[j]>>32) & m; (j-home)&m >= (j-i)&m {
+			x.slots[i], x.slots[j] = x.slots[j], 0
+			i = j
+		}
+	}
 }
 
 // releaseOrigin drops a user of origin i, forgetting it with its last.
@@ -181,7 +263,7 @@ func (s *Strings) releaseOrigin(i uint32) {
 	if t.users[i]--; t.users[i] > 0 {
 		return
 	}
-	delete(t.ids, maphash.String(t.seed, s.View(t.refs[i], nil)))
+	t.ids.del(uint32(maphash.String(t.seed, s.View(t.refs[i], nil))))
 	s.Free(t.refs[i])
 	t.refs[i] = Ref{}
 	t.free = append(t.free, i)
@@ -384,12 +466,12 @@ func (s *Strings) Check(refs []Ref) error {
 		if err := add(t.refs[i]); err != nil {
 			return fmt.Errorf("origin %d: %w", i, err)
 		}
-		if j, ok := t.ids[maphash.String(t.seed, s.View(t.refs[i], nil))]; !ok || j != uint32(i) {
+		if j := t.ids.get(uint32(maphash.String(t.seed, s.View(t.refs[i], nil)))); j != uint32(i) {
 			return fmt.Errorf("origin %d is not found by its hash (found %d)", i, j)
 		}
 	}
-	if live != len(t.ids) {
-		return fmt.Errorf("%d origins kept, %d hashes", live, len(t.ids))
+	if live != t.ids.n {
+		return fmt.Errorf("%d origins kept, %d hashes", live, t.ids.n)
 	}
 	if len(t.refs) > 0 && live+len(t.free) != len(t.refs)-1 {
 		return fmt.Errorf("origins: %d kept + %d free != %d numbered", live, len(t.free), len(t.refs)-1)
