@@ -58,3 +58,48 @@ func (s *Store) LookupKeys(ks []KeyLookup) error {
 	}
 	return err
 }
+
+// GetKeys is GetKey for many fingerprints with one iterator: it calls fn
+// with the record of each of fps the store holds, in the order of fps
+// (sorted, the seeks move forward: a restore reading back the keys of the
+// jobs it keeps spent a third of its time in 100,000 separate reads). An
+// error from fn stops it and is returned.
+func (s *Store) GetKeys(fps []id.Fingerprint, fn func(*KeyRecord) error) error {
+	if len(fps) == 0 {
+		return nil
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	it, err := s.db.NewIter(&lookupOptions)
+	if err != nil {
+		return fmt.Errorf("store %s: read %d keys: %w", s.where(), len(fps), corrupt(err))
+	}
+	var kb [17]byte
+	kb[0] = pfxKey
+	var r KeyRecord
+	for _, fp := range fps {
+		copy(kb[1:], fp[:])
+		if !it.SeekPrefixGE(kb[:]) || !bytes.Equal(it.Key(), kb[:]) {
+			continue
+		}
+		v, verr := it.ValueAndErr()
+		if verr != nil {
+			err = fmt.Errorf("store %s: read %s: %w", s.where(), fp, corrupt(verr))
+			break
+		}
+		r = KeyRecord{FP: fp}
+		if derr := decodeKey(v, &r); derr != nil {
+			err = s.badRecord(KindKey, kb[:], derr)
+			break
+		}
+		if err = fn(&r); err != nil {
+			break
+		}
+	}
+	if cerr := it.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("store %s: read %d keys: %w", s.where(), len(fps), corrupt(cerr))
+	}
+	return err
+}

@@ -1,8 +1,12 @@
 package store
 
 import (
+	"bytes"
+	"slices"
 	"testing"
 	"time"
+
+	"drover/coord/id"
 )
 
 // TestLookupKeysAgreesWithGetKey: the batched lookup answers each
@@ -48,5 +52,47 @@ func TestLookupKeysAgreesWithGetKey(t *testing.T) {
 	}
 	if found != 17 { // of 99, 96, … 0: those below 50
 		t.Errorf("found %d of %d fingerprints, want 17", found, len(ks))
+	}
+}
+
+// TestGetKeysAgreesWithGetKey: the batched read calls back with each
+// stored record of the fingerprints asked for, as GetKey reads it, in the
+// order asked, and passes over the ones the store does not hold.
+func TestGetKeysAgreesWithGetKey(t *testing.T) {
+	s := memT(t)
+	at := time.Unix(1_700_000_000, 0).UTC()
+	commitT(t, s, func(b *Batch) error {
+		for i := range 50 {
+			r := keyRec(i, KeyQueued, at.Add(time.Duration(i)*time.Second))
+			if err := b.PutKey(&r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var fps []id.Fingerprint
+	for i := 0; i < 100; i += 3 { // half of them absent
+		fps = append(fps, testFP(i))
+	}
+	slices.SortFunc(fps, func(a, b id.Fingerprint) int { return bytes.Compare(a[:], b[:]) })
+	var got []id.Fingerprint
+	if err := s.GetKeys(fps, func(r *KeyRecord) error {
+		want, ok, err := s.GetKey(r.FP)
+		if err != nil || !ok || want.Key != r.Key || want.State != r.State || !want.At.Equal(r.At) {
+			t.Errorf("%s: read %+v, GetKey %+v %v %v", r.FP, *r, want, ok, err)
+		}
+		got = append(got, r.FP)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var want []id.Fingerprint
+	for _, fp := range fps {
+		if _, ok, _ := s.GetKey(fp); ok {
+			want = append(want, fp)
+		}
+	}
+	if len(want) != 17 || !slices.Equal(got, want) {
+		t.Fatalf("read %d records %v, want the %d stored of those asked, in order: %v", len(got), got, len(want), want)
 	}
 }

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -290,20 +292,19 @@ func restoreResident(c *coord.Coordinator, st *store.Store, now func() time.Time
 		return c.RestoreRecord(rec)
 	})
 	back := 0
-	for _, fp := range live {
-		if err != nil {
-			break
-		}
-		var k store.KeyRecord
-		var ok bool
-		if k, ok, err = st.GetKey(fp); err != nil || !ok || k.State != store.KeyQueued {
-			continue
-		}
-		var rec coord.Record
-		if rec, err = fromStore(&store.Record{Kind: store.KindKey, Key: k}); err == nil {
-			err = c.RestoreRecord(rec)
-			back++
-		}
+	if err == nil {
+		slices.SortFunc(live, func(a, b id.Fingerprint) int { return bytes.Compare(a[:], b[:]) })
+		err = st.GetKeys(live, func(k *store.KeyRecord) error {
+			if k.State != store.KeyQueued {
+				return nil
+			}
+			rec, err := fromStore(&store.Record{Kind: store.KindKey, Key: *k})
+			if err == nil {
+				err = c.RestoreRecord(rec)
+				back++
+			}
+			return err
+		})
 	}
 	if err == nil && bounded {
 		err = c.RestoreStored(sst.KeysDone, sst.KeysFailed)
