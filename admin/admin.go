@@ -43,9 +43,9 @@ type Query struct {
 	// kept). ViewResults ignores Offset, Sort and Desc; its Filter takes
 	// crawler=NAME and processor=NAME terms.
 	From uint64 `json:"from,omitempty"`
-	// After, on a Redis Cluster store, continues views jobs and waiters
-	// with the cluster's rows after a page's After (Offset then counts
-	// from there; this coordinator's own rows are not listed again).
+	// After, on a Redis Cluster store, continues view jobs with the
+	// cluster's rows after a page's After (Offset then counts from there;
+	// this coordinator's own rows are not listed again).
 	After string `json:"after,omitempty"`
 }
 
@@ -68,9 +68,10 @@ type Page struct {
 	First   uint64   `json:"first,omitempty"`
 	Last    uint64   `json:"last,omitempty"`
 	Crawls  []Crawl  `json:"crawls,omitempty"` // ViewCrawls, by name
-	// After, on a Redis Cluster store, is where views jobs and waiters
-	// go on in the cluster's rows past this page (Query.After); empty
-	// when nothing follows.
+	// After, on a Redis Cluster store, is where view jobs goes on in the
+	// cluster's rows past this page (Query.After); empty when nothing
+	// follows, or while this coordinator's own rows go on past the page
+	// (page on by Offset until a page carries it).
 	After string `json:"after,omitempty"`
 }
 

@@ -210,7 +210,7 @@ func (s *Server) queryClusterJobs(q admin.Query) (admin.Page, wire.Code, error) 
 	want := limit - len(page.Jobs)
 	var rows []admin.JobRow
 	skipped, next := 0, cursor
-	if want > 0 && parts != "" {
+	if parts != "" { // with want 0 (the page is full of own rows): only where the cluster's begin
 		match := f.Job
 		if f.Without(filter.FieldState).Empty() {
 			match = nil // the parts are the states asked for: every row matches
@@ -228,12 +228,15 @@ func (s *Server) queryClusterJobs(q admin.Query) (admin.Page, wire.Code, error) 
 			}
 			return page, wire.CodeInternal, fmt.Errorf("query %s: the cluster's rows: %w", q.View, err)
 		}
-		if q.After == "" && next != "" {
+		if q.After == "" && next != "" && want > 0 {
 			s.cjobs.memo.add(memoKey, memoPoint{offset: base + skipped + len(rows), cursor: next, at: now})
 		}
 	}
 	page.Jobs = append(page.Jobs, rows...)
 	page.After = next
+	if q.After == "" && q.Offset+len(page.Jobs) < own {
+		page.After = "" // own rows go on past this page: the client pages on by offset
+	}
 	// The total: this coordinator's rows, and the cluster's as its
 	// counters say (jobs claimed by the others, in the shared queue) when
 	// nothing but a state term filters, else those read so far (and one

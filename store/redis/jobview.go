@@ -225,7 +225,14 @@ func (v *JobView) Jobs(cursor, parts string, host func(string) bool, match func(
 	if err != nil {
 		return nil, 0, "", err
 	}
-	if limit <= 0 {
+	if limit <= 0 { // where the walk is: at its start when it has not begun
+		if cursor == "" {
+			for _, p := range walkParts {
+				if strings.Contains(parts, p) {
+					return nil, 0, walkPos{Part: p}.cursor(), nil
+				}
+			}
+		}
 		return nil, 0, cursor, nil
 	}
 	ctx, cancel := v.l.ctx()

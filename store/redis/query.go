@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -190,7 +191,25 @@ func (l *Ledger) window(set string, offset, limit int) []ledger.Record {
 	defer cancel()
 	var out []ledger.Record
 	now := time.Now()
-	for _, h := range l.hostList {
+	// The hosts' counts first, in one round trip: most hosts hold no key
+	// of set, and each read below is a round trip or two.
+	field := "r"
+	if set == "q" {
+		field = "q"
+	}
+	pipe := l.rdb.Pipeline()
+	counts := make([]*goredis.SliceCmd, len(l.hostList))
+	for i, h := range l.hostList {
+		counts[i] = pipe.HMGet(ctx, l.pre(h)+"n", field)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		l.err = err
+		return out
+	}
+	for i, h := range l.hostList {
+		if v := counts[i].Val(); len(v) == 0 || v[0] == nil || v[0] == "0" {
+			continue
+		}
 		keys, err := l.orderKeys(ctx, h, set)
 		if err != nil {
 			l.err = err
