@@ -185,10 +185,19 @@ func (c *Coordinator) waiters(now time.Time, q admin.Query, f filter.Filter) (ad
 	default:
 		return page, nil
 	}
-	page.Waiters = slices.DeleteFunc(c.waiterRows(now, fp), func(w admin.WaiterRow) bool { return !f.Waiter(&w) })
-	// A key's waiters are a short FIFO: sorted here, by position (their
-	// order, the default), session or waiting time.
-	slices.SortStableFunc(page.Waiters, func(a, b admin.WaiterRow) int {
+	WindowWaiters(&page, c.waiterRows(now, fp), f, q)
+	return page, nil
+}
+
+// WindowWaiters makes ws, the FIFO of one key, the rows of a waiters page:
+// those f matches, sorted as q asks (by position, their order, the
+// default; session or waiting time), windowed by q's offset and limit (0
+// or above MaxWindow: MaxWindow). Total counts the waiters that match, not
+// the requested keys listed beside them. ws is reordered in place.
+func WindowWaiters(page *admin.Page, ws []admin.WaiterRow, f filter.Filter, q admin.Query) {
+	ws = slices.DeleteFunc(ws, func(w admin.WaiterRow) bool { return !f.Waiter(&w) })
+	// A key's waiters are a short FIFO: sorted here.
+	slices.SortStableFunc(ws, func(a, b admin.WaiterRow) int {
 		var c int
 		switch q.Sort {
 		case "session":
@@ -202,12 +211,13 @@ func (c *Coordinator) waiters(now time.Time, q admin.Query, f filter.Filter) (ad
 		}
 		return c
 	})
-	// The view's rows are the waiters of that key: window them, and count
-	// them, not the requested keys listed beside them.
-	page.Total = len(page.Waiters)
-	page.Waiters = page.Waiters[min(q.Offset, len(page.Waiters)):]
-	page.Waiters = page.Waiters[:min(q.Limit, len(page.Waiters))]
-	return page, nil
+	limit := q.Limit
+	if limit <= 0 || limit > MaxWindow {
+		limit = MaxWindow
+	}
+	page.Total = len(ws)
+	ws = ws[min(max(q.Offset, 0), len(ws)):]
+	page.Waiters = ws[:min(limit, len(ws))]
 }
 
 func (c *Coordinator) waiterRows(now time.Time, fp id.Fingerprint) []admin.WaiterRow {

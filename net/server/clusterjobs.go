@@ -1,7 +1,6 @@
 package server
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -337,28 +336,7 @@ func (s *Server) clusterWaiters(now time.Time, q admin.Query) (admin.Page, wire.
 		return page, wire.CodeOK, nil
 	}
 	f, _ := filter.Parse(q.Filter) // the coordinator parsed it
-	ws = slices.DeleteFunc(ws, func(w admin.WaiterRow) bool { return !f.Waiter(&w) })
-	slices.SortStableFunc(ws, func(a, b admin.WaiterRow) int {
-		var c int
-		switch q.Sort {
-		case "session":
-			c = strings.Compare(a.Session, b.Session)
-		case "since":
-			c = a.Since.Compare(b.Since)
-		}
-		c = cmp.Or(c, cmp.Compare(a.Position, b.Position))
-		if q.Desc {
-			c = -c
-		}
-		return c
-	})
-	limit := q.Limit
-	if limit == 0 || limit > coord.MaxWindow {
-		limit = coord.MaxWindow
-	}
-	page.Total = len(ws)
-	ws = ws[min(q.Offset, len(ws)):]
-	page.Waiters = ws[:min(limit, len(ws))]
+	coord.WindowWaiters(&page, ws, f, q)
 	return page, wire.CodeOK, nil
 }
 
