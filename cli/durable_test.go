@@ -134,7 +134,7 @@ func TestServeStoreKilledTwice(t *testing.T) {
 	dir := t.TempDir()
 	storeDir := filepath.Join(dir, "store")
 	runs := filepath.Join(dir, "runs")
-	serveArgs := []string{"serve", "--store", storeDir, "--store-sync", "batch", "--heartbeat-interval", "250ms",
+	serveArgs := []string{"serve", "--store", storeDir, "--store-sync", "batch", "--heartbeat-interval", "1s",
 		"--crawl-per-host", "0", "--crawl-min-delay", "0"} // an --exec queue on one host: no crawl politeness
 	ports := anyPorts // the first start's ports, chosen by the OS, then kept
 	var peers, adminEP, events string
@@ -151,7 +151,7 @@ func TestServeStoreKilledTwice(t *testing.T) {
 	}
 	srv := serve()
 	for i := range 2 {
-		start(t, "worker", "--connect", peers, "--slots", "4", "--id", fmt.Sprintf("w%d", i), "--heartbeat-interval", "250ms",
+		start(t, "worker", "--connect", peers, "--slots", "4", "--id", fmt.Sprintf("w%d", i), "--heartbeat-interval", "1s",
 			"--exec", `echo "$DROVER_URL" >> `+runs)
 	}
 	var urls strings.Builder

@@ -59,7 +59,7 @@ func TestSoakCrashes(t *testing.T) {
 	var peers, adminEP, events string
 	startServe := func() (*exec.Cmd, *syncBuffer) {
 		cmd, out := startEnv(t, env, append([]string{"serve", "--store", filepath.Join(dir, "store"), "--store-sync", "batch",
-			"--metrics", "", "--heartbeat-interval", "250ms"}, ports...)...)
+			"--metrics", "", "--heartbeat-interval", "1s"}, ports...)...)
 		peers, adminEP, events = serving(t, out)
 		ports = onPorts(peers, adminEP, events)
 		return cmd, out
@@ -78,7 +78,7 @@ func TestSoakCrashes(t *testing.T) {
 		gen++
 		wid := fmt.Sprintf("soak-w%d", gen)
 		cmd, _ := startEnv(t, append([]string{"WID=" + wid}, env...), "worker", "--connect", peers, "--id", wid,
-			"--slots", strconv.Itoa(slots), "--heartbeat-interval", "250ms",
+			"--slots", strconv.Itoa(slots), "--heartbeat-interval", "1s",
 			"--exec", `echo "$DROVER_JOB_ID $DROVER_ATTEMPT $WID" >> `+execLog+`; sleep 0.05`)
 		return &worker{wid, cmd}
 	}
@@ -119,7 +119,7 @@ func TestSoakCrashes(t *testing.T) {
 		case "stop-worker":
 			w := workers[rand.IntN(len(workers))]
 			w.cmd.Process.Signal(syscall.SIGSTOP)
-			time.Sleep(2 * time.Second) // the fault: silent past its liveness (250ms x 3)
+			time.Sleep(5 * time.Second) // the fault: silent past its liveness (1s x 3)
 			w.cmd.Process.Signal(syscall.SIGCONT)
 			kills++
 		case "kill-coordinator":
