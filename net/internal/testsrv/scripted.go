@@ -50,20 +50,28 @@ func (s *Scripted) Next() wire.Message {
 		if err != nil || len(polled) == 0 {
 			s.tb.Fatalf("scripted server: nothing received within %v (%v)", scriptWait, err)
 		}
-		frames, err := s.sock.RecvMessageBytes(0)
-		if err != nil {
-			s.tb.Fatal(err)
-		}
-		m, err := wire.Decode(frames[1:])
-		if err != nil {
-			s.tb.Fatalf("scripted server: client sent an undecodable message: %v", err)
-		}
-		s.ident = frames[0]
+		ident, m := s.recv()
+		s.ident = ident
 		if _, hb := m.(*wire.Heartbeat); hb {
 			continue
 		}
 		return m
 	}
+}
+
+// recv reads the message waiting on the socket and returns its sender and
+// the message decoded, failing the test when it cannot.
+func (s *Scripted) recv() (ident []byte, m wire.Message) {
+	s.tb.Helper()
+	frames, err := s.sock.RecvMessageBytes(0)
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	m, err = wire.Decode(frames[1:])
+	if err != nil {
+		s.tb.Fatalf("scripted server: client sent an undecodable message: %v", err)
+	}
+	return frames[0], m
 }
 
 // Arrives reports whether a message other than HEARTBEAT arrives within
@@ -85,16 +93,9 @@ func (s *Scripted) Arrives(d time.Duration) bool {
 		if len(polled) == 0 {
 			return false
 		}
-		frames, err := s.sock.RecvMessageBytes(0)
-		if err != nil {
-			s.tb.Fatal(err)
-		}
-		m, err := wire.Decode(frames[1:])
-		if err != nil {
-			s.tb.Fatalf("scripted server: client sent an undecodable message: %v", err)
-		}
+		ident, m := s.recv()
 		if _, hb := m.(*wire.Heartbeat); !hb {
-			s.ident, s.early = frames[0], m
+			s.ident, s.early = ident, m
 			return true
 		}
 	}
