@@ -43,8 +43,8 @@ func TestFrontierBeyondRAM(t *testing.T) {
 	serve := func() (*exec.Cmd, map[string]string) {
 		const ephemeral = "tcp://127.0.0.1:0"
 		// Heartbeats 2 s apart: a client hears nothing for 6 s before it
-		// takes serve for lost and sends its whole submit again (at a load
-		// of 40 on two cores a reactor step of 20,000 jobs can outlast 3 s).
+		// takes serve for lost and sends its batches in flight again (at a
+		// load of 40 on two cores serve gets a few per cent of a core).
 		cmd, out := start(t, "serve", "--store", dir, "--store-resident-jobs", strconv.Itoa(resident),
 			"--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral, "--metrics", "", "--heartbeat-interval", "2s",
 			"--crawl-min-delay", "0s", "--crawl-per-host", "0") // no politeness: the hosts are made up
