@@ -1,5 +1,7 @@
 package admin
 
+import "strings"
+
 // EventKind is what an Event says happened: its topic on the events socket
 // and its "kind" member in JSON ("job.done"). The kinds below are every kind
 // drover emits; docs/PROTOCOL.md §14 lists them, and a test keeps the two
@@ -103,6 +105,14 @@ func (k EventKind) Known() bool {
 	}
 	return false
 }
+
+// KeyTopic is the topic prefix of the ledger's kinds (key.requested ...):
+// one event per key moved, this coordinator's view only (a cluster's shared
+// stream leaves them out), built only while someone takes them.
+const KeyTopic = "key."
+
+// IsKey reports whether k is one of the ledger's kinds (KeyTopic).
+func (k EventKind) IsKey() bool { return strings.HasPrefix(string(k), KeyTopic) }
 
 // String is the kind's name, e.g. "job.done".
 func (k EventKind) String() string { return string(k) }

@@ -265,7 +265,7 @@ func (c *Coordinator) ledgerEvent(now time.Time, e ledger.Event) admin.Event {
 	if int(e.Kind) < len(keyKinds) && keyKinds[e.Kind] != "" {
 		kind = keyKinds[e.Kind]
 	} else {
-		kind = admin.EventKind("key." + e.Kind.String()) // a kind added to the ledger but not here
+		kind = admin.EventKind(admin.KeyTopic + e.Kind.String()) // a kind added to the ledger but not here
 	}
 	ev := admin.Event{At: now, Kind: kind} // Key: the caller's (collectEvents)
 	if e.Session != 0 {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"strings"
 	"sync/atomic"
 
 	"drover/admin"
@@ -48,7 +47,7 @@ func (s *Server) shareEvents(evs []admin.Event, noted bool) {
 	}
 	batch := make([]admin.Event, 0, len(evs))
 	for i := range evs {
-		if strings.HasPrefix(string(evs[i].Kind), "key.") {
+		if evs[i].Kind.IsKey() {
 			continue // the ledger's, one per key moved: this coordinator's view only
 		}
 		ev := evs[i]

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pebbe/zmq4"
 
+	"drover/admin"
 	"drover/net/internal/pipe"
 	"drover/net/wire"
 	"drover/net/zsock"
@@ -379,7 +380,7 @@ func (s *Server) onSubscription(frames [][]byte, _ string) {
 func (s *Server) keyEvents() {
 	on := s.opts.OnEvent != nil
 	for prefix := range s.ev.subs {
-		on = on || strings.HasPrefix(prefix, "key.") || strings.HasPrefix("key.", prefix)
+		on = on || strings.HasPrefix(prefix, admin.KeyTopic) || strings.HasPrefix(admin.KeyTopic, prefix)
 	}
 	s.c.PublishKeyEvents(on)
 }
