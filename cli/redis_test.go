@@ -106,6 +106,21 @@ func redisURLs(phase string, n int) []string {
 	return urls
 }
 
+// clusterFaults returns the lines of the coordinators' logs that say a
+// worker session or a coordinator was taken for dead (its jobs may run
+// twice), or "" when there are none.
+func clusterFaults(cs ...*redisCoordinator) string {
+	var b strings.Builder
+	for _, c := range cs {
+		for _, l := range strings.Split(c.serve.String(), "\n") {
+			if strings.Contains(l, "liveness") || strings.Contains(l, "taken for dead") || strings.Contains(l, "lost claim") {
+				b.WriteString(l + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
 // TestTwoCoordinatorsOnRedis runs two `drover serve --store redis://...`
 // processes on a local Redis Cluster, each with a worker process: URLs
 // submitted half to each, with overlap, are accepted once cluster-wide
@@ -138,9 +153,26 @@ func TestTwoCoordinatorsOnRedis(t *testing.T) {
 	eventually(t, "every URL ran", time.Minute, func() bool { return len(ran(t, a, b)) == n })
 	seen := ran(t, a, b)
 	onA := len(ran(t, a))
-	for _, u := range urls {
-		if seen[u] != 1 {
-			t.Fatalf("%s ran %d times; want once (no coordinator died)", u, seen[u])
+	if faults := clusterFaults(a, b); faults == "" {
+		for _, u := range urls {
+			if seen[u] != 1 {
+				t.Fatalf("%s ran %d times; want once (no coordinator died, no worker or coordinator was taken for dead)", u, seen[u])
+			}
+		}
+	} else {
+		// A machine loaded past three heartbeats' silence: a worker or a
+		// coordinator was taken for dead and its jobs ran again (at least
+		// once), at most what it held.
+		dups := 0
+		for _, u := range urls {
+			if seen[u] == 0 {
+				t.Fatalf("%s never ran", u)
+			}
+			dups += seen[u] - 1
+		}
+		t.Logf("phase 1 on a loaded machine: %d ran twice after\n%s", dups, faults)
+		if dups > 2*(64+8) {
+			t.Fatalf("%d phase-1 URLs ran again; want at most what two coordinators held (%d)", dups, 2*(64+8))
 		}
 	}
 	t.Logf("phase 1 ran at %v", time.Since(t0).Round(time.Millisecond))
@@ -151,14 +183,16 @@ func TestTwoCoordinatorsOnRedis(t *testing.T) {
 	eventually(t, "b's status shows both coordinators, all jobs done", 20*time.Second, func() bool {
 		tot, _, ok := statusJSON(t, b.adm)
 		cluster = tot.Cluster
-		return ok && cluster != nil && len(cluster.Coordinators) == 2 && cluster.Done == n && cluster.Queued == 0 && cluster.Claimed == 0
+		// A job run again after a fault counts each time it finishes.
+		doneOK := cluster != nil && (cluster.Done == n || cluster.Done > n && clusterFaults(a, b) != "")
+		return ok && doneOK && len(cluster.Coordinators) == 2 && cluster.Queued == 0 && cluster.Claimed == 0
 	})
 	for _, c := range cluster.Coordinators {
 		if !c.Alive || c.Peers != a.peers && c.Peers != b.peers || c.Done == 0 {
 			t.Fatalf("cluster view %+v: want a and b alive, each with jobs done", cluster.Coordinators)
 		}
 	}
-	if out, _ := run(t, "", "status", "--connect", b.adm); !strings.Contains(out, fmt.Sprintf("cluster: 2 coordinators (2 alive); shared queue 0, claimed 0, done %d, failed 0", n)) {
+	if out, _ := run(t, "", "status", "--connect", b.adm); !strings.Contains(out, fmt.Sprintf("cluster: 2 coordinators (2 alive); shared queue 0, claimed 0, done %d, failed 0", cluster.Done)) {
 		t.Fatalf("status prints no cluster line:\n%s", out)
 	}
 

@@ -63,6 +63,7 @@ func openRedis(ctx context.Context, cfg *config.Config, t storeredis.Target, cc 
 		ServerClock:  true,
 		WaitReplicas: cfg.Store.Redis.WaitReplicas,
 		WaitTimeout:  cfg.Store.Redis.WaitTimeout,
+		Log:          log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store.url %s: %w", t, err)

@@ -57,6 +57,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -128,6 +129,11 @@ type Config struct {
 	WaitReplicas int
 	// WaitTimeout bounds each WAIT. Default 500ms; below Timeout.
 	WaitTimeout time.Duration
+	// Log, if set, is told of the cluster's membership changes this
+	// coordinator sees: a dead peer it swept (and the jobs that went back
+	// to the queue), itself found swept after a pause, jobs a lost claim
+	// had leased given back. Nil logs nothing.
+	Log *slog.Logger
 }
 
 // Ledger is the ledger on Redis for one coordinator. Like *ledger.Ledger

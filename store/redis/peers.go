@@ -106,6 +106,8 @@ func (l *Ledger) Maintain(now time.Time) {
 	// what they still think they hold. It joins again.
 	if added, err := l.rdb.SAdd(ctx, l.liveSet(), l.coord).Result(); err == nil && added == 1 {
 		l.Rejoined++
+		l.logWarn("this coordinator was taken for dead (no heartbeat for three intervals) and swept by another: its claimed jobs went back to the queue and may run twice; it joins again",
+			"coordinator", l.coord, "heartbeat", l.cfg.Heartbeat)
 		l.rejoin(ctx)
 	}
 	l.pollWaits(ctx, now)
@@ -296,6 +298,15 @@ func (l *Ledger) sweepCoordinator(ctx context.Context, now time.Time, d string) 
 		return
 	}
 	l.Swept++
+	l.logWarn("coordinator taken for dead (no heartbeat for three intervals) and swept: its claimed jobs went back to the queue",
+		"dead", d, "jobs", n, "hosts", len(hosts))
+}
+
+// logWarn logs msg at warning level when the ledger was given a logger.
+func (l *Ledger) logWarn(msg string, args ...any) {
+	if l.cfg.Log != nil {
+		l.cfg.Log.Warn(msg, args...)
+	}
 }
 
 // Leave stops the heartbeat as a clean shutdown would: releases every

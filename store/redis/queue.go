@@ -638,6 +638,9 @@ func (q *Queue) forget(ctx context.Context) {
 		}
 	}
 	q.Unclaimed += uint64(n)
+	if n > 0 {
+		l.logWarn("claims whose answer was lost: the jobs they leased went back to the queue", "jobs", n, "hosts", len(back))
+	}
 	if err := errors.Join(errs...); err != nil {
 		l.err = err
 	}
