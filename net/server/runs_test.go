@@ -73,6 +73,7 @@ func (f *runFixture) submitted(t *testing.T, req uint64, url string) wire.Submit
 func totals(t *testing.T, s *Server) admin.Totals {
 	t.Helper()
 	con := dial(t, s.AdminEndpoint())
+	defer con.sock.Close() // callers poll: one socket at a time, not one per call until the test ends
 	con.send(&wire.Hello{Req: 1, Role: wire.RoleConsole, ID: "totals", ReadOnly: true})
 	expect[*wire.Welcome](t, con.recv())
 	con.send(&wire.Status{Req: 2})
@@ -242,6 +243,7 @@ func TestHeldBackWorker(t *testing.T) {
 				t.Fatalf("death %d: the silent worker was not declared lost", death)
 			}
 			p.send(&wire.Heartbeat{})
+			p.recvWithin(50 * time.Millisecond) // a pause between polls (the producer expects no message)
 		}
 	}
 	w := dial(t, s.PeersEndpoint())
