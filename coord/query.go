@@ -352,6 +352,11 @@ func (c *Coordinator) requeue(now time.Time, j broker.JobID) error {
 			return errorf(ErrConflict, "requeue job %d: its key %s is %s again by other work; not requeued", j, row.URL, rec.State)
 		}
 	}
+	if row.State == "failed" {
+		if err := c.requeueShared(now, j, k, fp); err != nil { // shared.go
+			return err
+		}
+	}
 	if err := c.brk.Requeue(now, j); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"drover/coord/broker"
+	"drover/coord/id"
 	"drover/coord/ledger"
 )
 
@@ -72,7 +73,11 @@ type SharedBackoff interface {
 // SharedBudgets is implemented by a shared queue that holds the crawls'
 // page budgets for every coordinator sharing it (the Redis one): a job is
 // charged to its crawl's budget when it is first claimed, on any
-// coordinator, so a budget counts each page once across the cluster.
+// coordinator, so a budget counts each page once across the cluster. A
+// job charged that ends without being dispatched (cancelled, unroutable)
+// gives its page back, and a failed job requeued here is charged again
+// first (it may have failed as budget), so a budget of N fetches N pages
+// as the embedded broker's does (counted at a job's first dispatch).
 type SharedBudgets interface {
 	// Charge charges claimed jobs to their crawls' budgets. refused[i] is
 	// the budget of a job whose crawl has no page left for it, 0 for a
@@ -80,6 +85,17 @@ type SharedBudgets interface {
 	// crawl without a budget). A job refused fails at once as budget
 	// (broker.Broker.Refuse). An error charges nothing and refuses none.
 	Charge(now time.Time, specs []broker.Spec) (refused []int, err error)
+	// Refund gives back the pages of jobs charged that ended without a
+	// dispatch.
+	Refund(now time.Time, items []ledger.Item)
+}
+
+// SharedCounts is implemented by a shared queue that counts the jobs
+// finished for the cluster (the Redis one): a failed job requeued here
+// is taken back out of the failed count (it is counted again when it
+// ends).
+type SharedCounts interface {
+	Unfail(now time.Time, items []ledger.Item)
 }
 
 // SharedPolicy is this coordinator's politeness, as its broker applies it
@@ -244,10 +260,48 @@ func (c *Coordinator) finishShared(now time.Time, fin []broker.Finished) {
 	}
 	items, nok := c.finishedItems(fin)
 	c.cfg.Shared.Finish(now, items[:nok:nok], items[nok:])
+	if b, ok := c.cfg.Shared.(SharedBudgets); ok {
+		// Charged at its claim, never dispatched: its page was not
+		// fetched (a job the budget refused was not charged).
+		var back []ledger.Item
+		for _, f := range fin {
+			if f.Failed && f.Attempt == 0 && f.Skipped != "budget" {
+				back = append(back, ledger.Item{Key: f.Key, FP: f.FP})
+			}
+		}
+		if len(back) > 0 {
+			b.Refund(now, back)
+		}
+	}
 	c.scratch.items = reuse(items)
 	if c.brk.Count(broker.Queued) < c.cfg.SharedWindow/2 && c.shared.next.After(now) {
 		c.shared.next = now
 	}
+}
+
+// requeueShared readies a failed job's requeue on a shared queue: it is
+// charged to its crawl's budget (it may have failed as budget: run
+// uncharged, it would fetch a page past the budget), refused when the
+// crawl has no page left, and taken back out of the cluster's failed
+// count.
+func (c *Coordinator) requeueShared(now time.Time, j broker.JobID, k id.Key, fp id.Fingerprint) error {
+	if c.cfg.Shared == nil {
+		return nil
+	}
+	if b, ok := c.cfg.Shared.(SharedBudgets); ok {
+		refused, err := b.Charge(now, []broker.Spec{{Key: k, FP: fp, Host: id.Host(k.URL)}})
+		if err != nil {
+			c.sharedErrors++
+			return errorf(ErrConflict, "requeue job %d: charging crawl %s's budget: %v; not requeued", j, k.Crawler, err)
+		}
+		if len(refused) > 0 && refused[0] > 0 {
+			return errorf(ErrConflict, "requeue job %d: crawl %s has dispatched its %d pages; not requeued", j, k.Crawler, refused[0])
+		}
+	}
+	if q, ok := c.cfg.Shared.(SharedCounts); ok {
+		q.Unfail(now, []ledger.Item{{Key: k, FP: fp}})
+	}
+	return nil
 }
 
 // SharedStats count the jobs claimed from the shared queue and the calls

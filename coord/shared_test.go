@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"drover/admin"
 	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/coord/ledger"
@@ -89,5 +90,85 @@ func TestSharedClaimsForFreeSlots(t *testing.T) {
 	c.Tick(now)
 	if len(q.jobs) != 7 {
 		t.Fatalf("with every slot busy: %d jobs left in the shared queue; want 7 (nothing claimed)", len(q.jobs))
+	}
+}
+
+// budgetQueue is a memQueue holding one crawl's page budget as the
+// cluster does: charged at a claim, once per key, refunds and failed
+// counts taken back recorded.
+type budgetQueue struct {
+	memQueue
+	max      int
+	charged  map[id.Fingerprint]bool
+	refunded []id.Fingerprint
+	unfailed int
+}
+
+func (q *budgetQueue) Charge(now time.Time, specs []broker.Spec) ([]int, error) {
+	out := make([]int, len(specs))
+	for i, sp := range specs {
+		switch {
+		case q.charged[sp.FP]:
+		case len(q.charged) < q.max:
+			q.charged[sp.FP] = true
+		default:
+			out[i] = q.max
+		}
+	}
+	return out, nil
+}
+
+func (q *budgetQueue) Refund(now time.Time, items []ledger.Item) {
+	for _, it := range items {
+		if q.charged[it.FP] {
+			delete(q.charged, it.FP)
+			q.refunded = append(q.refunded, it.FP)
+		}
+	}
+}
+
+func (q *budgetQueue) Unfail(now time.Time, items []ledger.Item) { q.unfailed += len(items) }
+
+// A crawl's budget on a shared queue counts the pages fetched, as the
+// embedded broker's: a job charged at its claim that ends without a
+// dispatch (cancelled) gives its page back; a failed job requeued is
+// charged first, refused while the budget is spent (it ran uncharged, a
+// page past the budget), and taken out of the failed count when it is
+// requeued.
+func TestSharedBudgetRefundsAndRequeues(t *testing.T) {
+	mem, err := ledger.New(ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &budgetQueue{max: 1, charged: make(map[id.Fingerprint]bool)}
+	for i := range 3 {
+		k := id.Key{Crawler: "c", Processor: "p", URL: fmt.Sprintf("http://a.test/%d", i)}
+		q.jobs = append(q.jobs, broker.Spec{Key: k, FP: k.Fingerprint(), Host: "a.test"})
+	}
+	c := newCoord(t, Config{Backend: backendOnly{mem}, Shared: q})
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := c.Hello(t0, 1, Hello{Role: RoleWorker, ID: "w", Slots: 3}); err != nil {
+		t.Fatal(err)
+	}
+	// Claimed and charged (one), refused (two), then the crawl is
+	// cancelled before the charged one is dispatched: its page comes back.
+	c.Tick(t0)
+	if len(q.charged) != 1 {
+		t.Fatalf("%d jobs charged at the claim; want 1 (the budget)", len(q.charged))
+	}
+	c.SetCrawlState(t0, "c", broker.CrawlCancelled)
+	c.Ready(t0)
+	if len(q.refunded) != 1 || len(q.charged) != 0 {
+		t.Fatalf("refunded %d pages, %d still charged; want the cancelled job's page back", len(q.refunded), len(q.charged))
+	}
+	c.SetCrawlState(t0, "c", broker.CrawlRunning)
+	// Requeued, the three failed jobs are charged first: one may run, the
+	// other two are refused (they stay failed).
+	res, err := c.Act(t0, admin.Action{Kind: admin.ActRequeueFailed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Affected != 1 || len(res.Errors) != 2 || len(q.charged) != 1 || q.unfailed != 1 {
+		t.Fatalf("requeue-failed: %d requeued, errors %v, %d charged, %d taken out of the failed count; want 1, 2 refused (budget), 1, 1", res.Affected, res.Errors, len(q.charged), q.unfailed)
 	}
 }

@@ -51,6 +51,18 @@ var crawlLua string
 
 var crawlScript = goredis.NewScript(crawlLua)
 
+// refundScript gives back the pages of jobs charged (KEYS as crawl.lua's,
+// ARGV their fingerprints) that ended without a dispatch: each charged one
+// leaves the set and the pages count. Answers how many.
+var refundScript = goredis.NewScript(`
+local n = 0
+for i = 1, #ARGV do
+  n = n + redis.call('SREM', KEYS[3], ARGV[i])
+end
+if n > 0 then redis.call('HINCRBY', KEYS[2], 'pages', -n) end
+return n
+`)
+
 func (l *Ledger) crawlsKey() string              { return l.cfg.Prefix + ":crawls" }
 func (l *Ledger) crawlKey(name, k string) string { return l.cfg.Prefix + ":{c:" + name + "}:" + k }
 
@@ -259,6 +271,32 @@ func (q *CrawlQueue) Charge(now time.Time, specs []broker.Spec) ([]int, error) {
 		l.err = err
 	}
 	return refused, err
+}
+
+// Refund gives back the pages of jobs charged at their claim that ended
+// without a dispatch (cancelled, unroutable): coord.SharedBudgets. A job
+// of a crawl without a budget was not kept charged and gives back
+// nothing. A refund the store does not take leaves the pages spent (an
+// error, in Err).
+func (q *CrawlQueue) Refund(now time.Time, items []ledger.Item) {
+	l := q.l
+	byCrawl := make(map[string][]any)
+	for i := range items {
+		c := items[i].Key.Crawler
+		byCrawl[c] = append(byCrawl[c], rawFP(items[i].FP))
+	}
+	ctx, cancel := l.ctx()
+	defer cancel()
+	var errs []error
+	for c, fps := range byCrawl {
+		keys := []string{l.crawlKey(c, "def"), l.crawlKey(c, "n"), l.crawlKey(c, "charged")}
+		if err := refundScript.Run(once(ctx), l.rdb, keys, fps...).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("redis crawls: giving back %d pages of crawl %q: %w", len(fps), c, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		l.err = err
+	}
 }
 
 // SaveCrawl stores a crawl's definition and state for every coordinator

@@ -135,3 +135,43 @@ func TestCrawlCountsShareRoundTrips(t *testing.T) {
 		t.Fatalf("cluster view: %d queued, %v; want 6 (12 pushed, 6 claimed)", v.Queued, err)
 	}
 }
+
+// A page charged at a claim whose job ended without a dispatch comes
+// back: the budget's next claim may spend it. A job the budget refused
+// charged later (requeued) is charged once the page is back.
+func TestCrawlRefund(t *testing.T) {
+	l := peers(t, client(t), 1, ledger.Config{})[0]
+	q := l.Crawls()
+	if err := q.SaveCrawl(admin.Crawl{Name: "one", Scope: "host", MaxPages: 1, State: admin.CrawlRunning}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := crawlSpec("one", 0), crawlSpec("one", 1)
+	if r, err := q.Charge(time.Now(), []broker.Spec{a, b}); err != nil || r[0] != 0 || r[1] != 1 {
+		t.Fatalf("charge: %v, %v; want a charged, b refused", r, err)
+	}
+	q.Refund(time.Now(), []ledger.Item{{Key: a.Key, FP: a.FP}, {Key: b.Key, FP: b.FP}}) // b was not charged
+	if err := l.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := q.Charge(time.Now(), []broker.Spec{b}); err != nil || r[0] != 0 {
+		t.Fatalf("charge of b after a's refund: %v, %v; want it charged", r, err)
+	}
+	cs, err := q.ReadCrawls()
+	if err != nil || len(cs) != 1 || cs[0].Pages != 1 {
+		t.Fatalf("crawls %+v, %v; want one page spent (b's)", cs, err)
+	}
+	// A failed job requeued leaves the failed count.
+	if _, err := q.PushBatch(time.Now(), []broker.Spec{b}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Claim(time.Now(), 1)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim: %d, %v", len(got), err)
+	}
+	q.Finish(time.Now(), nil, items(got))
+	q.Unfail(time.Now(), items(got))
+	q.Finish(time.Now(), items(got), nil)
+	if tot := totals(t, l); tot.Failed != 0 || tot.Done != 1 {
+		t.Fatalf("failed %d, done %d after the job failed, was requeued and done; want 0 and 1", tot.Failed, tot.Done)
+	}
+}

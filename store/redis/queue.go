@@ -585,6 +585,40 @@ func (q *Queue) Finish(now time.Time, ok, failed []ledger.Item) {
 	l.sendFinish(ctx)
 }
 
+// Unfail takes failed jobs requeued by this coordinator back out of the
+// cluster's failed count (coord.SharedCounts): they are counted again
+// when they end. A call the store does not take leaves them counted
+// twice (an error, in Err).
+func (q *Queue) Unfail(now time.Time, items []ledger.Item) {
+	l := q.l
+	byHost := make(map[string]int)
+	var order []string
+	for i := range items {
+		h := hostOf(&items[i].Key)
+		if _, ok := q.held[items[i].FP.String()]; ok {
+			h = q.held[items[i].FP.String()]
+		}
+		if byHost[h] == 0 {
+			order = append(order, h)
+		}
+		byHost[h]++
+	}
+	ctx, cancel := l.ctx()
+	defer cancel()
+	if err := l.registerSlots(ctx, order); err != nil {
+		l.err = err
+		return
+	}
+	calls := make([]call, len(order))
+	for i, h := range order {
+		calls[i] = call{host: h, keys: l.queueKeys(h, l.coord), args: []any{"unfail", byHost[h]}}
+	}
+	_, errs := l.runScript(once(ctx), queueScript, calls)
+	if err := errors.Join(errs...); err != nil {
+		l.err = fmt.Errorf("redis queue: taking requeued jobs out of the failed count: %w", err)
+	}
+}
+
 // forget frees, on every host whose claim got no answer, the jobs leased
 // to this coordinator that it does not hold (queue.lua's forget): those a
 // lost answer leased go back to the front of their queues and their slots

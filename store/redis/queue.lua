@@ -60,6 +60,8 @@
 --   backoff 2 µs until the back-off C's throttle set ends, 3 its level,
 --          4 µs until its level is forgiven, 5 C: the host's back-off
 --          ends no sooner, its level is no lower. Answers peek's.
+--   unfail 2 n: takes n jobs requeued after they failed back out of the
+--          slot's failed count (they are counted again when they end).
 --   peek   Answers the host's back-off: the µs until it ends (0: none in
 --          force), its level, the µs until the level is forgiven, and the
 --          coordinator that last moved its end.
@@ -291,6 +293,9 @@ elseif op == 'backoff' then
   P.bd, P.kd = math.max(P.bd, bd), math.max(P.kd, kd)
   setPol(P, t)
   return backoff(P, t)
+elseif op == 'unfail' then
+  count('f', -tonumber(ARGV[2]))
+  return 0
 elseif op == 'peek' then
   local t = now()
   return backoff(pol(t), t)
