@@ -182,7 +182,7 @@ func (b *Broker) HoldHost(now time.Time, bo HostBackoff) {
 
 // backoffReason is the reason of the jobs a host's back-off holds.
 func (h *host) backoffReason() string {
-	return "host back-off until " + tm(h.until).Format(time.RFC3339)
+	return WaitHostBackoff.text("until " + tm(h.until).Format(time.RFC3339))
 }
 
 // quiet reports whether the host has been quiet for BackoffForgive: no

@@ -156,9 +156,9 @@ func (b *Broker) unroutableReason(c *class) string {
 	if c.reason != "" && c.rgen == b.gen {
 		return c.reason
 	}
-	r := "unroutable: no live worker"
+	r := WaitUnroutable.text("no live worker")
 	if len(c.names) > 0 {
-		r = "unroutable: no live worker matches all of " + c.String()
+		r = WaitUnroutable.text("no live worker matches all of " + c.String())
 		for _, k := range c.names {
 			found := false
 			for _, w := range b.sessions {
@@ -168,7 +168,7 @@ func (b *Broker) unroutableReason(c *class) string {
 				}
 			}
 			if !found {
-				r = "unroutable: no live worker with " + k + "=" + c.headers[k]
+				r = WaitUnroutable.text("no live worker with " + k + "=" + c.headers[k])
 				break
 			}
 		}

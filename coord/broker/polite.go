@@ -392,12 +392,12 @@ func (b *Broker) dispatched(h *host, t int64) {
 func (b *Broker) politeWhy(h *host) string {
 	lim := h.limits()
 	if h.cap > 0 && h.inflight >= h.cap {
-		return "polite: " + strconv.Itoa(int(h.inflight)) + " in flight on " + h.name + " (limit " + lim.String() + ")"
+		return WaitPolite.text(strconv.Itoa(int(h.inflight)) + " in flight on " + h.name + " (limit " + lim.String() + ")")
 	}
 	if c := h.capNow(); c > 0 && h.inflight >= c {
-		return "polite: robots.txt of " + h.name + " being fetched, " + strconv.Itoa(int(h.inflight)) + " in flight (limit " + lim.String() + ")"
+		return WaitPolite.text("robots.txt of " + h.name + " being fetched, " + strconv.Itoa(int(h.inflight)) + " in flight (limit " + lim.String() + ")")
 	}
-	return "polite: next dispatch to " + h.name + " at " + tm(h.next).Format(time.RFC3339Nano) + " (limit " + lim.String() + ")"
+	return WaitPolite.text("next dispatch to " + h.name + " at " + tm(h.next).Format(time.RFC3339Nano) + " (limit " + lim.String() + ")")
 }
 
 // limits are h's limits in force (MinDelay raised by its Crawl-delay).

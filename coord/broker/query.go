@@ -312,7 +312,7 @@ func (b *Broker) reason(j *job) string {
 			return b.unroutableReason(b.classOf(j))
 		}
 		if b.paused {
-			return "paused"
+			return WaitPaused.String()
 		}
 		if b.hostOf(j).parked && !j.has(jobFree) {
 			return b.politeWhy(b.hostOf(j))
@@ -324,7 +324,7 @@ func (b *Broker) reason(j *job) string {
 		return b.hostOf(j).backoffReason()
 	case Dispatched:
 		if isPlaceholder(b.workerOf(j)) {
-			return "awaiting reclaim by " + b.workerOf(j).id // restored after a coordinator restart
+			return WaitReclaim.text("by " + b.workerOf(j).id) // restored after a coordinator restart
 		}
 	}
 	return ""

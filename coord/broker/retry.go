@@ -152,8 +152,8 @@ func (b *Broker) nextRetry() int64 {
 
 // retryReason is the reason shown for a job waiting its retry delay.
 func (b *Broker) retryReason(j *job) string {
-	return "retry after failure " + strconv.Itoa(int(b.jobFailures(j))) + " of " + strconv.Itoa(b.cfg.MaxRequestFailures) +
-		" at " + tm(j.retryAt).Format(time.RFC3339)
+	return WaitRetry.text("after failure " + strconv.Itoa(int(b.jobFailures(j))) + " of " + strconv.Itoa(b.cfg.MaxRequestFailures) +
+		" at " + tm(j.retryAt).Format(time.RFC3339))
 }
 
 // avoids reports whether j's last attempt failed on w (an internal
