@@ -180,31 +180,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // it goes on, the REQUEST is answered no (queued).
 func TestPagedKeyReadOffTheReactor(t *testing.T) {
 	const n, resident = 200, 20
-	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncNone)
-	t.Cleanup(func() { st.Close() })
-	opts := Options{Store: st, ResidentJobs: resident}
-	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
-	opts.Coord.Heartbeat = testHeartbeat
-	s, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	url := func(i int) string { return fmt.Sprintf("http://off.test/page/%d", i) }
-	target := key(url(n - 1)).Fingerprint()
-	reading, release := make(chan struct{}), make(chan struct{})
-	var held, released sync.Once
-	s.queuedHook = func(fp id.Fingerprint) {
-		if fp == target {
-			held.Do(func() { close(reading); <-release })
-		}
-	}
-	_, stop := runBuilt(t, s)
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("server run: %v", err)
-		}
-	})
-	t.Cleanup(func() { released.Do(func() { close(release) }) }) // runs first
+	s, reading, release := heldPagingServer(t, resident, key(url(n-1)).Fingerprint())
 
 	p := dial(t, s.PeersEndpoint())
 	hello(t, p, wire.RoleProducer, "p1", 0)
@@ -224,7 +201,7 @@ func TestPagedKeyReadOffTheReactor(t *testing.T) {
 	}
 	other := dial(t, s.PeersEndpoint())
 	hello(t, other, wire.RoleProducer, "p2", 0) // the reactor is free
-	released.Do(func() { close(release) })
+	release()
 	if v := expect[*wire.Verdicts](t, p.recv()).Items[0]; v.Verdict != wire.VerdictNo || v.Reason != string(ledger.ReasonQueued) {
 		t.Fatalf("request of a paged-out key: %+v, want no queued", v)
 	}
@@ -240,31 +217,8 @@ func TestPagedKeyReadOffTheReactor(t *testing.T) {
 // left 20,000 keys with two jobs each).
 func TestParkedResubmitAfterPageOut(t *testing.T) {
 	const n, resident = 40, 10
-	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncNone)
-	t.Cleanup(func() { st.Close() })
-	opts := Options{Store: st, ResidentJobs: resident}
-	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
-	opts.Coord.Heartbeat = testHeartbeat
-	s, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	url := func(i int) string { return fmt.Sprintf("http://resent.test/page/%d", i) }
-	target := key(url(n - 1)).Fingerprint()
-	reading, release := make(chan struct{}), make(chan struct{})
-	var held, released sync.Once
-	s.queuedHook = func(fp id.Fingerprint) {
-		if fp == target {
-			held.Do(func() { close(reading); <-release })
-		}
-	}
-	_, stop := runBuilt(t, s)
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("server run: %v", err)
-		}
-	})
-	t.Cleanup(func() { released.Do(func() { close(release) }) }) // runs first
+	s, reading, release := heldPagingServer(t, resident, key(url(n-1)).Fingerprint())
 
 	a := dial(t, s.PeersEndpoint())
 	hello(t, a, wire.RoleProducer, "a", 0)
@@ -307,7 +261,7 @@ func TestParkedResubmitAfterPageOut(t *testing.T) {
 	steps := s.reactor.steps.Load()
 	waitFor(t, "two more reactor steps (a page-out after c's jobs were durable)", func() bool { return s.reactor.steps.Load() >= steps+2 })
 
-	released.Do(func() { close(release) })
+	release()
 	if it := expect[*wire.Submitted](t, b.recv()).Items[0]; it.Status != wire.SubmitDuplicate {
 		t.Fatalf("b's resubmit of a paged-out key: %+v, want duplicate", it)
 	}
@@ -319,4 +273,36 @@ func TestParkedResubmitAfterPageOut(t *testing.T) {
 	if tt := totals(t, s); tt.Queued != n+len(fresh) || tt.KeysQueued != n+len(fresh) {
 		t.Fatalf("totals: %d queued jobs, %d queued keys; want %d of each (one job per key)", tt.Queued, tt.KeysQueued, n+len(fresh))
 	}
+}
+
+// heldPagingServer runs a durable server keeping resident queued jobs in
+// memory, whose read-back of target's record (off the reactor) waits: reading
+// is closed when it starts, release lets it go on (also at the test's end).
+func heldPagingServer(t *testing.T, resident int, target id.Fingerprint) (s *Server, reading chan struct{}, release func()) {
+	t.Helper()
+	st := openStore(t, filepath.Join(t.TempDir(), "store"), store.SyncNone)
+	t.Cleanup(func() { st.Close() })
+	opts := Options{Store: st, ResidentJobs: resident}
+	opts.Peers, opts.Admin, opts.Events = zsock.Ephemeral, zsock.Ephemeral, "-"
+	opts.Coord.Heartbeat = testHeartbeat
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reading, gate := make(chan struct{}), make(chan struct{})
+	var held, released sync.Once
+	s.queuedHook = func(fp id.Fingerprint) {
+		if fp == target {
+			held.Do(func() { close(reading); <-gate })
+		}
+	}
+	_, stop := runBuilt(t, s)
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("server run: %v", err)
+		}
+	})
+	release = func() { released.Do(func() { close(gate) }) }
+	t.Cleanup(release) // runs first
+	return s, reading, release
 }
