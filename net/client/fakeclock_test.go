@@ -66,21 +66,8 @@ func TestTimeoutOnTheFakeClock(t *testing.T) {
 func TestResentRequestWaitsAfresh(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	srv := testsrv.NewScripted(t)
-	dialed := make(chan *Client, 1)
-	go func() {
-		c, err := Dial(ctxT(t), Options{Connect: srv.EP, Timeout: 7 * time.Second, Clock: clk,
-			ReconnectMin: 100 * time.Millisecond, ReconnectMax: 100 * time.Millisecond})
-		if err != nil {
-			t.Error(err)
-		}
-		dialed <- c
-	}()
-	srv.Greet()
-	c := <-dialed
-	if c == nil {
-		t.FailNow()
-	}
-	t.Cleanup(func() { c.Close() })
+	c := dialScripted(t, srv, Options{Connect: srv.EP, Timeout: 7 * time.Second, Clock: clk,
+		ReconnectMin: 100 * time.Millisecond, ReconnectMax: 100 * time.Millisecond})
 	k := key("http://afresh.test/")
 	got := make(chan error, 1)
 	go func() {

@@ -15,20 +15,7 @@ import (
 // with the same request id, and the call returns every status.
 func TestSubmitResentAfterSessionLoss(t *testing.T) {
 	srv := testsrv.NewScripted(t)
-	dialed := make(chan *Client, 1)
-	go func() {
-		c, err := Dial(ctxT(t), Options{Connect: srv.EP, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 20 * time.Millisecond})
-		if err != nil {
-			t.Error(err)
-		}
-		dialed <- c
-	}()
-	srv.Greet()
-	c := <-dialed
-	if c == nil {
-		t.FailNow()
-	}
-	t.Cleanup(func() { c.Close() })
+	c := dialScripted(t, srv, Options{Connect: srv.EP, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 20 * time.Millisecond})
 	a, b := key("http://retry.test/a"), key("http://retry.test/b")
 	type res struct {
 		st  []Submitted
@@ -68,20 +55,7 @@ func TestSubmitResentAfterSessionLoss(t *testing.T) {
 func TestRequestTimeoutIsPerReply(t *testing.T) {
 	srv := testsrv.NewScripted(t)
 	const timeout = 100 * time.Millisecond
-	dialed := make(chan *Client, 1)
-	go func() {
-		c, err := Dial(ctxT(t), Options{Connect: srv.EP, Timeout: timeout})
-		if err != nil {
-			t.Error(err)
-		}
-		dialed <- c
-	}()
-	srv.Greet()
-	c := <-dialed
-	if c == nil {
-		t.FailNow()
-	}
-	t.Cleanup(func() { c.Close() })
+	c := dialScripted(t, srv, Options{Connect: srv.EP, Timeout: timeout})
 	k := key("http://slow.test/")
 	got := make(chan verdictResult, 1)
 	go func() {
@@ -115,20 +89,7 @@ func TestSubmitInFlightBounded(t *testing.T) {
 		jobs[i].Key = key(fmt.Sprintf("http://window.test/%d", i))
 	}
 	srv := testsrv.NewScripted(t)
-	dialed := make(chan *Client, 1)
-	go func() {
-		c, err := Dial(ctxT(t), Options{Connect: srv.EP, Timeout: time.Minute})
-		if err != nil {
-			t.Error(err)
-		}
-		dialed <- c
-	}()
-	srv.Greet()
-	c := <-dialed
-	if c == nil {
-		t.FailNow()
-	}
-	t.Cleanup(func() { c.Close() })
+	c := dialScripted(t, srv, Options{Connect: srv.EP, Timeout: time.Minute})
 	got := make(chan error, 1)
 	go func() {
 		_, err := c.Submit(context.Background(), jobs)
@@ -166,4 +127,25 @@ func TestSubmitInFlightBounded(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dialScripted dials the scripted server with opts (Connect set to it)
+// while it greets the client, and closes the client at the test's end.
+func dialScripted(t *testing.T, srv *testsrv.Scripted, opts Options) *Client {
+	t.Helper()
+	dialed := make(chan *Client, 1)
+	go func() {
+		c, err := Dial(ctxT(t), opts)
+		if err != nil {
+			t.Error(err)
+		}
+		dialed <- c
+	}()
+	srv.Greet()
+	c := <-dialed
+	if c == nil {
+		t.FailNow()
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
