@@ -38,17 +38,8 @@ func TestBusyReactorIsNotSilence(t *testing.T) {
 		<-sent
 		// The reactor owns the socket: wait here until the HEARTBEAT is
 		// in it, unread, then let the step "take" 10 s.
-		deadline := time.Now().Add(time.Minute)
-		for {
-			ready, _, err := zsock.Ready(s.peers)
-			if err != nil || time.Now().After(deadline) {
-				hookErr <- "the HEARTBEAT never reached the server's socket"
-				break
-			}
-			if ready {
-				break
-			}
-			time.Sleep(time.Millisecond) // polls the socket; bounded by the deadline
+		if !peerWaiting(s) {
+			hookErr <- "the HEARTBEAT never reached the server's socket"
 		}
 		clk.Advance(10 * time.Second)
 	}
@@ -115,17 +106,8 @@ func TestHeartbeatsWithinLongStep(t *testing.T) {
 		}
 		// The reactor owns the socket: wait until the second REQUEST is
 		// in it, so that this step reads it too, then let 2 s pass.
-		deadline := time.Now().Add(time.Minute)
-		for {
-			ready, _, err := zsock.Ready(s.peers)
-			if err != nil || time.Now().After(deadline) {
-				hookErr <- "the second REQUEST never reached the server's socket"
-				break
-			}
-			if ready {
-				break
-			}
-			time.Sleep(time.Millisecond) // polls the socket; bounded by the deadline
+		if !peerWaiting(s) {
+			hookErr <- "the second REQUEST never reached the server's socket"
 		}
 		clk.Advance(2 * time.Second)
 	}
@@ -166,4 +148,20 @@ func TestHeartbeatsWithinLongStep(t *testing.T) {
 	if i < 0 || !slices.Contains(got[i:], "HEARTBEAT") {
 		t.Fatalf("received %v: want a HEARTBEAT between VERDICTS 2 and VERDICTS 3 (the step's 2 s between them)", got)
 	}
+}
+
+// peerWaiting reports whether a message waits, unread, on s's peers
+// socket within a minute; called on the reactor's goroutine (a hook), which
+// owns the socket.
+func peerWaiting(s *Server) bool {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) { // polls the socket; bounded by the deadline
+		ready, _, err := zsock.Ready(s.peers)
+		if err != nil {
+			return false
+		}
+		if ready {
+			return true
+		}
+	}
+	return false
 }
