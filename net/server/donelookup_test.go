@@ -194,7 +194,7 @@ func startGated(t *testing.T, opts Options) (*Server, *gatedStore, func() error)
 	t.Helper()
 	g := &gatedStore{}
 	s, stop := startHooked(t, opts, func(s *Server) {
-		s.lookHook = func() {
+		s.hooks.look = func() {
 			if wait := g.beforeCommit(); wait != nil {
 				wait()
 			}
@@ -328,7 +328,7 @@ func TestParkedOnceInTheBudget(t *testing.T) {
 	opts.Coord.Heartbeat = 30 * time.Second // no heartbeat answer joins the SUBMIT's step
 	var gaveUp atomic.Bool                  // the hook's wait ran out: the test would prove nothing
 	s, stop := startHooked(t, opts, func(s *Server) {
-		s.stepHook = func() { // the reactor's: it may read s.dur.look
+		s.hooks.step = func() { // the reactor's: it may read s.dur.look
 			l := &s.dur.look
 			if len(l.parked) == 0 {
 				return
@@ -393,7 +393,7 @@ func TestParkedItemsBounded(t *testing.T) {
 	)
 	s, stop := startHooked(t, opts, func(s *Server) {
 		s.dur.look.budget = budget
-		s.stepHook = func() { // the reactor's
+		s.hooks.step = func() { // the reactor's
 			items := s.dur.look.items
 			most.Store(max(most.Load(), int64(items)))
 			switch at := fullStep.Load(); {
@@ -407,7 +407,7 @@ func TestParkedItemsBounded(t *testing.T) {
 				}
 			}
 		}
-		s.lookHook = func() { // the lookup goroutine's: hold the first batch
+		s.hooks.look = func() { // the lookup goroutine's: hold the first batch
 			first.Do(func() {
 				select {
 				case <-full:

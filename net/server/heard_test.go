@@ -30,7 +30,7 @@ func TestBusyReactorIsNotSilence(t *testing.T) {
 	var armed atomic.Bool
 	inStep, sent := make(chan struct{}), make(chan struct{})
 	hookErr := make(chan string, 1)
-	s.stepHook = func() {
+	s.hooks.step = func() {
 		if !armed.CompareAndSwap(true, false) {
 			return
 		}
@@ -96,7 +96,7 @@ func TestHeartbeatsWithinLongStep(t *testing.T) {
 	}
 	var armed atomic.Bool
 	hookErr := make(chan string, 1)
-	s.msgHook = func() {
+	s.hooks.msg = func() {
 		// Only at the first REQUEST (the second message): the hook also
 		// runs after the HELLO, possibly after the test saw its WELCOME
 		// and armed it, and a clock moved there sent a HEARTBEAT before

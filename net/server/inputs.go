@@ -219,8 +219,8 @@ func (s *Server) drain(in *input) bool {
 // flight again on a new session, over and over, until a reply was more
 // than --timeout late.
 func (s *Server) handled() {
-	if s.msgHook != nil {
-		s.msgHook()
+	if s.hooks.msg != nil {
+		s.hooks.msg()
 	}
 	s.heartbeats(s.now())
 }

@@ -43,7 +43,7 @@ type looker struct {
 // waits.
 func (s *Server) startLooker() *looker {
 	lk := &looker{
-		st: s.dur.st, ring: s.dur.ring, paging: s.pg != nil, hook: s.lookHook, qhook: s.queuedHook,
+		st: s.dur.st, ring: s.dur.ring, paging: s.pg != nil, hook: s.hooks.look, qhook: s.hooks.queued,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 	}
 	go lk.run()

@@ -291,7 +291,7 @@ func heldPagingServer(t *testing.T, resident int, target id.Fingerprint) (s *Ser
 	}
 	reading, gate := make(chan struct{}), make(chan struct{})
 	var held, released sync.Once
-	s.queuedHook = func(fp id.Fingerprint) {
+	s.hooks.queued = func(fp id.Fingerprint) {
 		if fp == target {
 			held.Do(func() { close(reading); <-gate })
 		}

@@ -186,15 +186,21 @@ type Server struct {
 	auth *authState // nil without Options.Auth (auth.go)
 	seq  uint64     // this server's number in the process (endpoint and ZAP domain names)
 
-	memo       submitMemo             // accepted submits by producer and request (submitmemo.go)
-	rob        robotsWrites           // robots.txt copies to write (robots.go)
-	strs       interner               // short strings jobs repeat, one copy each (compact.go)
-	res        *resultLog             // nil without Options.Results
-	crawls     map[string]*crawlState // crawl definitions by name (crawls.go)
-	lookHook   func()                 // tests: runs before each batch of done-set lookups (lookup.go)
-	queuedHook func(id.Fingerprint)   // tests: runs before the lookup goroutine reads a paged-out queued key
-	stepHook   func()                 // tests: runs in each reactor step after its read
-	msgHook    func()                 // tests: runs after each message a step takes in
+	memo   submitMemo             // accepted submits by producer and request (submitmemo.go)
+	rob    robotsWrites           // robots.txt copies to write (robots.go)
+	strs   interner               // short strings jobs repeat, one copy each (compact.go)
+	res    *resultLog             // nil without Options.Results
+	crawls map[string]*crawlState // crawl definitions by name (crawls.go)
+	hooks  hooks                  // tests' ways in; all nil outside tests
+}
+
+// hooks are the tests' ways into the reactor and the lookup goroutine,
+// in one place; each is nil outside tests.
+type hooks struct {
+	look   func()               // runs before each batch of done-set lookups (lookup.go)
+	queued func(id.Fingerprint) // runs before the lookup goroutine reads a paged-out queued key
+	step   func()               // runs in each reactor step after its read
+	msg    func()               // runs after each message a step takes in
 }
 
 var inprocSeq atomic.Uint64
@@ -442,8 +448,8 @@ func (s *Server) Run(ctx context.Context) error {
 		s.stepItems = 0
 		s.readInputs()
 		s.sess.heard = s.heardUntil()
-		if s.stepHook != nil {
-			s.stepHook()
+		if s.hooks.step != nil {
+			s.hooks.step()
 		}
 		s.releaseLookups(s.now()) // donelookup.go: messages whose store lookups are done
 		s.takeClusterAnswers()    // clusterio.go: what the cluster answered
