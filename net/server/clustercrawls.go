@@ -46,7 +46,7 @@ func (s *Server) clusterCrawls() bool { return s.opts.ClusterCrawls != nil }
 // and the cluster's figures kept for view crawls, which answers from
 // them (at most crawlSyncEvery old) without a round trip of its own.
 func (s *Server) syncCrawls(now time.Time) error {
-	s.crawlSynced = now
+	s.cl.crawlSynced = now
 	all, err := fetchCrawls(s.opts.ClusterCrawls, s.crawlJobs())
 	if err != nil {
 		return err
@@ -119,15 +119,15 @@ func (s *Server) applyCrawls(now time.Time, all []admin.Crawl) error {
 // and the crawls read are applied at the step after they came, one sync
 // at a time.
 func (s *Server) syncCrawlsEvery(now time.Time) {
-	if !s.clusterCrawls() || s.crawlSyncing || now.Sub(s.crawlSynced) < crawlSyncEvery {
+	if !s.clusterCrawls() || s.cl.crawlSyncing || now.Sub(s.cl.crawlSynced) < crawlSyncEvery {
 		return
 	}
-	s.crawlSynced, s.crawlSyncing = now, true
+	s.cl.crawlSynced, s.cl.crawlSyncing = now, true
 	cc, jobs := s.opts.ClusterCrawls, s.crawlJobs()
 	s.post(func() func() {
 		all, err := fetchCrawls(cc, jobs)
 		return func() {
-			s.crawlSyncing = false
+			s.cl.crawlSyncing = false
 			if err == nil {
 				err = s.applyCrawls(s.now(), all)
 			}

@@ -41,7 +41,7 @@ type eventWriter struct {
 // their results' cursors already); a step whose events find it behind by
 // 256 steps is dropped (counted).
 func (s *Server) shareEvents(evs []admin.Event, noted bool) {
-	w := s.evw
+	w := s.cl.evw
 	if w == nil || len(evs) == 0 {
 		return
 	}
@@ -73,8 +73,8 @@ func (s *Server) startEventWriter() (stop func()) {
 	if ce == nil {
 		return func() {}
 	}
-	s.evw = &eventWriter{ch: make(chan []admin.Event, 256)}
-	ch, log := s.evw.ch, s.log
+	s.cl.evw = &eventWriter{ch: make(chan []admin.Event, 256)}
+	ch, log := s.cl.evw.ch, s.log
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
@@ -103,7 +103,7 @@ func (s *Server) startEventWriter() (stop func()) {
 	return func() {
 		close(ch)
 		<-exited
-		s.evw = nil
+		s.cl.evw = nil
 	}
 }
 

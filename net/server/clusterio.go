@@ -14,6 +14,20 @@ import (
 // (the goroutine rings it). Each kind of call has at most one in flight
 // (a crawl sync, an add of results), so the posts stay few.
 
+// cluster is the Server's part for a store shared by several coordinators
+// (a Redis Cluster): the state of its crawls, results' I/O, events and job
+// lists, each kept by its file. The reactor goroutine owns it.
+type cluster struct {
+	// crawlSynced is when the crawls were last read from the cluster
+	// (Options.ClusterCrawls).
+	crawlSynced time.Time
+	// crawlSyncing: a sync of the crawls is in flight (clustercrawls.go)
+	crawlSyncing bool
+	io           *clusterIO       // the cluster's I/O off the reactor
+	evw          *eventWriter     // Options.ClusterEvents: the events for the cluster (clusterevents.go)
+	jobs         clusterJobsState // Options.ClusterJobs: the offset memo, the retries noted (clusterjobs.go)
+}
+
 // clusterIO is the goroutine making the cluster's calls and its answers
 // not yet taken by the reactor.
 type clusterIO struct {
@@ -38,7 +52,7 @@ func (s *Server) startClusterIO() (stop func()) {
 		return func() {}
 	}
 	io := &clusterIO{calls: make(chan func() func(), clusterIOQueue), ring: s.ring, exited: make(chan struct{})}
-	s.cio = io
+	s.cl.io = io
 	go func() {
 		defer close(io.exited)
 		for call := range io.calls {
@@ -53,7 +67,7 @@ func (s *Server) startClusterIO() (stop func()) {
 		close(io.calls)
 		<-io.exited
 		// Calls the answers post now are made at once.
-		s.cio = nil
+		s.cl.io = nil
 		for _, a := range io.answers {
 			a()
 		}
@@ -64,7 +78,7 @@ func (s *Server) startClusterIO() (stop func()) {
 // function it returns runs on the reactor with its answer. Without the
 // goroutine (before Run, in tests) both run at once.
 func (s *Server) post(call func() func()) {
-	io := s.cio
+	io := s.cl.io
 	if io == nil {
 		call()()
 		return
@@ -76,7 +90,7 @@ func (s *Server) post(call func() func()) {
 // takeClusterAnswers runs, on the reactor, what it does with the answers
 // the cluster I/O goroutine has, in the order of the calls.
 func (s *Server) takeClusterAnswers() {
-	io := s.cio
+	io := s.cl.io
 	if io == nil {
 		return
 	}
@@ -94,7 +108,7 @@ func (s *Server) takeClusterAnswers() {
 // cluster, running what follows from their answers (which may post more:
 // results the cluster did not take are tried again), on shutdown.
 func (s *Server) settleCluster(deadline time.Time) {
-	io := s.cio
+	io := s.cl.io
 	if io == nil {
 		return
 	}

@@ -116,10 +116,10 @@ type clusterJobsState struct {
 // about once a second.
 func (s *Server) noteRetries(now time.Time) {
 	cj := s.opts.ClusterJobs
-	if cj == nil || now.Sub(s.cjobs.retriesNoted) < time.Second {
+	if cj == nil || now.Sub(s.cl.jobs.retriesNoted) < time.Second {
 		return
 	}
-	s.cjobs.retriesNoted = now
+	s.cl.jobs.retriesNoted = now
 	if p, err := s.c.Query(now, admin.Query{View: admin.ViewRetries, Limit: publishedRetries}); err == nil {
 		cj.NoteRetries(p.Jobs, p.Total)
 	}
@@ -202,7 +202,7 @@ func (s *Server) queryClusterJobs(q admin.Query) (admin.Page, wire.Code, error) 
 	memoKey := string(q.View) + "\x00" + f.String()
 	cursor, skip, base := q.After, co, 0
 	if q.After == "" && co > 0 {
-		if p, ok := s.cjobs.memo.find(memoKey, co, now); ok {
+		if p, ok := s.cl.jobs.memo.find(memoKey, co, now); ok {
 			cursor, skip, base = p.cursor, co-p.offset, p.offset
 		}
 	}
@@ -228,7 +228,7 @@ func (s *Server) queryClusterJobs(q admin.Query) (admin.Page, wire.Code, error) 
 			return page, wire.CodeInternal, fmt.Errorf("query %s: the cluster's rows: %w", q.View, err)
 		}
 		if q.After == "" && next != "" && want > 0 {
-			s.cjobs.memo.add(memoKey, memoPoint{offset: base + skipped + len(rows), cursor: next, at: now})
+			s.cl.jobs.memo.add(memoKey, memoPoint{offset: base + skipped + len(rows), cursor: next, at: now})
 		}
 	}
 	page.Jobs = append(page.Jobs, rows...)

@@ -164,14 +164,7 @@ type Server struct {
 	// them while the reactor runs).
 	reactor    struct{ steps, messages, gathered atomic.Uint64 }
 	lastTotals time.Time
-	// crawlSynced is when the crawls were last read from the cluster
-	// (Options.ClusterCrawls).
-	crawlSynced time.Time
-	// crawlSyncing: a sync of the crawls is in flight (clustercrawls.go)
-	crawlSyncing bool
-	cio          *clusterIO       // the cluster's I/O off the reactor (clusterio.go)
-	evw          *eventWriter     // Options.ClusterEvents: the events for the cluster (clusterevents.go)
-	cjobs        clusterJobsState // Options.ClusterJobs: the offset memo, the retries noted (clusterjobs.go)
+	cl         cluster // on a Redis Cluster store: the state of the cluster parts (clusterio.go)
 
 	// The parts, each with one job.
 	sess sessions   // who is connected, their heartbeats (sessions.go)
