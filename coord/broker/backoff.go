@@ -107,7 +107,7 @@ func (b *Broker) extend(h *host, until int64, now time.Time) bool {
 	h.forgiveAt = until + int64(b.cfg.BackoffForgive)
 	b.emit(admin.Event{At: now, Kind: admin.EventHostBackoff, Detail: h.name + " until " + tm(h.until).Format(time.RFC3339)})
 	// Jobs already held back wait for the new end too.
-	for k := h.backoff.head; k != nil; k = k.link.next {
+	for k := h.backoff.head; k != nil; k = h.backoff.next(&b.jobs, k) {
 		b.setRetryAt(k, h.until)
 	}
 	return true
@@ -259,7 +259,7 @@ func (b *Broker) wake(t int64, now time.Time) {
 			n := h.backoff.n
 			for h.backoff.head != nil {
 				k := h.backoff.head
-				h.backoff.remove(k)
+				h.backoff.remove(&b.jobs, k)
 				b.setState(k, Queued, t)
 				b.emit(admin.Event{At: now, Kind: admin.EventJobWoken, JobID: uint64(k.id), URL: b.url(k)})
 				b.place(k, t, now)

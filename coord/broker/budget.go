@@ -122,7 +122,7 @@ func (b *Broker) SetCrawlState(now time.Time, crawler string, st CrawlState) int
 		bg.paused, bg.cancelled = false, false
 		for bg.parked.head != nil {
 			j := bg.parked.head
-			bg.parked.remove(j)
+			bg.parked.remove(&b.jobs, j)
 			b.place(j, t, now)
 			n++
 		}
@@ -130,7 +130,7 @@ func (b *Broker) SetCrawlState(now time.Time, crawler string, st CrawlState) int
 		bg.paused, bg.cancelled = false, true
 		for bg.parked.head != nil {
 			j := bg.parked.head
-			bg.parked.remove(j)
+			bg.parked.remove(&b.jobs, j)
 			b.skip(j, t, now, "cancelled")
 			n++
 		}

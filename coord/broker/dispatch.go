@@ -310,7 +310,7 @@ func (b *Broker) Requeue(now time.Time, jid JobID) error {
 	case Done:
 		return fmt.Errorf("requeue job %d: %w: it is done, want failed, backoff, queued or dispatched", jid, ErrWrongState)
 	case Failed:
-		b.fails.remove(j)
+		b.fails.remove(&b.jobs, j)
 	case Backoff:
 		b.unwait(j)
 	case Dispatched:

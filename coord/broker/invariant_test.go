@@ -22,7 +22,7 @@ func checkInvariants(b *Broker) error {
 	unrt := 0
 	for _, c := range b.classAll {
 		n := 0
-		for j := c.queue.head; j != nil; j = j.link.next {
+		for j := c.queue.head; j != nil; j = c.queue.next(&b.jobs, j) {
 			if err := mark(j, "class "+c.key); err != nil {
 				return err
 			}
@@ -61,7 +61,7 @@ func checkInvariants(b *Broker) error {
 	}
 	for _, h := range b.hosts {
 		n := 0
-		for j := h.backoff.head; j != nil; j = j.link.next {
+		for j := h.backoff.head; j != nil; j = h.backoff.next(&b.jobs, j) {
 			if err := mark(j, "backoff "+h.name); err != nil {
 				return err
 			}
@@ -109,7 +109,7 @@ func checkInvariants(b *Broker) error {
 			return fmt.Errorf("retry heap out of order at job %d", j.id)
 		}
 	}
-	for j := b.dones.head; j != nil; j = j.link.next {
+	for j := b.dones.head; j != nil; j = b.dones.next(&b.jobs, j) {
 		if err := mark(j, "done"); err != nil {
 			return err
 		}
@@ -120,7 +120,7 @@ func checkInvariants(b *Broker) error {
 	if b.cfg.DoneRetention >= 0 && b.dones.n > b.cfg.DoneRetention {
 		return fmt.Errorf("%d done records kept, retention %d", b.dones.n, b.cfg.DoneRetention)
 	}
-	for j := b.fails.head; j != nil; j = j.link.next {
+	for j := b.fails.head; j != nil; j = b.fails.next(&b.jobs, j) {
 		if err := mark(j, "failed"); err != nil {
 			return err
 		}
@@ -298,7 +298,7 @@ func checkHost(b *Broker, h *host) error {
 	h.eachLane(func(l *lane) {
 		var last uint64
 		c := 0
-		for j := l.q.head; j != nil; j = j.hlink.next {
+		for j := l.q.head; j != nil; j = l.q.next(&b.jobs, j) {
 			switch {
 			case err != nil:
 			case j.state != Queued || b.hostOf(j) != h || b.classOf(j) != l.class || j.has(jobFree) != l.free:
@@ -341,7 +341,7 @@ func checkHost(b *Broker, h *host) error {
 // onParkedList reports whether a queued job sits in its crawl's parked
 // list (a paused crawl), out of its lane.
 func onParkedList(b *Broker, j *job) bool {
-	for k := b.budgets[b.crawler(j)].parked.head; k != nil; k = k.link.next {
+	for pl, k := &b.budgets[b.crawler(j)].parked, b.budgets[b.crawler(j)].parked.head; k != nil; k = pl.next(&b.jobs, k) {
 		if k == j {
 			return true
 		}

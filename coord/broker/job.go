@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"fmt"
+	"math"
 	"time"
 	"unsafe"
 
@@ -21,16 +23,16 @@ import (
 // its class's and the host its host's (Broker.spec puts a Spec together).
 // What only a job that was dispatched or failed has (its attempt, failure
 // and throttle counts, its place in the retry heap) is in its side record
-// (jobMore): a queued job's record is 128 bytes.
+// (jobMore): a queued job's record is 112 bytes.
 type job struct {
 	// link links the job into the one list its state puts it in: its
 	// class queue (queued), its host's back-off list (backoff, unless it
 	// waits its retry delay in the retry heap), the failed list (failed),
 	// the kept done jobs or its paused crawl's parked jobs.
-	link links[job] // first: stateLink
+	link jlinks // first: stateLink
 	// hlink links a queued job into its lane (its host's queued jobs in its
 	// class), so that a throttle can hold every queued job of the host.
-	hlink links[job] // second: hostLink
+	hlink jlinks // second: hostLink
 
 	id                                  JobID
 	fp                                  id.Fingerprint
@@ -51,7 +53,7 @@ type job struct {
 }
 
 // jobFlags are a job's yes-or-no facts, one bit each (one byte keeps the
-// record at 128 bytes).
+// record at 112 bytes).
 type jobFlags uint8
 
 const (
@@ -294,6 +296,9 @@ func (b *Broker) adminHistory(j *job) []admin.Attempt {
 // host's back-off end or its retry delay's).
 func (j *job) retryTime() time.Time { return tm(j.retryAt) }
 
+// maxJobID is the highest job ID: lists link jobs by 32-bit ID.
+const maxJobID = math.MaxUint32
+
 const chunkBits = 10
 const chunkSize = 1 << chunkBits
 const maxSpare = 8 // released chunks kept for reuse
@@ -315,6 +320,12 @@ const chunkBytes = int(unsafe.Sizeof([chunkSize]job{}))
 
 func (s *jobStore) alloc() *job {
 	i := s.n
+	if i >= maxJobID {
+		// Lists link jobs by 32-bit ID (jlinks). The age index holds a
+		// byte per ID ever given (4 GiB here), so a process gets nowhere
+		// near this but by a restore near maxRestoreID.
+		panic(fmt.Sprintf("broker: all %d job IDs used; a restart renumbers nothing, so this coordinator cannot take more jobs", maxJobID))
+	}
 	if i>>chunkBits == len(s.chunks) {
 		s.addChunk()
 	}
@@ -337,6 +348,21 @@ func (s *jobStore) newChunk() *[chunkSize]job {
 		return c
 	}
 	return (*[chunkSize]job)(offheap.View[job](s.mem.Block(chunkBytes), chunkSize))
+}
+
+// at returns the record of job id, which must be alive (a list's
+// neighbour).
+func (s *jobStore) at(id uint32) *job {
+	i := id - 1
+	return &s.chunks[i>>chunkBits][i&(chunkSize-1)]
+}
+
+// ptr is at for a list link: nil for 0.
+func (s *jobStore) ptr(id uint32) *job {
+	if id == 0 {
+		return nil
+	}
+	return s.at(id)
 }
 
 // get returns the job with the given ID, nil when there is none (or it was

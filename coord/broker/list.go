@@ -104,19 +104,9 @@ func (l *list[T, A]) remove(e *T) {
 }
 
 // The link fields. Each type's size is its field's offset (linkField):
-// each field comes first in its type (job.hlink right after job.link), as
-// the offsets cannot be taken from the types themselves, whose layout
-// depends on the lists (a cycle); the constants below check them.
-
-// stateLink names job.link: the one list a job's state puts it in.
-type stateLink [0]byte
-
-func (stateLink) field(j *job) *links[job] { return &j.link }
-
-// hostLink names job.hlink: a queued job's place in its lane.
-type hostLink [unsafe.Sizeof(links[byte]{})]byte
-
-func (hostLink) field(j *job) *links[job] { return &j.hlink }
+// each field comes first in its type, as the offsets cannot be taken from
+// the types themselves, whose layout depends on the lists (a cycle); the
+// constants below check them.
 
 // ringLink names lane.link: a lane's place in its class's ring.
 type ringLink [0]byte
@@ -127,6 +117,77 @@ func (ringLink) field(l *lane) *links[lane] { return &l.link }
 type readyLink [0]byte
 
 func (readyLink) field(w *worker) *links[worker] { return &w.link }
+
+// jlinks are a job record's place in one list of jobs: its neighbours' IDs,
+// 0 for none. Four bytes a neighbour where a pointer takes eight (issue
+// 21: the two lists of every queued job cost 16 bytes of its record less);
+// a neighbour is found through the job store (jobStore.at), a shift and
+// two loads more than a pointer.
+type jlinks struct{ prev, next uint32 }
+
+// jobLinkField names one jlinks field of job, as linkField does for
+// links: the type's size is the field's offset.
+type jobLinkField interface {
+	field(j *job) *jlinks
+}
+
+// jlist is an intrusive doubly linked FIFO of jobs through the jlinks field
+// that A names, linked by job ID. An element is in at most one list per
+// field. remove and next take the job store the IDs are in.
+type jlist[A jobLinkField] struct {
+	head, tail *job
+	n          int
+}
+
+// jl returns e's links of field A.
+func jl[A jobLinkField](e *job) *jlinks {
+	return (*jlinks)(unsafe.Add(unsafe.Pointer(e), unsafe.Sizeof(*new(A))))
+}
+
+// push appends e.
+func (l *jlist[A]) push(e *job) {
+	k := jl[A](e)
+	k.prev, k.next = 0, 0
+	if l.tail != nil {
+		k.prev = uint32(l.tail.id)
+		jl[A](l.tail).next = uint32(e.id)
+	} else {
+		l.head = e
+	}
+	l.tail = e
+	l.n++
+}
+
+// remove takes e out of the list.
+func (l *jlist[A]) remove(js *jobStore, e *job) {
+	k := jl[A](e)
+	prev, next := js.ptr(k.prev), js.ptr(k.next)
+	if prev != nil {
+		jl[A](prev).next = k.next
+	} else {
+		l.head = next
+	}
+	if next != nil {
+		jl[A](next).prev = k.prev
+	} else {
+		l.tail = prev
+	}
+	*k = jlinks{}
+	l.n--
+}
+
+// next is the job after e in the list, nil at its end.
+func (l *jlist[A]) next(js *jobStore, e *job) *job { return js.ptr(jl[A](e).next) }
+
+// stateLink names job.link: the one list a job's state puts it in.
+type stateLink [0]byte
+
+func (stateLink) field(j *job) *jlinks { return &j.link }
+
+// hostLink names job.hlink: a queued job's place in its lane.
+type hostLink [unsafe.Sizeof(jlinks{})]byte
+
+func (hostLink) field(j *job) *jlinks { return &j.hlink }
 
 // These fail to compile unless each link type's size is its
 // field's offset: a uintptr constant cannot be negative, so each pair of
@@ -143,7 +204,7 @@ const (
 )
 
 // jobList is a FIFO of jobs through job.link.
-type jobList = list[job, stateLink]
+type jobList = jlist[stateLink]
 
 // hostList is a FIFO of jobs through job.hlink.
-type hostList = list[job, hostLink]
+type hostList = jlist[hostLink]

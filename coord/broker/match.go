@@ -126,7 +126,7 @@ func (c *class) push(b *Broker, j *job) {
 }
 
 func (c *class) remove(b *Broker, j *job) {
-	c.queue.remove(j)
+	c.queue.remove(&b.jobs, j)
 	if c.capable == 0 {
 		b.unrt--
 	}

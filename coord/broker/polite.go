@@ -309,7 +309,7 @@ func (b *Broker) laneAdd(j *job, t int64) {
 func (b *Broker) laneRemove(j *job) {
 	h := b.hostOf(j)
 	l := h.laneFor(b.classOf(j), j.has(jobFree))
-	l.q.remove(j)
+	l.q.remove(&b.jobs, j)
 	if l.q.n == 0 && l.inRing {
 		l.class.ring.remove(l)
 	}

@@ -98,7 +98,7 @@ func (b *Broker) HostBackoffJobs(jid JobID, dst []JobID) []JobID {
 	if j == nil {
 		return dst
 	}
-	for k := b.hostOf(j).backoff.head; k != nil; k = k.link.next {
+	for bl, k := &b.hostOf(j).backoff, b.hostOf(j).backoff.head; k != nil; k = bl.next(&b.jobs, k) {
 		dst = append(dst, k.id)
 	}
 	return dst
@@ -134,8 +134,9 @@ func (b *Broker) Counters() Counters {
 var ErrRestore = errors.New("cannot restore")
 
 // maxRestoreID bounds the job IDs a restore accepts: the age index costs a
-// byte per ID, so a corrupt ID must not make it allocate without bound.
-const maxRestoreID = 1 << 32
+// byte per ID, so a corrupt ID must not make it allocate without bound,
+// and lists link jobs by 32-bit ID (maxJobID).
+const maxRestoreID = maxJobID
 
 // isPlaceholder reports whether w holds restored jobs for a worker that has
 // not reconnected since the restart.
@@ -321,7 +322,7 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 	// Queues in the order jobs were queued, across classes and hosts.
 	var queued []*job
 	for _, c := range b.classAll {
-		for j := c.queue.head; j != nil; j = j.link.next {
+		for j := c.queue.head; j != nil; j = c.queue.next(&b.jobs, j) {
 			queued = append(queued, j)
 		}
 	}
@@ -356,7 +357,7 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 	for _, h := range hosts {
 		var js []*job
 		until := int64(0)
-		for j := h.backoff.head; j != nil; j = j.link.next {
+		for j := h.backoff.head; j != nil; j = h.backoff.next(&b.jobs, j) {
 			js = append(js, j)
 			until = max(until, j.retryAt)
 		}
@@ -384,7 +385,7 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 	// Finished jobs in the order they finished; retention as usual.
 	relink := func(l *jobList) {
 		var js []*job
-		for j := l.head; j != nil; j = j.link.next {
+		for j := l.head; j != nil; j = l.next(&b.jobs, j) {
 			js = append(js, j)
 		}
 		slices.SortFunc(js, byUpdated)

@@ -12,7 +12,7 @@ func (b *Broker) retain() {
 	}
 	for b.dones.n > b.cfg.DoneRetention {
 		j := b.dones.head
-		b.dones.remove(j)
+		b.dones.remove(&b.jobs, j)
 		b.age.move(j.id, Done, 0)
 		b.hostOf(j).idx.add(int(j.hostPos), Done, -1)
 		for _, tr := range b.trees {

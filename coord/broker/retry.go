@@ -129,7 +129,7 @@ func (b *Broker) unwait(j *job) {
 		b.removeRetry(j)
 		return
 	}
-	b.hostOf(j).backoff.remove(j)
+	b.hostOf(j).backoff.remove(&b.jobs, j)
 }
 
 // wakeRetries queues the jobs whose retry delay ended by t.
@@ -217,7 +217,7 @@ func (b *Broker) pick(w *worker) (_ *lane, _ *job, avoided bool) {
 					j = nil
 					break
 				}
-				j = j.hlink.next
+				j = l.q.next(&b.jobs, j)
 			}
 		}
 		if j != nil && (best == nil || j.seq < best.seq) {
