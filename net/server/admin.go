@@ -77,7 +77,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		cs = &console{ident: append([]byte(nil), ident...), key: user, readOnly: h.ReadOnly || e.Role != auth.Operator, beat: beat, lastSeen: now, lastSent: now}
 		s.sess.cons[string(ident)] = cs
 		s.sess.next++ // consoles are numbered from the same sequence as peers, for logs
-		s.send(s.adm.sock, cs.ident, &wire.Welcome{
+		s.out.toConsole(cs.ident, &wire.Welcome{
 			Req: h.Req, Session: uint64(s.sess.next), Heartbeat: beat, Liveness: uint16(cfg.Liveness), Server: s.opts.Server,
 			Limits: wire.Limits{MaxBody: wire.MaxBody, MaxBatch: wire.MaxBatch, MaxPayload: wire.MaxPayload},
 		})
@@ -106,10 +106,10 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		delete(s.sess.cons, string(ident))
 	case *wire.Status:
 		t := s.totals(now)
-		s.send(s.adm.sock, cs.ident, &wire.Totals{Req: m.Req, Totals: t})
+		s.out.toConsole(cs.ident, &wire.Totals{Req: m.Req, Totals: t})
 	case *wire.Query:
 		if m.Query.View == admin.ViewCrawls {
-			s.send(s.adm.sock, cs.ident, &wire.Page{Req: m.Req, Page: s.queryCrawls(m.Query)}) // crawls.go
+			s.out.toConsole(cs.ident, &wire.Page{Req: m.Req, Page: s.queryCrawls(m.Query)}) // crawls.go
 			return
 		}
 		if q, ok := s.ownQuery(m.Query); ok {
@@ -118,7 +118,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 				s.reject(onAdmin, ident, m.Req, code, "%v", err)
 				return
 			}
-			s.send(s.adm.sock, cs.ident, &wire.Page{Req: m.Req, Page: page})
+			s.out.toConsole(cs.ident, &wire.Page{Req: m.Req, Page: page})
 			return
 		}
 		page, err := s.c.Query(now, m.Query)
@@ -129,7 +129,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 			s.reject(onAdmin, ident, m.Req, errorCode(err), "%v", err)
 			return
 		}
-		s.send(s.adm.sock, cs.ident, &wire.Page{Req: m.Req, Page: page})
+		s.out.toConsole(cs.ident, &wire.Page{Req: m.Req, Page: page})
 	case *wire.Action:
 		if cs.readOnly {
 			s.reject(onAdmin, ident, m.Req, wire.CodeForbidden, "action %s refused: this console attached read-only", m.Action.Kind)
@@ -158,7 +158,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 			return
 		}
 		s.log.Info("operator action", "kind", m.Action.Kind, "targets", m.Action.Targets, "affected", res.Affected, "errors", len(res.Errors))
-		s.send(s.adm.sock, cs.ident, &wire.Acted{Req: m.Req, Result: res})
+		s.out.toConsole(cs.ident, &wire.Acted{Req: m.Req, Result: res})
 		s.adm.dirty = true
 	default:
 		s.reject(onAdmin, ident, m.RequestID(), wire.CodeForbidden, "%s is not accepted on the admin socket", m.Command())
@@ -174,7 +174,7 @@ func (s *Server) notifyConsoles(now time.Time) {
 	s.adm.dirty = false
 	s.adm.lastChanged = now
 	for _, cs := range s.sess.cons {
-		if s.send(s.adm.sock, cs.ident, &wire.Changed{}) {
+		if s.out.toConsole(cs.ident, &wire.Changed{}) {
 			cs.lastSent = now
 		}
 	}

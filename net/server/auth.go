@@ -61,7 +61,7 @@ func (s *Server) setupAuth(n uint64) error {
 	}
 	s.auth.cancel = a.Keys.OnChange(func() {
 		s.auth.changed.Store(true)
-		s.ring()
+		s.r.ring()
 	})
 	return nil
 }
@@ -142,7 +142,7 @@ func (s *Server) forbid(w sockWriter, ident []byte, req uint64, e auth.Entry, fo
 		}
 	}
 	s.log.Warn("command forbidden", "key", e.Label(), "role", e.Role.String(), "why", msg)
-	s.send(w.sock(s), ident, &wire.Error{Req: req, Code: wire.CodeForbidden, Msg: wire.Clip(msg, wire.MaxText)})
+	s.out.send(s.out.sock(w), ident, &wire.Error{Req: req, Code: wire.CodeForbidden, Msg: wire.Clip(msg, wire.MaxText)})
 }
 
 // revokedMessage answers a message whose key is no longer listed with
@@ -188,37 +188,15 @@ func (s *Server) recheckKeys(now time.Time) {
 func (s *Server) endRevokedPeer(now time.Time, sid id.Session) {
 	p := s.sess.peer[sid]
 	s.log.Warn("session ended: its key is no longer authorised", "session", sid, "id", p.id, "key", p.key)
-	s.send(s.peers, p.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
+	s.out.toPeer(p.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
 	s.c.Disconnect(now, sid)
-	s.forget(sid)
+	s.sess.forget(sid)
 }
 
 // endRevokedConsole detaches the console at ident, whose key is no longer
 // authorised, with DISCONNECT 403.
 func (s *Server) endRevokedConsole(ident string, cs *console) {
 	s.log.Warn("console detached: its key is no longer authorised", "key", cs.key)
-	s.send(s.adm.sock, cs.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
+	s.out.toConsole(cs.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
 	delete(s.sess.cons, ident)
-}
-
-// ownerKey is the peers socket's binding of ids to keys: the key of the
-// live session of each (role, id).
-type ownerKey struct {
-	role wire.Role
-	id   string
-}
-
-// claim checks that a HELLO's (role, id) is not held by a live session
-// with another key: an id belongs to the key that holds it.
-func (s *Server) claim(role wire.Role, peerID, key string) (id.Session, bool) {
-	sid, ok := s.sess.owners[ownerKey{role, peerID}]
-	if !ok {
-		return 0, true
-	}
-	p, live := s.sess.peer[sid]
-	if !live {
-		delete(s.sess.owners, ownerKey{role, peerID})
-		return 0, true
-	}
-	return sid, p.key == key
 }

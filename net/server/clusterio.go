@@ -51,7 +51,7 @@ func (s *Server) startClusterIO() (stop func()) {
 	if s.opts.ClusterCrawls == nil && s.opts.ClusterResults == nil {
 		return func() {}
 	}
-	io := &clusterIO{calls: make(chan func() func(), clusterIOQueue), ring: s.ring, exited: make(chan struct{})}
+	io := &clusterIO{calls: make(chan func() func(), clusterIOQueue), ring: s.r.ring, exited: make(chan struct{})}
 	s.cl.io = io
 	go func() {
 		defer close(io.exited)
@@ -118,7 +118,7 @@ func (s *Server) settleCluster(deadline time.Time) {
 			return
 		}
 		select {
-		case <-s.wake:
+		case <-s.r.wake:
 		case <-time.After(time.Until(deadline)):
 		}
 	}

@@ -52,15 +52,15 @@ func (in *interner) get(s string) string {
 // handed over in memory by an in-process peer, which alias no message).
 func (s *Server) compactSpec(it *wire.SubmitItem, cloneURL bool) coord.JobSpec {
 	sp := coord.JobSpec{Key: it.Key}
-	sp.Key.Crawler = s.strs.get(it.Key.Crawler)
-	sp.Key.Processor = s.strs.get(it.Key.Processor)
+	sp.Key.Crawler = s.r.strs.get(it.Key.Crawler)
+	sp.Key.Processor = s.r.strs.get(it.Key.Processor)
 	if cloneURL {
 		sp.Key.URL = strings.Clone(it.Key.URL)
 	}
 	if len(it.Headers) > 0 {
 		sp.Headers = make(map[string]string, len(it.Headers))
 		for _, h := range it.Headers {
-			sp.Headers[s.strs.get(h.Name)] = s.strs.get(h.Value)
+			sp.Headers[s.r.strs.get(h.Name)] = s.r.strs.get(h.Value)
 		}
 	}
 	if len(it.Payload) > 0 {

@@ -72,7 +72,7 @@ func (s *Server) sendJob(now time.Time, sid id.Session, m wire.Message) {
 		}
 		return
 	}
-	if !s.send(s.peers, p.ident, m) {
+	if !s.out.toPeer(p.ident, m) {
 		s.undeliverable(now, sid)
 		return
 	}
@@ -95,7 +95,7 @@ func newJobMsg() *wire.Job {
 func (s *Server) undeliverable(now time.Time, sid id.Session) {
 	s.log.Warn("job undeliverable: ending the worker's session, its jobs go back to the queue", "session", sid)
 	s.c.Disconnect(now, sid)
-	s.forget(sid)
+	s.sess.forget(sid)
 }
 
 // cancel tells each worker to stop the runs an operator took from it, one
@@ -111,9 +111,7 @@ func (s *Server) cancel(now time.Time, cs []coord.Cancel) {
 			msg.Runs = append(msg.Runs, toWireRun(c.Run))
 		}
 		if !s.cancelWaits(msg) || !s.hold(held{kind: heldOther, sid: cs[i].Session, msg: msg}) {
-			if p, ok := s.sess.peer[cs[i].Session]; ok && s.send(s.peers, p.ident, msg) {
-				p.lastSent = now
-			}
+			s.sess.sendTo(now, cs[i].Session, msg)
 		}
 		i = j
 	}

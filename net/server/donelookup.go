@@ -285,7 +285,7 @@ func (s *Server) releaseLookups(now time.Time) {
 	}
 	l.looker.collect()
 	n := 0
-	for ; n < len(l.parked) && l.parked[n].looked && !s.overBudget(); n++ {
+	for ; n < len(l.parked) && l.parked[n].looked && !s.r.overBudget(); n++ {
 		p := l.parked[n]
 		if s.relook(p) {
 			break // it waits for its keys again, and the messages behind it
@@ -301,14 +301,14 @@ func (s *Server) releaseLookups(now time.Time) {
 				s.dur.err = err
 			}
 			s.dur.mu.Unlock()
-			s.send(s.peers, p.ident, storeFailedError(p.m.RequestID(), err))
+			s.out.toPeer(p.ident, storeFailedError(p.m.RequestID(), err))
 			continue
 		}
 		s.giveBack(p.keys, p.queued)
 		p.queued = nil
 		if sid, ok := s.sess.ident[string(p.ident)]; ok && sid == p.sid && s.c.Known(sid) {
 			if p.step != s.stats.Steps {
-				s.stepItems += itemsOf(p.m) // read in an earlier step
+				s.r.stepItems += itemsOf(p.m) // read in an earlier step
 			}
 			s.c.UseNormals(p.norms) // its keys are not normalised again
 			s.peerMessage(now, p.ident, p.sid, p.m)

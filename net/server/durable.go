@@ -202,11 +202,11 @@ func (d *durable) progress() (uint64, error) {
 func (s *Server) ack(ident []byte, m wire.Message) {
 	d := s.dur
 	if d == nil {
-		s.send(s.peers, ident, m)
+		s.out.toPeer(ident, m)
 		return
 	}
 	if d.failed != nil {
-		s.send(s.peers, ident, storeFailedError(m.RequestID(), d.failed))
+		s.out.toPeer(ident, storeFailedError(m.RequestID(), d.failed))
 		return
 	}
 	d.step = append(d.step, held{kind: heldAck, ident: ident, msg: m})
@@ -227,14 +227,12 @@ func (s *Server) hold(h held) bool {
 func (s *Server) deliver(now time.Time, h *held) {
 	switch h.kind {
 	case heldAck:
-		s.send(s.peers, h.ident, h.msg)
+		s.out.toPeer(h.ident, h.msg)
 	case heldJob:
 		s.sendJob(now, h.sid, h.msg)
 	case heldOther:
-		if p, ok := s.sess.peer[h.sid]; ok && s.send(s.peers, p.ident, h.msg) {
-			p.lastSent = now
-		}
+		s.sess.sendTo(now, h.sid, h.msg)
 	case heldEvent:
-		s.publish(h.ev)
+		s.ev.publish(h.ev)
 	}
 }

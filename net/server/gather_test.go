@@ -43,10 +43,10 @@ func TestGatherMakesFewerSteps(t *testing.T) {
 			t.Fatal(err)
 		}
 		steps[gather] = s.stats.Steps
-		if r := s.ReactorStats(); r.Steps != s.stats.Steps || r.Messages == 0 || r.Messages > s.stats.Received || r.Gathered > s.gather.gathered {
+		if r := s.ReactorStats(); r.Steps != s.stats.Steps || r.Messages == 0 || r.Messages > s.stats.Received || r.Gathered > s.r.gather.gathered {
 			t.Errorf("ReactorStats %+v, the reactor's own %+v", r, s.stats)
 		}
-		t.Logf("gather %v: %d steps for %d messages, %d gathered", gather, s.stats.Steps, s.stats.Received, s.gather.gathered)
+		t.Logf("gather %v: %d steps for %d messages, %d gathered", gather, s.stats.Steps, s.stats.Received, s.r.gather.gathered)
 	}
 	// 60 requests over >= 300ms: about 300ms/50ms gathered steps, plus the
 	// HELLO's, the timers' (heartbeats every 100ms) and the shutdown's. A
@@ -77,8 +77,8 @@ func TestGatherOnlyUnderLoad(t *testing.T) {
 		t.Fatalf("%d steps for %d requests 5ms apart: the reactor gathered messages that were not coming under load", s.stats.Steps, n)
 	}
 	d, _ := runServer(t, Options{Gather: 300 * time.Microsecond})
-	if d.gather.below != 600*time.Microsecond {
-		t.Fatalf("default threshold %v for a 300µs gathering, want 600µs", d.gather.below)
+	if d.r.gather.below != 600*time.Microsecond {
+		t.Fatalf("default threshold %v for a 300µs gathering, want 600µs", d.r.gather.below)
 	}
 }
 

@@ -155,7 +155,7 @@ func TestHeartbeatsWithinLongStep(t *testing.T) {
 // owns the socket.
 func peerWaiting(s *Server) bool {
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) { // polls the socket; bounded by the deadline
-		ready, _, err := zsock.Ready(s.peers)
+		ready, _, err := zsock.Ready(s.peers.sock)
 		if err != nil {
 			return false
 		}

@@ -2,13 +2,12 @@ package server
 
 import (
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/pebbe/zmq4"
 
-	"drover/admin"
+	"drover/coord"
 	"drover/net/internal/pipe"
 	"drover/net/wire"
 	"drover/net/zsock"
@@ -26,6 +25,48 @@ import (
 // receive finds it empty or ZMQ_EVENTS says it has nothing. Only dirty inputs cost a libzmq call;
 // each such call looks at libzmq's command pipe with a poll(2), so an
 // input that is known to be empty is left alone.
+
+// reactor is the Server's loop part: the inputs it reads (the sockets
+// and the pipe hub of in-process peers), the one channel that wakes it,
+// the gathering of messages under load, the step's item budget and the
+// scratch that messages are handled in. Server.Run's loop drives it and
+// routes each message to the part that handles it (the input's handler).
+// The reactor goroutine owns it; only wake and the counters are touched
+// elsewhere.
+type reactor struct {
+	inputs []*input      // the sockets the reactor reads
+	hub    *pipe.Hub     // in-process peers on the inproc peers endpoint
+	wake   chan struct{} // the inputs' watches and the hub ring it
+	gather gatherer      // lets messages gather under load (gather.go)
+	io     zsock.MsgIO   // whole-message receives
+	taken  []pipe.Msg    // scratch for drainHub
+	stats  *Stats        // Received
+	now    func() time.Time
+	// stepItems counts the keys and jobs the current step took in
+	// (stepItemBudget).
+	stepItems int
+	// parkedFull reports whether the messages parked for their store
+	// lookups hold their budget (donelookup.go): then no more is read.
+	parkedFull func() bool
+	// handled runs after each message an input handed over.
+	handled func()
+	// scratch for the peers' messages (peers.go): reused, cleared after
+	// each use
+	scratch struct {
+		results  []coord.Result
+		specs    []coord.JobSpec
+		verdicts []coord.ResultVerdict
+		// for REQUEST and QUEUE (peerMessage, verdicts)
+		keyVerdicts []coord.Verdict
+		items       []wire.VerdictItem
+	}
+	strs interner // short strings jobs repeat, one copy each (compact.go)
+	// counters mirror the step counters for ReactorStats (metrics read
+	// them while the reactor runs).
+	counters   struct{ steps, messages, gathered atomic.Uint64 }
+	lastTotals time.Time // when Options.OnTotals was last called
+	ready      atomic.Bool
+}
 
 // input is one socket the reactor reads, or the pipe hub of in-process
 // peers (package pipe; sk is then nil).
@@ -87,61 +128,66 @@ func itemsOf(m wire.Message) int {
 const parkedItemBudget = 2 * stepItemBudget
 
 // overBudget reports whether the step has taken in its stepItemBudget.
-func (s *Server) overBudget() bool { return s.stepItems >= stepItemBudget }
+func (r *reactor) overBudget() bool { return r.stepItems >= stepItemBudget }
 
 // readFull reports whether the reactor should read no more messages now:
 // the step is overBudget, or the parked messages are full.
-func (s *Server) readFull() bool { return s.overBudget() || s.parkedFull() }
+func (r *reactor) readFull() bool { return r.overBudget() || r.parkedFull() }
 
 // parkedFull reports whether the messages parked for their store lookups
 // hold parkedItemBudget (donelookup.go).
 func (s *Server) parkedFull() bool { return s.dur != nil && s.dur.look.full() }
 
-// openInputs starts watching the sockets the reactor reads; closeInputs
-// stops the watches (before the sockets close).
+// openInputs starts watching the sockets the reactor reads, each with the
+// part that handles its messages; closeInputs stops the watches (before
+// the sockets close).
 func (s *Server) openInputs() error {
-	add := func(sk *zmq4.Socket, handle func([][]byte, string)) error {
-		in := &input{sk: sk, handle: handle, dirty: true, users: s.auth != nil && sk != s.ev.pub}
-		w, err := zsock.NewWatchFunc(sk, func() {
-			in.rang.Store(true) // first: the reactor reads it once woken
-			s.ring()
-		})
-		if err != nil {
-			return fmt.Errorf("reactor: %w", err)
-		}
-		in.watch = w
-		s.inputs = append(s.inputs, in)
-		return nil
-	}
-	if err := add(s.peers, s.onPeer); err != nil {
+	users := s.auth != nil // the ROUTERs' messages carry their sender's key
+	if err := s.r.watch(s.peers.sock, s.onPeer, users); err != nil {
 		return err
 	}
-	if err := add(s.adm.sock, s.onAdmin); err != nil {
+	if err := s.r.watch(s.adm.sock, s.onAdmin, users); err != nil {
 		return err
 	}
 	if s.ev.pub != nil {
-		if err := add(s.ev.pub, s.onSubscription); err != nil {
+		if err := s.r.watch(s.ev.pub, s.ev.onSubscription, false); err != nil {
 			return err
 		}
 	}
-	if s.hub != nil {
-		s.inputs = append(s.inputs, &input{handle: s.onPeer, value: s.onPeerValue, dirty: true})
+	if s.r.hub != nil {
+		s.r.inputs = append(s.r.inputs, &input{handle: s.onPeer, value: s.onPeerValue, dirty: true})
 	}
 	return nil
 }
 
-func (s *Server) closeInputs() {
-	for _, in := range s.inputs {
+// watch adds sk to the inputs, its messages handed to handle (with their
+// User-Id when users).
+func (r *reactor) watch(sk *zmq4.Socket, handle func([][]byte, string), users bool) error {
+	in := &input{sk: sk, handle: handle, dirty: true, users: users}
+	w, err := zsock.NewWatchFunc(sk, func() {
+		in.rang.Store(true) // first: the reactor reads it once woken
+		r.ring()
+	})
+	if err != nil {
+		return fmt.Errorf("reactor: %w", err)
+	}
+	in.watch = w
+	r.inputs = append(r.inputs, in)
+	return nil
+}
+
+func (r *reactor) closeInputs() {
+	for _, in := range r.inputs {
 		if in.watch != nil {
 			in.watch.Close()
 		}
 	}
-	s.inputs = nil
+	r.inputs = nil
 }
 
 // sent marks the input of sk dirty: the send may have taken its signal.
-func (s *Server) sent(sk *zmq4.Socket) {
-	for _, in := range s.inputs {
+func (r *reactor) sent(sk *zmq4.Socket) {
+	for _, in := range r.inputs {
 		if in.sk == sk {
 			in.dirty = true
 			return
@@ -151,18 +197,18 @@ func (s *Server) sent(sk *zmq4.Socket) {
 
 // readInputs hands the reactor what the dirty inputs hold, and what the
 // others received since the last wait (their watches rang).
-func (s *Server) readInputs() {
-	start := s.now()
-	for _, in := range s.inputs {
+func (r *reactor) readInputs() {
+	start := r.now()
+	for _, in := range r.inputs {
 		if in.sk != nil && in.rang.Swap(false) {
 			in.dirty = true
 		}
 		switch {
 		case !in.dirty:
 		case in.sk == nil:
-			in.dirty = s.drainHub(in)
+			in.dirty = r.drainHub(in)
 		default:
-			in.dirty = s.drain(in)
+			in.dirty = r.drain(in)
 		}
 		if !in.dirty {
 			in.emptyAt = start
@@ -174,9 +220,9 @@ func (s *Server) readInputs() {
 // been read: the oldest of the inputs' emptyAt. A session is silent only
 // if it sent nothing since (coord.TickHeard), so the reactor's own busy
 // time, its peers' heartbeats waiting unread, is not taken for silence.
-func (s *Server) heardUntil() time.Time {
+func (r *reactor) heardUntil() time.Time {
 	var t time.Time
-	for i, in := range s.inputs {
+	for i, in := range r.inputs {
 		if i == 0 || in.emptyAt.Before(t) {
 			t = in.emptyAt
 		}
@@ -186,9 +232,9 @@ func (s *Server) heardUntil() time.Time {
 
 // drain handles the messages waiting on sk, at most drainBound; it
 // reports whether it stopped at the bound (more may wait).
-func (s *Server) drain(in *input) bool {
+func (r *reactor) drain(in *input) bool {
 	for range drainBound {
-		if s.readFull() {
+		if r.readFull() {
 			return true
 		}
 		var (
@@ -197,16 +243,16 @@ func (s *Server) drain(in *input) bool {
 			err    error
 		)
 		if in.users {
-			frames, user, err = s.io.RecvUser(in.sk, zmq4.DONTWAIT)
+			frames, user, err = r.io.RecvUser(in.sk, zmq4.DONTWAIT)
 		} else {
-			frames, err = s.io.Recv(in.sk, zmq4.DONTWAIT)
+			frames, err = r.io.Recv(in.sk, zmq4.DONTWAIT)
 		}
 		if err != nil {
 			return false // EAGAIN: nothing more now, and a signal will come
 		}
-		s.stats.Received++
+		r.stats.Received++
 		in.handle(frames, user)
-		s.handled()
+		r.handled()
 	}
 	return true
 }
@@ -222,28 +268,28 @@ func (s *Server) handled() {
 	if s.hooks.msg != nil {
 		s.hooks.msg()
 	}
-	s.heartbeats(s.now())
+	s.sess.heartbeats(s.now())
 }
 
 // drainHub handles what in-process peers sent, at most drainBound; it
 // reports whether more wait.
-func (s *Server) drainHub(in *input) bool {
-	if s.readFull() {
+func (r *reactor) drainHub(in *input) bool {
+	if r.readFull() {
 		return true
 	}
-	msgs, more := s.hub.Take(s.taken[:0], drainBound)
+	msgs, more := r.hub.Take(r.taken[:0], drainBound)
 	for i, m := range msgs {
 		msgs[i] = pipe.Msg{}
-		s.stats.Received++
+		r.stats.Received++
 		// In-process peers have no key: they are this process.
 		if m.Value != nil {
 			in.value(m.Ident, m.Value, "")
 		} else {
 			in.handle(m.Frames, "")
 		}
-		s.handled()
+		r.handled()
 	}
-	s.taken = msgs[:0]
+	r.taken = msgs[:0]
 	return more
 }
 
@@ -253,21 +299,32 @@ func (s *Server) drainHub(in *input) bool {
 // sent to since the last wait (pipe.Hub.Flush): each wakes once for all
 // the reactor had for it.
 func (s *Server) busy() (bool, error) {
-	if s.hub != nil {
-		s.hub.Flush()
-	}
-	busy := false
-	now := s.now()
 	// With the parked messages at their budget the inputs wait, dirty,
 	// for the lookup goroutine's doorbell: looking at them would only spin.
-	parkedFull := s.parkedFull()
-	for _, in := range s.inputs {
-		if !in.dirty || parkedFull {
+	busy, err := s.r.busy(s.parkedFull())
+	if err != nil {
+		return false, err
+	}
+	if s.dur != nil && len(s.dur.look.parked) > 0 && s.dur.look.parked[0].looked {
+		busy = true // releaseLookups stopped at the step's budget
+	}
+	return busy, nil
+}
+
+// busy is Server.busy's look at the inputs (none when skip).
+func (r *reactor) busy(skip bool) (bool, error) {
+	if r.hub != nil {
+		r.hub.Flush()
+	}
+	busy := false
+	now := r.now()
+	for _, in := range r.inputs {
+		if !in.dirty || skip {
 			continue
 		}
 		read := false
 		if in.sk == nil {
-			read = s.hub.Pending()
+			read = r.hub.Pending()
 		} else {
 			var err error
 			if read, _, err = zsock.Ready(in.sk); err != nil {
@@ -280,33 +337,30 @@ func (s *Server) busy() (bool, error) {
 		}
 		busy = busy || read
 	}
-	if s.dur != nil && len(s.dur.look.parked) > 0 && s.dur.look.parked[0].looked {
-		busy = true // releaseLookups stopped at the step's budget
-	}
 	return busy, nil
 }
 
 // ring wakes the reactor (its sockets' watches call it; the pipe hub's
 // queue signals the same channel).
-func (s *Server) ring() {
+func (r *reactor) ring() {
 	select {
-	case s.wake <- struct{}{}:
+	case r.wake <- struct{}{}:
 	default:
 	}
 }
 
-// wait blocks until an input signals (one channel for them all, s.wake),
+// wait blocks until an input signals (one channel for them all, r.wake),
 // the store rings, timer fires or done closes, and marks dirty every
 // socket whose watch rang and the pipe hub (whose queue is looked at for
 // the price of a lock). It reports false when timer fired or done closed.
 //
 // Under load it may let messages gather first (gatherer): they are all
 // read in the step that follows.
-func (s *Server) wait(stored <-chan struct{}, timer <-chan time.Time, done <-chan struct{}) bool {
+func (r *reactor) wait(stored <-chan struct{}, timer <-chan time.Time, done <-chan struct{}) bool {
 	woke, byMessage := true, false
 	from := time.Now()
 	select {
-	case <-s.wake:
+	case <-r.wake:
 		byMessage = true
 	case <-stored:
 	case <-timer:
@@ -314,13 +368,13 @@ func (s *Server) wait(stored <-chan struct{}, timer <-chan time.Time, done <-cha
 	case <-done:
 		woke = false
 	}
-	if s.gather.woke(from, time.Now(), byMessage) {
+	if r.gather.woke(from, time.Now(), byMessage) {
 		select { // what rang meanwhile is marked below: its ring is spent
-		case <-s.wake:
+		case <-r.wake:
 		default:
 		}
 	}
-	for _, in := range s.inputs {
+	for _, in := range r.inputs {
 		if in.sk == nil || in.rang.Swap(false) {
 			in.dirty = true
 		}
@@ -331,14 +385,14 @@ func (s *Server) wait(stored <-chan struct{}, timer <-chan time.Time, done <-cha
 // linger keeps the sockets open until d has passed, reading and dropping
 // what arrives, so that peers read the DISCONNECTs just sent.
 func (s *Server) linger(d time.Duration) {
-	for _, in := range s.inputs {
+	for _, in := range s.r.inputs {
 		in.handle = func([][]byte, string) {}
 		in.value = func([]byte, wire.Message, string) {}
 	}
 	keep := time.NewTimer(d)
 	defer keep.Stop()
 	for {
-		s.readInputs()
+		s.r.readInputs()
 		busy, err := s.busy()
 		if err != nil {
 			return
@@ -351,36 +405,8 @@ func (s *Server) linger(d time.Duration) {
 				continue
 			}
 		}
-		if !s.wait(nil, keep.C, nil) {
+		if !s.r.wait(nil, keep.C, nil) {
 			return
 		}
 	}
-}
-
-// onSubscription handles what the events XPUB passes up: a frame per
-// topic prefix that gained its first subscriber (1, prefix) or lost its
-// last (0, prefix). Events nobody subscribes to are not encoded at all.
-func (s *Server) onSubscription(frames [][]byte, _ string) {
-	if len(frames) != 1 || len(frames[0]) == 0 {
-		return
-	}
-	msg := frames[0]
-	switch prefix := string(msg[1:]); msg[0] {
-	case 1:
-		s.ev.subs[prefix] = true
-	case 0:
-		delete(s.ev.subs, prefix)
-	}
-	s.keyEvents()
-}
-
-// keyEvents tells the coordinator whether anyone takes key events (the
-// OnEvent hook, or a subscription that may match a key.* kind): a REQUEST
-// of 1,000 keys nobody watches then builds no 1,000 events.
-func (s *Server) keyEvents() {
-	on := s.opts.OnEvent != nil
-	for prefix := range s.ev.subs {
-		on = on || strings.HasPrefix(prefix, admin.KeyTopic) || strings.HasPrefix(admin.KeyTopic, prefix)
-	}
-	s.c.PublishKeyEvents(on)
 }

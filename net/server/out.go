@@ -6,11 +6,7 @@ import (
 	"drover/admin"
 	"drover/coord"
 	"drover/coord/broker"
-	"drover/net/internal/pipe"
 	"drover/net/wire"
-	"drover/net/zsock"
-
-	"github.com/pebbe/zmq4"
 )
 
 // flush carries out what the coordinator returned: deferred answers, jobs
@@ -39,9 +35,9 @@ func (s *Server) flush(now time.Time) {
 		if !ok {
 			continue
 		}
-		s.send(s.peers, p.ident, disconnect(cl.Reason))
+		s.out.toPeer(p.ident, disconnect(cl.Reason))
 		s.log.Info("session closed", "session", cl.Session, "reason", cl.Reason)
-		s.forget(cl.Session)
+		s.sess.forget(cl.Session)
 	}
 	if out.Changed {
 		s.adm.dirty = true
@@ -60,14 +56,14 @@ func (s *Server) flush(now time.Time) {
 func (s *Server) emitEvents(evs []admin.Event, noted bool) {
 	s.shareEvents(evs, noted) // clusterevents.go
 	for i := range evs {
-		if s.opts.OnEvent == nil && (s.ev.pub == nil || !s.ev.subscribed(string(evs[i].Kind))) {
+		if !s.ev.wanted(evs[i].Kind) {
 			continue // nobody wants it
 		}
 		if !noted {
 			s.noteCursor(&evs[i]) // results.go
 		}
 		if ev := &evs[i]; !s.hold(held{kind: heldEvent, ev: new(*ev)}) {
-			s.publish(ev)
+			s.ev.publish(ev)
 		}
 	}
 }
@@ -143,32 +139,5 @@ func (s *Server) answerGroup(as []coord.Answer) {
 	for i, a := range as {
 		items[i] = wire.VerdictItem{Fingerprint: a.FP, Verdict: wireVerdict(a.Verdict), Reason: string(a.Reason)}
 	}
-	s.send(s.peers, p.ident, &wire.Answer{Req: a0.ReqID, Items: items})
-}
-
-// send encodes m and sends it to the peer with routing id ident on sk. It
-// reports whether the peer got it (or at least its queue did).
-func (s *Server) send(sk *zmq4.Socket, ident []byte, m wire.Message) bool {
-	frames, err := s.enc.Encode(m)
-	if err != nil {
-		s.log.Error("encode failed", "command", m.Command(), "err", err)
-		return false
-	}
-	if sk == s.peers && s.hub != nil && pipe.IsClient(ident) {
-		// Encoded above all the same: a pipe client gets exactly what
-		// DRV/2 can carry. Every message the server sends is made for
-		// that one send and never changed after, so it is handed over.
-		err = s.hub.SendValue(ident, m)
-	} else {
-		s.frames = append(append(s.frames[:0], ident), frames...)
-		s.sent(sk)
-		err = s.io.Send(sk, zmq4.DONTWAIT, s.frames...)
-	}
-	if err != nil {
-		s.stats.Undeliverable++
-		s.log.Debug("send failed", "command", m.Command(), "err", err, "unroutable", zsock.Unroutable(err), "full", zsock.WouldBlock(err))
-		return false
-	}
-	s.stats.Sent++
-	return true
+	s.out.toPeer(p.ident, &wire.Answer{Req: a0.ReqID, Items: items})
 }

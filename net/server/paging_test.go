@@ -244,9 +244,9 @@ func TestParkedResubmitAfterPageOut(t *testing.T) {
 	for i := range fresh {
 		fresh[i] = wire.SubmitItem{Key: key(fmt.Sprintf("http://resent.test/new/%d", i))}
 	}
-	read := s.reactor.messages.Load()
+	read := s.r.counters.messages.Load()
 	b.send(&wire.Submit{Req: 3, Jobs: fresh})
-	waitFor(t, "b's second SUBMIT read", func() bool { return s.reactor.messages.Load() > read })
+	waitFor(t, "b's second SUBMIT read", func() bool { return s.r.counters.messages.Load() > read })
 
 	// c submits the same new keys: accepted, durable, and past the
 	// resident limit, so paging would put them out at once.
@@ -258,8 +258,8 @@ func TestParkedResubmitAfterPageOut(t *testing.T) {
 			t.Fatalf("c's job %d: %+v, want accepted", i, it)
 		}
 	}
-	steps := s.reactor.steps.Load()
-	waitFor(t, "two more reactor steps (a page-out after c's jobs were durable)", func() bool { return s.reactor.steps.Load() >= steps+2 })
+	steps := s.r.counters.steps.Load()
+	waitFor(t, "two more reactor steps (a page-out after c's jobs were durable)", func() bool { return s.r.counters.steps.Load() >= steps+2 })
 
 	release()
 	if it := expect[*wire.Submitted](t, b.recv()).Items[0]; it.Status != wire.SubmitDuplicate {

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/pebbe/zmq4"
-
 	"fmt"
 	"time"
 
@@ -23,22 +21,7 @@ import (
 func (s *Server) reject(sk sockWriter, ident []byte, req uint64, code wire.Code, format string, args ...any) {
 	s.stats.Malformed++
 	s.c.CountMalformed()
-	s.send(sk.sock(s), ident, &wire.Error{Req: req, Code: code, Msg: wire.Clip(fmt.Sprintf(format, args...), wire.MaxText)})
-}
-
-// sockWriter selects which ROUTER to answer on.
-type sockWriter uint8
-
-const (
-	onPeers sockWriter = iota
-	onAdmin
-)
-
-func (w sockWriter) sock(s *Server) *zmq4.Socket {
-	if w == onAdmin {
-		return s.adm.sock
-	}
-	return s.peers
+	s.out.send(s.out.sock(sk), ident, &wire.Error{Req: req, Code: code, Msg: wire.Clip(fmt.Sprintf(format, args...), wire.MaxText)})
 }
 
 // decode splits the routing id off and decodes the rest, answering ERROR for
@@ -83,7 +66,7 @@ func (s *Server) stillAlive(w sockWriter, ident []byte, user string) {
 		return
 	}
 	if sid, ok := s.sess.ident[string(ident)]; ok && !s.c.Touch(now, sid) {
-		s.forget(sid)
+		s.sess.forget(sid)
 	}
 }
 
@@ -98,10 +81,7 @@ func (s *Server) refuseVersion(w sockWriter, ident, proto []byte, we *wire.Error
 		s.log.Error("encode failed", "command", wire.CmdError, "err", err)
 		return
 	}
-	sk := w.sock(s)
-	s.frames = append(append(s.frames[:0], ident), frames...)
-	s.sent(sk)
-	if err := s.io.Send(sk, zmq4.DONTWAIT, s.frames...); err != nil {
+	if err := s.out.sendFrames(s.out.sock(w), ident, frames); err != nil {
 		s.stats.Undeliverable++
 		return
 	}
@@ -154,12 +134,12 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 		return
 	}
 	if !s.c.Touch(now, sid) {
-		s.forget(sid)
+		s.sess.forget(sid)
 		s.reject(onPeers, ident, m.RequestID(), wire.CodeHelloRequired, "session expired: send HELLO again")
 		return
 	}
 	// Taken in now, parked or not: the step's budget counts it.
-	s.stepItems += itemsOf(m)
+	s.r.stepItems += itemsOf(m)
 	if s.parkForLookup(ident, sid, m) { // donelookup.go: evicted done keys back from the store first
 		return
 	}
@@ -174,18 +154,18 @@ func (s *Server) peerMessage(now time.Time, ident []byte, sid id.Session, m wire
 	case *wire.Heartbeat:
 	case *wire.Disconnect:
 		s.c.Disconnect(now, sid)
-		s.forget(sid)
+		s.sess.forget(sid)
 		if p != nil {
 			s.memo.drop(memoName(p)) // it said goodbye: it resends nothing
 		}
 	case *wire.Request:
-		vs, err := s.c.Request(now, sid, m.Req, m.Keys, s.scratch.keyVerdicts[:0])
+		vs, err := s.c.Request(now, sid, m.Req, m.Keys, s.r.scratch.keyVerdicts[:0])
 		s.verdicts(p, m.Req, vs, err, false)
-		s.scratch.keyVerdicts = reuse(vs)
+		s.r.scratch.keyVerdicts = reuse(vs)
 	case *wire.Queue:
-		vs, err := s.c.Queue(now, sid, m.Keys, s.scratch.keyVerdicts[:0])
+		vs, err := s.c.Queue(now, sid, m.Keys, s.r.scratch.keyVerdicts[:0])
 		s.verdicts(p, m.Req, vs, err, true)
-		s.scratch.keyVerdicts = reuse(vs)
+		s.r.scratch.keyVerdicts = reuse(vs)
 	case *wire.Done:
 		items := make([]coord.DoneItem, len(m.Items))
 		for i, it := range m.Items {
@@ -219,7 +199,7 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 		s.reject(onPeers, ident, h.Req, wire.CodeForbidden, "role %s on the peers socket: consoles use the admin socket", h.Role)
 		return
 	}
-	if holder, ok := s.claim(h.Role, h.ID, key); !ok {
+	if holder, ok := s.sess.claim(h.Role, h.ID, key); !ok {
 		// The id belongs to the key that holds it: another key may not
 		// take it over (supersede it) while that session lives.
 		s.log.Warn("HELLO refused: the id is held by another key", "role", h.Role, "id", h.ID, "holder", holder, "key", key)
@@ -230,7 +210,7 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 		// The same connection says HELLO again: the old session ends
 		// cleanly; a worker's held jobs are reconciled by the new HELLO.
 		s.c.Disconnect(now, old)
-		s.forget(old)
+		s.sess.forget(old)
 	}
 	s.sess.next++
 	sid := s.sess.next
@@ -253,7 +233,7 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 	s.sess.ident[string(ident)] = sid
 	s.sess.peer[sid] = p
 	s.sess.owners[ownerKey{h.Role, h.ID}] = sid
-	s.send(s.peers, p.ident, &wire.Welcome{
+	s.out.toPeer(p.ident, &wire.Welcome{
 		Req: h.Req, Session: uint64(sid), Heartbeat: wel.Heartbeat, Liveness: uint16(wel.Liveness),
 		Slots: h.Slots, Server: s.opts.Server, Cancel: toWireRuns(wel.Cancel),
 		Limits: wire.Limits{MaxBody: wire.MaxBody, MaxBatch: wire.MaxBatch, MaxPayload: wire.MaxPayload},
@@ -274,19 +254,6 @@ func toWireRuns(rs []broker.Run) []wire.Run {
 
 func toWireRun(r broker.Run) wire.Run {
 	return wire.Run{JobID: uint64(r.Job), Attempt: uint32(r.Attempt)}
-}
-
-// forget drops the transport's record of a session.
-func (s *Server) forget(sid id.Session) {
-	if p, ok := s.sess.peer[sid]; ok {
-		if s.sess.ident[string(p.ident)] == sid {
-			delete(s.sess.ident, string(p.ident))
-		}
-		if s.sess.owners[ownerKey{p.role, p.id}] == sid {
-			delete(s.sess.owners, ownerKey{p.role, p.id})
-		}
-		delete(s.sess.peer, sid)
-	}
 }
 
 func wireVerdict(v ledger.Verdict) wire.Verdict {
@@ -318,12 +285,12 @@ func (s *Server) verdicts(p *peer, req uint64, vs []coord.Verdict, err error, du
 	// The items are encoded and sent at once, unless the answer waits for
 	// the store (ack) or goes to a pipe client as a value: only then are
 	// they the message's own.
-	kept := durable && s.dur != nil || s.hub != nil && pipe.IsClient(p.ident)
+	kept := durable && s.dur != nil || s.out.isPipe(p.ident)
 	var items []wire.VerdictItem
 	if kept {
 		items = make([]wire.VerdictItem, len(vs))
 	} else {
-		items = slices.Grow(s.scratch.items[:0], len(vs))[:len(vs)]
+		items = slices.Grow(s.r.scratch.items[:0], len(vs))[:len(vs)]
 	}
 	for i, v := range vs {
 		items[i] = wire.VerdictItem{Fingerprint: v.FP, Verdict: wireVerdict(v.Verdict), Reason: reasonText(v.Reason, v.Detail)}
@@ -331,10 +298,10 @@ func (s *Server) verdicts(p *peer, req uint64, vs []coord.Verdict, err error, du
 	if durable {
 		s.ack(p.ident, &wire.Verdicts{Req: req, Items: items})
 	} else {
-		s.send(s.peers, p.ident, &wire.Verdicts{Req: req, Items: items})
+		s.out.toPeer(p.ident, &wire.Verdicts{Req: req, Items: items})
 	}
 	if !kept {
-		s.scratch.items = reuse(items)
+		s.r.scratch.items = reuse(items)
 	}
 }
 
@@ -377,12 +344,12 @@ func (s *Server) submit(now time.Time, p *peer, m *wire.Submit) {
 
 func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
 	// Scratch reused across results: the core copies what it keeps.
-	rs := slices.Grow(s.scratch.results[:0], len(m.Items))[:len(m.Items)]
-	specs := s.scratch.specs[:0]
+	rs := slices.Grow(s.r.scratch.results[:0], len(m.Items))[:len(m.Items)]
+	specs := s.r.scratch.specs[:0]
 	defer func() {
 		clear(rs)
 		clear(specs)
-		s.scratch.results, s.scratch.specs = rs[:0], specs[:0]
+		s.r.scratch.results, s.r.scratch.specs = rs[:0], specs[:0]
 	}()
 	for i := range m.Items {
 		it := &m.Items[i]
@@ -407,8 +374,8 @@ func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
 		}
 		rs[i] = r
 	}
-	vs, err := s.c.Results(now, p.s, rs, s.scratch.verdicts[:0])
-	s.scratch.verdicts = vs[:0]
+	vs, err := s.c.Results(now, p.s, rs, s.r.scratch.verdicts[:0])
+	s.r.scratch.verdicts = vs[:0]
 	if err != nil {
 		s.reject(onPeers, p.ident, m.Req, errorCode(err), "%v", err)
 		return

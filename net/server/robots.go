@@ -112,7 +112,7 @@ func (s *Server) sendRobots(now time.Time, a *broker.Assignment) {
 		return
 	}
 	ttl := max(r.TTL(now), time.Millisecond)
-	if s.send(s.peers, p.ident, &wire.Robots{Origin: r.Origin, TTL: ttl, CrawlDelay: r.CrawlDelay, Content: r.Body}) {
+	if s.out.toPeer(p.ident, &wire.Robots{Origin: r.Origin, TTL: ttl, CrawlDelay: r.CrawlDelay, Content: r.Body}) {
 		p.lastSent = now
 		p.keepSent(r)
 	}

@@ -131,60 +131,39 @@ type Options struct {
 // Server is a running coordinator with its sockets. Create with New, then
 // call Run on one goroutine.
 type Server struct {
-	opts        Options
-	log         *slog.Logger
-	now         func() time.Time
-	c           *coord.Coordinator
-	pg          *pager // queued jobs beyond memory (paging.go); nil: all in memory
-	peers       *zmq4.Socket
-	peersEP     string
-	inprocPeers string // peers endpoint for in-process workers and producers
-
-	enc    wire.Encoder
-	inputs []*input      // the sockets the reactor reads (inputs.go)
-	hub    *pipe.Hub     // in-process peers on the inproc peers endpoint
-	wake   chan struct{} // the inputs' watches and the hub ring it (inputs.go)
-	gather gatherer      // lets messages gather under load (gather.go)
-	// stepItems counts the keys and jobs the current step took in
-	// (stepItemBudget, inputs.go).
-	stepItems int
-	taken     []pipe.Msg // scratch for drainHub
-	// scratch for result: reused, cleared after each use
-	scratch struct {
-		results  []coord.Result
-		specs    []coord.JobSpec
-		verdicts []coord.ResultVerdict
-		// for REQUEST and QUEUE (peerMessage, verdicts)
-		keyVerdicts []coord.Verdict
-		items       []wire.VerdictItem
-	}
-	io     zsock.MsgIO // whole-message sends and receives
-	frames [][]byte    // scratch for send
-	// reactor mirrors the step counters for ReactorStats (metrics read
-	// them while the reactor runs).
-	reactor    struct{ steps, messages, gathered atomic.Uint64 }
-	lastTotals time.Time
-	cl         cluster // on a Redis Cluster store: the state of the cluster parts (clusterio.go)
+	opts Options
+	log  *slog.Logger
+	now  func() time.Time
+	c    *coord.Coordinator
+	seq  uint64 // this server's number in the process (endpoint and ZAP domain names)
 
 	// The parts, each with one job.
-	sess sessions   // who is connected, their heartbeats (sessions.go)
-	disp dispatcher // JOBs and CANCELs to workers (dispatch.go)
-	adm  dialogue   // the admin socket: consoles and the CLI (admin.go)
-	ev   events     // the events socket and its subscriptions (events.go)
-	dur  *durable   // the store: nil without one (durable.go, storeio.go)
-
-	stats Stats
-	ready atomic.Bool
-
-	auth *authState // nil without Options.Auth (auth.go)
-	seq  uint64     // this server's number in the process (endpoint and ZAP domain names)
+	r     reactor    // the loop's inputs, wake-ups and scratch (inputs.go)
+	out   sender     // every message out, encoded and counted (sender.go)
+	peers listener   // the peers ROUTER: workers and producers (peers.go)
+	sess  sessions   // who is connected, their heartbeats (sessions.go)
+	disp  dispatcher // JOBs and CANCELs to workers (dispatch.go)
+	adm   dialogue   // the admin socket: consoles and the CLI (admin.go)
+	ev    events     // the events socket and its subscriptions (events.go)
+	dur   *durable   // the store: nil without one (durable.go, storeio.go)
+	pg    *pager     // queued jobs beyond memory (paging.go); nil: all in memory
+	auth  *authState // nil without Options.Auth (auth.go)
+	cl    cluster    // on a Redis Cluster store: the cluster parts' state (clusterio.go)
 
 	memo   submitMemo             // accepted submits by producer and request (submitmemo.go)
 	rob    robotsWrites           // robots.txt copies to write (robots.go)
-	strs   interner               // short strings jobs repeat, one copy each (compact.go)
 	res    *resultLog             // nil without Options.Results
 	crawls map[string]*crawlState // crawl definitions by name (crawls.go)
-	hooks  hooks                  // tests' ways in; all nil outside tests
+
+	stats Stats
+	hooks hooks // tests' ways in; all nil outside tests
+}
+
+// listener is a ROUTER the server binds, with its endpoints.
+type listener struct {
+	sock   *zmq4.Socket
+	ep     string // the bound endpoint, the OS's port filled in
+	inproc string // the in-process endpoint
 }
 
 // hooks are the tests' ways into the reactor and the lookup goroutine,
@@ -244,20 +223,23 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		wake:   make(chan struct{}, 1),
-		gather: gatherer{gather: opts.Gather, below: opts.GatherBelow},
-		opts:   opts,
-		log:    opts.Log,
-		now:    opts.Clock.Now,
-		c:      c,
-		sess: sessions{ident: make(map[string]id.Session), peer: make(map[id.Session]*peer),
-			cons: make(map[string]*console), owners: make(map[ownerKey]id.Session)},
-		ev:  events{subs: make(map[string]bool)},
-		seq: inprocSeq.Add(1),
-
+		opts: opts,
+		log:  opts.Log,
+		now:  opts.Clock.Now,
+		c:    c,
+		seq:  inprocSeq.Add(1),
 		disp: dispatcher{batches: make(map[jobBatch]*wire.Job)},
 	}
-	s.keyEvents() // nobody subscribed yet
+	s.r = reactor{
+		wake: make(chan struct{}, 1), gather: gatherer{gather: opts.Gather, below: opts.GatherBelow},
+		stats: &s.stats, now: s.now, parkedFull: s.parkedFull, handled: s.handled,
+	}
+	s.out = sender{stats: &s.stats, log: s.log, dirty: s.r.sent}
+	s.sess = sessions{ident: make(map[string]id.Session), peer: make(map[id.Session]*peer),
+		cons: make(map[string]*console), owners: make(map[ownerKey]id.Session),
+		out: &s.out, liveness: time.Duration(c.Config().Liveness)}
+	s.ev = events{subs: make(map[string]bool), out: &s.out, onEvent: opts.OnEvent, keyEvents: c.PublishKeyEvents}
+	s.ev.tellKeyEvents() // nobody subscribed yet
 	if opts.Store != nil {
 		if opts.ResidentJobs > 0 {
 			s.pg = newPager(opts.ResidentJobs) // paging.go
@@ -297,10 +279,10 @@ func New(opts Options) (*Server, error) {
 
 func (s *Server) bind() error {
 	var err error
-	if s.peers, err = zsock.Router(s.opts.Peers, s.security(auth.Peers)...); err != nil {
+	if s.peers.sock, err = zsock.Router(s.opts.Peers, s.security(auth.Peers)...); err != nil {
 		return fmt.Errorf("peers socket: %w", err)
 	}
-	if s.peersEP, err = zsock.Endpoint(s.peers); err != nil {
+	if s.peers.ep, err = zsock.Endpoint(s.peers.sock); err != nil {
 		return err
 	}
 	if s.adm.sock, err = zsock.Router(s.opts.Admin, s.security(auth.Admin)...); err != nil {
@@ -314,13 +296,14 @@ func (s *Server) bind() error {
 	if err := s.adm.sock.Bind(s.adm.inproc); err != nil {
 		return fmt.Errorf("admin socket: bind %s: %w", s.adm.inproc, err)
 	}
-	s.inprocPeers = fmt.Sprintf("inproc://drover-peers-%d", n)
-	if err := s.peers.Bind(s.inprocPeers); err != nil {
-		return fmt.Errorf("peers socket: bind %s: %w", s.inprocPeers, err)
+	s.peers.inproc = fmt.Sprintf("inproc://drover-peers-%d", n)
+	if err := s.peers.sock.Bind(s.peers.inproc); err != nil {
+		return fmt.Errorf("peers socket: bind %s: %w", s.peers.inproc, err)
 	}
-	if s.hub, err = pipe.Listen(s.inprocPeers, s.wake); err != nil {
+	if s.r.hub, err = pipe.Listen(s.peers.inproc, s.r.wake); err != nil {
 		return fmt.Errorf("peers: %w", err)
 	}
+	s.out.peers, s.out.admin, s.out.hub = s.peers.sock, s.adm.sock, s.r.hub
 	if s.opts.Events != "-" {
 		if s.ev.pub, err = zsock.Pub(s.opts.Events, s.security(auth.Events)...); err != nil {
 			return fmt.Errorf("events socket: %w", err)
@@ -333,10 +316,10 @@ func (s *Server) bind() error {
 }
 
 func (s *Server) closeSockets() {
-	if s.hub != nil {
-		s.hub.Close()
+	if s.r.hub != nil {
+		s.r.hub.Close()
 	}
-	for _, sk := range []*zmq4.Socket{s.peers, s.adm.sock, s.ev.pub} {
+	for _, sk := range []*zmq4.Socket{s.peers.sock, s.adm.sock, s.ev.pub} {
 		if sk != nil {
 			sk.Close()
 		}
@@ -345,7 +328,7 @@ func (s *Server) closeSockets() {
 }
 
 // PeersEndpoint is where workers and producers connect (the real port).
-func (s *Server) PeersEndpoint() string { return s.peersEP }
+func (s *Server) PeersEndpoint() string { return s.peers.ep }
 
 // AdminEndpoint is where consoles and the CLI connect.
 func (s *Server) AdminEndpoint() string { return s.adm.ep }
@@ -355,7 +338,7 @@ func (s *Server) InprocAdmin() string { return s.adm.inproc }
 
 // InprocPeers is the in-process peers endpoint for workers and producers
 // running in the same process (drover crawl, drover demo).
-func (s *Server) InprocPeers() string { return s.inprocPeers }
+func (s *Server) InprocPeers() string { return s.peers.inproc }
 
 // EventsEndpoint is the events PUB endpoint ("" when disabled).
 func (s *Server) EventsEndpoint() string { return s.ev.ep }
@@ -369,7 +352,7 @@ func (s *Server) Restored() coord.RestoreStats {
 }
 
 // Ready reports whether Run is serving (for /readyz).
-func (s *Server) Ready() bool { return s.ready.Load() }
+func (s *Server) Ready() bool { return s.r.ready.Load() }
 
 // Stats counts what the transport saw; read them after Run returns or
 // through the admin totals.
@@ -396,9 +379,9 @@ type ReactorStats struct {
 // ReactorStats reads the reactor's counters; safe while Run runs.
 func (s *Server) ReactorStats() ReactorStats {
 	return ReactorStats{
-		Steps:    s.reactor.steps.Load(),
-		Messages: s.reactor.messages.Load(),
-		Gathered: s.reactor.gathered.Load(),
+		Steps:    s.r.counters.steps.Load(),
+		Messages: s.r.counters.messages.Load(),
+		Gathered: s.r.counters.gathered.Load(),
 	}
 }
 
@@ -413,7 +396,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.openInputs(); err != nil {
 		return err
 	}
-	defer s.closeInputs()
+	defer s.r.closeInputs()
 	var stored chan struct{} // nil without a store: never ready
 	if s.dur != nil {
 		stored = s.dur.ring
@@ -429,40 +412,40 @@ func (s *Server) Run(ctx context.Context) error {
 	defer s.startClusterIO()()   // clusterio.go
 	timer := s.opts.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
-	s.ready.Store(true)
-	defer s.ready.Store(false)
-	s.log.Info("serving", "peers", s.peersEP, "admin", s.adm.ep, "events", s.ev.ep)
+	s.r.ready.Store(true)
+	defer s.r.ready.Store(false)
+	s.log.Info("serving", "peers", s.peers.ep, "admin", s.adm.ep, "events", s.ev.ep)
 	const maxWait = 100 * time.Millisecond
 	for {
 		if ctx.Err() != nil {
 			return s.shutdown()
 		}
 		s.stats.Steps++
-		s.stepItems = 0
-		s.readInputs()
-		s.sess.heard = s.heardUntil()
+		s.r.stepItems = 0
+		s.r.readInputs()
+		s.sess.heard = s.r.heardUntil()
 		if s.hooks.step != nil {
 			s.hooks.step()
 		}
 		s.releaseLookups(s.now()) // donelookup.go: messages whose store lookups are done
 		s.takeClusterAnswers()    // clusterio.go: what the cluster answered
-		s.reactor.steps.Store(s.stats.Steps)
-		s.reactor.messages.Store(s.stats.Received)
-		s.reactor.gathered.Store(s.gather.gathered)
+		s.r.counters.steps.Store(s.stats.Steps)
+		s.r.counters.messages.Store(s.stats.Received)
+		s.r.counters.gathered.Store(s.r.gather.gathered)
 		now := s.now()
 		s.recheckKeys(now)
 		s.c.TickHeard(now, s.sess.heard)
 		s.pageIn(now) // paging.go
 		s.flush(now)
-		s.stats.MaxStepItems = max(s.stats.MaxStepItems, s.stepItems)
+		s.stats.MaxStepItems = max(s.stats.MaxStepItems, s.r.stepItems)
 		if err := s.release(); err != nil {
 			s.shutdown()
 			return fmt.Errorf("reactor: %w", err)
 		}
 		s.pageOut(now)
-		s.heartbeats(now)
-		if s.opts.OnTotals != nil && now.Sub(s.lastTotals) >= time.Second {
-			s.lastTotals = now
+		s.sess.heartbeats(now)
+		if s.opts.OnTotals != nil && now.Sub(s.r.lastTotals) >= time.Second {
+			s.r.lastTotals = now
 			s.opts.OnTotals(s.totals(now))
 		}
 		s.syncCrawlsEvery(now) // clustercrawls.go
@@ -483,7 +466,7 @@ func (s *Server) Run(ctx context.Context) error {
 			continue
 		}
 		timer.Reset(wait)
-		s.wait(stored, timer.C(), ctx.Done())
+		s.r.wait(stored, timer.C(), ctx.Done())
 		timer.Stop()
 	}
 }
@@ -491,7 +474,7 @@ func (s *Server) Run(ctx context.Context) error {
 // totals are the coordinator's totals with the transport's counters.
 func (s *Server) totals(now time.Time) admin.Totals {
 	t := s.c.Totals(now)
-	t.Listening = admin.Listeners{Peers: s.peersEP, Admin: s.adm.ep, Events: s.ev.ep}
+	t.Listening = admin.Listeners{Peers: s.peers.ep, Admin: s.adm.ep, Events: s.ev.ep}
 	if s.auth != nil {
 		t.Forbidden = s.auth.forbidden
 		t.HandshakesRefused = s.auth.refused.Load()
@@ -510,21 +493,21 @@ func (s *Server) shutdown() error {
 	// First what has already arrived (typically the DISCONNECTs of
 	// clients that closed before the server): peers that said goodbye are
 	// neither told nor waited for.
-	for _, in := range s.inputs {
+	for _, in := range s.r.inputs {
 		in.dirty = true
 	}
-	s.readInputs()
+	s.r.readInputs()
 	// What was acknowledged goes out before the DISCONNECTs.
 	serr := s.settle(time.Now().Add(5 * time.Second))
 	now := s.now()
 	s.log.Info("shutting down", "sessions", len(s.sess.peer), "consoles", len(s.sess.cons))
 	told := len(s.sess.peer) + len(s.sess.cons)
 	for _, p := range s.sess.peer {
-		s.send(s.peers, p.ident, disconnect(coord.CloseShutdown))
+		s.out.toPeer(p.ident, disconnect(coord.CloseShutdown))
 		s.c.Disconnect(now, p.s)
 	}
 	for _, cs := range s.sess.cons {
-		s.send(s.adm.sock, cs.ident, disconnect(coord.CloseShutdown))
+		s.out.toConsole(cs.ident, disconnect(coord.CloseShutdown))
 	}
 	out := s.c.Ready(now)
 	s.finished(out.Finished)
@@ -553,7 +536,7 @@ func (s *Server) shutdown() error {
 	if told > 0 {
 		s.linger(200 * time.Millisecond)
 	}
-	for _, sk := range []*zmq4.Socket{s.peers, s.adm.sock} {
+	for _, sk := range []*zmq4.Socket{s.peers.sock, s.adm.sock} {
 		sk.SetLinger(500 * time.Millisecond)
 	}
 	if serr != nil {

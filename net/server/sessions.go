@@ -10,7 +10,9 @@ import (
 
 // sessions is the Server's sessions part: who is connected on the peers
 // and admin sockets, by routing id and by session, which live session
-// holds each peer id, and their heartbeats. The reactor goroutine owns it.
+// holds each peer id, and their heartbeats. Opening and ending sessions
+// is the coordinator's and the dialogues' (peers.go, admin.go); this part
+// keeps the transport's record. The reactor goroutine owns it.
 type sessions struct {
 	ident  map[string]id.Session // peers routing id -> session
 	peer   map[id.Session]*peer
@@ -24,6 +26,9 @@ type sessions struct {
 	// been read (heardUntil, each step): a session is silent only if it
 	// sent nothing since before then (see coord.TickHeard).
 	heard time.Time
+
+	out      *sender
+	liveness time.Duration // heartbeats a session may miss (coord.Config.Liveness)
 }
 
 // peer is one session on the peers socket.
@@ -44,28 +49,70 @@ type peer struct {
 // to for an interval, and drops consoles that went silent (as of
 // sess.heard, as coord.TickHeard does for peers). It scans at most
 // ten times a second.
-func (s *Server) heartbeats(now time.Time) {
-	if now.Sub(s.sess.lastBeatScan) < 100*time.Millisecond {
+func (ss *sessions) heartbeats(now time.Time) {
+	if now.Sub(ss.lastBeatScan) < 100*time.Millisecond {
 		return
 	}
-	s.sess.lastBeatScan = now
-	for _, p := range s.sess.peer {
+	ss.lastBeatScan = now
+	for _, p := range ss.peer {
 		if now.Sub(p.lastSent) >= p.beat {
-			if s.send(s.peers, p.ident, &wire.Heartbeat{}) {
+			if ss.out.toPeer(p.ident, &wire.Heartbeat{}) {
 				p.lastSent = now
 			}
 		}
 	}
-	liveness := time.Duration(s.c.Config().Liveness)
-	for k, cs := range s.sess.cons {
-		if s.sess.heard.Sub(cs.lastSeen) > cs.beat*liveness {
-			delete(s.sess.cons, k)
+	for k, cs := range ss.cons {
+		if ss.heard.Sub(cs.lastSeen) > cs.beat*ss.liveness {
+			delete(ss.cons, k)
 			continue
 		}
 		if now.Sub(cs.lastSent) >= cs.beat {
-			if s.send(s.adm.sock, cs.ident, &wire.Heartbeat{}) {
+			if ss.out.toConsole(cs.ident, &wire.Heartbeat{}) {
 				cs.lastSent = now
 			}
 		}
 	}
+}
+
+// sendTo sends m to session sid, if it is still there, and notes the send
+// (no HEARTBEAT is due before its interval).
+func (ss *sessions) sendTo(now time.Time, sid id.Session, m wire.Message) {
+	if p, ok := ss.peer[sid]; ok && ss.out.toPeer(p.ident, m) {
+		p.lastSent = now
+	}
+}
+
+// forget drops the transport's record of a session.
+func (ss *sessions) forget(sid id.Session) {
+	if p, ok := ss.peer[sid]; ok {
+		if ss.ident[string(p.ident)] == sid {
+			delete(ss.ident, string(p.ident))
+		}
+		if ss.owners[ownerKey{p.role, p.id}] == sid {
+			delete(ss.owners, ownerKey{p.role, p.id})
+		}
+		delete(ss.peer, sid)
+	}
+}
+
+// ownerKey is the peers socket's binding of ids to keys: the key of the
+// live session of each (role, id).
+type ownerKey struct {
+	role wire.Role
+	id   string
+}
+
+// claim checks that a HELLO's (role, id) is not held by a live session
+// with another key: an id belongs to the key that holds it.
+func (ss *sessions) claim(role wire.Role, peerID, key string) (id.Session, bool) {
+	sid, ok := ss.owners[ownerKey{role, peerID}]
+	if !ok {
+		return 0, true
+	}
+	p, live := ss.peer[sid]
+	if !live {
+		delete(ss.owners, ownerKey{role, peerID})
+		return 0, true
+	}
+	return sid, p.key == key
 }

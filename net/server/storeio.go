@@ -133,7 +133,7 @@ func (s *Server) release() error {
 		for _, hs := range [][]held{d.waiting, d.step} {
 			for _, h := range hs {
 				if h.kind == heldAck {
-					s.send(s.peers, h.ident, storeFailedError(h.msg.RequestID(), err))
+					s.out.toPeer(h.ident, storeFailedError(h.msg.RequestID(), err))
 				}
 			}
 		}
