@@ -1,27 +1,34 @@
 package server
 
 import (
+	"log/slog"
 	"time"
 
 	"drover/admin"
 	"drover/auth"
+	"drover/coord"
 	"drover/net/wire"
-
-	"github.com/pebbe/zmq4"
 )
 
 // dialogue is the Server's admin dialogue part: the admin ROUTER that
 // consoles and the CLI talk to (HELLO, STATUS, QUERY, ACTION, CHANGED),
-// its endpoints, and the coalescing of CHANGED pushes. Who is attached is
-// the sessions part's (sessions.cons). The reactor goroutine owns it.
+// its endpoints, consoles attached and detached, and the coalescing of
+// CHANGED pushes. Who is attached is kept with the sessions
+// (sessions.cons); what a query or an action answers is the Server's
+// (onAdmin below routes them). The reactor goroutine owns it.
 type dialogue struct {
-	sock   *zmq4.Socket
-	ep     string // the bound endpoint, the OS's port filled in
-	inproc string // the in-process endpoint for an embedded console
+	listener // the admin ROUTER; inproc is for an embedded console
 	// dirty says the state changed since consoles were last told
 	// CHANGED (at lastChanged): notifyConsoles tells them.
 	dirty       bool
 	lastChanged time.Time
+
+	sess  *sessions
+	out   *sender
+	every time.Duration // Options.ChangedEvery
+	cfg   coord.Config  // heartbeat bounds
+	name  string        // Options.Server, for WELCOME
+	log   *slog.Logger
 }
 
 // ownQuery is the server's own answer to a view the coordinator does not
@@ -41,6 +48,49 @@ func (s *Server) ownQuery(q admin.Query) (func(admin.Query) (admin.Page, wire.Co
 	return nil, false
 }
 
+// query answers a QUERY: the views the server keeps itself (crawls,
+// results, the cluster's), else the coordinator's answer, continued into
+// the jobs only the store holds. The error comes with the ERROR code to
+// answer.
+func (s *Server) query(now time.Time, q admin.Query) (admin.Page, wire.Code, error) {
+	if q.View == admin.ViewCrawls {
+		return s.queryCrawls(q), wire.CodeOK, nil // crawls.go
+	}
+	if own, ok := s.ownQuery(q); ok {
+		return own(q)
+	}
+	page, err := s.c.Query(now, q)
+	if err == nil {
+		page, err = s.withPaged(q, page) // pagedlist.go: on into the jobs only the store holds
+	}
+	if err != nil {
+		return page, errorCode(err), err
+	}
+	return page, wire.CodeOK, nil
+}
+
+// act carries out an ACTION: a crawl's (crawls.go), a requeue that may
+// name jobs other coordinators hold (clusterjobs.go), or the
+// coordinator's.
+func (s *Server) act(now time.Time, a admin.Action) (res admin.ActionResult, err error) {
+	switch {
+	case a.Kind == admin.ActDefineCrawl:
+		return s.defineCrawl(now, *a.Crawl) // crawls.go
+	case a.Crawler != "":
+		return s.crawlAction(now, a) // crawls.go
+	case a.Kind == admin.ActRequeue:
+		// Targets naming a key: this coordinator's job of it, or why it
+		// is not here (clusterjobs.go).
+		act, refused := s.clusterRequeue(now, a)
+		if len(act.Targets) > 0 || len(refused) == 0 {
+			res, err = s.c.Act(now, act)
+		}
+		res.Errors = append(res.Errors, refused...)
+		return res, err
+	}
+	return s.c.Act(now, a)
+}
+
 // onAdmin handles one message from the admin socket (consoles and the CLI).
 // user is the sender's key (the message's User-Id; "" in-process or
 // without CURVE).
@@ -54,7 +104,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 	e, listed := s.entryOf(user)
 	if !listed {
 		if known {
-			s.endRevokedConsole(string(ident), cs)
+			s.adm.revoked(string(ident), cs)
 		}
 		s.revokedMessage(onAdmin, ident, m.RequestID(), user)
 		return
@@ -68,20 +118,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 			s.forbid(onAdmin, ident, h.Req, e, "HELLO as console refused: this key's role is %s (consoles need operator or viewer)", e.Role)
 			return
 		}
-		beat := h.Heartbeat
-		cfg := s.c.Config()
-		if beat == 0 {
-			beat = cfg.Heartbeat
-		}
-		beat = min(max(beat, cfg.MinHeartbeat), cfg.MaxHeartbeat)
-		cs = &console{ident: append([]byte(nil), ident...), key: user, readOnly: h.ReadOnly || e.Role != auth.Operator, beat: beat, lastSeen: now, lastSent: now}
-		s.sess.cons[string(ident)] = cs
-		s.sess.next++ // consoles are numbered from the same sequence as peers, for logs
-		s.out.toConsole(cs.ident, &wire.Welcome{
-			Req: h.Req, Session: uint64(s.sess.next), Heartbeat: beat, Liveness: uint16(cfg.Liveness), Server: s.opts.Server,
-			Limits: wire.Limits{MaxBody: wire.MaxBody, MaxBatch: wire.MaxBatch, MaxPayload: wire.MaxPayload},
-		})
-		s.log.Info("console attached", "id", h.ID, "host", h.Host, "read_only", h.ReadOnly)
+		s.adm.attach(now, ident, h, user, h.ReadOnly || e.Role != auth.Operator)
 		return
 	}
 	if !known {
@@ -103,30 +140,14 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 	switch m := m.(type) {
 	case *wire.Heartbeat:
 	case *wire.Disconnect:
-		delete(s.sess.cons, string(ident))
+		delete(s.sess.cons, string(ident)) // it said goodbye: nothing to answer
 	case *wire.Status:
 		t := s.totals(now)
 		s.out.toConsole(cs.ident, &wire.Totals{Req: m.Req, Totals: t})
 	case *wire.Query:
-		if m.Query.View == admin.ViewCrawls {
-			s.out.toConsole(cs.ident, &wire.Page{Req: m.Req, Page: s.queryCrawls(m.Query)}) // crawls.go
-			return
-		}
-		if q, ok := s.ownQuery(m.Query); ok {
-			page, code, err := q(m.Query)
-			if err != nil {
-				s.reject(onAdmin, ident, m.Req, code, "%v", err)
-				return
-			}
-			s.out.toConsole(cs.ident, &wire.Page{Req: m.Req, Page: page})
-			return
-		}
-		page, err := s.c.Query(now, m.Query)
-		if err == nil {
-			page, err = s.withPaged(m.Query, page) // pagedlist.go: on into the jobs only the store holds
-		}
+		page, code, err := s.query(now, m.Query)
 		if err != nil {
-			s.reject(onAdmin, ident, m.Req, errorCode(err), "%v", err)
+			s.reject(onAdmin, ident, m.Req, code, "%v", err)
 			return
 		}
 		s.out.toConsole(cs.ident, &wire.Page{Req: m.Req, Page: page})
@@ -135,24 +156,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 			s.reject(onAdmin, ident, m.Req, wire.CodeForbidden, "action %s refused: this console attached read-only", m.Action.Kind)
 			return
 		}
-		var res admin.ActionResult
-		var err error
-		switch {
-		case m.Action.Kind == admin.ActDefineCrawl:
-			res, err = s.defineCrawl(now, *m.Action.Crawl) // crawls.go
-		case m.Action.Crawler != "":
-			res, err = s.crawlAction(now, m.Action) // crawls.go
-		case m.Action.Kind == admin.ActRequeue:
-			// Targets naming a key: this coordinator's job of it, or
-			// why it is not here (clusterjobs.go).
-			act, refused := s.clusterRequeue(now, m.Action)
-			if len(act.Targets) > 0 || len(refused) == 0 {
-				res, err = s.c.Act(now, act)
-			}
-			res.Errors = append(res.Errors, refused...)
-		default:
-			res, err = s.c.Act(now, m.Action)
-		}
+		res, err := s.act(now, m.Action)
 		if err != nil {
 			s.reject(onAdmin, ident, m.Req, errorCode(err), "%v", err)
 			return
@@ -165,16 +169,42 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 	}
 }
 
+// attach opens a console's session for its HELLO h (from routing id
+// ident, with key user) and answers WELCOME.
+func (d *dialogue) attach(now time.Time, ident []byte, h *wire.Hello, user string, readOnly bool) {
+	beat := h.Heartbeat
+	if beat == 0 {
+		beat = d.cfg.Heartbeat
+	}
+	beat = min(max(beat, d.cfg.MinHeartbeat), d.cfg.MaxHeartbeat)
+	cs := &console{ident: append([]byte(nil), ident...), key: user, readOnly: readOnly, beat: beat, lastSeen: now, lastSent: now}
+	d.sess.cons[string(ident)] = cs
+	d.sess.next++ // consoles are numbered from the same sequence as peers, for logs
+	d.out.toConsole(cs.ident, &wire.Welcome{
+		Req: h.Req, Session: uint64(d.sess.next), Heartbeat: beat, Liveness: uint16(d.cfg.Liveness), Server: d.name,
+		Limits: wire.Limits{MaxBody: wire.MaxBody, MaxBatch: wire.MaxBatch, MaxPayload: wire.MaxPayload},
+	})
+	d.log.Info("console attached", "id", h.ID, "host", h.Host, "read_only", h.ReadOnly)
+}
+
+// revoked detaches the console at ident, whose key is no longer
+// authorised, with DISCONNECT 403.
+func (d *dialogue) revoked(ident string, cs *console) {
+	d.log.Warn("console detached: its key is no longer authorised", "key", cs.key)
+	d.out.toConsole(cs.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
+	delete(d.sess.cons, ident)
+}
+
 // notifyConsoles pushes CHANGED to every console, at most once per
 // ChangedEvery, when state changed since the last push.
-func (s *Server) notifyConsoles(now time.Time) {
-	if !s.adm.dirty || now.Sub(s.adm.lastChanged) < s.opts.ChangedEvery {
+func (d *dialogue) notifyConsoles(now time.Time) {
+	if !d.dirty || now.Sub(d.lastChanged) < d.every {
 		return
 	}
-	s.adm.dirty = false
-	s.adm.lastChanged = now
-	for _, cs := range s.sess.cons {
-		if s.out.toConsole(cs.ident, &wire.Changed{}) {
+	d.dirty = false
+	d.lastChanged = now
+	for _, cs := range d.sess.cons {
+		if d.out.toConsole(cs.ident, &wire.Changed{}) {
 			cs.lastSent = now
 		}
 	}

@@ -177,7 +177,7 @@ func (s *Server) recheckKeys(now time.Time) {
 		if e, ok := s.entryOf(cs.key); ok && e.Role.MayHello(auth.Admin, wire.RoleConsole) {
 			continue
 		}
-		s.endRevokedConsole(ident, cs)
+		s.adm.revoked(ident, cs)
 	}
 	s.adm.dirty = true
 }
@@ -191,12 +191,4 @@ func (s *Server) endRevokedPeer(now time.Time, sid id.Session) {
 	s.out.toPeer(p.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
 	s.c.Disconnect(now, sid)
 	s.sess.forget(sid)
-}
-
-// endRevokedConsole detaches the console at ident, whose key is no longer
-// authorised, with DISCONNECT 403.
-func (s *Server) endRevokedConsole(ident string, cs *console) {
-	s.log.Warn("console detached: its key is no longer authorised", "key", cs.key)
-	s.out.toConsole(cs.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
-	delete(s.sess.cons, ident)
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"log/slog"
 	"time"
 
 	"drover/coord"
@@ -10,12 +11,18 @@ import (
 )
 
 // dispatcher is the Server's dispatch I/O part: it turns the jobs and
-// cancels of a step into JOB and CANCEL messages, one per worker, sent at
-// once or held for the step's batch (durable.go). The reactor goroutine
-// owns it; its fields are scratch reused from step to step.
+// cancels of a step into JOB and CANCEL messages, one per worker (each JOB
+// after the robots.txt copy its worker lacks: robots.go), sent at once or
+// held for the step's batch (durable.go). The reactor goroutine owns it.
 type dispatcher struct {
-	batches map[jobBatch]*wire.Job // the step's JOB messages
-	order   []jobBatch             // the order they were made in
+	batches map[jobBatch]*wire.Job // the step's JOB messages (scratch)
+	order   []jobBatch             // the order they were made in (scratch)
+
+	c    *coord.Coordinator // ends the session of a worker a JOB cannot reach
+	sess *sessions
+	out  *sender
+	dur  *durable // nil without a store
+	log  *slog.Logger
 }
 
 // dispatch sends the jobs of this step, one JOB message per worker (two
@@ -23,23 +30,23 @@ type dispatcher struct {
 // that cannot be delivered (the worker vanished, or its queue is full) ends
 // the worker's session, which puts its jobs back in the queue uncharged:
 // a job is never lost in the transport.
-func (s *Server) dispatch(now time.Time, out *coord.Output) {
+func (d *dispatcher) dispatch(now time.Time, out *coord.Output) {
 	if len(out.Jobs) == 0 {
 		return
 	}
-	clear(s.disp.batches)
-	order := s.disp.order[:0]
+	clear(d.batches)
+	order := d.order[:0]
 	for i := range out.Jobs {
 		a := &out.Jobs[i]
-		k := jobBatch{sid: a.Session, wait: !s.leavesNow(a)} // durable.go
-		msg, ok := s.disp.batches[k]
+		k := jobBatch{sid: a.Session, wait: !d.dur.leavesNow(a)} // durable.go
+		msg, ok := d.batches[k]
 		if !ok {
 			msg = newJobMsg()
-			s.disp.batches[k] = msg
+			d.batches[k] = msg
 			order = append(order, k)
 		}
 		if a.Robots != nil {
-			s.sendRobots(now, a) // robots.go: before the JOB
+			d.sendRobots(now, a) // robots.go: before the JOB
 		}
 		msg.Jobs = append(msg.Jobs, wire.JobItem{
 			JobID: uint64(a.Job), Attempt: uint32(a.Attempt), Key: a.Spec.Key,
@@ -47,11 +54,11 @@ func (s *Server) dispatch(now time.Time, out *coord.Output) {
 		})
 	}
 	for _, k := range order {
-		if !k.wait || !s.hold(held{kind: heldJob, sid: k.sid, msg: s.disp.batches[k]}) {
-			s.sendJob(now, k.sid, s.disp.batches[k])
+		if !k.wait || !d.dur.hold(held{kind: heldJob, sid: k.sid, msg: d.batches[k]}) {
+			d.sendJob(now, k.sid, d.batches[k])
 		}
 	}
-	s.disp.order = order
+	d.order = order
 }
 
 // jobBatch is one JOB message of a step: to session sid, sent at once or
@@ -64,16 +71,16 @@ type jobBatch struct {
 // sendJob sends a JOB to session sid. A session that ended meanwhile (its
 // JOB held for the store) is not sent anything: its jobs went back to the
 // queue when it ended, and this attempt never left.
-func (s *Server) sendJob(now time.Time, sid id.Session, m wire.Message) {
-	p, ok := s.sess.peer[sid]
+func (d *dispatcher) sendJob(now time.Time, sid id.Session, m wire.Message) {
+	p, ok := d.sess.peer[sid]
 	if !ok {
-		if s.dur == nil {
-			s.undeliverable(now, sid)
+		if d.dur == nil {
+			d.undeliverable(now, sid)
 		}
 		return
 	}
-	if !s.out.toPeer(p.ident, m) {
-		s.undeliverable(now, sid)
+	if !d.out.toPeer(p.ident, m) {
+		d.undeliverable(now, sid)
 		return
 	}
 	p.lastSent = now
@@ -92,15 +99,15 @@ func newJobMsg() *wire.Job {
 }
 
 // undeliverable ends a worker session whose JOB could not be sent.
-func (s *Server) undeliverable(now time.Time, sid id.Session) {
-	s.log.Warn("job undeliverable: ending the worker's session, its jobs go back to the queue", "session", sid)
-	s.c.Disconnect(now, sid)
-	s.sess.forget(sid)
+func (d *dispatcher) undeliverable(now time.Time, sid id.Session) {
+	d.log.Warn("job undeliverable: ending the worker's session, its jobs go back to the queue", "session", sid)
+	d.c.Disconnect(now, sid)
+	d.sess.forget(sid)
 }
 
 // cancel tells each worker to stop the runs an operator took from it, one
 // CANCEL per worker. Their RESULTs, when they come, are answered stale.
-func (s *Server) cancel(now time.Time, cs []coord.Cancel) {
+func (d *dispatcher) cancel(now time.Time, cs []coord.Cancel) {
 	for i := 0; i < len(cs); {
 		j := i + 1
 		for j < len(cs) && cs[j].Session == cs[i].Session {
@@ -110,8 +117,8 @@ func (s *Server) cancel(now time.Time, cs []coord.Cancel) {
 		for _, c := range cs[i:j] {
 			msg.Runs = append(msg.Runs, toWireRun(c.Run))
 		}
-		if !s.cancelWaits(msg) || !s.hold(held{kind: heldOther, sid: cs[i].Session, msg: msg}) {
-			s.sess.sendTo(now, cs[i].Session, msg)
+		if !d.dur.cancelWaits(msg) || !d.dur.hold(held{kind: heldOther, sid: cs[i].Session, msg: msg}) {
+			d.sess.sendTo(now, cs[i].Session, msg)
 		}
 		i = j
 	}

@@ -107,9 +107,8 @@ type batchJobs struct {
 // released), and it is not the job's first dispatch since a restore. Then
 // a crash before the batch can lose this dispatch only as the one attempt
 // after the job's durable record, which a restore treats as possibly
-// running. Without a store every JOB leaves at once.
-func (s *Server) leavesNow(a *broker.Assignment) bool {
-	d := s.dur
+// running. Without a store (d nil) every JOB leaves at once.
+func (d *durable) leavesNow(a *broker.Assignment) bool {
 	if d == nil || d.failed != nil {
 		return true
 	}
@@ -119,8 +118,7 @@ func (s *Server) leavesNow(a *broker.Assignment) bool {
 // cancelWaits reports whether a CANCEL must wait for the step's batch: a
 // JOB of one of its jobs is still held, and the CANCEL must not overtake
 // it (nor may a new attempt overtake the CANCEL: its job waits too).
-func (s *Server) cancelWaits(m *wire.Cancel) bool {
-	d := s.dur
+func (d *durable) cancelWaits(m *wire.Cancel) bool {
 	if d == nil {
 		return false
 	}
@@ -212,10 +210,9 @@ func (s *Server) ack(ident []byte, m wire.Message) {
 	d.step = append(d.step, held{kind: heldAck, ident: ident, msg: m})
 }
 
-// hold keeps h for the current step's batch; false without a store (the
-// caller sends at once).
-func (s *Server) hold(h held) bool {
-	d := s.dur
+// hold keeps h for the current step's batch; false without a store (d
+// nil: the caller sends at once).
+func (d *durable) hold(h held) bool {
 	if d == nil || d.failed != nil {
 		return false
 	}
@@ -229,7 +226,7 @@ func (s *Server) deliver(now time.Time, h *held) {
 	case heldAck:
 		s.out.toPeer(h.ident, h.msg)
 	case heldJob:
-		s.sendJob(now, h.sid, h.msg)
+		s.disp.sendJob(now, h.sid, h.msg)
 	case heldOther:
 		s.sess.sendTo(now, h.sid, h.msg)
 	case heldEvent:

@@ -16,12 +16,12 @@ import (
 func (s *Server) flush(now time.Time) {
 	out := s.c.Ready(now)
 	s.answers(out.Answers)
-	s.finished(out.Finished)    // before the batch: see Options.BeforeCommit
-	s.keepResults(out.Finished) // results.go: into the step's batch
-	s.countDone(out.Finished)   // crawls.go: into the step's batch
-	s.countPages()              // crawls.go: page budgets spent by this step's dispatches
-	s.cancel(now, out.Cancels)  // before the JOBs: a new attempt never overtakes the CANCEL of the old one
-	s.dispatch(now, out)
+	s.finished(out.Finished)        // before the batch: see Options.BeforeCommit
+	s.keepResults(out.Finished)     // results.go: into the step's batch
+	s.countDone(out.Finished)       // crawls.go: into the step's batch
+	s.countPages()                  // crawls.go: page budgets spent by this step's dispatches
+	s.disp.cancel(now, out.Cancels) // before the JOBs: a new attempt never overtakes the CANCEL of the old one
+	s.disp.dispatch(now, out)
 	// On a cluster, the events from a job's end whose result's cursor is
 	// still to come wait for it (clusterresults.go).
 	k := s.holdFrom(out.Events)
@@ -47,7 +47,7 @@ func (s *Server) flush(now time.Time) {
 			}
 		}
 	}
-	s.notifyConsoles(now)
+	s.adm.notifyConsoles(now)
 }
 
 // emitEvents hands events to the cluster's events and publishes them,
@@ -62,7 +62,7 @@ func (s *Server) emitEvents(evs []admin.Event, noted bool) {
 		if !noted {
 			s.noteCursor(&evs[i]) // results.go
 		}
-		if ev := &evs[i]; !s.hold(held{kind: heldEvent, ev: new(*ev)}) {
+		if ev := &evs[i]; !s.dur.hold(held{kind: heldEvent, ev: new(*ev)}) {
 			s.ev.publish(ev)
 		}
 	}

@@ -102,8 +102,8 @@ func (s *Server) restoreRobots() error {
 
 // sendRobots sends session a.Session the robots.txt copy its job carries,
 // before its JOB, unless the worker does not take copies or has this one.
-func (s *Server) sendRobots(now time.Time, a *broker.Assignment) {
-	p, ok := s.sess.peer[a.Session]
+func (d *dispatcher) sendRobots(now time.Time, a *broker.Assignment) {
+	p, ok := d.sess.peer[a.Session]
 	if !ok || p.robots == nil {
 		return
 	}
@@ -112,7 +112,7 @@ func (s *Server) sendRobots(now time.Time, a *broker.Assignment) {
 		return
 	}
 	ttl := max(r.TTL(now), time.Millisecond)
-	if s.out.toPeer(p.ident, &wire.Robots{Origin: r.Origin, TTL: ttl, CrawlDelay: r.CrawlDelay, Content: r.Body}) {
+	if d.out.toPeer(p.ident, &wire.Robots{Origin: r.Origin, TTL: ttl, CrawlDelay: r.CrawlDelay, Content: r.Body}) {
 		p.lastSent = now
 		p.keepSent(r)
 	}

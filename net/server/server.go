@@ -228,7 +228,6 @@ func New(opts Options) (*Server, error) {
 		now:  opts.Clock.Now,
 		c:    c,
 		seq:  inprocSeq.Add(1),
-		disp: dispatcher{batches: make(map[jobBatch]*wire.Job)},
 	}
 	s.r = reactor{
 		wake: make(chan struct{}, 1), gather: gatherer{gather: opts.Gather, below: opts.GatherBelow},
@@ -240,6 +239,8 @@ func New(opts Options) (*Server, error) {
 		out: &s.out, liveness: time.Duration(c.Config().Liveness)}
 	s.ev = events{subs: make(map[string]bool), out: &s.out, onEvent: opts.OnEvent, keyEvents: c.PublishKeyEvents}
 	s.ev.tellKeyEvents() // nobody subscribed yet
+	s.adm = dialogue{sess: &s.sess, out: &s.out, every: opts.ChangedEvery, cfg: c.Config(), name: opts.Server, log: s.log}
+	s.disp = dispatcher{batches: make(map[jobBatch]*wire.Job), c: c, sess: &s.sess, out: &s.out, log: s.log}
 	if opts.Store != nil {
 		if opts.ResidentJobs > 0 {
 			s.pg = newPager(opts.ResidentJobs) // paging.go
@@ -247,6 +248,7 @@ func New(opts Options) (*Server, error) {
 		if s.dur, err = openDurable(c, opts, s.pg); err != nil { // storeio.go
 			return nil, err
 		}
+		s.disp.dur = s.dur
 		if err := s.restoreMemos(); err != nil { // submitmemo.go
 			return nil, fmt.Errorf("restore from the store: %w", err)
 		}
