@@ -101,7 +101,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 	}
 	now := s.now()
 	cs, known := s.sess.cons[string(ident)]
-	e, listed := s.entryOf(user)
+	e, listed := s.auth.entryOf(user)
 	if !listed {
 		if known {
 			s.adm.revoked(string(ident), cs)
@@ -111,7 +111,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 	}
 	if h, isHello := m.(*wire.Hello); isHello {
 		if h.Role != wire.RoleConsole {
-			s.reject(onAdmin, ident, h.Req, wire.CodeForbidden, "role %s on the admin socket: workers and producers use the peers socket", h.Role)
+			s.out.reject(onAdmin, ident, h.Req, wire.CodeForbidden, "role %s on the admin socket: workers and producers use the peers socket", h.Role)
 			return
 		}
 		if !e.Role.MayHello(auth.Admin, h.Role) {
@@ -125,7 +125,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		if _, isDisc := m.(*wire.Disconnect); isDisc {
 			return
 		}
-		s.reject(onAdmin, ident, m.RequestID(), wire.CodeHelloRequired, "%s before HELLO: send HELLO with role console first", m.Command())
+		s.out.reject(onAdmin, ident, m.RequestID(), wire.CodeHelloRequired, "%s before HELLO: send HELLO with role console first", m.Command())
 		return
 	}
 	cs.lastSeen = now
@@ -147,25 +147,25 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 	case *wire.Query:
 		page, code, err := s.query(now, m.Query)
 		if err != nil {
-			s.reject(onAdmin, ident, m.Req, code, "%v", err)
+			s.out.reject(onAdmin, ident, m.Req, code, "%v", err)
 			return
 		}
 		s.out.toConsole(cs.ident, &wire.Page{Req: m.Req, Page: page})
 	case *wire.Action:
 		if cs.readOnly {
-			s.reject(onAdmin, ident, m.Req, wire.CodeForbidden, "action %s refused: this console attached read-only", m.Action.Kind)
+			s.out.reject(onAdmin, ident, m.Req, wire.CodeForbidden, "action %s refused: this console attached read-only", m.Action.Kind)
 			return
 		}
 		res, err := s.act(now, m.Action)
 		if err != nil {
-			s.reject(onAdmin, ident, m.Req, errorCode(err), "%v", err)
+			s.out.reject(onAdmin, ident, m.Req, errorCode(err), "%v", err)
 			return
 		}
 		s.log.Info("operator action", "kind", m.Action.Kind, "targets", m.Action.Targets, "affected", res.Affected, "errors", len(res.Errors))
 		s.out.toConsole(cs.ident, &wire.Acted{Req: m.Req, Result: res})
 		s.adm.dirty = true
 	default:
-		s.reject(onAdmin, ident, m.RequestID(), wire.CodeForbidden, "%s is not accepted on the admin socket", m.Command())
+		s.out.reject(onAdmin, ident, m.RequestID(), wire.CodeForbidden, "%s is not accepted on the admin socket", m.Command())
 	}
 }
 

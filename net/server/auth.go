@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -29,9 +30,14 @@ type Auth struct {
 	OnRefused func(l auth.Listener)
 }
 
-// authState is the reactor's side of Auth.
+// authState is the Server's auth part, the reactor's side of Auth: the
+// ZAP decisions at the handshake, each message's sender's rights, and the
+// counts of what was refused. Nil without Options.Auth: every message
+// then has the rights of this process (inProcess).
 type authState struct {
 	opts      *Auth
+	domain    string // the ZAP domains' prefix: each listener's is domain.listener
+	log       *slog.Logger
 	changed   atomic.Bool // the keys changed: look at the sessions again
 	cancel    func()      // stops OnChange
 	unzap     []func()    // unregister the ZAP domains
@@ -39,82 +45,93 @@ type authState struct {
 	refused   atomic.Uint64
 }
 
-// setupAuth registers the ZAP handler of each listener's domain (before
-// the sockets bind) and follows the keys' changes.
-func (s *Server) setupAuth(n uint64) error {
-	a := s.opts.Auth
+// newAuth registers the ZAP handler of each listener's domain (before the
+// sockets bind; n is the server's number in the process) and follows the
+// keys' changes, ringing the reactor (changed). Nil without a: no CURVE.
+func newAuth(a *Auth, n uint64, log *slog.Logger, ring func()) (*authState, error) {
 	if a == nil {
-		return nil
+		return nil, nil
 	}
 	if a.Keys == nil || a.Secret == "" {
-		return fmt.Errorf("auth: want the server's secret key and the authorized keys")
+		return nil, fmt.Errorf("auth: want the server's secret key and the authorized keys")
 	}
-	s.auth = &authState{opts: a}
-	base := fmt.Sprintf("drover-%d", n)
+	as := &authState{opts: a, domain: fmt.Sprintf("drover-%d", n), log: log}
 	for _, l := range []auth.Listener{auth.Peers, auth.Admin, auth.Events} {
-		unregister, err := zsock.HandleZAP(base+"."+l.String(), s.admit(l))
+		unregister, err := zsock.HandleZAP(as.domain+"."+l.String(), as.admit(l))
 		if err != nil {
-			s.closeAuth()
-			return err
+			as.close()
+			return nil, err
 		}
-		s.auth.unzap = append(s.auth.unzap, unregister)
+		as.unzap = append(as.unzap, unregister)
 	}
-	s.auth.cancel = a.Keys.OnChange(func() {
-		s.auth.changed.Store(true)
-		s.r.ring()
+	as.cancel = a.Keys.OnChange(func() {
+		as.changed.Store(true)
+		ring()
 	})
-	return nil
+	return as, nil
 }
 
-// closeAuth unregisters the ZAP domains (after the sockets closed).
-func (s *Server) closeAuth() {
-	if s.auth == nil {
+// close unregisters the ZAP domains (after the sockets closed).
+func (a *authState) close() {
+	if a == nil {
 		return
 	}
-	if s.auth.cancel != nil {
-		s.auth.cancel()
+	if a.cancel != nil {
+		a.cancel()
 	}
-	for _, f := range s.auth.unzap {
+	for _, f := range a.unzap {
 		f()
 	}
-	s.auth.unzap = nil
+	a.unzap = nil
 }
 
 // security is the socket option of listener l.
-func (s *Server) security(l auth.Listener) []zsock.Option {
-	if s.auth == nil {
+func (a *authState) security(l auth.Listener) []zsock.Option {
+	if a == nil {
 		return nil
 	}
 	return []zsock.Option{zsock.WithSecurity(zsock.Security{
-		Secret: s.opts.Auth.Secret,
-		Domain: fmt.Sprintf("drover-%d.%s", s.seq, l),
+		Secret: a.opts.Secret,
+		Domain: a.domain + "." + l.String(),
 	})}
 }
 
 // admit is the ZAP decision for listener l: a listed key whose role may
 // use l gets through, named by its public key (the User-Id of its
 // messages).
-func (s *Server) admit(l auth.Listener) zsock.ZAPFunc {
+func (a *authState) admit(l auth.Listener) zsock.ZAPFunc {
 	return func(r zsock.ZAPRequest) (string, error) {
-		e, ok := s.opts.Auth.Keys.Keys().Lookup(r.Key)
+		e, ok := a.opts.Keys.Keys().Lookup(r.Key)
 		switch {
 		case !ok:
-			s.refused(l)
-			s.log.Warn("handshake refused: key not in authorized_keys", "listener", l.String(), "address", r.Address, "key", r.Key)
+			a.refuse(l)
+			a.log.Warn("handshake refused: key not in authorized_keys", "listener", l.String(), "address", r.Address, "key", r.Key)
 			return "", fmt.Errorf("key not authorised")
 		case !e.Role.MayConnect(l):
-			s.refused(l)
-			s.log.Warn("handshake refused: the key's role may not use this listener", "listener", l.String(), "address", r.Address, "key", e.Label(), "role", e.Role.String())
+			a.refuse(l)
+			a.log.Warn("handshake refused: the key's role may not use this listener", "listener", l.String(), "address", r.Address, "key", e.Label(), "role", e.Role.String())
 			return "", fmt.Errorf("role %s may not use the %s listener", e.Role, l)
 		}
 		return r.Key, nil
 	}
 }
 
-func (s *Server) refused(l auth.Listener) {
-	s.auth.refused.Add(1)
-	if f := s.opts.Auth.OnRefused; f != nil {
+// refuse counts a handshake refused on listener l.
+func (a *authState) refuse(l auth.Listener) {
+	a.refused.Add(1)
+	if f := a.opts.OnRefused; f != nil {
 		f(l)
+	}
+}
+
+// forbid counts a command refused for key e's role.
+func (a *authState) forbid(e auth.Entry) {
+	if a == nil {
+		return
+	}
+	a.forbidden++
+	if f := a.opts.OnForbidden; f != nil {
+		f(e)
 	}
 }
 
@@ -124,23 +141,18 @@ var inProcess = auth.Entry{Role: auth.Operator, Comment: "in-process"}
 
 // entryOf returns the authorized_keys entry of a message's sender (user is
 // its User-Id), and false when its key is no longer listed.
-func (s *Server) entryOf(user string) (auth.Entry, bool) {
-	if s.auth == nil || user == "" {
+func (a *authState) entryOf(user string) (auth.Entry, bool) {
+	if a == nil || user == "" {
 		return inProcess, true
 	}
-	return s.opts.Auth.Keys.Keys().Lookup(user)
+	return a.opts.Keys.Keys().Lookup(user)
 }
 
 // forbid answers a command the sender's key may not send with ERROR 403,
 // and counts it by key.
 func (s *Server) forbid(w sockWriter, ident []byte, req uint64, e auth.Entry, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	if s.auth != nil {
-		s.auth.forbidden++
-		if f := s.opts.Auth.OnForbidden; f != nil {
-			f(e)
-		}
-	}
+	s.auth.forbid(e)
 	s.log.Warn("command forbidden", "key", e.Label(), "role", e.Role.String(), "why", msg)
 	s.out.send(s.out.sock(w), ident, &wire.Error{Req: req, Code: wire.CodeForbidden, Msg: wire.Clip(msg, wire.MaxText)})
 }
@@ -162,7 +174,7 @@ func (s *Server) recheckKeys(now time.Time) {
 		if p.key == "" {
 			continue
 		}
-		if e, ok := s.entryOf(p.key); ok && e.Role.MayHello(auth.Peers, p.role) {
+		if e, ok := s.auth.entryOf(p.key); ok && e.Role.MayHello(auth.Peers, p.role) {
 			continue
 		}
 		ended = append(ended, sid)
@@ -174,7 +186,7 @@ func (s *Server) recheckKeys(now time.Time) {
 		if cs.key == "" {
 			continue
 		}
-		if e, ok := s.entryOf(cs.key); ok && e.Role.MayHello(auth.Admin, wire.RoleConsole) {
+		if e, ok := s.auth.entryOf(cs.key); ok && e.Role.MayHello(auth.Admin, wire.RoleConsole) {
 			continue
 		}
 		s.adm.revoked(ident, cs)

@@ -47,20 +47,20 @@ func (in *interner) get(s string) string {
 	return v
 }
 
-// compactSpec is the job spec of a submit item, sharing nothing with the
+// spec is the job spec of a submit item, sharing nothing with the
 // message it came in (cloneURL false: the URL is kept as it is, for items
 // handed over in memory by an in-process peer, which alias no message).
-func (s *Server) compactSpec(it *wire.SubmitItem, cloneURL bool) coord.JobSpec {
+func (in *interner) spec(it *wire.SubmitItem, cloneURL bool) coord.JobSpec {
 	sp := coord.JobSpec{Key: it.Key}
-	sp.Key.Crawler = s.r.strs.get(it.Key.Crawler)
-	sp.Key.Processor = s.r.strs.get(it.Key.Processor)
+	sp.Key.Crawler = in.get(it.Key.Crawler)
+	sp.Key.Processor = in.get(it.Key.Processor)
 	if cloneURL {
 		sp.Key.URL = strings.Clone(it.Key.URL)
 	}
 	if len(it.Headers) > 0 {
 		sp.Headers = make(map[string]string, len(it.Headers))
 		for _, h := range it.Headers {
-			sp.Headers[s.r.strs.get(h.Name)] = s.r.strs.get(h.Value)
+			sp.Headers[in.get(h.Name)] = in.get(h.Value)
 		}
 	}
 	if len(it.Payload) > 0 {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"slices"
 
-	"fmt"
 	"time"
 
 	"drover/auth"
@@ -16,21 +15,12 @@ import (
 	"drover/net/wire"
 )
 
-// reject answers a message that could not be processed with ERROR and
-// counts it. It never disturbs other sessions.
-func (s *Server) reject(sk sockWriter, ident []byte, req uint64, code wire.Code, format string, args ...any) {
-	s.stats.Malformed++
-	s.c.CountMalformed()
-	s.out.send(s.out.sock(sk), ident, &wire.Error{Req: req, Code: code, Msg: wire.Clip(fmt.Sprintf(format, args...), wire.MaxText)})
-}
-
 // decode splits the routing id off and decodes the rest, answering ERROR for
 // a message that does not decode (still a sign of life from its session:
 // stillAlive). user is the sender's key.
 func (s *Server) decode(w sockWriter, frames [][]byte, user string) ([]byte, wire.Message, bool) {
 	if len(frames) < 2 {
-		s.stats.Malformed++
-		s.c.CountMalformed()
+		s.out.countMalformed()
 		return nil, nil, false // no routing id or no content: nobody to answer
 	}
 	ident := frames[0]
@@ -39,11 +29,11 @@ func (s *Server) decode(w sockWriter, frames [][]byte, user string) ([]byte, wir
 		var we *wire.Error
 		switch {
 		case errors.As(err, &we) && we.Code == wire.CodeVersion:
-			s.refuseVersion(w, ident, frames[1], we)
+			s.out.refuseVersion(w, ident, frames[1], we)
 		case we != nil:
-			s.reject(w, ident, we.Req, we.Code, "%s", we.Msg)
+			s.out.reject(w, ident, we.Req, we.Code, "%s", we.Msg)
 		default:
-			s.reject(w, ident, 0, wire.CodeMalformed, "%v", err)
+			s.out.reject(w, ident, 0, wire.CodeMalformed, "%v", err)
 		}
 		s.stillAlive(w, ident, user)
 		return ident, nil, false
@@ -55,7 +45,7 @@ func (s *Server) decode(w sockWriter, frames [][]byte, user string) ([]byte, wir
 // refused, is there: any message is a sign of life (docs/PROTOCOL.md §9),
 // and a refused one must not end the session (§7).
 func (s *Server) stillAlive(w sockWriter, ident []byte, user string) {
-	if _, listed := s.entryOf(user); !listed {
+	if _, listed := s.auth.entryOf(user); !listed {
 		return // a revoked key's messages keep nothing alive
 	}
 	now := s.now()
@@ -68,24 +58,6 @@ func (s *Server) stillAlive(w sockWriter, ident []byte, user string) {
 	if sid, ok := s.sess.ident[string(ident)]; ok && !s.c.Touch(now, sid) {
 		s.sess.forget(sid)
 	}
-}
-
-// refuseVersion answers a message in another DRV version with ERROR 505 in
-// that version (wire.EncodeVersionError), so that an older client reads
-// why it is refused. It is counted like any refused message.
-func (s *Server) refuseVersion(w sockWriter, ident, proto []byte, we *wire.Error) {
-	s.stats.Malformed++
-	s.c.CountMalformed()
-	frames, err := wire.EncodeVersionError(we, proto)
-	if err != nil {
-		s.log.Error("encode failed", "command", wire.CmdError, "err", err)
-		return
-	}
-	if err := s.out.sendFrames(s.out.sock(w), ident, frames); err != nil {
-		s.stats.Undeliverable++
-		return
-	}
-	s.stats.Sent++
 }
 
 // onPeer handles one message from the peers socket.
@@ -104,7 +76,7 @@ func (s *Server) onPeer(frames [][]byte, user string) {
 func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 	now := s.now()
 	sid, known := s.sess.ident[string(ident)]
-	e, listed := s.entryOf(user)
+	e, listed := s.auth.entryOf(user)
 	if !listed {
 		if known {
 			// The keys changed and this message came before
@@ -130,12 +102,12 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 		if _, isDisc := m.(*wire.Disconnect); isDisc {
 			return
 		}
-		s.reject(onPeers, ident, m.RequestID(), wire.CodeHelloRequired, "%s before HELLO: send HELLO first", m.Command())
+		s.out.reject(onPeers, ident, m.RequestID(), wire.CodeHelloRequired, "%s before HELLO: send HELLO first", m.Command())
 		return
 	}
 	if !s.c.Touch(now, sid) {
 		s.sess.forget(sid)
-		s.reject(onPeers, ident, m.RequestID(), wire.CodeHelloRequired, "session expired: send HELLO again")
+		s.out.reject(onPeers, ident, m.RequestID(), wire.CodeHelloRequired, "session expired: send HELLO again")
 		return
 	}
 	// Taken in now, parked or not: the step's budget counts it.
@@ -182,7 +154,7 @@ func (s *Server) peerMessage(now time.Time, ident []byte, sid id.Session, m wire
 	case *wire.Robots:
 		s.robotsReport(now, p, m) // robots.go
 	default:
-		s.reject(onPeers, ident, m.RequestID(), wire.CodeForbidden, "%s is not accepted on the peers socket", m.Command())
+		s.out.reject(onPeers, ident, m.RequestID(), wire.CodeForbidden, "%s is not accepted on the peers socket", m.Command())
 	}
 }
 
@@ -196,14 +168,14 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 	case wire.RoleProducer:
 		role = coord.RoleProducer
 	default:
-		s.reject(onPeers, ident, h.Req, wire.CodeForbidden, "role %s on the peers socket: consoles use the admin socket", h.Role)
+		s.out.reject(onPeers, ident, h.Req, wire.CodeForbidden, "role %s on the peers socket: consoles use the admin socket", h.Role)
 		return
 	}
 	if holder, ok := s.sess.claim(h.Role, h.ID, key); !ok {
 		// The id belongs to the key that holds it: another key may not
 		// take it over (supersede it) while that session lives.
 		s.log.Warn("HELLO refused: the id is held by another key", "role", h.Role, "id", h.ID, "holder", holder, "key", key)
-		s.reject(onPeers, ident, h.Req, wire.CodeConflict, "%s id %q is held by a live session of another key", h.Role, h.ID)
+		s.out.reject(onPeers, ident, h.Req, wire.CodeConflict, "%s id %q is held by a live session of another key", h.Role, h.ID)
 		return
 	}
 	if old, ok := s.sess.ident[string(ident)]; ok {
@@ -223,7 +195,7 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 		Slots: int(h.Slots), Beat: h.Heartbeat, Held: held,
 	})
 	if err != nil {
-		s.reject(onPeers, ident, h.Req, errorCode(err), "%v", err)
+		s.out.reject(onPeers, ident, h.Req, errorCode(err), "%v", err)
 		return
 	}
 	p := &peer{s: sid, ident: append([]byte(nil), ident...), id: h.ID, key: key, role: h.Role, beat: wel.Heartbeat, lastSent: now}
@@ -279,7 +251,7 @@ func reasonText(r ledger.Reason, detail string) string {
 // answer promises durability (QUEUE, DONE) and waits for the step's batch.
 func (s *Server) verdicts(p *peer, req uint64, vs []coord.Verdict, err error, durable bool) {
 	if err != nil {
-		s.reject(onPeers, p.ident, req, errorCode(err), "%v", err)
+		s.out.reject(onPeers, p.ident, req, errorCode(err), "%v", err)
 		return
 	}
 	// The items are encoded and sent at once, unless the answer waits for
@@ -315,12 +287,12 @@ func reuse[T any](v []T) []T {
 func (s *Server) submit(now time.Time, p *peer, m *wire.Submit) {
 	specs := make([]coord.JobSpec, len(m.Jobs))
 	for i := range m.Jobs {
-		specs[i] = s.compactSpec(&m.Jobs[i], true) // compact.go
+		specs[i] = s.r.strs.spec(&m.Jobs[i], true) // compact.go
 		s.seedPayload(&specs[i])                   // crawls.go
 	}
 	vs, err := s.c.Submit(now, p.s, m.Req, specs, nil)
 	if err != nil {
-		s.reject(onPeers, p.ident, m.Req, errorCode(err), "%v", err)
+		s.out.reject(onPeers, p.ident, m.Req, errorCode(err), "%v", err)
 		return
 	}
 	items := make([]wire.SubmittedItem, len(vs))
@@ -368,7 +340,7 @@ func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
 			start := len(specs)
 			wired := !pipe.IsClient(p.ident) // an in-process worker's links alias no message
 			for j := range it.Links {
-				specs = append(specs, s.compactSpec(&it.Links[j], wired)) // compact.go
+				specs = append(specs, s.r.strs.spec(&it.Links[j], wired)) // compact.go
 			}
 			r.Discovered = specs[start:len(specs):len(specs)]
 		}
@@ -377,7 +349,7 @@ func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
 	vs, err := s.c.Results(now, p.s, rs, s.r.scratch.verdicts[:0])
 	s.r.scratch.verdicts = vs[:0]
 	if err != nil {
-		s.reject(onPeers, p.ident, m.Req, errorCode(err), "%v", err)
+		s.out.reject(onPeers, p.ident, m.Req, errorCode(err), "%v", err)
 		return
 	}
 	reply := newResultOK(m.Req, len(vs))

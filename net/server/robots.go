@@ -36,7 +36,7 @@ func (s *Server) robotsReport(now time.Time, p *peer, m *wire.Robots) {
 	r := broker.Robots{Origin: m.Origin, Body: bytes.Clone(m.Content), CrawlDelay: m.CrawlDelay, Expires: now.Add(m.TTL)}
 	kept, err := s.c.Robots(now, p.s, r)
 	if err != nil {
-		s.reject(onPeers, p.ident, m.Req, errorCode(err), "ROBOTS: %v", err)
+		s.out.reject(onPeers, p.ident, m.Req, errorCode(err), "ROBOTS: %v", err)
 		return
 	}
 	if kept == nil {

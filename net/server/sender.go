@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"log/slog"
 
 	"github.com/pebbe/zmq4"
@@ -21,8 +22,11 @@ type sender struct {
 	peers  *zmq4.Socket
 	admin  *zmq4.Socket
 	hub    *pipe.Hub // in-process peers (nil before bind)
-	stats  *Stats    // Sent, Undeliverable
+	stats  *Stats    // Sent, Undeliverable, Malformed
 	log    *slog.Logger
+	// malformed counts a refused message in the coordinator's figures
+	// (coord.Coordinator.CountMalformed).
+	malformed func()
 	// dirty marks the reactor's input of a socket sent on: the send may
 	// have taken its signal (inputs.go).
 	dirty func(*zmq4.Socket)
@@ -89,4 +93,35 @@ func (o *sender) sendFrames(sk *zmq4.Socket, ident []byte, frames [][]byte) erro
 	}
 	o.frames = append(append(o.frames[:0], ident), frames...)
 	return o.io.Send(sk, zmq4.DONTWAIT, o.frames...)
+}
+
+// reject answers a message that could not be processed with ERROR and
+// counts it. It never disturbs other sessions.
+func (o *sender) reject(w sockWriter, ident []byte, req uint64, code wire.Code, format string, args ...any) {
+	o.countMalformed()
+	o.send(o.sock(w), ident, &wire.Error{Req: req, Code: code, Msg: wire.Clip(fmt.Sprintf(format, args...), wire.MaxText)})
+}
+
+// countMalformed counts a message refused (answered ERROR, or with no one
+// to answer).
+func (o *sender) countMalformed() {
+	o.stats.Malformed++
+	o.malformed()
+}
+
+// refuseVersion answers a message in another DRV version with ERROR 505 in
+// that version (wire.EncodeVersionError), so that an older client reads
+// why it is refused. It is counted like any refused message.
+func (o *sender) refuseVersion(w sockWriter, ident, proto []byte, we *wire.Error) {
+	o.countMalformed()
+	frames, err := wire.EncodeVersionError(we, proto)
+	if err != nil {
+		o.log.Error("encode failed", "command", wire.CmdError, "err", err)
+		return
+	}
+	if err := o.sendFrames(o.sock(w), ident, frames); err != nil {
+		o.stats.Undeliverable++
+		return
+	}
+	o.stats.Sent++
 }

@@ -233,7 +233,7 @@ func New(opts Options) (*Server, error) {
 		wake: make(chan struct{}, 1), gather: gatherer{gather: opts.Gather, below: opts.GatherBelow},
 		stats: &s.stats, now: s.now, parkedFull: s.parkedFull, handled: s.handled,
 	}
-	s.out = sender{stats: &s.stats, log: s.log, dirty: s.r.sent}
+	s.out = sender{stats: &s.stats, log: s.log, dirty: s.r.sent, malformed: c.CountMalformed}
 	s.sess = sessions{ident: make(map[string]id.Session), peer: make(map[id.Session]*peer),
 		cons: make(map[string]*console), owners: make(map[ownerKey]id.Session),
 		out: &s.out, liveness: time.Duration(c.Config().Liveness)}
@@ -261,7 +261,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.initResults(); err != nil {
 		return nil, err
 	}
-	if err := s.setupAuth(s.seq); err != nil {
+	if s.auth, err = newAuth(opts.Auth, s.seq, s.log, s.r.ring); err != nil { // auth.go
 		return nil, err
 	}
 	if err := s.restoreCrawls(); err != nil {
@@ -281,13 +281,13 @@ func New(opts Options) (*Server, error) {
 
 func (s *Server) bind() error {
 	var err error
-	if s.peers.sock, err = zsock.Router(s.opts.Peers, s.security(auth.Peers)...); err != nil {
+	if s.peers.sock, err = zsock.Router(s.opts.Peers, s.auth.security(auth.Peers)...); err != nil {
 		return fmt.Errorf("peers socket: %w", err)
 	}
 	if s.peers.ep, err = zsock.Endpoint(s.peers.sock); err != nil {
 		return err
 	}
-	if s.adm.sock, err = zsock.Router(s.opts.Admin, s.security(auth.Admin)...); err != nil {
+	if s.adm.sock, err = zsock.Router(s.opts.Admin, s.auth.security(auth.Admin)...); err != nil {
 		return fmt.Errorf("admin socket: %w", err)
 	}
 	if s.adm.ep, err = zsock.Endpoint(s.adm.sock); err != nil {
@@ -307,7 +307,7 @@ func (s *Server) bind() error {
 	}
 	s.out.peers, s.out.admin, s.out.hub = s.peers.sock, s.adm.sock, s.r.hub
 	if s.opts.Events != "-" {
-		if s.ev.pub, err = zsock.Pub(s.opts.Events, s.security(auth.Events)...); err != nil {
+		if s.ev.pub, err = zsock.Pub(s.opts.Events, s.auth.security(auth.Events)...); err != nil {
 			return fmt.Errorf("events socket: %w", err)
 		}
 		if s.ev.ep, err = zsock.Endpoint(s.ev.pub); err != nil {
@@ -326,7 +326,7 @@ func (s *Server) closeSockets() {
 			sk.Close()
 		}
 	}
-	s.closeAuth()
+	s.auth.close()
 }
 
 // PeersEndpoint is where workers and producers connect (the real port).
