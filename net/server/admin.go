@@ -37,7 +37,7 @@ type dialogue struct {
 func (s *Server) ownQuery(q admin.Query) (func(admin.Query) (admin.Page, wire.Code, error), bool) {
 	switch {
 	case q.View == admin.ViewResults:
-		return s.queryResults, true // results.go
+		return s.res.query, true // results.go
 	case q.View == admin.ViewEvents && s.opts.ClusterEvents != nil:
 		return s.queryClusterEvents, true // clusterevents.go
 	case (q.View == admin.ViewJobs || q.View == admin.ViewWaiters) && s.opts.ClusterJobs != nil:
@@ -168,6 +168,10 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		s.out.reject(onAdmin, ident, m.RequestID(), wire.CodeForbidden, "%s is not accepted on the admin socket", m.Command())
 	}
 }
+
+// changed notes that the state changed: consoles are told CHANGED
+// (notifyConsoles).
+func (d *dialogue) changed() { d.dirty = true }
 
 // attach opens a console's session for its HELLO h (from routing id
 // ident, with key user) and answers WELCOME.

@@ -106,7 +106,7 @@ func (s *Server) applyCrawls(now time.Time, all []admin.Crawl) error {
 		cs.def, cs.defined = c, c.Scope != ""
 	}
 	if retention {
-		s.setRetention() // results.go
+		s.res.setRetention(s.crawls) // results.go
 	}
 	// Consoles are told CHANGED once a read: other coordinators' results,
 	// events and crawl figures change with nothing here knowing.

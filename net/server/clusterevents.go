@@ -52,7 +52,7 @@ func (s *Server) shareEvents(evs []admin.Event, noted bool) {
 		}
 		ev := evs[i]
 		if !noted {
-			s.noteCursor(&ev) // results.go
+			s.res.noteCursor(&ev) // results.go
 		}
 		batch = append(batch, ev)
 	}

@@ -157,7 +157,7 @@ func (s *Server) holdEvents(evs []admin.Event) {
 	ca := &s.res.cl
 	for i := range evs {
 		ev := evs[i]
-		s.noteCursor(&ev)
+		s.res.noteCursor(&ev)
 		ca.held = append(ca.held, ev)
 	}
 }

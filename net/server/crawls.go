@@ -23,6 +23,11 @@ import (
 // whose count it persists in the same batch as the dispatches that spend
 // it.
 
+// crawlSet is the Server's crawls part: the crawls by name, and what of
+// them the step's batch writes. What needs the coordinator (budgets,
+// states, figures) is the Server's (below; clustercrawls.go on a cluster).
+type crawlSet map[string]*crawlState
+
 // crawlState is one crawl: defined (define-crawl), or only paused or
 // cancelled by name.
 type crawlState struct {
@@ -83,14 +88,14 @@ var crawlStates = map[string]broker.CrawlState{
 // restoreCrawls reads the definitions from the store and gives the broker
 // their budgets and counts.
 func (s *Server) restoreCrawls() error {
-	s.crawls = make(map[string]*crawlState)
+	s.crawls = make(crawlSet)
 	if s.clusterCrawls() {
 		return s.syncCrawls(s.now()) // clustercrawls.go
 	}
 	if s.dur == nil {
 		return nil
 	}
-	defer s.setRetention() // results.go: the crawls' own limits
+	defer s.res.setRetention(s.crawls) // results.go: the crawls' own limits
 	return s.dur.st.ReadCrawls(func(name string, v []byte) error {
 		var c admin.Crawl
 		if err := json.Unmarshal(v, &c); err != nil || c.Name != name {
@@ -139,7 +144,7 @@ func (s *Server) defineCrawl(now time.Time, c admin.Crawl) (admin.ActionResult, 
 	if err := s.saveCrawl(cs); err != nil {
 		return admin.ActionResult{}, fmt.Errorf("define-crawl %s: %w", c.Name, err)
 	}
-	s.setRetention() // results.go
+	s.res.setRetention(s.crawls) // results.go
 	s.log.Info("crawl defined", "crawl", c.Name, "scope", c.Scope, "max_depth", c.MaxDepth, "max_pages", c.MaxPages, "pages", c.Pages,
 		"results_max_age", c.ResultsMaxAge, "results_max_bytes", c.ResultsMaxBytes)
 	s.adm.dirty = true
@@ -216,11 +221,11 @@ func (s *Server) crawlAction(now time.Time, a admin.Action) (admin.ActionResult,
 
 // seedPayload gives a job of a defined crawl submitted without a payload
 // the crawl's seed payload.
-func (s *Server) seedPayload(spec *coord.JobSpec) {
-	if len(spec.Payload) > 0 || len(s.crawls) == 0 {
+func (set crawlSet) seedPayload(spec *coord.JobSpec) {
+	if len(spec.Payload) > 0 || len(set) == 0 {
 		return
 	}
-	cs := s.crawls[spec.Key.Crawler]
+	cs := set[spec.Key.Crawler]
 	if cs == nil || !cs.defined {
 		return
 	}
@@ -258,10 +263,10 @@ func (s *Server) countDone(fs []broker.Finished) {
 	}
 }
 
-// pendingCrawls reports whether a page or done count changed since it was
+// pending reports whether a page or done count changed since it was
 // written.
-func (s *Server) pendingCrawls() bool {
-	for _, cs := range s.crawls {
+func (set crawlSet) pending() bool {
+	for _, cs := range set {
 		if cs.dirty {
 			return true
 		}
@@ -269,10 +274,10 @@ func (s *Server) pendingCrawls() bool {
 	return false
 }
 
-// crawlsInto adds the changed page counts to the step's batch: they are
+// into adds the changed page counts to the step's batch: they are
 // durable with the dispatches that spent them.
-func (s *Server) crawlsInto(b *store.Batch) {
-	for name, cs := range s.crawls {
+func (set crawlSet) into(b *store.Batch) {
+	for name, cs := range set {
 		if !cs.dirty {
 			continue
 		}

@@ -60,7 +60,7 @@ func (s *Server) emitEvents(evs []admin.Event, noted bool) {
 			continue // nobody wants it
 		}
 		if !noted {
-			s.noteCursor(&evs[i]) // results.go
+			s.res.noteCursor(&evs[i]) // results.go
 		}
 		if ev := &evs[i]; !s.dur.hold(held{kind: heldEvent, ev: new(*ev)}) {
 			s.ev.publish(ev)

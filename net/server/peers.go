@@ -288,7 +288,7 @@ func (s *Server) submit(now time.Time, p *peer, m *wire.Submit) {
 	specs := make([]coord.JobSpec, len(m.Jobs))
 	for i := range m.Jobs {
 		specs[i] = s.r.strs.spec(&m.Jobs[i], true) // compact.go
-		s.seedPayload(&specs[i])                   // crawls.go
+		s.crawls.seedPayload(&specs[i])            // crawls.go
 	}
 	vs, err := s.c.Submit(now, p.s, m.Req, specs, nil)
 	if err != nil {

@@ -47,7 +47,10 @@ const (
 	defaultResults   = 100
 )
 
-// resultLog is the reactor's side of the results.
+// resultLog is the Server's results part: the cursors, the results of
+// the step for its batch and its events, what is readable, and the
+// results view. Nil without Options.Results. The reactor goroutine owns
+// it; policy is read by the trimmer too.
 type resultLog struct {
 	opts     ResultsOptions
 	policy   atomic.Pointer[store.Retention] // the options' limits and the crawls' own; read by the trimmer
@@ -62,6 +65,10 @@ type resultLog struct {
 	byJob    map[uint64]int // this step's finished jobs: index in stepFin
 	stepFin  []stepResult
 	cl       clusterAdds // on a cluster: the add in flight, the events waiting for it (clusterresults.go)
+
+	st      *store.Store   // nil without a store: kept in memory
+	cluster ClusterResults // Options.ClusterResults: kept on the cluster
+	changed func()         // tells consoles (CHANGED): results became readable
 }
 
 // stepResult is a result of the current step, for its job's event.
@@ -72,25 +79,25 @@ type stepResult struct {
 
 type resultMark struct{ batch, cursor uint64 }
 
-// initResults sets up the results (Options.Results) after the restore.
-func (s *Server) initResults() error {
-	o := s.opts.Results
+// newResults sets up the results (Options.Results o; nil: none) after the
+// restore: kept in st (nil: in memory) or on cluster.
+func newResults(o *ResultsOptions, st *store.Store, cluster ClusterResults, changed func()) (*resultLog, error) {
 	if o == nil {
-		return nil
+		return nil, nil
 	}
-	s.res = &resultLog{opts: *o}
-	if s.dur == nil && s.res.opts.MaxBytes == 0 {
-		s.res.opts.MaxBytes = DefaultMemoryResultBytes
+	r := &resultLog{opts: *o, st: st, cluster: cluster, changed: changed}
+	if st == nil && r.opts.MaxBytes == 0 {
+		r.opts.MaxBytes = DefaultMemoryResultBytes
 	}
-	s.setRetention()
-	if s.dur != nil {
-		last, err := s.dur.st.LastResultCursor()
+	r.setRetention(nil)
+	if st != nil {
+		last, err := st.LastResultCursor()
 		if err != nil {
-			return fmt.Errorf("results: %w", err)
+			return nil, fmt.Errorf("results: %w", err)
 		}
-		s.res.last, s.res.readable = last, last
+		r.last, r.readable = last, last
 	}
-	return nil
+	return r, nil
 }
 
 // keepResults gives the step's finished jobs their cursors: in memory they
@@ -141,7 +148,7 @@ func (s *Server) keepResults(fs []broker.Finished) {
 			r.mem = append(r.mem, rec)
 			r.memBytes += memSize(&rec)
 			r.readable = r.last
-			s.adm.dirty = true
+			r.changed()
 			continue
 		}
 		r.step = append(r.step, rec)
@@ -150,7 +157,7 @@ func (s *Server) keepResults(fs []broker.Finished) {
 	case cluster:
 		s.addClusterResults() // clusterresults.go
 	case s.dur == nil:
-		s.trimMemory(s.now())
+		r.trimMemory(s.now())
 	}
 }
 
@@ -162,8 +169,7 @@ func memSize(r *store.ResultRecord) int64 {
 // at most once a second (it reads them all); their total stays under the
 // memory bound (MaxBytes) after every step whatever the crawls' own
 // limits.
-func (s *Server) trimMemory(now time.Time) {
-	r := s.res
+func (r *resultLog) trimMemory(now time.Time) {
 	if now.Sub(r.trimmed) < time.Second && now.After(r.trimmed) {
 		cut := 0
 		for cut < len(r.mem) && r.memBytes > r.opts.MaxBytes {
@@ -204,12 +210,12 @@ func (s *Server) trimMemory(now time.Time) {
 
 // setRetention gives the results the retention policy of the options and
 // the crawls' own limits (after a crawl is defined or restored).
-func (s *Server) setRetention() {
-	if s.res == nil {
+func (r *resultLog) setRetention(crawls crawlSet) {
+	if r == nil {
 		return
 	}
-	p := &store.Retention{Default: store.ResultLimits{MaxAge: s.res.opts.MaxAge, MaxBytes: s.res.opts.MaxBytes}}
-	for name, cs := range s.crawls {
+	p := &store.Retention{Default: store.ResultLimits{MaxAge: r.opts.MaxAge, MaxBytes: r.opts.MaxBytes}}
+	for name, cs := range crawls {
 		if cs.def.ResultsMaxAge > 0 || cs.def.ResultsMaxBytes > 0 {
 			if p.PerCrawler == nil {
 				p.PerCrawler = map[string]store.ResultLimits{}
@@ -217,13 +223,12 @@ func (s *Server) setRetention() {
 			p.PerCrawler[name] = store.ResultLimits{MaxAge: time.Duration(cs.def.ResultsMaxAge) * time.Second, MaxBytes: cs.def.ResultsMaxBytes}
 		}
 	}
-	s.res.policy.Store(p)
+	r.policy.Store(p)
 }
 
 // noteCursor gives a job.done or job.failed event of the step its result's
 // cursor, and the output when it is small text.
-func (s *Server) noteCursor(ev *admin.Event) {
-	r := s.res
+func (r *resultLog) noteCursor(ev *admin.Event) {
 	if r == nil || len(r.byJob) == 0 || (ev.Kind != admin.EventJobDone && ev.Kind != admin.EventJobFailed) {
 		return
 	}
@@ -238,12 +243,11 @@ func (s *Server) noteCursor(ev *admin.Event) {
 	}
 }
 
-// pendingResults reports whether the step has results for a batch.
-func (s *Server) pendingResults() bool { return s.res != nil && len(s.res.step) > 0 }
+// pending reports whether the step has results for a batch.
+func (r *resultLog) pending() bool { return r != nil && len(r.step) > 0 }
 
-// resultsInto adds the step's results to its batch b.
-func (s *Server) resultsInto(b *store.Batch) {
-	r := s.res
+// into adds the step's results to its batch b.
+func (r *resultLog) into(b *store.Batch) {
 	if r == nil || len(r.step) == 0 {
 		return
 	}
@@ -254,9 +258,8 @@ func (s *Server) resultsInto(b *store.Batch) {
 	}
 }
 
-// markResults notes that batch seq holds the step's results.
-func (s *Server) markResults(seq uint64) {
-	r := s.res
+// mark notes that batch seq holds the step's results.
+func (r *resultLog) mark(seq uint64) {
 	if r == nil || len(r.step) == 0 {
 		return
 	}
@@ -265,9 +268,8 @@ func (s *Server) markResults(seq uint64) {
 	r.step = r.step[:0]
 }
 
-// resultsDurable makes the results of batches up to done readable.
-func (s *Server) resultsDurable(done uint64) {
-	r := s.res
+// durableUpTo makes the results of batches up to done readable.
+func (r *resultLog) durableUpTo(done uint64) {
 	if r == nil {
 		return
 	}
@@ -279,15 +281,14 @@ func (s *Server) resultsDurable(done uint64) {
 	if n > 0 {
 		m := copy(r.marks, r.marks[n:])
 		r.marks = r.marks[:m]
-		s.adm.dirty = true // a following consumer reads on CHANGED
+		r.changed() // a following consumer reads on CHANGED
 	}
 }
 
-// queryResults answers QUERY view results.
+// query answers QUERY view results.
 // The error comes with the ERROR code to answer.
-func (s *Server) queryResults(q admin.Query) (admin.Page, wire.Code, error) {
+func (r *resultLog) query(q admin.Query) (admin.Page, wire.Code, error) {
 	page := admin.Page{View: admin.ViewResults}
-	r := s.res
 	if r == nil {
 		return page, wire.CodeNotFound, fmt.Errorf("view results: this coordinator keeps no results")
 	}
@@ -329,7 +330,7 @@ func (s *Server) queryResults(q admin.Query) (admin.Page, wire.Code, error) {
 		page.Next = rec.Cursor
 		return true
 	}
-	if s.dur == nil && s.opts.ClusterResults == nil {
+	if r.st == nil && r.cluster == nil {
 		if len(r.mem) > 0 {
 			page.First = r.mem[0].Cursor
 		}
@@ -343,7 +344,7 @@ func (s *Server) queryResults(q admin.Query) (admin.Page, wire.Code, error) {
 		return page, wire.CodeOK, nil
 	}
 	// In the store or on the cluster (clusterresults.go).
-	first, upTo, read, err := s.storedResults()
+	first, upTo, read, err := r.stored()
 	if err != nil {
 		return page, wire.CodeInternal, fmt.Errorf("view results: %w", err)
 	}
@@ -368,13 +369,13 @@ func (s *Server) queryResults(q admin.Query) (admin.Page, wire.Code, error) {
 // storedResults are the first cursor kept, the last readable and the
 // reader of the results in the store or, with Options.ClusterResults, on
 // the cluster (the page's Last is the cluster's then).
-func (s *Server) storedResults() (first, upTo uint64, read func(after, upTo uint64, fn func(*store.ResultRecord) bool) error, err error) {
-	if cr := s.opts.ClusterResults; cr != nil {
+func (r *resultLog) stored() (first, upTo uint64, read func(after, upTo uint64, fn func(*store.ResultRecord) bool) error, err error) {
+	if cr := r.cluster; cr != nil {
 		first, upTo, err = cr.Bounds()
 		return first, upTo, cr.Read, err
 	}
-	first, err = s.dur.st.FirstResultCursor()
-	return first, s.res.readable, s.dur.st.ReadResults, err
+	first, err = r.st.FirstResultCursor()
+	return first, r.readable, r.st.ReadResults, err
 }
 
 // resultRow is a result as the admin protocol carries it.
@@ -405,7 +406,7 @@ func (s *Server) startResultTrimmer() (stop func()) {
 		every = time.Minute
 	}
 	clk, log, policy := s.opts.Clock, s.log, &s.res.policy
-	trim := s.trimStoredResults
+	trim := s.res.trimStored
 	if s.opts.ClusterResults != nil {
 		trim = s.trimClusterResults // clusterresults.go
 	}
@@ -424,9 +425,9 @@ func (s *Server) startResultTrimmer() (stop func()) {
 	})
 }
 
-// trimStoredResults applies the results' limits to the store; kept are
-// log attributes of what is left.
-func (s *Server) trimStoredResults(now time.Time, p *store.Retention) (deleted int, kept []any, err error) {
-	n, st, err := s.dur.st.TrimResults(now, p)
+// trimStored applies the results' limits to the store; kept are log
+// attributes of what is left.
+func (r *resultLog) trimStored(now time.Time, p *store.Retention) (deleted int, kept []any, err error) {
+	n, st, err := r.st.TrimResults(now, p)
 	return n, []any{"kept", st.Count, "bytes", st.Bytes, "first", st.First}, err
 }

@@ -44,28 +44,28 @@ func (s *Server) robotsReport(now time.Time, p *peer, m *wire.Robots) {
 	}
 	if s.dur != nil {
 		h, _ := broker.OriginHost(kept.Origin) // the broker kept it: a valid origin
-		s.robotsWrite(h, kept)
+		s.rob.put(h, kept)
 	}
 	if p.robots != nil {
 		p.keepSent(kept) // it has the file: no need to send it back
 	}
 }
 
-// robotsWrite has the next batch write host's copy r (nil: delete it).
-func (s *Server) robotsWrite(host string, r *broker.Robots) {
-	if s.rob == nil {
-		s.rob = make(robotsWrites)
+// put has the next batch write host's copy r (nil: delete it).
+func (w *robotsWrites) put(host string, r *broker.Robots) {
+	if *w == nil {
+		*w = make(robotsWrites)
 	}
-	s.rob[host] = r
+	(*w)[host] = r
 }
 
-// pendingRobots reports whether the next batch has robots records to write.
-func (s *Server) pendingRobots() bool { return len(s.rob) > 0 }
+// pending reports whether the next batch has robots records to write.
+func (w robotsWrites) pending() bool { return len(w) > 0 }
 
-// robotsInto adds the copies kept since the last batch, and the deletions
-// of expired ones, to the step's batch.
-func (s *Server) robotsInto(b *store.Batch) {
-	for h, r := range s.rob {
+// into adds the copies kept since the last batch, and the deletions of
+// expired ones, to the step's batch.
+func (w robotsWrites) into(b *store.Batch) {
+	for h, r := range w {
 		var err error
 		if r == nil {
 			err = b.DeleteRobots(h)
@@ -76,7 +76,7 @@ func (s *Server) robotsInto(b *store.Batch) {
 			return // recorded in the batch: Apply fails it as a whole
 		}
 	}
-	clear(s.rob)
+	clear(w)
 }
 
 // restoreRobots gives the hosts the robots.txt copies kept in the store
@@ -90,7 +90,7 @@ func (s *Server) restoreRobots() error {
 			return err
 		}
 		if !ok {
-			s.robotsWrite(host, nil)
+			s.rob.put(host, nil)
 		}
 		return nil
 	})

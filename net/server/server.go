@@ -150,10 +150,10 @@ type Server struct {
 	auth  *authState // nil without Options.Auth (auth.go)
 	cl    cluster    // on a Redis Cluster store: the cluster parts' state (clusterio.go)
 
-	memo   submitMemo             // accepted submits by producer and request (submitmemo.go)
-	rob    robotsWrites           // robots.txt copies to write (robots.go)
-	res    *resultLog             // nil without Options.Results
-	crawls map[string]*crawlState // crawl definitions by name (crawls.go)
+	memo   submitMemo   // accepted submits by producer and request (submitmemo.go)
+	rob    robotsWrites // robots.txt copies to write (robots.go)
+	res    *resultLog   // nil without Options.Results
+	crawls crawlSet     // crawl definitions by name (crawls.go)
 
 	stats Stats
 	hooks hooks // tests' ways in; all nil outside tests
@@ -258,7 +258,11 @@ func New(opts Options) (*Server, error) {
 		s.log.Info("restored from the store", "path", opts.Store.Path(), "sync", opts.Store.SyncPolicy(),
 			"elapsed", s.dur.stats.Elapsed, "summary", s.dur.restored.String())
 	}
-	if err := s.initResults(); err != nil {
+	var st *store.Store // the results' store, nil without one
+	if s.dur != nil {
+		st = s.dur.st
+	}
+	if s.res, err = newResults(opts.Results, st, opts.ClusterResults, s.adm.changed); err != nil { // results.go
 		return nil, err
 	}
 	if s.auth, err = newAuth(opts.Auth, s.seq, s.log, s.r.ring); err != nil { // auth.go

@@ -58,7 +58,7 @@ func (s *Server) persist(writes []coord.Record) {
 	if d == nil || d.failed != nil {
 		return
 	}
-	if len(writes) > 0 || s.pendingResults() || s.pendingCrawls() || s.pendingMemos() || s.pendingRobots() {
+	if len(writes) > 0 || s.res.pending() || s.crawls.pending() || s.pendingMemos() || s.rob.pending() {
 		if err := checkWrites(writes); err != nil {
 			// Nothing of the step is written: fail as the store would.
 			d.mu.Lock()
@@ -80,10 +80,10 @@ func (s *Server) persist(writes []coord.Record) {
 		// The batch has copied the records: the scratch keeps none of the
 		// last job's headers, payload or error texts alive until the next.
 		d.job = store.JobRecord{History: reuse(d.job.History)}
-		s.resultsInto(b) // results.go: durable with their jobs' states
-		s.crawlsInto(b)  // crawls.go: page counts durable with the dispatches
+		s.res.into(b)    // results.go: durable with their jobs' states
+		s.crawls.into(b) // crawls.go: page counts durable with the dispatches
 		s.memosInto(b)   // submitmemo.go: what the step's SUBMITTEDs say
-		s.robotsInto(b)  // robots.go: robots.txt copies kept for the fleet
+		s.rob.into(b)    // robots.go: robots.txt copies kept for the fleet
 		if s.opts.BeforeCommit != nil {
 			if f := s.opts.BeforeCommit(); f != nil {
 				b.Before(f)
@@ -91,9 +91,9 @@ func (s *Server) persist(writes []coord.Record) {
 		}
 		d.applied++
 		seq := d.applied
-		s.markBatch(seq)   // donelookup.go
-		s.pageMark(seq)    // paging.go
-		s.markResults(seq) // results.go
+		s.markBatch(seq) // donelookup.go
+		s.pageMark(seq)  // paging.go
+		s.res.mark(seq)  // results.go
 		d.notePending(seq, writes)
 		for i := range d.step {
 			d.step[i].seq = seq
@@ -142,10 +142,10 @@ func (s *Server) release() error {
 		d.waiting, d.step = d.waiting[:0], d.step[:0]
 		return err
 	}
-	s.durableUpTo(done)    // donelookup.go
-	s.pageDurable(done)    // paging.go
-	s.resultsDurable(done) // results.go
-	s.storeExpired()       // donelookup.go
+	s.durableUpTo(done)     // donelookup.go
+	s.pageDurable(done)     // paging.go
+	s.res.durableUpTo(done) // results.go
+	s.storeExpired()        // donelookup.go
 	n := 0
 	now := s.now()
 	for n < len(d.waiting) && d.waiting[n].seq <= done {
