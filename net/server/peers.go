@@ -198,13 +198,7 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 		s.out.reject(onPeers, ident, h.Req, errorCode(err), "%v", err)
 		return
 	}
-	p := &peer{s: sid, ident: append([]byte(nil), ident...), id: h.ID, key: key, role: h.Role, beat: wel.Heartbeat, lastSent: now}
-	if h.Role == wire.RoleWorker && takesRobots(h.Headers) {
-		p.robots = make(map[string]*broker.Robots)
-	}
-	s.sess.ident[string(ident)] = sid
-	s.sess.peer[sid] = p
-	s.sess.owners[ownerKey{h.Role, h.ID}] = sid
+	p := s.sess.open(now, sid, ident, h, key, wel.Heartbeat)
 	s.out.toPeer(p.ident, &wire.Welcome{
 		Req: h.Req, Session: uint64(sid), Heartbeat: wel.Heartbeat, Liveness: uint16(wel.Liveness),
 		Slots: h.Slots, Server: s.opts.Server, Cancel: toWireRuns(wel.Cancel),

@@ -366,7 +366,7 @@ func (r *resultLog) query(q admin.Query) (admin.Page, wire.Code, error) {
 	return page, wire.CodeOK, nil
 }
 
-// storedResults are the first cursor kept, the last readable and the
+// stored are the first cursor kept, the last readable and the
 // reader of the results in the store or, with Options.ClusterResults, on
 // the cluster (the page's Last is the cluster's then).
 func (r *resultLog) stored() (first, upTo uint64, read func(after, upTo uint64, fn func(*store.ResultRecord) bool) error, err error) {

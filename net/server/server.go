@@ -135,7 +135,6 @@ type Server struct {
 	log  *slog.Logger
 	now  func() time.Time
 	c    *coord.Coordinator
-	seq  uint64 // this server's number in the process (endpoint and ZAP domain names)
 
 	// The parts, each with one job.
 	r     reactor    // the loop's inputs, wake-ups and scratch (inputs.go)
@@ -227,8 +226,8 @@ func New(opts Options) (*Server, error) {
 		log:  opts.Log,
 		now:  opts.Clock.Now,
 		c:    c,
-		seq:  inprocSeq.Add(1),
 	}
+	seq := inprocSeq.Add(1) // this server's number in the process: its inproc endpoints and ZAP domains
 	s.r = reactor{
 		wake: make(chan struct{}, 1), gather: gatherer{gather: opts.Gather, below: opts.GatherBelow},
 		stats: &s.stats, now: s.now, parkedFull: s.parkedFull, handled: s.handled,
@@ -258,14 +257,10 @@ func New(opts Options) (*Server, error) {
 		s.log.Info("restored from the store", "path", opts.Store.Path(), "sync", opts.Store.SyncPolicy(),
 			"elapsed", s.dur.stats.Elapsed, "summary", s.dur.restored.String())
 	}
-	var st *store.Store // the results' store, nil without one
-	if s.dur != nil {
-		st = s.dur.st
-	}
-	if s.res, err = newResults(opts.Results, st, opts.ClusterResults, s.adm.changed); err != nil { // results.go
+	if s.res, err = newResults(opts.Results, opts.Store, opts.ClusterResults, s.adm.changed); err != nil { // results.go
 		return nil, err
 	}
-	if s.auth, err = newAuth(opts.Auth, s.seq, s.log, s.r.ring); err != nil { // auth.go
+	if s.auth, err = newAuth(opts.Auth, seq, s.log, s.r.ring); err != nil { // auth.go
 		return nil, err
 	}
 	if err := s.restoreCrawls(); err != nil {
@@ -276,14 +271,15 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("crawls.%s: %w", c.Name, err)
 		}
 	}
-	if err := s.bind(); err != nil {
+	if err := s.bind(seq); err != nil {
 		s.closeSockets()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Server) bind() error {
+// bind binds the sockets; n is the server's number in the process.
+func (s *Server) bind(n uint64) error {
 	var err error
 	if s.peers.sock, err = zsock.Router(s.opts.Peers, s.auth.security(auth.Peers)...); err != nil {
 		return fmt.Errorf("peers socket: %w", err)
@@ -297,7 +293,6 @@ func (s *Server) bind() error {
 	if s.adm.ep, err = zsock.Endpoint(s.adm.sock); err != nil {
 		return err
 	}
-	n := s.seq
 	s.adm.inproc = fmt.Sprintf("inproc://drover-admin-%d", n)
 	if err := s.adm.sock.Bind(s.adm.inproc); err != nil {
 		return fmt.Errorf("admin socket: bind %s: %w", s.adm.inproc, err)

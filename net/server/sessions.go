@@ -74,6 +74,19 @@ func (ss *sessions) heartbeats(now time.Time) {
 	}
 }
 
+// open records the session sid the coordinator opened for HELLO h from
+// routing id ident (key: the client's), with the heartbeat it was given.
+func (ss *sessions) open(now time.Time, sid id.Session, ident []byte, h *wire.Hello, key string, beat time.Duration) *peer {
+	p := &peer{s: sid, ident: append([]byte(nil), ident...), id: h.ID, key: key, role: h.Role, beat: beat, lastSent: now}
+	if h.Role == wire.RoleWorker && takesRobots(h.Headers) {
+		p.robots = make(map[string]*broker.Robots) // robots.go
+	}
+	ss.ident[string(ident)] = sid
+	ss.peer[sid] = p
+	ss.owners[ownerKey{h.Role, h.ID}] = sid
+	return p
+}
+
 // sendTo sends m to session sid, if it is still there, and notes the send
 // (no HEARTBEAT is due before its interval).
 func (ss *sessions) sendTo(now time.Time, sid id.Session, m wire.Message) {
