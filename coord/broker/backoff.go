@@ -227,13 +227,15 @@ func (b *Broker) schedule(h *host, t int64) {
 // Tick applies every timer due at now: hosts whose back-off ended release
 // their jobs to the queue, jobs whose retry delay ended are queued (retry.go),
 // hosts quiet for BackoffForgive after their last back-off ended are forgiven
-// (level reset), hosts past their politeness interval take turns again, and
-// jobs unroutable for UnroutableTimeout fail.
+// (level reset), hosts past their politeness interval take turns again,
+// jobs unroutable for UnroutableTimeout fail, and a growing key index
+// moves a bounded part of its old table.
 func (b *Broker) Tick(now time.Time) {
 	t := ns(now)
 	b.wake(t, now)
 	b.wakeRetries(t, now)
 	b.releaseHolds(t)
+	b.byKey.x.Step(tickMove) // a growing key index's move goes on when no job comes
 	if b.cfg.UnroutableTimeout > 0 && b.unrt > 0 {
 		limit := int64(b.cfg.UnroutableTimeout)
 		for _, c := range b.classAll {

@@ -403,6 +403,7 @@ func New(cfg Config) (*Broker, error) {
 		b.jobs.mem.SmallPages()
 	}
 	b.urls.Init(b.jobs.mem)
+	b.byKey.init(&b.jobs)
 	b.noHdr = b.newClass("", nil)
 	return b, nil
 }
@@ -413,7 +414,7 @@ func New(cfg Config) (*Broker, error) {
 func (b *Broker) enter(j *job, h *host, st JobState) {
 	j.hostPos = int32(h.ids.len())
 	h.ids.push(j.id)
-	b.byKey.set(&b.jobs, j.fp, j.id)
+	b.byKey.set(j.fp, j.id)
 	j.state = st
 	b.count[st]++
 	b.countCrawl(j, 0, st)

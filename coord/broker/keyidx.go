@@ -2,125 +2,56 @@ package broker
 
 import (
 	"encoding/binary"
-	"unsafe"
 
 	"drover/coord/id"
 	"drover/coord/offheap"
 )
 
 // keyIndex maps a key's fingerprint to the newest job of the key whose
-// record is kept (JobOfKey). It is an open-addressing table of job IDs with
-// linear probing: the fingerprint is not stored, it is read from the job's
-// record, so an entry costs 8 bytes (at a load of 1/2 to 3/4: 11 to 16
-// bytes a job) where a Go map of fingerprint to ID costs about 40 (issue
-// 21). Every ID in the table names a job whose record is kept: the broker
-// deletes the entry before it forgets the record. The table is memory of
-// the job store's (package offheap: outside the Go heap once it is big).
+// record is kept (JobOfKey). It is an offheap.Index of job IDs (4 bytes:
+// IDs are at most maxJobID): the fingerprint is not stored, it is read from
+// the job's record, so an entry costs 4 bytes (at a load of 1/2 to 3/4:
+// 5.3 to 8 bytes a job) where a Go map of fingerprint to ID costs about 40
+// (issue 21). Every ID in the table names a job whose record is kept: the
+// broker deletes the entry before it forgets the record. The table is
+// memory of the job store's (package offheap: outside the Go heap once it
+// is big); it grows by half, incrementally.
 type keyIndex struct {
-	slots []JobID // 0: empty; len is 0 or a power of two
-	raw   []byte  // slots' memory
-	n     int
+	x  offheap.Index[uint32]
+	js *jobStore
 }
 
-// keyIndexMin is the smallest table allocated.
-const keyIndexMin = 64
-
-func (x *keyIndex) home(fp *id.Fingerprint) int {
-	// Fingerprints are uniform hashes already: their first 8 bytes index.
-	return int(binary.LittleEndian.Uint64(fp[:8]) & uint64(len(x.slots)-1))
+func (x *keyIndex) init(js *jobStore) {
+	x.js = js
+	x.x.Init(js.mem, func(s uint32) uint64 { return fpHash(&js.at(s).fp) })
 }
+
+// fpHash is where a fingerprint goes: fingerprints are uniform hashes
+// already, their first 8 bytes place them.
+func fpHash(fp *id.Fingerprint) uint64 { return binary.LittleEndian.Uint64(fp[:8]) }
 
 // get returns the job recorded for fp.
-func (x *keyIndex) get(js *jobStore, fp id.Fingerprint) (JobID, bool) {
-	if x.n == 0 {
+func (x *keyIndex) get(fp id.Fingerprint) (JobID, bool) {
+	if x.x.Len() == 0 {
 		return 0, false
 	}
-	m := len(x.slots) - 1
-	for i := x.home(&fp); ; i = (i + 1) & m {
-		j := x.slots[i]
-		if j == 0 {
-			return 0, false
-		}
-		if js.get(j).fp == fp {
-			return j, true
-		}
-	}
+	j := x.x.Get(fpHash(&fp), func(s uint32) bool { return x.js.at(s).fp == fp })
+	return JobID(j), j != 0
 }
 
 // set records j as fp's job, replacing the one recorded before.
-func (x *keyIndex) set(js *jobStore, fp id.Fingerprint, j JobID) {
-	if (x.n+1)*4 > len(x.slots)*3 {
-		x.grow(js)
-	}
-	m := len(x.slots) - 1
-	for i := x.home(&fp); ; i = (i + 1) & m {
-		k := x.slots[i]
-		if k == 0 {
-			x.slots[i] = j
-			x.n++
-			return
-		}
-		if js.get(k).fp == fp {
-			x.slots[i] = j
-			return
-		}
+func (x *keyIndex) set(fp id.Fingerprint, j JobID) {
+	h := fpHash(&fp)
+	if !x.x.Replace(h, func(s uint32) bool { return x.js.at(s).fp == fp }, uint32(j)) {
+		x.x.Put(h, uint32(j))
 	}
 }
 
 // del removes fp's entry if it names job j.
-func (x *keyIndex) del(js *jobStore, fp id.Fingerprint, j JobID) {
-	if x.n == 0 {
-		return
-	}
-	m := len(x.slots) - 1
-	i := x.home(&fp)
-	for ; ; i = (i + 1) & m {
-		k := x.slots[i]
-		if k == 0 {
-			return
-		}
-		if k == j {
-			break
-		}
-	}
-	// Backward-shift deletion: move later entries of the probe run into
-	// the hole when their home position allows it, so no tombstone stays.
-	x.slots[i] = 0
-	x.n--
-	for k := (i + 1) & m; x.slots[k] != 0; k = (k + 1) & m {
-		fpk := js.get(x.slots[k]).fp
-		h := x.home(&fpk)
-		// The entry at k may fill the hole at i unless its home lies
-		// cyclically in (i, k].
-		if (k-h)&m >= (k-i)&m {
-			x.slots[i], x.slots[k] = x.slots[k], 0
-			i = k
-		}
-	}
-	if len(x.slots) > keyIndexMin && x.n*8 < len(x.slots) {
-		x.resize(js, len(x.slots)/2)
-	}
+func (x *keyIndex) del(fp id.Fingerprint, j JobID) {
+	x.x.Delete(fpHash(&fp), func(s uint32) bool { return s == uint32(j) })
 }
 
-func (x *keyIndex) grow(js *jobStore) {
-	x.resize(js, max(len(x.slots)*2, keyIndexMin))
-}
-
-func (x *keyIndex) resize(js *jobStore, size int) {
-	old, oldRaw := x.slots, x.raw
-	x.raw = js.mem.Table(size * int(unsafe.Sizeof(JobID(0))))
-	x.slots = offheap.View[JobID](x.raw, size)
-	defer js.mem.Release(oldRaw)
-	m := size - 1
-	for _, j := range old {
-		if j == 0 {
-			continue
-		}
-		fp := js.get(j).fp
-		i := x.home(&fp)
-		for x.slots[i] != 0 {
-			i = (i + 1) & m
-		}
-		x.slots[i] = j
-	}
-}
+// tickMove is how many positions of the growing key index's old table a
+// Tick moves (a few hundred microseconds at most).
+const tickMove = 1 << 14

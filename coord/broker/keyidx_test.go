@@ -16,6 +16,7 @@ func TestKeyIndexModel(t *testing.T) {
 	js := &jobStore{}
 	js.mem = offheap.New(js)
 	var x keyIndex
+	x.init(js)
 	model := map[id.Fingerprint]JobID{}
 	fps := make([]id.Fingerprint, 300)
 	for i := range fps {
@@ -31,7 +32,7 @@ func TestKeyIndexModel(t *testing.T) {
 			j := js.alloc()
 			j.id = JobID(js.n)
 			j.fp = fp
-			x.set(js, fp, j.id)
+			x.set(fp, j.id)
 			model[fp] = j.id
 			live = append(live, j.id)
 		case len(live) > 0: // forget a random job, as retain does
@@ -41,18 +42,18 @@ func TestKeyIndexModel(t *testing.T) {
 			live = live[:len(live)-1]
 			j := js.get(jid)
 			fp := j.fp
-			x.del(js, fp, jid)
+			x.del(fp, jid)
 			if model[fp] == jid {
 				delete(model, fp)
 			}
 			js.forget(j)
 		}
 		if step%97 == 0 || step == 19999 {
-			if x.n != len(model) {
-				t.Fatalf("step %d: %d entries, want %d", step, x.n, len(model))
+			if x.x.Len() != len(model) {
+				t.Fatalf("step %d: %d entries, want %d", step, x.x.Len(), len(model))
 			}
 			for _, fp := range fps {
-				got, ok := x.get(js, fp)
+				got, ok := x.get(fp)
 				want, wok := model[fp]
 				if got != want || ok != wok {
 					t.Fatalf("step %d: get %x = %d %v, want %d %v", step, fp[:1], got, ok, want, wok)

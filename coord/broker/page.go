@@ -45,7 +45,7 @@ func (b *Broker) PageOut(jid JobID) bool {
 			tr.remove(j)
 		}
 	}
-	b.byKey.del(&b.jobs, j.fp, j.id)
+	b.byKey.del(j.fp, j.id)
 	b.changes++
 	b.paged++
 	b.forget(j)
@@ -107,7 +107,7 @@ func (b *Broker) PageIn(now time.Time, r *JobRecord) error {
 	h := b.fillFromRecord(j, r)
 	j.hostPos = int32(h.ids.len())
 	h.ids.push(j.id)
-	b.byKey.set(&b.jobs, r.FP, j.id)
+	b.byKey.set(r.FP, j.id)
 	j.state = Queued
 	// A restored job may have an unrecorded attempt (unrecorded.go): so
 	// may one paged in (a job paged out since had a durable record, but

@@ -21,7 +21,7 @@ func (b *Broker) retain() {
 			}
 		}
 		b.forgot++
-		b.byKey.del(&b.jobs, j.fp, j.id)
+		b.byKey.del(j.fp, j.id)
 		h := b.hostOf(j)
 		b.forget(j)
 		b.compactHost(h)
@@ -31,7 +31,7 @@ func (b *Broker) retain() {
 // URLOf returns the URL of the newest job of key fp whose record is kept
 // (see JobOfKey).
 func (b *Broker) URLOf(fp id.Fingerprint) (string, bool) {
-	j, ok := b.byKey.get(&b.jobs, fp)
+	j, ok := b.byKey.get(fp)
 	if !ok {
 		return "", false
 	}
@@ -49,5 +49,5 @@ func (b *Broker) OnForget(f func(fp id.Fingerprint, url string)) { b.onForget = 
 // fp whose record is still kept (a key is submitted again once its done or
 // failed TTL has passed, so older jobs of the key may exist too).
 func (b *Broker) JobOfKey(fp id.Fingerprint) (JobID, bool) {
-	return b.byKey.get(&b.jobs, fp)
+	return b.byKey.get(fp)
 }

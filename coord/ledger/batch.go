@@ -48,7 +48,7 @@ func (l *Ledger) warmItems(items []Item) {
 		sum += l.idx.warmSlot(&items[i].FP)
 	}
 	for i := range items {
-		sum += l.idx.warmRec(&items[i].FP, &l.recs)
+		sum += l.idx.warmRec(&items[i].FP)
 	}
 	l.idx.sink += sum
 }
@@ -60,7 +60,7 @@ func (l *Ledger) warmFPs(fps []id.Fingerprint) {
 		sum += l.idx.warmSlot(&fps[i])
 	}
 	for i := range fps {
-		sum += l.idx.warmRec(&fps[i], &l.recs)
+		sum += l.idx.warmRec(&fps[i])
 	}
 	l.idx.sink += sum
 }

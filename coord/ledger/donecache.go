@@ -162,7 +162,7 @@ func (l *Ledger) WritesDurable(n uint64) {
 // evicted: look it up in the store and pass what it says to KnownDone
 // before an operation on the key.
 func (l *Ledger) Known(fp id.Fingerprint) bool {
-	if l.idx.get(&fp, &l.recs) != 0 {
+	if l.idx.get(&fp) != 0 {
 		return true
 	}
 	if _, ok := l.done.m[dkey(fp)]; ok {

@@ -27,7 +27,7 @@ func (l *Ledger) check() error {
 			if r.state != state {
 				return fmt.Errorf("%s list: rec %d in state %v", name, ri, r.state)
 			}
-			if got := l.idx.get(&r.fp, &l.recs); got != ri {
+			if got := l.idx.get(&r.fp); got != ri {
 				return fmt.Errorf("%s list: rec %d (%s) not indexed (got %d)", name, ri, r.fp, got)
 			}
 			if n > 0 && r.since < last {
@@ -50,8 +50,8 @@ func (l *Ledger) check() error {
 	if err := walk("queue", &l.queue, Queued); err != nil {
 		return err
 	}
-	if l.idx.n != len(seen) {
-		return fmt.Errorf("index has %d keys, lists hold %d", l.idx.n, len(seen))
+	if l.idx.x.Len() != len(seen) {
+		return fmt.Errorf("index has %d keys, lists hold %d", l.idx.x.Len(), len(seen))
 	}
 	if err := l.checkIndex(); err != nil {
 		return err
@@ -239,39 +239,22 @@ func checkDoneCache(l *Ledger) error {
 
 // checkIndex verifies the fingerprint index: every entry names a live
 // record with its tag, is reachable from its home without crossing an empty
-// slot, and the count is right.
+// slot, and the count is right (offheap.Index.Check).
 func (l *Ledger) checkIndex() error {
-	x := &l.idx
-	n := 0
-	for i, s := range x.slots {
-		if s == 0 {
-			continue
-		}
-		n++
+	return l.idx.x.Check(func(s uint64) error {
 		ri := int32(uint32(s))
 		if ri <= 0 || int(ri) >= l.recs.size() {
-			return fmt.Errorf("index slot %d names rec %d, outside the slab", i, ri)
+			return fmt.Errorf("names rec %d, outside the slab", ri)
 		}
 		r := l.recs.at(ri)
 		if r.state == 0 {
-			return fmt.Errorf("index slot %d names free rec %d", i, ri)
+			return fmt.Errorf("names free rec %d", ri)
 		}
 		if s&^0xFFFFFFFF != fpTag(&r.fp) {
-			return fmt.Errorf("index slot %d: tag %x, rec %d's is %x", i, s>>32, ri, fpTag(&r.fp)>>32)
+			return fmt.Errorf("tag %x, rec %d's is %x", s>>32, ri, fpTag(&r.fp)>>32)
 		}
-		for j := fpHome(&r.fp) & x.mask; j != uint64(i); j = (j + 1) & x.mask {
-			if x.slots[j] == 0 {
-				return fmt.Errorf("index slot %d (rec %d): empty slot %d between it and its home", i, ri, j)
-			}
-		}
-	}
-	if n != x.n {
-		return fmt.Errorf("index holds %d entries, counts %d", n, x.n)
-	}
-	if 4*x.n > 3*len(x.slots) {
-		return fmt.Errorf("index %d/%d full, over 3/4", x.n, len(x.slots))
-	}
-	return nil
+		return nil
+	})
 }
 
 // checkKeys verifies the key store: the name pairs' reference counts are

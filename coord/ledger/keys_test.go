@@ -89,7 +89,7 @@ func TestIndexChurn(t *testing.T) {
 		l.TakeEvents(nil)
 	}
 	for _, fp := range universe {
-		if got := l.idx.get(&fp, &l.recs) != 0; got != live[fp] {
+		if got := l.idx.get(&fp) != 0; got != live[fp] {
 			t.Fatalf("fingerprint %s indexed %v, live %v", fp, got, live[fp])
 		}
 	}

@@ -274,7 +274,7 @@ func New(cfg Config) (*Ledger, error) {
 	l.recs.mem, l.ws.mem = mem, mem
 	l.recs.grow() // reserve index 0
 	l.ws.grow()
-	l.idx.init(mem)
+	l.idx.init(mem, &l.recs)
 	l.keys.init(mem)
 	l.bindLinks()
 	l.done.init(cfg.DoneTTL, cfg.FailedTTL, cfg.DoneCache)
@@ -301,7 +301,7 @@ func (l *Ledger) request(t int64, s id.Session, reqID uint64, k *id.Key, fp id.F
 	if s == 0 {
 		return Error, ReasonBadSession
 	}
-	if ri := l.idx.get(&fp, &l.recs); ri != 0 {
+	if ri := l.idx.get(&fp); ri != 0 {
 		r := l.recs.at(ri)
 		switch {
 		case r.state == Queued:
@@ -361,7 +361,7 @@ func (l *Ledger) Queue(now time.Time, s id.Session, fp id.Fingerprint) (Verdict,
 }
 
 func (l *Ledger) queueKey(t int64, s id.Session, fp id.Fingerprint) (Verdict, Reason) {
-	ri := l.idx.get(&fp, &l.recs)
+	ri := l.idx.get(&fp)
 	if ri == 0 {
 		if _, done := l.done.get(fp, t); done {
 			return Error, ReasonWrongState
@@ -412,7 +412,7 @@ func (l *Ledger) markDone(t int64, k *id.Key, fp id.Fingerprint, o Outcome) {
 	if o != DoneOK {
 		o = DoneFailed
 	}
-	if ri := l.idx.get(&fp, &l.recs); ri != 0 {
+	if ri := l.idx.get(&fp); ri != 0 {
 		l.answerWaiters(ri, o.reason())
 		r := l.recs.at(ri)
 		if r.state == Requested {
@@ -512,13 +512,19 @@ func (l *Ledger) handOver(t int64, ri int32, cause Reason) {
 }
 
 // Tick advances time: request leases older than RequestTTL expire (their
-// keys pass to the next waiter, or are removed), and at most
-// Config.SweepLimit done records are examined and dropped if expired.
+// keys pass to the next waiter, or are removed), at most
+// Config.SweepLimit done records are examined and dropped if expired, and
+// a growing index moves a bounded part of its old table.
 func (l *Ledger) Tick(now time.Time) {
 	t := now.UnixNano()
 	l.expireLeases(t)
 	l.sweepDone(t, l.cfg.SweepLimit)
+	l.idx.x.Step(tickMove) // a growing index's move goes on when no key comes
 }
+
+// tickMove is how many positions of a growing index's old table a Tick
+// moves (a few hundred microseconds at most).
+const tickMove = 1 << 14
 
 // expireLeases applies every lease expiry due at t. Leases are kept oldest
 // first, so this costs one comparison when nothing is due.

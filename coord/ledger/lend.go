@@ -23,7 +23,7 @@ func (l *Ledger) SetLender(f func(id.Fingerprint) (string, bool)) { l.keys.lende
 // its length only. It reports whether it did (false for a key that is not
 // queued, a URL lent already, empty or longer than the slab's slots).
 func (l *Ledger) Lend(fp id.Fingerprint) bool {
-	ri := l.idx.get(&fp, &l.recs)
+	ri := l.idx.get(&fp)
 	if ri == 0 || l.keys.lender == nil {
 		return false
 	}
@@ -41,7 +41,7 @@ func (l *Ledger) Lend(fp id.Fingerprint) bool {
 // Reclaim takes back the lent URL of key fp, url, into the record's own
 // slot; nothing when fp's URL is not lent, or url is not its URL.
 func (l *Ledger) Reclaim(fp id.Fingerprint, url string) {
-	ri := l.idx.get(&fp, &l.recs)
+	ri := l.idx.get(&fp)
 	if ri == 0 {
 		return
 	}

@@ -162,7 +162,7 @@ func (l *Ledger) Restore(w Write) {
 	switch w.Op {
 	case PutQueued:
 		l.done.remove(w.FP)
-		ri := l.idx.get(&w.FP, &l.recs)
+		ri := l.idx.get(&w.FP)
 		switch {
 		case ri == 0:
 			ri, _ = l.newRec(w.FP, &w.Key, Queued, t)
@@ -174,7 +174,7 @@ func (l *Ledger) Restore(w Write) {
 		l.markDone(t, &w.Key, w.FP, w.Outcome)
 	case Delete:
 		l.done.remove(w.FP)
-		if ri := l.idx.get(&w.FP, &l.recs); ri != 0 && l.recs.at(ri).state == Queued {
+		if ri := l.idx.get(&w.FP); ri != 0 && l.recs.at(ri).state == Queued {
 			l.queue.unlink(ri, l.atLQ)
 			l.dropRec(ri)
 		}

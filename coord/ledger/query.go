@@ -44,7 +44,7 @@ type Counts struct {
 // Lookup returns the record of fp at time now; a done record past its TTL
 // is reported absent.
 func (l *Ledger) Lookup(now time.Time, fp id.Fingerprint) (Record, bool) {
-	if ri := l.idx.get(&fp, &l.recs); ri != 0 {
+	if ri := l.idx.get(&fp); ri != 0 {
 		return l.record(ri), true
 	}
 	v, ok := l.done.lookup(fp)
@@ -73,7 +73,7 @@ func (l *Ledger) record(ri int32) Record {
 // Waiters returns the sessions waiting on fp, first in line first; nil if
 // none (or fp is not requested).
 func (l *Ledger) Waiters(fp id.Fingerprint) []Waiter {
-	ri := l.idx.get(&fp, &l.recs)
+	ri := l.idx.get(&fp)
 	if ri == 0 {
 		return nil
 	}

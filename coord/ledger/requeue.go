@@ -14,7 +14,7 @@ import (
 func (l *Ledger) Requeue(now time.Time, k id.Key, fp id.Fingerprint) {
 	t := now.UnixNano()
 	l.expireLeases(t)
-	if ri := l.idx.get(&fp, &l.recs); ri != 0 {
+	if ri := l.idx.get(&fp); ri != 0 {
 		if l.recs.at(ri).state == Requested {
 			l.toQueued(t, ri)
 		}

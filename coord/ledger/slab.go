@@ -173,7 +173,7 @@ func (l *Ledger) bindLinks() {
 // from the index and frees it with its key.
 func (l *Ledger) dropRec(ri int32) {
 	r := l.recs.at(ri)
-	l.idx.del(&r.fp, ri, &l.recs)
+	l.idx.del(&r.fp, ri)
 	l.keys.free(r)
 	l.recs.release(ri)
 }
@@ -185,7 +185,7 @@ func (l *Ledger) newRec(fp id.Fingerprint, k *id.Key, st State, t int64) (int32,
 	r := l.recs.at(ri)
 	r.fp, r.since = fp, t
 	l.keys.put(r, k)
-	l.idx.put(&r.fp, ri, &l.recs) // before the state is set: a growing index takes the records with one
+	l.idx.put(&r.fp, ri)
 	r.state = st
 	return ri, r
 }
