@@ -1,7 +1,7 @@
 package server
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -50,30 +50,74 @@ type memoKey struct {
 	req      uint64
 }
 
-// memoEntry is what one request got accepted, key and job id, in the
-// order the answers said it (sorted by key when a resend needs it).
+// memoEntry is what one request got accepted, compactly (issue 21: a
+// memo of every key of a million-key submit costs the coordinator 8 bytes
+// a key, not 24 and the room append leaves): per accepted key the first 8
+// bytes of its fingerprint, in the order the answers said them, and the
+// job ids in the same order as runs of consecutive ids (a step submits a
+// request's new jobs one after the other). Within one request, two keys
+// share a 64-bit prefix with a probability of about n²/2⁶⁵ (10⁻¹⁴ for a
+// thousand keys): the prefix names the key. A resend looks keys up in
+// index, sorted, made at its first lookup.
 type memoEntry struct {
-	accepted []memoItem
-	sorted   bool
-	used     time.Time
+	fps   []uint64
+	runs  []memoRun
+	used  time.Time
+	index []memoItem // sorted by fp; nil until a lookup needs it
+}
+
+// memoRun is n accepted keys, in answer order, whose jobs are first,
+// first+1, ...
+type memoRun struct {
+	first uint64
+	n     uint32
 }
 
 type memoItem struct {
-	fp  id.Fingerprint
+	fp  uint64
 	job uint64
+}
+
+// fpPrefix is what a memo keeps of a fingerprint.
+func fpPrefix(fp id.Fingerprint) uint64 { return binary.LittleEndian.Uint64(fp[:8]) }
+
+// keys is the number of keys the request got accepted.
+func (e *memoEntry) keys() int { return len(e.fps) }
+
+// accept adds an accepted key and its job.
+func (e *memoEntry) accept(fp uint64, job uint64) {
+	e.fps = append(e.fps, fp)
+	if k := len(e.runs) - 1; k >= 0 && e.runs[k].first+uint64(e.runs[k].n) == job {
+		e.runs[k].n++
+	} else {
+		e.runs = append(e.runs, memoRun{job, 1})
+	}
+	e.index = nil
+}
+
+// items yields the accepted keys and their jobs in answer order.
+func (e *memoEntry) items(yield func(fp, job uint64)) {
+	i := 0
+	for _, r := range e.runs {
+		for k := range uint64(r.n) {
+			yield(e.fps[i], r.first+k)
+			i++
+		}
+	}
 }
 
 // find returns the job the request got accepted for fp.
 func (e *memoEntry) find(fp id.Fingerprint) (uint64, bool) {
-	if !e.sorted {
-		slices.SortFunc(e.accepted, func(a, b memoItem) int { return bytes.Compare(a.fp[:], b.fp[:]) })
-		e.sorted = true
+	if e.index == nil {
+		e.index = make([]memoItem, 0, len(e.fps))
+		e.items(func(fp, job uint64) { e.index = append(e.index, memoItem{fp, job}) })
+		slices.SortFunc(e.index, func(a, b memoItem) int { return cmp.Compare(a.fp, b.fp) })
 	}
-	i, ok := slices.BinarySearchFunc(e.accepted, fp, func(a memoItem, fp id.Fingerprint) int { return bytes.Compare(a.fp[:], fp[:]) })
+	i, ok := slices.BinarySearchFunc(e.index, fpPrefix(fp), func(a memoItem, fp uint64) int { return cmp.Compare(a.fp, fp) })
 	if !ok {
 		return 0, false
 	}
-	return e.accepted[i].job, true
+	return e.index[i].job, true
 }
 
 // submitMemo is the server's memory of accepted submits (reactor only).
@@ -138,27 +182,38 @@ func (m *submitMemo) patch(now time.Time, producer string, req uint64, items []w
 			rewritten++
 		}
 	}
-	existed := e != nil
-	var add []memoItem
+	// The accepted items to remember: not those a resend's memo answered.
+	var answered []bool
+	if e != nil {
+		answered = make([]bool, len(items))
+	}
+	add := 0
 	for i := range items {
 		it := &items[i]
 		if it.Status != wire.SubmitAccepted || it.JobID == 0 {
 			continue
 		}
-		if existed {
+		if answered != nil {
 			if _, ok := e.find(it.Fingerprint); ok {
-				continue // a resend's item answered from the memo
+				answered[i] = true
+				continue
 			}
 		}
-		add = append(add, memoItem{it.Fingerprint, it.JobID})
+		add++
 	}
-	if len(add) > 0 {
+	if add > 0 {
 		if e == nil {
 			e = m.add(now, k)
 		}
-		e.accepted = append(e.accepted, add...)
-		e.sorted = false
-		m.keys += len(add)
+		// Room for exactly what comes: most requests are answered once.
+		e.fps = slices.Grow(e.fps, add)
+		for i := range items {
+			it := &items[i]
+			if it.Status == wire.SubmitAccepted && it.JobID != 0 && (answered == nil || !answered[i]) {
+				e.accept(fpPrefix(it.Fingerprint), it.JobID)
+			}
+		}
+		m.keys += add
 	}
 	if e != nil {
 		e.used = now
@@ -189,7 +244,7 @@ func (m *submitMemo) expire(now time.Time) {
 			break
 		}
 		if ok {
-			m.keys -= len(e.accepted)
+			m.keys -= e.keys()
 			delete(m.entries, k)
 			m.touch(k)
 		}
@@ -214,7 +269,7 @@ func (m *submitMemo) drop(producer string) {
 			continue
 		}
 		if e, ok := m.entries[k]; ok {
-			m.keys -= len(e.accepted)
+			m.keys -= e.keys()
 			delete(m.entries, k)
 			m.touch(k)
 		}
@@ -240,33 +295,78 @@ func (s *Server) memosInto(b *store.Batch) {
 	clear(m.dirty)
 }
 
-// encodeMemo is the stored form of a memo: when it was last used (Unix
-// ns), then per accepted key its fingerprint and job id.
+// The stored form of a memo: a zero byte, the format (2), when it was last
+// used (Unix ns), the number of keys n (4 bytes), their fingerprints'
+// prefixes (8 bytes each), then the job runs (first job 8 bytes, length 4
+// bytes) to the end; big-endian. The form before (format 1) was the time
+// then per key its whole fingerprint and job id: its first byte, the
+// time's, is never zero.
+const memoFormat = 2
+
+// encodeMemo is the stored form of a memo.
 func encodeMemo(e *memoEntry) []byte {
-	v := make([]byte, 0, 8+len(e.accepted)*(len(id.Fingerprint{})+8))
+	v := make([]byte, 0, 14+8*len(e.fps)+12*len(e.runs))
+	v = append(v, 0, memoFormat)
 	v = binary.BigEndian.AppendUint64(v, uint64(e.used.UnixNano()))
-	for _, it := range e.accepted {
-		v = append(v, it.fp[:]...)
-		v = binary.BigEndian.AppendUint64(v, it.job)
+	v = binary.BigEndian.AppendUint32(v, uint32(len(e.fps)))
+	for _, fp := range e.fps {
+		v = binary.BigEndian.AppendUint64(v, fp)
+	}
+	for _, r := range e.runs {
+		v = binary.BigEndian.AppendUint64(v, r.first)
+		v = binary.BigEndian.AppendUint32(v, r.n)
 	}
 	return v
 }
 
-// decodeMemo is encodeMemo's inverse.
+// decodeMemo is encodeMemo's inverse; it reads format 1 too.
 func decodeMemo(v []byte) (*memoEntry, error) {
+	if len(v) > 0 && v[0] != 0 {
+		return decodeMemo1(v)
+	}
+	if len(v) < 14 || v[1] != memoFormat {
+		return nil, fmt.Errorf("submit memo of %d bytes: want a zero byte, format %d, a time and a key count", len(v), memoFormat)
+	}
+	e := &memoEntry{used: time.Unix(0, int64(binary.BigEndian.Uint64(v[2:])))}
+	n := int(binary.BigEndian.Uint32(v[10:]))
+	rest := v[14:]
+	if len(rest) < 8*n || (len(rest)-8*n)%12 != 0 {
+		return nil, fmt.Errorf("submit memo of %d keys in %d bytes: want 8 bytes a key and 12 a job run", n, len(v))
+	}
+	e.fps = make([]uint64, n)
+	for i := range e.fps {
+		e.fps[i] = binary.BigEndian.Uint64(rest[8*i:])
+	}
+	total := 0
+	for rest = rest[8*n:]; len(rest) > 0; rest = rest[12:] {
+		r := memoRun{first: binary.BigEndian.Uint64(rest), n: binary.BigEndian.Uint32(rest[8:])}
+		if r.first == 0 || r.n == 0 {
+			return nil, fmt.Errorf("submit memo: job run %d+%d, want a job id and a length above 0", r.first, r.n)
+		}
+		total += int(r.n)
+		e.runs = append(e.runs, r)
+	}
+	if total != n {
+		return nil, fmt.Errorf("submit memo: job runs of %d jobs for %d keys, want one job a key", total, n)
+	}
+	return e, nil
+}
+
+// decodeMemo1 reads a memo of format 1.
+func decodeMemo1(v []byte) (*memoEntry, error) {
 	const item = len(id.Fingerprint{}) + 8
 	if len(v) < 8 || (len(v)-8)%item != 0 {
 		return nil, fmt.Errorf("submit memo of %d bytes: want 8 + %d per key", len(v), item)
 	}
 	e := &memoEntry{used: time.Unix(0, int64(binary.BigEndian.Uint64(v)))}
 	for rest := v[8:]; len(rest) > 0; rest = rest[item:] {
-		var it memoItem
-		copy(it.fp[:], rest)
-		it.job = binary.BigEndian.Uint64(rest[len(it.fp):])
-		if it.job == 0 {
-			return nil, fmt.Errorf("submit memo: key %s with job 0, want the job it was accepted as", it.fp)
+		var fp id.Fingerprint
+		copy(fp[:], rest)
+		job := binary.BigEndian.Uint64(rest[len(fp):])
+		if job == 0 {
+			return nil, fmt.Errorf("submit memo: key %s with job 0, want the job it was accepted as", fp)
 		}
-		e.accepted = append(e.accepted, it)
+		e.accept(fpPrefix(fp), job)
 	}
 	return e, nil
 }
@@ -287,7 +387,7 @@ func (s *Server) restoreMemos() error {
 		k := memoKey{producer, req}
 		m.entries[k] = e
 		m.order = append(m.order, k)
-		m.keys += len(e.accepted)
+		m.keys += e.keys()
 		return nil
 	})
 	if err != nil {

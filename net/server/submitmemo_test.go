@@ -1,9 +1,15 @@
 package server
 
 import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
+	"drover/coord/id"
 	"drover/net/wire"
 )
 
@@ -119,4 +125,76 @@ func TestSubmitMemoSurvivesKill(t *testing.T) {
 	if tot.Totals.DedupHits != 0 || tot.Totals.Queued != 3 {
 		t.Fatalf("totals after the resend: %d dedup hits, %d queued; want 0 and 3", tot.Totals.DedupHits, tot.Totals.Queued)
 	}
+}
+
+// TestMemoEncoding: a memo reads back as itself (keys in order, job runs
+// split where ids do not follow), a memo stored in the format before
+// (whole fingerprints and job ids) reads as the same memo, and a damaged
+// one is refused.
+func TestMemoEncoding(t *testing.T) {
+	fp := func(i int) id.Fingerprint { return key(fmt.Sprintf("http://memo.test/%d", i)).Fingerprint() }
+	jobs := []uint64{7, 8, 9, 20, 21, 5}
+	e := &memoEntry{used: time.Unix(1_700_000_000, 123)}
+	for i, j := range jobs {
+		e.accept(fpPrefix(fp(i)), j)
+	}
+	if len(e.runs) != 3 {
+		t.Fatalf("runs %+v, want 3", e.runs)
+	}
+	old := binary.BigEndian.AppendUint64(nil, uint64(e.used.UnixNano()))
+	for i, j := range jobs {
+		f := fp(i)
+		old = append(old, f[:]...)
+		old = binary.BigEndian.AppendUint64(old, j)
+	}
+	for name, v := range map[string][]byte{"format 2": encodeMemo(e), "format 1": old} {
+		d, err := decodeMemo(v)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !d.used.Equal(e.used) || !slices.Equal(d.fps, e.fps) || !slices.Equal(d.runs, e.runs) {
+			t.Fatalf("%s: read back %+v, want %+v", name, d, e)
+		}
+		for i, j := range jobs {
+			if got, ok := d.find(fp(i)); !ok || got != j {
+				t.Fatalf("%s: key %d: job %d %v, want %d", name, i, got, ok, j)
+			}
+		}
+		if _, ok := d.find(fp(len(jobs))); ok {
+			t.Fatalf("%s: a key the request did not get accepted is found", name)
+		}
+	}
+	v := encodeMemo(e)
+	for name, bad := range map[string][]byte{
+		"empty":         {},
+		"format 3":      append([]byte{0, 3}, v[2:]...),
+		"cut":           v[:len(v)-3],
+		"runs too long": append(slices.Clone(v), 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1),
+		"format 1 cut":  old[:len(old)-1],
+	} {
+		if _, err := decodeMemo(bad); err == nil {
+			t.Errorf("%s: decoded, want an error", name)
+		}
+	}
+}
+
+// FuzzDecodeMemo: no stored memo makes decodeMemo panic, and one it reads
+// is written back as it was read (format 2).
+func FuzzDecodeMemo(f *testing.F) {
+	e := &memoEntry{used: time.Unix(1_700_000_000, 0)}
+	e.accept(1, 10)
+	e.accept(2, 11)
+	e.accept(3, 40)
+	f.Add(encodeMemo(e))
+	f.Add([]byte{0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0})
+	f.Add(binary.BigEndian.AppendUint64(nil, 1))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		d, err := decodeMemo(v)
+		if err != nil || len(v) == 0 || v[0] != 0 {
+			return
+		}
+		if w := encodeMemo(d); !bytes.Equal(w, v) {
+			t.Fatalf("read %x, wrote back %x", v, w)
+		}
+	})
 }
