@@ -32,24 +32,17 @@ type dialogue struct {
 }
 
 // ownQuery is the server's own answer to a view the coordinator does not
-// keep, or that the cluster keeps (Options.ClusterEvents): the error
-// comes with the ERROR code to answer.
+// keep: the error comes with the ERROR code to answer. (The views the
+// cluster keeps are clusterQuery's.)
 func (s *Server) ownQuery(q admin.Query) (func(admin.Query) (admin.Page, wire.Code, error), bool) {
-	switch {
-	case q.View == admin.ViewResults:
+	if q.View == admin.ViewResults {
 		return s.res.query, true // results.go
-	case q.View == admin.ViewEvents && s.opts.ClusterEvents != nil:
-		return s.queryClusterEvents, true // clusterevents.go
-	case (q.View == admin.ViewJobs || q.View == admin.ViewWaiters) && s.opts.ClusterJobs != nil:
-		return s.queryClusterJobs, true // clusterjobs.go
-	case q.View == admin.ViewRetries && s.opts.ClusterJobs != nil:
-		return s.queryClusterRetries, true // clusterjobs.go
 	}
 	return nil, false
 }
 
 // query answers a QUERY: the views the server keeps itself (crawls,
-// results, the cluster's), else the coordinator's answer, continued into
+// results; the cluster's are clusterQuery's), else the coordinator's answer, continued into
 // the jobs only the store holds. The error comes with the ERROR code to
 // answer.
 func (s *Server) query(now time.Time, q admin.Query) (admin.Page, wire.Code, error) {
@@ -145,6 +138,9 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		t := s.totals(now)
 		s.out.toConsole(cs.ident, &wire.Totals{Req: m.Req, Totals: t})
 	case *wire.Query:
+		if s.clusterQuery(ident, m.Req, m.Query) { // clusterquery.go: read off the reactor
+			return
+		}
 		page, code, err := s.query(now, m.Query)
 		if err != nil {
 			s.out.reject(onAdmin, ident, m.Req, code, "%v", err)

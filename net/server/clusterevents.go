@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"drover/admin"
@@ -18,7 +19,8 @@ import (
 
 // ClusterEvents keeps recent events for every coordinator sharing a store
 // (store/redis.Events). Add is called by the event writer goroutine,
-// Recent by the reactor; their calls may do I/O.
+// Recent by the cluster's read lane (clusterio.go); their calls may do
+// I/O.
 type ClusterEvents interface {
 	// Add appends this coordinator's events.
 	Add(evs []admin.Event) error
@@ -107,12 +109,12 @@ func (s *Server) startEventWriter() (stop func()) {
 	}
 }
 
-// queryClusterEvents answers view events from the cluster's newest
-// events. The error comes with the ERROR code to answer.
-func (s *Server) queryClusterEvents(q admin.Query) (admin.Page, wire.Code, error) {
+// readClusterEvents answers view events from the cluster's newest
+// events, read off the reactor (clusterquery.go).
+func (s *Server) readClusterEvents(q admin.Query) (clusterRead, admin.Page, wire.Code, error) {
 	page := admin.Page{View: admin.ViewEvents, Offset: q.Offset}
 	if q.Offset < 0 || q.Limit < 0 {
-		return page, wire.CodeMalformed, fmt.Errorf("query events: offset %d, limit %d: want >= 0", q.Offset, q.Limit)
+		return nil, page, wire.CodeMalformed, fmt.Errorf("query events: offset %d, limit %d: want >= 0", q.Offset, q.Limit)
 	}
 	limit := q.Limit
 	if limit == 0 || limit > coord.MaxWindow {
@@ -120,30 +122,31 @@ func (s *Server) queryClusterEvents(q admin.Query) (admin.Page, wire.Code, error
 	}
 	f, err := filter.Parse(q.Filter)
 	if err != nil {
-		return page, wire.CodeMalformed, fmt.Errorf("query events: %w", err)
+		return nil, page, wire.CodeMalformed, fmt.Errorf("query events: %w", err)
 	}
-	evs, err := s.opts.ClusterEvents.Recent(clusterEventScan)
-	if err != nil && len(evs) == 0 {
-		return page, wire.CodeInternal, fmt.Errorf("query events: %w", err)
-	}
-	if q.Desc { // oldest first
-		for i, j := 0, len(evs)-1; i < j; i, j = i+1, j-1 {
-			evs[i], evs[j] = evs[j], evs[i]
+	ce := s.opts.ClusterEvents
+	return func() func() (admin.Page, wire.Code, error) {
+		evs, err := ce.Recent(clusterEventScan)
+		if err != nil && len(evs) == 0 {
+			return done(page, wire.CodeInternal, fmt.Errorf("query events: %w", err))
 		}
-	}
-	skipped := 0
-	for i := range evs {
-		if !f.Event(&evs[i]) {
-			continue
+		if q.Desc { // oldest first
+			slices.Reverse(evs)
 		}
-		page.Total++
-		if skipped < q.Offset {
-			skipped++
-			continue
+		skipped := 0
+		for i := range evs {
+			if !f.Event(&evs[i]) {
+				continue
+			}
+			page.Total++
+			if skipped < q.Offset {
+				skipped++
+				continue
+			}
+			if len(page.Events) < limit {
+				page.Events = append(page.Events, evs[i])
+			}
 		}
-		if len(page.Events) < limit {
-			page.Events = append(page.Events, evs[i])
-		}
-	}
-	return page, wire.CodeOK, nil
+		return done(page, wire.CodeOK, nil)
+	}, page, wire.CodeOK, nil
 }

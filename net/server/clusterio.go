@@ -6,13 +6,16 @@ import (
 )
 
 // The cluster's I/O off the reactor (Options.ClusterCrawls,
-// ClusterResults: the Redis Cluster store). A round trip to the cluster
-// must not hold the reactor, which would dispatch nothing meanwhile: the
-// reactor posts each call, the cluster I/O goroutine makes the calls one
-// at a time in the order posted, and hands back what the reactor does
-// with each answer, run by the reactor in the same order at its next step
-// (the goroutine rings it). Each kind of call has at most one in flight
-// (a crawl sync, an add of results), so the posts stay few.
+// ClusterResults, ClusterJobs, ClusterEvents: the Redis Cluster store). A
+// round trip to the cluster must not hold the reactor, which would
+// dispatch nothing meanwhile: the reactor posts each call to a lane of
+// goroutines, which make the calls and hand back what the reactor does
+// with each answer, run by the reactor at its next step (a lane rings
+// it). Two lanes: the writes (an add of results, a crawl sync), one
+// goroutine making the calls one at a time in the order posted, each kind
+// with at most one in flight, so its posts stay few; and the reads of the
+// admin views (clusterquery.go), a few goroutines, their answers in the
+// order they come, at most clusterReadQueue posted.
 
 // cluster is the Server's part for a store shared by several coordinators
 // (a Redis Cluster): the state of its crawls, results' I/O, events and job
@@ -23,90 +26,129 @@ type cluster struct {
 	crawlSynced time.Time
 	// crawlSyncing: a sync of the crawls is in flight (clustercrawls.go)
 	crawlSyncing bool
-	io           *clusterIO       // the cluster's I/O off the reactor
+	io           *clusterIO       // the cluster's write lane
+	reads        *clusterIO       // the cluster's read lane (clusterquery.go)
 	evw          *eventWriter     // Options.ClusterEvents: the events for the cluster (clusterevents.go)
 	jobs         clusterJobsState // Options.ClusterJobs: the offset memo, the retries noted (clusterjobs.go)
 }
 
-// clusterIO is the goroutine making the cluster's calls and its answers
-// not yet taken by the reactor.
+// clusterIO is a lane: the goroutines making the cluster's calls and
+// their answers not yet taken by the reactor.
 type clusterIO struct {
 	calls chan func() func()
 	ring  func()
 
 	mu      sync.Mutex
 	answers []func() // what the reactor does with the answers, in order
-	posted  int      // calls posted whose answers the reactor has not run
+	posted  int      // calls posted whose answers the reactor has not run (the reactor's)
 	exited  chan struct{}
 }
 
-// clusterIOQueue bounds the calls waiting for the goroutine; the kinds of
-// calls in flight are fewer.
+// clusterIOQueue bounds the calls waiting for the write lane's goroutine;
+// the kinds of calls in flight are fewer.
 const clusterIOQueue = 64
 
-// startClusterIO starts the cluster I/O goroutine when the server has any
-// cluster part, and returns the function that stops it (after the calls
-// posted).
+// newClusterIO starts a lane of n goroutines whose calls wait in a queue
+// of queue; ring wakes the reactor when an answer is ready.
+func newClusterIO(ring func(), n, queue int) *clusterIO {
+	io := &clusterIO{calls: make(chan func() func(), queue), ring: ring, exited: make(chan struct{})}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for call := range io.calls {
+				answer := call()
+				io.mu.Lock()
+				io.answers = append(io.answers, answer)
+				io.mu.Unlock()
+				io.ring()
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(io.exited)
+	}()
+	return io
+}
+
+// stop waits for the calls posted and returns the answers not taken.
+func (io *clusterIO) stop() []func() {
+	close(io.calls)
+	<-io.exited
+	return io.take()
+}
+
+// take returns the answers ready, in the order they came, counting them
+// off posted (the reactor's side).
+func (io *clusterIO) take() []func() {
+	io.mu.Lock()
+	answers := io.answers
+	io.answers = nil
+	io.mu.Unlock()
+	io.posted -= len(answers)
+	return answers
+}
+
+// put hands call to the lane (the reactor's side); the queue never fills
+// while posted stays below its size.
+func (io *clusterIO) put(call func() func()) {
+	io.posted++
+	io.calls <- call
+}
+
+// startClusterIO starts the cluster's lanes when the server has any
+// cluster part, and returns the function that stops them (after the
+// calls posted; the reads' answers are dropped then: the consoles were
+// told DISCONNECT).
 func (s *Server) startClusterIO() (stop func()) {
-	if s.opts.ClusterCrawls == nil && s.opts.ClusterResults == nil {
+	o := &s.opts
+	if o.ClusterCrawls == nil && o.ClusterResults == nil && o.ClusterJobs == nil && o.ClusterEvents == nil {
 		return func() {}
 	}
-	io := &clusterIO{calls: make(chan func() func(), clusterIOQueue), ring: s.r.ring, exited: make(chan struct{})}
-	s.cl.io = io
-	go func() {
-		defer close(io.exited)
-		for call := range io.calls {
-			answer := call()
-			io.mu.Lock()
-			io.answers = append(io.answers, answer)
-			io.mu.Unlock()
-			io.ring()
-		}
-	}()
+	s.cl.io = newClusterIO(s.r.ring, 1, clusterIOQueue)
+	s.cl.reads = newClusterIO(s.r.ring, clusterReaders, clusterReadQueue)
 	return func() {
-		close(io.calls)
-		<-io.exited
+		s.cl.reads.stop()
+		s.cl.reads = nil
+		io := s.cl.io
+		answers := io.stop()
 		// Calls the answers post now are made at once.
 		s.cl.io = nil
-		for _, a := range io.answers {
+		for _, a := range answers {
 			a()
 		}
 	}
 }
 
-// post hands call to the cluster I/O goroutine (the reactor's side); the
+// post hands call to the cluster's write lane (the reactor's side); the
 // function it returns runs on the reactor with its answer. Without the
-// goroutine (before Run, in tests) both run at once.
+// lane (before Run, in tests) both run at once.
 func (s *Server) post(call func() func()) {
 	io := s.cl.io
 	if io == nil {
 		call()()
 		return
 	}
-	io.posted++
-	io.calls <- call // bounded by the kinds in flight: never full
+	io.put(call) // bounded by the kinds in flight: never full
 }
 
 // takeClusterAnswers runs, on the reactor, what it does with the answers
-// the cluster I/O goroutine has, in the order of the calls.
+// the cluster's lanes have, the write lane's in the order of its calls.
 func (s *Server) takeClusterAnswers() {
-	io := s.cl.io
-	if io == nil {
-		return
-	}
-	io.mu.Lock()
-	answers := io.answers
-	io.answers = nil
-	io.mu.Unlock()
-	for _, a := range answers {
-		io.posted--
-		a()
+	for _, io := range []*clusterIO{s.cl.io, s.cl.reads} {
+		if io == nil {
+			continue
+		}
+		for _, a := range io.take() {
+			a()
+		}
 	}
 }
 
 // settleCluster waits, until deadline, for the calls posted to the
-// cluster, running what follows from their answers (which may post more:
-// results the cluster did not take are tried again), on shutdown.
+// cluster's write lane, running what follows from their answers (which
+// may post more: results the cluster did not take are tried again), on
+// shutdown.
 func (s *Server) settleCluster(deadline time.Time) {
 	io := s.cl.io
 	if io == nil {

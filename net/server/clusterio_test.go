@@ -137,3 +137,158 @@ func TestSlowClusterDoesNotStallDispatch(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // polling the goroutine's adds, with a deadline
 	}
 }
+
+// gate holds a fake's calls until the test lets them go (closes
+// release); each call tells the test it waits.
+type gate struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newGate() *gate { return &gate{entered: make(chan struct{}, 16), release: make(chan struct{})} }
+
+func (g *gate) pass() {
+	g.entered <- struct{}{}
+	<-g.release
+}
+
+func (g *gate) open() {
+	select {
+	case <-g.release:
+	default:
+		close(g.release)
+	}
+}
+
+// waitEntered waits until a call waits at g.
+func (g *gate) waitEntered(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-g.entered:
+	case <-time.After(recvDeadline):
+		t.Fatalf("%s: no read of the cluster began", what)
+	}
+}
+
+// slowJobs is a cluster's jobs whose walks wait at a gate.
+type slowJobs struct {
+	fakeClusterJobs
+	g *gate
+}
+
+func (f *slowJobs) Jobs(cursor, parts string, host func(string) bool, match func(*admin.JobRow) bool, skip, limit int) ([]admin.JobRow, int, string, error) {
+	f.g.pass()
+	return f.fakeClusterJobs.Jobs(cursor, parts, host, match, skip, limit)
+}
+
+// slowEvents is a cluster's events whose reads wait at a gate.
+type slowEvents struct {
+	g   *gate
+	evs []admin.Event
+}
+
+func (f *slowEvents) Add([]admin.Event) error { return nil }
+
+func (f *slowEvents) Recent(int) ([]admin.Event, error) {
+	f.g.pass()
+	return f.evs, nil
+}
+
+// slowResultReads is a cluster's results whose reads wait at a gate.
+type slowResultReads struct {
+	g    *gate
+	mu   sync.Mutex
+	last uint64
+}
+
+func (f *slowResultReads) Add(recs []store.ResultRecord) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range recs {
+		f.last++
+		recs[i].Cursor = f.last
+	}
+	return nil
+}
+
+func (f *slowResultReads) Bounds() (uint64, uint64, error) {
+	f.g.pass()
+	return 1, 7, nil
+}
+
+func (f *slowResultReads) Read(after, upTo uint64, fn func(*store.ResultRecord) bool) error {
+	fn(&store.ResultRecord{Cursor: 7, Job: 99, Key: key("http://other.test/r")})
+	return nil
+}
+
+func (f *slowResultReads) Trim(time.Time, *store.Retention) (int, error) { return 0, nil }
+
+// The admin views read from a slow cluster do not hold the reactor: while
+// a page of view jobs and one of view events wait on the cluster (and a
+// page of view results waits for a reader), a worker's result is
+// acknowledged and it is given its next job (the reactor made those reads
+// itself, and dispatched nothing meanwhile). Each page comes once the
+// cluster answers, with the cluster's rows, to the request it answers.
+func TestSlowClusterReadsDoNotStallDispatch(t *testing.T) {
+	jobs := &slowJobs{g: newGate()}
+	jobs.rows = []admin.JobRow{{Key: fmt.Sprintf("%032x", 1), URL: "http://other.test/q", State: "queued", QueueID: 100}}
+	events := &slowEvents{g: newGate(), evs: []admin.Event{{Kind: admin.EventWorkerRegistered, Coordinator: "2", Worker: "elsewhere"}}}
+	results := &slowResultReads{g: newGate()}
+	s := startServer(t, Options{Results: &ResultsOptions{}, ClusterResults: results, ClusterEvents: events, ClusterJobs: jobs})
+	t.Cleanup(func() { // the server stops only once its reads are answered
+		jobs.g.open()
+		events.g.open()
+		results.g.open()
+	})
+	w := dial(t, s.PeersEndpoint())
+	hello(t, w, wire.RoleWorker, "w1", 1)
+	p := dial(t, s.PeersEndpoint())
+	hello(t, p, wire.RoleProducer, "p1", 0)
+	var items []wire.SubmitItem
+	for i := range 3 {
+		items = append(items, wire.SubmitItem{Key: key(fmt.Sprintf("http://a.test/%d", i))})
+	}
+	p.send(&wire.Submit{Req: 2, Jobs: items})
+	expect[*wire.Submitted](t, p.recv())
+	job := expect[*wire.Job](t, w.recv()).Jobs[0]
+
+	con := dial(t, s.InprocAdmin())
+	con.send(&wire.Hello{Req: 1, Role: wire.RoleConsole, ID: "console"})
+	expect[*wire.Welcome](t, con.recv())
+	con.send(&wire.Query{Req: 2, Query: admin.Query{View: admin.ViewJobs, Filter: "state=queued"}})
+	jobs.g.waitEntered(t, "view jobs")
+	con.send(&wire.Query{Req: 3, Query: admin.Query{View: admin.ViewEvents}})
+	events.g.waitEntered(t, "view events")
+	con.send(&wire.Query{Req: 4, Query: admin.Query{View: admin.ViewResults}})
+
+	// While the reads wait: a result acknowledged, the next job sent.
+	w.send(&wire.Result{Req: 3, Items: []wire.ResultItem{{JobID: job.JobID, Attempt: job.Attempt, Outcome: wire.OutcomeOK}}})
+	expect[*wire.ResultOK](t, w.recv())
+	next := expect[*wire.Job](t, w.recv()).Jobs[0]
+	if next.JobID == job.JobID {
+		t.Fatalf("job %d sent again; want the next", job.JobID)
+	}
+
+	jobs.g.open()
+	events.g.open()
+	results.g.open()
+	pages := make(map[uint64]admin.Page)
+	for len(pages) < 3 {
+		switch m := con.recv().(type) {
+		case *wire.Changed:
+		case *wire.Page:
+			pages[m.Req] = m.Page
+		default:
+			t.Fatalf("console got %T %+v; want the three pages", m, m)
+		}
+	}
+	if pg := pages[2]; pg.View != admin.ViewJobs || len(pg.Jobs) == 0 || pg.Jobs[len(pg.Jobs)-1].QueueID != 100 {
+		t.Fatalf("request 2 (view jobs): %+v; want the own queued jobs then the cluster's queue id 100", pg)
+	}
+	if pg := pages[3]; pg.View != admin.ViewEvents || len(pg.Events) != 1 || pg.Events[0].Worker != "elsewhere" {
+		t.Fatalf("request 3 (view events): %+v; want the cluster's event", pg)
+	}
+	if pg := pages[4]; pg.View != admin.ViewResults || len(pg.Results) != 1 || pg.Results[0].Cursor != 7 || pg.Last != 7 {
+		t.Fatalf("request 4 (view results): %+v; want the cluster's result 7", pg)
+	}
+}

@@ -30,11 +30,15 @@ import (
 // (view jobs with Key) says where its job is when it is not here.
 
 // ClusterJobs reads the jobs and keys of every coordinator sharing this
-// one's store (store/redis.JobView). The reactor calls it; its calls may
-// do I/O.
+// one's store (store/redis.JobView). The reactor calls Self, Host and
+// NoteRetries; the cluster's read lane (clusterio.go) the others, whose
+// calls may do I/O.
 type ClusterJobs interface {
 	// Self is this coordinator's id in the cluster.
 	Self() string
+	// Host is the host of key fp, when it is known here (a key this
+	// coordinator touched, or one a page of the jobs view listed).
+	Host(fp id.Fingerprint) (string, bool)
 	// Jobs lists a page of the cluster's rows this coordinator does not
 	// hold, from cursor ("": the start), of the parts named in parts
 	// (letters: c claimed by other coordinators, q in the shared queue,
@@ -43,12 +47,11 @@ type ClusterJobs interface {
 	// rows, how many it passed over (fewer than skip when the page's work
 	// ran out first) and the cursor to go on from ("": the end).
 	Jobs(cursor, parts string, host func(string) bool, match func(*admin.JobRow) bool, skip, limit int) (rows []admin.JobRow, skipped int, next string, err error)
-	// Waiters lists the sessions waiting on key fp; ok is false when the
-	// key's host is not known here.
-	Waiters(fp id.Fingerprint) (rows []admin.WaiterRow, ok bool, err error)
-	// Locate finds the job of key fp in the cluster: claimed by a
-	// coordinator or waiting in the shared queue.
-	Locate(fp id.Fingerprint) (row admin.JobRow, ok bool, err error)
+	// Waiters lists the sessions waiting on key fp of host.
+	Waiters(fp id.Fingerprint, host string) (rows []admin.WaiterRow, err error)
+	// Locate finds the job of key fp of host in the cluster: claimed by
+	// a coordinator or waiting in the shared queue.
+	Locate(fp id.Fingerprint, host string) (row admin.JobRow, ok bool, err error)
 	// NoteRetries hands over this coordinator's first retries rows and
 	// how many it has, for the others' retries views.
 	NoteRetries(rows []admin.JobRow, total int)
@@ -125,31 +128,33 @@ func (s *Server) noteRetries(now time.Time) {
 	}
 }
 
-// queryClusterRetries answers view retries on a Redis Cluster store:
+// readClusterRetries answers view retries on a Redis Cluster store:
 // this coordinator's own rows (sorted, filtered, windowed), then the rows
 // the other live coordinators published (each its first 50, next retry
-// first), filtered alike. The error comes with the ERROR code to answer.
-func (s *Server) queryClusterRetries(q admin.Query) (admin.Page, wire.Code, error) {
-	now := s.now()
-	page, err := s.c.Query(now, q)
+// first), filtered alike, read off the reactor (clusterquery.go).
+func (s *Server) readClusterRetries(q admin.Query) (clusterRead, admin.Page, wire.Code, error) {
+	page, err := s.c.Query(s.now(), q)
 	if err != nil {
-		return page, errorCode(err), err
+		return nil, page, errorCode(err), err
 	}
 	f, _ := filter.Parse(q.Filter) // the coordinator parsed it
-	rows, _, err := s.opts.ClusterJobs.Retries()
-	if err != nil {
-		return page, wire.CodeInternal, fmt.Errorf("query retries: the other coordinators': %w", err)
-	}
-	rows = slices.DeleteFunc(rows, func(r admin.JobRow) bool { return !f.Job(&r) })
-	limit := q.Limit
-	if limit == 0 || limit > coord.MaxWindow {
-		limit = coord.MaxWindow
-	}
-	co := min(max(q.Offset-page.Total, 0), len(rows))
-	rows = rows[co:]
-	page.Jobs = append(page.Jobs, rows[:min(len(rows), max(limit-len(page.Jobs), 0))]...)
-	page.Total += co + len(rows)
-	return page, wire.CodeOK, nil
+	cj := s.opts.ClusterJobs
+	return func() func() (admin.Page, wire.Code, error) {
+		rows, _, err := cj.Retries()
+		if err != nil {
+			return done(page, wire.CodeInternal, fmt.Errorf("query retries: the other coordinators': %w", err))
+		}
+		rows = slices.DeleteFunc(rows, func(r admin.JobRow) bool { return !f.Job(&r) })
+		limit := q.Limit
+		if limit == 0 || limit > coord.MaxWindow {
+			limit = coord.MaxWindow
+		}
+		co := min(max(q.Offset-page.Total, 0), len(rows))
+		rows = rows[co:]
+		page.Jobs = append(page.Jobs, rows[:min(len(rows), max(limit-len(page.Jobs), 0))]...)
+		page.Total += co + len(rows)
+		return done(page, wire.CodeOK, nil)
+	}, page, wire.CodeOK, nil
 }
 
 // clusterParts are the parts of the cluster's rows a filter's state
@@ -165,94 +170,127 @@ func clusterParts(f filter.Filter) string {
 	return parts
 }
 
-// queryClusterJobs answers views jobs and waiters on a Redis Cluster
-// store (above). The error comes with the ERROR code to answer.
-func (s *Server) queryClusterJobs(q admin.Query) (admin.Page, wire.Code, error) {
+// readClusterJobs answers views jobs and waiters on a Redis Cluster
+// store (above): this coordinator's rows now, the cluster's read off the
+// reactor (clusterquery.go).
+func (s *Server) readClusterJobs(q admin.Query) (clusterRead, admin.Page, wire.Code, error) {
 	now := s.now()
 	if q.View == admin.ViewWaiters {
-		return s.clusterWaiters(now, q)
+		return s.readClusterWaiters(now, q)
 	}
 	if q.Key != "" {
-		return s.clusterJobDetail(now, q)
+		return s.readClusterJobDetail(now, q)
 	}
 	cj := s.opts.ClusterJobs
 	f, err := filter.Parse(q.Filter)
 	if err != nil {
-		return admin.Page{}, wire.CodeMalformed, fmt.Errorf("query %s: %w", q.View, err)
+		return nil, admin.Page{}, wire.CodeMalformed, fmt.Errorf("query %s: %w", q.View, err)
 	}
 	if q.Offset < 0 || q.Limit < 0 {
-		return admin.Page{}, wire.CodeMalformed, fmt.Errorf("query %s: offset %d, limit %d: want >= 0", q.View, q.Offset, q.Limit)
+		return nil, admin.Page{}, wire.CodeMalformed, fmt.Errorf("query %s: offset %d, limit %d: want >= 0", q.View, q.Offset, q.Limit)
 	}
 	limit := q.Limit
 	if limit == 0 || limit > coord.MaxWindow {
 		limit = coord.MaxWindow
 	}
-	page := admin.Page{View: q.View, Offset: q.Offset}
+	w := &jobsWalk{q: q, f: f, page: admin.Page{View: q.View, Offset: q.Offset}}
 	if q.After == "" {
-		if page, err = s.c.Query(now, q); err != nil {
-			return page, errorCode(err), err
+		if w.page, err = s.c.Query(now, q); err != nil {
+			return nil, w.page, errorCode(err), err
+		}
+		w.own = w.page.Total
+	}
+	w.co = max(q.Offset-w.own, 0) // offset into the cluster's rows
+	w.parts = clusterParts(f)
+	w.memoKey = string(q.View) + "\x00" + f.String()
+	w.cursor, w.skip = q.After, w.co
+	if q.After == "" && w.co > 0 {
+		if p, ok := s.cl.jobs.memo.find(w.memoKey, w.co, now); ok {
+			w.cursor, w.skip, w.base = p.cursor, w.co-p.offset, p.offset
 		}
 	}
-	own := page.Total
-	if q.After != "" {
-		own = 0
+	w.want = limit - len(w.page.Jobs)
+	w.next = w.cursor
+	if w.parts == "" {
+		return nil, s.clusterJobsPage(w), wire.CodeOK, nil
 	}
-	co := max(q.Offset-own, 0) // offset into the cluster's rows
-	parts := clusterParts(f)
-	memoKey := string(q.View) + "\x00" + f.String()
-	cursor, skip, base := q.After, co, 0
-	if q.After == "" && co > 0 {
-		if p, ok := s.cl.jobs.memo.find(memoKey, co, now); ok {
-			cursor, skip, base = p.cursor, co-p.offset, p.offset
-		}
+	// With want 0 (the page is full of own rows): only where the
+	// cluster's begin.
+	match := f.Job
+	if f.Without(filter.FieldState).Empty() {
+		match = nil // the parts are the states asked for: every row matches
 	}
-	want := limit - len(page.Jobs)
-	var rows []admin.JobRow
-	skipped, next := 0, cursor
-	if parts != "" { // with want 0 (the page is full of own rows): only where the cluster's begin
-		match := f.Job
-		if f.Without(filter.FieldState).Empty() {
-			match = nil // the parts are the states asked for: every row matches
-		}
-		var host func(string) bool
-		if t := f.Only(filter.FieldHost); !t.Empty() {
-			// Only the hosts of the term are read (a job's queue is its
-			// URL's host).
-			host = func(h string) bool { return t.Terms[0].MatchValue(h) }
-		}
-		rows, skipped, next, err = cj.Jobs(cursor, parts, host, match, skip, want)
-		if err != nil {
-			if strings.Contains(err.Error(), "cursor") && q.After != "" {
-				return page, wire.CodeMalformed, fmt.Errorf("query %s: after: %w", q.View, err)
+	var host func(string) bool
+	if t := f.Only(filter.FieldHost); !t.Empty() {
+		// Only the hosts of the term are read (a job's queue is its
+		// URL's host).
+		host = func(h string) bool { return t.Terms[0].MatchValue(h) }
+	}
+	return func() func() (admin.Page, wire.Code, error) {
+		rows, skipped, next, err := cj.Jobs(w.cursor, w.parts, host, match, w.skip, w.want)
+		return func() (admin.Page, wire.Code, error) {
+			if err != nil {
+				if strings.Contains(err.Error(), "cursor") && q.After != "" {
+					return w.page, wire.CodeMalformed, fmt.Errorf("query %s: after: %w", q.View, err)
+				}
+				return w.page, wire.CodeInternal, fmt.Errorf("query %s: the cluster's rows: %w", q.View, err)
 			}
-			return page, wire.CodeInternal, fmt.Errorf("query %s: the cluster's rows: %w", q.View, err)
+			w.rows, w.skipped, w.next = rows, skipped, next
+			if q.After == "" && next != "" && w.want > 0 {
+				s.cl.jobs.memo.add(w.memoKey, memoPoint{offset: w.base + skipped + len(rows), cursor: next, at: s.now()})
+			}
+			return s.clusterJobsPage(w), wire.CodeOK, nil
 		}
-		if q.After == "" && next != "" && want > 0 {
-			s.cl.jobs.memo.add(memoKey, memoPoint{offset: base + skipped + len(rows), cursor: next, at: now})
-		}
-	}
-	page.Jobs = append(page.Jobs, rows...)
-	page.After = next
-	if q.After == "" && q.Offset+len(page.Jobs) < own {
+	}, w.page, wire.CodeOK, nil
+}
+
+// jobsWalk is one query of the jobs view on a Redis Cluster store: its
+// own rows and where the cluster's begin (before the read), then what
+// the read found.
+type jobsWalk struct {
+	q       admin.Query
+	f       filter.Filter
+	page    admin.Page // this coordinator's rows
+	own     int        // this coordinator's rows in all (0 with After)
+	co      int        // the offset into the cluster's rows
+	parts   string     // the parts of the cluster's rows asked for
+	memoKey string
+	cursor  string // where the read starts
+	skip    int    // rows it passes over there
+	base    int    // the offset of cursor into the cluster's rows
+	want    int    // rows it lists at most
+	// The read's answer.
+	rows    []admin.JobRow
+	skipped int
+	next    string
+}
+
+// clusterJobsPage is the page of w, its own rows then the cluster's, and
+// its total (on the reactor).
+func (s *Server) clusterJobsPage(w *jobsWalk) admin.Page {
+	page := w.page
+	page.Jobs = append(page.Jobs, w.rows...)
+	page.After = w.next
+	if w.q.After == "" && w.q.Offset+len(page.Jobs) < w.own {
 		page.After = "" // own rows go on past this page: the client pages on by offset
 	}
 	// The total: this coordinator's rows, and the cluster's as its
 	// counters say (jobs claimed by the others, in the shared queue) when
 	// nothing but a state term filters, else those read so far (and one
 	// more when the walk goes on).
-	seen := co + len(rows)
-	if skipped < skip {
-		seen = base + skipped
+	seen := w.co + len(w.rows)
+	if w.skipped < w.skip {
+		seen = w.base + w.skipped
 	}
-	if next != "" {
+	if w.next != "" {
 		seen++
 	}
 	counted := 0
-	if f.Without(filter.FieldState).Empty() {
-		counted = s.clusterCounted(parts)
+	if w.f.Without(filter.FieldState).Empty() {
+		counted = s.clusterCounted(w.parts)
 	}
-	page.Total = own + max(seen, counted)
-	return page, wire.CodeOK, nil
+	page.Total = w.own + max(seen, counted)
+	return page
 }
 
 // clusterCounted is the cluster's jobs of parts not on this coordinator,
@@ -282,62 +320,81 @@ func (s *Server) clusterCounted(parts string) int {
 	return n
 }
 
-// clusterJobDetail answers view jobs with Key on a Redis Cluster store:
-// the coordinator's answer when it holds the job; else, for a key, where
-// its job is in the cluster (claimed by a coordinator, or in the shared
-// queue), with its waiters.
-func (s *Server) clusterJobDetail(now time.Time, q admin.Query) (admin.Page, wire.Code, error) {
+// readClusterJobDetail answers view jobs with Key on a Redis Cluster
+// store: the coordinator's answer when it holds the job; else, for a key,
+// where its job is in the cluster (claimed by a coordinator, or in the
+// shared queue), with its waiters, read off the reactor.
+func (s *Server) readClusterJobDetail(now time.Time, q admin.Query) (clusterRead, admin.Page, wire.Code, error) {
 	page, err := s.c.Query(now, q)
 	if err == nil && len(page.Jobs) > 0 && page.Jobs[0].JobID != 0 {
-		return page, wire.CodeOK, nil
+		return nil, page, wire.CodeOK, nil
 	}
 	fp, perr := id.ParseFingerprint(q.Key)
 	if perr != nil {
 		if err == nil {
-			return page, wire.CodeOK, nil
+			return nil, page, wire.CodeOK, nil
 		}
-		return page, errorCode(err), err
+		return nil, page, errorCode(err), err
 	}
-	row, ok, lerr := s.opts.ClusterJobs.Locate(fp)
-	if lerr != nil {
-		return page, wire.CodeInternal, fmt.Errorf("query jobs: key %s: %w", fp, lerr)
-	}
+	cj := s.opts.ClusterJobs
+	host, ok := cj.Host(fp)
 	if !ok {
-		if err != nil {
-			return page, errorCode(err), err
+		if err == nil {
+			return nil, page, wire.CodeOK, nil
 		}
-		return page, wire.CodeOK, nil
+		return nil, page, errorCode(err), err
 	}
-	if ws, ok, werr := s.opts.ClusterJobs.Waiters(fp); werr == nil && ok {
-		page.Waiters = ws
-		row.Waiters = len(ws)
-	}
-	page.View, page.Jobs, page.Total = admin.ViewJobs, []admin.JobRow{row}, 1
-	return page, wire.CodeOK, nil
+	return func() func() (admin.Page, wire.Code, error) {
+		row, found, lerr := cj.Locate(fp, host)
+		var ws []admin.WaiterRow
+		var werr error
+		if lerr == nil && found {
+			ws, werr = cj.Waiters(fp, host)
+		}
+		switch {
+		case lerr != nil:
+			return done(page, wire.CodeInternal, fmt.Errorf("query jobs: key %s: %w", fp, lerr))
+		case !found && err != nil:
+			return done(page, errorCode(err), err)
+		case !found:
+			return done(page, wire.CodeOK, nil)
+		}
+		if werr == nil {
+			page.Waiters = ws
+			row.Waiters = len(ws)
+		}
+		page.View, page.Jobs, page.Total = admin.ViewJobs, []admin.JobRow{row}, 1
+		return done(page, wire.CodeOK, nil)
+	}, page, wire.CodeOK, nil
 }
 
-// clusterWaiters answers view waiters on a Redis Cluster store: the
-// coordinator's answer, with the waiters of the key read from Redis
-// (every coordinator's sessions, named "sN on coordinator C").
-func (s *Server) clusterWaiters(now time.Time, q admin.Query) (admin.Page, wire.Code, error) {
+// readClusterWaiters answers view waiters on a Redis Cluster store: the
+// coordinator's answer, with the waiters of the key read from Redis off
+// the reactor (every coordinator's sessions, named "sN on coordinator
+// C").
+func (s *Server) readClusterWaiters(now time.Time, q admin.Query) (clusterRead, admin.Page, wire.Code, error) {
 	page, err := s.c.Query(now, q)
 	if err != nil || q.Key == "" {
-		return page, errorCode(err), err
+		return nil, page, errorCode(err), err
 	}
 	fp, err := id.ParseFingerprint(q.Key)
 	if err != nil {
-		return page, wire.CodeMalformed, fmt.Errorf("query waiters: key %q: %w", q.Key, err)
+		return nil, page, wire.CodeMalformed, fmt.Errorf("query waiters: key %q: %w", q.Key, err)
 	}
-	ws, ok, err := s.opts.ClusterJobs.Waiters(fp)
-	if err != nil {
-		return page, wire.CodeInternal, fmt.Errorf("query waiters: %w", err)
-	}
+	cj := s.opts.ClusterJobs
+	host, ok := cj.Host(fp)
 	if !ok {
-		return page, wire.CodeOK, nil
+		return nil, page, wire.CodeOK, nil
 	}
 	f, _ := filter.Parse(q.Filter) // the coordinator parsed it
-	coord.WindowWaiters(&page, ws, f, q)
-	return page, wire.CodeOK, nil
+	return func() func() (admin.Page, wire.Code, error) {
+		ws, err := cj.Waiters(fp, host)
+		if err != nil {
+			return done(page, wire.CodeInternal, fmt.Errorf("query waiters: %w", err))
+		}
+		coord.WindowWaiters(&page, ws, f, q)
+		return done(page, wire.CodeOK, nil)
+	}, page, wire.CodeOK, nil
 }
 
 // clusterRequeue resolves the requeue targets naming a key (32 hex
@@ -371,7 +428,12 @@ func (s *Server) notHere(fp id.Fingerprint) string {
 	if s.opts.ClusterJobs == nil {
 		return fmt.Sprintf("requeue key %s: no job of it on this coordinator", fp)
 	}
-	row, ok, err := s.opts.ClusterJobs.Locate(fp)
+	var row admin.JobRow
+	var ok bool
+	var err error
+	if host, known := s.opts.ClusterJobs.Host(fp); known {
+		row, ok, err = s.opts.ClusterJobs.Locate(fp, host)
+	}
 	switch {
 	case err != nil:
 		return fmt.Sprintf("requeue key %s: no job of it on this coordinator, and looking for it in the cluster failed: %v", fp, err)

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 
 	"drover/admin"
@@ -11,17 +12,28 @@ import (
 )
 
 // fakeClusterJobs is a cluster of n queued jobs on other coordinators,
-// its cursor the index of the next row; it records the last walk asked.
+// its cursor the index of the next row; it records the last walk asked
+// (under mu: the walks are made off the reactor).
 type fakeClusterJobs struct {
 	rows       []admin.JobRow
+	mu         sync.Mutex
 	lastCursor string
 	lastSkip   int
+}
+
+// last is the cursor and skip of the last walk.
+func (f *fakeClusterJobs) last() (string, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastCursor, f.lastSkip
 }
 
 func (f *fakeClusterJobs) Self() string { return "1" }
 
 func (f *fakeClusterJobs) Jobs(cursor, parts string, host func(string) bool, match func(*admin.JobRow) bool, skip, limit int) ([]admin.JobRow, int, string, error) {
+	f.mu.Lock()
 	f.lastCursor, f.lastSkip = cursor, skip
+	f.mu.Unlock()
 	i := 0
 	if cursor != "" {
 		n, err := strconv.Atoi(cursor)
@@ -53,11 +65,13 @@ func (f *fakeClusterJobs) Jobs(cursor, parts string, host func(string) bool, mat
 	return rows, skipped, next, nil
 }
 
-func (f *fakeClusterJobs) Waiters(id.Fingerprint) ([]admin.WaiterRow, bool, error) {
-	return nil, false, nil
+func (f *fakeClusterJobs) Host(id.Fingerprint) (string, bool) { return "", false }
+
+func (f *fakeClusterJobs) Waiters(id.Fingerprint, string) ([]admin.WaiterRow, error) {
+	return nil, nil
 }
 
-func (f *fakeClusterJobs) Locate(id.Fingerprint) (admin.JobRow, bool, error) {
+func (f *fakeClusterJobs) Locate(id.Fingerprint, string) (admin.JobRow, bool, error) {
 	return admin.JobRow{}, false, nil
 }
 
@@ -112,8 +126,8 @@ func TestClusterJobsWindow(t *testing.T) {
 	}
 	// Offset 7 = cluster row 2: from the memo's cursor, nothing skipped.
 	pg = adminPage(t, con, 4, admin.Query{View: admin.ViewJobs, Offset: 7, Limit: 2})
-	if len(pg.Jobs) != 2 || pg.Jobs[0].QueueID != 102 || fake.lastCursor != "2" || fake.lastSkip != 0 {
-		t.Fatalf("offset 7: %+v, walked from %q skipping %d; want rows 102, 103 from the memo's cursor 2", pg.Jobs, fake.lastCursor, fake.lastSkip)
+	if cur, skip := fake.last(); len(pg.Jobs) != 2 || pg.Jobs[0].QueueID != 102 || cur != "2" || skip != 0 {
+		t.Fatalf("offset 7: %+v, walked from %q skipping %d; want rows 102, 103 from the memo's cursor 2", pg.Jobs, cur, skip)
 	}
 	// By after: the cluster's rows only.
 	pg = adminPage(t, con, 5, admin.Query{View: admin.ViewJobs, After: "18", Limit: 5})

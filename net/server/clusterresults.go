@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"drover/admin"
+	"drover/net/wire"
 	"drover/store"
 )
 
@@ -19,9 +20,9 @@ import (
 // cursors, the results are tried again).
 
 // ClusterResults keeps results for every coordinator sharing a store
-// (store/redis.Results). Add is called by the cluster I/O goroutine, Read
-// and Bounds by the reactor, Trim by the trimmer goroutine; their calls
-// may do I/O.
+// (store/redis.Results). Add is called by the cluster's write lane, Read
+// and Bounds by its read lane (clusterio.go), Trim by the trimmer
+// goroutine; their calls may do I/O.
 type ClusterResults interface {
 	// Add appends results and sets their cursors; a result whose cursor
 	// is still 0 after an error was not added.
@@ -185,6 +186,14 @@ func (s *Server) releaseHeld() {
 	m := copy(ca.held, ca.held[n:])
 	clear(ca.held[m:])
 	ca.held = ca.held[:m]
+}
+
+// readClusterResults answers view results from the cluster's results,
+// off the reactor (clusterquery.go).
+func (s *Server) readClusterResults(q admin.Query) (clusterRead, admin.Page, wire.Code, error) {
+	return func() func() (admin.Page, wire.Code, error) {
+		return done(s.res.query(q)) // results.go
+	}, admin.Page{}, wire.CodeOK, nil
 }
 
 // trimClusterResults applies the results' limits on the cluster: its

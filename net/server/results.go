@@ -286,7 +286,9 @@ func (r *resultLog) durableUpTo(done uint64) {
 }
 
 // query answers QUERY view results.
-// The error comes with the ERROR code to answer.
+// The error comes with the ERROR code to answer. On a cluster it runs off
+// the reactor (clusterresults.go): it then reads nothing the reactor
+// changes.
 func (r *resultLog) query(q admin.Query) (admin.Page, wire.Code, error) {
 	page := admin.Page{View: admin.ViewResults}
 	if r == nil {
@@ -303,7 +305,7 @@ func (r *resultLog) query(q admin.Query) (admin.Page, wire.Code, error) {
 	if limit == 0 {
 		limit = defaultResults
 	}
-	page.Last, page.Next = r.readable, max(q.From, 0)
+	page.Next = max(q.From, 0)
 	scanned, size := 0, 0
 	take := func(rec *store.ResultRecord) bool {
 		if scanned >= resultsScan || len(page.Results) >= limit {
@@ -331,6 +333,7 @@ func (r *resultLog) query(q admin.Query) (admin.Page, wire.Code, error) {
 		return true
 	}
 	if r.st == nil && r.cluster == nil {
+		page.Last = r.readable
 		if len(r.mem) > 0 {
 			page.First = r.mem[0].Cursor
 		}

@@ -28,22 +28,32 @@ func ownerName(owner string) string {
 }
 
 // requested lists the keys requested on hosts (those this coordinator
-// touched are left out: its own view lists them), each host's in lease
-// order, from pos.Index of the first.
+// touched, as its set of hosts in Redis says, are left out: its own view
+// lists them), each host's in lease order, from pos.Index of the first.
 func (k *walker) requested(pos walkPos, hosts []string) (walkPos, bool, error) {
 	l := k.v.l
 	pipe := l.rdb.Pipeline()
 	counts := make([]*goredis.SliceCmd, len(hosts))
-	for i, h := range hosts {
-		if _, mine := l.hosts[h]; !mine {
-			counts[i] = pipe.HMGet(k.ctx, l.pre(h)+"n", "r", "lh", "seq")
+	var mine *goredis.BoolSliceCmd
+	if len(hosts) > 0 {
+		args := make([]any, len(hosts))
+		for i, h := range hosts {
+			args[i] = h
 		}
+		mine = pipe.SMIsMember(k.ctx, l.hostsKey(l.coord), args...)
+	}
+	for i, h := range hosts {
+		counts[i] = pipe.HMGet(k.ctx, l.pre(h)+"n", "r", "lh", "seq")
 	}
 	if _, err := pipe.Exec(k.ctx); err != nil && !isNil(err) {
 		return pos, false, fmt.Errorf("reading the hosts' counters: %w", err)
 	}
+	touched := make([]bool, len(hosts))
+	if mine != nil {
+		copy(touched, mine.Val())
+	}
 	for i, h := range hosts {
-		if counts[i] == nil {
+		if touched[i] {
 			continue
 		}
 		v := counts[i].Val()
@@ -121,29 +131,28 @@ func (k *walker) leased(host string, lo, seq int64) ([]id.Fingerprint, error) {
 
 func isNil(err error) bool { return errors.Is(err, goredis.Nil) }
 
-// host is the host of key fp, if a walk listed it or this coordinator's
-// ledger knows it.
-func (v *JobView) host(fp id.Fingerprint) (string, bool) {
-	if h, ok := v.hostOf[fp]; ok {
+// Host is the host of key fp, if a walk listed it or this coordinator's
+// ledger knows it. Call it on the reactor's goroutine (it reads the
+// ledger).
+func (v *JobView) Host(fp id.Fingerprint) (string, bool) {
+	v.mu.Lock()
+	h, ok := v.hostOf[fp]
+	v.mu.Unlock()
+	if ok {
 		return h, true
 	}
-	h, ok := v.l.fpHost[fp]
+	h, ok = v.l.fpHost[fp]
 	return h, ok
 }
 
-// Waiters lists the sessions waiting on key fp, first in line first,
-// from Redis: ok is false when the key's host is not known here (a walk
-// has not listed it).
-func (v *JobView) Waiters(fp id.Fingerprint) (rows []admin.WaiterRow, ok bool, err error) {
-	h, ok := v.host(fp)
-	if !ok {
-		return nil, false, nil
-	}
+// Waiters lists the sessions waiting on key fp of host (as Host gives
+// it), first in line first, from Redis.
+func (v *JobView) Waiters(fp id.Fingerprint, host string) (rows []admin.WaiterRow, err error) {
 	ctx, cancel := v.l.ctx()
 	defer cancel()
-	ws, err := v.l.rdb.LRange(ctx, v.l.pre(h)+"w:"+rawFP(fp), 0, -1).Result()
+	ws, err := v.l.rdb.LRange(ctx, v.l.pre(host)+"w:"+rawFP(fp), 0, -1).Result()
 	if err != nil {
-		return nil, true, fmt.Errorf("redis job view: reading the waiters of key %s: %w", fp, err)
+		return nil, fmt.Errorf("redis job view: reading the waiters of key %s: %w", fp, err)
 	}
 	for _, w := range ws {
 		f := strings.SplitN(w, "|", 3)
@@ -153,19 +162,15 @@ func (v *JobView) Waiters(fp id.Fingerprint) (rows []admin.WaiterRow, ok bool, e
 		us, _ := strconv.ParseInt(f[2], 10, 64)
 		rows = append(rows, admin.WaiterRow{Position: len(rows) + 1, Session: ownerName(f[0]), Since: time.UnixMicro(us).UTC()})
 	}
-	return rows, true, nil
+	return rows, nil
 }
 
-// Locate finds the job of key fp in the cluster: leased to a coordinator
-// (row state claimed, Coordinator set; this coordinator's own leases
-// included) or waiting in the shared queue (state queued; each of the
-// host's queues is searched up to walkExamined entries). ok is false when
-// the key's host is not known here or no job of it was found.
-func (v *JobView) Locate(fp id.Fingerprint) (row admin.JobRow, ok bool, err error) {
-	h, known := v.host(fp)
-	if !known {
-		return row, false, nil
-	}
+// Locate finds the job of key fp of host h (as Host gives it) in the
+// cluster: leased to a coordinator (row state claimed, Coordinator set;
+// this coordinator's own leases included) or waiting in the shared queue
+// (state queued; each of the host's queues is searched up to walkExamined
+// entries). ok is false when no job of it was found.
+func (v *JobView) Locate(fp id.Fingerprint, h string) (row admin.JobRow, ok bool, err error) {
 	l := v.l
 	ctx, cancel := l.ctx()
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -55,8 +56,10 @@ const (
 	walkChunk    = 512  // entries an LRANGE reads at most
 )
 
-// JobView reads the cluster's jobs for the admin views. It runs on the
-// reactor's goroutine (it reads the ledger's hosts), like the ledger.
+// JobView reads the cluster's jobs for the admin views. Host and NoteHeld
+// read the ledger's state: call them on the reactor's goroutine, like the
+// ledger; the other methods read Redis only and are safe from any
+// goroutine (net/server calls them off the reactor).
 type JobView struct {
 	l *Ledger
 	// held is the hosts this coordinator holds claimed jobs of, as
@@ -67,7 +70,8 @@ type JobView struct {
 	retries atomic.Pointer[retriesNote]
 	// hostOf remembers the host of the keys the walks listed, so a
 	// query or an action naming a key by fingerprint finds its keys
-	// (bounded: forgotten all at once when full).
+	// (bounded: forgotten all at once when full); mu guards it.
+	mu     sync.Mutex
 	hostOf map[id.Fingerprint]string
 }
 
@@ -123,6 +127,8 @@ func (v *JobView) NoteHeld() {
 func (v *JobView) Self() string { return v.l.coord }
 
 func (v *JobView) remember(fp id.Fingerprint, host string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if len(v.hostOf) >= hostMemo {
 		clear(v.hostOf)
 	}

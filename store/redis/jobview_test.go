@@ -190,18 +190,22 @@ func TestJobViewWalk(t *testing.T) {
 			t.Fatalf("%s: %d waiters; want 1", r.URL, r.Waiters)
 		}
 	}
-	ws, ok, err := v.Waiters(keys[2].FP)
-	if err != nil || !ok || len(ws) != 1 || ws[0].Session != "s4 on coordinator "+b.coord || ws[0].Position != 1 {
+	h2, ok := v.Host(keys[2].FP)
+	if !ok || h2 != "req2.example" {
+		t.Fatalf("host of %s: %q %v; want req2.example, the walk listed it", keys[2].Key.URL, h2, ok)
+	}
+	ws, err := v.Waiters(keys[2].FP, h2)
+	if err != nil || len(ws) != 1 || ws[0].Session != "s4 on coordinator "+b.coord || ws[0].Position != 1 {
 		t.Fatalf("waiters of %s: %+v ok %v err %v; want s4 on coordinator %s first", keys[2].Key.URL, ws, ok, err, b.coord)
 	}
 	// Locate: a claimed job names b; a queued one is found in the queue.
 	ck := id.Key{Crawler: "c", Processor: "p", URL: claimed[0]}
-	if r, ok, err := v.Locate(ck.Fingerprint()); err != nil || !ok || r.Coordinator != b.coord || r.State != "claimed" {
+	if r, ok, err := v.Locate(ck.Fingerprint(), id.Host(ck.URL)); err != nil || !ok || r.Coordinator != b.coord || r.State != "claimed" {
 		t.Fatalf("locate %s: %+v ok %v err %v; want claimed by %s", claimed[0], r, ok, err, b.coord)
 	}
 	for _, r := range all[len(all)-3:] {
 		fp, _ := id.ParseFingerprint(r.Key)
-		if got, ok, err := v.Locate(fp); err != nil || !ok || got.State != "queued" || got.QueueID != r.QueueID {
+		if got, ok, err := v.Locate(fp, id.Host(r.URL)); err != nil || !ok || got.State != "queued" || got.QueueID != r.QueueID {
 			t.Fatalf("locate %s: %+v ok %v err %v; want it queued as %+v", r.URL, got, ok, err, r)
 		}
 	}

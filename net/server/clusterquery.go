@@ -1,0 +1,88 @@
+package server
+
+import (
+	"bytes"
+
+	"drover/admin"
+	"drover/net/wire"
+)
+
+// The admin views read from the cluster (the Redis Cluster store: view
+// results, events, jobs, waiters and retries) are answered off the
+// reactor: the reactor does a query's own part (this coordinator's rows,
+// the filter, the cursor), the cluster's read lane (clusterio.go) makes
+// its round trips to Redis, and the reactor finishes the page and sends
+// it when they are done, serving everything else meanwhile. A page read
+// over a slow Redis (tens to hundreds of milliseconds) thus no longer
+// stalls dispatch. Its PAGE may come after the replies to requests the
+// console sent after it (clients match replies by request id).
+
+// clusterRead is a query's part off the reactor: its reads of the
+// cluster, handing back the reactor's part that finishes the page (the
+// error comes with the ERROR code to answer).
+type clusterRead func() (finish func() (admin.Page, wire.Code, error))
+
+// clusterReaders is how many reads of the cluster the read lane makes at
+// once; clusterReadQueue bounds the queries waiting for one (a query
+// beyond it is answered 429, retry later).
+const (
+	clusterReaders   = 2
+	clusterReadQueue = 32
+)
+
+// clusterQuery answers q when one of its parts reads the cluster (at
+// once when it need not read after all, else off the reactor) and
+// reports whether it did; ident and req address the answer.
+func (s *Server) clusterQuery(ident []byte, req uint64, q admin.Query) bool {
+	var prep func(admin.Query) (clusterRead, admin.Page, wire.Code, error)
+	switch {
+	case q.View == admin.ViewResults && s.opts.ClusterResults != nil && s.res != nil:
+		prep = s.readClusterResults // clusterresults.go
+	case q.View == admin.ViewEvents && s.opts.ClusterEvents != nil:
+		prep = s.readClusterEvents // clusterevents.go
+	case (q.View == admin.ViewJobs || q.View == admin.ViewWaiters) && s.opts.ClusterJobs != nil:
+		prep = s.readClusterJobs // clusterjobs.go
+	case q.View == admin.ViewRetries && s.opts.ClusterJobs != nil:
+		prep = s.readClusterRetries // clusterjobs.go
+	default:
+		return false
+	}
+	read, page, code, err := prep(q)
+	if read == nil {
+		s.answerQuery(ident, req, page, code, err)
+		return true
+	}
+	io := s.cl.reads
+	if io == nil { // before Run, in tests
+		page, code, err := read()()
+		s.answerQuery(ident, req, page, code, err)
+		return true
+	}
+	if io.posted >= clusterReadQueue {
+		s.out.reject(onAdmin, ident, req, wire.CodeSlowDown, "query %s: %d queries wait on the cluster already; retry later", q.View, io.posted)
+		return true
+	}
+	ident = bytes.Clone(ident)
+	io.put(func() func() {
+		finish := read()
+		return func() {
+			page, code, err := finish()
+			s.answerQuery(ident, req, page, code, err)
+		}
+	})
+	return true
+}
+
+// answerQuery sends a query's PAGE, or its ERROR when err is set.
+func (s *Server) answerQuery(ident []byte, req uint64, page admin.Page, code wire.Code, err error) {
+	if err != nil {
+		s.out.reject(onAdmin, ident, req, code, "%v", err)
+		return
+	}
+	s.out.toConsole(ident, &wire.Page{Req: req, Page: page})
+}
+
+// done is a clusterRead's finish with a page computed off the reactor.
+func done(page admin.Page, code wire.Code, err error) func() (admin.Page, wire.Code, error) {
+	return func() (admin.Page, wire.Code, error) { return page, code, err }
+}
