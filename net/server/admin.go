@@ -42,9 +42,9 @@ func (s *Server) ownQuery(q admin.Query) (func(admin.Query) (admin.Page, wire.Co
 }
 
 // query answers a QUERY: the views the server keeps itself (crawls,
-// results; the cluster's are clusterQuery's), else the coordinator's answer, continued into
-// the jobs only the store holds. The error comes with the ERROR code to
-// answer.
+// results; the cluster's are clusterQuery's), else the coordinator's
+// answer, continued into the jobs only the store holds. The error comes
+// with the ERROR code to answer.
 func (s *Server) query(now time.Time, q admin.Query) (admin.Page, wire.Code, error) {
 	if q.View == admin.ViewCrawls {
 		return s.queryCrawls(q), wire.CodeOK, nil // crawls.go
