@@ -40,7 +40,7 @@ type reactor struct {
 	gather gatherer      // lets messages gather under load (gather.go)
 	io     zsock.MsgIO   // whole-message receives
 	taken  []pipe.Msg    // scratch for drainHub
-	stats  *Stats        // Received
+	stats  *Stats        // Steps, Received
 	now    func() time.Time
 	// stepItems counts the keys and jobs the current step took in
 	// (stepItemBudget).
@@ -126,6 +126,30 @@ func itemsOf(m wire.Message) int {
 // is judged by what was read (heardUntil), so messages left unread here
 // count against no session.
 const parkedItemBudget = 2 * stepItemBudget
+
+// begin begins a step: it counts it, and reads what the inputs hold (up
+// to the step's budget).
+func (r *reactor) begin() {
+	r.stats.Steps++
+	r.stepItems = 0
+	r.readInputs()
+}
+
+// mirror copies the step counters for ReactorStats (counts).
+func (r *reactor) mirror() {
+	r.counters.steps.Store(r.stats.Steps)
+	r.counters.messages.Store(r.stats.Received)
+	r.counters.gathered.Store(r.gather.gathered)
+}
+
+// counts reads the counters mirror copied; safe while Run runs.
+func (r *reactor) counts() ReactorStats {
+	return ReactorStats{
+		Steps:    r.counters.steps.Load(),
+		Messages: r.counters.messages.Load(),
+		Gathered: r.counters.gathered.Load(),
+	}
+}
 
 // overBudget reports whether the step has taken in its stepItemBudget.
 func (r *reactor) overBudget() bool { return r.stepItems >= stepItemBudget }

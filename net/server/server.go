@@ -379,11 +379,7 @@ type ReactorStats struct {
 
 // ReactorStats reads the reactor's counters; safe while Run runs.
 func (s *Server) ReactorStats() ReactorStats {
-	return ReactorStats{
-		Steps:    s.r.counters.steps.Load(),
-		Messages: s.r.counters.messages.Load(),
-		Gathered: s.r.counters.gathered.Load(),
-	}
+	return s.r.counts()
 }
 
 // Run serves until ctx is cancelled, then shuts down gracefully: it stops
@@ -421,18 +417,14 @@ func (s *Server) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return s.shutdown()
 		}
-		s.stats.Steps++
-		s.r.stepItems = 0
-		s.r.readInputs()
+		s.r.begin() // inputs.go: the step reads what its inputs hold
 		s.sess.heard = s.r.heardUntil()
 		if s.hooks.step != nil {
 			s.hooks.step()
 		}
 		s.releaseLookups(s.now()) // donelookup.go: messages whose store lookups are done
 		s.takeClusterAnswers()    // clusterio.go: what the cluster answered
-		s.r.counters.steps.Store(s.stats.Steps)
-		s.r.counters.messages.Store(s.stats.Received)
-		s.r.counters.gathered.Store(s.r.gather.gathered)
+		s.r.mirror()
 		now := s.now()
 		s.recheckKeys(now)
 		s.c.TickHeard(now, s.sess.heard)
