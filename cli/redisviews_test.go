@@ -173,6 +173,17 @@ func TestClusterViewsOnRedis(t *testing.T) {
 				t.Fatalf("claimed row %+v: want coordinator %s and its peers endpoint %s", r, aID, a.peers)
 			}
 		}
+		// What a does with them, as it publishes it: running on its
+		// worker, since when, the attempt.
+		eventually(t, "b shows the worker of a's claimed jobs", 30*time.Second, func() bool {
+			p = queryT(t, adm, admin.Query{View: admin.ViewJobs, Filter: "state=claimed worker=holder", Limit: 100})
+			return len(p.Jobs) == 3
+		})
+		for _, r := range p.Jobs {
+			if r.Attempts != 1 || r.Updated.IsZero() || !strings.Contains(r.Reason, "running on worker holder since") {
+				t.Fatalf("claimed row %+v: want running on worker holder, attempt 1, since when", r)
+			}
+		}
 		if q := queryT(t, adm, admin.Query{View: admin.ViewJobs, Filter: "state=queued", Limit: 100}); len(q.Jobs) != n-3 {
 			t.Fatalf("state=queued: %d rows; want %d", len(q.Jobs), n-3)
 		}

@@ -55,14 +55,21 @@ type ClusterJobs interface {
 	// NoteRetries hands over this coordinator's first retries rows and
 	// how many it has, for the others' retries views.
 	NoteRetries(rows []admin.JobRow, total int)
+	// NoteJobs hands over the first jobs this coordinator holds
+	// (dispatched and backing off first, then queued), for the others'
+	// jobs views.
+	NoteJobs(rows []admin.JobRow)
 	// Retries lists the retries rows the other live coordinators
 	// published (Coordinator set, JobID 0) and the sum of their totals.
 	Retries() (rows []admin.JobRow, total int, err error)
 }
 
 // publishedRetries is how many of its retries rows a coordinator hands
-// to NoteRetries.
-const publishedRetries = 50
+// to NoteRetries, publishedJobs how many of its jobs to NoteJobs.
+const (
+	publishedRetries = 50
+	publishedJobs    = 1000
+)
 
 // offsetMemo remembers where recent pages of the cluster's rows ended, per
 // view and filter: an offset into them goes on from the nearest point at
@@ -115,8 +122,9 @@ type clusterJobsState struct {
 	retriesNoted time.Time
 }
 
-// noteRetries hands this coordinator's first retries rows to the cluster
-// about once a second.
+// noteRetries hands this coordinator's first retries rows, and the
+// first jobs it holds, to the cluster about once a second (each a window
+// of an index of the broker's: O(rows × log jobs)).
 func (s *Server) noteRetries(now time.Time) {
 	cj := s.opts.ClusterJobs
 	if cj == nil || now.Sub(s.cl.jobs.retriesNoted) < time.Second {
@@ -126,6 +134,16 @@ func (s *Server) noteRetries(now time.Time) {
 	if p, err := s.c.Query(now, admin.Query{View: admin.ViewRetries, Limit: publishedRetries}); err == nil {
 		cj.NoteRetries(p.Jobs, p.Total)
 	}
+	p, err := s.c.Query(now, admin.Query{View: admin.ViewJobs, Filter: "state=dispatched,backoff", Limit: publishedJobs})
+	if err != nil {
+		return
+	}
+	if len(p.Jobs) < publishedJobs {
+		if q, err := s.c.Query(now, admin.Query{View: admin.ViewJobs, Filter: "state=queued", Limit: publishedJobs - len(p.Jobs)}); err == nil {
+			p.Jobs = append(p.Jobs, q.Jobs...)
+		}
+	}
+	cj.NoteJobs(p.Jobs)
 }
 
 // readClusterRetries answers view retries on a Redis Cluster store:

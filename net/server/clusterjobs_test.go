@@ -77,6 +77,8 @@ func (f *fakeClusterJobs) Locate(id.Fingerprint, string) (admin.JobRow, bool, er
 
 func (f *fakeClusterJobs) NoteRetries([]admin.JobRow, int) {}
 
+func (f *fakeClusterJobs) NoteJobs([]admin.JobRow) {}
+
 func (f *fakeClusterJobs) Retries() ([]admin.JobRow, int, error) { return nil, 0, nil }
 
 // adminPage sends q on con and returns the PAGE (CHANGED pushes skipped).

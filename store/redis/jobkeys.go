@@ -191,7 +191,13 @@ func (v *JobView) Locate(fp id.Fingerprint, h string) (row admin.JobRow, ok bool
 	for i, c := range ids {
 		for _, cmd := range cmds[i] {
 			if e, err := cmd.Result(); err == nil {
-				r, ok := entryRow(e, "claimed", c, k.claimedReason(c))
+				reason := k.claimedReason(c)
+				r, ok := entryRow(e, "claimed", c, reason+": queued, running or backing off there")
+				if held, err := k.heldJobs(c, []string{fp.String()}); err == nil && ok {
+					if h, found := held[fp.String()]; found {
+						h.detail(&r, reason)
+					}
+				}
 				return r, ok, nil
 			}
 		}

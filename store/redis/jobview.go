@@ -68,6 +68,8 @@ type JobView struct {
 	// retries is this coordinator's retries note, for its summary
 	// (jobretries.go).
 	retries atomic.Pointer[retriesNote]
+	// jobs is the jobs it holds, noted for publishing (jobheld.go).
+	jobs heldNote
 	// hostOf remembers the host of the keys the walks listed, so a
 	// query or an action naming a key by fingerprint finds its keys
 	// (bounded: forgotten all at once when full); mu guards it.
@@ -446,7 +448,8 @@ func (k *walker) queued(pos walkPos, hosts []string) (walkPos, bool, error) {
 }
 
 // leases lists coordinator c's leased entries of hosts, each host's by
-// fingerprint, from pos.List and pos.Index of the first.
+// fingerprint, from pos.List and pos.Index of the first, each with what c
+// published of it (jobheld.go).
 func (k *walker) leases(c string, pos walkPos, hosts []string) (walkPos, bool, error) {
 	l := k.v.l
 	pipe := l.rdb.Pipeline()
@@ -457,43 +460,74 @@ func (k *walker) leases(c string, pos walkPos, hosts []string) (walkPos, bool, e
 	if _, err := pipe.Exec(k.ctx); err != nil && !errors.Is(err, goredis.Nil) {
 		return pos, false, fmt.Errorf("reading coordinator %s's leases: %w", c, err)
 	}
-	reason := k.claimedReason(c)
+	// The entries the page may list, in the walk's order (at most what
+	// it has left to examine).
+	type lease struct {
+		host  string
+		list  int
+		index int
+		fp, e string
+	}
+	var es []lease
+	var fps []string
+	var rest *walkPos // the first entry not collected
+	left := walkExamined - k.examined
 	for i, h := range hosts {
 		for li := range 2 {
 			if i == 0 && li < pos.List {
 				continue
 			}
 			m := cmds[i][li].Val()
-			fps := make([]string, 0, len(m))
+			keys := make([]string, 0, len(m))
 			for fp := range m {
-				fps = append(fps, fp)
+				keys = append(keys, fp)
 			}
-			slices.Sort(fps)
+			slices.Sort(keys)
 			from := 0
 			if i == 0 && li == pos.List {
-				from = int(min(pos.Index, int64(len(fps))))
+				from = int(min(pos.Index, int64(len(keys))))
 			}
-			for j := from; j < len(fps); j++ {
-				if k.full() {
-					return walkPos{Host: h, List: li, Index: int64(j)}, true, nil
+			for j := from; j < len(keys) && rest == nil; j++ {
+				if len(es) == left {
+					rest = &walkPos{Host: h, List: li, Index: int64(j)}
+					break
 				}
-				r, ok := entryRow(m[fps[j]], "claimed", c, reason)
-				if ok && k.take(&r) {
-					return walkPos{Host: h, List: li, Index: int64(j) + 1}, true, nil
-				}
+				es = append(es, lease{host: h, list: li, index: j, fp: keys[j], e: m[keys[j]]})
+				fps = append(fps, keys[j])
 			}
 		}
+	}
+	held, err := k.heldJobs(c, fps)
+	if err != nil {
+		return pos, false, err
+	}
+	reason := k.claimedReason(c)
+	for _, x := range es {
+		if k.full() {
+			return walkPos{Host: x.host, List: x.list, Index: int64(x.index)}, true, nil
+		}
+		r, ok := entryRow(x.e, "claimed", c, reason+": queued, running or backing off there")
+		if h, found := held[x.fp]; ok && found {
+			h.detail(&r, reason)
+		}
+		if ok && k.take(&r) {
+			return walkPos{Host: x.host, List: x.list, Index: int64(x.index) + 1}, true, nil
+		}
+	}
+	if rest != nil {
+		return *rest, true, nil
 	}
 	return pos, false, nil
 }
 
-// claimedReason is the reason of a job coordinator c claimed.
+// claimedReason is the reason of a job coordinator c claimed, up to what
+// it does with it.
 func (k *walker) claimedReason(c string) string {
 	reason := "claimed by coordinator " + c
 	if p := k.peer(c); p != "" {
 		reason += " (" + p + ")"
 	}
-	return reason + ": queued, running or backing off there"
+	return reason
 }
 
 // summaryOf is coordinator c's summary, read once per page (ok false:

@@ -55,6 +55,9 @@ func (l *Ledger) PublishSummary(ctx context.Context, c admin.ClusterCoordinator)
 	if v := l.jobView.Load(); v != nil {
 		s.Held = v.held.Load()
 		s.Retries, s.RetriesTotal = v.noted()
+		if err := v.publishJobs(ctx); err != nil {
+			return fmt.Errorf("redis cluster view: %w", err)
+		}
 	}
 	b, err := json.Marshal(&s)
 	if err != nil {
