@@ -58,7 +58,7 @@ func (s *Server) persist(writes []coord.Record) {
 	if d == nil || d.failed != nil {
 		return
 	}
-	if len(writes) > 0 || s.res.pending() || s.crawls.pending() || s.pendingMemos() || s.rob.pending() {
+	if len(writes) > 0 || s.res.pending() || s.crawls.pending() || s.memo.pending() || s.rob.pending() {
 		if err := checkWrites(writes); err != nil {
 			// Nothing of the step is written: fail as the store would.
 			d.mu.Lock()
@@ -82,7 +82,7 @@ func (s *Server) persist(writes []coord.Record) {
 		d.job = store.JobRecord{History: reuse(d.job.History)}
 		s.res.into(b)    // results.go: durable with their jobs' states
 		s.crawls.into(b) // crawls.go: page counts durable with the dispatches
-		s.memosInto(b)   // submitmemo.go: what the step's SUBMITTEDs say
+		s.memo.into(b)   // submitmemo.go: what the step's SUBMITTEDs say
 		s.rob.into(b)    // robots.go: robots.txt copies kept for the fleet
 		if s.opts.BeforeCommit != nil {
 			if f := s.opts.BeforeCommit(); f != nil {

@@ -278,13 +278,12 @@ func (m *submitMemo) drop(producer string) {
 	m.order = kept
 }
 
-// pendingMemos reports whether memos changed since the last batch.
-func (s *Server) pendingMemos() bool { return len(s.memo.dirty) > 0 }
+// pending reports whether memos changed since the last batch.
+func (m *submitMemo) pending() bool { return len(m.dirty) > 0 }
 
-// memosInto writes the memos that changed into b: the step's SUBMITTEDs
-// wait for b, so what they said is durable with them.
-func (s *Server) memosInto(b *store.Batch) {
-	m := &s.memo
+// into writes the memos that changed into b: the step's SUBMITTEDs wait
+// for b, so what they said is durable with them.
+func (m *submitMemo) into(b *store.Batch) {
 	for k := range m.dirty {
 		if e, ok := m.entries[k]; ok {
 			b.PutMemo(k.producer, k.req, encodeMemo(e)) // a refusal fails the batch
