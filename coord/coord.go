@@ -229,9 +229,13 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	holdPoliteness(cfg.Shared, brk, cfg.Broker.Politeness.Processor) // shared.go
 	if own != nil {
-		// One copy of a queued key's URL: the job's (ledger/lend.go).
-		own.SetLender(brk.URLOf)
-		brk.OnForget(own.Reclaim)
+		// One copy of a queued key: the job's (ledger/lend.go).
+		own.SetJobs(ledgerJobs{brk})
+		brk.OnForget(func(fp id.Fingerprint, j broker.JobID) {
+			if j < ledger.LentMax {
+				own.Reclaim(fp, uint32(j))
+			}
+		})
 	}
 	return &Coordinator{
 		cfg:       cfg,
@@ -298,4 +302,23 @@ func (c *Coordinator) TickHeard(now, heard time.Time) {
 	c.brk.Tick(now)
 	c.tickReclaim(now) // durability hook (persist.go): the reclaim wait after a restore
 	c.claimShared(now) // shared.go
+}
+
+// ledgerJobs is the broker as the holder of the jobs the in-memory
+// ledger lends queued keys to (ledger.Jobs; ledger/lend.go).
+type ledgerJobs struct{ b *broker.Broker }
+
+func (x ledgerJobs) JobOf(fp id.Fingerprint) (uint32, bool) {
+	j, ok := x.b.JobOfKey(fp)
+	if !ok || j >= ledger.LentMax {
+		return 0, false
+	}
+	return uint32(j), true
+}
+
+func (x ledgerJobs) JobFP(j uint32) id.Fingerprint { return x.b.FPOf(broker.JobID(j)) }
+
+func (x ledgerJobs) JobKey(j uint32) (id.Key, time.Time) {
+	k, at, _ := x.b.KeyOf(broker.JobID(j))
+	return k, at
 }

@@ -323,7 +323,7 @@ type Broker struct {
 	pays  sideTable[[]byte]
 	mores sideTable[*jobMore]
 	// onForget is called as a job's record is forgotten (OnForget).
-	onForget func(fp id.Fingerprint, url string)
+	onForget func(fp id.Fingerprint, j JobID)
 	count    [nStates]int
 	age      ageIndex           // every job by ID, with per-state counts
 	trees    [nSorts]*orderTree // lazily built sort indexes (nil until first used)

@@ -121,7 +121,7 @@ func (b *Broker) setKey(j *job, k *id.Key, fp id.Fingerprint) {
 // record.
 func (b *Broker) forget(j *job) {
 	if b.onForget != nil {
-		b.onForget(j.fp, b.urlView(j))
+		b.onForget(j.fp, j.id)
 	}
 	b.names.Release(j.names)
 	b.urls.Free(j.urlRef())

@@ -1,6 +1,10 @@
 package broker
 
-import "drover/coord/id"
+import (
+	"time"
+
+	"drover/coord/id"
+)
 
 // retain forgets the oldest done jobs beyond Config.DoneRetention: their
 // records leave every index and their memory is released (a chunk of
@@ -38,12 +42,26 @@ func (b *Broker) URLOf(fp id.Fingerprint) (string, bool) {
 	return b.url(b.jobs.get(j)), true
 }
 
-// OnForget sets a function called with a job's fingerprint and URL as the
+// OnForget sets a function called with a job's fingerprint and ID as the
 // broker forgets the job's record (a done job past Config.DoneRetention, a
-// queued job paged out): the coordinator takes back a URL its ledger lent
-// the job (ledger.Ledger.Lend). The URL is the broker's own memory, valid
-// only during the call: f copies what it keeps.
-func (b *Broker) OnForget(f func(fp id.Fingerprint, url string)) { b.onForget = f }
+// queued job paged out): the coordinator takes back a queued key its
+// ledger lent the job (ledger.Ledger.Lend). The record is still there
+// during the call (KeyOf, FPOf).
+func (b *Broker) OnForget(f func(fp id.Fingerprint, j JobID)) { b.onForget = f }
+
+// FPOf is the fingerprint of job j's key. The job's record must be kept
+// (a job its ledger lent a key to, until OnForget's call).
+func (b *Broker) FPOf(j JobID) id.Fingerprint { return b.jobs.at(uint32(j)).fp }
+
+// KeyOf is job j's key and when it was submitted; false when its record
+// is not kept.
+func (b *Broker) KeyOf(j JobID) (id.Key, time.Time, bool) {
+	r := b.jobs.get(j)
+	if r == nil {
+		return id.Key{}, time.Time{}, false
+	}
+	return b.key(r), tm(r.created), true
+}
 
 // JobOfKey returns the newest job submitted for the key with fingerprint
 // fp whose record is still kept (a key is submitted again once its done or

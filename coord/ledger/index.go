@@ -17,25 +17,45 @@ import (
 type index struct {
 	x    offheap.Index[uint64]
 	recs *slab[rec]
+	jobs *Jobs // the holder of the jobs lent keys (lend.go)
 	mem  *offheap.Mem
 	sink uint64 // what warm read, kept so that the reads are not optimised away
 }
 
-func (x *index) init(mem *offheap.Mem, recs *slab[rec]) {
-	x.mem, x.recs = mem, recs
-	x.x.Init(mem, func(s uint64) uint64 { return fpHome(&recs.at(int32(uint32(s))).fp) })
+func (x *index) init(mem *offheap.Mem, recs *slab[rec], jobs *Jobs) {
+	x.mem, x.recs, x.jobs = mem, recs, jobs
+	x.x.Init(mem, func(s uint64) uint64 {
+		fp := x.fpOf(s)
+		return fpHome(&fp)
+	})
+}
+
+// fpOf is the fingerprint of the key slot s names: its record's, or for a
+// key lent to a job (lentBit), the job's.
+func (x *index) fpOf(s uint64) id.Fingerprint {
+	if uint32(s)&lentBit != 0 {
+		return (*x.jobs).JobFP(uint32(s) &^ lentBit)
+	}
+	return x.recs.at(int32(uint32(s))).fp
 }
 
 func fpHome(fp *id.Fingerprint) uint64 { return binary.LittleEndian.Uint64(fp[:8]) }
 func fpTag(fp *id.Fingerprint) uint64  { return uint64(binary.LittleEndian.Uint32(fp[8:12])) << 32 }
 
-// get returns the index of fp's record, or 0.
+// get returns the index of fp's record, or 0; for a key lent to a job
+// (lend.go) the job's number with lentBit, a negative number.
 func (x *index) get(fp *id.Fingerprint) int32 {
 	tag := fpTag(fp)
 	s := x.x.Get(fpHome(fp), func(s uint64) bool {
-		return s&^0xFFFFFFFF == tag && x.recs.at(int32(uint32(s))).fp == *fp
+		return s&^0xFFFFFFFF == tag && x.fpOf(s) == *fp
 	})
 	return int32(uint32(s))
+}
+
+// set makes fp's slot, which names ri (as get returns it), name v
+// (a record's index, or a job's number with lentBit).
+func (x *index) set(fp *id.Fingerprint, ri int32, v uint64) {
+	x.x.Replace(fpHome(fp), func(s uint64) bool { return uint32(s) == uint32(ri) }, fpTag(fp)|v)
 }
 
 // Warming. A big table's slots and records are mostly not in cache, and a
@@ -55,7 +75,7 @@ func (x *index) warmSlot(fp *id.Fingerprint) uint64 { return x.x.Home(fpHome(fp)
 
 // warmRec loads the record fp's home slot names when its tag is fp's.
 func (x *index) warmRec(fp *id.Fingerprint) uint64 {
-	if s := x.x.Home(fpHome(fp)); s&^0xFFFFFFFF == fpTag(fp) {
+	if s := x.x.Home(fpHome(fp)); s&^0xFFFFFFFF == fpTag(fp) && uint32(s)&lentBit == 0 {
 		return uint64(x.recs.at(int32(uint32(s))).state)
 	}
 	return 0
@@ -66,7 +86,7 @@ func (x *index) put(fp *id.Fingerprint, ri int32) {
 	x.x.Put(fpHome(fp), fpTag(fp)|uint64(uint32(ri)))
 }
 
-// del removes record ri, indexed under fp.
+// del removes record ri (or the job get named as ri), indexed under fp.
 func (x *index) del(fp *id.Fingerprint, ri int32) {
 	x.x.Delete(fpHome(fp), func(s uint64) bool { return uint32(s) == uint32(ri) })
 }

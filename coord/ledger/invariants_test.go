@@ -50,8 +50,8 @@ func (l *Ledger) check() error {
 	if err := walk("queue", &l.queue, Queued); err != nil {
 		return err
 	}
-	if l.idx.x.Len() != len(seen) {
-		return fmt.Errorf("index has %d keys, lists hold %d", l.idx.x.Len(), len(seen))
+	if l.idx.x.Len() != len(seen)+l.lent {
+		return fmt.Errorf("index has %d keys, lists hold %d and %d are lent to jobs", l.idx.x.Len(), len(seen), l.lent)
 	}
 	if err := l.checkIndex(); err != nil {
 		return err
@@ -241,7 +241,19 @@ func checkDoneCache(l *Ledger) error {
 // record with its tag, is reachable from its home without crossing an empty
 // slot, and the count is right (offheap.Index.Check).
 func (l *Ledger) checkIndex() error {
-	return l.idx.x.Check(func(s uint64) error {
+	lent := 0
+	err := l.idx.x.Check(func(s uint64) error {
+		if uint32(s)&lentBit != 0 {
+			lent++
+			j := uint32(s) &^ lentBit
+			if l.jobs == nil {
+				return fmt.Errorf("names job %d with no job holder", j)
+			}
+			if fp := l.jobs.JobFP(j); s&^0xFFFFFFFF != fpTag(&fp) {
+				return fmt.Errorf("tag %x, job %d's is %x", s>>32, j, fpTag(&fp)>>32)
+			}
+			return nil
+		}
 		ri := int32(uint32(s))
 		if ri <= 0 || int(ri) >= l.recs.size() {
 			return fmt.Errorf("names rec %d, outside the slab", ri)
@@ -255,6 +267,10 @@ func (l *Ledger) checkIndex() error {
 		}
 		return nil
 	})
+	if err == nil && lent != l.lent {
+		err = fmt.Errorf("index names %d jobs, %d keys counted lent", lent, l.lent)
+	}
+	return err
 }
 
 // checkKeys verifies the key store: the name pairs' reference counts are
@@ -267,16 +283,7 @@ func (l *Ledger) checkKeys(live map[int32]string) error {
 	for ri := range live {
 		r := l.recs.at(ri)
 		refs[r.names]++
-		if r.ulen != urlLent {
-			urls = append(urls, offheap.Ref{Slot: r.url, Len: r.ulen})
-			continue
-		}
-		if r.state != Queued {
-			return fmt.Errorf("record %d lent its URL in state %v", ri, r.state)
-		}
-		if u, ok := ks.lender(r.fp); !ok || len(u) != int(r.url) {
-			return fmt.Errorf("record %d lent a URL of %d bytes; its holder has %q (%v)", ri, r.url, u, ok)
-		}
+		urls = append(urls, offheap.Ref{Slot: r.url, Len: r.ulen})
 	}
 	if err := ks.pairs.Check(refs); err != nil {
 		return err

@@ -13,18 +13,13 @@ import (
 // classes of offheap.Strings (its origin kept once for the URLs that share
 // it): a record holds the slot and the encoded length (offheap.Ref).
 
-const (
-	urlLong = offheap.Long // rec.ulen of a URL kept as a Go string
-	urlLent = 0xFFFE       // rec.ulen of a URL lent out (lend.go); rec.url is its length
-)
+const urlLong = offheap.Long // rec.ulen of a URL kept as a Go string
 
 // keyStore holds the keys of live records.
 type keyStore struct {
 	pairs names.Pairs
 
 	urls offheap.Strings
-
-	lender func(id.Fingerprint) (string, bool) // holder of lent URLs (lend.go)
 }
 
 func (ks *keyStore) init(mem *offheap.Mem) { ks.urls.Init(mem) }
@@ -44,18 +39,12 @@ func (ks *keyStore) key(r *rec) id.Key {
 
 // url returns record r's URL in a new string.
 func (ks *keyStore) url(r *rec) string {
-	if r.ulen == urlLent {
-		u, _ := ks.lender(r.fp)
-		return u
-	}
 	return ks.urls.String(offheap.Ref{Slot: r.url, Len: r.ulen})
 }
 
 // free releases record r's key.
 func (ks *keyStore) free(r *rec) {
 	ks.pairs.Release(r.names)
-	if r.ulen != urlLent {
-		ks.urls.Free(offheap.Ref{Slot: r.url, Len: r.ulen})
-	}
+	ks.urls.Free(offheap.Ref{Slot: r.url, Len: r.ulen})
 	r.names, r.url, r.ulen = 0, 0, 0
 }

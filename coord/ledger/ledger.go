@@ -239,6 +239,9 @@ type Ledger struct {
 	lastS   id.Session // one-entry cache in front of sessIdx
 	lastSI  int32
 
+	jobs Jobs // the holder of the jobs queued keys are lent to (lend.go)
+	lent int  // queued keys lent to their jobs
+
 	done   doneSet
 	stored *storedFilter // keys the store may hold and memory does not (nil: no filter)
 
@@ -274,7 +277,7 @@ func New(cfg Config) (*Ledger, error) {
 	l.recs.mem, l.ws.mem = mem, mem
 	l.recs.grow() // reserve index 0
 	l.ws.grow()
-	l.idx.init(mem, &l.recs)
+	l.idx.init(mem, &l.recs, &l.jobs)
 	l.keys.init(mem)
 	l.bindLinks()
 	l.done.init(cfg.DoneTTL, cfg.FailedTTL, cfg.DoneCache)
@@ -302,6 +305,9 @@ func (l *Ledger) request(t int64, s id.Session, reqID uint64, k *id.Key, fp id.F
 		return Error, ReasonBadSession
 	}
 	if ri := l.idx.get(&fp); ri != 0 {
+		if ri < 0 {
+			return No, ReasonQueued // lent to its job (lend.go)
+		}
 		r := l.recs.at(ri)
 		switch {
 		case r.state == Queued:
@@ -368,6 +374,9 @@ func (l *Ledger) queueKey(t int64, s id.Session, fp id.Fingerprint) (Verdict, Re
 		}
 		return Error, ReasonUnknown
 	}
+	if ri < 0 {
+		return Error, ReasonWrongState // queued, lent to its job
+	}
 	r := l.recs.at(ri)
 	switch {
 	case r.state != Requested:
@@ -412,7 +421,9 @@ func (l *Ledger) markDone(t int64, k *id.Key, fp id.Fingerprint, o Outcome) {
 	if o != DoneOK {
 		o = DoneFailed
 	}
-	if ri := l.idx.get(&fp); ri != 0 {
+	if ri := l.idx.get(&fp); ri < 0 {
+		l.dropLent(&fp, ri)
+	} else if ri != 0 {
 		l.answerWaiters(ri, o.reason())
 		r := l.recs.at(ri)
 		if r.state == Requested {

@@ -1,65 +1,136 @@
 package ledger
 
 import (
+	"cmp"
+	"slices"
+	"time"
+
 	"drover/coord/id"
-	"drover/coord/offheap"
 )
 
-// One copy of a queued key's URL (issue 21). A queued key usually has a
-// job, and the job keeps the key's URL for its whole life: the ledger's
-// copy would be a second one. So the coordinator lends the ledger's URL
-// to the job: Lend gives the record's URL slot back to the slab, and the
-// record reads its URL through the lender (SetLender: the broker's job of
-// the key) when asked for its key (Lookup, the key views). A queued
-// record only leaves the ledger whole (dropRec), so a lent URL is never
-// needed to move the record elsewhere; Reclaim takes the URL back, into
-// the slab, before its holder forgets it.
+// One record of a queued key (issue 21). A queued key usually has a job,
+// and the job keeps the key's fingerprint, names, URL and submit time for
+// its whole life: the ledger's record would be a second copy of all of
+// it. So the coordinator lends the key to its job: Lend frees the
+// record, and the key's index slot names the job instead (a flagged job
+// number); the ledger asks the job's holder (Jobs, the broker) for the
+// key when it needs it (a probe, Lookup, the queued view). When the job
+// is forgotten while its key is still queued (paged out), Reclaim takes a
+// record back. The states and answers are those of a queued record: a
+// change of representation, not of semantics.
 
-// SetLender sets the function that returns the URL of a key whose URL
-// was lent (Lend); without one, Lend lends nothing.
-func (l *Ledger) SetLender(f func(id.Fingerprint) (string, bool)) { l.keys.lender = f }
+// Jobs is the holder of the jobs queued keys are lent to (the broker). A
+// job a key is lent to is kept until Reclaim is called for it.
+type Jobs interface {
+	// JobOf is the newest job of key fp, if it has one.
+	JobOf(fp id.Fingerprint) (uint32, bool)
+	// JobFP is the fingerprint of job j's key.
+	JobFP(j uint32) id.Fingerprint
+	// JobKey is job j's key and when it was submitted.
+	JobKey(j uint32) (id.Key, time.Time)
+}
 
-// Lend lends the URL of queued key fp to its holder: the record keeps
-// its length only. It reports whether it did (false for a key that is not
-// queued, a URL lent already, empty or longer than the slab's slots).
+// lentBit flags an index slot that names a job, not a record: jobs
+// numbered below it (LentMax) can be lent keys.
+const lentBit = 1 << 31
+
+// LentMax bounds the numbers of the jobs keys are lent to.
+const LentMax = lentBit
+
+// SetJobs sets the holder of the jobs Lend lends keys to; without one,
+// Lend lends nothing.
+func (l *Ledger) SetJobs(j Jobs) { l.jobs = j }
+
+// Lend lends queued key fp to its job (Jobs.JobOf): the key's record is
+// freed and its index slot names the job. It reports whether it did
+// (false for a key that is not queued, is lent already, or whose job
+// differs from the record: not the same submit time, or numbered past
+// lentBit).
 func (l *Ledger) Lend(fp id.Fingerprint) bool {
+	if l.jobs == nil {
+		return false
+	}
 	ri := l.idx.get(&fp)
-	if ri == 0 || l.keys.lender == nil {
+	if ri <= 0 {
 		return false
 	}
 	r := l.recs.at(ri)
-	if r.state != Queued || r.ulen == 0 || r.ulen == urlLong || r.ulen == urlLent {
+	if r.state != Queued || r.waited {
 		return false
 	}
-	u := offheap.Ref{Slot: r.url, Len: r.ulen}
-	n := l.keys.urls.Len(u)
-	l.keys.urls.Free(u)
-	r.url, r.ulen = uint32(n), urlLent
+	j, ok := l.jobs.JobOf(fp)
+	if !ok || j == 0 || j >= LentMax {
+		return false
+	}
+	if _, at := l.jobs.JobKey(j); at.UnixNano() != r.since {
+		return false
+	}
+	l.idx.set(&fp, ri, uint64(j)|lentBit)
+	l.queue.unlink(ri, l.atLQ)
+	l.keys.free(r)
+	l.recs.release(ri)
+	l.lent++
 	return true
 }
 
-// Reclaim takes back the lent URL of key fp, url, into the record's own
-// slot; nothing when fp's URL is not lent, or url is not its URL.
-func (l *Ledger) Reclaim(fp id.Fingerprint, url string) {
+// Reclaim takes back queued key fp from job j, which is being forgotten:
+// the key gets a record again, in its place by queue time in the queued
+// list (found from the list's end: the jobs paged out are the youngest).
+// Nothing when fp is not lent to j.
+func (l *Ledger) Reclaim(fp id.Fingerprint, j uint32) {
 	ri := l.idx.get(&fp)
-	if ri == 0 {
+	if ri >= 0 || uint32(ri)&^lentBit != j {
 		return
 	}
-	r := l.recs.at(ri)
-	if r.ulen != urlLent || int(r.url) != len(url) {
-		return
+	k, at := l.jobs.JobKey(j)
+	ni := l.recs.alloc()
+	r := l.recs.at(ni)
+	r.fp, r.since = fp, at.UnixNano()
+	l.keys.put(r, &k)
+	r.state = Queued
+	l.idx.set(&fp, ri, uint64(uint32(ni)))
+	after := l.queue.tail
+	for after != 0 && l.recs.at(after).since > r.since {
+		after = l.recs.at(after).lq.prev
 	}
-	u := l.keys.urls.Put(url)
-	r.url, r.ulen = u.Slot, u.Len
+	l.queue.insertAfter(after, ni, l.atLQ)
+	l.lent--
 }
 
-// Lent is the number of queued keys whose URL is lent (for tests).
-func (l *Ledger) Lent() int {
-	n := 0
-	for ri := l.queue.head; ri != 0; ri = l.recs.at(ri).lq.next {
-		if l.recs.at(ri).ulen == urlLent {
-			n++
+// dropLent forgets queued key fp, lent to job slot ri (negative).
+func (l *Ledger) dropLent(fp *id.Fingerprint, ri int32) {
+	l.idx.del(fp, ri)
+	l.lent--
+}
+
+// lentRecord is the record of queued key fp, lent to job slot ri.
+func (l *Ledger) lentRecord(fp id.Fingerprint, ri int32) Record {
+	k, at := l.jobs.JobKey(uint32(ri) &^ lentBit)
+	return Record{FP: fp, State: Queued, Key: k, Since: at.UTC()}
+}
+
+// lentKeys is every queued key lent to a job, in the order they were
+// submitted (their jobs' order for the same time).
+func (l *Ledger) lentKeys() []Record {
+	type lentJob struct {
+		j  uint32
+		at int64
+	}
+	js := make([]lentJob, 0, l.lent)
+	for s := range l.idx.x.All() {
+		if uint32(s)&lentBit != 0 {
+			j := uint32(s) &^ lentBit
+			_, at := l.jobs.JobKey(j)
+			js = append(js, lentJob{j, at.UnixNano()})
 		}
 	}
-	return n
+	slices.SortFunc(js, func(a, b lentJob) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.j, b.j)) })
+	out := make([]Record, len(js))
+	for i, x := range js {
+		out[i] = l.lentRecord(l.jobs.JobFP(x.j), int32(x.j|lentBit))
+	}
+	return out
 }
+
+// Lent is the number of queued keys lent to their jobs.
+func (l *Ledger) Lent() int { return l.lent }

@@ -3,18 +3,30 @@ package ledger
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"drover/coord/id"
-	"drover/coord/offheap"
 )
 
-// TestLendAndReclaim lends queued keys' URLs to a holder, reads the keys
-// back through it, reclaims some, drops the others, and checks that every
-// slab slot comes back and a key reads the same throughout.
+// testJobs holds jobs for TestLendAndReclaim: job j has key keys[j-1].
+type testJobs struct {
+	keys []id.Key
+	at   []time.Time
+	byFP map[id.Fingerprint]uint32
+}
+
+func (t *testJobs) JobOf(fp id.Fingerprint) (uint32, bool) { j, ok := t.byFP[fp]; return j, ok }
+func (t *testJobs) JobFP(j uint32) id.Fingerprint          { return t.keys[j-1].Fingerprint() }
+func (t *testJobs) JobKey(j uint32) (id.Key, time.Time)    { return t.keys[j-1], t.at[j-1] }
+
+// TestLendAndReclaim lends queued keys to their jobs, reads the keys back
+// through them (Lookup, Queued, the answers), reclaims some as if their
+// jobs were forgotten, marks the others done, and checks that every slab
+// slot comes back and a key reads the same throughout.
 func TestLendAndReclaim(t *testing.T) {
 	h := newHarness(t, Config{})
-	held := map[id.Fingerprint]string{}
-	h.l.SetLender(func(fp id.Fingerprint) (string, bool) { u, ok := held[fp]; return u, ok })
+	jobs := &testJobs{byFP: map[id.Fingerprint]uint32{}}
+	h.l.SetJobs(jobs)
 	var keys []id.Key
 	for i, n := range []int{0, 9, 40, 256, 300} {
 		keys = append(keys, id.Key{Crawler: "c", Processor: "p", URL: strings.Repeat(string(rune('a'+i)), n)})
@@ -24,44 +36,75 @@ func TestLendAndReclaim(t *testing.T) {
 		if v, r := h.l.Request(h.now, 1, uint64(i), k, fp); v != OK {
 			t.Fatalf("request %d: %v %v", i, v, r)
 		}
+		jobs.keys, jobs.at = append(jobs.keys, k), append(jobs.at, h.now)
+		jobs.byFP[fp] = uint32(len(jobs.keys))
 		if h.l.Lend(fp) {
 			t.Fatalf("key %d lent while requested", i)
 		}
 		if v, r := h.l.Queue(h.now, 1, fp); v != OK {
 			t.Fatalf("queue %d: %v %v", i, v, r)
 		}
-		held[fp] = k.URL
-		lent := h.l.Lend(fp)
-		if want := len(k.URL) > 0 && len(k.URL) <= offheap.MaxLen; lent != want {
-			t.Fatalf("key %d (%d bytes): Lend = %v, want %v", i, len(k.URL), lent, want)
+		if i == 4 {
+			jobs.at[i] = h.now.Add(time.Second) // not the job of this queued key
+		}
+		if lent := h.l.Lend(fp); lent != (i != 4) {
+			t.Fatalf("key %d: Lend = %v, want %v", i, lent, i != 4)
 		}
 		if h.l.Lend(fp) {
 			t.Fatalf("key %d lent twice", i)
 		}
+		h.now = h.now.Add(time.Millisecond)
 	}
-	if n := h.l.Lent(); n != 3 {
-		t.Fatalf("%d URLs lent, want 3", n)
+	if n := h.l.Lent(); n != 4 {
+		t.Fatalf("%d keys lent, want 4", n)
 	}
 	h.checked()
-	for i, k := range keys {
-		if rec, ok := h.l.Lookup(h.now, k.Fingerprint()); !ok || rec.Key != k {
-			t.Fatalf("key %d: Lookup = %+v, %v; want %+v", i, rec.Key, ok, k)
+	check := func(when string) {
+		t.Helper()
+		for i, k := range keys {
+			fp := k.Fingerprint()
+			if rec, ok := h.l.Lookup(h.now, fp); !ok || rec.Key != k || rec.State != Queued {
+				t.Fatalf("%s: key %d: Lookup = %+v, %v; want queued %+v", when, i, rec, ok, k)
+			}
+			if v, r := h.l.Request(h.now, 2, 1, k, fp); v != No || r != ReasonQueued {
+				t.Fatalf("%s: key %d: request %v %v, want no queued", when, i, v, r)
+			}
+			if v, r := h.l.Queue(h.now, 1, fp); v != Error || r != ReasonWrongState {
+				t.Fatalf("%s: key %d: queue %v %v, want wrong-state", when, i, v, r)
+			}
+		}
+		if c := h.l.Counts(); c.Queued != len(keys) {
+			t.Fatalf("%s: %d queued, want %d", when, c.Queued, len(keys))
+		}
+		q := h.l.Queued(0, 100)
+		if len(q) != len(keys) {
+			t.Fatalf("%s: Queued lists %d keys, want %d", when, len(q), len(keys))
+		}
+		for i := 1; i < len(q); i++ {
+			if q[i].Since.Before(q[i-1].Since) {
+				t.Fatalf("%s: Queued out of order at %d: %v after %v", when, i, q[i].Since, q[i-1].Since)
+			}
+		}
+		if w := h.l.Queued(3, 1); len(w) != 1 || w[0].FP != q[3].FP {
+			t.Fatalf("%s: Queued(3, 1) = %+v, want %v", when, w, q[3].FP)
 		}
 	}
-	h.l.Reclaim(keys[1].Fingerprint(), keys[1].URL)
-	h.l.Reclaim(keys[2].Fingerprint(), "short") // not its URL: nothing
-	delete(held, keys[1].Fingerprint())
+	check("lent")
+	h.l.Reclaim(keys[1].Fingerprint(), 1) // not its job: nothing
+	h.l.Reclaim(keys[1].Fingerprint(), 2)
+	h.l.Reclaim(keys[2].Fingerprint(), 3)
 	h.checked()
 	if n := h.l.Lent(); n != 2 {
-		t.Fatalf("%d URLs lent after a reclaim, want 2", n)
+		t.Fatalf("%d keys lent after two reclaims, want 2", n)
 	}
-	for i, k := range keys {
-		if rec, ok := h.l.Lookup(h.now, k.Fingerprint()); !ok || rec.Key != k {
-			t.Fatalf("key %d after a reclaim: Lookup = %+v, %v; want %+v", i, rec.Key, ok, k)
-		}
+	check("reclaimed")
+	for _, k := range keys {
 		h.l.Done(h.now, k, k.Fingerprint(), DoneOK)
 	}
 	h.checked()
+	if n := h.l.Lent(); n != 0 {
+		t.Fatalf("%d keys lent after all were done, want 0", n)
+	}
 	if err := h.l.keys.urls.Check(nil); err != nil { // every slot free again
 		t.Fatalf("with no live key: %v", err)
 	}

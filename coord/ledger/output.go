@@ -164,6 +164,7 @@ func (l *Ledger) Restore(w Write) {
 		l.done.remove(w.FP)
 		ri := l.idx.get(&w.FP)
 		switch {
+		case ri < 0: // queued, lent to its job
 		case ri == 0:
 			ri, _ = l.newRec(w.FP, &w.Key, Queued, t)
 			l.queue.push(ri, l.atLQ)
@@ -174,7 +175,9 @@ func (l *Ledger) Restore(w Write) {
 		l.markDone(t, &w.Key, w.FP, w.Outcome)
 	case Delete:
 		l.done.remove(w.FP)
-		if ri := l.idx.get(&w.FP); ri != 0 && l.recs.at(ri).state == Queued {
+		if ri := l.idx.get(&w.FP); ri < 0 {
+			l.dropLent(&w.FP, ri)
+		} else if ri != 0 && l.recs.at(ri).state == Queued {
 			l.queue.unlink(ri, l.atLQ)
 			l.dropRec(ri)
 		}

@@ -44,8 +44,10 @@ type Counts struct {
 // Lookup returns the record of fp at time now; a done record past its TTL
 // is reported absent.
 func (l *Ledger) Lookup(now time.Time, fp id.Fingerprint) (Record, bool) {
-	if ri := l.idx.get(&fp); ri != 0 {
+	if ri := l.idx.get(&fp); ri > 0 {
 		return l.record(ri), true
+	} else if ri < 0 {
+		return l.lentRecord(fp, ri), true
 	}
 	v, ok := l.done.lookup(fp)
 	if !ok || l.done.expired(v, now.UnixNano()) {
@@ -74,8 +76,8 @@ func (l *Ledger) record(ri int32) Record {
 // none (or fp is not requested).
 func (l *Ledger) Waiters(fp id.Fingerprint) []Waiter {
 	ri := l.idx.get(&fp)
-	if ri == 0 {
-		return nil
+	if ri <= 0 {
+		return nil // absent, or queued (lent to its job)
 	}
 	q := l.fifo(ri, false)
 	if q == nil {
@@ -95,7 +97,7 @@ func (l *Ledger) Counts() Counts {
 	if l.done.c != nil {
 		done += l.done.c.stored
 	}
-	return Counts{Requested: l.lease.n, Queued: l.queue.n, Done: done, Waiters: l.nWaiters}
+	return Counts{Requested: l.lease.n, Queued: l.queue.n + l.lent, Done: done, Waiters: l.nWaiters}
 }
 
 // Requested returns up to limit requested keys starting at offset, oldest
@@ -106,9 +108,33 @@ func (l *Ledger) Requested(offset, limit int) []Record {
 
 // Queued returns up to limit queued keys starting at offset, in the order
 // they were queued (restored keys first, in the order restored), in
-// O(offset+limit).
+// O(offset+limit) while no key is lent to its job (lend.go); keys lent
+// come in by their jobs' submit times, in O(queued keys).
 func (l *Ledger) Queued(offset, limit int) []Record {
-	return l.window(&l.queue, offset, limit)
+	if l.lent == 0 {
+		return l.window(&l.queue, offset, limit)
+	}
+	if offset < 0 {
+		offset = 0
+	}
+	lent := l.lentKeys()
+	var out []Record
+	ri := l.queue.head
+	for i := 0; len(out) < limit && (ri != 0 || len(lent) > 0); i++ {
+		var r Record
+		if ri != 0 && (len(lent) == 0 || l.recs.at(ri).since <= lent[0].Since.UnixNano()) {
+			if i >= offset {
+				r = l.record(ri)
+			}
+			ri = l.recs.at(ri).lq.next
+		} else {
+			r, lent = lent[0], lent[1:]
+		}
+		if i >= offset {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func (l *Ledger) window(ls *list, offset, limit int) []Record {

@@ -15,7 +15,7 @@ func (l *Ledger) Requeue(now time.Time, k id.Key, fp id.Fingerprint) {
 	t := now.UnixNano()
 	l.expireLeases(t)
 	if ri := l.idx.get(&fp); ri != 0 {
-		if l.recs.at(ri).state == Requested {
+		if ri > 0 && l.recs.at(ri).state == Requested {
 			l.toQueued(t, ri)
 		}
 		return

@@ -78,6 +78,25 @@ func (ls *list) push(i int32, at func(int32) *link) {
 	ls.n++
 }
 
+// insertAfter puts element i after element after (0: first).
+func (ls *list) insertAfter(after, i int32, at func(int32) *link) {
+	if after == ls.tail {
+		ls.push(i, at)
+		return
+	}
+	p := at(i)
+	p.prev = after
+	if after != 0 {
+		p.next = at(after).next
+		at(after).next = i
+	} else {
+		p.next = ls.head
+		ls.head = i
+	}
+	at(p.next).prev = i
+	ls.n++
+}
+
 // unlink removes element i, whose link at returns, from the list.
 func (ls *list) unlink(i int32, at func(int32) *link) {
 	p := at(i)

@@ -2,6 +2,7 @@ package offheap
 
 import (
 	"fmt"
+	"iter"
 	"math/bits"
 	"unsafe"
 )
@@ -135,6 +136,19 @@ func (x *Index[S]) find(t *table[S], h uint64, match func(S) bool) int {
 		}
 		if i++; i == m {
 			i = 0
+		}
+	}
+}
+
+// All yields every slot, in no order. The index must not change meanwhile.
+func (x *Index[S]) All() iter.Seq[S] {
+	return func(yield func(S) bool) {
+		for _, t := range []*table[S]{&x.cur, &x.old} {
+			for _, s := range t.s {
+				if s != 0 && !yield(s) {
+					return
+				}
+			}
 		}
 	}
 }
