@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -46,7 +47,9 @@ func droverMemory(ctx context.Context, bin string, n int, st memState) (memResul
 		return memResult{}, err
 	}
 	defer s.stop()
-	c, err := client.Dial(ctx, client.Options{Connect: s.peers, ID: "bench-memory"})
+	// A call's timeout well above a loaded machine's pauses: this measures
+	// memory, not latency (the slowest call is reported as progress).
+	c, err := client.Dial(ctx, client.Options{Connect: s.peers, ID: "bench-memory", Timeout: 2 * time.Minute})
 	if err != nil {
 		return memResult{}, err
 	}
@@ -60,7 +63,10 @@ func droverMemory(ctx context.Context, bin string, n int, st memState) (memResul
 		return memResult{}, err
 	}
 	keys := make([]id.Key, 0, memChunk)
+	var slowest time.Duration
+	defer func() { progress("memory %d %s: slowest call of %d keys %v", n, st, memChunk, slowest.Round(time.Millisecond)) }()
 	for lo := 0; lo < n; lo += memChunk {
+		start := time.Now()
 		keys = keys[:0]
 		for i := lo; i < min(lo+memChunk, n); i++ {
 			keys = append(keys, memKey(i))
@@ -100,6 +106,7 @@ func droverMemory(ctx context.Context, bin string, n int, st memState) (memResul
 				}
 			}
 		}
+		slowest = max(slowest, time.Since(start))
 	}
 	after, err := settledRSS(s.cmd.Process.Pid)
 	if err != nil {
