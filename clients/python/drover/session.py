@@ -9,6 +9,7 @@ work through :meth:`Session.call` and :meth:`Session.post`.
 
 import itertools
 import logging
+import os
 import queue
 import random
 import socket
@@ -19,6 +20,11 @@ from concurrent.futures import Future
 import zmq
 
 from . import drv
+
+# Numbers the sessions' wake-up endpoints: id(self) can name a new session
+# like a collected one whose PAIR socket is not closed yet, and binding an
+# inproc endpoint still bound fails with "Address already in use".
+_wake_seq = itertools.count(1)
 
 log = logging.getLogger("drover")
 
@@ -80,7 +86,7 @@ class Session:
         self.ended = None
         self.welcomed = threading.Event()
         self.stopping = threading.Event()
-        self.wake_addr = "inproc://drover-wake-%x" % id(self)
+        self.wake_addr = "inproc://drover-wake-%d-%d" % (os.getpid(), next(_wake_seq))
         self.wake_lock = threading.Lock()
         self.waker = self.ctx.socket(zmq.PAIR)
         self.waker.bind(self.wake_addr)

@@ -182,8 +182,10 @@ func welcome(req uint64, beat time.Duration) *wire.Welcome {
 
 // TestSilentServerIsLost: a server that says WELCOME and then nothing is
 // declared lost after heartbeat × liveness, and the client comes back on a
-// new DEALER (a new routing id) with a new HELLO, having heartbeated
-// meanwhile.
+// new DEALER (a new routing id) with a new HELLO. That it heartbeats
+// meanwhile, one per interval, is TestLivenessOnTheFakeClock's: here, on
+// the wall clock with a 20 ms heartbeat, a loop woken late on a loaded
+// machine may find the silence over before a beat was due.
 func TestSilentServerIsLost(t *testing.T) {
 	srv := newScripted(t)
 	r := newRecorder()
@@ -195,11 +197,9 @@ func TestSilentServerIsLost(t *testing.T) {
 	}
 	srv.send(ident, welcome(h.Req, 20*time.Millisecond))
 	recv(t, r.ups, "WELCOME")
-	beats := 0
 	for {
 		id2, m := srv.next()
 		if _, hb := m.(*wire.Heartbeat); hb {
-			beats++
 			continue
 		}
 		h2, ok := m.(*wire.Hello)
@@ -213,9 +213,6 @@ func TestSilentServerIsLost(t *testing.T) {
 			t.Fatalf("new HELLO request id %d, want above %d", h2.Req, h.Req)
 		}
 		break
-	}
-	if beats == 0 {
-		t.Fatal("no HEARTBEAT while the server was silent, want one per interval")
 	}
 	if err := recv(t, r.downs, "session end"); !errors.Is(err, ErrSilent) {
 		t.Fatalf("session ended with %v, want ErrSilent", err)
