@@ -246,7 +246,10 @@ type JobRow struct {
 	RetryAt   time.Time `json:"retry_at,omitzero"`
 	Worker    string    `json:"worker,omitempty"`
 	LastError string    `json:"last_error,omitempty"`
-	Reason    string    `json:"reason,omitempty"` // why it waits: unroutable (and why), host back-off, paused
+	Reason    string    `json:"reason,omitempty"` // why it waits, in words: unroutable (and why), host back-off, paused
+	// Wait is why it waits as one word of Waits (empty when it does not):
+	// what Reason begins with, for a client to switch on.
+	Wait Wait `json:"wait,omitempty"`
 	// QueueID is, on a Redis Cluster store, the job's id in the cluster's
 	// queue (as SUBMITTED gave it), for a job not on this coordinator
 	// (JobID 0); Coordinator names the coordinator that claimed it

@@ -76,7 +76,7 @@ required when stdin is not a terminal.`,
 		func(_ admin.Action, r admin.ActionResult) string { return "requeued " + plural(r.Affected, "job") })
 	cmd.Flags().BoolVar(&failed, "failed", false, "requeue every failed job")
 	cmd.Flags().StringVar(&crawler, "crawler", "", "with --failed: only the failed jobs of this crawl")
-	cmd.Flags().StringVar(&filter, "filter", "", "requeue every job this console filter matches (state=, host=, worker=, crawler=, processor=, free text)")
+	cmd.Flags().StringVar(&filter, "filter", "", "requeue every job this console filter matches (state=, host=, worker=, crawler=, processor=, key=, wait=, free text)")
 	return cmd
 }
 

@@ -225,6 +225,15 @@ var adminTypes = []reflect.Type{
 var enums = map[string][]string{
 	"Query.view":  {"workers", "jobs", "waiters", "retries", "events", "results", "crawls"},
 	"Action.kind": actionKinds(),
+	"JobRow.wait": waits(),
+}
+
+func waits() []string {
+	var out []string
+	for _, w := range admin.Waits() {
+		out = append(out, string(w))
+	}
+	return out
 }
 
 func actionKinds() []string {

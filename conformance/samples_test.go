@@ -32,6 +32,10 @@ func adminSamples() []adminSample {
 			ID: "w1", Host: "box", Headers: map[string]string{"lang": "en"}, State: "busy", Slots: 4, Used: 1, Jobs: []uint64{17},
 			Done: 10, Failures: 1, LastHeartbeat: at, Since: at.Add(-time.Hour)}}}},
 		{"page-jobs", "Page", sampleBodies().page},
+		{"page-jobs-waiting", "Page", admin.Page{View: admin.ViewJobs, Total: 1, Jobs: []admin.JobRow{{
+			JobID: 18, Key: "0f1e2d3c4b5a69788796a5b4c3d2e1f0", Crawler: "news", Processor: "html", URL: "https://example.com/next",
+			State: "queued", Reason: "polite: next dispatch to example.com at 2026-12-01T12:00:01Z (limit 1 per 1s)",
+			Wait: admin.WaitPolite, Created: at, Updated: at}}}},
 		{"page-retries", "Page", admin.Page{View: admin.ViewRetries, Total: 0,
 			Hosts: []admin.HostRow{{Host: "example.com", Until: at.Add(time.Minute), Throttles: 2, Jobs: 5}}}},
 		{"page-waiters", "Page", admin.Page{View: admin.ViewWaiters, Total: 1, Waiters: []admin.WaiterRow{{Position: 1, Session: "s3 p1", Since: at}}}},

@@ -173,9 +173,9 @@ func (c *Coordinator) PagedJobRow(r *JobRecord) (admin.JobRow, bool) {
 	return admin.JobRow{
 		JobID: uint64(r.ID), Key: r.FP.String(), Crawler: r.Key.Crawler, Processor: r.Key.Processor, URL: r.Key.URL,
 		State: broker.Queued.String(), Attempts: r.Attempts, Failures: r.Failures, Throttles: r.Throttles,
-		LastError: r.LastError, Reason: PagedReason, Created: r.Created, Updated: r.Updated,
+		LastError: r.LastError, Reason: PagedReason, Wait: broker.WaitPaged.Wire(), Created: r.Created, Updated: r.Updated,
 	}, true
 }
 
 // PagedReason is the Reason of a queued job's row while it is paged out.
-const PagedReason = "in the store only (store.resident_jobs)"
+var PagedReason = broker.WaitPaged.String() + " (store.resident_jobs)"

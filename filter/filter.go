@@ -12,6 +12,7 @@
 //	state=failed,backoff   any of several values
 //	host=example.com       a host or any subdomain of it (with or without the port)
 //	kind=job.              an event kind that begins with the value
+//	wait=polite,paused     why a job waits (admin.Waits)
 //
 // The fields, and what each matches in each view, are listed by Fields. A
 // term on a field the row does not have (kind= on a job) matches nothing.
@@ -38,11 +39,12 @@ const (
 	FieldProcessor Field = "processor" // a job's processor name
 	FieldKind      Field = "kind"      // an event's kind, by prefix
 	FieldKey       Field = "key"       // a job's or event's key fingerprint (32 hex digits)
+	FieldWait      Field = "wait"      // why a job waits: a word of admin.Waits (unroutable, polite, ...)
 )
 
 // Fields lists the field names a term may use, in the order the grammar
 // documents them.
-var Fields = []Field{FieldState, FieldHost, FieldWorker, FieldCrawler, FieldProcessor, FieldKind, FieldKey}
+var Fields = []Field{FieldState, FieldHost, FieldWorker, FieldCrawler, FieldProcessor, FieldKind, FieldKey, FieldWait}
 
 // MaxLen is the longest filter text a query may carry, in bytes.
 const MaxLen = 1024
@@ -114,6 +116,8 @@ func example(f Field) string {
 		return "example.com"
 	case FieldKind:
 		return "job.done"
+	case FieldWait:
+		return "polite"
 	}
 	return "NAME"
 }

@@ -3,6 +3,8 @@ package filter
 import (
 	"strings"
 	"testing"
+
+	"drover/admin"
 )
 
 func TestParse(t *testing.T) {
@@ -175,4 +177,33 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%q: canonical %q parses to %q, %v", s, p.String(), again.String(), err)
 		}
 	})
+}
+
+// A job row's wait word is a field of its own: whole words, any of
+// several, and a row that does not wait matches no wait= term.
+func TestJobWait(t *testing.T) {
+	polite := &admin.JobRow{URL: "http://a.test/", State: "queued", Wait: admin.WaitPolite}
+	running := &admin.JobRow{URL: "http://a.test/", State: "dispatched"}
+	for _, tc := range []struct {
+		filter          string
+		polite, running bool
+	}{
+		{"wait=polite", true, false},
+		{"wait=POLITE", true, false},
+		{"wait=paused,polite state=queued", true, false},
+		{"wait=pol", false, false},
+		{"wait=unroutable", false, false},
+		{"state=dispatched", false, true},
+	} {
+		f, err := Parse(tc.filter)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tc.filter, err)
+		}
+		if got := f.Job(polite); got != tc.polite {
+			t.Errorf("%q on a polite job = %v, want %v", tc.filter, got, tc.polite)
+		}
+		if got := f.Job(running); got != tc.running {
+			t.Errorf("%q on a running job = %v, want %v", tc.filter, got, tc.running)
+		}
+	}
 }

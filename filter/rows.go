@@ -11,7 +11,8 @@ import (
 
 // Job reports whether a job row (views jobs and retries) matches. Its free
 // text is the URL; its fields are state, host (of the URL), worker (the
-// worker running it), crawler, processor and key.
+// worker running it), crawler, processor, key and wait (a job that does
+// not wait has the empty word, which no term matches).
 func (f Filter) Job(r *admin.JobRow) bool {
 	return f.Match(func(n Field) (string, bool) {
 		switch n {
@@ -27,6 +28,8 @@ func (f Filter) Job(r *admin.JobRow) bool {
 			return r.Processor, true
 		case FieldKey:
 			return r.Key, true
+		case FieldWait:
+			return string(r.Wait), true
 		}
 		return "", false
 	}, r.URL)

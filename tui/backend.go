@@ -44,7 +44,7 @@ import (
 //     crawls name.
 //     An empty Sort is the view's default order (events: newest first).
 //   - Filter follows drover/filter (free text, state=, host=, worker=,
-//     crawler=, processor=, kind=, key=), row by row as filter.Filter's Job,
+//     crawler=, processor=, kind=, key=, wait=), row by row as filter.Filter's Job,
 //     Worker, Event and Waiter match; on the Workers view worker=ID matches
 //     the worker itself, which the console uses to look one up.
 //   - ViewJobs with Key set returns that key's row with its History (the

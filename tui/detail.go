@@ -195,8 +195,11 @@ func (m *model) detailLines(h int) []string {
 				" · retry " + common.Until(now, j.RetryAt) + " · age " + common.Since(now, j.Created),
 			"key " + c(j.Key) + "  owner " + c(dash(j.Owner)) + "  worker " + c(dash(j.Worker)),
 		}
-		if j.Reason != "" {
-			lines = append(lines, "waiting: "+c(j.Reason))
+		if reason := c(j.Reason); reason != "" {
+			if j.Wait != "" {
+				reason = m.Styles.Wait(j.Wait).Render(reason)
+			}
+			lines = append(lines, "waiting: "+reason)
 		}
 		if j.LastError != "" {
 			lines = append(lines, "last error: "+c(j.LastError))

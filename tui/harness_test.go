@@ -58,14 +58,14 @@ func seedBackendAt(base time.Time, clock func() time.Time) *memBackend {
 		func(j *admin.JobRow) { j.Worker, j.Attempts = "w-04", 1 })
 	job(5, "https://throttled.example.com/a", "backoff", func(j *admin.JobRow) {
 		j.Attempts, j.Throttles, j.RetryAt = 2, 2, base.Add(30*time.Second)
-		j.Reason, j.LastError = "host back-off", "429 Too Many Requests (Retry-After: 30)"
+		j.Reason, j.Wait, j.LastError = "host back-off", admin.WaitHostBackoff, "429 Too Many Requests (Retry-After: 30)"
 		j.History = []admin.Attempt{
 			{Worker: "w-01", At: ago(2 * time.Minute), Outcome: "throttled", Error: "429 Too Many Requests"},
 			{Worker: "w-04", At: ago(40 * time.Second), Outcome: "throttled", Error: "429 Too Many Requests (Retry-After: 30)"},
 		}
 	})
 	job(6, "https://throttled.example.com/b", "backoff", func(j *admin.JobRow) {
-		j.Attempts, j.Throttles, j.RetryAt, j.Reason = 1, 1, base.Add(30*time.Second), "host back-off"
+		j.Attempts, j.Throttles, j.RetryAt, j.Reason, j.Wait = 1, 1, base.Add(30*time.Second), "host back-off", admin.WaitHostBackoff
 	})
 	job(7, "https://flaky.example.com/report.pdf", "failed", func(j *admin.JobRow) {
 		j.Attempts, j.Failures, j.LastError = 3, 3, "internal: timeout after 30s"

@@ -32,7 +32,7 @@ var jobsView = &viewDesc{
 		{Title: "AGE", Sort: "age", Min: 6, Align: table.Right, Priority: 1},
 	},
 	len: jobsLen, id: jobID, mark: jobMark, label: jobLabel,
-	row: jobRow(func(j *admin.JobRow, now time.Time) []string {
+	row: jobRow(8, func(j *admin.JobRow, now time.Time) []string {
 		return []string{
 			j.URL, common.StateLabel(j.State), j.Owner,
 			strconv.Itoa(j.Waiters), strconv.Itoa(j.Attempts), strconv.Itoa(j.Failures),
@@ -62,7 +62,7 @@ var retriesView = &viewDesc{
 		{Title: "WORKER", Sort: "worker", Min: 6, Max: 16, Flex: 1, Priority: 4},
 	},
 	len: jobsLen, id: jobID, mark: jobMark, label: jobLabel,
-	row: jobRow(func(j *admin.JobRow, now time.Time) []string {
+	row: jobRow(3, func(j *admin.JobRow, now time.Time) []string {
 		return []string{
 			j.URL, common.StateLabel(j.State), common.Until(now, j.RetryAt), errOrReason(j),
 			strconv.Itoa(j.Attempts), strconv.Itoa(j.Failures), strconv.Itoa(j.Throttles), dash(j.Worker),
@@ -77,11 +77,12 @@ func jobID(p *admin.Page, i int) string    { return p.Jobs[i].Key }
 func jobLabel(p *admin.Page, i int) string { return p.Jobs[i].URL }
 
 // jobRow makes a job's table row of the cells cells gives, its state in
-// the second column.
-func jobRow(cells func(j *admin.JobRow, now time.Time) []string) func(*admin.Page, int, time.Time) table.Row {
+// the second column, coloured by its state, and its reason in column
+// waitCol, coloured by why it waits.
+func jobRow(waitCol int, cells func(j *admin.JobRow, now time.Time) []string) func(*admin.Page, int, time.Time) table.Row {
 	return func(p *admin.Page, i int, now time.Time) table.Row {
 		j := &p.Jobs[i]
-		return table.Row{ID: j.Key, StateCol: 1, State: j.State, Cells: cells(j, now)}
+		return table.Row{ID: j.Key, StateCol: 1, State: j.State, WaitCol: waitCol, Wait: j.Wait, Cells: cells(j, now)}
 	}
 }
 

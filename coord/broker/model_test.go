@@ -601,6 +601,13 @@ func (m *model) checkQuery() error {
 		// Often the same text or a narrower one, as an operator types.
 		texts := []string{"/1", "/12", "/2", "a.test/1", "test", "/1 a.test"}
 		terms = append(terms, texts[r.IntN(len(texts))])
+	case 5:
+		// Why a job waits changes under a cached filter's feet.
+		waits := []string{"unroutable", "paused", "polite", "retry", "host-backoff", "reclaim", "paged", "polite,retry,unroutable"}
+		terms = append(terms, "wait="+waits[r.IntN(len(waits))])
+		if r.IntN(2) == 0 {
+			terms = append(terms, "/1")
+		}
 	}
 	q.Filter = strings.Join(terms, " ")
 	retries := r.IntN(4) == 0

@@ -100,6 +100,8 @@ func (b *Broker) jobField(j *job, n filter.Field) (string, bool) {
 		return b.names.Get(j.names).Processor, true
 	case filter.FieldKey:
 		return j.fp.String(), true
+	case filter.FieldWait:
+		return string(b.wait(j).Wire()), true
 	}
 	return "", false
 }
@@ -139,7 +141,9 @@ func parseSort(s string, def sortKey) sortKey {
 // jobs. Other terms (free text, crawler=, processor=, key=) scan every job
 // once, then the matches are cached: the same terms again, or narrower
 // ones (as the operator types on), cost O(matches) plus the jobs submitted
-// since.
+// since. wait= alone visits every job in the states its words allow (a
+// job's wait changes, so nothing is cached); beside other terms, their
+// matches.
 func (b *Broker) Jobs(q admin.Query) admin.Page {
 	return b.jobsPage(q, allStates, sortAge, admin.ViewJobs)
 }
@@ -162,6 +166,9 @@ func (b *Broker) jobsPage(q admin.Query, base stateMask, def sortKey, view admin
 		return p
 	}
 	m := base & stateMaskOf(f)
+	if words := f.Values(filter.FieldWait); words != nil {
+		m &= waitStates(words)
+	}
 	rest := f.Without(filter.FieldState)
 	var rows []*job
 	switch {
@@ -197,8 +204,12 @@ func (b *Broker) jobsPage(q admin.Query, base stateMask, def sortKey, view admin
 			}
 		}
 		rows = b.collect(hj, m, rest, key, q.Desc)
-	case !rest.Empty():
-		rows = b.collect(b.staticMatches(rest), m, filter.Filter{}, key, q.Desc)
+	case !rest.Without(filter.FieldWait).Empty():
+		rows = b.collect(b.staticMatches(rest.Without(filter.FieldWait)), m, rest.Only(filter.FieldWait), key, q.Desc)
+	case rest.Has(filter.FieldWait): // a job's wait changes: no cache
+		var in []*job
+		b.age.idx.scan(&b.age, m, 0, 1, b.age.idx.total(m), func(id JobID) { in = append(in, b.jobs.get(id)) })
+		rows = b.collect(in, m, rest, key, q.Desc)
 	case key == sortAge || key == sortState:
 		p.Total = b.age.idx.total(m)
 		b.indexWindow(&p, m, key, q.Desc, off, lim, &b.age.idx, &b.age)
@@ -305,29 +316,46 @@ func (b *Broker) collect(in []*job, m stateMask, f filter.Filter, key sortKey, d
 	return out
 }
 
-func (b *Broker) reason(j *job) string {
+// wait is why j waits (WaitNone when it does not).
+func (b *Broker) wait(j *job) Wait {
 	switch j.state {
 	case Queued:
-		if b.classOf(j).capable == 0 {
-			return b.unroutableReason(b.classOf(j))
-		}
-		if b.paused {
-			return WaitPaused.String()
-		}
-		if b.hostOf(j).parked && !j.has(jobFree) {
-			return b.politeWhy(b.hostOf(j))
+		switch {
+		case b.classOf(j).capable == 0:
+			return WaitUnroutable
+		case b.paused:
+			return WaitPaused
+		case b.hostOf(j).parked && !j.has(jobFree):
+			return WaitPolite
 		}
 	case Backoff:
 		if b.retrying(j) {
-			return b.retryReason(j)
+			return WaitRetry
 		}
-		return b.hostOf(j).backoffReason()
+		return WaitHostBackoff
 	case Dispatched:
 		if isPlaceholder(b.workerOf(j)) {
-			return WaitReclaim.text("by " + b.workerOf(j).id) // restored after a coordinator restart
+			return WaitReclaim // restored after a coordinator restart
 		}
 	}
-	return ""
+	return WaitNone
+}
+
+// reason is the text of j's wait w: its words and detail.
+func (b *Broker) reason(j *job, w Wait) string {
+	switch w {
+	case WaitUnroutable:
+		return b.unroutableReason(b.classOf(j))
+	case WaitPolite:
+		return b.politeWhy(b.hostOf(j))
+	case WaitRetry:
+		return b.retryReason(j)
+	case WaitHostBackoff:
+		return b.hostOf(j).backoffReason()
+	case WaitReclaim:
+		return w.text("by " + b.workerOf(j).id)
+	}
+	return w.String()
 }
 
 func (b *Broker) jobRow(j *job) admin.JobRow {
@@ -344,13 +372,14 @@ func (b *Broker) jobRow(j *job) admin.JobRow {
 		Throttles: int(b.jobThrottles(j)),
 		RetryAt:   j.retryTime(),
 		LastError: b.lastErr(j),
-		Reason:    b.reason(j),
 		Created:   tm(j.created),
 		Updated:   tm(j.updated),
 	}
 	if b.workerOf(j) != nil {
 		r.Worker = b.workerOf(j).id
 	}
+	w := b.wait(j)
+	r.Reason, r.Wait = b.reason(j, w), w.Wire()
 	return r
 }
 

@@ -63,13 +63,14 @@ func sameJobs(a, b *Broker) error {
 		}
 		if ra.State == "queued" {
 			ra.Reason, rb.Reason = "", ""
+			ra.Wait, rb.Wait = "", ""
 		}
 		if ra.State == "dispatched" && ra.Reason == "" {
 			// A job running at the crash waits for its worker to reclaim it.
-			if want := "awaiting reclaim by " + ra.Worker; rb.Reason != want {
-				return fmt.Errorf("job %d: reason %q after restore, want %q", i, rb.Reason, want)
+			if want := "awaiting reclaim by " + ra.Worker; rb.Reason != want || rb.Wait != admin.WaitReclaim {
+				return fmt.Errorf("job %d: reason %q (wait %q) after restore, want %q (wait reclaim)", i, rb.Reason, rb.Wait, want)
 			}
-			rb.Reason = ""
+			rb.Reason, rb.Wait = "", ""
 		}
 		if d := rowDiff(ra, rb); d != "" {
 			return fmt.Errorf("job %d differs after restore: %s", i, d)
@@ -80,8 +81,9 @@ func sameJobs(a, b *Broker) error {
 	b.Totals(&tb)
 	ta.Unroutable, tb.Unroutable = 0, 0
 	ta.Polite, tb.Polite = 0, 0 // the politeness clock is not persisted: a restart starts it afresh
-	ta.WorkersIdle, ta.WorkersBusy, ta.WorkersDraining, ta.WorkersLost = 0, 0, 0, 0
-	tb.WorkersIdle, tb.WorkersBusy, tb.WorkersDraining, tb.WorkersLost = 0, 0, 0, 0
+	// Workers are sessions: a restored broker has none yet.
+	ta.WorkersIdle, ta.WorkersBusy, ta.WorkersDraining, ta.WorkersLost, ta.WorkersHeld = 0, 0, 0, 0, 0
+	tb.WorkersIdle, tb.WorkersBusy, tb.WorkersDraining, tb.WorkersLost, tb.WorkersHeld = 0, 0, 0, 0, 0
 	if ta != tb {
 		return fmt.Errorf("totals %+v, restored %+v", ta, tb)
 	}

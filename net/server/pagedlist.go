@@ -24,7 +24,8 @@ import (
 // up to the window's end.
 //
 // The store part is listed for the jobs view sorted by age, oldest first,
-// with no filter or a state filter naming queued. Other sorts, newest
+// with no filter or one of state and wait terms only, naming queued and
+// paged (when they are there). Other sorts, newest
 // first, and other filters list the jobs in memory (and count them alone),
 // as the coordinator answers them.
 
@@ -38,14 +39,15 @@ func (s *Server) pagedWindow(q admin.Query) (ok, withKeys bool) {
 		return false, false
 	}
 	f, err := filter.Parse(q.Filter)
-	if err != nil || !f.Without(filter.FieldState).Empty() {
+	if err != nil || !f.Without(filter.FieldState, filter.FieldWait).Empty() {
 		return false, false
 	}
-	states := f.Values(filter.FieldState)
-	if states != nil && !slices.Contains(states, "queued") {
+	states, waits := f.Values(filter.FieldState), f.Values(filter.FieldWait)
+	if states != nil && !slices.Contains(states, "queued") || waits != nil && !slices.Contains(waits, string(admin.WaitPaged)) {
 		return false, false
 	}
-	return true, states == nil || slices.Contains(states, ledger.Requested.String())
+	// Requested keys never wait (admin.JobRow.Wait).
+	return true, waits == nil && (states == nil || slices.Contains(states, ledger.Requested.String()))
 }
 
 // withPaged continues page, the coordinator's answer to q, into the

@@ -63,8 +63,8 @@ func TestJobListsPageThroughTheStore(t *testing.T) {
 			if r.JobID != uint64(first+i) || r.State != "queued" {
 				t.Fatalf("query %+v: row %d is job %d (%s), want job %d queued", q, i, r.JobID, r.State, first+i)
 			}
-			if paged := r.Reason == coord.PagedReason; paged != (r.JobID > resident) {
-				t.Fatalf("query %+v: job %d reason %q: paged out should be exactly the jobs above %d", q, r.JobID, r.Reason, resident)
+			if paged := r.Reason == coord.PagedReason && r.Wait == admin.WaitPaged; paged != (r.JobID > resident) {
+				t.Fatalf("query %+v: job %d reason %q, wait %q: paged out should be exactly the jobs above %d", q, r.JobID, r.Reason, r.Wait, resident)
 			}
 		}
 		return pg.Jobs
@@ -88,4 +88,7 @@ func TestJobListsPageThroughTheStore(t *testing.T) {
 	if pg.Total != n+1 || len(pg.Jobs) != 3 || pg.Jobs[1].JobID != n || pg.Jobs[2].State != "requested" || pg.Jobs[2].URL != "http://asked.test/" {
 		t.Fatalf("window at the end: total %d, rows %+v; want jobs %d, %d and the requested key", pg.Total, pg.Jobs, n-1, n)
 	}
+	// wait=paged lists the jobs in the store only, without the key.
+	check(admin.Query{View: admin.ViewJobs, Filter: "wait=paged", Offset: 10, Limit: 20}, resident+11, resident+30, n-resident)
+	check(admin.Query{View: admin.ViewJobs, Filter: "state=queued wait=paged,polite", Offset: n - resident - 5, Limit: 20}, n-4, n, n-resident)
 }

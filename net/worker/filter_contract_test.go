@@ -88,6 +88,7 @@ func TestFilterContract(t *testing.T) {
 
 	reqKey := id.Key{Crawler: "c1", Processor: "render", URL: "http://www.example.test/req"}.Fingerprint().String()
 	okKey := id.Key{Crawler: "c1", Processor: "render", URL: "http://example.test/ok"}.Fingerprint().String()
+	tried := map[filter.Field]bool{} // the fields a row of the table names
 	for _, tc := range []struct {
 		view    admin.View
 		filter  string
@@ -115,11 +116,19 @@ func TestFilterContract(t *testing.T) {
 		{admin.ViewJobs, "example.test c1", 0},
 		{admin.ViewJobs, "example.test crawler=c1", 3},
 		{admin.ViewJobs, "kind=job.", 0}, // jobs have no kind
+		{admin.ViewJobs, "wait=unroutable", 1},
+		{admin.ViewJobs, "wait=host-backoff", 1},
+		{admin.ViewJobs, "wait=Unroutable,host-backoff,paused", 2},
+		{admin.ViewJobs, "wait=unroutable crawler=c2", 1},
+		{admin.ViewJobs, "wait=host-backoff host=example.test", 1},
+		{admin.ViewJobs, "wait=polite,retry,reclaim,paged", 0},
 		{admin.ViewRetries, "", 2},
 		{admin.ViewRetries, "host=example.test", 1},
 		{admin.ViewRetries, "crawler=c1", 1},
 		{admin.ViewRetries, "processor=fetch state=failed", 1},
 		{admin.ViewRetries, "state=queued", 0},
+		{admin.ViewRetries, "wait=host-backoff", 1},
+		{admin.ViewRetries, "wait=unroutable", 0}, // queued: not in retries
 		{admin.ViewWorkers, "", 2},
 		{admin.ViewWorkers, "state=busy", 1},
 		{admin.ViewWorkers, "state=draining,idle", 1},
@@ -130,6 +139,7 @@ func TestFilterContract(t *testing.T) {
 		{admin.ViewWorkers, "alpha", 1},
 		{admin.ViewWorkers, "m1", 1}, // free text on the host too
 		{admin.ViewWorkers, "crawler=c1", 0},
+		{admin.ViewWorkers, "wait=polite", 0},
 		{admin.ViewEvents, "", 10},
 		{admin.ViewEvents, "kind=job.", 5},
 		{admin.ViewEvents, "kind=job.done,job.failed", 2},
@@ -139,6 +149,7 @@ func TestFilterContract(t *testing.T) {
 		{admin.ViewEvents, "key=" + okKey, 1},
 		{admin.ViewEvents, "slow", 1},
 		{admin.ViewEvents, "state=done", 0},
+		{admin.ViewEvents, "wait=host-backoff", 0},
 		{admin.ViewWaiters, "", 1},
 		{admin.ViewWaiters, "waiter", 1},
 		{admin.ViewWaiters, "nobody", 0},
@@ -148,6 +159,9 @@ func TestFilterContract(t *testing.T) {
 		f, err := filter.Parse(tc.filter)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
+		}
+		for _, term := range f.Terms {
+			tried[term.Field] = tried[term.Field] || tc.atLeast > 0
 		}
 		// The same rows, unfiltered, before and after: events may arrive
 		// between the two queries (a retry then sees them settled).
@@ -170,6 +184,12 @@ func TestFilterContract(t *testing.T) {
 		}
 		if len(want) < tc.atLeast || (tc.atLeast == 0 && len(want) != 0) {
 			t.Errorf("%s: the matcher picks %d rows %v, want %d", name, len(want), want, tc.atLeast)
+		}
+	}
+
+	for _, field := range filter.Fields {
+		if !tried[field] {
+			t.Errorf("no filter of the table on field %s matches a row: want every field tried", field)
 		}
 	}
 

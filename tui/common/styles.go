@@ -3,6 +3,7 @@ package common
 import (
 	"charm.land/lipgloss/v2"
 
+	"drover/admin"
 	"drover/themes"
 )
 
@@ -80,6 +81,23 @@ func (s *Styles) State(state string) lipgloss.Style {
 		return s.Error
 	case "dispatched", "busy", "claimed":
 		return s.Info
+	default:
+		return s.Text
+	}
+}
+
+// Wait returns the style of why a job waits (admin.JobRow.Wait), as the
+// header colours its counts: what an operator may need to act on
+// (unroutable, paused, backing off) warns, what holds jobs by design
+// (politeness, a reclaim) informs, a job in the store only is muted.
+func (s *Styles) Wait(w admin.Wait) lipgloss.Style {
+	switch w {
+	case admin.WaitUnroutable, admin.WaitPaused, admin.WaitRetry, admin.WaitHostBackoff:
+		return s.Warn
+	case admin.WaitPolite, admin.WaitReclaim:
+		return s.Info
+	case admin.WaitPaged:
+		return s.Muted
 	default:
 		return s.Text
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"drover/admin"
 	"drover/themes"
 )
 
@@ -44,6 +45,30 @@ func TestStateClasses(t *testing.T) {
 		if got := s.State(tc.state).Render("x"); got != classes[tc.want] {
 			t.Errorf("State(%s) renders %q, want the %s style %q", tc.state, got, tc.want, classes[tc.want])
 		}
+	}
+}
+
+// Every wait word has a colour of its own class (none falls to plain
+// text), and a word the console does not know is plain text.
+func TestWaitClasses(t *testing.T) {
+	s := NewStyles(themes.Default())
+	want := map[admin.Wait]string{
+		admin.WaitUnroutable: s.Warn.Render("x"), admin.WaitPaused: s.Warn.Render("x"), admin.WaitRetry: s.Warn.Render("x"),
+		admin.WaitHostBackoff: s.Warn.Render("x"), admin.WaitPolite: s.Info.Render("x"), admin.WaitReclaim: s.Info.Render("x"),
+		admin.WaitPaged: s.Muted.Render("x"), "newer-word": s.Text.Render("x"),
+	}
+	for _, w := range admin.Waits() {
+		if _, ok := want[w]; !ok {
+			t.Errorf("wait %q has no class in this test: give it one in Styles.Wait", w)
+		}
+	}
+	for w, style := range want {
+		if got := s.Wait(w).Render("x"); got != style {
+			t.Errorf("Wait(%s) renders %q, want %q", w, got, style)
+		}
+	}
+	if s.Warn.Render("x") == s.Text.Render("x") || s.Info.Render("x") == s.Text.Render("x") || s.Muted.Render("x") == s.Text.Render("x") {
+		t.Fatal("the default theme's warn, info and muted render as plain text: this test cannot tell them apart")
 	}
 }
 

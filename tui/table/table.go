@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"drover/admin"
 	"drover/tui/common"
 )
 
@@ -48,7 +49,11 @@ type Row struct {
 	// styled by State; -1 for none.
 	StateCol int
 	State    string
-	Marked   bool
+	// WaitCol is the index of the cell saying why the row's job waits,
+	// styled by Wait (common.Styles.Wait); ignored while Wait is empty.
+	WaitCol int
+	Wait    admin.Wait
+	Marked  bool
 }
 
 // Gutter is the width of the selection and mark column at the left.
@@ -228,7 +233,8 @@ func (m Model) Line(widths []int, r Row, selected bool) string {
 }
 
 // cells writes the row's cells and returns the width written including the
-// gutter; with styles the state cell is coloured by its state.
+// gutter; with styles the state cell is coloured by its state, and the
+// wait cell by the wait.
 func (m Model) cells(b *strings.Builder, widths []int, r Row, styles *common.Styles) int {
 	used := Gutter
 	first := true
@@ -250,8 +256,12 @@ func (m Model) cells(b *strings.Builder, widths []int, r Row, styles *common.Sty
 			text = r.Cells[i]
 		}
 		cell := Fit(text, w, c.Align)
-		if styles != nil && i == r.StateCol {
+		switch {
+		case styles == nil:
+		case i == r.StateCol:
 			cell = styles.State(r.State).Render(cell)
+		case i == r.WaitCol && r.Wait != "":
+			cell = styles.Wait(r.Wait).Render(cell)
 		}
 		b.WriteString(cell)
 		used += w

@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"drover/admin"
 	"drover/themes"
 	"drover/tui/common"
 )
@@ -144,5 +145,21 @@ func TestViewNarrowTerminalStaysInWidth(t *testing.T) {
 				t.Errorf("width %d: line %d is %d cells: %q", w, i, got, ansi.Strip(l))
 			}
 		}
+	}
+}
+
+// A row's wait cell takes the wait's colour; without a wait it is plain.
+func TestWaitCellColoured(t *testing.T) {
+	m := newModel(50, 3)
+	styled := m.Styles.Wait(admin.WaitPolite).Render("X")
+	polite := styled[:strings.Index(styled, "X")] // the style's opening sequence
+	url := "https://example.com/a"
+	row := Row{ID: "a", Cells: []string{"w1", "queued", url, "3s"}, StateCol: 1, State: "queued", WaitCol: 2}
+	if out := m.View([]Row{row}, -1); strings.Contains(out, polite) {
+		t.Errorf("row not waiting %q: want no cell in the polite style", out)
+	}
+	row.Wait = admin.WaitPolite
+	if out := m.View([]Row{row}, -1); !strings.Contains(out, polite+url) {
+		t.Errorf("row waiting polite %q: want its URL cell in the polite style %q", out, polite)
 	}
 }

@@ -101,6 +101,9 @@ VIEWS = ("workers", "jobs", "waiters", "retries", "events", "results", "crawls")
 ACTIONS_WITH_TARGETS = ("evict", "drain", "undrain", "requeue")
 ACTIONS_WITHOUT = ("requeue-failed", "pause", "resume", "cancel", "define-crawl")
 ACTIONS_WITH_CRAWLER = ("pause", "resume", "requeue-failed", "cancel")
+# Why a job waits: the words of a JobRow's "wait" (section 13). A newer server may
+# send others: keep them as they are.
+WAITS = ("unroutable", "paused", "polite", "paged", "retry", "host-backoff", "reclaim")
 
 Key = namedtuple("Key", "crawler processor url")
 

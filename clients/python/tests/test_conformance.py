@@ -239,6 +239,12 @@ class Admin(unittest.TestCase):
         self.assertEqual(set(drv.ACTIONS_WITH_TARGETS + drv.ACTIONS_WITHOUT), set(kinds))
         self.assertEqual(set(drv.VIEWS), set(views))
 
+    def test_client_knows_every_wait(self):
+        """The codec's wait words are the JobRow schema's, in the document's order."""
+        with open(os.path.join(KIT, "schema", "JobRow.json"), encoding="utf-8") as f:
+            waits = json.load(f)["properties"]["wait"]["enum"]
+        self.assertEqual(list(drv.WAITS), waits)
+
     def test_schemas_catch_a_bad_body(self):
         with self.assertRaises(AssertionError):
             validate("Query.json", {"view": "cats"})
