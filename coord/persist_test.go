@@ -118,13 +118,14 @@ func sameState(a, b *Coordinator, now time.Time, fps []id.Fingerprint) error {
 		}
 		if ra.State == "queued" {
 			ra.Reason, rb.Reason = "", ""
+			ra.Wait, rb.Wait = "", ""
 		}
 		if ra.State == "dispatched" && ra.Reason == "" {
 			// A job running at the crash waits for its worker to reclaim it.
-			if want := "awaiting reclaim by " + ra.Worker; rb.Reason != want {
-				return fmt.Errorf("job %d: reason %q after restore, want %q", j, rb.Reason, want)
+			if want := "awaiting reclaim by " + ra.Worker; rb.Reason != want || rb.Wait != admin.WaitReclaim {
+				return fmt.Errorf("job %d: reason %q (wait %q) after restore, want %q (wait reclaim)", j, rb.Reason, rb.Wait, want)
 			}
-			rb.Reason = ""
+			rb.Reason, rb.Wait = "", ""
 		}
 		if sa, sb := fmt.Sprintf("%+v", ra), fmt.Sprintf("%+v", rb); sa != sb {
 			return fmt.Errorf("job %d differs:\n  was      %s\n  restored %s", j, sa, sb)
