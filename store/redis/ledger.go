@@ -65,6 +65,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"drover/clock"
 	"drover/coord/id"
 	"drover/coord/ledger"
 )
@@ -134,6 +135,11 @@ type Config struct {
 	// to the queue), itself found swept after a pause, jobs a lost claim
 	// had leased given back. Nil logs nothing.
 	Log *slog.Logger
+	// Clock is the time the ledger reads itself: the heartbeat's renewals
+	// (peers.go), how long a master without replicas is refused at once
+	// (wait.go) and the now of its key lists (query.go). Transitions take
+	// the caller's now. Default clock.System.
+	Clock clock.Clock
 }
 
 // Ledger is the ledger on Redis for one coordinator. Like *ledger.Ledger
@@ -218,6 +224,9 @@ func newLedger(ctx context.Context, rdb goredis.UniversalClient, cfg Config) (*L
 	}
 	if cfg.Slack <= 0 {
 		cfg.Slack = time.Hour
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second

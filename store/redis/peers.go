@@ -52,16 +52,17 @@ func (l *Ledger) join(ctx context.Context) error {
 	l.stopBeat, l.beatDone = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(l.beatDone)
-		t := time.NewTicker(l.cfg.Heartbeat)
+		t := l.cfg.Clock.NewTimer(l.cfg.Heartbeat)
 		defer t.Stop()
 		for {
 			select {
 			case <-l.stopBeat:
 				return
-			case <-t.C:
+			case <-t.C():
 				ctx, cancel := l.ctx()
 				_ = l.beat(ctx) // a failure shows in Maintain's own beat
 				cancel()
+				t.Reset(l.cfg.Heartbeat)
 			}
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"drover/clock"
 	"drover/coord/id"
 	"drover/coord/ledger"
 )
@@ -290,5 +291,42 @@ func TestRejoinedCoordinatorSweptAgain(t *testing.T) {
 	leases := paused.pre(got[0].Host) + "jl:" + paused.Coordinator()
 	if n, err := paused.rdb.HLen(ctx, leases).Result(); err != nil || n != 0 {
 		t.Fatalf("after the second sweep the dead coordinator still leases %d jobs, %v; want 0 (back in the queue)", n, err)
+	}
+}
+
+// The heartbeat goroutine renews the alive key on the ledger's clock: a
+// key gone (as after a pause longer than its TTL) comes back once the
+// fake clock passes a heartbeat, and each renewal waits for the next.
+func TestHeartbeatOnTheClock(t *testing.T) {
+	rdb := client(t)
+	clk := clock.NewFake(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
+	l, err := newLedger(context.Background(), rdb, Config{Prefix: fmt.Sprintf("hb%d", prefixes.Add(1)), Heartbeat: time.Minute, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.halt)
+	ctx := context.Background()
+	alive := func() bool {
+		n, err := rdb.Exists(ctx, l.aliveKey(l.coord)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	for round := range 2 {
+		if d := <-clk.Created(); d != time.Minute { // the goroutine waits a heartbeat
+			t.Fatalf("round %d: a timer of %v; want the heartbeat's minute", round, d)
+		}
+		if err := rdb.Del(ctx, l.aliveKey(l.coord)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Minute)
+		deadline := time.Now().Add(10 * time.Second)
+		for !alive() {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no alive key 10 s after the fake clock passed a heartbeat", round)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 }

@@ -190,7 +190,7 @@ func (l *Ledger) window(set string, offset, limit int) []ledger.Record {
 	ctx, cancel := l.ctx()
 	defer cancel()
 	var out []ledger.Record
-	now := time.Now()
+	now := l.cfg.Clock.Now()
 	// The hosts' counts first, in one round trip: most hosts hold no key
 	// of set, and each read below is a round trip or two.
 	field := "r"

@@ -51,7 +51,7 @@ func (l *Ledger) waitReplicas(ctx context.Context, calls []call, ran []bool) []e
 	}
 	res := make([]error, len(groups))
 	probe := make([]bool, len(groups))
-	now := time.Now()
+	now := l.cfg.Clock.Now()
 	var wg sync.WaitGroup
 	for j, g := range groups {
 		if until, ok := l.noReplica[g.node]; ok {
@@ -76,7 +76,7 @@ func (l *Ledger) waitReplicas(ctx context.Context, calls []call, ran []bool) []e
 			if l.noReplica == nil {
 				l.noReplica = make(map[*goredis.Client]time.Time)
 			}
-			l.noReplica[g.node] = time.Now().Add(noReplicaFor)
+			l.noReplica[g.node] = l.cfg.Clock.Now().Add(noReplicaFor)
 		}
 	}
 	for j, g := range groups {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"drover/clock"
 	"drover/coord/ledger"
 )
 
@@ -139,4 +140,32 @@ func TestWaitReplicas(t *testing.T) {
 	if _, err := newLedger(ctx, rdb, Config{WaitReplicas: 1, WaitTimeout: 5 * time.Second}); err == nil {
 		t.Fatalf("WaitTimeout 5s with Timeout 5s: no error; want one")
 	}
+}
+
+// A master whose replicas did not acknowledge a WAIT is refused at once
+// for noReplicaFor on the ledger's clock, then probed (ROLE) before the
+// next WAIT: the window is the fake clock's, not the machine's.
+func TestNoReplicaWindowOnTheClock(t *testing.T) {
+	rdb := client(t)
+	clk := clock.NewFake(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
+	l, err := newLedger(context.Background(), rdb, Config{Prefix: "nr" + strconv.FormatInt(prefixes.Add(1), 10),
+		WaitReplicas: 5, WaitTimeout: time.Millisecond, Clock: clk}) // more replicas than any shard has
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	try := func(what, want string) {
+		t.Helper()
+		errs := l.waitHosts(ctx, []string{"a.test"})
+		if err := errs["a.test"]; err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: %v; want an error saying %q", what, err, want)
+		}
+	}
+	try("the first WAIT", "(WAIT)")
+	try("again at once", "no replica acknowledged a WAIT")
+	clk.Advance(noReplicaFor - time.Millisecond)
+	try("just before the window ends", "no replica acknowledged a WAIT")
+	clk.Advance(time.Millisecond)
+	try("when it ends", "(ROLE)")
+	try("after the probe failed", "no replica acknowledged a WAIT")
 }
