@@ -41,6 +41,13 @@ func TestStateClasses(t *testing.T) {
 		"ok": s.OK.Render("x"), "warn": s.Warn.Render("x"), "error": s.Error.Render("x"),
 		"info": s.Info.Render("x"), "text": s.Text.Render("x"),
 	}
+	seen := map[string]string{}
+	for class, r := range classes {
+		if other, dup := seen[r]; dup {
+			t.Fatalf("the default theme renders %s and %s alike (%q): this test cannot tell them apart", class, other, r)
+		}
+		seen[r] = class
+	}
 	for _, tc := range tests {
 		if got := s.State(tc.state).Render("x"); got != classes[tc.want] {
 			t.Errorf("State(%s) renders %q, want the %s style %q", tc.state, got, tc.want, classes[tc.want])
