@@ -121,10 +121,11 @@ func (c *Coordinator) jobDetail(now time.Time, q admin.Query) (admin.Page, error
 // jobs answers the jobs view: the broker's jobs (sorted and windowed by
 // the broker), then the keys held in requested, which have no job, oldest
 // first. A state term without requested leaves the keys out; one with
-// requested only leaves the jobs out.
+// requested only leaves the jobs out. A wait term leaves the keys out (a
+// key without a job does not wait: admin.JobRow.Wait).
 func (c *Coordinator) jobs(q admin.Query, f filter.Filter) admin.Page {
 	states := f.Values(filter.FieldState)
-	withKeys := states == nil || slices.Contains(states, ledger.Requested.String())
+	withKeys := (states == nil || slices.Contains(states, ledger.Requested.String())) && !f.Has(filter.FieldWait)
 	if withKeys && len(states) == 1 {
 		return c.requested(q, f)
 	}
