@@ -79,7 +79,7 @@ func openRedis(ctx context.Context, cfg *config.Config, t storeredis.Target, cc 
 // the queue for the others, its sessions' keys are released, and it
 // leaves the live coordinators.
 func leaveRedis(l *storeredis.Ledger, log *slog.Logger) {
-	now := time.Now()
+	now := l.Clock().Now()
 	n, err := l.Jobs().ReturnLeased()
 	if err != nil {
 		log.Error("returning claimed jobs to the Redis queue", "err", err)
@@ -103,16 +103,18 @@ type clusterView struct {
 // get is the latest view (nil before the first read); called by the reactor.
 func (v *clusterView) get() *admin.Cluster { return v.view.Load() }
 
-// run publishes and reads every interval until ctx ends.
+// run publishes and reads every interval, on the ledger's clock, until
+// ctx ends.
 func (v *clusterView) run(ctx context.Context, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
+	t := v.l.Clock().NewTimer(every)
 	defer t.Stop()
 	failing := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
+			t.Reset(every)
 		}
 		err := v.refresh(ctx, every)
 		if err != nil && !failing {
@@ -125,7 +127,7 @@ func (v *clusterView) run(ctx context.Context, every time.Duration, log *slog.Lo
 func (v *clusterView) refresh(ctx context.Context, every time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, max(every, time.Second))
 	defer cancel()
-	now := time.Now()
+	now := v.l.Clock().Now()
 	if t := v.totals.Load(); t != nil {
 		err := v.l.PublishSummary(ctx, admin.ClusterCoordinator{
 			Peers: v.peers, WorkersIdle: t.WorkersIdle, WorkersBusy: t.WorkersBusy,

@@ -288,6 +288,10 @@ func newLedger(ctx context.Context, rdb goredis.UniversalClient, cfg Config) (*L
 // Coordinator is this ledger's incarnation number in the cluster.
 func (l *Ledger) Coordinator() string { return l.coord }
 
+// Clock is the ledger's time source (Config.Clock), for the loops beside
+// it (the coordinator's summaries) to keep the same time.
+func (l *Ledger) Clock() clock.Clock { return l.cfg.Clock }
+
 // Err is the last error the store returned, or nil.
 func (l *Ledger) Err() error { return l.err }
 
