@@ -54,8 +54,9 @@ every serve given the same cluster: a URL submitted to any of them is accepted
 once, a job runs on whichever coordinator's workers claim it first, and the jobs
 of a coordinator that dies go back to the queue for the others (delivery is at
 least once: a job that was running there may run again). Crawls and their page
-budgets, results and the console's events view are the cluster's too; job lists
-and the events socket stay each coordinator's own. The password is never logged
+budgets, results and the console's events view are the cluster's too; the job
+lists show every coordinator's jobs (a requeue of another's job is carried out
+by it); the events socket stays each coordinator's own. The password is never logged
 or shown.
 
 Every finished job's result (output, outcome, error, attempt, worker, finish

@@ -152,6 +152,9 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 			s.out.reject(onAdmin, ident, m.Req, wire.CodeForbidden, "action %s refused: this console attached read-only", m.Action.Kind)
 			return
 		}
+		if s.clusterAct(ident, m.Req, now, m.Action) { // clusteract.go: asks the coordinators holding its jobs
+			return
+		}
 		res, err := s.act(now, m.Action)
 		if err != nil {
 			s.out.reject(onAdmin, ident, m.Req, errorCode(err), "%v", err)

@@ -40,6 +40,7 @@ type clusterIO struct {
 
 	mu      sync.Mutex
 	answers []func() // what the reactor does with the answers, in order
+	tasks   []func() // what other goroutines hand the reactor (run)
 	posted  int      // calls posted whose answers the reactor has not run (the reactor's)
 	exited  chan struct{}
 }
@@ -82,11 +83,20 @@ func (io *clusterIO) stop() []func() {
 // off posted (the reactor's side).
 func (io *clusterIO) take() []func() {
 	io.mu.Lock()
-	answers := io.answers
-	io.answers = nil
+	answers, tasks := io.answers, io.tasks
+	io.answers, io.tasks = nil, nil
 	io.mu.Unlock()
 	io.posted -= len(answers)
-	return answers
+	return append(answers, tasks...)
+}
+
+// run hands fn to the reactor, to run at its next step (from any
+// goroutine).
+func (io *clusterIO) run(fn func()) {
+	io.mu.Lock()
+	io.tasks = append(io.tasks, fn)
+	io.mu.Unlock()
+	io.ring()
 }
 
 // put hands call to the lane (the reactor's side); the queue never fills
@@ -107,7 +117,9 @@ func (s *Server) startClusterIO() (stop func()) {
 	}
 	s.cl.io = newClusterIO(s.r.ring, 1, clusterIOQueue)
 	s.cl.reads = newClusterIO(s.r.ring, clusterReaders, clusterReadQueue)
+	stopControl := s.startControl() // clusteract.go
 	return func() {
+		stopControl()
 		s.cl.reads.stop()
 		s.cl.reads = nil
 		io := s.cl.io

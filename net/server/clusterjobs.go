@@ -1,9 +1,9 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -59,6 +59,15 @@ type ClusterJobs interface {
 	// (dispatched and backing off first, then queued), for the others'
 	// jobs views.
 	NoteJobs(rows []admin.JobRow)
+	// Ask posts action a to coordinator c and waits (a bounded time) for
+	// its answer (clusteract.go).
+	Ask(c string, a admin.Action) (admin.ActionResult, error)
+	// Requests waits up to wait (bounded by ctx) for the actions other
+	// coordinators posted to this one, and returns them with where each
+	// answer goes (Reply).
+	Requests(ctx context.Context, wait time.Duration) (acts []admin.Action, replies []string, err error)
+	// Reply answers an action Requests read.
+	Reply(reply string, res admin.ActionResult) error
 	// Retries lists the retries rows the other live coordinators
 	// published (Coordinator set, JobID 0) and the sum of their totals.
 	Retries() (rows []admin.JobRow, total int, err error)
@@ -355,12 +364,12 @@ func (s *Server) readClusterJobDetail(now time.Time, q admin.Query) (clusterRead
 		return nil, page, errorCode(err), err
 	}
 	cj := s.opts.ClusterJobs
-	host, ok := cj.Host(fp)
+	host, ok := keyHost(cj, fp, q.Filter)
 	if !ok {
 		if err == nil {
 			return nil, page, wire.CodeOK, nil
 		}
-		return nil, page, errorCode(err), err
+		return nil, page, errorCode(err), fmt.Errorf("%w; its host is not known to this coordinator, so the cluster was not searched: give it with the filter host=HOST (the host of the key's URL, with its port if the URL has one)", err)
 	}
 	return func() func() (admin.Page, wire.Code, error) {
 		row, found, lerr := cj.Locate(fp, host)
@@ -386,6 +395,19 @@ func (s *Server) readClusterJobDetail(now time.Time, q admin.Query) (clusterRead
 	}, page, wire.CodeOK, nil
 }
 
+// keyHost is the host of key fp: as this coordinator knows it, else the
+// one value of the query's host term (filterText).
+func keyHost(cj ClusterJobs, fp id.Fingerprint, filterText string) (string, bool) {
+	if h, ok := cj.Host(fp); ok {
+		return h, true
+	}
+	f, err := filter.Parse(filterText)
+	if t := f.Only(filter.FieldHost); err == nil && len(t.Terms) == 1 && len(t.Terms[0].Values) == 1 {
+		return t.Terms[0].Values[0], true
+	}
+	return "", false
+}
+
 // readClusterWaiters answers view waiters on a Redis Cluster store: the
 // coordinator's answer, with the waiters of the key read from Redis off
 // the reactor (every coordinator's sessions, named "sN on coordinator
@@ -400,11 +422,12 @@ func (s *Server) readClusterWaiters(now time.Time, q admin.Query) (clusterRead, 
 		return nil, page, wire.CodeMalformed, fmt.Errorf("query waiters: key %q: %w", q.Key, err)
 	}
 	cj := s.opts.ClusterJobs
-	host, ok := cj.Host(fp)
+	host, ok := keyHost(cj, fp, q.Filter)
 	if !ok {
 		return nil, page, wire.CodeOK, nil
 	}
-	f, _ := filter.Parse(q.Filter) // the coordinator parsed it
+	f, _ := filter.Parse(q.Filter)  // the coordinator parsed it
+	f = f.Without(filter.FieldHost) // the key's host: every waiter's
 	return func() func() (admin.Page, wire.Code, error) {
 		ws, err := cj.Waiters(fp, host)
 		if err != nil {
@@ -413,61 +436,4 @@ func (s *Server) readClusterWaiters(now time.Time, q admin.Query) (clusterRead, 
 		coord.WindowWaiters(&page, ws, f, q)
 		return done(page, wire.CodeOK, nil)
 	}, page, wire.CodeOK, nil
-}
-
-// clusterRequeue resolves the requeue targets naming a key (32 hex
-// digits) on a Redis Cluster store: to this coordinator's job of the key
-// when it holds one; a job another coordinator claimed, or one waiting in
-// the shared queue, is refused with a line naming where it is (a
-// coordinator requeues only the jobs it holds). Decimal job ids pass
-// through.
-func (s *Server) clusterRequeue(now time.Time, a admin.Action) (admin.Action, []string) {
-	var errs []string
-	out := a
-	out.Targets = nil
-	for _, t := range a.Targets {
-		fp, err := id.ParseFingerprint(t)
-		if _, derr := strconv.ParseUint(t, 10, 64); derr == nil || err != nil {
-			out.Targets = append(out.Targets, t)
-			continue
-		}
-		page, qerr := s.c.Query(now, admin.Query{View: admin.ViewJobs, Key: t})
-		if qerr == nil && len(page.Jobs) > 0 && page.Jobs[0].JobID != 0 {
-			out.Targets = append(out.Targets, strconv.FormatUint(page.Jobs[0].JobID, 10))
-			continue
-		}
-		errs = append(errs, s.notHere(fp))
-	}
-	return out, errs
-}
-
-// notHere says why key fp's job cannot be requeued here.
-func (s *Server) notHere(fp id.Fingerprint) string {
-	if s.opts.ClusterJobs == nil {
-		return fmt.Sprintf("requeue key %s: no job of it on this coordinator", fp)
-	}
-	var row admin.JobRow
-	var ok bool
-	var err error
-	if host, known := s.opts.ClusterJobs.Host(fp); known {
-		row, ok, err = s.opts.ClusterJobs.Locate(fp, host)
-	}
-	switch {
-	case err != nil:
-		return fmt.Sprintf("requeue key %s: no job of it on this coordinator, and looking for it in the cluster failed: %v", fp, err)
-	case !ok:
-		if rows, _, err := s.opts.ClusterJobs.Retries(); err == nil {
-			for _, r := range rows {
-				if r.Key == fp.String() {
-					return fmt.Sprintf("requeue key %s (%s): not requeued: its job is %s on coordinator %s; requeue it on that coordinator", fp, r.URL, r.State, r.Coordinator)
-				}
-			}
-		}
-		return fmt.Sprintf("requeue key %s: no job of it on this coordinator nor, as far as this coordinator knows its host, in the cluster", fp)
-	case row.Coordinator != "" && row.Coordinator != s.opts.ClusterJobs.Self():
-		return fmt.Sprintf("requeue key %s (%s): not requeued: its job is %s; requeue it on that coordinator", fp, row.URL, row.Reason)
-	case row.State == "queued":
-		return fmt.Sprintf("requeue key %s (%s): not requeued: its job is already waiting in the cluster's queue (job %d there)", fp, row.URL, row.QueueID)
-	}
-	return fmt.Sprintf("requeue key %s (%s): not requeued: %s", fp, row.URL, row.Reason)
 }

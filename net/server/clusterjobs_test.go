@@ -1,10 +1,13 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"drover/admin"
 	"drover/coord/id"
@@ -71,13 +74,33 @@ func (f *fakeClusterJobs) Waiters(id.Fingerprint, string) ([]admin.WaiterRow, er
 	return nil, nil
 }
 
-func (f *fakeClusterJobs) Locate(id.Fingerprint, string) (admin.JobRow, bool, error) {
+func (f *fakeClusterJobs) Locate(fp id.Fingerprint, host string) (admin.JobRow, bool, error) {
+	for _, r := range f.rows {
+		if r.Key == fp.String() && id.Host(r.URL) == host {
+			return r, true, nil
+		}
+	}
 	return admin.JobRow{}, false, nil
 }
 
 func (f *fakeClusterJobs) NoteRetries([]admin.JobRow, int) {}
 
 func (f *fakeClusterJobs) NoteJobs([]admin.JobRow) {}
+
+func (f *fakeClusterJobs) Ask(c string, a admin.Action) (admin.ActionResult, error) {
+	return admin.ActionResult{}, fmt.Errorf("no coordinator %s", c)
+}
+
+// Requests waits, as a store with no action posted would.
+func (f *fakeClusterJobs) Requests(ctx context.Context, wait time.Duration) ([]admin.Action, []string, error) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(wait):
+	}
+	return nil, nil, nil
+}
+
+func (f *fakeClusterJobs) Reply(string, admin.ActionResult) error { return nil }
 
 func (f *fakeClusterJobs) Retries() ([]admin.JobRow, int, error) { return nil, 0, nil }
 
@@ -157,5 +180,33 @@ func TestClusterJobsWindow(t *testing.T) {
 			t.Fatalf("a bad after: %+v; want 400", e)
 		}
 		break
+	}
+}
+
+// A key's detail on a coordinator that does not know the key's host: the
+// cluster is not searched, and the error says to give the host with a
+// host= term; with it, the job is found where it is in the cluster.
+func TestClusterJobDetailByHost(t *testing.T) {
+	k := key("http://far.test:8080/x")
+	fake := &fakeClusterJobs{rows: []admin.JobRow{{Key: k.Fingerprint().String(), URL: k.URL, State: "queued", QueueID: 7}}}
+	s := startServer(t, Options{ClusterJobs: fake})
+	con := dial(t, s.InprocAdmin())
+	con.send(&wire.Hello{Req: 1, Role: wire.RoleConsole, ID: "console"})
+	expect[*wire.Welcome](t, con.recv())
+	fp := k.Fingerprint().String()
+	con.send(&wire.Query{Req: 2, Query: admin.Query{View: admin.ViewJobs, Key: fp}})
+	for {
+		m := con.recv()
+		if _, ok := m.(*wire.Changed); ok {
+			continue
+		}
+		if e := expect[*wire.Error](t, m); e.Code != wire.CodeNotFound || !strings.Contains(e.Msg, "filter host=HOST") {
+			t.Fatalf("detail of a key of an unknown host: %+v; want 404 saying to give host=HOST", e)
+		}
+		break
+	}
+	pg := adminPage(t, con, 3, admin.Query{View: admin.ViewJobs, Key: fp, Filter: "host=far.test:8080"})
+	if len(pg.Jobs) != 1 || pg.Jobs[0].QueueID != 7 || pg.Jobs[0].State != "queued" {
+		t.Fatalf("detail with host=far.test:8080: %+v; want the job queued in the cluster as 7", pg.Jobs)
 	}
 }

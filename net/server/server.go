@@ -123,8 +123,8 @@ type Options struct {
 	ClusterEvents ClusterEvents
 	// ClusterJobs, when set, makes views jobs and waiters list the jobs
 	// and keys of every coordinator sharing this one's store
-	// (clusterjobs.go), and a requeue of a job another holds answer where
-	// it is.
+	// (clusterjobs.go), and a requeue of a job another holds be carried
+	// out by that one (clusteract.go).
 	ClusterJobs ClusterJobs
 }
 
