@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"drover/admin"
@@ -168,7 +167,11 @@ func requeueElsewhere(cj ClusterJobs, self string, fp id.Fingerprint, host strin
 	c := row.Coordinator
 	res, err := cj.Ask(c, admin.Action{Kind: admin.ActRequeue, Targets: []string{fp.String()}})
 	if err != nil {
-		return 0, []string{fmt.Sprintf("requeue key %s (%s): its job is %s on coordinator %s; asking it to requeue: %v", fp, row.URL, strings.TrimPrefix(row.State, "claimed"), c, err)}
+		where := "claimed by coordinator " + c
+		if row.State != "claimed" {
+			where = row.State + " on coordinator " + c
+		}
+		return 0, []string{fmt.Sprintf("requeue key %s (%s): its job is %s; asking it to requeue: %v", fp, row.URL, where, err)}
 	}
 	lines := make([]string, len(res.Errors))
 	for i, e := range res.Errors {

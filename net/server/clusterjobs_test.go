@@ -19,6 +19,7 @@ import (
 // (under mu: the walks are made off the reactor).
 type fakeClusterJobs struct {
 	rows       []admin.JobRow
+	knowHosts  bool
 	mu         sync.Mutex
 	lastCursor string
 	lastSkip   int
@@ -68,7 +69,15 @@ func (f *fakeClusterJobs) Jobs(cursor, parts string, host func(string) bool, mat
 	return rows, skipped, next, nil
 }
 
-func (f *fakeClusterJobs) Host(id.Fingerprint) (string, bool) { return "", false }
+// Host knows the hosts of the rows' keys when knowHosts is set.
+func (f *fakeClusterJobs) Host(fp id.Fingerprint) (string, bool) {
+	for _, r := range f.rows {
+		if f.knowHosts && r.Key == fp.String() {
+			return id.Host(r.URL), true
+		}
+	}
+	return "", false
+}
 
 func (f *fakeClusterJobs) Waiters(id.Fingerprint, string) ([]admin.WaiterRow, error) {
 	return nil, nil
@@ -208,5 +217,34 @@ func TestClusterJobDetailByHost(t *testing.T) {
 	pg := adminPage(t, con, 3, admin.Query{View: admin.ViewJobs, Key: fp, Filter: "host=far.test:8080"})
 	if len(pg.Jobs) != 1 || pg.Jobs[0].QueueID != 7 || pg.Jobs[0].State != "queued" {
 		t.Fatalf("detail with host=far.test:8080: %+v; want the job queued in the cluster as 7", pg.Jobs)
+	}
+}
+
+// A requeue of a job another coordinator claimed, which does not answer:
+// the ACTED's error line names where the job is and why it was not
+// requeued; a job in the cluster's queue is already queued.
+func TestClusterRequeueElsewhere(t *testing.T) {
+	held, queued := key("http://far.test/held"), key("http://far.test/queued")
+	fake := &fakeClusterJobs{knowHosts: true, rows: []admin.JobRow{
+		{Key: held.Fingerprint().String(), URL: held.URL, State: "claimed", Coordinator: "2"},
+		{Key: queued.Fingerprint().String(), URL: queued.URL, State: "queued", QueueID: 9},
+	}}
+	s := startServer(t, Options{ClusterJobs: fake})
+	con := dial(t, s.InprocAdmin())
+	con.send(&wire.Hello{Req: 1, Role: wire.RoleConsole, ID: "console"})
+	expect[*wire.Welcome](t, con.recv())
+	con.send(&wire.Action{Req: 2, Action: admin.Action{Kind: admin.ActRequeue, Targets: []string{held.Fingerprint().String(), queued.Fingerprint().String()}}})
+	for {
+		m := con.recv()
+		if _, ok := m.(*wire.Changed); ok {
+			continue
+		}
+		res := expect[*wire.Acted](t, m).Result
+		if res.Affected != 0 || len(res.Errors) != 2 ||
+			!strings.Contains(res.Errors[0], "its job is claimed by coordinator 2; asking it to requeue: no coordinator 2") ||
+			!strings.Contains(res.Errors[1], "already waiting in the cluster's queue (job 9 there)") {
+			t.Fatalf("requeue: %+v; want the claimed job's line naming coordinator 2 and the queued one's", res)
+		}
+		break
 	}
 }
