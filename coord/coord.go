@@ -166,6 +166,10 @@ type Coordinator struct {
 	spare     [][]normal // memos kept for reuse (normals.go)
 	pagedKeys int        // queued keys left in the store, not in the ledger's memory (page.go)
 
+	// unfiltered: key records left in the store are not all in the
+	// stored-key filter yet (page.go, RestoreUnfiltered).
+	unfiltered bool
+
 	sessions map[id.Session]*session
 	byName   map[nameKey]id.Session
 	live     livenessHeap

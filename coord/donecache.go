@@ -29,6 +29,7 @@ type embedded interface {
 	DoneCache() (ledger.DoneCacheStats, bool)
 	StoredExpired(fps []id.Fingerprint) int
 	RestoreStored(n int) error
+	AdjustStored(n int)
 	NoteStored(fp id.Fingerprint)
 	MaybeStored(fp id.Fingerprint) bool
 	StoredFilter() ledger.StoredFilterStats
@@ -60,7 +61,7 @@ type KnownKey struct {
 // operation on the same keys that follows (or, if the message waits for
 // its lookups, for the one TakeNormals and UseNormals carry them to).
 func (c *Coordinator) Unknown(keys []id.Key, dst []id.Fingerprint) []id.Fingerprint {
-	if c.mem == nil || c.cfg.Ledger.DoneCache == 0 && c.pagedKeys == 0 {
+	if c.mem == nil || c.cfg.Ledger.DoneCache == 0 && c.pagedKeys == 0 && !c.unfiltered {
 		return dst // every record is in memory (page.go: queued keys may not be)
 	}
 	// The operation that follows names the same keys: it takes their
@@ -75,7 +76,7 @@ func (c *Coordinator) Unknown(keys []id.Key, dst []id.Fingerprint) []id.Fingerpr
 		if err != nil {
 			continue
 		}
-		if !c.mem.Known(fp) && c.mem.MaybeStored(fp) { // the filter: a new key costs no read
+		if !c.mem.Known(fp) && (c.unfiltered || c.mem.MaybeStored(fp)) { // the filter: a new key costs no read (page.go: once it is complete)
 			dst = append(dst, fp)
 		}
 	}

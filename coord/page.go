@@ -137,6 +137,53 @@ func (c *Coordinator) RestoreStoredKey(fp id.Fingerprint) {
 	}
 }
 
+// RestoreUnfiltered notes, during a restore, that the key records left in
+// the store were counted (RestorePaged, RestoreStored) but not passed to
+// RestoreStoredKey: the edge reads them after the restore, while the
+// coordinator serves, and passes them to NoteStoredKeys. Until
+// StoredKeysNoted, the stored-key filter is incomplete, and Unknown names
+// every key memory does not know, so that each is looked up in the store:
+// dedup stays exact, a new key costs a read.
+func (c *Coordinator) RestoreUnfiltered() {
+	if c.mem != nil {
+		c.unfiltered = true
+	}
+}
+
+// NoteStoredKeys adds key records the store holds to the stored-key
+// filter, after a RestoreUnfiltered restore (any time, in any order).
+func (c *Coordinator) NoteStoredKeys(fps []id.Fingerprint) {
+	if c.mem == nil {
+		return
+	}
+	for _, fp := range fps {
+		c.mem.NoteStored(fp)
+	}
+}
+
+// StoredKeysNoted ends RestoreUnfiltered: every key record the store held
+// when the edge began reading them went to NoteStoredKeys, so the filter
+// rules out keys again. queued and done correct the counts of keys left in
+// the store by what the read found beyond what the restore counted (the
+// store's sweeper deletes expired done records between the counts it
+// keeps): the totals are the store's again.
+func (c *Coordinator) StoredKeysNoted(queued, done int) {
+	if c.mem == nil {
+		return
+	}
+	c.unfiltered = false
+	c.pagedKeys = max(c.pagedKeys+queued, 0)
+	c.mem.AdjustStored(done)
+}
+
+// StoreCounts are the key counts the edge persists with each batch
+// (store.Counts): the queued keys, in memory or paged out, and the done
+// and failed ones, in memory or in the store only.
+func (c *Coordinator) StoreCounts() (queued, done int) {
+	lc := c.led.Counts()
+	return lc.Queued + c.pagedKeys, lc.Done
+}
+
 // StoredFilter reports the size of the ledger's stored-key filter.
 func (c *Coordinator) StoredFilter() ledger.StoredFilterStats {
 	if c.mem == nil {

@@ -370,6 +370,17 @@ func jobHead(v []byte) (JobState, int64, error) {
 	return JobState(s), at, d.err
 }
 
+// jobPlain decodes the state of a job value and whether it is plain:
+// queued with no retry time.
+func jobPlain(v []byte) (JobState, bool, error) {
+	d := decoder{b: v}
+	_, s := d.head(byte(nJobStates), true)
+	d.varint() // updated
+	d.varint() // created
+	retry := d.varint()
+	return JobState(s), JobState(s) == JobQueued && retry == 0, d.err
+}
+
 // decodeKey decodes a key value into r (r.FP is set by the caller).
 func decodeKey(v []byte, r *KeyRecord) error {
 	d := decoder{b: v}

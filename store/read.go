@@ -121,6 +121,12 @@ type Stats struct {
 	// and the id of the first of those (0: none).
 	KeysQueuedLeft, JobsQueuedLeft int
 	FirstJobLeft                   uint64
+	// KeysUnread: the key records were not read at all (SkipKeys), and
+	// are counted in none of the above.
+	KeysUnread bool
+	// PlainAbove is the highest id of a job record seen (read or left
+	// out) that is not queued with no retry time (Counts.PlainAbove).
+	PlainAbove uint64
 }
 
 // Keys is the number of key records.
@@ -212,6 +218,14 @@ type RecoverOptions struct {
 	// (Stats.JobsQueuedLeft, Stats.FirstJobLeft): ReadQueuedJobs reads them
 	// later.
 	MaxQueuedJobs int
+	// SkipKeys leaves out every key record without reading any (Stats
+	// counts none of them: the caller knows them from Counts).
+	SkipKeys bool
+	// Counts, with MaxQueuedJobs, are the store's counts (Counts): once
+	// MaxQueuedJobs queued job records are read and the job ids pass
+	// Counts.PlainAbove, every job record left is queued, so they are
+	// counted from Counts.LastJob without reading them.
+	Counts *Counts
 }
 
 // RecoverWith is Recover leaving out the records o skips.
@@ -229,6 +243,16 @@ func (s *Store) RecoverWith(o RecoverOptions, fn func(Record) error) (Stats, err
 	var rec Record
 	for valid := it.First(); valid; valid = it.Next() {
 		k := it.Key()
+		if k[0] == pfxKey && o.SkipKeys {
+			st.KeysUnread = true
+			if valid = it.SeekGE([]byte{pfxJob}); !valid {
+				break
+			}
+			k = it.Key()
+		}
+		if k[0] == pfxJob && s.countRest(&o, k, &st) {
+			break
+		}
 		v, verr := it.ValueAndErr()
 		if verr != nil {
 			err = fmt.Errorf("store %s: recover: read %x: %w", s.where(), k, corrupt(verr))
@@ -247,6 +271,9 @@ func (s *Store) RecoverWith(o RecoverOptions, fn func(Record) error) (Stats, err
 			break
 		}
 		st.count(&rec)
+		if rec.Kind == KindJob && (rec.Job.State != JobQueued || !rec.Job.RetryAt.IsZero()) {
+			st.PlainAbove = max(st.PlainAbove, rec.Job.ID)
+		}
 		if err = fn(rec); err != nil {
 			err = fmt.Errorf("store %s: recover stopped at %s record %x: %w", s.where(), rec.Kind, k, err)
 			break
@@ -257,6 +284,26 @@ func (s *Store) RecoverWith(o RecoverOptions, fn func(Record) error) (Stats, err
 	}
 	st.Elapsed = time.Since(start)
 	return st, err
+}
+
+// countRest reports whether the job records from k on are all queued and
+// left out (RecoverOptions.Counts), counting them in st when they are.
+func (s *Store) countRest(o *RecoverOptions, k []byte, st *Stats) bool {
+	c := o.Counts
+	if c == nil || o.MaxQueuedJobs <= 0 || st.JobsQueued < o.MaxQueuedJobs || len(k) != 9 {
+		return false
+	}
+	j := binary.BigEndian.Uint64(k[1:])
+	if j <= c.PlainAbove || j > c.LastJob {
+		return false // read on: a record beyond the last job is reported as bad
+	}
+	n := int(c.LastJob - j + 1)
+	if st.JobsQueuedLeft == 0 {
+		st.FirstJobLeft = j
+	}
+	st.JobsQueuedLeft += n
+	st.JobsQueued += n
+	return true
 }
 
 // skipped reports whether o leaves out the record at k, counting it in st
@@ -285,16 +332,22 @@ func (s *Store) skipped(o *RecoverOptions, k, v []byte, st *Stats) (bool, error)
 		}
 	}
 	if k[0] == pfxJob && (o.SkipFinishedJobs || o.MaxQueuedJobs > 0) {
-		js, _, err := jobHead(v)
+		js, plain, err := jobPlain(v)
 		if err != nil {
 			return false, s.badRecord(KindJob, k, err)
 		}
 		switch {
 		case o.SkipFinishedJobs && (js == JobDone || js == JobFailed):
 			st.count(&Record{Kind: KindJob, Job: JobRecord{State: js}})
+			if len(k) == 9 {
+				st.PlainAbove = max(st.PlainAbove, binary.BigEndian.Uint64(k[1:]))
+			}
 			return true, nil
 		case o.MaxQueuedJobs > 0 && js == JobQueued && st.JobsQueued >= o.MaxQueuedJobs:
 			st.count(&Record{Kind: KindJob, Job: JobRecord{State: js}})
+			if !plain && len(k) == 9 {
+				st.PlainAbove = max(st.PlainAbove, binary.BigEndian.Uint64(k[1:]))
+			}
 			if st.JobsQueuedLeft == 0 && len(k) == 9 {
 				st.FirstJobLeft = binary.BigEndian.Uint64(k[1:])
 			}

@@ -304,7 +304,7 @@ func TestStatsCountByState(t *testing.T) {
 	_, st := recoverAll(t, s)
 	st.Elapsed = 0
 	want := Stats{Meta: 1, KeysQueued: 2, KeysDone: 1, KeysFailed: 1,
-		JobsQueued: 1, JobsDispatched: 2, JobsBackoff: 1, JobsDone: 1, JobsFailed: 1}
+		JobsQueued: 1, JobsDispatched: 2, JobsBackoff: 1, JobsDone: 1, JobsFailed: 1, PlainAbove: 6}
 	if st != want {
 		t.Errorf("Stats = %+v, want %+v", st, want)
 	}

@@ -222,6 +222,17 @@ func (l *Ledger) RestoreStored(n int) error {
 	return nil
 }
 
+// AdjustStored corrects the number of done records counted as in the
+// store only by n (negative: fewer; never below none), for a caller that
+// restored it from a count and found the store holding another number
+// (its sweeper deleted expired records after the count was written). An
+// unbounded ledger ignores it.
+func (l *Ledger) AdjustStored(n int) {
+	if c := l.done.c; c != nil {
+		c.stored = max(c.stored+n, 0)
+	}
+}
+
 // StoredExpired takes note that the store deleted these done and failed
 // key records (their TTL ran out): those the ledger does not hold in memory
 // were counted as stored only, for Counts.Done, and no longer are. (Those

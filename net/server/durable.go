@@ -83,6 +83,14 @@ type durable struct {
 	job     store.JobRecord // addWrite's scratch
 	ring    chan struct{}   // the store got further (a buffer of one)
 
+	// The counts persisted with each batch (store.Counts, persist): the
+	// job id above which every job record is queued with no retry time,
+	// and whether the next step writes them even without writes of its
+	// own (the first after a restore).
+	plainAbove uint64
+	countsDue  bool
+	rebuild    keyRebuild // the stored-key filter read after the restore (storedkeys.go)
+
 	// Which jobs' records are not yet durable (leavesNow): the latest
 	// batch holding a record of each, the job ids of each batch not yet
 	// released, and the highest job id created by an applied batch and by

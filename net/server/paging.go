@@ -208,6 +208,7 @@ func (s *Server) pageIn(now time.Time) {
 	if p == nil {
 		return
 	}
+	s.takeStoredKeys() // storedkeys.go
 	p.mu.Lock()
 	ld := p.delivered
 	p.delivered = nil
@@ -247,6 +248,7 @@ func (s *Server) startPager() (stop func()) {
 	if p == nil {
 		return func() {}
 	}
+	stopRebuild := s.startRebuild() // storedkeys.go
 	st, ring := s.dur.st, s.dur.ring
 	quit, exited := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -272,16 +274,35 @@ func (s *Server) startPager() (stop func()) {
 			}
 		}
 	}()
-	return func() { close(quit); <-exited }
+	return func() { close(quit); <-exited; stopRebuild() }
 }
 
 // restoreResident is restore keeping at most limit queued jobs in memory:
 // the others, and every queued key, stay in the store (counted), and the
-// keys of the jobs restored are read back one by one.
-func restoreResident(c *coord.Coordinator, st *store.Store, now func() time.Time, p *pager) (coord.RestoreStats, store.Stats, error) {
+// keys of the jobs restored are read back in one sorted pass. With the
+// counts the last run kept (store.Counts) it reads no job record past the
+// first limit queued ones (and the last in another state), and with a
+// bounded done set also no key record but those: a restart does not
+// depend on the size of the queue. The stored-key filter is then rebuilt
+// after it, while the coordinator serves (storedkeys.go; rebuild set).
+func restoreResident(c *coord.Coordinator, st *store.Store, now func() time.Time, p *pager, rebuild *atomic.Bool) (coord.RestoreStats, store.Stats, error) {
 	bounded := c.Config().Ledger.DoneCache > 0
+	cnt, counted, err := st.Counts()
+	if err != nil {
+		return coord.RestoreStats{}, store.Stats{}, fmt.Errorf("restore from the store: %w", err)
+	}
+	o := store.RecoverOptions{SkipDoneKeys: bounded, SkipQueuedKeys: true, MaxQueuedJobs: p.limit, SkippedKey: c.RestoreStoredKey}
+	if counted {
+		o.Counts = &cnt // no job record past the first limit queued ones (and the last in another state)
+	}
+	fast := counted && bounded // no key record either: done keys are looked up on demand
+	if fast {
+		o.SkipKeys, o.SkippedKey = true, nil
+		c.RestoreUnfiltered()
+		rebuild.Store(true)
+	}
 	var live []id.Fingerprint // keys of the jobs restored that are not finished
-	sst, err := st.RecoverWith(store.RecoverOptions{SkipDoneKeys: bounded, SkipQueuedKeys: true, MaxQueuedJobs: p.limit, SkippedKey: c.RestoreStoredKey}, func(r store.Record) error {
+	sst, err := st.RecoverWith(o, func(r store.Record) error {
 		rec, err := fromStore(&r)
 		if err != nil {
 			return err
@@ -306,11 +327,16 @@ func restoreResident(c *coord.Coordinator, st *store.Store, now func() time.Time
 			return err
 		})
 	}
+	keysLeft := sst.KeysQueuedLeft
+	if fast {
+		sst.KeysDone, keysLeft = int(cnt.KeysDone), int(cnt.KeysQueued)
+		sst.PlainAbove = max(sst.PlainAbove, cnt.PlainAbove)
+	}
 	if err == nil && bounded {
 		err = c.RestoreStored(sst.KeysDone, sst.KeysFailed)
 	}
 	if err == nil {
-		err = c.RestorePaged(sst.JobsQueuedLeft, max(sst.KeysQueuedLeft-back, 0))
+		err = c.RestorePaged(sst.JobsQueuedLeft, max(keysLeft-back, 0))
 	}
 	if err != nil {
 		return coord.RestoreStats{}, sst, fmt.Errorf("restore from the store: %w", err)

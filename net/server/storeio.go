@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"drover/coord"
+	"drover/coord/broker"
 	"drover/coord/id"
 	"drover/net/wire"
 	"drover/store"
@@ -34,7 +35,7 @@ func openDurable(c *coord.Coordinator, opts Options, pg *pager) (*durable, error
 	}
 	var err error
 	if pg != nil {
-		d.restored, d.stats, err = restoreResident(c, opts.Store, opts.Clock.Now, pg) // paging.go
+		d.restored, d.stats, err = restoreResident(c, opts.Store, opts.Clock.Now, pg, &d.rebuild.active) // paging.go
 	} else {
 		d.restored, d.stats, err = restore(c, opts.Store, opts.Clock.Now) // records.go
 	}
@@ -42,6 +43,7 @@ func openDurable(c *coord.Coordinator, opts Options, pg *pager) (*durable, error
 		return nil, err
 	}
 	d.lastID, d.durableID = d.restored.LastJob, d.restored.LastJob
+	d.plainAbove, d.countsDue = d.stats.PlainAbove, true
 	return d, nil
 }
 
@@ -58,7 +60,7 @@ func (s *Server) persist(writes []coord.Record) {
 	if d == nil || d.failed != nil {
 		return
 	}
-	if len(writes) > 0 || s.res.pending() || s.crawls.pending() || s.memo.pending() || s.rob.pending() {
+	if len(writes) > 0 || d.countsDue || s.res.pending() || s.crawls.pending() || s.memo.pending() || s.rob.pending() {
 		if err := checkWrites(writes); err != nil {
 			// Nothing of the step is written: fail as the store would.
 			d.mu.Lock()
@@ -80,6 +82,7 @@ func (s *Server) persist(writes []coord.Record) {
 		// The batch has copied the records: the scratch keeps none of the
 		// last job's headers, payload or error texts alive until the next.
 		d.job = store.JobRecord{History: reuse(d.job.History)}
+		s.countsInto(b, writes)
 		s.res.into(b)    // results.go: durable with their jobs' states
 		s.crawls.into(b) // crawls.go: page counts durable with the dispatches
 		s.memo.into(b)   // submitmemo.go: what the step's SUBMITTEDs say
@@ -113,6 +116,21 @@ func (s *Server) persist(writes []coord.Record) {
 	d.waiting = append(d.waiting, d.step...)
 	clear(d.step)
 	d.step = d.step[:0]
+}
+
+// countsInto adds the counts of the records the store holds after batch
+// b, writes being the step's records in it (store.Counts): a restart
+// takes them instead of reading every record.
+func (s *Server) countsInto(b *store.Batch, writes []coord.Record) {
+	d := s.dur
+	for i := range writes {
+		if w := &writes[i]; w.Kind == coord.RecordJob && (w.Job.State != broker.Queued || !w.Job.RetryAt.IsZero()) {
+			d.plainAbove = max(d.plainAbove, uint64(w.Job.ID))
+		}
+	}
+	q, done := s.c.StoreCounts()
+	_ = b.PutCounts(store.Counts{KeysQueued: uint64(q), KeysDone: uint64(done), LastJob: uint64(s.c.LastJob()), PlainAbove: d.plainAbove})
+	d.countsDue = false
 }
 
 // release sends the held acknowledgements whose batches are durable. It
@@ -203,7 +221,11 @@ func (s *Server) startSweeper() (stop func()) {
 	if s.bounded() {
 		onKeys = s.dur.noteExpired
 	}
+	rebuilding := &s.dur.rebuild.active
 	return s.repeat(every, false, func() {
+		if rebuilding.Load() {
+			return // storedkeys.go: its counts must not see a deletion twice
+		}
 		n, err := st.SweepKeys(clk.Now(), led.DoneTTL, led.FailedTTL, onKeys)
 		switch {
 		case err != nil:
