@@ -42,7 +42,9 @@ older ones are looked up in the store when asked for, and a restart does not
 read them back.
 Likewise only the oldest --store-resident-jobs queued jobs (store.resident_jobs)
 are held in memory: the others stay in the store and are paged in, in queue
-order, before the ones in memory run out; a restart reads back only those.
+order, before the ones in memory run out; a restart reads back the counts every
+write records and the oldest queued jobs only, so it answers status with the
+exact totals in seconds whatever the size of the queue.
 With --store memory serve keeps everything in memory instead (lost on exit).
 A store that is locked by another process, corrupt or
 unreadable is an error with a non-zero exit, never a fresh start.

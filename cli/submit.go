@@ -48,7 +48,10 @@ than 8192 bytes, or holding a control character) is reported with its line
 number and skipped; with --strict, any such line makes the command submit
 nothing at all (the input is checked before anything is sent). Exit status 0
 when every URL was accepted or a duplicate, 1 when some were skipped or
-rejected (each named on stderr), 2 for bad flags.
+rejected (each named on stderr), 2 for bad flags. Large inputs go in batches,
+several in flight; submit waits for each batch's reply at most --timeout (1m),
+counted from the reply before it, so an input of any size fails only when the
+coordinator makes no progress for that long.
 
 --scope, --max-depth and --max-pages define the crawl named --crawler on the
 coordinator first (over its admin endpoint, --admin): the definition is stored
@@ -123,11 +126,17 @@ of their own instead of the coordinator's results.max_age and results.max_bytes.
 				return usageError("--timeout %v: want a positive duration", timeout)
 			}
 			ep := connectOr(cmd, cfg.Peers.Listen)
-			dctx, cancelDial := context.WithTimeout(ctx, timeout)
+			// The connection is answered at once by a coordinator that runs:
+			// it waits the client's default unless --timeout says otherwise.
+			dialWait := timeout
+			if !cmd.Flags().Changed("timeout") {
+				dialWait = client.DefaultTimeout
+			}
+			dctx, cancelDial := context.WithTimeout(ctx, dialWait)
 			c, err := client.Dial(dctx, client.Options{Connect: ep, Security: sec, Timeout: timeout})
 			cancelDial()
 			if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				return fmt.Errorf("submit: the coordinator at %s did not answer within %v (is drover serve running there? --connect names another): %w", ep, timeout, err)
+				return fmt.Errorf("submit: the coordinator at %s did not answer within %v (is drover serve running there? --connect names another): %w", ep, dialWait, err)
 			}
 			if err != nil {
 				return fmt.Errorf("submit: %w", err)
@@ -179,12 +188,19 @@ of their own instead of the coordinator's results.max_age and results.max_bytes.
 	fs.IntVar(&def.MaxPages, "max-pages", 0, "define the crawl: page budget, at most this many of its jobs dispatched fleet-wide; 0: none")
 	fs.DurationVar(&resultsAge, "results-max-age", 0, "define the crawl: its results are deleted this long after they finished; 0: the coordinator's results.max_age")
 	fs.StringVar(&resultsBytes, "results-max-bytes", "0", "define the crawl: its oldest results are deleted while its results take more (e.g. 500MiB); 0: the coordinator's results.max_bytes")
-	fs.DurationVar(&timeout, "timeout", client.DefaultTimeout, "how long to wait for each of the coordinator's replies (one batch of URLs, as many as the coordinator's limits allow) before giving up")
+	fs.DurationVar(&timeout, "timeout", submitTimeout, "how long to wait for each of the coordinator's replies (one batch of URLs, as many as the coordinator's limits allow), counted from the reply before it: a submit of any size gives up only when the coordinator makes no progress for this long; also the wait for the connection (10s unless given)")
 	fs.BoolVar(&strict, "strict", false, "submit nothing if any input line is bad (checked before anything is sent)")
 	fs.BoolVar(&seed, "seed", true, "no effect (seeds need no payload since crawl definitions)")
 	must(fs.MarkDeprecated("seed", "crawl jobs need no payload: a worker takes one without as a seed"))
 	return cmd
 }
+
+// submitTimeout is submit's default --timeout. The batches of a large
+// input are pipelined, and the reply to each comes once the coordinator's
+// step that took it in is durable: a step of 20,000 jobs on a coordinator
+// getting a few per cent of a core (a loaded machine, a store compacting)
+// outlasted 10 s, and a 2,000,000-line submit failed half-way.
+const submitTimeout = time.Minute
 
 // defineCrawl stores the crawl's definition on the coordinator (ACTION
 // define-crawl on its admin endpoint, --admin).

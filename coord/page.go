@@ -176,6 +176,25 @@ func (c *Coordinator) StoredKeysNoted(queued, done int) {
 	c.mem.AdjustStored(done)
 }
 
+// ForgetRestoredKey takes back a queued key a restore took from its job's
+// record (RestoreRecord, the edge not reading key records) when the store
+// holds another state for it (the key was marked done while its job
+// waited): it leaves memory, to be looked up in the store like any key
+// left there, and counts as queued in the store no more than before (the
+// edge counted it among the keys it restored). It reports whether the
+// ledger held fp as queued.
+func (c *Coordinator) ForgetRestoredKey(now time.Time, fp id.Fingerprint) bool {
+	if c.mem == nil {
+		return false
+	}
+	if r, ok := c.led.Lookup(now, fp); !ok || r.State != ledger.Queued {
+		return false
+	}
+	c.led.Restore(ledger.Write{Op: ledger.Delete, FP: fp, At: now})
+	c.pagedKeys++
+	return true
+}
+
 // StoreCounts are the key counts the edge persists with each batch
 // (store.Counts): the queued keys, in memory or paged out, and the done
 // and failed ones, in memory or in the store only.

@@ -118,14 +118,14 @@ type KeyScan struct {
 	CountsOK     bool
 }
 
-// ScanKeys calls fn with the fingerprints of every key record, in key
-// order, in slices of up to batch (fn may keep them), from one consistent
+// ScanKeys calls fn with the fingerprints and states of every key record,
+// in key order, in slices of up to batch (fn may keep them), from one consistent
 // view of the store, and returns the records' counts with the store's
 // Counts in the same view, so that the difference between them is exact.
 // A coordinator that restored from Counts alone rebuilds its filter of
 // stored keys with it in the background. It stops early, returning
 // ErrClosed, once stop is closed.
-func (s *Store) ScanKeys(stop <-chan struct{}, batch int, fn func(fps []id.Fingerprint) error) (KeyScan, error) {
+func (s *Store) ScanKeys(stop <-chan struct{}, batch int, fn func(fps []id.Fingerprint, states []KeyState) error) (KeyScan, error) {
 	var ks KeyScan
 	if err := s.enter(); err != nil {
 		return ks, err
@@ -147,7 +147,7 @@ func (s *Store) ScanKeys(stop <-chan struct{}, batch int, fn func(fps []id.Finge
 			ks.Counts, ks.CountsOK = c, true
 		}
 	}
-	fps := make([]id.Fingerprint, 0, batch)
+	fps, states := make([]id.Fingerprint, 0, batch), make([]KeyState, 0, batch)
 	for valid := err == nil && it.SeekGE([]byte{pfxKey}); valid; valid = it.Next() {
 		k := it.Key()
 		if len(k) != 17 {
@@ -169,12 +169,12 @@ func (s *Store) ScanKeys(stop <-chan struct{}, batch int, fn func(fps []id.Finge
 		} else {
 			ks.Done++
 		}
-		fps = append(fps, id.Fingerprint(k[1:]))
+		fps, states = append(fps, id.Fingerprint(k[1:])), append(states, st)
 		if len(fps) == batch {
-			if err = fn(fps); err != nil {
+			if err = fn(fps, states); err != nil {
 				break
 			}
-			fps = make([]id.Fingerprint, 0, batch)
+			fps, states = make([]id.Fingerprint, 0, batch), make([]KeyState, 0, batch)
 			select {
 			case <-stop:
 				err = ErrClosed
@@ -186,7 +186,7 @@ func (s *Store) ScanKeys(stop <-chan struct{}, batch int, fn func(fps []id.Finge
 		}
 	}
 	if err == nil && len(fps) > 0 {
-		err = fn(fps)
+		err = fn(fps, states)
 	}
 	if cerr := it.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("store %s: scan keys: %w", s.where(), corrupt(cerr))

@@ -158,11 +158,15 @@ func TestScanKeys(t *testing.T) {
 		return errors.Join(errs...)
 	})
 	var got []id.Fingerprint
-	ks, err := s.ScanKeys(nil, 64, func(fps []id.Fingerprint) error {
-		if len(fps) > 64 {
-			t.Errorf("a slice of %d, want at most 64", len(fps))
+	states := map[id.Fingerprint]KeyState{}
+	ks, err := s.ScanKeys(nil, 64, func(fps []id.Fingerprint, sts []KeyState) error {
+		if len(fps) > 64 || len(sts) != len(fps) {
+			t.Errorf("a slice of %d fingerprints and %d states, want at most 64 of each", len(fps), len(sts))
 		}
 		got = append(got, fps...)
+		for i, fp := range fps {
+			states[fp] = sts[i]
+		}
 		return nil
 	})
 	if err != nil {
@@ -172,13 +176,18 @@ func TestScanKeys(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("ScanKeys passed %d fingerprints, want the %d key records in key order", len(got), len(want))
 	}
+	for i := range 1000 {
+		if st := states[testFP(i)]; st != KeyState(1+i%3) {
+			t.Errorf("key %d: state %v, want %v", i, st, KeyState(1+i%3))
+		}
+	}
 	if ks.Queued != queued || ks.Done != done || !ks.CountsOK || ks.Counts != (Counts{KeysQueued: 5, KeysDone: 6, LastJob: 1}) {
 		t.Errorf("ScanKeys = %+v, want %d queued, %d done and the counts written", ks, queued, done)
 	}
 	stop := make(chan struct{})
 	close(stop)
 	calls := 0
-	if _, err := s.ScanKeys(stop, 10, func([]id.Fingerprint) error { calls++; return nil }); !errors.Is(err, ErrClosed) || calls != 1 {
+	if _, err := s.ScanKeys(stop, 10, func([]id.Fingerprint, []KeyState) error { calls++; return nil }); !errors.Is(err, ErrClosed) || calls != 1 {
 		t.Errorf("ScanKeys stopped: err %v after %d slices, want ErrClosed after 1", err, calls)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"drover/coord"
 	"drover/coord/broker"
 	"drover/coord/id"
+	"drover/coord/ledger"
 	"drover/store"
 )
 
@@ -30,13 +31,16 @@ import (
 //     cursor, and the reactor pages them in, in id order, while the jobs
 //     still in memory keep the workers busy: dispatch never waits for the
 //     disk.
-//   - Restart: the store's recovery keeps the oldest N queued jobs and
-//     leaves the others and every queued key in the store (only counted),
-//     so a restart reads back what is active, not what is known; the read
-//     cursor starts before the first job left.
+//   - Restart: the store's recovery keeps the oldest queued jobs and
+//     leaves the others and every queued key in the store, counted from
+//     the counts every batch records (storeio.go's countsInto), so a
+//     restart reads back what is active, not what is known; the read
+//     cursor starts before the first job left, and the key filter is
+//     rebuilt while the coordinator serves (storedkeys.go).
 //   - Dedup: a key paged out is looked up in the store when asked for, by
 //     the lookup goroutine (lookup.go), and given back to the ledger as
-//     queued (giveBack).
+//     queued (giveBack). The loader reads the keys of the jobs it pages in
+//     too: a key marked done while its job was out stays done.
 
 // pager is the reactor's paging state.
 type pager struct {
@@ -73,7 +77,13 @@ type pageReq struct {
 type pageLoad struct {
 	after, last uint64
 	recs        []coord.JobRecord
-	err         error
+	// The store's records of the jobs' keys, given back to the
+	// coordinator before the jobs: PageIn would take a key it does not
+	// know for queued since the job's creation, and one marked done
+	// meanwhile, or queued at another time, is not.
+	queued []coord.QueuedKey
+	done   []coord.KnownKey
+	err    error
 }
 
 // pageStats count the paging since start (read from any goroutine).
@@ -219,6 +229,8 @@ func (s *Server) pageIn(now time.Time) {
 			s.log.Error("page queued jobs in from the store", "err", ld.err, "after", ld.after)
 			p.retryAt = now.Add(time.Second)
 		} else {
+			s.c.KnownDone(ld.done)
+			s.c.KnownQueued(ld.queued)
 			n, err := s.c.PageIn(now, ld.recs)
 			p.stats.in.Add(uint64(n))
 			if err != nil {
@@ -240,6 +252,13 @@ func (s *Server) pageIn(now time.Time) {
 	p.loading = true
 	p.stats.reads.Add(1)
 	p.req <- pageReq{after: p.cursor, max: min(p.limit-res, paged)}
+}
+
+// liveKey is the key of a job a restore kept in memory, from its record.
+type liveKey struct {
+	fp  id.Fingerprint
+	key id.Key
+	at  time.Time
 }
 
 // startPager starts the loader goroutine; stop ends it.
@@ -265,6 +284,9 @@ func (s *Server) startPager() (stop func()) {
 				ld.recs = append(ld.recs, fromStoreJob(j))
 				return nil
 			})
+			if ld.err == nil {
+				ld.err = readPagedKeys(st, ld)
+			}
 			p.mu.Lock()
 			p.delivered = ld
 			p.mu.Unlock()
@@ -277,15 +299,41 @@ func (s *Server) startPager() (stop func()) {
 	return func() { close(quit); <-exited; stopRebuild() }
 }
 
+// readPagedKeys reads the key records of the jobs of ld, in one sorted
+// pass, into ld.queued and ld.done (the loader goroutine).
+func readPagedKeys(st *store.Store, ld *pageLoad) error {
+	fps := make([]id.Fingerprint, len(ld.recs))
+	for i := range ld.recs {
+		fps[i] = ld.recs[i].FP
+	}
+	slices.SortFunc(fps, func(a, b id.Fingerprint) int { return bytes.Compare(a[:], b[:]) })
+	fps = slices.Compact(fps)
+	return st.GetKeys(fps, func(k *store.KeyRecord) error {
+		switch k.State {
+		case store.KeyQueued:
+			ld.queued = append(ld.queued, coord.QueuedKey{FP: k.FP, Key: k.Key, At: k.At})
+		case store.KeyDone, store.KeyFailed:
+			ld.done = append(ld.done, coord.KnownKey{FP: k.FP, At: k.At, Failed: k.State == store.KeyFailed})
+		}
+		return nil
+	})
+}
+
 // restoreResident is restore keeping at most limit queued jobs in memory:
 // the others, and every queued key, stay in the store (counted), and the
-// keys of the jobs restored are read back in one sorted pass. With the
-// counts the last run kept (store.Counts) it reads no job record past the
-// first limit queued ones (and the last in another state), and with a
-// bounded done set also no key record but those: a restart does not
-// depend on the size of the queue. The stored-key filter is then rebuilt
-// after it, while the coordinator serves (storedkeys.go; rebuild set).
-func restoreResident(c *coord.Coordinator, st *store.Store, now func() time.Time, p *pager, rebuild *atomic.Bool) (coord.RestoreStats, store.Stats, error) {
+// keys of the jobs restored come back with them. With the counts the last
+// run kept (store.Counts) it reads no job record past the first limit
+// queued ones (and the last in another state), and with a bounded done
+// set no key record at all: the keys of the jobs restored are taken from
+// their job records, as PageIn takes them, and the stored-key filter is
+// rebuilt after the restore while the coordinator serves (storedkeys.go,
+// which also corrects the rare key done while its job was not); it keeps
+// only one page-in's worth of the queued jobs, the pager reading the rest
+// up to the limit after it. A restart then depends neither on the size of
+// the queue nor on the limit. Without the counts the key records are read
+// (the queued ones only counted, the keys of the jobs restored in one
+// sorted pass).
+func restoreResident(c *coord.Coordinator, st *store.Store, now func() time.Time, p *pager, rb *keyRebuild) (coord.RestoreStats, store.Stats, error) {
 	bounded := c.Config().Ledger.DoneCache > 0
 	cnt, counted, err := st.Counts()
 	if err != nil {
@@ -297,25 +345,48 @@ func restoreResident(c *coord.Coordinator, st *store.Store, now func() time.Time
 	}
 	fast := counted && bounded // no key record either: done keys are looked up on demand
 	if fast {
+		// One read's worth of queued jobs: the pager reads the rest up to
+		// the limit once the coordinator serves (pageIn), as it does when
+		// workers take them.
+		o.MaxQueuedJobs = min(p.limit, p.batch)
 		o.SkipKeys, o.SkippedKey = true, nil
 		c.RestoreUnfiltered()
-		rebuild.Store(true)
+		rb.active.Store(true)
 	}
-	var live []id.Fingerprint // keys of the jobs restored that are not finished
+	var live []liveKey // keys of the jobs restored that are not finished
 	sst, err := st.RecoverWith(o, func(r store.Record) error {
 		rec, err := fromStore(&r)
 		if err != nil {
 			return err
 		}
-		if rec.Kind == coord.RecordJob && rec.Job.State != broker.Done && rec.Job.State != broker.Failed {
-			live = append(live, rec.Job.FP)
+		if j := &rec.Job; rec.Kind == coord.RecordJob && j.State != broker.Done && j.State != broker.Failed {
+			live = append(live, liveKey{fp: j.FP, key: j.Key, at: j.Created})
 		}
 		return c.RestoreRecord(rec)
 	})
+	slices.SortFunc(live, func(a, b liveKey) int { return bytes.Compare(a.fp[:], b.fp[:]) })
+	live = slices.CompactFunc(live, func(a, b liveKey) bool { return a.fp == b.fp })
 	back := 0
-	if err == nil {
-		slices.SortFunc(live, func(a, b id.Fingerprint) int { return bytes.Compare(a[:], b[:]) })
-		err = st.GetKeys(live, func(k *store.KeyRecord) error {
+	switch {
+	case err != nil:
+	case fast:
+		rb.restored = make([]id.Fingerprint, len(live))
+		for i, k := range live {
+			rb.restored[i] = k.fp
+			if k.at.IsZero() {
+				k.at = now() // a record without its creation time: queued now, as far as anyone knows
+			}
+			if err = c.RestoreRecord(coord.Record{Kind: coord.RecordKey, Key: ledger.Write{Op: ledger.PutQueued, FP: k.fp, Key: k.key, At: k.at}}); err != nil {
+				break
+			}
+			back++
+		}
+	default:
+		fps := make([]id.Fingerprint, len(live))
+		for i, k := range live {
+			fps[i] = k.fp
+		}
+		err = st.GetKeys(fps, func(k *store.KeyRecord) error {
 			if k.State != store.KeyQueued {
 				return nil
 			}

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,14 +30,26 @@ type keyRebuild struct {
 	active atomic.Bool // from the restore until the reactor took the end
 	began  time.Time
 
+	// restored are the keys the restore took from the records of the jobs
+	// it kept, sorted: one the store holds in another state than queued
+	// is taken back (ForgetRestoredKey).
+	restored []id.Fingerprint
+	forgot   int // how many (reactor only)
+
 	mu   sync.Mutex
-	fps  [][]id.Fingerprint // read, not yet noted
-	done bool               // the read ended (err, scan)
+	fps  []scanned // read, not yet noted
+	done bool      // the read ended (err, scan)
 	scan store.KeyScan
 	err  error
 	n    int // keys noted so far (reactor only)
 
 	hold chan struct{} // tests: the reader starts once it is closed
+}
+
+// scanned is a slice of key records read, fingerprints and states.
+type scanned struct {
+	fps    []id.Fingerprint
+	states []store.KeyState
 }
 
 // rebuildBatch is how many fingerprints the reader hands over at a time.
@@ -65,9 +79,9 @@ func (s *Server) startRebuild() (stop func()) {
 			case <-quit:
 			}
 		}
-		scan, err := st.ScanKeys(quit, rebuildBatch, func(fps []id.Fingerprint) error {
+		scan, err := st.ScanKeys(quit, rebuildBatch, func(fps []id.Fingerprint, states []store.KeyState) error {
 			rb.mu.Lock()
-			rb.fps = append(rb.fps, fps)
+			rb.fps = append(rb.fps, scanned{fps, states})
 			rb.mu.Unlock()
 			wake()
 			return nil
@@ -92,9 +106,18 @@ func (s *Server) takeStoredKeys() {
 	batches, done, scan, err := rb.fps, rb.done, rb.scan, rb.err
 	rb.fps = nil
 	rb.mu.Unlock()
-	for _, fps := range batches {
-		s.c.NoteStoredKeys(fps)
-		rb.n += len(fps)
+	now := s.now()
+	for _, b := range batches {
+		s.c.NoteStoredKeys(b.fps)
+		rb.n += len(b.fps)
+		for i, fp := range b.fps {
+			if b.states[i] == store.KeyQueued {
+				continue
+			}
+			if _, ok := slices.BinarySearchFunc(rb.restored, fp, func(a, b id.Fingerprint) int { return bytes.Compare(a[:], b[:]) }); ok && s.c.ForgetRestoredKey(now, fp) {
+				rb.forgot++
+			}
+		}
 	}
 	if !done {
 		return
@@ -103,6 +126,7 @@ func (s *Server) takeStoredKeys() {
 		// Every unknown key is still looked up: exact, only slower.
 		s.log.Error("read the store's keys for the stored-key filter: every new key is looked up in the store until a restart", "err", err, "keys", rb.n)
 		rb.active.Store(false)
+		rb.restored = nil
 		return
 	}
 	var dq, dd int
@@ -112,10 +136,11 @@ func (s *Server) takeStoredKeys() {
 	}
 	s.c.StoredKeysNoted(dq, dd)
 	rb.active.Store(false)
+	rb.restored = nil
 	log := s.log.Info
 	if dq != 0 {
 		log = s.log.Warn // the counts kept with the batches were wrong
 	}
 	log("stored-key filter rebuilt", "keys", rb.n, "queued", scan.Queued, "done", scan.Done,
-		"queued_corrected", dq, "done_corrected", dd, "elapsed", time.Since(rb.began).Round(time.Millisecond))
+		"queued_corrected", dq, "done_corrected", dd, "restored_keys_done", rb.forgot, "elapsed", time.Since(rb.began).Round(time.Millisecond))
 }

@@ -65,9 +65,15 @@ func TestRestartFromCounts(t *testing.T) {
 	}
 	waitFor(t, "jobs paged out", func() bool { return s1.Paging().Out >= n-resident })
 	drain(t, s1, "w1", first)
+	// Keys marked done while their jobs wait (DONE names keys whatever
+	// their state): the jobs stay queued, one among those the restart
+	// keeps (the first queued ones), one among those paged in after it.
+	marked := []int{first + 20, first + 200}
+	p.send(&wire.Done{Req: 9000, Items: []wire.DoneItem{{Key: key(url(marked[0])), Outcome: wire.DoneOK}, {Key: key(url(marked[1])), Outcome: wire.DoneOK}}})
+	expect[*wire.Verdicts](t, p.recv())
 	before := totals(t, s1)
-	if before.Queued != n-first || before.KeysQueued != n-first || before.Done != first || before.KeysDone != first {
-		t.Fatalf("totals before the restart: %+v; want %d queued jobs and keys, %d done", before, n-first, first)
+	if before.Queued != n-first || before.KeysQueued != n-first-2 || before.Done != first || before.KeysDone != first+2 {
+		t.Fatalf("totals before the restart: %+v; want %d queued jobs, %d queued keys, %d done jobs, %d done keys", before, n-first, n-first-2, first, first+2)
 	}
 	if err := stop1(); err != nil {
 		t.Fatal(err)
@@ -103,13 +109,20 @@ func TestRestartFromCounts(t *testing.T) {
 	waitFor(t, "the stored-key filter rebuilt", func() bool { return !s2.dur.rebuild.active.Load() })
 	submit(p, 6, series(fresh, 2*fresh, newURL), wire.SubmitAccepted, "", "new keys after the rebuild")
 	submit(p, 7, series(n-again, n, url), wire.SubmitDuplicate, ledger.ReasonQueued, "paged-out keys after the rebuild")
-	p.send(&wire.Request{Req: 8, Keys: []id.Key{key(url(n - 1))}})
-	if v := expect[*wire.Verdicts](t, p.recv()).Items[0]; v.Verdict != wire.VerdictNo || v.Reason != string(ledger.ReasonQueued) {
+	waitFor(t, "the jobs paged in up to the limit", func() bool { return s2.Paging().In >= resident-resident/4 }) // the restore kept one read's worth
+	p.send(&wire.Request{Req: 8, Keys: []id.Key{key(url(n - 1)), key(url(marked[0])), key(url(marked[1]))}})
+	vs := expect[*wire.Verdicts](t, p.recv()).Items
+	if v := vs[0]; v.Verdict != wire.VerdictNo || v.Reason != string(ledger.ReasonQueued) {
 		t.Fatalf("request of a paged-out key after the rebuild: %+v, want no queued", v)
 	}
+	for i, v := range vs[1:] {
+		if v.Verdict != wire.VerdictNo || v.Reason != string(ledger.ReasonDone) {
+			t.Fatalf("request of key %d, marked done while its job waited, after the rebuild: %+v, want no done", marked[i], v)
+		}
+	}
 	tt = totals(t, s2)
-	if tt.Queued != n-first+2*fresh || tt.KeysQueued != n-first+2*fresh || tt.KeysDone != first {
-		t.Fatalf("totals after the rebuild: %+v; want %d queued jobs and keys, %d done keys", tt, n-first+2*fresh, first)
+	if tt.Queued != n-first+2*fresh || tt.KeysQueued != n-first-2+2*fresh || tt.KeysDone != first+2 {
+		t.Fatalf("totals after the rebuild: %+v; want %d queued jobs, %d queued keys, %d done keys", tt, n-first+2*fresh, n-first-2+2*fresh, first+2)
 	}
 	if err := stop2(); err != nil {
 		t.Fatal(err)

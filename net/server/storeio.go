@@ -35,7 +35,7 @@ func openDurable(c *coord.Coordinator, opts Options, pg *pager) (*durable, error
 	}
 	var err error
 	if pg != nil {
-		d.restored, d.stats, err = restoreResident(c, opts.Store, opts.Clock.Now, pg, &d.rebuild.active) // paging.go
+		d.restored, d.stats, err = restoreResident(c, opts.Store, opts.Clock.Now, pg, &d.rebuild) // paging.go
 	} else {
 		d.restored, d.stats, err = restore(c, opts.Store, opts.Clock.Now) // records.go
 	}
@@ -129,7 +129,10 @@ func (s *Server) countsInto(b *store.Batch, writes []coord.Record) {
 		}
 	}
 	q, done := s.c.StoreCounts()
-	_ = b.PutCounts(store.Counts{KeysQueued: uint64(q), KeysDone: uint64(done), LastJob: uint64(s.c.LastJob()), PlainAbove: d.plainAbove})
+	last := uint64(s.c.LastJob())
+	// PlainAbove at the last job claims nothing (a restore reads every job
+	// record): never more than that, which the store would refuse.
+	_ = b.PutCounts(store.Counts{KeysQueued: uint64(q), KeysDone: uint64(done), LastJob: last, PlainAbove: min(d.plainAbove, last)})
 	d.countsDue = false
 }
 
