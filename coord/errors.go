@@ -38,3 +38,9 @@ func (e kindError) Unwrap() []error { return []error{e.kind, e.err} }
 func errorf(kind error, format string, args ...any) error {
 	return kindError{kind: kind, err: fmt.Errorf(format, args...)}
 }
+
+// Errorf formats an error of kind (one of the sentinels above) for the
+// layers around the coordinator that answer inputs themselves (net/server's
+// own and the cluster's views), so that the one table of wire codes picks
+// their answer too; the text is format's alone.
+func Errorf(kind error, format string, args ...any) error { return errorf(kind, format, args...) }

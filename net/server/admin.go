@@ -32,9 +32,9 @@ type dialogue struct {
 }
 
 // ownQuery is the server's own answer to a view the coordinator does not
-// keep: the error comes with the ERROR code to answer. (The views the
+// keep. (The views the
 // cluster keeps are clusterQuery's.)
-func (s *Server) ownQuery(q admin.Query) (func(admin.Query) (admin.Page, wire.Code, error), bool) {
+func (s *Server) ownQuery(q admin.Query) (func(admin.Query) (admin.Page, error), bool) {
 	if q.View == admin.ViewResults {
 		return s.res.query, true // results.go
 	}
@@ -43,11 +43,11 @@ func (s *Server) ownQuery(q admin.Query) (func(admin.Query) (admin.Page, wire.Co
 
 // query answers a QUERY: the views the server keeps itself (crawls,
 // results; the cluster's are clusterQuery's), else the coordinator's
-// answer, continued into the jobs only the store holds. The error comes
-// with the ERROR code to answer.
-func (s *Server) query(now time.Time, q admin.Query) (admin.Page, wire.Code, error) {
+// answer, continued into the jobs only the store holds. An error's ERROR
+// code is errorCode's (errcodes.go).
+func (s *Server) query(now time.Time, q admin.Query) (admin.Page, error) {
 	if q.View == admin.ViewCrawls {
-		return s.queryCrawls(q), wire.CodeOK, nil // crawls.go
+		return s.queryCrawls(q), nil // crawls.go
 	}
 	if own, ok := s.ownQuery(q); ok {
 		return own(q)
@@ -56,10 +56,7 @@ func (s *Server) query(now time.Time, q admin.Query) (admin.Page, wire.Code, err
 	if err == nil {
 		page, err = s.withPaged(q, page) // pagedlist.go: on into the jobs only the store holds
 	}
-	if err != nil {
-		return page, errorCode(err), err
-	}
-	return page, wire.CodeOK, nil
+	return page, err
 }
 
 // act carries out an ACTION: a crawl's (crawls.go), a requeue that may
@@ -141,9 +138,9 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		if s.clusterQuery(ident, m.Req, m.Query) { // clusterquery.go: read off the reactor
 			return
 		}
-		page, code, err := s.query(now, m.Query)
+		page, err := s.query(now, m.Query)
 		if err != nil {
-			s.out.reject(onAdmin, ident, m.Req, code, "%v", err)
+			s.out.reject(onAdmin, ident, m.Req, errorCode(err), "%v", err)
 			return
 		}
 		s.out.toConsole(cs.ident, &wire.Page{Req: m.Req, Page: page})

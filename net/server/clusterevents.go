@@ -8,7 +8,6 @@ import (
 	"drover/admin"
 	"drover/coord"
 	"drover/filter"
-	"drover/net/wire"
 )
 
 // Events shared by several coordinators (Options.ClusterEvents, the Redis
@@ -111,10 +110,10 @@ func (s *Server) startEventWriter() (stop func()) {
 
 // readClusterEvents answers view events from the cluster's newest
 // events, read off the reactor (clusterquery.go).
-func (s *Server) readClusterEvents(q admin.Query) (clusterRead, admin.Page, wire.Code, error) {
+func (s *Server) readClusterEvents(q admin.Query) (clusterRead, admin.Page, error) {
 	page := admin.Page{View: admin.ViewEvents, Offset: q.Offset}
 	if q.Offset < 0 || q.Limit < 0 {
-		return nil, page, wire.CodeMalformed, fmt.Errorf("query events: offset %d, limit %d: want >= 0", q.Offset, q.Limit)
+		return nil, page, coord.Errorf(coord.ErrInvalid, "query events: offset %d, limit %d: want >= 0", q.Offset, q.Limit)
 	}
 	limit := q.Limit
 	if limit == 0 || limit > coord.MaxWindow {
@@ -122,13 +121,13 @@ func (s *Server) readClusterEvents(q admin.Query) (clusterRead, admin.Page, wire
 	}
 	f, err := filter.Parse(q.Filter)
 	if err != nil {
-		return nil, page, wire.CodeMalformed, fmt.Errorf("query events: %w", err)
+		return nil, page, coord.Errorf(coord.ErrInvalid, "query events: %w", err)
 	}
 	ce := s.opts.ClusterEvents
-	return func() func() (admin.Page, wire.Code, error) {
+	return func() func() (admin.Page, error) {
 		evs, err := ce.Recent(clusterEventScan)
 		if err != nil && len(evs) == 0 {
-			return done(page, wire.CodeInternal, fmt.Errorf("query events: %w", err))
+			return done(page, fmt.Errorf("query events: %w", err))
 		}
 		if q.Desc { // oldest first
 			slices.Reverse(evs)
@@ -147,6 +146,6 @@ func (s *Server) readClusterEvents(q admin.Query) (clusterRead, admin.Page, wire
 				page.Events = append(page.Events, evs[i])
 			}
 		}
-		return done(page, wire.CodeOK, nil)
-	}, page, wire.CodeOK, nil
+		return done(page, nil)
+	}, page, nil
 }

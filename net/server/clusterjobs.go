@@ -11,7 +11,6 @@ import (
 	"drover/coord"
 	"drover/coord/id"
 	"drover/filter"
-	"drover/net/wire"
 )
 
 // Job lists across coordinators (Options.ClusterJobs, the Redis Cluster
@@ -159,17 +158,17 @@ func (s *Server) noteRetries(now time.Time) {
 // this coordinator's own rows (sorted, filtered, windowed), then the rows
 // the other live coordinators published (each its first 50, next retry
 // first), filtered alike, read off the reactor (clusterquery.go).
-func (s *Server) readClusterRetries(q admin.Query) (clusterRead, admin.Page, wire.Code, error) {
+func (s *Server) readClusterRetries(q admin.Query) (clusterRead, admin.Page, error) {
 	page, err := s.c.Query(s.now(), q)
 	if err != nil {
-		return nil, page, errorCode(err), err
+		return nil, page, err
 	}
 	f, _ := filter.Parse(q.Filter) // the coordinator parsed it
 	cj := s.opts.ClusterJobs
-	return func() func() (admin.Page, wire.Code, error) {
+	return func() func() (admin.Page, error) {
 		rows, _, err := cj.Retries()
 		if err != nil {
-			return done(page, wire.CodeInternal, fmt.Errorf("query retries: the other coordinators': %w", err))
+			return done(page, fmt.Errorf("query retries: the other coordinators': %w", err))
 		}
 		rows = slices.DeleteFunc(rows, func(r admin.JobRow) bool { return !f.Job(&r) })
 		limit := q.Limit
@@ -180,8 +179,8 @@ func (s *Server) readClusterRetries(q admin.Query) (clusterRead, admin.Page, wir
 		rows = rows[co:]
 		page.Jobs = append(page.Jobs, rows[:min(len(rows), max(limit-len(page.Jobs), 0))]...)
 		page.Total += co + len(rows)
-		return done(page, wire.CodeOK, nil)
-	}, page, wire.CodeOK, nil
+		return done(page, nil)
+	}, page, nil
 }
 
 // clusterParts are the parts of the cluster's rows a filter's state
@@ -200,7 +199,7 @@ func clusterParts(f filter.Filter) string {
 // readClusterJobs answers views jobs and waiters on a Redis Cluster
 // store (above): this coordinator's rows now, the cluster's read off the
 // reactor (clusterquery.go).
-func (s *Server) readClusterJobs(q admin.Query) (clusterRead, admin.Page, wire.Code, error) {
+func (s *Server) readClusterJobs(q admin.Query) (clusterRead, admin.Page, error) {
 	now := s.now()
 	if q.View == admin.ViewWaiters {
 		return s.readClusterWaiters(now, q)
@@ -211,10 +210,10 @@ func (s *Server) readClusterJobs(q admin.Query) (clusterRead, admin.Page, wire.C
 	cj := s.opts.ClusterJobs
 	f, err := filter.Parse(q.Filter)
 	if err != nil {
-		return nil, admin.Page{}, wire.CodeMalformed, fmt.Errorf("query %s: %w", q.View, err)
+		return nil, admin.Page{}, coord.Errorf(coord.ErrInvalid, "query %s: %w", q.View, err)
 	}
 	if q.Offset < 0 || q.Limit < 0 {
-		return nil, admin.Page{}, wire.CodeMalformed, fmt.Errorf("query %s: offset %d, limit %d: want >= 0", q.View, q.Offset, q.Limit)
+		return nil, admin.Page{}, coord.Errorf(coord.ErrInvalid, "query %s: offset %d, limit %d: want >= 0", q.View, q.Offset, q.Limit)
 	}
 	limit := q.Limit
 	if limit == 0 || limit > coord.MaxWindow {
@@ -223,7 +222,7 @@ func (s *Server) readClusterJobs(q admin.Query) (clusterRead, admin.Page, wire.C
 	w := &jobsWalk{q: q, f: f, page: admin.Page{View: q.View, Offset: q.Offset}}
 	if q.After == "" {
 		if w.page, err = s.c.Query(now, q); err != nil {
-			return nil, w.page, errorCode(err), err
+			return nil, w.page, err
 		}
 		w.own = w.page.Total
 	}
@@ -239,7 +238,7 @@ func (s *Server) readClusterJobs(q admin.Query) (clusterRead, admin.Page, wire.C
 	w.want = limit - len(w.page.Jobs)
 	w.next = w.cursor
 	if w.parts == "" {
-		return nil, s.clusterJobsPage(w), wire.CodeOK, nil
+		return nil, s.clusterJobsPage(w), nil
 	}
 	// With want 0 (the page is full of own rows): only where the
 	// cluster's begin.
@@ -253,22 +252,22 @@ func (s *Server) readClusterJobs(q admin.Query) (clusterRead, admin.Page, wire.C
 		// URL's host).
 		host = func(h string) bool { return t.Terms[0].MatchValue(h) }
 	}
-	return func() func() (admin.Page, wire.Code, error) {
+	return func() func() (admin.Page, error) {
 		rows, skipped, next, err := cj.Jobs(w.cursor, w.parts, host, match, w.skip, w.want)
-		return func() (admin.Page, wire.Code, error) {
+		return func() (admin.Page, error) {
 			if err != nil {
 				if strings.Contains(err.Error(), "cursor") && q.After != "" {
-					return w.page, wire.CodeMalformed, fmt.Errorf("query %s: after: %w", q.View, err)
+					return w.page, coord.Errorf(coord.ErrInvalid, "query %s: after: %w", q.View, err)
 				}
-				return w.page, wire.CodeInternal, fmt.Errorf("query %s: the cluster's rows: %w", q.View, err)
+				return w.page, fmt.Errorf("query %s: the cluster's rows: %w", q.View, err)
 			}
 			w.rows, w.skipped, w.next = rows, skipped, next
 			if q.After == "" && next != "" && w.want > 0 {
 				s.cl.jobs.memo.add(w.memoKey, memoPoint{offset: w.base + skipped + len(rows), cursor: next, at: s.now()})
 			}
-			return s.clusterJobsPage(w), wire.CodeOK, nil
+			return s.clusterJobsPage(w), nil
 		}
-	}, w.page, wire.CodeOK, nil
+	}, w.page, nil
 }
 
 // jobsWalk is one query of the jobs view on a Redis Cluster store: its
@@ -351,27 +350,27 @@ func (s *Server) clusterCounted(parts string) int {
 // store: the coordinator's answer when it holds the job; else, for a key,
 // where its job is in the cluster (claimed by a coordinator, or in the
 // shared queue), with its waiters, read off the reactor.
-func (s *Server) readClusterJobDetail(now time.Time, q admin.Query) (clusterRead, admin.Page, wire.Code, error) {
+func (s *Server) readClusterJobDetail(now time.Time, q admin.Query) (clusterRead, admin.Page, error) {
 	page, err := s.c.Query(now, q)
 	if err == nil && len(page.Jobs) > 0 && page.Jobs[0].JobID != 0 {
-		return nil, page, wire.CodeOK, nil
+		return nil, page, nil
 	}
 	fp, perr := id.ParseFingerprint(q.Key)
 	if perr != nil {
 		if err == nil {
-			return nil, page, wire.CodeOK, nil
+			return nil, page, nil
 		}
-		return nil, page, errorCode(err), err
+		return nil, page, err
 	}
 	cj := s.opts.ClusterJobs
 	host, ok := keyHost(cj, fp, q.Filter)
 	if !ok {
 		if err == nil {
-			return nil, page, wire.CodeOK, nil
+			return nil, page, nil
 		}
-		return nil, page, errorCode(err), fmt.Errorf("%w; its host is not known to this coordinator, so the cluster was not searched: give it with the filter host=HOST (the host of the key's URL, with its port if the URL has one)", err)
+		return nil, page, fmt.Errorf("%w; its host is not known to this coordinator, so the cluster was not searched: give it with the filter host=HOST (the host of the key's URL, with its port if the URL has one)", err)
 	}
-	return func() func() (admin.Page, wire.Code, error) {
+	return func() func() (admin.Page, error) {
 		row, found, lerr := cj.Locate(fp, host)
 		var ws []admin.WaiterRow
 		var werr error
@@ -380,19 +379,19 @@ func (s *Server) readClusterJobDetail(now time.Time, q admin.Query) (clusterRead
 		}
 		switch {
 		case lerr != nil:
-			return done(page, wire.CodeInternal, fmt.Errorf("query jobs: key %s: %w", fp, lerr))
+			return done(page, fmt.Errorf("query jobs: key %s: %w", fp, lerr))
 		case !found && err != nil:
-			return done(page, errorCode(err), err)
+			return done(page, err)
 		case !found:
-			return done(page, wire.CodeOK, nil)
+			return done(page, nil)
 		}
 		if werr == nil {
 			page.Waiters = ws
 			row.Waiters = len(ws)
 		}
 		page.View, page.Jobs, page.Total = admin.ViewJobs, []admin.JobRow{row}, 1
-		return done(page, wire.CodeOK, nil)
-	}, page, wire.CodeOK, nil
+		return done(page, nil)
+	}, page, nil
 }
 
 // keyHost is the host of key fp: as this coordinator knows it, else the
@@ -412,28 +411,28 @@ func keyHost(cj ClusterJobs, fp id.Fingerprint, filterText string) (string, bool
 // coordinator's answer, with the waiters of the key read from Redis off
 // the reactor (every coordinator's sessions, named "sN on coordinator
 // C").
-func (s *Server) readClusterWaiters(now time.Time, q admin.Query) (clusterRead, admin.Page, wire.Code, error) {
+func (s *Server) readClusterWaiters(now time.Time, q admin.Query) (clusterRead, admin.Page, error) {
 	page, err := s.c.Query(now, q)
 	if err != nil || q.Key == "" {
-		return nil, page, errorCode(err), err
+		return nil, page, err
 	}
 	fp, err := id.ParseFingerprint(q.Key)
 	if err != nil {
-		return nil, page, wire.CodeMalformed, fmt.Errorf("query waiters: key %q: %w", q.Key, err)
+		return nil, page, coord.Errorf(coord.ErrInvalid, "query waiters: key %q: %w", q.Key, err)
 	}
 	cj := s.opts.ClusterJobs
 	host, ok := keyHost(cj, fp, q.Filter)
 	if !ok {
-		return nil, page, wire.CodeOK, nil
+		return nil, page, nil
 	}
 	f, _ := filter.Parse(q.Filter)  // the coordinator parsed it
 	f = f.Without(filter.FieldHost) // the key's host: every waiter's
-	return func() func() (admin.Page, wire.Code, error) {
+	return func() func() (admin.Page, error) {
 		ws, err := cj.Waiters(fp, host)
 		if err != nil {
-			return done(page, wire.CodeInternal, fmt.Errorf("query waiters: %w", err))
+			return done(page, fmt.Errorf("query waiters: %w", err))
 		}
 		coord.WindowWaiters(&page, ws, f, q)
-		return done(page, wire.CodeOK, nil)
-	}, page, wire.CodeOK, nil
+		return done(page, nil)
+	}, page, nil
 }

@@ -18,9 +18,9 @@ import (
 // console sent after it (clients match replies by request id).
 
 // clusterRead is a query's part off the reactor: its reads of the
-// cluster, handing back the reactor's part that finishes the page (the
-// error comes with the ERROR code to answer).
-type clusterRead func() (finish func() (admin.Page, wire.Code, error))
+// cluster, handing back the reactor's part that finishes the page (an
+// error's ERROR code is errorCode's).
+type clusterRead func() (finish func() (admin.Page, error))
 
 // clusterReaders is how many reads of the cluster the read lane makes at
 // once; clusterReadQueue bounds the queries waiting for one (a query
@@ -34,7 +34,7 @@ const (
 // once when it need not read after all, else off the reactor) and
 // reports whether it did; ident and req address the answer.
 func (s *Server) clusterQuery(ident []byte, req uint64, q admin.Query) bool {
-	var prep func(admin.Query) (clusterRead, admin.Page, wire.Code, error)
+	var prep func(admin.Query) (clusterRead, admin.Page, error)
 	switch {
 	case q.View == admin.ViewResults && s.opts.ClusterResults != nil && s.res != nil:
 		prep = s.readClusterResults // clusterresults.go
@@ -47,15 +47,15 @@ func (s *Server) clusterQuery(ident []byte, req uint64, q admin.Query) bool {
 	default:
 		return false
 	}
-	read, page, code, err := prep(q)
+	read, page, err := prep(q)
 	if read == nil {
-		s.answerQuery(ident, req, page, code, err)
+		s.answerQuery(ident, req, page, err)
 		return true
 	}
 	io := s.cl.reads
 	if io == nil { // before Run, in tests
-		page, code, err := read()()
-		s.answerQuery(ident, req, page, code, err)
+		page, err := read()()
+		s.answerQuery(ident, req, page, err)
 		return true
 	}
 	if io.posted >= clusterReadQueue {
@@ -66,23 +66,24 @@ func (s *Server) clusterQuery(ident []byte, req uint64, q admin.Query) bool {
 	io.put(func() func() {
 		finish := read()
 		return func() {
-			page, code, err := finish()
-			s.answerQuery(ident, req, page, code, err)
+			page, err := finish()
+			s.answerQuery(ident, req, page, err)
 		}
 	})
 	return true
 }
 
-// answerQuery sends a query's PAGE, or its ERROR when err is set.
-func (s *Server) answerQuery(ident []byte, req uint64, page admin.Page, code wire.Code, err error) {
+// answerQuery sends a query's PAGE, or its ERROR when err is set (its
+// code from the one table, errcodes.go).
+func (s *Server) answerQuery(ident []byte, req uint64, page admin.Page, err error) {
 	if err != nil {
-		s.out.reject(onAdmin, ident, req, code, "%v", err)
+		s.out.reject(onAdmin, ident, req, errorCode(err), "%v", err)
 		return
 	}
 	s.out.toConsole(ident, &wire.Page{Req: req, Page: page})
 }
 
 // done is a clusterRead's finish with a page computed off the reactor.
-func done(page admin.Page, code wire.Code, err error) func() (admin.Page, wire.Code, error) {
-	return func() (admin.Page, wire.Code, error) { return page, code, err }
+func done(page admin.Page, err error) func() (admin.Page, error) {
+	return func() (admin.Page, error) { return page, err }
 }

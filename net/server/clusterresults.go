@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"drover/admin"
-	"drover/net/wire"
 	"drover/store"
 )
 
@@ -190,10 +189,10 @@ func (s *Server) releaseHeld() {
 
 // readClusterResults answers view results from the cluster's results,
 // off the reactor (clusterquery.go).
-func (s *Server) readClusterResults(q admin.Query) (clusterRead, admin.Page, wire.Code, error) {
-	return func() func() (admin.Page, wire.Code, error) {
+func (s *Server) readClusterResults(q admin.Query) (clusterRead, admin.Page, error) {
+	return func() func() (admin.Page, error) {
 		return done(s.res.query(q)) // results.go
-	}, admin.Page{}, wire.CodeOK, nil
+	}, admin.Page{}, nil
 }
 
 // trimClusterResults applies the results' limits on the cluster: its

@@ -29,6 +29,9 @@ func TestErrorCode(t *testing.T) {
 		{fmt.Errorf("hello: %w", coord.ErrConflict), wire.CodeConflict},
 		{fmt.Errorf("drain: %w", broker.ErrWrongState), wire.CodeConflict},
 		{fmt.Errorf("something else"), wire.CodeInternal},
+		// the server's own and the cluster's views: their kinds, not codes
+		{coord.Errorf(coord.ErrInvalid, "query events: offset %d: want >= 0", -1), wire.CodeMalformed},
+		{coord.Errorf(coord.ErrNotFound, "view results: this coordinator keeps no results"), wire.CodeNotFound},
 	} {
 		if got := errorCode(tc.err); got != tc.want {
 			t.Errorf("errorCode(%v) = %v, want %v", tc.err, got, tc.want)
@@ -113,5 +116,14 @@ func TestResultsFilter(t *testing.T) {
 	}
 	if e := expect[*wire.Error](t, query("state=done")); e.Code != wire.CodeMalformed {
 		t.Errorf("results with a state term: %+v, want 400", e)
+	}
+}
+
+// coord.Errorf's text is its format's alone: the kind picks the code and
+// is not spelled in the message an operator reads.
+func TestKindErrorText(t *testing.T) {
+	err := coord.Errorf(coord.ErrInvalid, "view results: filter %q: want only crawler= and processor= terms", "host=x")
+	if want := `view results: filter "host=x": want only crawler= and processor= terms`; err.Error() != want {
+		t.Fatalf("text %q, want %q", err, want)
 	}
 }

@@ -10,9 +10,9 @@ import (
 	"unicode/utf8"
 
 	"drover/admin"
+	"drover/coord"
 	"drover/coord/broker"
 	"drover/filter"
-	"drover/net/wire"
 	"drover/store"
 )
 
@@ -289,17 +289,17 @@ func (r *resultLog) durableUpTo(done uint64) {
 // The error comes with the ERROR code to answer. On a cluster it runs off
 // the reactor (clusterresults.go): it then reads nothing the reactor
 // changes.
-func (r *resultLog) query(q admin.Query) (admin.Page, wire.Code, error) {
+func (r *resultLog) query(q admin.Query) (admin.Page, error) {
 	page := admin.Page{View: admin.ViewResults}
 	if r == nil {
-		return page, wire.CodeNotFound, fmt.Errorf("view results: this coordinator keeps no results")
+		return page, coord.Errorf(coord.ErrNotFound, "view results: this coordinator keeps no results")
 	}
 	f, err := filter.Parse(q.Filter)
 	if err != nil {
-		return page, wire.CodeMalformed, fmt.Errorf("view results: %w", err)
+		return page, coord.Errorf(coord.ErrInvalid, "view results: %w", err)
 	}
 	if other := f.Without(filter.FieldCrawler, filter.FieldProcessor); !other.Empty() {
-		return page, wire.CodeMalformed, fmt.Errorf("view results: filter %q: want only crawler= and processor= terms", other)
+		return page, coord.Errorf(coord.ErrInvalid, "view results: filter %q: want only crawler= and processor= terms", other)
 	}
 	limit := q.Limit
 	if limit == 0 {
@@ -344,12 +344,12 @@ func (r *resultLog) query(q admin.Query) (admin.Page, wire.Code, error) {
 			page.Next = max(page.Next, r.readable)
 		}
 		page.Total = len(page.Results)
-		return page, wire.CodeOK, nil
+		return page, nil
 	}
 	// In the store or on the cluster (clusterresults.go).
 	first, upTo, read, err := r.stored()
 	if err != nil {
-		return page, wire.CodeInternal, fmt.Errorf("view results: %w", err)
+		return page, fmt.Errorf("view results: %w", err)
 	}
 	page.First, page.Last = first, upTo
 	stopped := false
@@ -360,13 +360,13 @@ func (r *resultLog) query(q admin.Query) (admin.Page, wire.Code, error) {
 		return !stopped
 	})
 	if err != nil {
-		return page, wire.CodeInternal, fmt.Errorf("view results: %w", err)
+		return page, fmt.Errorf("view results: %w", err)
 	}
 	if !stopped {
 		page.Next = max(page.Next, upTo)
 	}
 	page.Total = len(page.Results)
-	return page, wire.CodeOK, nil
+	return page, nil
 }
 
 // stored are the first cursor kept, the last readable and the
