@@ -64,7 +64,9 @@ func droverMemory(ctx context.Context, bin string, n int, st memState) (memResul
 	}
 	keys := make([]id.Key, 0, memChunk)
 	var slowest time.Duration
-	defer func() { progress("memory %d %s: slowest call of %d keys %v", n, st, memChunk, slowest.Round(time.Millisecond)) }()
+	defer func() {
+		progress("memory %d %s: slowest call of %d keys %v", n, st, memChunk, slowest.Round(time.Millisecond))
+	}()
 	for lo := 0; lo < n; lo += memChunk {
 		start := time.Now()
 		keys = keys[:0]
