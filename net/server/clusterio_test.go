@@ -80,12 +80,7 @@ func TestSlowClusterDoesNotStallDispatch(t *testing.T) {
 	p := dial(t, s.PeersEndpoint())
 	p.send(&wire.Hello{Req: 1, Role: wire.RoleProducer, ID: "p1"})
 	expect[*wire.Welcome](t, p.recv())
-	var items []wire.SubmitItem
-	for i := range 3 {
-		items = append(items, wire.SubmitItem{Key: key(fmt.Sprintf("http://a.test/%d", i))})
-	}
-	p.send(&wire.Submit{Req: 2, Jobs: items})
-	expect[*wire.Submitted](t, p.recv())
+	submitNumbered(t, p, 2, "http://a.test/", 3)
 
 	// The first job's result: its add waits on the cluster.
 	job := expect[*wire.Job](t, w.recv()).Jobs[0]
@@ -244,12 +239,7 @@ func TestSlowClusterReadsDoNotStallDispatch(t *testing.T) {
 	hello(t, w, wire.RoleWorker, "w1", 1)
 	p := dial(t, s.PeersEndpoint())
 	hello(t, p, wire.RoleProducer, "p1", 0)
-	var items []wire.SubmitItem
-	for i := range 3 {
-		items = append(items, wire.SubmitItem{Key: key(fmt.Sprintf("http://a.test/%d", i))})
-	}
-	p.send(&wire.Submit{Req: 2, Jobs: items})
-	expect[*wire.Submitted](t, p.recv())
+	submitNumbered(t, p, 2, "http://a.test/", 3)
 	job := expect[*wire.Job](t, w.recv()).Jobs[0]
 
 	con := dial(t, s.InprocAdmin())

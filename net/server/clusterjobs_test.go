@@ -140,12 +140,7 @@ func TestClusterJobsWindow(t *testing.T) {
 	s := startServer(t, Options{ClusterJobs: fake, Cluster: func() *admin.Cluster { return &admin.Cluster{Queued: 20} }})
 	p := dial(t, s.PeersEndpoint())
 	hello(t, p, wire.RoleProducer, "p1", 0)
-	var items []wire.SubmitItem
-	for i := range 5 {
-		items = append(items, wire.SubmitItem{Key: key(fmt.Sprintf("http://own.test/%d", i))})
-	}
-	p.send(&wire.Submit{Req: 2, Jobs: items})
-	expect[*wire.Submitted](t, p.recv())
+	submitNumbered(t, p, 2, "http://own.test/", 5)
 	con := dial(t, s.InprocAdmin())
 	con.send(&wire.Hello{Req: 1, Role: wire.RoleConsole, ID: "console"})
 	expect[*wire.Welcome](t, con.recv())

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -139,6 +140,18 @@ func expect[T wire.Message](t *testing.T, m wire.Message) T {
 }
 
 func key(u string) id.Key { return id.Key{Crawler: "c", Processor: "p", URL: u} }
+
+// submitNumbered submits the keys of prefix+"0" to prefix+(n-1) from p in
+// one SUBMIT with request id req and waits for its SUBMITTED.
+func submitNumbered(t *testing.T, p *rawClient, req uint64, prefix string, n int) {
+	t.Helper()
+	items := make([]wire.SubmitItem, n)
+	for i := range items {
+		items[i] = wire.SubmitItem{Key: key(prefix + strconv.Itoa(i))}
+	}
+	p.send(&wire.Submit{Req: req, Jobs: items})
+	expect[*wire.Submitted](t, p.recv())
+}
 
 func TestSubmitDispatchResult(t *testing.T) {
 	finished := make(chan string, 10)
