@@ -31,16 +31,6 @@ type dialogue struct {
 	log   *slog.Logger
 }
 
-// ownQuery is the server's own answer to a view the coordinator does not
-// keep. (The views the
-// cluster keeps are clusterQuery's.)
-func (s *Server) ownQuery(q admin.Query) (func(admin.Query) (admin.Page, error), bool) {
-	if q.View == admin.ViewResults {
-		return s.res.query, true // results.go
-	}
-	return nil, false
-}
-
 // query answers a QUERY: the views the server keeps itself (crawls,
 // results; the cluster's are clusterQuery's), else the coordinator's
 // answer, continued into the jobs only the store holds. An error's ERROR
@@ -49,8 +39,8 @@ func (s *Server) query(now time.Time, q admin.Query) (admin.Page, error) {
 	if q.View == admin.ViewCrawls {
 		return s.queryCrawls(q), nil // crawls.go
 	}
-	if own, ok := s.ownQuery(q); ok {
-		return own(q)
+	if q.View == admin.ViewResults {
+		return s.res.query(q) // results.go
 	}
 	page, err := s.c.Query(now, q)
 	if err == nil {
