@@ -103,12 +103,24 @@ func (b *Broker) extend(h *host, until int64, now time.Time) bool {
 	if until <= h.until {
 		return false
 	}
-	h.until = until
 	h.forgiveAt = until + int64(b.cfg.BackoffForgive)
-	b.emit(admin.Event{At: now, Kind: admin.EventHostBackoff, Detail: h.name + " until " + tm(h.until).Format(time.RFC3339)})
-	// Jobs already held back wait for the new end too.
+	b.emit(admin.Event{At: now, Kind: admin.EventHostBackoff, Detail: h.name + " until " + tm(until).Format(time.RFC3339)})
+	// Jobs already held back wait for the new end too: their retry time
+	// is the host's (jobHostWait), so the retry_at index takes them out
+	// before it changes.
+	tr := b.trees[sortRetryAt]
+	if tr != nil {
+		for k := h.backoff.head; k != nil; k = h.backoff.next(&b.jobs, k) {
+			tr.remove(k)
+		}
+	}
+	h.until = until
 	for k := h.backoff.head; k != nil; k = h.backoff.next(&b.jobs, k) {
-		b.setRetryAt(k, h.until)
+		if tr != nil && k.has(jobHostWait) {
+			tr.insert(k)
+		} else {
+			b.setRetryHost(k)
+		}
 	}
 	return true
 }
@@ -242,7 +254,7 @@ func (b *Broker) Tick(now time.Time) {
 			if c.capable > 0 {
 				continue
 			}
-			for j := c.queue.head; j != nil && t-max(j.queuedAt, c.unrtAt) >= limit; j = c.queue.head {
+			for j := c.queue.head; j != nil && t-max(j.updated, c.unrtAt) >= limit; j = c.queue.head {
 				reason := b.unroutableReason(c)
 				b.unqueue(j)
 				b.fail(j, t, now, reason+" for "+b.cfg.UnroutableTimeout.String())
@@ -257,7 +269,8 @@ func (b *Broker) wake(t int64, now time.Time) {
 	for len(b.heap) > 0 && b.heap[0].due <= t {
 		h := b.heap[0]
 		if h.until != 0 && h.until <= t {
-			h.until = 0
+			// h.until stays until every job left its back-off: it is their
+			// retry time (jobHostWait) until place clears it.
 			n := h.backoff.n
 			for h.backoff.head != nil {
 				k := h.backoff.head
@@ -266,6 +279,7 @@ func (b *Broker) wake(t int64, now time.Time) {
 				b.emit(admin.Event{At: now, Kind: admin.EventJobWoken, JobID: uint64(k.id), URL: b.url(k)})
 				b.place(k, t, now)
 			}
+			h.until = 0
 			b.emit(admin.Event{At: now, Kind: admin.EventHostResumed, Detail: h.name + ": " + strconv.Itoa(n) + " jobs back in the queue"})
 		}
 		if h.level > 0 && b.quiet(h, t) {
@@ -292,7 +306,7 @@ func (b *Broker) NextDeadline() (time.Time, bool) {
 	if b.cfg.UnroutableTimeout > 0 && b.unrt > 0 {
 		for _, c := range b.classAll {
 			if c.capable == 0 && c.queue.head != nil {
-				at := max(c.queue.head.queuedAt, c.unrtAt) + int64(b.cfg.UnroutableTimeout)
+				at := max(c.queue.head.updated, c.unrtAt) + int64(b.cfg.UnroutableTimeout)
 				if d == 0 || at < d {
 					d = at
 				}

@@ -35,8 +35,8 @@ func TestHoldHost(t *testing.T) {
 	if tt.Backoff != 2 || tt.Queued != 1 {
 		t.Fatalf("after another coordinator's back-off of a: backoff %d queued %d; want 2 and 1 (host b's job)", tt.Backoff, tt.Queued)
 	}
-	if j := b.jobs.get(2); j.retryTime() != end {
-		t.Fatalf("job 2 waits until %v; want the back-off's end %v", j.retryTime(), end)
+	if j := b.jobs.get(2); b.retryTime(j) != end {
+		t.Fatalf("job 2 waits until %v; want the back-off's end %v", b.retryTime(j), end)
 	}
 	if bos := b.TakeBackoffs(nil); len(bos) != 0 {
 		t.Fatalf("a back-off learned from another coordinator handed back: %+v", bos)
@@ -46,8 +46,8 @@ func TestHoldHost(t *testing.T) {
 	}
 	// An earlier end does not shorten it.
 	b.HoldHost(now, HostBackoff{Host: "a", Until: now.Add(time.Minute), Level: 1})
-	if j := b.jobs.get(2); j.retryTime() != end {
-		t.Fatalf("an earlier end moved job 2 to %v; want %v", j.retryTime(), end)
+	if j := b.jobs.get(2); b.retryTime(j) != end {
+		t.Fatalf("an earlier end moved job 2 to %v; want %v", b.retryTime(j), end)
 	}
 	// A throttle here is level 4: 8 minutes, handed over.
 	if err := result(b, now, 1, 1, Outcome{Kind: Throttled}); err != nil {

@@ -371,6 +371,9 @@ type Broker struct {
 	// paged in may have an unrecorded attempt (unrecorded.go)
 	restoredLast JobID
 	restoreClean bool // RestoreClean: no restored job may have an unrecorded attempt
+	// restoreUntil: each host's latest retry time among its restored jobs
+	// in back-off, until FinishRestore backs the host off to it
+	restoreUntil map[*host]int64
 
 	dispatches, completions, failures, throttles, orphans uint64
 
@@ -413,12 +416,12 @@ func New(cfg Config) (*Broker, error) {
 // the caller's.
 func (b *Broker) enter(j *job, h *host, st JobState) {
 	j.hostPos = int32(h.ids.len())
-	h.ids.push(j.id)
-	b.byKey.set(j.fp, j.id)
+	h.ids.push(j.jobID())
+	b.byKey.set(j.fp, j.jobID())
 	j.state = st
 	b.count[st]++
 	b.countCrawl(j, 0, st)
-	b.age.add(j.id, st)
+	b.age.add(j.jobID(), st)
 	h.idx.add(int(j.hostPos), st, 1)
 	b.changes++
 	for _, tr := range b.trees {
@@ -437,7 +440,7 @@ func (b *Broker) Submit(now time.Time, spec Spec) JobID {
 	spec.Headers = c.headers // identical header sets share one map
 	h := b.hostFor(spec.Host)
 	j := b.jobs.alloc()
-	j.id = JobID(b.jobs.n)
+	j.id = uint32(b.jobs.n)
 	b.setKey(j, &spec.Key, spec.FP) // Host: h.name; Headers: c.headers
 	b.setPayload(j, spec.Payload)
 	j.class = c.no
@@ -448,7 +451,7 @@ func (b *Broker) Submit(now time.Time, spec Spec) JobID {
 	b.enter(j, h, Queued) // then place moves it if the host is held
 	b.emit(admin.Event{At: now, Kind: admin.EventJobSubmitted, JobID: uint64(j.id), URL: spec.Key.URL})
 	b.place(j, t, now)
-	return j.id
+	return j.jobID()
 }
 
 // place puts a job that is in state Queued but in no list into its class
@@ -457,7 +460,7 @@ func (b *Broker) place(j *job, t int64, now time.Time) {
 	h := b.hostOf(j)
 	if h.until > t {
 		b.setState(j, Backoff, t)
-		b.setRetryAt(j, h.until)
+		b.setRetryHost(j)
 		h.backoff.push(j)
 		b.emit(admin.Event{At: now, Kind: admin.EventJobBackoff, JobID: uint64(j.id), URL: b.url(j), Detail: h.backoffReason()})
 		return
@@ -465,15 +468,16 @@ func (b *Broker) place(j *job, t int64, now time.Time) {
 	if j.state != Queued {
 		b.setState(j, Queued, t)
 	}
-	if j.retryAt != 0 {
+	if b.retryAt(j) != 0 {
 		b.setRetryAt(j, 0)
 	}
 	b.enqueue(j, t)
 }
 
-// enqueue appends a job in state Queued to its class queue and its lane.
+// enqueue appends a job in state Queued to its class queue and its lane;
+// its updated time becomes t, the time it was queued.
 func (b *Broker) enqueue(j *job, t int64) {
-	j.queuedAt = t
+	j.updated = t
 	b.seq++
 	j.seq = b.seq
 	b.classOf(j).push(b, j)
@@ -553,7 +557,7 @@ func (b *Broker) setState(j *job, st JobState, t int64) {
 	b.count[st]++
 	b.countCrawl(j, old, st)
 	b.changes++
-	b.age.move(j.id, old, st)
+	b.age.move(j.jobID(), old, st)
 	b.hostOf(j).idx.add(int(j.hostPos), old, -1)
 	b.hostOf(j).idx.add(int(j.hostPos), st, 1)
 	for _, tr := range b.trees {
@@ -565,16 +569,42 @@ func (b *Broker) setState(j *job, st JobState, t int64) {
 	j.updated = t
 }
 
-// setRetryAt changes a job's retry time, keeping the retry_at index.
+// setRetryAt gives a job a retry time of its own (the end of its retry
+// delay, kept in its side record), or none for 0, keeping the retry_at
+// index.
 func (b *Broker) setRetryAt(j *job, at int64) {
-	if j.retryAt == at {
+	if !j.has(jobHostWait) && b.retryAt(j) == at {
 		return
 	}
 	tr := b.trees[sortRetryAt]
 	if tr != nil {
 		tr.remove(j)
 	}
-	j.retryAt = at
+	j.setFlag(jobHostWait, false)
+	if at != 0 {
+		b.moreFor(j).retryAt = at
+	} else if j.more != 0 {
+		b.mores.at(j.more).retryAt = 0
+	}
+	if tr != nil {
+		tr.insert(j)
+	}
+}
+
+// setRetryHost makes a job's retry time its host's back-off end (a job in
+// its host's back-off list), keeping the retry_at index.
+func (b *Broker) setRetryHost(j *job) {
+	if j.has(jobHostWait) {
+		return
+	}
+	tr := b.trees[sortRetryAt]
+	if tr != nil {
+		tr.remove(j)
+	}
+	if j.more != 0 {
+		b.mores.at(j.more).retryAt = 0
+	}
+	j.setFlag(jobHostWait, true)
 	if tr != nil {
 		tr.insert(j)
 	}

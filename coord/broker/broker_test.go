@@ -85,7 +85,7 @@ func TestOutcomes(t *testing.T) {
 			if c.kind == Internal && c.state == Backoff {
 				// RetryStart (1 s) doubling per failure charged.
 				want := now.Add(time.Second << (c.jobFailures - 1))
-				if got := j.retryTime(); !got.Equal(want) {
+				if got := b.retryTime(j); !got.Equal(want) {
 					t.Fatalf("retry at %v, want %v", got, want)
 				}
 			}
@@ -141,8 +141,8 @@ func TestWorkerDeathCharges(t *testing.T) {
 			if j.state != c.state || int(b.jobFailures(j)) != c.failures+c.charged {
 				t.Fatalf("job %s with %d failures, want %s with %d", j.state, b.jobFailures(j), c.state, c.failures+c.charged)
 			}
-			if want := now.Add(2 * time.Second); c.state == Backoff && !j.retryTime().Equal(want) {
-				t.Fatalf("retry at %v after a second failure, want %v", j.retryTime(), want)
+			if want := now.Add(2 * time.Second); c.state == Backoff && !b.retryTime(j).Equal(want) {
+				t.Fatalf("retry at %v after a second failure, want %v", b.retryTime(j), want)
 			}
 			// Leaving or eviction are not charged, and go back at once.
 			b2, _ := oneJob(t, Config{Jitter: -1, RetryJitter: -1}, c.failures)
@@ -237,8 +237,8 @@ func TestBackoffSchedule(t *testing.T) {
 				if err := result(b, now, 1, 1, Outcome{Kind: Throttled, RetryAfter: ra}); err != nil {
 					t.Fatal(err)
 				}
-				got = time.Duration(b.jobs.get(1).retryAt - ns(now))
-				now = tm(b.jobs.get(1).retryAt)
+				got = time.Duration(b.retryAt(b.jobs.get(1)) - ns(now))
+				now = tm(b.retryAt(b.jobs.get(1)))
 				b.Tick(now)
 				if as := b.Dispatch(now, nil); len(as) != 1 {
 					t.Fatalf("throttle %d: job not back after its back-off", i)
@@ -257,12 +257,12 @@ func TestBackoffSchedule(t *testing.T) {
 			if err := result(b, now, 1, 1, Outcome{Kind: Throttled}); err != nil {
 				t.Fatal(err)
 			}
-			d := time.Duration(b.jobs.get(1).retryAt - ns(now))
+			d := time.Duration(b.retryAt(b.jobs.get(1)) - ns(now))
 			if d < 48*time.Second || d > 72*time.Second {
 				t.Fatalf("jittered first back-off %v outside 60s ± 20%%", d)
 			}
 			seen[d] = true
-			now = tm(b.jobs.get(1).retryAt).Add(time.Second) // quiet long enough to be forgiven
+			now = tm(b.retryAt(b.jobs.get(1))).Add(time.Second) // quiet long enough to be forgiven
 			b.Tick(now)
 			if len(b.Dispatch(now, nil)) != 1 {
 				t.Fatal("job not back")

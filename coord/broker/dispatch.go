@@ -83,7 +83,7 @@ func (b *Broker) Dispatch(now time.Time, dst []Assignment) []Assignment {
 			b.ready.insert(w) // at the back: it is now the most recently used
 		}
 		spec := b.spec(j)
-		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.id, Spec: spec, Attempt: int(b.jobAttempts(j)), AfterRestore: skipped, Robots: robots})
+		dst = append(dst, Assignment{Session: w.session, Worker: w.id, Job: j.jobID(), Spec: spec, Attempt: int(b.jobAttempts(j)), AfterRestore: skipped, Robots: robots})
 		b.emit(admin.Event{At: now, Kind: admin.EventJobDispatched, JobID: uint64(j.id), URL: spec.Key.URL, Worker: w.id})
 		if !j.has(jobFree) {
 			b.dispatched(b.hostOf(j), t)
@@ -217,7 +217,7 @@ func (b *Broker) Result(now time.Time, s id.Session, r Run, o Outcome) (ResultSt
 		b.setPayload(j, nil) // no longer needed: a done job cannot be requeued
 		b.setState(j, Done, t)
 		b.dones.push(j)
-		b.finished = append(b.finished, Finished{Job: j.id, Key: b.key(j), FP: j.fp, Output: o.Output, Attempt: int(b.jobAttempts(j)), Worker: w.id, At: now})
+		b.finished = append(b.finished, Finished{Job: j.jobID(), Key: b.key(j), FP: j.fp, Output: o.Output, Attempt: int(b.jobAttempts(j)), Worker: w.id, At: now})
 		b.emit(admin.Event{At: now, Kind: admin.EventJobDone, JobID: uint64(j.id), Key: j.fp.String(), URL: b.url(j), Worker: w.id})
 	case Internal:
 		w.failures++
@@ -281,7 +281,7 @@ func (b *Broker) Holds(s id.Session, r Run) bool {
 func (b *Broker) fail(j *job, t int64, now time.Time, why string) {
 	b.setLastError(j, why)
 	b.setState(j, Failed, t)
-	if j.retryAt != 0 {
+	if b.retryAt(j) != 0 {
 		b.setRetryAt(j, 0)
 	}
 	b.fails.push(j)
@@ -289,7 +289,7 @@ func (b *Broker) fail(j *job, t int64, now time.Time, why string) {
 	if h := b.hist(j); len(h) > 0 {
 		last = h[len(h)-1].worker
 	}
-	b.finished = append(b.finished, Finished{Job: j.id, Key: b.key(j), FP: j.fp, Failed: true, Error: why, Attempt: int(b.jobAttempts(j)), Worker: last, At: now})
+	b.finished = append(b.finished, Finished{Job: j.jobID(), Key: b.key(j), FP: j.fp, Failed: true, Error: why, Attempt: int(b.jobAttempts(j)), Worker: last, At: now})
 	b.emit(admin.Event{At: now, Kind: admin.EventJobFailed, JobID: uint64(j.id), Key: j.fp.String(), URL: b.url(j), Detail: why})
 }
 
@@ -321,7 +321,7 @@ func (b *Broker) Requeue(now time.Time, jid JobID) error {
 		defer b.closeIfDrained(now, w)
 	}
 	b.setState(j, Queued, t)
-	if j.retryAt != 0 {
+	if b.retryAt(j) != 0 {
 		b.setRetryAt(j, 0)
 	}
 	b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), Key: j.fp.String(), URL: b.url(j), Detail: "operator"})
@@ -333,7 +333,7 @@ func (b *Broker) Requeue(now time.Time, jid JobID) error {
 func (b *Broker) RequeueFailed(now time.Time) int {
 	n := 0
 	for b.fails.head != nil {
-		if err := b.Requeue(now, b.fails.head.id); err != nil {
+		if err := b.Requeue(now, b.fails.head.jobID()); err != nil {
 			break // cannot happen: every job on the list is failed
 		}
 		n++

@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"drover/coord/offheap"
 )
@@ -68,8 +69,8 @@ func checkInvariants(b *Broker) error {
 			if j.state != Backoff || b.hostOf(j) != h {
 				return fmt.Errorf("job %d in host %q back-off list but state %s", j.id, h.name, j.state)
 			}
-			if j.retryAt != h.until {
-				return fmt.Errorf("job %d retry at %d, host %q until %d", j.id, j.retryAt, h.name, h.until)
+			if !j.has(jobHostWait) || b.retryAt(j) != h.until {
+				return fmt.Errorf("job %d retry at %d (its host's: %v), host %q until %d", j.id, b.retryAt(j), j.has(jobHostWait), h.name, h.until)
 			}
 			n++
 		}
@@ -103,8 +104,8 @@ func checkInvariants(b *Broker) error {
 			return fmt.Errorf("job %d waits a retry delay with a side record not its own", j.id)
 		case int(e.m.rpos) != i+1:
 			return fmt.Errorf("job %d at retry heap position %d records %d", j.id, i+1, e.m.rpos)
-		case j.retryAt == 0:
-			return fmt.Errorf("job %d waits a retry delay with no retry time", j.id)
+		case e.m.retryAt == 0 || j.has(jobHostWait):
+			return fmt.Errorf("job %d waits a retry delay with no retry time of its own", j.id)
 		case i > 0 && b.retry.Less(i, (i-1)/2):
 			return fmt.Errorf("retry heap out of order at job %d", j.id)
 		}
@@ -136,7 +137,7 @@ func checkInvariants(b *Broker) error {
 			}
 			continue
 		}
-		if j.id != JobID(i) {
+		if j.jobID() != JobID(i) {
 			return fmt.Errorf("job record %d has id %d", i, j.id)
 		}
 		if j.state < Queued || j.state >= nStates {
@@ -146,7 +147,11 @@ func checkInvariants(b *Broker) error {
 		if b.age.states[i-1] != j.state {
 			return fmt.Errorf("job %d age index says %s, job says %s", j.id, b.age.states[i-1], j.state)
 		}
-		_, listed := inList[j]
+		where, listed := inList[j]
+		waits := strings.HasPrefix(where, "backoff ") || where == "retry"
+		if !waits && (j.has(jobHostWait) || b.retryAt(j) != 0) {
+			return fmt.Errorf("job %d is %s in %q with retry time %d (its host's: %v), want none", j.id, j.state, where, b.retryAt(j), j.has(jobHostWait))
+		}
 		switch j.state {
 		case Queued, Backoff, Failed, Done:
 			if !listed {

@@ -22,8 +22,8 @@ import (
 // pair, the payload only when there is one (Broker.pays); the headers are
 // its class's and the host its host's (Broker.spec puts a Spec together).
 // What only a job that was dispatched or failed has (its attempt, failure
-// and throttle counts, its place in the retry heap) is in its side record
-// (jobMore): a queued job's record is 112 bytes.
+// and throttle counts, its place in the retry heap and its retry time) is
+// in its side record (jobMore): a queued job's record is 96 bytes.
 type job struct {
 	// link links the job into the one list its state puts it in: its
 	// class queue (queued), its host's back-off list (backoff, unless it
@@ -34,11 +34,15 @@ type job struct {
 	// class), so that a throttle can hold every queued job of the host.
 	hlink jlinks // second: hostLink
 
-	id                                  JobID
-	fp                                  id.Fingerprint
-	seq                                 uint64 // FIFO order across class queues
-	created, updated, queuedAt, retryAt int64  // Unix ns
+	fp  id.Fingerprint
+	seq uint64 // FIFO order across class queues
+	// created is when the job was submitted; updated when it last changed
+	// state or entered its class queue, so that a queued job's updated is
+	// the time it was queued (the unroutable timeout counts from it). Unix
+	// ns.
+	created, updated int64
 
+	id      uint32 // its JobID: IDs are at most maxJobID
 	url     uint32 // the URL's slot in Broker.urls (offheap.Ref with ulen)
 	names   uint32 // the key's (crawler, processor) in Broker.names
 	pay     uint32 // the payload's index in Broker.pays; 0 when it has none
@@ -53,7 +57,7 @@ type job struct {
 }
 
 // jobFlags are a job's yes-or-no facts, one bit each (one byte keeps the
-// record at 112 bytes).
+// record at 96 bytes).
 type jobFlags uint8
 
 const (
@@ -63,6 +67,10 @@ const (
 	// jobUnrec: restored, and attempt attempts+1 may have been dispatched
 	// before the restart without being recorded (unrecorded.go).
 	jobUnrec
+	// jobHostWait: its retry time is its host's back-off end (a job in its
+	// host's back-off list); without it, its side record's retryAt (a job
+	// waiting its retry delay), or none.
+	jobHostWait
 )
 
 // has reports whether the job has flag f.
@@ -121,7 +129,7 @@ func (b *Broker) setKey(j *job, k *id.Key, fp id.Fingerprint) {
 // record.
 func (b *Broker) forget(j *job) {
 	if b.onForget != nil {
-		b.onForget(j.fp, j.id)
+		b.onForget(j.fp, j.jobID())
 	}
 	b.names.Release(j.names)
 	b.urls.Free(j.urlRef())
@@ -154,6 +162,7 @@ type jobMore struct {
 	heldIdx                       int32   // position in worker.held, -1 when not held
 	attempts, failures, throttles int32
 	rpos                          int32 // position in the broker's retry heap + 1; 0 when not waiting a retry delay
+	retryAt                       int64 // when its retry delay ends (Unix ns; 0 when none: see jobHostWait)
 	lastError                     string
 	history                       []attempt // newest last; starts in hist0
 	hist0                         [1]attempt
@@ -292,9 +301,23 @@ func (b *Broker) adminHistory(j *job) []admin.Attempt {
 	return out
 }
 
-// retryTime is the time shown as the job's retry time (backoff only: its
-// host's back-off end or its retry delay's).
-func (j *job) retryTime() time.Time { return tm(j.retryAt) }
+// retryAt is the job's retry time (backoff only: its host's back-off end
+// or its retry delay's end), Unix ns; 0 when it has none.
+func (b *Broker) retryAt(j *job) int64 {
+	if j.has(jobHostWait) {
+		return b.hostAll[j.host].until
+	}
+	if j.more != 0 {
+		return b.mores.at(j.more).retryAt
+	}
+	return 0
+}
+
+// retryTime is the time shown as the job's retry time.
+func (b *Broker) retryTime(j *job) time.Time { return tm(b.retryAt(j)) }
+
+// jobID is the job's ID.
+func (j *job) jobID() JobID { return JobID(j.id) }
 
 // maxJobID is the highest job ID: lists link jobs by 32-bit ID.
 const maxJobID = math.MaxUint32

@@ -30,11 +30,11 @@ func TestKeyIndexModel(t *testing.T) {
 		case op < 6: // a new job of a random key
 			fp := fps[r.IntN(len(fps))]
 			j := js.alloc()
-			j.id = JobID(js.n)
+			j.id = uint32(js.n)
 			j.fp = fp
-			x.set(fp, j.id)
-			model[fp] = j.id
-			live = append(live, j.id)
+			x.set(fp, j.jobID())
+			model[fp] = j.jobID()
+			live = append(live, j.jobID())
 		case len(live) > 0: // forget a random job, as retain does
 			k := r.IntN(len(live))
 			jid := live[k]

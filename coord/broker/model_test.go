@@ -468,7 +468,7 @@ func (m *model) checkRetry(j *job, kind OutcomeKind) error {
 	base := min(cfg.RetryStart<<(m.b.jobFailures(j)-1), cfg.RetryCap)
 	lo := time.Duration(float64(base) * (1 - cfg.RetryJitter))
 	hi := min(time.Duration(float64(base)*(1+cfg.RetryJitter)), cfg.RetryCap)
-	d := tm(j.retryAt).Sub(m.now)
+	d := m.b.retryTime(j).Sub(m.now)
 	if !m.b.retrying(j) || j.state != Backoff || d < lo || d > hi {
 		return fmt.Errorf("job %d after internal failure %d: %s (retrying %v) in %v, want its retry delay in [%v, %v]", j.id, m.b.jobFailures(j), j.state, m.b.retrying(j), d, lo, hi)
 	}
@@ -503,7 +503,7 @@ func (m *model) result() (string, error) {
 	if len(held) > 0 && r.IntN(5) > 0 {
 		j := held[r.IntN(len(held))]
 		before := b.count[Done] + b.count[Failed]
-		if err := result(b, m.now, b.workerOf(j).session, j.id, o); err != nil {
+		if err := result(b, m.now, b.workerOf(j).session, j.jobID(), o); err != nil {
 			return "result", err
 		}
 		after := b.count[Done] + b.count[Failed]
@@ -651,7 +651,7 @@ func (m *model) checkQuery() error {
 		case "failures":
 			c = cmp.Compare(b.jobFailures(x), b.jobFailures(y))
 		case "retry_at":
-			c = cmp.Compare(x.retryAt, y.retryAt)
+			c = cmp.Compare(b.retryAt(x), b.retryAt(y))
 		case "throttles":
 			c = cmp.Compare(b.jobThrottles(x), b.jobThrottles(y))
 		case "worker": // by worker id; jobs no worker runs after all others

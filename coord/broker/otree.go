@@ -71,7 +71,7 @@ func (t *orderTree) cmp(a, b *job) int {
 	case sortFailures:
 		c = cmp.Compare(t.b.jobFailures(a), t.b.jobFailures(b))
 	case sortRetryAt:
-		c = cmp.Compare(a.retryAt, b.retryAt)
+		c = cmp.Compare(t.b.retryAt(a), t.b.retryAt(b))
 	case sortThrottles:
 		c = cmp.Compare(t.b.jobThrottles(a), t.b.jobThrottles(b))
 	case sortWorker:

@@ -32,12 +32,13 @@ func TestOrderTree(t *testing.T) {
 			}
 			tr := &orderTree{b: b, key: c.key, max: c.fanout}
 			var in []*job
-			nextID := JobID(1)
+			nextID := uint32(1)
 			for op := range c.ops {
 				switch x := r.IntN(10); {
 				case x < 5 || len(in) == 0:
-					j := &job{id: nextID, state: JobState(1 + r.IntN(5)), retryAt: int64(r.IntN(50))}
+					j := &job{id: nextID, state: JobState(1 + r.IntN(5))}
 					b.moreFor(j).attempts = int32(r.IntN(5))
+					b.moreFor(j).retryAt = int64(r.IntN(50))
 					u := b.urls.Put(fmt.Sprintf("https://h%d.example.com/%03d", r.IntN(3), r.IntN(500))) // kept split: the tree compares parts
 					j.url, j.ulen = u.Slot, u.Len
 					nextID++
@@ -56,7 +57,7 @@ func TestOrderTree(t *testing.T) {
 					j := in[r.IntN(len(in))]
 					tr.remove(j)
 					b.moreFor(j).attempts = int32(r.IntN(5))
-					j.retryAt = int64(r.IntN(50))
+					b.moreFor(j).retryAt = int64(r.IntN(50))
 					tr.insert(j)
 				}
 				if op%(c.ops/60) != 0 && op != c.ops-1 {

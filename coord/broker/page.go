@@ -36,7 +36,7 @@ func (b *Broker) PageOut(jid JobID) bool {
 	}
 	b.unqueue(j)
 	b.count[Queued]--
-	b.age.move(j.id, Queued, 0)
+	b.age.move(j.jobID(), Queued, 0)
 	h := b.hostOf(j)
 	h.idx.add(int(j.hostPos), Queued, -1)
 	h.ids.clear(int(j.hostPos))
@@ -45,7 +45,7 @@ func (b *Broker) PageOut(jid JobID) bool {
 			tr.remove(j)
 		}
 	}
-	b.byKey.del(j.fp, j.id)
+	b.byKey.del(j.fp, j.jobID())
 	b.changes++
 	b.paged++
 	b.forget(j)
@@ -103,11 +103,11 @@ func (b *Broker) PageIn(now time.Time, r *JobRecord) error {
 	}
 	t := ns(now)
 	j := b.jobs.revive(r.ID)
-	j.id = r.ID
+	j.id = uint32(r.ID)
 	h := b.fillFromRecord(j, r)
 	j.hostPos = int32(h.ids.len())
-	h.ids.push(j.id)
-	b.byKey.set(r.FP, j.id)
+	h.ids.push(j.jobID())
+	b.byKey.set(r.FP, j.jobID())
 	j.state = Queued
 	// A restored job may have an unrecorded attempt (unrecorded.go): so
 	// may one paged in (a job paged out since had a durable record, but
@@ -115,7 +115,7 @@ func (b *Broker) PageIn(now time.Time, r *JobRecord) error {
 	j.setFlag(jobUnrec, r.ID <= b.restoredLast)
 	b.paged--
 	b.count[Queued]++
-	b.age.move(j.id, 0, Queued)
+	b.age.move(j.jobID(), 0, Queued)
 	h.idx.add(int(j.hostPos), Queued, 1)
 	b.changes++
 	for _, tr := range b.trees {

@@ -370,7 +370,7 @@ func (b *Broker) jobRow(j *job) admin.JobRow {
 		Attempts:  int(b.jobAttempts(j)),
 		Failures:  int(b.jobFailures(j)),
 		Throttles: int(b.jobThrottles(j)),
-		RetryAt:   j.retryTime(),
+		RetryAt:   b.retryTime(j),
 		LastError: b.lastErr(j),
 		Created:   tm(j.created),
 		Updated:   tm(j.updated),

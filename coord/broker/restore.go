@@ -64,7 +64,7 @@ func (b *Broker) Record(jid JobID) (JobRecord, bool) {
 		return JobRecord{}, false
 	}
 	r := JobRecord{
-		ID:        j.id,
+		ID:        j.jobID(),
 		FP:        j.fp,
 		Key:       b.key(j),
 		Host:      b.hostOf(j).name,
@@ -74,7 +74,7 @@ func (b *Broker) Record(jid JobID) (JobRecord, bool) {
 		Attempts:  int(b.jobAttempts(j)),
 		Failures:  int(b.jobFailures(j)),
 		Throttles: int(b.jobThrottles(j)),
-		RetryAt:   tm(j.retryAt),
+		RetryAt:   b.retryTime(j),
 		LastError: b.lastErr(j),
 		Created:   tm(j.created),
 		Updated:   tm(j.updated),
@@ -99,7 +99,7 @@ func (b *Broker) HostBackoffJobs(jid JobID, dst []JobID) []JobID {
 		return dst
 	}
 	for bl, k := &b.hostOf(j).backoff, b.hostOf(j).backoff.head; k != nil; k = bl.next(&b.jobs, k) {
-		dst = append(dst, k.id)
+		dst = append(dst, k.jobID())
 	}
 	return dst
 }
@@ -176,14 +176,22 @@ func (b *Broker) Restore(r *JobRecord) error {
 	st := r.State
 	b.skipTo(int(r.ID) - 1)
 	j := b.jobs.alloc()
-	j.id = JobID(b.jobs.n)
+	j.id = uint32(b.jobs.n)
 	h := b.fillFromRecord(j, r)
 	retry := st == Queued && !r.RetryAt.IsZero() // waiting its retry delay (retry.go)
 	if retry {
 		st = Backoff
 	}
-	if st == Backoff {
-		j.retryAt = ns(r.RetryAt)
+	switch {
+	case retry:
+		b.moreFor(j).retryAt = ns(r.RetryAt)
+	case st == Backoff:
+		// The host's back-off ends at the latest of its jobs' retry
+		// times (FinishRestore): their retry time is the host's.
+		if b.restoreUntil == nil {
+			b.restoreUntil = make(map[*host]int64)
+		}
+		b.restoreUntil[h] = max(b.restoreUntil[h], ns(r.RetryAt))
 	}
 	j.setFlag(jobUnrec, !b.restoreClean && (st == Queued || st == Backoff || st == Dispatched))
 	b.enter(j, h, st)
@@ -191,7 +199,6 @@ func (b *Broker) Restore(r *JobRecord) error {
 	case st == Queued:
 		// In ID order for now: FinishRestore sorts the queues by the time
 		// each job was queued.
-		j.queuedAt = j.updated
 		b.classOf(j).push(b, j) // lanes are built by FinishRestore
 	case st == Dispatched:
 		b.hold(b.placeholder(r.Worker), j, 0) // FinishRestore sets its host
@@ -326,7 +333,7 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 			queued = append(queued, j)
 		}
 	}
-	byTime := func(x, y *job) int { return cmp.Or(cmp.Compare(x.queuedAt, y.queuedAt), cmp.Compare(x.id, y.id)) }
+	byTime := func(x, y *job) int { return cmp.Or(cmp.Compare(x.updated, y.updated), cmp.Compare(x.id, y.id)) }
 	slices.SortFunc(queued, byTime)
 	for _, c := range b.classAll {
 		c.queue = jobList{}
@@ -356,21 +363,20 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 	slices.SortFunc(hosts, func(x, y *host) int { return strings.Compare(x.name, y.name) })
 	for _, h := range hosts {
 		var js []*job
-		until := int64(0)
+		until := b.restoreUntil[h]
 		for j := h.backoff.head; j != nil; j = h.backoff.next(&b.jobs, j) {
 			js = append(js, j)
-			until = max(until, j.retryAt)
 		}
 		if until == 0 {
 			until = t // no retry time persisted: wake at the first tick
 		}
 		slices.SortFunc(js, byUpdated)
 		h.backoff = jobList{}
+		h.until, h.forgiveAt = until, until+int64(b.cfg.BackoffForgive)
 		for _, j := range js {
 			h.backoff.push(j)
-			b.setRetryAt(j, until)
+			b.setRetryHost(j)
 		}
-		h.until, h.forgiveAt = until, until+int64(b.cfg.BackoffForgive)
 		h.level, h.throttles = max(h.level, 1), max(h.throttles, 1)
 		b.thr[h] = struct{}{}
 		// Due at its end, even when that has passed: Tick then wakes its jobs.
@@ -381,6 +387,7 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 			heap.Push(&b.heap, h)
 		}
 	}
+	b.restoreUntil = nil
 
 	// Finished jobs in the order they finished; retention as usual.
 	relink := func(l *jobList) {
@@ -425,7 +432,7 @@ func (b *Broker) FinishRestore(now time.Time, st RestoreState) (RestoreSummary, 
 		w.since = t
 		sum.Workers = append(sum.Workers, w.id)
 		for _, j := range w.held {
-			sum.Reclaim = append(sum.Reclaim, j.id)
+			sum.Reclaim = append(sum.Reclaim, j.jobID())
 		}
 	}
 	slices.Sort(sum.Reclaim)

@@ -17,7 +17,7 @@ func (b *Broker) retain() {
 	for b.dones.n > b.cfg.DoneRetention {
 		j := b.dones.head
 		b.dones.remove(&b.jobs, j)
-		b.age.move(j.id, Done, 0)
+		b.age.move(j.jobID(), Done, 0)
 		b.hostOf(j).idx.add(int(j.hostPos), Done, -1)
 		for _, tr := range b.trees {
 			if tr != nil {
@@ -25,7 +25,7 @@ func (b *Broker) retain() {
 			}
 		}
 		b.forgot++
-		b.byKey.del(j.fp, j.id)
+		b.byKey.del(j.fp, j.jobID())
 		h := b.hostOf(j)
 		b.forget(j)
 		b.compactHost(h)

@@ -50,8 +50,8 @@ func (q retryHeap) Len() int { return len(q) }
 
 // Less implements heap.Interface.
 func (q retryHeap) Less(i, j int) bool {
-	if q[i].j.retryAt != q[j].j.retryAt {
-		return q[i].j.retryAt < q[j].j.retryAt
+	if q[i].m.retryAt != q[j].m.retryAt {
+		return q[i].m.retryAt < q[j].m.retryAt
 	}
 	return q[i].j.id < q[j].j.id
 }
@@ -134,7 +134,7 @@ func (b *Broker) unwait(j *job) {
 
 // wakeRetries queues the jobs whose retry delay ended by t.
 func (b *Broker) wakeRetries(t int64, now time.Time) {
-	for len(b.retry) > 0 && b.retry[0].j.retryAt <= t {
+	for len(b.retry) > 0 && b.retry[0].m.retryAt <= t {
 		j := heap.Pop(&b.retry).(retryEntry).j
 		b.setState(j, Queued, t)
 		b.emit(admin.Event{At: now, Kind: admin.EventJobWoken, JobID: uint64(j.id), URL: b.url(j), Detail: "retry delay ended"})
@@ -147,13 +147,13 @@ func (b *Broker) nextRetry() int64 {
 	if len(b.retry) == 0 {
 		return 0
 	}
-	return b.retry[0].j.retryAt
+	return b.retry[0].m.retryAt
 }
 
 // retryReason is the reason shown for a job waiting its retry delay.
 func (b *Broker) retryReason(j *job) string {
 	return WaitRetry.text("after failure " + strconv.Itoa(int(b.jobFailures(j))) + " of " + strconv.Itoa(b.cfg.MaxRequestFailures) +
-		" at " + tm(j.retryAt).Format(time.RFC3339))
+		" at " + b.retryTime(j).Format(time.RFC3339))
 }
 
 // avoids reports whether j's last attempt failed on w (an internal

@@ -50,7 +50,7 @@ func TestAvoidScanBound(t *testing.T) {
 			}
 			_, got, _ := b.pick(b.workers["a"])
 			switch {
-			case c.wantNew && (got == nil || got.id != fresh):
+			case c.wantNew && (got == nil || got.jobID() != fresh):
 				t.Fatalf("a picked %v, want the fresh job %d", got, fresh)
 			case !c.wantNew && c.other && got != nil:
 				t.Fatalf("a picked job %d, want none (b takes them)", got.id)

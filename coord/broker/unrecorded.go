@@ -73,7 +73,7 @@ func (b *Broker) adoptUnrecorded(now time.Time, t int64, nw *worker, r Run) bool
 		b.unqueue(j)
 	case Backoff:
 		b.unwait(j) // its host's back-off, or its retry delay (retry.go)
-		if j.retryAt != 0 {
+		if b.retryAt(j) != 0 {
 			b.setRetryAt(j, 0)
 		}
 	case Dispatched:
@@ -82,7 +82,7 @@ func (b *Broker) adoptUnrecorded(now time.Time, t int64, nw *worker, r Run) bool
 		b.release(j, t)
 		b.endAttempt(j, "requeued", "superseded by attempt "+strconv.Itoa(r.Attempt)+" on "+nw.id+", dispatched before the coordinator restarted")
 		if w != nw && !isPlaceholder(w) && !w.lost {
-			b.superseded = append(b.superseded, SessionRun{Session: w.session, Run: Run{Job: j.id, Attempt: int(b.jobAttempts(j))}})
+			b.superseded = append(b.superseded, SessionRun{Session: w.session, Run: Run{Job: j.jobID(), Attempt: int(b.jobAttempts(j))}})
 			b.syncReady(w)
 			defer b.closeIfDrained(now, w)
 		}

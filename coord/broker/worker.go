@@ -139,7 +139,7 @@ func (b *Broker) Register(now time.Time, s id.Session, info WorkerInfo, held []R
 		b.unlinkWorker(old, t)
 		for _, j := range slices.Clone(old.held) {
 			b.release(j, t)
-			if keep[Run{j.id, int(b.jobAttempts(j))}] {
+			if keep[Run{j.jobID(), int(b.jobAttempts(j))}] {
 				b.hold(nw, j, t)
 				b.emit(admin.Event{At: now, Kind: admin.EventJobReconciled, JobID: uint64(j.id), URL: b.url(j), Worker: nw.id, Detail: KeptDetail})
 				continue
