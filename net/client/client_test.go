@@ -94,7 +94,7 @@ type verdictResult struct {
 // fake clock; here the time is logged, never judged); the third gets no
 // once the second queued it.
 func TestSeed000AcrossProcesses(t *testing.T) {
-	const beat = 500 * time.Millisecond
+	const beat = time.Second // a child busy on a loaded machine must not miss its liveness (3 s)
 	s := testsrv.Start(t, testsrv.Options{Heartbeat: beat})
 	first := testsrv.StartChild(t, "producer", "DROVER_TEST_CONNECT="+s.PeersEndpoint())
 	if v := first.Line(t, "verdict", wait); v != "ok" {
@@ -329,11 +329,13 @@ func TestSubmitWaitsForHeldKey(t *testing.T) {
 }
 
 // TestCoordinatorGone: when the coordinator goes away, a caller waiting
-// for an ANSWER gets ErrSessionLost, and a new call gets ErrTimeout.
+// for an ANSWER gets ErrSessionLost. (That a new call then gets ErrTimeout
+// is TestTimeoutOnTheFakeClock's: a 300 ms Timeout here could also run out
+// on a loaded machine before the first VERDICTS came.)
 func TestCoordinatorGone(t *testing.T) {
 	s := testsrv.Start(t, testsrv.Options{})
 	a := dial(t, s, Options{ID: "a"})
-	b := dial(t, s, Options{ID: "b", Timeout: 300 * time.Millisecond, ReconnectMin: 50 * time.Millisecond})
+	b := dial(t, s, Options{ID: "b", ReconnectMin: 50 * time.Millisecond})
 	adm := dialAdmin(t, s.AdminEndpoint(), AdminOptions{})
 	ctx := ctxT(t)
 	k := key("http://g.test/x")
@@ -353,10 +355,6 @@ func TestCoordinatorGone(t *testing.T) {
 	r := <-got
 	if !errors.Is(r.err, ErrSessionLost) {
 		t.Fatalf("waiting request: %+v, %v; want ErrSessionLost", r.vs, r.err)
-	}
-	_, err := b.Request(ctx, []id.Key{k})
-	if !errors.Is(err, ErrTimeout) {
-		t.Fatalf("request with no coordinator: %v, want ErrTimeout", err)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"drover/clock"
+	"drover/net/internal/conn"
 	"drover/net/internal/testsrv"
 	"drover/net/wire"
 )
@@ -52,10 +54,14 @@ func TestSubmitResentAfterSessionLoss(t *testing.T) {
 
 // TestRequestTimeoutIsPerReply: the timeout bounds the wait for a reply,
 // not a deferred ANSWER: a request whose VERDICTS said wait outlives it.
+// The timeout runs on a fake clock, so a loaded machine slow to carry the
+// VERDICTS cannot run it out first.
 func TestRequestTimeoutIsPerReply(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	srv := testsrv.NewScripted(t)
-	const timeout = 100 * time.Millisecond
-	c := dialScripted(t, srv, Options{Connect: srv.EP, Timeout: timeout})
+	srv.Heartbeat = time.Hour // the session outlives the fake minutes below
+	const timeout = 7 * time.Second
+	c := dialScripted(t, srv, Options{Connect: srv.EP, Timeout: timeout, Clock: clk})
 	k := key("http://slow.test/")
 	got := make(chan verdictResult, 1)
 	go func() {
@@ -64,15 +70,27 @@ func TestRequestTimeoutIsPerReply(t *testing.T) {
 	}()
 	req := testsrv.Expect[*wire.Request](t, srv.Next())
 	srv.Send(&wire.Verdicts{Req: req.Req, Items: []wire.VerdictItem{{Fingerprint: k.Fingerprint(), Verdict: wire.VerdictWait, Reason: "requested"}}})
-	// Several timeouts pass without a reply: the call must still wait (the
-	// session stays up: the scripted WELCOME gave 1s × 3 of liveness).
+	testsrv.Eventually(t, wait, "the client reading VERDICTS wait", func() bool {
+		read := make(chan bool, 1)
+		if !c.c.Post(func(*conn.Link) { cl := c.e.calls[req.Req]; read <- cl != nil && !cl.awaiting.Load() }) {
+			return false
+		}
+		return <-read
+	})
+	// Several timeouts pass without a reply: the call must still wait.
+	clk.Advance(5 * timeout)
 	select {
 	case r := <-got:
 		t.Fatalf("request ended before its ANSWER: %+v, %v", r.vs, r.err)
-	case <-time.After(5 * timeout):
+	case <-time.After(100 * time.Millisecond): // a give-up would come at once
 	}
 	srv.Send(&wire.Answer{Req: req.Req, Items: []wire.VerdictItem{{Fingerprint: k.Fingerprint(), Verdict: wire.VerdictOK, Reason: "handover"}}})
-	r := <-got
+	var r verdictResult
+	select {
+	case r = <-got:
+	case <-time.After(wait):
+		t.Fatal("the request did not return after its ANSWER")
+	}
 	if r.err != nil || r.vs[0].Verdict != wire.VerdictOK || r.vs[0].Reason != "handover" {
 		t.Fatalf("request: %+v, %v; want ok (handover)", r.vs, r.err)
 	}
@@ -89,6 +107,10 @@ func TestSubmitInFlightBounded(t *testing.T) {
 		jobs[i].Key = key(fmt.Sprintf("http://window.test/%d", i))
 	}
 	srv := testsrv.NewScripted(t)
+	// The window is the test, not liveness: encoding batches of 10,000
+	// jobs under -race on a loaded machine outlasted 1 s x 3 of silence,
+	// and the client, taking the session for lost, dialled again.
+	srv.Heartbeat = time.Minute
 	c := dialScripted(t, srv, Options{Connect: srv.EP, Timeout: time.Minute})
 	got := make(chan error, 1)
 	go func() {
@@ -102,12 +124,9 @@ func TestSubmitInFlightBounded(t *testing.T) {
 		}
 		srv.Send(&wire.Submitted{Req: sub.Req, Items: items})
 	}
-	// The scripted server heartbeats after each message it reads: the
-	// client takes 3 s of silence for a lost session.
 	var sent []*wire.Submit
 	for range inFlight {
 		sent = append(sent, testsrv.Expect[*wire.Submit](t, srv.Next()))
-		srv.Send(&wire.Heartbeat{})
 	}
 	for i := range batches {
 		// Sent and unanswered: inFlight of them; nothing more comes.
@@ -121,7 +140,6 @@ func TestSubmitInFlightBounded(t *testing.T) {
 				t.Fatalf("after batch %d answered, a batch starting with %s sent, want batch %d", i+1, first, i+inFlight+1)
 			}
 			sent = append(sent, next)
-			srv.Send(&wire.Heartbeat{})
 		}
 	}
 	if err := <-got; err != nil {

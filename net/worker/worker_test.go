@@ -58,7 +58,7 @@ func TestJobsRunInSlots(t *testing.T) {
 // liveness: when is the coordinator's tests' business, on their fake
 // clock; here the time is logged, never judged).
 func TestKilledWorkerJobRedispatched(t *testing.T) {
-	const beat = 500 * time.Millisecond
+	const beat = time.Second // a child busy on a loaded machine must not miss its liveness (3 s)
 	s := testsrv.Start(t, testsrv.Options{Heartbeat: beat})
 	adm := dialAdmin(t, s, client.AdminOptions{})
 	doomed := testsrv.StartChild(t, "worker", "DROVER_TEST_CONNECT="+s.PeersEndpoint())

@@ -22,6 +22,12 @@ type Scripted struct {
 	EP    string       // its endpoint
 	ident []byte       // routing id of the last message received
 	early wire.Message // received by Arrives, for Next
+
+	// Heartbeat is the heartbeat Greet's WELCOME gives (1 s unless set):
+	// a test that moves a fake clock past several seconds while the
+	// server is silent sets it longer, so that the client's liveness is
+	// not what the test meets.
+	Heartbeat time.Duration
 }
 
 // NewScripted binds a scripted server for the test.
@@ -113,8 +119,8 @@ func (s *Scripted) Send(m wire.Message) {
 	}
 }
 
-// Greet expects a HELLO, answers WELCOME (heartbeat 1 s, liveness 3,
-// listing cancel) and returns the HELLO.
+// Greet expects a HELLO, answers WELCOME (heartbeat 1 s or Heartbeat,
+// liveness 3, listing cancel) and returns the HELLO.
 func (s *Scripted) Greet(cancel ...wire.Run) *wire.Hello {
 	s.tb.Helper()
 	m := s.Next()
@@ -122,7 +128,11 @@ func (s *Scripted) Greet(cancel ...wire.Run) *wire.Hello {
 	if !ok {
 		s.tb.Fatalf("scripted server: got %s, want HELLO", m.Command())
 	}
-	s.Send(&wire.Welcome{Req: h.Req, Session: 1, Heartbeat: time.Second, Liveness: 3, Slots: h.Slots,
+	beat := s.Heartbeat
+	if beat == 0 {
+		beat = time.Second
+	}
+	s.Send(&wire.Welcome{Req: h.Req, Session: 1, Heartbeat: beat, Liveness: 3, Slots: h.Slots,
 		Limits: wire.ProtocolLimits, Cancel: cancel})
 	return h
 }
