@@ -22,7 +22,7 @@ import (
 //     each store batch carries, and release, as store batches become
 //     durable, tells the coordinator (WritesDurable);
 //   - before a REQUEST, QUEUE, DONE, SUBMIT or RESULT (its links) reaches
-//     the coordinator, parkForLookup asks it which keys it has no record of
+//     the coordinator, park asks it which keys it has no record of
 //     (Unknown, a map probe per key); those are looked up in the store by
 //     the lookup goroutine (lookup.go: batched, store.LookupKeys, a miss
 //     usually costs only bloom filter probes) while the message waits, and
@@ -42,8 +42,15 @@ type batchMark struct {
 	writes uint64 // Coordinator.WriteBatch of its Ready
 }
 
-// doneLookup is the reactor's state for the bounded done set.
+// doneLookup is the Server's done-set look-up part: the batches it
+// reports durable, and the messages parked while their keys are looked
+// up. It is given the coordinator and the pager (whose page-outs may send
+// a parked message's keys back to the store: relook).
 type doneLookup struct {
+	c       *coord.Coordinator
+	bounded bool   // the done set is bounded (Coord.Ledger.DoneCache > 0)
+	pg      *pager // nil: every queued job in memory
+
 	marks []batchMark        // applied, not yet reported durable, in order
 	keys  []id.Key           // scratch: the keys of one message
 	fps   []id.Fingerprint   // scratch: the ones the coordinator does not know
@@ -74,7 +81,7 @@ type parkedMsg struct {
 	// norms: its keys' normal forms and fingerprints, worked out by the
 	// Unknown that parked it, for its operation (coord.Normals).
 	norms coord.Normals
-	// lastJob is the last job id when it was parked: pageOut leaves the
+	// lastJob is the last job id when it was parked: the pager leaves the
 	// jobs made since in memory while it waits (their keys may be its own,
 	// found absent by its lookup). gen is the pager's count of page-outs
 	// (pager.outs) when its keys were last looked at (relook).
@@ -96,29 +103,24 @@ type doneLookupCounters struct {
 	Relooked uint64
 }
 
-// bounded reports whether the coordinator's done set is bounded (and a
-// store answers for what it evicted).
-func (s *Server) bounded() bool {
-	return s.dur != nil && s.c.Config().Ledger.DoneCache > 0
-}
+// on reports whether messages' keys are looked up in the store: the done
+// set is bounded, or queued jobs are paged out with their keys.
+func (l *doneLookup) on() bool { return l.bounded || l.pg != nil }
 
-// markBatch notes that store batch seq carries the writes of the last
-// Ready (called by persist when it applies one).
-func (s *Server) markBatch(seq uint64) {
-	if !s.bounded() {
-		return
+// mark notes that store batch seq carries the writes of the last Ready
+// (called by persist when it applies one).
+func (l *doneLookup) mark(seq uint64) {
+	if l.bounded {
+		l.marks = append(l.marks, batchMark{store: seq, writes: l.c.WriteBatch()})
 	}
-	l := &s.dur.look
-	l.marks = append(l.marks, batchMark{store: seq, writes: s.c.WriteBatch()})
 }
 
 // durableUpTo tells the coordinator that the writes of every store batch
 // up to done are durable (called by release).
-func (s *Server) durableUpTo(done uint64) {
-	if !s.bounded() {
+func (l *doneLookup) durableUpTo(done uint64) {
+	if !l.bounded {
 		return
 	}
-	l := &s.dur.look
 	n := 0
 	for n < len(l.marks) && l.marks[n].store <= done {
 		n++
@@ -126,13 +128,14 @@ func (s *Server) durableUpTo(done uint64) {
 	if n == 0 {
 		return
 	}
-	s.c.WritesDurable(l.marks[n-1].writes)
+	l.c.WritesDurable(l.marks[n-1].writes)
 	m := copy(l.marks, l.marks[n:])
 	l.marks = l.marks[:m]
 }
 
-// parkForLookup is called for every keyed message of a live session before
-// it reaches the coordinator: it extracts the message's keys once and asks
+// park is called for every keyed message of a live session before it
+// reaches the coordinator (step is the reactor step that read it): it
+// extracts the message's keys once and asks
 // the coordinator which it has no record of (Unknown, a map probe per key).
 // When there are none and nothing of the session waits, it reports false:
 // the caller handles m at once. Otherwise m waits (parked) and it reports
@@ -141,18 +144,17 @@ func (s *Server) durableUpTo(done uint64) {
 // done and failed ones to the coordinator (KnownDone) and then m, in the
 // order the session sent its messages. Other sessions are served
 // meanwhile: the reactor never waits for the store's reads.
-func (s *Server) parkForLookup(ident []byte, sid id.Session, m wire.Message) bool {
-	if !s.bounded() && s.pg == nil || s.dur.failed != nil {
+func (l *doneLookup) park(ident []byte, sid id.Session, m wire.Message, step uint64) bool {
+	if !l.on() {
 		return false
 	}
 	if _, beat := m.(*wire.Heartbeat); beat {
 		return false // it carries nothing: no order to keep
 	}
-	l := &s.dur.look
-	keys, scratch := s.keysOf(m)
+	keys, scratch := l.keysOf(m)
 	l.fps = l.fps[:0]
 	if len(keys) > 0 {
-		l.fps = s.c.Unknown(keys, l.fps)
+		l.fps = l.c.Unknown(keys, l.fps)
 	}
 	if scratch {
 		clear(keys) // drop the strings
@@ -161,9 +163,9 @@ func (s *Server) parkForLookup(ident []byte, sid id.Session, m wire.Message) boo
 	if len(l.fps) == 0 && l.waiting[sid] == 0 {
 		return false
 	}
-	p := &parkedMsg{ident: ident, sid: sid, m: m, norms: s.c.TakeNormals(), step: s.stats.Steps, lastJob: s.c.LastJob()}
-	if s.pg != nil {
-		p.gen = s.pg.outs
+	p := &parkedMsg{ident: ident, sid: sid, m: m, norms: l.c.TakeNormals(), step: step, lastJob: l.c.LastJob()}
+	if l.pg != nil {
+		p.gen = l.pg.outs
 	}
 	if len(l.fps) > 0 {
 		p.keys = make([]store.KeyLookup, len(l.fps))
@@ -186,8 +188,7 @@ func (s *Server) parkForLookup(ident []byte, sid id.Session, m wire.Message) boo
 // keysOf are the keys message m names (nil for a message without any);
 // scratch says they were gathered into the reactor's scratch slice, to be
 // cleared after use.
-func (s *Server) keysOf(m wire.Message) (keys []id.Key, scratch bool) {
-	l := &s.dur.look
+func (l *doneLookup) keysOf(m wire.Message) (keys []id.Key, scratch bool) {
 	switch m := m.(type) {
 	case *wire.Request:
 		return m.Keys, false
@@ -225,16 +226,15 @@ func (s *Server) keysOf(m wire.Message) (keys []id.Key, scratch bool) {
 // Unknown names them now (the filter has them); those it did not look up
 // are looked up with the rest. The keys it did look up and found absent
 // stay absent: a key made after p was parked is not paged out while p
-// waits (pageOut's ceiling).
-func (s *Server) relook(p *parkedMsg) bool {
-	if s.pg == nil || p.err != nil || p.gen == s.pg.outs {
+// waits (the ceiling of pager.out).
+func (l *doneLookup) relook(p *parkedMsg) bool {
+	if l.pg == nil || p.err != nil || p.gen == l.pg.outs {
 		return false
 	}
-	p.gen = s.pg.outs
-	l := &s.dur.look
-	keys, scratch := s.keysOf(p.m)
-	l.fps = s.c.Unknown(keys, l.fps[:0])
-	p.norms = s.c.TakeNormals() // Unknown worked them out again
+	p.gen = l.pg.outs
+	keys, scratch := l.keysOf(p.m)
+	l.fps = l.c.Unknown(keys, l.fps[:0])
+	p.norms = l.c.TakeNormals() // Unknown worked them out again
 	if scratch {
 		clear(keys)
 		l.keys = keys[:0]
@@ -287,7 +287,7 @@ func (s *Server) releaseLookups(now time.Time) {
 	n := 0
 	for ; n < len(l.parked) && l.parked[n].looked && !s.r.overBudget(); n++ {
 		p := l.parked[n]
-		if s.relook(p) {
+		if l.relook(p) {
 			break // it waits for its keys again, and the messages behind it
 		}
 		l.items -= itemsOf(p.m)
@@ -304,7 +304,7 @@ func (s *Server) releaseLookups(now time.Time) {
 			s.out.toPeer(p.ident, storeFailedError(p.m.RequestID(), err))
 			continue
 		}
-		s.giveBack(p.keys, p.queued)
+		l.giveBack(p.keys, p.queued)
 		p.queued = nil
 		if sid, ok := s.sess.ident[string(p.ident)]; ok && sid == p.sid && s.c.Known(sid) {
 			if p.step != s.stats.Steps {
@@ -326,8 +326,7 @@ func (s *Server) releaseLookups(now time.Time) {
 // giveBack hands the coordinator the done and failed records of looked-up
 // keys (KnownDone), and with paging the queued keys the lookup goroutine
 // read back (KnownQueued; paging.go): the reactor reads nothing itself.
-func (s *Server) giveBack(keys []store.KeyLookup, queued []coord.QueuedKey) {
-	l := &s.dur.look
+func (l *doneLookup) giveBack(keys []store.KeyLookup, queued []coord.QueuedKey) {
 	back := l.back[:0]
 	for _, k := range keys {
 		l.stats.Lookups++
@@ -335,9 +334,9 @@ func (s *Server) giveBack(keys []store.KeyLookup, queued []coord.QueuedKey) {
 			back = append(back, coord.KnownKey{FP: k.FP, At: k.At, Failed: k.State == store.KeyFailed})
 		}
 	}
-	l.stats.Hits += uint64(s.c.KnownDone(back))
+	l.stats.Hits += uint64(l.c.KnownDone(back))
 	if len(queued) > 0 {
-		s.c.KnownQueued(queued)
+		l.c.KnownQueued(queued)
 	}
 	l.back = back[:0]
 }
@@ -356,13 +355,12 @@ func (d *durable) noteExpired(fps []id.Fingerprint) {
 }
 
 // storeExpired hands the coordinator the keys the sweeper deleted.
-func (s *Server) storeExpired() {
-	d := s.dur
+func (d *durable) storeExpired() {
 	d.mu.Lock()
 	fps := d.expired
 	d.expired = nil
 	d.mu.Unlock()
-	if len(fps) > 0 && s.bounded() {
-		s.c.StoredExpired(fps)
+	if len(fps) > 0 && d.look.bounded {
+		d.look.c.StoredExpired(fps)
 	}
 }

@@ -229,6 +229,6 @@ func (s *Server) lookupNow(keys []id.Key) error {
 	if err := s.dur.st.LookupKeys(ks); err != nil {
 		return err
 	}
-	s.giveBack(ks, nil)
+	s.dur.look.giveBack(ks, nil)
 	return nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -42,10 +43,16 @@ import (
 //     queued (giveBack). The loader reads the keys of the jobs it pages in
 //     too: a key marked done while its job was out stays done.
 
-// pager is the reactor's paging state.
+// pager is the Server's paging part: what is paged out and in, and the
+// loader goroutine. It is given the coordinator, the log and the done-set
+// look-ups (whose parked messages hold page-outs back), and is nil when
+// every job stays in memory: its methods then do nothing.
 type pager struct {
-	limit int // Options.ResidentJobs
-	batch int // jobs per read
+	c     *coord.Coordinator
+	log   *slog.Logger
+	look  *doneLookup // the parked messages (out's ceiling)
+	limit int         // Options.ResidentJobs
+	batch int         // jobs per read
 
 	cursor    uint64       // queued jobs above it may be in the store only; reads start above it
 	marks     []pageMark   // applied store batches not yet durable
@@ -99,30 +106,32 @@ type PagingStats struct {
 }
 
 // Paging reads the paging counters; safe while Run runs.
-func (s *Server) Paging() PagingStats {
-	if s.pg == nil {
+func (s *Server) Paging() PagingStats { return s.pg.counts() }
+
+// counts reads the paging counters (zero without paging).
+func (p *pager) counts() PagingStats {
+	if p == nil {
 		return PagingStats{}
 	}
-	st := &s.pg.stats
+	st := &p.stats
 	return PagingStats{Out: st.out.Load(), In: st.in.Load(), Reads: st.reads.Load()}
 }
 
-// newPager returns the pager of a coordinator keeping limit queued jobs.
-func newPager(limit int) *pager {
-	return &pager{limit: limit, batch: min(max(limit/4, 1), 10_000), req: make(chan pageReq, 1)}
+// newPager returns the pager of coordinator c keeping limit queued jobs.
+func newPager(c *coord.Coordinator, log *slog.Logger, limit int) *pager {
+	return &pager{c: c, log: log, limit: limit, batch: min(max(limit/4, 1), 10_000), req: make(chan pageReq, 1)}
 }
 
-// pageMark notes that store batch seq carries every job submitted up to
-// now (called by persist when it applies one).
-func (s *Server) pageMark(seq uint64) {
-	if p := s.pg; p != nil {
-		p.marks = append(p.marks, pageMark{store: seq, last: s.c.LastJob()})
+// mark notes that store batch seq carries every job submitted up to now
+// (called by persist when it applies one).
+func (p *pager) mark(seq uint64) {
+	if p != nil {
+		p.marks = append(p.marks, pageMark{store: seq, last: p.c.LastJob()})
 	}
 }
 
-// pageDurable notes that store batches up to done are durable.
-func (s *Server) pageDurable(done uint64) {
-	p := s.pg
+// durableUpTo notes that store batches up to done are durable.
+func (p *pager) durableUpTo(done uint64) {
 	if p == nil {
 		return
 	}
@@ -134,17 +143,16 @@ func (s *Server) pageDurable(done uint64) {
 	p.marks = p.marks[:copy(p.marks, p.marks[n:])]
 }
 
-// pageOut pages out what must go (see above): called between steps, once
+// out pages out what must go (see above): called between steps, once
 // release has noted what is durable.
-func (s *Server) pageOut(now time.Time) {
-	p := s.pg
-	if p == nil || p.durable == p.lastOut && s.c.ResidentQueued() <= p.limit {
+func (p *pager) out(now time.Time) {
+	if p == nil || p.durable == p.lastOut && p.c.ResidentQueued() <= p.limit {
 		return
 	}
 	// With jobs in the store, every job above the read cursor goes (the
 	// store's jobs are older); with none, the youngest beyond the limit go,
 	// and the cursor moves below them.
-	paged, _ := s.c.Paged()
+	paged, _ := p.c.Paged()
 	inStore := paged > 0
 	var lowest broker.JobID
 	defer func() {
@@ -155,7 +163,7 @@ func (s *Server) pageOut(now time.Time) {
 	// Jobs made since the oldest parked message was parked stay: their
 	// keys may be ones its lookup found absent (relook).
 	ceiling := p.durable
-	if l := s.dur.look.parked; len(l) > 0 {
+	if l := p.look.parked; len(l) > 0 {
 		ceiling = min(ceiling, l[0].lastJob)
 	}
 	if ceiling == p.durable {
@@ -163,7 +171,7 @@ func (s *Server) pageOut(now time.Time) {
 	}
 	look := 64 // how many of the youngest queued jobs to look at first
 	for {
-		res := s.c.ResidentQueued()
+		res := p.c.ResidentQueued()
 		want := res - p.limit
 		if inStore {
 			want = res
@@ -174,7 +182,7 @@ func (s *Server) pageOut(now time.Time) {
 		// Few of the youngest are usually above the cursor: look at a few
 		// first, more only while they all go.
 		asked := min(want, look)
-		ids := s.c.YoungestQueued(asked, p.scratch[:0])
+		ids := p.c.YoungestQueued(asked, p.scratch[:0])
 		out := ids[:0]
 		stop := false
 		for _, j := range ids {
@@ -199,7 +207,7 @@ func (s *Server) pageOut(now time.Time) {
 			continue
 		}
 		lowest = out[len(out)-1]
-		n := s.c.PageOut(now, out)
+		n := p.c.PageOut(now, out)
 		p.stats.out.Add(uint64(n))
 		if n > 0 {
 			p.outs++
@@ -211,14 +219,12 @@ func (s *Server) pageOut(now time.Time) {
 	}
 }
 
-// pageIn pages in a finished read and starts the next one when the jobs
-// in memory run low: called before each step's flush.
-func (s *Server) pageIn(now time.Time) {
-	p := s.pg
+// in pages in a finished read and starts the next one when the jobs in
+// memory run low: called before each step's flush.
+func (p *pager) in(now time.Time) {
 	if p == nil {
 		return
 	}
-	s.takeStoredKeys() // storedkeys.go
 	p.mu.Lock()
 	ld := p.delivered
 	p.delivered = nil
@@ -226,26 +232,26 @@ func (s *Server) pageIn(now time.Time) {
 	if ld != nil {
 		p.loading = false
 		if ld.err != nil {
-			s.log.Error("page queued jobs in from the store", "err", ld.err, "after", ld.after)
+			p.log.Error("page queued jobs in from the store", "err", ld.err, "after", ld.after)
 			p.retryAt = now.Add(time.Second)
 		} else {
-			s.c.KnownDone(ld.done)
-			s.c.KnownQueued(ld.queued)
-			n, err := s.c.PageIn(now, ld.recs)
+			p.c.KnownDone(ld.done)
+			p.c.KnownQueued(ld.queued)
+			n, err := p.c.PageIn(now, ld.recs)
 			p.stats.in.Add(uint64(n))
 			if err != nil {
-				s.log.Error("page queued jobs in", "err", err)
+				p.log.Error("page queued jobs in", "err", err)
 			}
 			p.cursor = max(p.cursor, ld.last)
 			if len(ld.recs) == 0 {
-				paged, _ := s.c.Paged()
-				s.log.Warn("no queued job in the store above the read cursor, though some are paged out", "cursor", p.cursor, "paged_out", paged)
+				paged, _ := p.c.Paged()
+				p.log.Warn("no queued job in the store above the read cursor, though some are paged out", "cursor", p.cursor, "paged_out", paged)
 				p.retryAt = now.Add(time.Second)
 			}
 		}
 	}
-	paged, _ := s.c.Paged()
-	res := s.c.ResidentQueued()
+	paged, _ := p.c.Paged()
+	res := p.c.ResidentQueued()
 	if p.loading || paged == 0 || res > p.limit-p.batch || now.Before(p.retryAt) {
 		return
 	}
@@ -261,14 +267,12 @@ type liveKey struct {
 	at  time.Time
 }
 
-// startPager starts the loader goroutine; stop ends it.
-func (s *Server) startPager() (stop func()) {
-	p := s.pg
+// start starts the loader goroutine, reading st and ringing ring (the
+// reactor's store doorbell) when a read is done; stop ends it.
+func (p *pager) start(st *store.Store, ring chan struct{}) (stop func()) {
 	if p == nil {
 		return func() {}
 	}
-	stopRebuild := s.startRebuild() // storedkeys.go
-	st, ring := s.dur.st, s.dur.ring
 	quit, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)
@@ -296,7 +300,7 @@ func (s *Server) startPager() (stop func()) {
 			}
 		}
 	}()
-	return func() { close(quit); <-exited; stopRebuild() }
+	return func() { close(quit); <-exited }
 }
 
 // readPagedKeys reads the key records of the jobs of ld, in one sorted
@@ -346,7 +350,7 @@ func restoreResident(c *coord.Coordinator, st *store.Store, now func() time.Time
 	fast := counted && bounded // no key record either: done keys are looked up on demand
 	if fast {
 		// One read's worth of queued jobs: the pager reads the rest up to
-		// the limit once the coordinator serves (pageIn), as it does when
+		// the limit once the coordinator serves (pager.in), as it does when
 		// workers take them.
 		o.MaxQueuedJobs = min(p.limit, p.batch)
 		o.SkipKeys, o.SkippedKey = true, nil

@@ -112,7 +112,8 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 	}
 	// Taken in now, parked or not: the step's budget counts it.
 	s.r.stepItems += itemsOf(m)
-	if s.parkForLookup(ident, sid, m) { // donelookup.go: evicted done keys back from the store first
+	// donelookup.go: evicted done keys back from the store first
+	if s.dur != nil && s.dur.failed == nil && s.dur.look.park(ident, sid, m, s.stats.Steps) {
 		return
 	}
 	s.peerMessage(now, ident, sid, m)

@@ -242,12 +242,15 @@ func New(opts Options) (*Server, error) {
 	s.disp = dispatcher{batches: make(map[jobBatch]*wire.Job), c: c, sess: &s.sess, out: &s.out, log: s.log}
 	if opts.Store != nil {
 		if opts.ResidentJobs > 0 {
-			s.pg = newPager(opts.ResidentJobs) // paging.go
+			s.pg = newPager(c, s.log, opts.ResidentJobs) // paging.go
 		}
 		if s.dur, err = openDurable(c, opts, s.pg); err != nil { // storeio.go
 			return nil, err
 		}
 		s.disp.dur = s.dur
+		if s.pg != nil {
+			s.pg.look = &s.dur.look
+		}
 		if err := s.restoreMemos(); err != nil { // submitmemo.go
 			return nil, fmt.Errorf("restore from the store: %w", err)
 		}
@@ -398,9 +401,12 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.dur != nil {
 		stored = s.dur.ring
 		defer s.startSweeper()()
-		defer s.startPager()() // paging.go
+		if s.pg != nil {
+			defer s.startRebuild()()                 // storedkeys.go
+			defer s.pg.start(s.dur.st, s.dur.ring)() // paging.go
+		}
 	}
-	if s.bounded() || s.pg != nil {
+	if s.dur != nil && s.dur.look.on() {
 		s.dur.look.looker = s.startLooker() // lookup.go
 		defer s.dur.look.looker.stop()
 	}
@@ -428,14 +434,17 @@ func (s *Server) Run(ctx context.Context) error {
 		now := s.now()
 		s.recheckKeys(now)
 		s.c.TickHeard(now, s.sess.heard)
-		s.pageIn(now) // paging.go
+		if s.pg != nil {
+			s.takeStoredKeys() // storedkeys.go
+		}
+		s.pg.in(now) // paging.go
 		s.flush(now)
 		s.stats.MaxStepItems = max(s.stats.MaxStepItems, s.r.stepItems)
 		if err := s.release(); err != nil {
 			s.shutdown()
 			return fmt.Errorf("reactor: %w", err)
 		}
-		s.pageOut(now)
+		s.pg.out(now) // paging.go
 		s.sess.heartbeats(now)
 		if s.opts.OnTotals != nil && now.Sub(s.r.lastTotals) >= time.Second {
 			s.r.lastTotals = now

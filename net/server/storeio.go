@@ -25,7 +25,8 @@ import (
 // and returns the Server's link to the store. Called by New before any
 // socket is bound: no session may say HELLO mid-restore.
 func openDurable(c *coord.Coordinator, opts Options, pg *pager) (*durable, error) {
-	d := &durable{st: opts.Store, ring: make(chan struct{}, 1)}
+	d := &durable{st: opts.Store, ring: make(chan struct{}, 1),
+		look: doneLookup{c: c, bounded: c.Config().Ledger.DoneCache > 0, pg: pg}}
 	if opts.Store.TakeClean() {
 		// The last run stopped cleanly (shutdown marked it): every
 		// dispatch it made is recorded, so no attempt is skipped.
@@ -94,8 +95,8 @@ func (s *Server) persist(writes []coord.Record) {
 		}
 		d.applied++
 		seq := d.applied
-		s.markBatch(seq) // donelookup.go
-		s.pageMark(seq)  // paging.go
+		d.look.mark(seq) // donelookup.go
+		s.pg.mark(seq)   // paging.go
 		s.res.mark(seq)  // results.go
 		d.notePending(seq, writes)
 		for i := range d.step {
@@ -163,10 +164,10 @@ func (s *Server) release() error {
 		d.waiting, d.step = d.waiting[:0], d.step[:0]
 		return err
 	}
-	s.durableUpTo(done)     // donelookup.go
-	s.pageDurable(done)     // paging.go
-	s.res.durableUpTo(done) // results.go
-	s.storeExpired()        // donelookup.go
+	d.look.durableUpTo(done) // donelookup.go
+	s.pg.durableUpTo(done)   // paging.go
+	s.res.durableUpTo(done)  // results.go
+	d.storeExpired()         // donelookup.go
 	n := 0
 	now := s.now()
 	for n < len(d.waiting) && d.waiting[n].seq <= done {
@@ -221,7 +222,7 @@ func (s *Server) startSweeper() (stop func()) {
 	}
 	st, clk, log := s.dur.st, s.opts.Clock, s.log
 	var onKeys func([]id.Fingerprint) // only a bounded done set counts them
-	if s.bounded() {
+	if s.dur.look.bounded {
 		onKeys = s.dur.noteExpired
 	}
 	rebuilding := &s.dur.rebuild.active
