@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -62,8 +63,23 @@ type held struct {
 	ev    *admin.Event
 }
 
-// durable is the reactor's link to the store.
+// durable is the Server's store I/O part (storeio.go): its link to the
+// store and what waits for it. It is given the coordinator, the log, the
+// sender and the parts a held message goes to once durable, and the parts
+// that write in each step's batch.
 type durable struct {
+	c            *coord.Coordinator
+	log          *slog.Logger
+	now          func() time.Time // the server's clock
+	out          *sender
+	disp         *dispatcher
+	sess         *sessions
+	ev           *events
+	pg           *pager        // nil: every queued job in memory
+	res          *resultLog    // nil without Options.Results
+	writers      []batchWriter // what else each step's batch writes, in that order
+	beforeCommit func() func() // Options.BeforeCommit
+
 	st       *store.Store
 	restored coord.RestoreStats // what New restored from the store
 	stats    store.Stats        // the store's figures when it was opened
@@ -229,15 +245,15 @@ func (d *durable) hold(h held) bool {
 }
 
 // deliver sends one held message whose batch is durable.
-func (s *Server) deliver(now time.Time, h *held) {
+func (d *durable) deliver(now time.Time, h *held) {
 	switch h.kind {
 	case heldAck:
-		s.out.toPeer(h.ident, h.msg)
+		d.out.toPeer(h.ident, h.msg)
 	case heldJob:
-		s.disp.sendJob(now, h.sid, h.msg)
+		d.disp.sendJob(now, h.sid, h.msg)
 	case heldOther:
-		s.sess.sendTo(now, h.sid, h.msg)
+		d.sess.sendTo(now, h.sid, h.msg)
 	case heldEvent:
-		s.ev.publish(h.ev)
+		d.ev.publish(h.ev)
 	}
 }

@@ -29,7 +29,7 @@ func (s *Server) flush(now time.Time) {
 	if k < len(out.Events) {
 		s.holdEvents(out.Events[k:])
 	}
-	s.persist(out.Writes) // the step's held messages wait for it
+	s.dur.persist(out.Writes) // storeio.go: the step's held messages wait for it
 	for _, cl := range out.Closes {
 		p, ok := s.sess.peer[cl.Session]
 		if !ok {

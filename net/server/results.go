@@ -413,7 +413,7 @@ func (s *Server) startResultTrimmer() (stop func()) {
 	if s.opts.ClusterResults != nil {
 		trim = s.trimClusterResults // clusterresults.go
 	}
-	return s.repeat(every, true, func() {
+	return repeat(clk, every, true, func() {
 		p := policy.Load()
 		if !p.Limited() {
 			return

@@ -274,6 +274,15 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("crawls.%s: %w", c.Name, err)
 		}
 	}
+	if d := s.dur; d != nil { // storeio.go: what the store I/O reaches
+		d.out, d.disp, d.sess, d.ev, d.res = &s.out, &s.disp, &s.sess, &s.ev, s.res
+		d.writers = []batchWriter{
+			s.res,     // results.go: durable with their jobs' states
+			&s.crawls, // crawls.go: page counts durable with the dispatches
+			&s.memo,   // submitmemo.go: what the step's SUBMITTEDs say
+			&s.rob,    // robots.go: robots.txt copies kept for the fleet
+		}
+	}
 	if err := s.bind(seq); err != nil {
 		s.closeSockets()
 		return nil, err
@@ -400,7 +409,7 @@ func (s *Server) Run(ctx context.Context) error {
 	var stored chan struct{} // nil without a store: never ready
 	if s.dur != nil {
 		stored = s.dur.ring
-		defer s.startSweeper()()
+		defer s.dur.startSweeper(s.opts.SweepEvery, s.opts.Clock)() // storeio.go
 		if s.pg != nil {
 			defer s.startRebuild()()                 // storedkeys.go
 			defer s.pg.start(s.dur.st, s.dur.ring)() // paging.go
@@ -440,7 +449,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.pg.in(now) // paging.go
 		s.flush(now)
 		s.stats.MaxStepItems = max(s.stats.MaxStepItems, s.r.stepItems)
-		if err := s.release(); err != nil {
+		if err := s.dur.release(); err != nil { // storeio.go
 			s.shutdown()
 			return fmt.Errorf("reactor: %w", err)
 		}
@@ -500,7 +509,7 @@ func (s *Server) shutdown() error {
 	}
 	s.r.readInputs()
 	// What was acknowledged goes out before the DISCONNECTs.
-	serr := s.settle(time.Now().Add(5 * time.Second))
+	serr := s.dur.settle(time.Now().Add(5 * time.Second))
 	now := s.now()
 	s.log.Info("shutting down", "sessions", len(s.sess.peer), "consoles", len(s.sess.cons))
 	told := len(s.sess.peer) + len(s.sess.cons)
@@ -517,9 +526,9 @@ func (s *Server) shutdown() error {
 	s.countDone(out.Finished)
 	// clusterio.go: the results added to the cluster
 	s.settleCluster(time.Now().Add(5 * time.Second))
-	s.persist(out.Writes) // the disconnects' writes: jobs back in the queue
+	s.dur.persist(out.Writes) // the disconnects' writes: jobs back in the queue
 	if serr == nil {
-		serr = s.settle(time.Now().Add(5 * time.Second))
+		serr = s.dur.settle(time.Now().Add(5 * time.Second))
 	}
 	if serr == nil && s.dur != nil {
 		// Every dispatch is recorded and every worker told: the next

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"drover/clock"
 	"drover/coord"
 	"drover/coord/broker"
 	"drover/coord/id"
@@ -12,20 +13,27 @@ import (
 	"drover/store"
 )
 
-// The Server's store I/O part: opening the store (the coordinator restored
-// from it), each step's writes applied as one batch, the held messages
-// released as batches become durable, the last batches awaited at
-// shutdown, and the sweeper of expired records. Its state is durable
-// (durable.go, which says what waits for the store and why); the done
-// set's look-ups (donelookup.go, lookup.go) and the paging of queued jobs
-// (paging.go) ride on the same batches.
+// The Server's store I/O part, durable: opening the store (the coordinator
+// restored from it), each step's writes applied as one batch, the held
+// messages released as batches become durable, the last batches awaited at
+// shutdown, and the sweeper of expired records. Its state is in durable.go,
+// which says what waits for the store and why; the done set's look-ups
+// (donelookup.go, lookup.go) and the paging of queued jobs (paging.go)
+// ride on the same batches. A nil *durable (no store) does nothing.
+
+// batchWriter is a part with records of its own to write in each step's
+// batch: results, crawls, submit memos, robots.txt copies.
+type batchWriter interface {
+	pending() bool       // it has something to write
+	into(b *store.Batch) // adds it to b
+}
 
 // openDurable restores the coordinator c from opts.Store (through the
 // pager pg when jobs beyond memory stay in the store; nil: all in memory)
 // and returns the Server's link to the store. Called by New before any
 // socket is bound: no session may say HELLO mid-restore.
 func openDurable(c *coord.Coordinator, opts Options, pg *pager) (*durable, error) {
-	d := &durable{st: opts.Store, ring: make(chan struct{}, 1),
+	d := &durable{st: opts.Store, ring: make(chan struct{}, 1), c: c, log: opts.Log, now: opts.Clock.Now, pg: pg, beforeCommit: opts.BeforeCommit,
 		look: doneLookup{c: c, bounded: c.Config().Ledger.DoneCache > 0, pg: pg}}
 	if opts.Store.TakeClean() {
 		// The last run stopped cleanly (shutdown marked it): every
@@ -56,12 +64,11 @@ func storeFailedError(req uint64, err error) *wire.Error {
 // acknowledgements wait for it. A step without writes has its
 // acknowledgements wait for the last batch applied (they may name jobs
 // accepted by it); release sends them at once if that one is durable.
-func (s *Server) persist(writes []coord.Record) {
-	d := s.dur
+func (d *durable) persist(writes []coord.Record) {
 	if d == nil || d.failed != nil {
 		return
 	}
-	if len(writes) > 0 || d.countsDue || s.res.pending() || s.crawls.pending() || s.memo.pending() || s.rob.pending() {
+	if len(writes) > 0 || d.countsDue || d.writersPending() {
 		if err := checkWrites(writes); err != nil {
 			// Nothing of the step is written: fail as the store would.
 			d.mu.Lock()
@@ -83,21 +90,20 @@ func (s *Server) persist(writes []coord.Record) {
 		// The batch has copied the records: the scratch keeps none of the
 		// last job's headers, payload or error texts alive until the next.
 		d.job = store.JobRecord{History: reuse(d.job.History)}
-		s.countsInto(b, writes)
-		s.res.into(b)    // results.go: durable with their jobs' states
-		s.crawls.into(b) // crawls.go: page counts durable with the dispatches
-		s.memo.into(b)   // submitmemo.go: what the step's SUBMITTEDs say
-		s.rob.into(b)    // robots.go: robots.txt copies kept for the fleet
-		if s.opts.BeforeCommit != nil {
-			if f := s.opts.BeforeCommit(); f != nil {
+		d.countsInto(b, writes)
+		for _, w := range d.writers {
+			w.into(b)
+		}
+		if d.beforeCommit != nil {
+			if f := d.beforeCommit(); f != nil {
 				b.Before(f)
 			}
 		}
 		d.applied++
 		seq := d.applied
 		d.look.mark(seq) // donelookup.go
-		s.pg.mark(seq)   // paging.go
-		s.res.mark(seq)  // results.go
+		d.pg.mark(seq)   // paging.go
+		d.res.mark(seq)  // results.go
 		d.notePending(seq, writes)
 		for i := range d.step {
 			d.step[i].seq = seq
@@ -119,18 +125,27 @@ func (s *Server) persist(writes []coord.Record) {
 	d.step = d.step[:0]
 }
 
+// writersPending reports whether a part has records of its own to write.
+func (d *durable) writersPending() bool {
+	for _, w := range d.writers {
+		if w.pending() {
+			return true
+		}
+	}
+	return false
+}
+
 // countsInto adds the counts of the records the store holds after batch
 // b, writes being the step's records in it (store.Counts): a restart
 // takes them instead of reading every record.
-func (s *Server) countsInto(b *store.Batch, writes []coord.Record) {
-	d := s.dur
+func (d *durable) countsInto(b *store.Batch, writes []coord.Record) {
 	for i := range writes {
 		if w := &writes[i]; w.Kind == coord.RecordJob && (w.Job.State != broker.Queued || !w.Job.RetryAt.IsZero()) {
 			d.plainAbove = max(d.plainAbove, uint64(w.Job.ID))
 		}
 	}
-	q, done := s.c.StoreCounts()
-	last := uint64(s.c.LastJob())
+	q, done := d.c.StoreCounts()
+	last := uint64(d.c.LastJob())
 	// PlainAbove at the last job claims nothing (a restore reads every job
 	// record): never more than that, which the store would refuse.
 	_ = b.PutCounts(store.Counts{KeysQueued: uint64(q), KeysDone: uint64(done), LastJob: last, PlainAbove: min(d.plainAbove, last)})
@@ -140,8 +155,7 @@ func (s *Server) countsInto(b *store.Batch, writes []coord.Record) {
 // release sends the held acknowledgements whose batches are durable. It
 // returns the store's failure, if one happened: then every held
 // acknowledgement was answered ERROR 500 instead.
-func (s *Server) release() error {
-	d := s.dur
+func (d *durable) release() error {
 	if d == nil {
 		return nil
 	}
@@ -151,11 +165,11 @@ func (s *Server) release() error {
 	done, err := d.progress()
 	if err != nil {
 		d.failed = err
-		s.log.Error("store failed: held acknowledgements answered with ERROR 500; the coordinator stops", "err", err, "held", len(d.waiting)+len(d.step))
+		d.log.Error("store failed: held acknowledgements answered with ERROR 500; the coordinator stops", "err", err, "held", len(d.waiting)+len(d.step))
 		for _, hs := range [][]held{d.waiting, d.step} {
 			for _, h := range hs {
 				if h.kind == heldAck {
-					s.out.toPeer(h.ident, storeFailedError(h.msg.RequestID(), err))
+					d.out.toPeer(h.ident, storeFailedError(h.msg.RequestID(), err))
 				}
 			}
 		}
@@ -165,13 +179,13 @@ func (s *Server) release() error {
 		return err
 	}
 	d.look.durableUpTo(done) // donelookup.go
-	s.pg.durableUpTo(done)   // paging.go
-	s.res.durableUpTo(done)  // results.go
+	d.pg.durableUpTo(done)   // paging.go
+	d.res.durableUpTo(done)  // results.go
 	d.storeExpired()         // donelookup.go
 	n := 0
-	now := s.now()
+	now := d.now()
 	for n < len(d.waiting) && d.waiting[n].seq <= done {
-		s.deliver(now, &d.waiting[n])
+		d.deliver(now, &d.waiting[n])
 		n++
 	}
 	if n > 0 {
@@ -185,20 +199,19 @@ func (s *Server) release() error {
 
 // settle waits, until deadline, for every applied batch to finish, and
 // releases what they held (on shutdown).
-func (s *Server) settle(deadline time.Time) error {
-	d := s.dur
+func (d *durable) settle(deadline time.Time) error {
 	if d == nil {
 		return nil
 	}
-	s.persist(nil) // acks of a step without writes join the last batch
+	d.persist(nil) // acks of a step without writes join the last batch
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	for {
-		if err := s.release(); err != nil {
+		if err := d.release(); err != nil {
 			return err
 		}
 		if done, _ := d.progress(); done >= d.applied {
-			return s.release()
+			return d.release()
 		}
 		select {
 		case <-d.ring:
@@ -209,24 +222,23 @@ func (s *Server) settle(deadline time.Time) error {
 }
 
 // startSweeper starts the goroutine that expires the store's done and
-// failed records (Options.SweepEvery) and returns the function that stops
-// it and waits for it.
-func (s *Server) startSweeper() (stop func()) {
-	every := s.opts.SweepEvery
+// failed records every `every` of clk (Options.SweepEvery) and returns
+// the function that stops it and waits for it.
+func (d *durable) startSweeper(every time.Duration, clk clock.Clock) (stop func()) {
 	if every == 0 {
 		every = time.Minute
 	}
-	led := s.c.Config().Ledger
+	led := d.c.Config().Ledger
 	if every < 0 || (led.DoneTTL == 0 && led.FailedTTL == 0) {
 		return func() {}
 	}
-	st, clk, log := s.dur.st, s.opts.Clock, s.log
+	st, log := d.st, d.log
 	var onKeys func([]id.Fingerprint) // only a bounded done set counts them
-	if s.dur.look.bounded {
-		onKeys = s.dur.noteExpired
+	if d.look.bounded {
+		onKeys = d.noteExpired
 	}
-	rebuilding := &s.dur.rebuild.active
-	return s.repeat(every, false, func() {
+	rebuilding := &d.rebuild.active
+	return repeat(clk, every, false, func() {
 		if rebuilding.Load() {
 			return // storedkeys.go: its counts must not see a deletion twice
 		}
@@ -240,13 +252,13 @@ func (s *Server) startSweeper() (stop func()) {
 	})
 }
 
-// repeat starts a goroutine that calls fn every `every` on the server's
-// clock (first at once when atStart, else after one interval) and returns
-// the function that stops it and waits for it. The housekeeping that does
-// store or network I/O (sweeps, trims) runs so, off the reactor.
-func (s *Server) repeat(every time.Duration, atStart bool, fn func()) (stop func()) {
+// repeat starts a goroutine that calls fn every `every` of clk (the
+// server's clock; first at once when atStart, else after one interval)
+// and returns the function that stops it and waits for it. The
+// housekeeping that does store or network I/O (sweeps, trims) runs so,
+// off the reactor.
+func repeat(clk clock.Clock, every time.Duration, atStart bool, fn func()) (stop func()) {
 	quit, exited := make(chan struct{}), make(chan struct{})
-	clk := s.opts.Clock
 	go func() {
 		defer close(exited)
 		t := clk.NewTimer(every)
