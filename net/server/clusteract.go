@@ -59,12 +59,20 @@ func (s *Server) clusterRequeue(now time.Time, a admin.Action) (admin.Action, []
 	return out, refused
 }
 
-// clusterAct answers a requeue on a Redis Cluster store (ident and req
-// address the ACTED) and reports whether it did: this coordinator's jobs
-// at once, the others' asked of their coordinators off the reactor.
+// clusterAct answers a requeue, evict, drain or undrain on a Redis
+// Cluster store (ident and req address the ACTED) and reports whether it
+// did: this coordinator's jobs and workers at once, the others' asked of
+// their coordinators off the reactor (workers: clusterworkers.go).
 func (s *Server) clusterAct(ident []byte, req uint64, now time.Time, a admin.Action) bool {
 	cj := s.opts.ClusterJobs
-	if cj == nil || a.Kind != admin.ActRequeue || a.Crawler != "" {
+	if cj == nil || a.Crawler != "" {
+		return false
+	}
+	if isWorkerAction(a.Kind) && len(a.Targets) > 0 {
+		s.clusterWorkerAct(ident, req, now, a)
+		return true
+	}
+	if a.Kind != admin.ActRequeue {
 		return false
 	}
 	act, elsewhere := s.requeueLocal(now, a)
@@ -240,14 +248,18 @@ func (s *Server) startControl() (stop func()) {
 }
 
 // actForPeer carries out, on the reactor, the actions other coordinators
-// posted: requeues of the jobs this coordinator holds, never asked
-// further.
+// posted: requeues of the jobs this coordinator holds, and evicts, drains
+// and undrains of the workers it has sessions with, never asked further.
 func (s *Server) actForPeer(acts []admin.Action) []admin.ActionResult {
 	now := s.now()
 	out := make([]admin.ActionResult, len(acts))
 	for i, a := range acts {
+		if isWorkerAction(a.Kind) && a.Crawler == "" {
+			out[i] = s.workersForPeer(now, a)
+			continue
+		}
 		if a.Kind != admin.ActRequeue || a.Crawler != "" {
-			out[i].Errors = []string{fmt.Sprintf("action %s: not taken from another coordinator (requeue only)", a.Kind)}
+			out[i].Errors = []string{fmt.Sprintf("action %s: not taken from another coordinator (requeue, evict, drain and undrain only)", a.Kind)}
 			continue
 		}
 		act, elsewhere := s.requeueLocal(now, a)

@@ -70,6 +70,14 @@ type ClusterJobs interface {
 	// Retries lists the retries rows the other live coordinators
 	// published (Coordinator set, JobID 0) and the sum of their totals.
 	Retries() (rows []admin.JobRow, total int, err error)
+	// NoteWorkers hands over the ids of the workers this coordinator
+	// has sessions with, for the others' evict, drain and undrain
+	// (clusterworkers.go).
+	NoteWorkers(ids []string)
+	// WorkerAt finds the other coordinator that has worker w, as the
+	// coordinators last published their workers: its id ("" when none
+	// has it), its peers endpoint, and whether it is alive.
+	WorkerAt(w string) (coordinator, peers string, alive bool, err error)
 }
 
 // publishedRetries is how many of its retries rows a coordinator hands
@@ -152,6 +160,7 @@ func (s *Server) noteRetries(now time.Time) {
 		}
 	}
 	cj.NoteJobs(p.Jobs)
+	cj.NoteWorkers(s.workerIDs()) // clusterworkers.go
 }
 
 // readClusterRetries answers view retries on a Redis Cluster store:

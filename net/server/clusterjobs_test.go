@@ -96,6 +96,10 @@ func (f *fakeClusterJobs) NoteRetries([]admin.JobRow, int) {}
 
 func (f *fakeClusterJobs) NoteJobs([]admin.JobRow) {}
 
+func (f *fakeClusterJobs) NoteWorkers([]string) {}
+
+func (f *fakeClusterJobs) WorkerAt(string) (string, string, bool, error) { return "", "", false, nil }
+
 func (f *fakeClusterJobs) Ask(c string, a admin.Action) (admin.ActionResult, error) {
 	return admin.ActionResult{}, fmt.Errorf("no coordinator %s", c)
 }

@@ -70,6 +70,9 @@ type JobView struct {
 	retries atomic.Pointer[retriesNote]
 	// jobs is the jobs it holds, noted for publishing (jobheld.go).
 	jobs heldNote
+	// workers is the ids of the workers it has sessions with, noted
+	// for its summary (workers.go).
+	workers atomic.Pointer[[]string]
 	// hostOf remembers the host of the keys the walks listed, so a
 	// query or an action naming a key by fingerprint finds its keys
 	// (bounded: forgotten all at once when full); mu guards it.

@@ -42,6 +42,9 @@ type summary struct {
 	// has (jobretries.go).
 	Retries      []admin.JobRow `json:"retries,omitempty"`
 	RetriesTotal int            `json:"retries_total,omitempty"`
+	// Workers lists the ids of the workers it has sessions with, sorted
+	// (workers.go); nil from a coordinator that does not say.
+	Workers *[]string `json:"workers,omitempty"`
 }
 
 // PublishSummary writes this coordinator's summary, with the hosts its
@@ -55,6 +58,7 @@ func (l *Ledger) PublishSummary(ctx context.Context, c admin.ClusterCoordinator)
 	if v := l.jobView.Load(); v != nil {
 		s.Held = v.held.Load()
 		s.Retries, s.RetriesTotal = v.noted()
+		s.Workers = v.workersNoted()
 		if err := v.publishJobs(ctx); err != nil {
 			return fmt.Errorf("redis cluster view: %w", err)
 		}
