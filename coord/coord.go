@@ -194,8 +194,10 @@ type Coordinator struct {
 	sharedErrors  uint64
 
 	dedupHits uint64
-	malformed uint64
-	submitted uint64
+	// idRefusals: submitted jobs refused for want of a job ID
+	idRefusals uint64
+	malformed  uint64
+	submitted  uint64
 
 	dur durability // durability hook (persist.go): writes, restore, reclaim wait
 }

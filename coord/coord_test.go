@@ -308,3 +308,55 @@ func TestRobotsErrorKinds(t *testing.T) {
 		t.Fatalf("robots.txt for a host the worker holds no job of: %v, want the wrong state, not invalid", err)
 	}
 }
+
+// Once every job ID is given (broker.Config.LastJobID, set low here), a
+// SUBMIT's new keys are refused one by one with reason job-ids-exhausted
+// before the ledger sees them (a duplicate still says duplicate), counted;
+// the jobs accepted before stay queued. A wait handed over then is
+// answered with the same refusal.
+func TestSubmitRefusedWhenJobIDsExhausted(t *testing.T) {
+	c := newCoord(t, Config{Broker: broker.Config{LastJobID: 2}})
+	hello(t, c, 1, Hello{Role: RoleProducer, ID: "p"})
+	hello(t, c, 2, Hello{Role: RoleProducer, ID: "holder"})
+	held := specs("http://b.test/held")[0]
+	if vs, _ := c.Request(t0, 2, 1, []id.Key{held.Key}, nil); vs[0].Verdict != ledger.OK {
+		t.Fatalf("request: %+v", vs)
+	}
+	if vs, _ := c.Submit(t0, 1, 1, []JobSpec{held}, nil); vs[0].Status != Waiting {
+		t.Fatalf("submit of a held key: %+v, want waiting", vs[0])
+	}
+	vs, err := c.Submit(t0, 1, 2, specs("http://a.test/1", "http://a.test/2", "http://a.test/3", "http://a.test/1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SubmitStatus{Accepted, Accepted, Rejected, Duplicate}
+	for i, v := range vs {
+		if v.Status != want[i] {
+			t.Errorf("job %d: %v (%s), want %v", i, v.Status, v.Reason, want[i])
+		}
+	}
+	if vs[2].Reason != ReasonJobIDs || !strings.Contains(vs[2].Detail, broker.ErrJobIDsExhausted.Error()) {
+		t.Errorf("refusal %q %q, want reason %q naming %q", vs[2].Reason, vs[2].Detail, ReasonJobIDs, broker.ErrJobIDsExhausted)
+	}
+	if _, ok := c.led.Lookup(t0, vs[2].FP); ok {
+		t.Error("the refused key is in the ledger")
+	}
+	// The wait ends with the holder's session: the key passes to p, whose
+	// job cannot be made.
+	c.Ready(t0)
+	c.Disconnect(t0, 2)
+	out := c.Ready(t0)
+	if len(out.Answers) != 1 || !out.Answers[0].Submit || out.Answers[0].Verdict != ledger.Error || out.Answers[0].Reason != ReasonJobIDs || out.Answers[0].Job != 0 {
+		t.Fatalf("answers %+v: want request 1's handed-over key refused with %q", out.Answers, ReasonJobIDs)
+	}
+	if rec, ok := c.led.Lookup(t0, vs[2].FP); ok {
+		t.Errorf("the refused key is in the ledger: %+v", rec)
+	}
+	if n := c.IDRefusals(); n != 2 {
+		t.Errorf("%d refusals counted, want 2", n)
+	}
+	tot := c.Totals(t0)
+	if tot.Queued != 2 || tot.KeysQueued != 2 {
+		t.Errorf("queued jobs %d, keys %d: want the 2 accepted", tot.Queued, tot.KeysQueued)
+	}
+}

@@ -19,6 +19,10 @@ const ReasonBadKey ledger.Reason = "bad-key"
 // ReasonMaxJobs rejects a submit over Config.MaxJobs.
 const ReasonMaxJobs ledger.Reason = "max-jobs"
 
+// ReasonJobIDs rejects a submit once every job ID is given
+// (broker.ErrJobIDsExhausted); Verdict.Detail says so.
+const ReasonJobIDs ledger.Reason = "job-ids-exhausted"
+
 // WireReasons lists every reason a verdict, a late answer or a submit
 // verdict can carry to a peer (DRV/2 §6.8 lists the same; a test compares
 // them). The ledger's other reasons (expired, released, bad-session) only
@@ -27,7 +31,7 @@ var WireReasons = []ledger.Reason{
 	ledger.ReasonNone, ledger.ReasonOwner, ledger.ReasonHandover, ledger.ReasonRequested,
 	ledger.ReasonQueued, ledger.ReasonDone, ledger.ReasonFailed,
 	ledger.ReasonNotOwner, ledger.ReasonUnknown, ledger.ReasonWrongState,
-	ReasonBadKey, ReasonMaxJobs,
+	ReasonBadKey, ReasonMaxJobs, ReasonJobIDs,
 }
 
 // Verdict is the answer for one key of a REQUEST, QUEUE or DONE batch.
@@ -238,7 +242,7 @@ func (c *Coordinator) Submit(now time.Time, s id.Session, reqID uint64, jobs []J
 	if _, err := c.session(now, s); err != nil {
 		return dst, err
 	}
-	if c.batchSubmits() && len(jobs) > 1 {
+	if c.batchSubmits() && len(jobs) > 1 && c.brk.CheckIDs() == nil {
 		return c.submitBatch(now, s, reqID, jobs, dst), nil // submitbatch.go
 	}
 	for i := range jobs {
@@ -253,12 +257,17 @@ func (c *Coordinator) submitOne(now time.Time, s id.Session, reqID uint64, js *J
 		return SubmitVerdict{Status: Rejected, Reason: ReasonBadKey, Detail: err.Error()}
 	}
 	spec := broker.Spec{Key: nk, FP: fp, Host: id.Host(nk.URL), Headers: js.Headers, Payload: js.Payload}
-	if c.cfg.MaxJobs > 0 && c.submitted >= uint64(c.cfg.MaxJobs) {
-		// Over the cap (checked at submit time: a submit that waited for a
-		// key may still be enqueued when it is handed over).
+	idErr := c.brk.CheckIDs()
+	if idErr != nil || c.cfg.MaxJobs > 0 && c.submitted >= uint64(c.cfg.MaxJobs) {
+		// Over the cap, or no job ID left: refused before the ledger sees
+		// the key (the cap is checked at submit time: a submit that waited
+		// for a key may still be enqueued when it is handed over).
 		if rec, ok := c.led.Lookup(now, fp); ok && rec.State != ledger.Requested {
 			c.dedupHits++
 			return SubmitVerdict{FP: fp, Status: Duplicate, Reason: ledger.Reason(rec.State.String())}
+		}
+		if idErr != nil {
+			return c.refuseNoID(fp, idErr)
 		}
 		return SubmitVerdict{FP: fp, Status: Rejected, Reason: ReasonMaxJobs}
 	}
@@ -291,8 +300,25 @@ func (c *Coordinator) notGranted(s id.Session, reqID uint64, spec *broker.Spec, 
 	}
 }
 
-// enqueue queues a key session s owns and gives the job to the broker.
+// refuseNoID is the verdict on a submit refused for want of a job ID
+// (err wraps broker.ErrJobIDsExhausted), counted (IDRefusals).
+func (c *Coordinator) refuseNoID(fp id.Fingerprint, err error) SubmitVerdict {
+	c.idRefusals++
+	return SubmitVerdict{FP: fp, Status: Rejected, Reason: ReasonJobIDs, Detail: err.Error()}
+}
+
+// IDRefusals is how many submitted jobs were refused because every job ID
+// was given (ReasonJobIDs).
+func (c *Coordinator) IDRefusals() uint64 { return c.idRefusals }
+
+// enqueue queues a key session s owns and gives the job to the broker. With
+// no job ID left it refuses before the key is queued: the key stays
+// requested by s (a wait handed over to s ends so), and nothing accepted
+// is lost.
 func (c *Coordinator) enqueue(now time.Time, s id.Session, spec *broker.Spec) SubmitVerdict {
+	if err := c.brk.CheckIDs(); err != nil {
+		return c.refuseNoID(spec.FP, err)
+	}
 	if v, r := c.led.Queue(now, s, spec.FP); v != ledger.OK {
 		// Cannot happen for a key s was just granted; report it rather than lose it.
 		return SubmitVerdict{FP: spec.FP, Status: Rejected, Reason: r, Detail: "queue after grant failed"}

@@ -183,7 +183,9 @@ func (c *Coordinator) claimShared(now time.Time) {
 	// claimed for no worker (none connected, all busy) would wait here,
 	// its host's polite slot taken, while other coordinators' workers
 	// sit idle. Claimed jobs are dispatched in the same step.
-	want := min(c.cfg.SharedWindow, c.brk.FreeSlots()) - c.brk.Count(broker.Queued)
+	// And no more than this broker has job IDs left for: a claimed job
+	// it could not take would be lost.
+	want := min(c.cfg.SharedWindow, c.brk.FreeSlots(), c.brk.IDsLeft()) - c.brk.Count(broker.Queued)
 	if want <= 0 {
 		c.shared.next = now.Add(sharedPoll) // Ready brings it forward when jobs leave
 		return

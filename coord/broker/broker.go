@@ -159,6 +159,11 @@ type Config struct {
 	// for them. The configuration sets it with the ledger's
 	// (ledger.huge_pages).
 	SmallPages bool
+	// LastJobID is the highest job ID Submit gives: once it is given,
+	// Submit refuses (CheckIDs, ErrJobIDsExhausted). 0 means and at most
+	// 2^32-1 (lists link jobs by 32-bit ID; a restart renumbers nothing).
+	// Tests set it low to reach the end.
+	LastJobID JobID
 }
 
 // The defaults of Config.
@@ -243,6 +248,12 @@ func (c *Config) validate() error {
 		c.LostWorkers = 0
 	}
 	orDefault(&errs, "HistoryLimit", &c.HistoryLimit, DefaultHistoryLimit)
+	switch {
+	case c.LastJobID == 0:
+		c.LastJobID = maxJobID
+	case c.LastJobID > maxJobID:
+		errs = append(errs, fmt.Errorf("broker config LastJobID %d: want at most %d (or 0 for that)", c.LastJobID, JobID(maxJobID)))
+	}
 	if c.DoneRetention == 0 {
 		c.DoneRetention = DefaultDoneRetention
 	}
@@ -376,6 +387,7 @@ type Broker struct {
 	restoreUntil map[*host]int64
 
 	dispatches, completions, failures, throttles, orphans uint64
+	idRefusals                                            uint64 // submits refused for want of a job ID (CheckIDs)
 
 	fanout  int    // order tree node size (otMax; tests make it small)
 	changes uint64 // job changes the order trees had to follow
@@ -407,6 +419,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.urls.Init(b.jobs.mem)
 	b.byKey.init(&b.jobs)
+	b.jobs.last = int(b.cfg.LastJobID)
 	b.noHdr = b.newClass("", nil)
 	return b, nil
 }
@@ -432,9 +445,16 @@ func (b *Broker) enter(j *job, h *host, st JobState) {
 }
 
 // Submit adds a job in state queued (or backoff, when its host is backed
-// off) and returns its ID. Submit never refuses: deduplication is the
-// ledger's business, and a job no worker can take waits as unroutable.
+// off) and returns its ID. Deduplication is the ledger's business, and a
+// job no worker can take waits as unroutable. Submit refuses only once
+// every job ID is given (Config.LastJobID): it then returns 0, takes
+// nothing and counts the refusal (IDRefusals); a caller that must not
+// lose the job asks CheckIDs first.
 func (b *Broker) Submit(now time.Time, spec Spec) JobID {
+	if b.CheckIDs() != nil {
+		b.idRefusals++
+		return 0
+	}
 	t := ns(now)
 	c := b.classFor(spec.Headers)
 	spec.Headers = c.headers // identical header sets share one map

@@ -21,6 +21,9 @@ var (
 	// ErrBadOutcome: the outcome kind is not one of OK, Internal, External,
 	// Throttled.
 	ErrBadOutcome = errors.New("bad outcome")
+	// ErrJobIDsExhausted: every job ID up to Config.LastJobID was given,
+	// so no job can be added (CheckIDs).
+	ErrJobIDsExhausted = errors.New("job IDs exhausted")
 )
 
 // IsUnknown reports whether err names an unknown worker or job.

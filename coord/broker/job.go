@@ -335,20 +335,35 @@ type jobStore struct {
 	chunks []*[chunkSize]job
 	alive  []int32           // records not forgotten, per chunk
 	spare  []*[chunkSize]job // released chunks (all records zero), reused first
-	n      int
+	n      int               // the last ID given
+	last   int               // the last ID it may give (Config.LastJobID)
 }
+
+// CheckIDs returns an error wrapping ErrJobIDsExhausted once every job ID
+// up to Config.LastJobID is given: Submit would refuse. Lists link jobs by
+// 32-bit ID and a restart renumbers nothing, so such a coordinator takes
+// no more jobs (the age index holds a byte per ID ever given, 4 GiB at
+// 2^32-1, so only a store's IDs restored near the end get there).
+func (b *Broker) CheckIDs() error {
+	if b.jobs.n >= b.jobs.last {
+		return fmt.Errorf("submit: %w: all %d job IDs are given, and a restart renumbers nothing: this coordinator takes no more jobs", ErrJobIDsExhausted, b.jobs.last)
+	}
+	return nil
+}
+
+// IDsLeft is how many more jobs Submit takes.
+func (b *Broker) IDsLeft() int { return max(b.jobs.last-b.jobs.n, 0) }
+
+// IDRefusals is how many submits Submit refused for want of a job ID.
+func (b *Broker) IDRefusals() uint64 { return b.idRefusals }
 
 // chunkBytes is the memory of a chunk.
 const chunkBytes = int(unsafe.Sizeof([chunkSize]job{}))
 
+// alloc returns the record of the next job ID; the caller checked that
+// one is left (Broker.CheckIDs).
 func (s *jobStore) alloc() *job {
 	i := s.n
-	if i >= maxJobID {
-		// Lists link jobs by 32-bit ID (jlinks). The age index holds a
-		// byte per ID ever given (4 GiB here), so a process gets nowhere
-		// near this but by a restore near maxRestoreID.
-		panic(fmt.Sprintf("broker: all %d job IDs used; a restart renumbers nothing, so this coordinator cannot take more jobs", maxJobID))
-	}
 	if i>>chunkBits == len(s.chunks) {
 		s.addChunk()
 	}

@@ -1,8 +1,13 @@
 package broker
 
 import (
+	"errors"
+	"fmt"
 	"testing"
+	"time"
 	"unsafe"
+
+	"drover/coord/id"
 )
 
 // TestSideTable: numbers start at 1, 0 reads as none, a freed number is
@@ -36,5 +41,51 @@ func TestSideTable(t *testing.T) {
 func TestJobRecordSize(t *testing.T) {
 	if n := unsafe.Sizeof(job{}); n != 96 {
 		t.Fatalf("job record of %d bytes, want 96", n)
+	}
+}
+
+// TestJobIDsExhausted: once every job ID up to Config.LastJobID is given,
+// CheckIDs says so with ErrJobIDsExhausted and Submit takes nothing more
+// (it returns 0 and counts the refusal); the jobs it has stay as they
+// are. A LastJobID past 2^32-1 is refused.
+func TestJobIDsExhausted(t *testing.T) {
+	if _, err := New(Config{LastJobID: maxJobID + 1}); err == nil {
+		t.Fatal("New took LastJobID 2^32: want an error naming it")
+	}
+	b, err := New(Config{LastJobID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	spec := func(i int) Spec {
+		k := id.Key{Crawler: "c", Processor: "p", URL: fmt.Sprintf("http://h.test/%d", i)}
+		return Spec{Key: k, FP: k.Fingerprint(), Host: "h.test"}
+	}
+	for i := 1; i <= 3; i++ {
+		if left := b.IDsLeft(); left != 4-i {
+			t.Fatalf("before job %d: %d IDs left, want %d", i, left, 4-i)
+		}
+		if err := b.CheckIDs(); err != nil {
+			t.Fatalf("before job %d: %v", i, err)
+		}
+		if j := b.Submit(now, spec(i)); j != JobID(i) {
+			t.Fatalf("job %d got ID %d", i, j)
+		}
+	}
+	err = b.CheckIDs()
+	if !errors.Is(err, ErrJobIDsExhausted) || b.IDsLeft() != 0 {
+		t.Fatalf("after the last ID: CheckIDs %v, %d left; want ErrJobIDsExhausted, 0", err, b.IDsLeft())
+	}
+	if j := b.Submit(now, spec(4)); j != 0 {
+		t.Fatalf("Submit past the last ID gave job %d, want 0", j)
+	}
+	if b.IDRefusals() != 1 || b.Submitted() != 3 || b.Count(Queued) != 3 {
+		t.Fatalf("refusals %d, submitted %d, queued %d; want 1, 3, 3", b.IDRefusals(), b.Submitted(), b.Count(Queued))
+	}
+	if _, ok := b.JobOfKey(spec(4).FP); ok {
+		t.Fatal("the refused job's key names a job")
+	}
+	if err := checkInvariants(b); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -93,6 +93,7 @@ func TestConfigValidate(t *testing.T) {
 		{"jitter of one", Config{Jitter: 1}, "Jitter"},
 		{"negative unroutable timeout", Config{Jitter: -1, RetryJitter: -1, UnroutableTimeout: -time.Second}, "UnroutableTimeout"},
 		{"negative history", Config{Jitter: -1, RetryJitter: -1, HistoryLimit: -2}, "HistoryLimit"},
+		{"last job ID past 2^32-1", Config{Jitter: -1, RetryJitter: -1, LastJobID: maxJobID + 1}, "LastJobID"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -115,7 +116,7 @@ func TestConfigValidate(t *testing.T) {
 		RetryStart: time.Second, RetryCap: 5 * time.Minute,
 		LostWorkers: DefaultLostWorkers, HistoryLimit: DefaultHistoryLimit, DoneRetention: DefaultDoneRetention,
 		HoldbackStart: DefaultHoldbackStart, HoldbackCap: DefaultHoldbackCap, HoldbackForgive: 10 * DefaultHoldbackCap,
-		Politeness: Politeness{MaxCrawlDelay: DefaultMaxCrawlDelay}}
+		Politeness: Politeness{MaxCrawlDelay: DefaultMaxCrawlDelay}, LastJobID: maxJobID}
 	if b.cfg.Rand == nil {
 		t.Fatal("no default random source")
 	}

@@ -24,6 +24,7 @@ var errorCodes = []struct {
 	{broker.ErrUnknownWorker, wire.CodeNotFound},
 	{coord.ErrConflict, wire.CodeConflict},
 	{broker.ErrWrongState, wire.CodeConflict},
+	{broker.ErrJobIDsExhausted, wire.CodeUnavailable},
 }
 
 // errorCode is the code that answers err; an error of no listed kind is the
