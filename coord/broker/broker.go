@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"drover/admin"
@@ -363,7 +365,7 @@ type Broker struct {
 	lostOrder []*worker              // lost records, oldest first
 	gen       uint64                 // bumped when the capable set changes (reason cache)
 
-	seq    uint64 // queue order across classes
+	seq    uint32 // queue order across classes: the last job.seq given
 	useSeq uint64 // LRU clock
 
 	ids     map[string]*idRecord // worker ids with early deaths (deaths.go)
@@ -498,10 +500,30 @@ func (b *Broker) place(j *job, t int64, now time.Time) {
 // its updated time becomes t, the time it was queued.
 func (b *Broker) enqueue(j *job, t int64) {
 	j.updated = t
+	if b.seq == math.MaxUint32 {
+		b.renumber()
+	}
 	b.seq++
 	j.seq = b.seq
 	b.classOf(j).push(b, j)
 	b.laneAdd(j, t)
+}
+
+// renumber gives the jobs in class queues the queue order numbers 1..n in
+// their order, so that the order, 32 bits a job, goes on after 2^32-1
+// enqueues (only queued jobs' numbers are compared: pick, nextLane).
+func (b *Broker) renumber() {
+	var js []*job
+	for _, c := range b.classAll {
+		for j := c.queue.head; j != nil; j = c.queue.next(&b.jobs, j) {
+			js = append(js, j)
+		}
+	}
+	slices.SortFunc(js, func(x, y *job) int { return cmp.Compare(x.seq, y.seq) })
+	for i, j := range js {
+		j.seq = uint32(i + 1)
+	}
+	b.seq = uint32(len(js))
 }
 
 // unqueue takes a queued job out of its class queue and its lane.

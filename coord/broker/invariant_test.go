@@ -23,6 +23,7 @@ func checkInvariants(b *Broker) error {
 	unrt := 0
 	for _, c := range b.classAll {
 		n := 0
+		var last uint32
 		for j := c.queue.head; j != nil; j = c.queue.next(&b.jobs, j) {
 			if err := mark(j, "class "+c.key); err != nil {
 				return err
@@ -30,6 +31,10 @@ func checkInvariants(b *Broker) error {
 			if j.state != Queued || b.classOf(j) != c {
 				return fmt.Errorf("job %d in class queue %q but state %s", j.id, c.key, j.state)
 			}
+			if j.seq <= last || j.seq > b.seq {
+				return fmt.Errorf("class queue %q out of order at job %d: number %d after %d (last given %d)", c.key, j.id, j.seq, last, b.seq)
+			}
+			last = j.seq
 			n++
 		}
 		if n != c.queue.n {
@@ -301,7 +306,7 @@ func checkHost(b *Broker, h *host) error {
 	inLanes := 0
 	var err error
 	h.eachLane(func(l *lane) {
-		var last uint64
+		var last uint32
 		c := 0
 		for j := l.q.head; j != nil; j = l.q.next(&b.jobs, j) {
 			switch {

@@ -23,7 +23,7 @@ import (
 // its class's and the host its host's (Broker.spec puts a Spec together).
 // What only a job that was dispatched or failed has (its attempt, failure
 // and throttle counts, its place in the retry heap and its retry time) is
-// in its side record (jobMore): a queued job's record is 96 bytes.
+// in its side record (jobMore): a queued job's record is 88 bytes.
 type job struct {
 	// link links the job into the one list its state puts it in: its
 	// class queue (queued), its host's back-off list (backoff, unless it
@@ -34,14 +34,14 @@ type job struct {
 	// class), so that a throttle can hold every queued job of the host.
 	hlink jlinks // second: hostLink
 
-	fp  id.Fingerprint
-	seq uint64 // FIFO order across class queues
+	fp id.Fingerprint
 	// created is when the job was submitted; updated when it last changed
 	// state or entered its class queue, so that a queued job's updated is
 	// the time it was queued (the unroutable timeout counts from it). Unix
 	// ns.
 	created, updated int64
 
+	seq     uint32 // FIFO order across class queues (Broker.enqueue)
 	id      uint32 // its JobID: IDs are at most maxJobID
 	url     uint32 // the URL's slot in Broker.urls (offheap.Ref with ulen)
 	names   uint32 // the key's (crawler, processor) in Broker.names
@@ -57,7 +57,7 @@ type job struct {
 }
 
 // jobFlags are a job's yes-or-no facts, one bit each (one byte keeps the
-// record at 96 bytes).
+// record at 88 bytes).
 type jobFlags uint8
 
 const (

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 	"unsafe"
@@ -35,12 +36,12 @@ func TestSideTable(t *testing.T) {
 	}
 }
 
-// TestJobRecordSize: a job record is 96 bytes (issue 21: what a queued
+// TestJobRecordSize: a job record is 88 bytes (issue 21: what a queued
 // job costs); a field added to it belongs in jobMore unless every queued
 // job needs it.
 func TestJobRecordSize(t *testing.T) {
-	if n := unsafe.Sizeof(job{}); n != 96 {
-		t.Fatalf("job record of %d bytes, want 96", n)
+	if n := unsafe.Sizeof(job{}); n != 88 {
+		t.Fatalf("job record of %d bytes, want 88", n)
 	}
 }
 
@@ -87,5 +88,41 @@ func TestJobIDsExhausted(t *testing.T) {
 	}
 	if err := checkInvariants(b); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestQueueOrderRenumbered: a job's place in the order across class
+// queues is a 32-bit number; when the numbers run out, the queued jobs are
+// numbered again from 1 in their order, and dispatch stays first in,
+// first out across the classes.
+func TestQueueOrderRenumbered(t *testing.T) {
+	b, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.seq = math.MaxUint32 - 2
+	now := time.Unix(1_700_000_000, 0)
+	classes := []map[string]string{nil, {"gpu": "yes"}}
+	for i := range 6 {
+		k := id.Key{Crawler: "c", Processor: "p", URL: fmt.Sprintf("http://h.test/%d", i)}
+		b.Submit(now, Spec{Key: k, FP: k.Fingerprint(), Host: "h.test", Headers: classes[i%2]})
+		if err := checkInvariants(b); err != nil {
+			t.Fatalf("after job %d: %v", i+1, err)
+		}
+	}
+	if b.seq != 6 {
+		t.Fatalf("last number given %d, want 6 (the two queued renumbered 1, 2 at the third job)", b.seq)
+	}
+	if err := b.Register(now, 1, WorkerInfo{ID: "w", Slots: 6, Headers: map[string]string{"gpu": "yes"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	as := b.Dispatch(now, nil)
+	if len(as) != 6 {
+		t.Fatalf("dispatched %d jobs, want 6", len(as))
+	}
+	for i, a := range as {
+		if a.Job != JobID(i+1) {
+			t.Fatalf("dispatch %d took job %d, want %d (first in, first out)", i, a.Job, i+1)
+		}
 	}
 }
