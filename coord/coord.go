@@ -328,3 +328,21 @@ func (x ledgerJobs) JobKey(j uint32) (id.Key, time.Time) {
 	k, at, _ := x.b.KeyOf(broker.JobID(j))
 	return k, at
 }
+
+// Lent: the ledger's index names job j by its key, so the broker's key
+// index need not (jobOfKey asks the ledger first).
+func (x ledgerJobs) Lent(j uint32) { x.b.Unindex(broker.JobID(j)) }
+
+func (x ledgerJobs) Returned(j uint32) { x.b.Reindex(broker.JobID(j)) }
+
+// jobOfKey is the newest job of key fp that is kept: the one the key is
+// lent to (whom the broker's key index leaves to the ledger), or the
+// broker's.
+func (c *Coordinator) jobOfKey(fp id.Fingerprint) (broker.JobID, bool) {
+	if c.mem != nil {
+		if j, ok := c.mem.LentJob(fp); ok {
+			return broker.JobID(j), true
+		}
+	}
+	return c.brk.JobOfKey(fp)
+}

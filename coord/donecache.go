@@ -34,6 +34,7 @@ type embedded interface {
 	MaybeStored(fp id.Fingerprint) bool
 	StoredFilter() ledger.StoredFilterStats
 	Lend(fp id.Fingerprint) bool
+	LentJob(fp id.Fingerprint) (uint32, bool)
 }
 
 var _ embedded = (*ledger.Ledger)(nil)

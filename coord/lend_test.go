@@ -34,6 +34,18 @@ func TestQueuedKeysLendTheirURLs(t *testing.T) {
 	for _, u := range append(urls, "http://a.test/4") {
 		lookup(u)
 	}
+	// The broker's key index leaves a job holding its key to the ledger;
+	// the coordinator still finds it (a duplicate names it).
+	fp1 := specs(urls[0])[0].Key.Fingerprint()
+	if _, ok := c.brk.JobOfKey(fp1); ok {
+		t.Fatal("the broker's key index holds a job its key is lent to")
+	}
+	if j, ok := c.jobOfKey(fp1); !ok || j != 1 {
+		t.Fatalf("jobOfKey = %d, %v; want job 1", j, ok)
+	}
+	if vs, err := c.Submit(t0, 1, 3, specs(urls[0]), nil); err != nil || vs[0].Status != Duplicate || vs[0].Job != 1 {
+		t.Fatalf("resubmit: %+v, %v; want a duplicate of job 1", vs, err)
+	}
 	// A job forgotten while its key stays queued: the URL goes back.
 	if !c.brk.PageOut(4) {
 		t.Fatal("job 4 not paged out")

@@ -291,7 +291,7 @@ func (c *Coordinator) notGranted(s id.Session, reqID uint64, spec *broker.Spec, 
 	case ledger.No:
 		c.dedupHits++
 		sv := SubmitVerdict{FP: fp, Status: Duplicate, Reason: r}
-		if j, ok := c.brk.JobOfKey(fp); ok {
+		if j, ok := c.jobOfKey(fp); ok {
 			sv.Job = j
 		}
 		return sv

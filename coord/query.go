@@ -104,7 +104,7 @@ func (c *Coordinator) jobDetail(now time.Time, q admin.Query) (admin.Page, error
 		return page, errorf(ErrInvalid, "query jobs: key %q: want a job id or a key fingerprint: %w", q.Key, err)
 	}
 	page.Waiters = c.waiterRows(now, fp)
-	if j, ok := c.brk.JobOfKey(fp); ok {
+	if j, ok := c.jobOfKey(fp); ok {
 		if row, ok := c.brk.Job(j); ok {
 			page.Jobs, page.Total = []admin.JobRow{row}, 1
 			return page, nil

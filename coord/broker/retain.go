@@ -65,7 +65,26 @@ func (b *Broker) KeyOf(j JobID) (id.Key, time.Time, bool) {
 
 // JobOfKey returns the newest job submitted for the key with fingerprint
 // fp whose record is still kept (a key is submitted again once its done or
-// failed TTL has passed, so older jobs of the key may exist too).
+// failed TTL has passed, so older jobs of the key may exist too), unless
+// that job is unindexed (Unindex: its key's holder answers for it).
 func (b *Broker) JobOfKey(fp id.Fingerprint) (JobID, bool) {
 	return b.byKey.get(fp)
+}
+
+// Unindex takes job j out of the key index while another index names it
+// by its key (the ledger's, for a queued key lent to the job: issue 21,
+// a second entry per queued job saved). JobOfKey does not find it until
+// Reindex.
+func (b *Broker) Unindex(j JobID) {
+	if r := b.jobs.get(j); r != nil {
+		b.byKey.del(r.fp, j)
+	}
+}
+
+// Reindex puts job j, if it is kept, back in the key index as its key's
+// newest job.
+func (b *Broker) Reindex(j JobID) {
+	if r := b.jobs.get(j); r != nil {
+		b.byKey.set(r.fp, j)
+	}
 }

@@ -28,6 +28,14 @@ type Jobs interface {
 	JobFP(j uint32) id.Fingerprint
 	// JobKey is job j's key and when it was submitted.
 	JobKey(j uint32) (id.Key, time.Time)
+	// Lent says that job j's key is lent to it: the ledger's index slot
+	// names the job, so the holder need not index the key too (LentJob
+	// answers for it).
+	Lent(j uint32)
+	// Returned says that job j, still kept, no longer holds its key (it
+	// is done, or its record dropped): the holder indexes the key again.
+	// Not called for Reclaim (the holder is forgetting the job).
+	Returned(j uint32)
 }
 
 // lentBit flags an index slot that names a job, not a record: jobs
@@ -70,7 +78,16 @@ func (l *Ledger) Lend(fp id.Fingerprint) bool {
 	l.keys.free(r)
 	l.recs.release(ri)
 	l.lent++
+	l.jobs.Lent(j)
 	return true
+}
+
+// LentJob is the job queued key fp is lent to, if it is.
+func (l *Ledger) LentJob(fp id.Fingerprint) (uint32, bool) {
+	if ri := l.idx.get(&fp); ri < 0 {
+		return uint32(ri) &^ lentBit, true
+	}
+	return 0, false
 }
 
 // Reclaim takes back queued key fp from job j, which is being forgotten:
@@ -97,10 +114,12 @@ func (l *Ledger) Reclaim(fp id.Fingerprint, j uint32) {
 	l.lent--
 }
 
-// dropLent forgets queued key fp, lent to job slot ri (negative).
+// dropLent forgets queued key fp, lent to job slot ri (negative), and
+// tells the job's holder.
 func (l *Ledger) dropLent(fp *id.Fingerprint, ri int32) {
 	l.idx.del(fp, ri)
 	l.lent--
+	l.jobs.Returned(uint32(ri) &^ lentBit)
 }
 
 // lentRecord is the record of queued key fp, lent to job slot ri.

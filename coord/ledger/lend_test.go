@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -13,11 +14,14 @@ type testJobs struct {
 	keys []id.Key
 	at   []time.Time
 	byFP map[id.Fingerprint]uint32
+	lent map[uint32]bool // Lent and not Returned
 }
 
 func (t *testJobs) JobOf(fp id.Fingerprint) (uint32, bool) { j, ok := t.byFP[fp]; return j, ok }
 func (t *testJobs) JobFP(j uint32) id.Fingerprint          { return t.keys[j-1].Fingerprint() }
 func (t *testJobs) JobKey(j uint32) (id.Key, time.Time)    { return t.keys[j-1], t.at[j-1] }
+func (t *testJobs) Lent(j uint32)                          { t.lent[j] = true }
+func (t *testJobs) Returned(j uint32)                      { delete(t.lent, j) }
 
 // TestLendAndReclaim lends queued keys to their jobs, reads the keys back
 // through them (Lookup, Queued, the answers), reclaims some as if their
@@ -25,7 +29,7 @@ func (t *testJobs) JobKey(j uint32) (id.Key, time.Time)    { return t.keys[j-1],
 // slot comes back and a key reads the same throughout.
 func TestLendAndReclaim(t *testing.T) {
 	h := newHarness(t, Config{})
-	jobs := &testJobs{byFP: map[id.Fingerprint]uint32{}}
+	jobs := &testJobs{byFP: map[id.Fingerprint]uint32{}, lent: map[uint32]bool{}}
 	h.l.SetJobs(jobs)
 	var keys []id.Key
 	for i, n := range []int{0, 9, 40, 256, 300} {
@@ -57,6 +61,14 @@ func TestLendAndReclaim(t *testing.T) {
 	}
 	if n := h.l.Lent(); n != 4 {
 		t.Fatalf("%d keys lent, want 4", n)
+	}
+	if !maps.Equal(jobs.lent, map[uint32]bool{1: true, 2: true, 3: true, 4: true}) {
+		t.Fatalf("the holder was told jobs %v were lent keys, want 1 to 4", jobs.lent)
+	}
+	for i, k := range keys {
+		if j, ok := h.l.LentJob(k.Fingerprint()); ok != (i != 4) || ok && j != uint32(i+1) {
+			t.Fatalf("key %d: LentJob = %d, %v", i, j, ok)
+		}
 	}
 	h.checked()
 	check := func(when string) {
@@ -104,6 +116,14 @@ func TestLendAndReclaim(t *testing.T) {
 	h.checked()
 	if n := h.l.Lent(); n != 0 {
 		t.Fatalf("%d keys lent after all were done, want 0", n)
+	}
+	// Jobs 1 and 4 were returned their keys as they became done; 2 and 3
+	// were reclaimed (their holder was forgetting them: not told).
+	if !maps.Equal(jobs.lent, map[uint32]bool{2: true, 3: true}) {
+		t.Fatalf("jobs still holding keys as the holder was told: %v, want 2 and 3", jobs.lent)
+	}
+	if _, ok := h.l.LentJob(keys[0].Fingerprint()); ok {
+		t.Fatal("a done key is still lent")
 	}
 	if err := h.l.keys.urls.Check(nil); err != nil { // every slot free again
 		t.Fatalf("with no live key: %v", err)
