@@ -35,6 +35,7 @@ type embedded interface {
 	StoredFilter() ledger.StoredFilterStats
 	Lend(fp id.Fingerprint) bool
 	LentJob(fp id.Fingerprint) (uint32, bool)
+	LendQueued() int
 }
 
 var _ embedded = (*ledger.Ledger)(nil)

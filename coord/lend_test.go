@@ -2,6 +2,7 @@ package coord
 
 import (
 	"testing"
+	"time"
 
 	"drover/coord/broker"
 	"drover/coord/ledger"
@@ -68,5 +69,49 @@ func TestQueuedKeysLendTheirURLs(t *testing.T) {
 	}
 	if u, ok := c.brk.URLOf(a.Spec.Key.Fingerprint()); !ok || u != a.Spec.Key.URL {
 		t.Fatalf("the done job's URL: %q, %v; want %q kept with its record", u, ok, a.Spec.Key.URL)
+	}
+}
+
+// TestRestoredQueuedKeysLent: after a restart, each restored queued key is
+// lent to its restored job as after a submit (RestoreStats.KeysLent), the
+// broker's key index leaves those jobs to the ledger, and the keys read
+// and deduplicate as before.
+func TestRestoredQueuedKeysLent(t *testing.T) {
+	cfg := persistCfg()
+	c := newCoord(t, cfg)
+	s := newMemStore()
+	must(t)(c.Hello(t0, 1, Hello{Role: RoleProducer, ID: "p"}))
+	urls := []string{"http://a.test/1", "http://a.test/2", "http://b.test/3"}
+	must(t)(c.Submit(t0, 1, 1, specs(urls...), nil))
+	s.apply(t, c.Ready(t0).Writes)
+	if n := c.mem.(*ledger.Ledger).Lent(); n != 3 {
+		t.Fatalf("%d keys lent before the restart, want 3", n)
+	}
+
+	r, st := restoreFrom(t, persistCfg(), s, t0.Add(time.Second))
+	led := r.mem.(*ledger.Ledger)
+	if st.KeysLent != 3 || led.Lent() != 3 {
+		t.Fatalf("restore lent %d keys (ledger: %d), want 3", st.KeysLent, led.Lent())
+	}
+	for i, u := range urls {
+		k := specs(u)[0].Key
+		fp := k.Fingerprint()
+		if rec, ok := led.Lookup(t0, fp); !ok || rec.Key != k || rec.State != ledger.Queued || !rec.Since.Equal(t0) {
+			t.Fatalf("Lookup(%s) = %+v, %v; want queued since %v with its key", u, rec, ok, t0)
+		}
+		if _, ok := r.brk.JobOfKey(fp); ok {
+			t.Fatalf("%s: the broker's key index holds a job its key is lent to", u)
+		}
+		if j, ok := r.jobOfKey(fp); !ok || j != broker.JobID(i+1) {
+			t.Fatalf("%s: jobOfKey = %d, %v; want job %d", u, j, ok, i+1)
+		}
+	}
+	must(t)(r.Hello(t0, 1, Hello{Role: RoleProducer, ID: "p"}))
+	vs, err := r.Submit(t0, 1, 2, specs(urls[1]), nil)
+	if err != nil || vs[0].Status != Duplicate || vs[0].Job != 2 {
+		t.Fatalf("resubmit after the restart: %+v, %v; want a duplicate of job 2", vs, err)
+	}
+	if tot := r.Totals(t0); tot.KeysQueued != 3 || tot.Queued != 3 {
+		t.Fatalf("totals %d queued keys, %d queued jobs; want 3 and 3", tot.KeysQueued, tot.Queued)
 	}
 }

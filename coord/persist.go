@@ -251,6 +251,9 @@ type RestoreStats struct {
 	// KeysDone and KeysFailed) the restore left in the store: with a
 	// bounded done set they are looked up when a key is asked for.
 	KeysInStore int
+	// KeysLent counts the restored queued keys lent to their restored
+	// jobs (ledger.Ledger.LendQueued: one copy of each key, the job's).
+	KeysLent int
 	// Job records by state.
 	JobsQueued, JobsDispatched, JobsBackoff, JobsDone, JobsFailed int
 	Meta                                                          int          // meta records applied
@@ -450,6 +453,10 @@ func (c *Coordinator) FinishRestore(now time.Time) (RestoreStats, error) {
 		return d.stats, fmt.Errorf("coord: %w", err)
 	}
 	d.phase = restoreDone
+	if c.mem != nil {
+		// Each restored queued key to its restored job, as after a submit.
+		d.stats.KeysLent = c.mem.LendQueued()
+	}
 	c.dedupHits, c.malformed, c.seq = r[mDedupHits], r[mMalformed], r[mEventSeq]
 	c.submitted = uint64(c.brk.Submitted())
 	st := &d.stats

@@ -83,7 +83,7 @@ func main() {
 	flag.StringVar(&pages, "pages", "5000,30000", "crawl: site sizes, comma-separated")
 	flag.IntVar(&cfg.par, "par", 8, "crawl: parallel fetches (drover: workers of one slot and --per-host; colly: Parallelism)")
 	flag.StringVar(&memKeys, "mem-keys", "1000000,10000000", "memory: key counts, comma-separated")
-	flag.StringVar(&memStates, "mem-states", "requested,queued,done", "memory: key states measured, comma-separated")
+	flag.StringVar(&memStates, "mem-states", "requested,queued,done", "memory: key states measured, comma-separated (also queued-restarted: queued jobs in a durable serve, restarted on its store)")
 	flag.IntVar(&cfg.asynqMemMax, "asynq-mem-max", 1_000_000, "memory: largest count of asynq tasks enqueued for Redis's queued figure (asynq enqueues one task per round trip)")
 	flag.IntVar(&cfg.frontierJobs, "frontier-jobs", 300_000, "frontier: no-op jobs submitted to a durable serve before the workers start")
 	flag.IntVar(&cfg.resident, "resident", 100_000, "frontier: --store-resident-jobs of the paged side (the other keeps every job in memory)")
@@ -102,10 +102,10 @@ func main() {
 	}
 	for _, st := range strings.Split(memStates, ",") {
 		switch st := memState(strings.TrimSpace(st)); st {
-		case stateRequested, stateQueued, stateDone:
+		case stateRequested, stateQueued, stateDone, stateRestarted:
 			cfg.memStates = append(cfg.memStates, st)
 		default:
-			fmt.Fprintf(os.Stderr, "peers: -mem-states %q: want requested, queued or done\n", st)
+			fmt.Fprintf(os.Stderr, "peers: -mem-states %q: want requested, queued, done or queued-restarted\n", st)
 			os.Exit(2)
 		}
 	}
@@ -462,13 +462,19 @@ func benchMemory(ctx context.Context, cfg config) error {
 	fmt.Printf("| keys | state | drover RSS B/key | drover Go heap in use B/key | Redis used_memory B/key | Redis RSS B/key | drover / Redis RSS | load average |\n|---|---|---|---|---|---|---|---|\n")
 	for _, n := range cfg.memKeys {
 		for _, st := range cfg.memStates {
-			d, err := droverMemory(ctx, cfg.drover, n, st)
+			var d memResult
+			var err error
+			if st == stateRestarted {
+				d, err = droverRestarted(ctx, cfg.drover, n)
+			} else {
+				d, err = droverMemory(ctx, cfg.drover, n, st)
+			}
 			if err != nil {
 				return err
 			}
 			progress("memory %d %s: drover %.0f B/key RSS, %.0f B/key Go heap in use", n, st, d.rss, d.used)
 			rs, ratio := "— | —", "—"
-			if st != stateQueued || n <= cfg.asynqMemMax {
+			if st != stateRestarted && (st != stateQueued || n <= cfg.asynqMemMax) {
 				r, err := redisMemoryPerKey(ctx, cfg.redis, n, st)
 				if err != nil {
 					return err

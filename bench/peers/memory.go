@@ -1,8 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +25,9 @@ const (
 	stateRequested memState = "requested"
 	stateQueued    memState = "queued"
 	stateDone      memState = "done"
+	// stateRestarted: queued, then the coordinator restarted on its
+	// store (droverRestarted).
+	stateRestarted memState = "queued-restarted"
 )
 
 // memResult is bytes per key: RSS growth, and for Redis used_memory growth.
@@ -62,6 +68,98 @@ func droverMemory(ctx context.Context, bin string, n int, st memState) (memResul
 	if err != nil {
 		return memResult{}, err
 	}
+	if err := fillDrover(ctx, c, n, st); err != nil {
+		return memResult{}, err
+	}
+	after, err := settledRSS(s.cmd.Process.Pid)
+	if err != nil {
+		return memResult{}, err
+	}
+	heap1, err := s.heapInuse()
+	if err != nil {
+		return memResult{}, err
+	}
+	return memResult{rss: float64(after-base) / float64(n), used: float64(heap1-heap0) / float64(n)}, nil
+}
+
+// droverRestarted submits n queued jobs (empty payload) into a durable
+// `drover serve` that keeps every queued job in memory
+// (--store-resident-jobs 0), stops it, starts it again on its store, and
+// returns the restarted process's RSS (and Go heap in use) over that of a
+// fresh serve on an empty store, per job, once RSS has settled. The store's
+// own caches (Pebble's block cache, filled by the restore's reads) count
+// too.
+func droverRestarted(ctx context.Context, bin string, n int) (memResult, error) {
+	dir, err := os.MkdirTemp("", "peers-restart-")
+	if err != nil {
+		return memResult{}, err
+	}
+	defer os.RemoveAll(dir)
+	all := []string{"--store-resident-jobs", "0"}
+	s0, err := startDrover(bin, filepath.Join(dir, "empty"), all...)
+	if err != nil {
+		return memResult{}, err
+	}
+	base, err := settledRSS(s0.cmd.Process.Pid)
+	heap0, herr := s0.heapInuse()
+	s0.stop()
+	if err = cmp.Or(err, herr); err != nil {
+		return memResult{}, err
+	}
+	store := filepath.Join(dir, "store")
+	s1, err := startDrover(bin, store, all...)
+	if err != nil {
+		return memResult{}, err
+	}
+	c, err := client.Dial(ctx, client.Options{Connect: s1.peers, ID: "bench-memory", Timeout: 2 * time.Minute})
+	if err == nil {
+		err = fillDrover(ctx, c, n, stateQueued)
+		c.Close()
+	}
+	if err == nil {
+		// The same process before the restart, for comparison (its store
+		// wrote every job: its memtables are full, its cache not).
+		var before int64
+		if before, err = settledRSS(s1.cmd.Process.Pid); err == nil {
+			progress("memory %d %s: before the restart %.0f B/key RSS", n, stateRestarted, float64(before-base)/float64(n))
+		}
+	}
+	s1.stop()
+	if err != nil {
+		return memResult{}, err
+	}
+	start := time.Now()
+	s2, err := startDrover(bin, store, all...)
+	if err != nil {
+		return memResult{}, err
+	}
+	defer s2.stop()
+	progress("memory %d %s: serving again %v after the start", n, stateRestarted, time.Since(start).Round(time.Millisecond))
+	after, err := settledRSS(s2.cmd.Process.Pid)
+	if err != nil {
+		return memResult{}, err
+	}
+	heap1, err := s2.heapInuse()
+	if err != nil {
+		return memResult{}, err
+	}
+	// Where the rest goes: the Go heap's free spans not yet given back to
+	// the OS, and what is neither Go heap nor stacks (tables outside the
+	// heap, the store's caches).
+	sys, err1 := s2.metric("go_memstats_sys_bytes")
+	idle, err2 := s2.metric("go_memstats_heap_idle_bytes")
+	released, err3 := s2.metric("go_memstats_heap_released_bytes")
+	if err := cmp.Or(err1, err2, err3); err == nil {
+		progress("memory %d %s: RSS %d MB: Go heap free not released %d MB, Go runtime's other than that %d MB, outside the Go runtime %d MB",
+			n, stateRestarted, after>>20, (idle-released)>>20, (sys-released-(idle-released))>>20, (after-(sys-released))>>20)
+	}
+	return memResult{rss: float64(after-base) / float64(n), used: float64(heap1-heap0) / float64(n)}, nil
+}
+
+// fillDrover puts n keys in state st through c, in calls of memChunk keys
+// (requested: REQUEST; queued: SUBMIT with an empty payload; done: REQUEST
+// then DONE ok, chunk by chunk), and reports the slowest call.
+func fillDrover(ctx context.Context, c *client.Client, n int, st memState) error {
 	keys := make([]id.Key, 0, memChunk)
 	var slowest time.Duration
 	defer func() {
@@ -77,11 +175,11 @@ func droverMemory(ctx context.Context, bin string, n int, st memState) (memResul
 		case stateRequested, stateDone:
 			v, err := c.Request(ctx, keys)
 			if err != nil {
-				return memResult{}, err
+				return err
 			}
 			for i, x := range v {
 				if x.Verdict != wire.VerdictOK {
-					return memResult{}, fmt.Errorf("REQUEST %s: %v %s, want ok", keys[i].URL, x.Verdict, x.Reason)
+					return fmt.Errorf("REQUEST %s: %v %s, want ok", keys[i].URL, x.Verdict, x.Reason)
 				}
 			}
 			if st == stateDone {
@@ -90,7 +188,7 @@ func droverMemory(ctx context.Context, bin string, n int, st memState) (memResul
 					items[i] = wire.DoneItem{Key: k, Outcome: wire.DoneOK}
 				}
 				if _, err := c.Done(ctx, items); err != nil {
-					return memResult{}, err
+					return err
 				}
 			}
 		case stateQueued:
@@ -100,25 +198,17 @@ func droverMemory(ctx context.Context, bin string, n int, st memState) (memResul
 			}
 			v, err := c.Submit(ctx, items)
 			if err != nil {
-				return memResult{}, err
+				return err
 			}
 			for i, x := range v {
 				if x.Status != wire.SubmitAccepted {
-					return memResult{}, fmt.Errorf("SUBMIT %s: %+v, want accepted", keys[i].URL, x)
+					return fmt.Errorf("SUBMIT %s: %+v, want accepted", keys[i].URL, x)
 				}
 			}
 		}
 		slowest = max(slowest, time.Since(start))
 	}
-	after, err := settledRSS(s.cmd.Process.Pid)
-	if err != nil {
-		return memResult{}, err
-	}
-	heap1, err := s.heapInuse()
-	if err != nil {
-		return memResult{}, err
-	}
-	return memResult{rss: float64(after-base) / float64(n), used: float64(heap1-heap0) / float64(n)}, nil
+	return nil
 }
 
 // redisMemory starts a fresh redis-server and holds n keys there: for

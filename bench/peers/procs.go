@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -232,6 +231,11 @@ func startDrover(bin, store string, extra ...string) (*droverServer, error) {
 
 // heapInuse reads go_memstats_heap_inuse_bytes from the server's /metrics.
 func (s *droverServer) heapInuse() (int64, error) {
+	return s.metric("go_memstats_heap_inuse_bytes")
+}
+
+// metric reads one gauge from the server's /metrics.
+func (s *droverServer) metric(name string) (int64, error) {
 	resp, err := http.Get("http://" + s.metrics + "/metrics")
 	if err != nil {
 		return 0, fmt.Errorf("drover /metrics: %w", err)
@@ -242,10 +246,10 @@ func (s *droverServer) heapInuse() (int64, error) {
 		return 0, fmt.Errorf("drover /metrics: %w", err)
 	}
 	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			return int64(f), err
 		}
 	}
-	return 0, errors.New("drover /metrics: no go_memstats_heap_inuse_bytes")
+	return 0, fmt.Errorf("drover /metrics: no %s", name)
 }

@@ -82,6 +82,22 @@ func (l *Ledger) Lend(fp id.Fingerprint) bool {
 	return true
 }
 
+// LendQueued lends every queued key whose job the holder has (Lend), as
+// a restore ends: the keys and jobs come back from the store apart, each
+// with its own copy. It returns how many it lent.
+func (l *Ledger) LendQueued() int {
+	n := 0
+	for ri := l.queue.head; ri != 0; {
+		r := l.recs.at(ri)
+		next, fp := r.lq.next, r.fp
+		if l.Lend(fp) { // unlinks ri and frees r
+			n++
+		}
+		ri = next
+	}
+	return n
+}
+
 // LentJob is the job queued key fp is lent to, if it is.
 func (l *Ledger) LentJob(fp id.Fingerprint) (uint32, bool) {
 	if ri := l.idx.get(&fp); ri < 0 {
