@@ -311,7 +311,7 @@ func (s *Server) releaseLookups(now time.Time) {
 				s.r.stepItems += itemsOf(p.m) // read in an earlier step
 			}
 			s.c.UseNormals(p.norms) // its keys are not normalised again
-			s.peerMessage(now, p.ident, p.sid, p.m)
+			s.pd.message(now, p.ident, p.sid, p.m)
 			s.handled() // inputs.go
 		}
 		p.norms = coord.Normals{}

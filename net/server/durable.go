@@ -221,14 +221,14 @@ func (d *durable) progress() (uint64, error) {
 
 // ack sends m to ident on the peers socket: at once without a store, else
 // once the current step's writes are durable.
-func (s *Server) ack(ident []byte, m wire.Message) {
-	d := s.dur
+func (pd *peerDialogue) ack(ident []byte, m wire.Message) {
+	d := pd.dur
 	if d == nil {
-		s.out.toPeer(ident, m)
+		pd.out.toPeer(ident, m)
 		return
 	}
 	if d.failed != nil {
-		s.out.toPeer(ident, storeFailedError(m.RequestID(), d.failed))
+		pd.out.toPeer(ident, storeFailedError(m.RequestID(), d.failed))
 		return
 	}
 	d.step = append(d.step, held{kind: heldAck, ident: ident, msg: m})

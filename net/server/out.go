@@ -132,7 +132,7 @@ func (s *Server) answerGroup(as []coord.Answer) {
 			items[i] = it
 		}
 		s.patchSubmitted(s.now(), p, a0.ReqID, items) // submitmemo.go
-		s.ack(p.ident, &wire.Submitted{Req: a0.ReqID, Items: items})
+		s.pd.ack(p.ident, &wire.Submitted{Req: a0.ReqID, Items: items})
 		return
 	}
 	items := make([]wire.VerdictItem, len(as))

@@ -2,8 +2,8 @@ package server
 
 import (
 	"errors"
+	"log/slog"
 	"slices"
-
 	"time"
 
 	"drover/auth"
@@ -14,6 +14,29 @@ import (
 	"drover/net/internal/pipe"
 	"drover/net/wire"
 )
+
+// peerDialogue is the Server's peers part: the messages of live sessions
+// of workers and producers into the coordinator (HELLO, REQUEST, QUEUE,
+// DONE, SUBMIT, RESULT, PROGRESS, ROBOTS), and the answers out, held for
+// the store when they promise durability. It is given the coordinator, the
+// sessions, the sender, the store I/O (nil without a store), the reactor's
+// scratch, and the parts a message writes to (crawls, submit memos,
+// robots.txt copies). Server decodes, checks rights and routes to it.
+type peerDialogue struct {
+	c      *coord.Coordinator
+	log    *slog.Logger
+	name   string // Options.Server, in WELCOME
+	sess   *sessions
+	out    *sender
+	dur    *durable // nil without a store
+	r      *reactor // the step's scratch and interner
+	crawls *crawlSet
+	memo   *submitMemo
+	rob    *robotsWrites
+	// patch rewrites a resent SUBMIT's statuses to its first send's
+	// (submitmemo.go).
+	patch func(now time.Time, p *peer, req uint64, items []wire.SubmittedItem)
+}
 
 // decode splits the routing id off and decodes the rest, answering ERROR for
 // a message that does not decode (still a sign of life from its session:
@@ -91,7 +114,7 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 			s.forbid(onPeers, ident, h.Req, e, "HELLO as %s refused: this key's role is %s", h.Role, e.Role)
 			return
 		}
-		s.hello(now, ident, h, user)
+		s.pd.hello(now, ident, h, user)
 		return
 	}
 	if !e.Role.May(auth.Peers, m.Command()) {
@@ -116,52 +139,52 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 	if s.dur != nil && s.dur.failed == nil && s.dur.look.park(ident, sid, m, s.stats.Steps) {
 		return
 	}
-	s.peerMessage(now, ident, sid, m)
+	s.pd.message(now, ident, sid, m)
 }
 
-// peerMessage hands a message of live session sid to the coordinator (at
+// message hands a message of live session sid to the coordinator (at
 // once, or once the lookups it waited for are done: donelookup.go).
-func (s *Server) peerMessage(now time.Time, ident []byte, sid id.Session, m wire.Message) {
-	p := s.sess.peer[sid]
+func (d *peerDialogue) message(now time.Time, ident []byte, sid id.Session, m wire.Message) {
+	p := d.sess.peer[sid]
 	switch m := m.(type) {
 	case *wire.Heartbeat:
 	case *wire.Disconnect:
-		s.c.Disconnect(now, sid)
-		s.sess.forget(sid)
+		d.c.Disconnect(now, sid)
+		d.sess.forget(sid)
 		if p != nil {
-			s.memo.drop(memoName(p)) // it said goodbye: it resends nothing
+			d.memo.drop(memoName(p)) // it said goodbye: it resends nothing
 		}
 	case *wire.Request:
-		vs, err := s.c.Request(now, sid, m.Req, m.Keys, s.r.scratch.keyVerdicts[:0])
-		s.verdicts(p, m.Req, vs, err, false)
-		s.r.scratch.keyVerdicts = reuse(vs)
+		vs, err := d.c.Request(now, sid, m.Req, m.Keys, d.r.scratch.keyVerdicts[:0])
+		d.verdicts(p, m.Req, vs, err, false)
+		d.r.scratch.keyVerdicts = reuse(vs)
 	case *wire.Queue:
-		vs, err := s.c.Queue(now, sid, m.Keys, s.r.scratch.keyVerdicts[:0])
-		s.verdicts(p, m.Req, vs, err, true)
-		s.r.scratch.keyVerdicts = reuse(vs)
+		vs, err := d.c.Queue(now, sid, m.Keys, d.r.scratch.keyVerdicts[:0])
+		d.verdicts(p, m.Req, vs, err, true)
+		d.r.scratch.keyVerdicts = reuse(vs)
 	case *wire.Done:
 		items := make([]coord.DoneItem, len(m.Items))
 		for i, it := range m.Items {
 			items[i] = coord.DoneItem{Key: it.Key, Failed: it.Outcome == wire.DoneFailed}
 		}
-		vs, err := s.c.Done(now, sid, items, nil)
-		s.verdicts(p, m.Req, vs, err, true)
+		vs, err := d.c.Done(now, sid, items, nil)
+		d.verdicts(p, m.Req, vs, err, true)
 	case *wire.Submit:
-		s.submit(now, p, m)
+		d.submit(now, p, m)
 	case *wire.Result:
-		s.result(now, p, m)
+		d.result(now, p, m)
 	case *wire.Progress:
-		s.c.Progress(now, sid, broker.Run{Job: broker.JobID(m.JobID), Attempt: int(m.Attempt)}, m.Text)
+		d.c.Progress(now, sid, broker.Run{Job: broker.JobID(m.JobID), Attempt: int(m.Attempt)}, m.Text)
 	case *wire.Robots:
-		s.robotsReport(now, p, m) // robots.go
+		d.robots(now, p, m) // robots.go
 	default:
-		s.out.reject(onPeers, ident, m.RequestID(), wire.CodeForbidden, "%s is not accepted on the peers socket", m.Command())
+		d.out.reject(onPeers, ident, m.RequestID(), wire.CodeForbidden, "%s is not accepted on the peers socket", m.Command())
 	}
 }
 
 // hello opens a session (or replaces the one this routing id had); key is
 // the client's.
-func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
+func (d *peerDialogue) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 	var role coord.Role
 	switch h.Role {
 	case wire.RoleWorker:
@@ -169,43 +192,43 @@ func (s *Server) hello(now time.Time, ident []byte, h *wire.Hello, key string) {
 	case wire.RoleProducer:
 		role = coord.RoleProducer
 	default:
-		s.out.reject(onPeers, ident, h.Req, wire.CodeForbidden, "role %s on the peers socket: consoles use the admin socket", h.Role)
+		d.out.reject(onPeers, ident, h.Req, wire.CodeForbidden, "role %s on the peers socket: consoles use the admin socket", h.Role)
 		return
 	}
-	if holder, ok := s.sess.claim(h.Role, h.ID, key); !ok {
+	if holder, ok := d.sess.claim(h.Role, h.ID, key); !ok {
 		// The id belongs to the key that holds it: another key may not
 		// take it over (supersede it) while that session lives.
-		s.log.Warn("HELLO refused: the id is held by another key", "role", h.Role, "id", h.ID, "holder", holder, "key", key)
-		s.out.reject(onPeers, ident, h.Req, wire.CodeConflict, "%s id %q is held by a live session of another key", h.Role, h.ID)
+		d.log.Warn("HELLO refused: the id is held by another key", "role", h.Role, "id", h.ID, "holder", holder, "key", key)
+		d.out.reject(onPeers, ident, h.Req, wire.CodeConflict, "%s id %q is held by a live session of another key", h.Role, h.ID)
 		return
 	}
-	if old, ok := s.sess.ident[string(ident)]; ok {
+	if old, ok := d.sess.ident[string(ident)]; ok {
 		// The same connection says HELLO again: the old session ends
 		// cleanly; a worker's held jobs are reconciled by the new HELLO.
-		s.c.Disconnect(now, old)
-		s.sess.forget(old)
+		d.c.Disconnect(now, old)
+		d.sess.forget(old)
 	}
-	s.sess.next++
-	sid := s.sess.next
+	d.sess.next++
+	sid := d.sess.next
 	held := make([]broker.Run, len(h.Held))
 	for i, r := range h.Held {
 		held[i] = broker.Run{Job: broker.JobID(r.JobID), Attempt: int(r.Attempt)}
 	}
-	wel, err := s.c.Hello(now, sid, coord.Hello{
+	wel, err := d.c.Hello(now, sid, coord.Hello{
 		Role: role, ID: h.ID, Host: h.Host, Headers: h.Headers.Map(),
 		Slots: int(h.Slots), Beat: h.Heartbeat, Held: held,
 	})
 	if err != nil {
-		s.out.reject(onPeers, ident, h.Req, errorCode(err), "%v", err)
+		d.out.reject(onPeers, ident, h.Req, errorCode(err), "%v", err)
 		return
 	}
-	p := s.sess.open(now, sid, ident, h, key, wel.Heartbeat)
-	s.out.toPeer(p.ident, &wire.Welcome{
+	p := d.sess.open(now, sid, ident, h, key, wel.Heartbeat)
+	d.out.toPeer(p.ident, &wire.Welcome{
 		Req: h.Req, Session: uint64(sid), Heartbeat: wel.Heartbeat, Liveness: uint16(wel.Liveness),
-		Slots: h.Slots, Server: s.opts.Server, Cancel: toWireRuns(wel.Cancel),
+		Slots: h.Slots, Server: d.name, Cancel: toWireRuns(wel.Cancel),
 		Limits: wire.Limits{MaxBody: wire.MaxBody, MaxBatch: wire.MaxBatch, MaxPayload: wire.MaxPayload},
 	})
-	s.log.Info("session opened", "session", sid, "role", h.Role, "id", h.ID, "host", h.Host, "slots", h.Slots, "held", len(h.Held))
+	d.log.Info("session opened", "session", sid, "role", h.Role, "id", h.ID, "host", h.Host, "slots", h.Slots, "held", len(h.Held))
 }
 
 func toWireRuns(rs []broker.Run) []wire.Run {
@@ -244,31 +267,31 @@ func reasonText(r ledger.Reason, detail string) string {
 
 // verdicts answers REQUEST, QUEUE or DONE with VERDICTS; durable says the
 // answer promises durability (QUEUE, DONE) and waits for the step's batch.
-func (s *Server) verdicts(p *peer, req uint64, vs []coord.Verdict, err error, durable bool) {
+func (d *peerDialogue) verdicts(p *peer, req uint64, vs []coord.Verdict, err error, durable bool) {
 	if err != nil {
-		s.out.reject(onPeers, p.ident, req, errorCode(err), "%v", err)
+		d.out.reject(onPeers, p.ident, req, errorCode(err), "%v", err)
 		return
 	}
 	// The items are encoded and sent at once, unless the answer waits for
 	// the store (ack) or goes to a pipe client as a value: only then are
 	// they the message's own.
-	kept := durable && s.dur != nil || s.out.isPipe(p.ident)
+	kept := durable && d.dur != nil || d.out.isPipe(p.ident)
 	var items []wire.VerdictItem
 	if kept {
 		items = make([]wire.VerdictItem, len(vs))
 	} else {
-		items = slices.Grow(s.r.scratch.items[:0], len(vs))[:len(vs)]
+		items = slices.Grow(d.r.scratch.items[:0], len(vs))[:len(vs)]
 	}
 	for i, v := range vs {
 		items[i] = wire.VerdictItem{Fingerprint: v.FP, Verdict: wireVerdict(v.Verdict), Reason: reasonText(v.Reason, v.Detail)}
 	}
 	if durable {
-		s.ack(p.ident, &wire.Verdicts{Req: req, Items: items})
+		d.ack(p.ident, &wire.Verdicts{Req: req, Items: items})
 	} else {
-		s.out.toPeer(p.ident, &wire.Verdicts{Req: req, Items: items})
+		d.out.toPeer(p.ident, &wire.Verdicts{Req: req, Items: items})
 	}
 	if !kept {
-		s.r.scratch.items = reuse(items)
+		d.r.scratch.items = reuse(items)
 	}
 }
 
@@ -279,15 +302,15 @@ func reuse[T any](v []T) []T {
 	return v[:0]
 }
 
-func (s *Server) submit(now time.Time, p *peer, m *wire.Submit) {
+func (d *peerDialogue) submit(now time.Time, p *peer, m *wire.Submit) {
 	specs := make([]coord.JobSpec, len(m.Jobs))
 	for i := range m.Jobs {
-		specs[i] = s.r.strs.spec(&m.Jobs[i], true) // compact.go
-		s.crawls.seedPayload(&specs[i])            // crawls.go
+		specs[i] = d.r.strs.spec(&m.Jobs[i], true) // compact.go
+		d.crawls.seedPayload(&specs[i])            // crawls.go
 	}
-	vs, err := s.c.Submit(now, p.s, m.Req, specs, nil)
+	vs, err := d.c.Submit(now, p.s, m.Req, specs, nil)
 	if err != nil {
-		s.out.reject(onPeers, p.ident, m.Req, errorCode(err), "%v", err)
+		d.out.reject(onPeers, p.ident, m.Req, errorCode(err), "%v", err)
 		return
 	}
 	items := make([]wire.SubmittedItem, len(vs))
@@ -305,18 +328,18 @@ func (s *Server) submit(now time.Time, p *peer, m *wire.Submit) {
 		}
 		items[i] = it
 	}
-	s.patchSubmitted(now, p, m.Req, items) // submitmemo.go: a resent request's statuses are its first send's
-	s.ack(p.ident, &wire.Submitted{Req: m.Req, Items: items})
+	d.patch(now, p, m.Req, items) // submitmemo.go: a resent request's statuses are its first send's
+	d.ack(p.ident, &wire.Submitted{Req: m.Req, Items: items})
 }
 
-func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
+func (d *peerDialogue) result(now time.Time, p *peer, m *wire.Result) {
 	// Scratch reused across results: the core copies what it keeps.
-	rs := slices.Grow(s.r.scratch.results[:0], len(m.Items))[:len(m.Items)]
-	specs := s.r.scratch.specs[:0]
+	rs := slices.Grow(d.r.scratch.results[:0], len(m.Items))[:len(m.Items)]
+	specs := d.r.scratch.specs[:0]
 	defer func() {
 		clear(rs)
 		clear(specs)
-		s.r.scratch.results, s.r.scratch.specs = rs[:0], specs[:0]
+		d.r.scratch.results, d.r.scratch.specs = rs[:0], specs[:0]
 	}()
 	for i := range m.Items {
 		it := &m.Items[i]
@@ -335,16 +358,16 @@ func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
 			start := len(specs)
 			wired := !pipe.IsClient(p.ident) // an in-process worker's links alias no message
 			for j := range it.Links {
-				specs = append(specs, s.r.strs.spec(&it.Links[j], wired)) // compact.go
+				specs = append(specs, d.r.strs.spec(&it.Links[j], wired)) // compact.go
 			}
 			r.Discovered = specs[start:len(specs):len(specs)]
 		}
 		rs[i] = r
 	}
-	vs, err := s.c.Results(now, p.s, rs, s.r.scratch.verdicts[:0])
-	s.r.scratch.verdicts = vs[:0]
+	vs, err := d.c.Results(now, p.s, rs, d.r.scratch.verdicts[:0])
+	d.r.scratch.verdicts = vs[:0]
 	if err != nil {
-		s.out.reject(onPeers, p.ident, m.Req, errorCode(err), "%v", err)
+		d.out.reject(onPeers, p.ident, m.Req, errorCode(err), "%v", err)
 		return
 	}
 	reply := newResultOK(m.Req, len(vs))
@@ -362,7 +385,7 @@ func (s *Server) result(now time.Time, p *peer, m *wire.Result) {
 		}
 		items[i] = it
 	}
-	s.ack(p.ident, reply)
+	d.ack(p.ident, reply)
 }
 
 // newResultOK makes a RESULT-OK for n results. Each message goes to its

@@ -29,22 +29,22 @@ type robotsWrites map[string]*broker.Robots
 // it the memory starts over, and a copy may be sent to it again.
 const maxRobotsSent = 1024
 
-// robotsReport hands a worker's ROBOTS to the coordinator; a report the
+// robots hands a worker's ROBOTS to the coordinator; a report the
 // coordinator refuses (an origin the worker holds no job of, a bad origin)
 // is answered ERROR and counted.
-func (s *Server) robotsReport(now time.Time, p *peer, m *wire.Robots) {
+func (d *peerDialogue) robots(now time.Time, p *peer, m *wire.Robots) {
 	r := broker.Robots{Origin: m.Origin, Body: bytes.Clone(m.Content), CrawlDelay: m.CrawlDelay, Expires: now.Add(m.TTL)}
-	kept, err := s.c.Robots(now, p.s, r)
+	kept, err := d.c.Robots(now, p.s, r)
 	if err != nil {
-		s.out.reject(onPeers, p.ident, m.Req, errorCode(err), "ROBOTS: %v", err)
+		d.out.reject(onPeers, p.ident, m.Req, errorCode(err), "ROBOTS: %v", err)
 		return
 	}
 	if kept == nil {
 		return
 	}
-	if s.dur != nil {
+	if d.dur != nil {
 		h, _ := broker.OriginHost(kept.Origin) // the broker kept it: a valid origin
-		s.rob.put(h, kept)
+		d.rob.put(h, kept)
 	}
 	if p.robots != nil {
 		p.keepSent(kept) // it has the file: no need to send it back

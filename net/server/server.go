@@ -137,17 +137,18 @@ type Server struct {
 	c    *coord.Coordinator
 
 	// The parts, each with one job.
-	r     reactor    // the loop's inputs, wake-ups and scratch (inputs.go)
-	out   sender     // every message out, encoded and counted (sender.go)
-	peers listener   // the peers ROUTER: workers and producers (peers.go)
-	sess  sessions   // who is connected, their heartbeats (sessions.go)
-	disp  dispatcher // JOBs and CANCELs to workers (dispatch.go)
-	adm   dialogue   // the admin socket: consoles and the CLI (admin.go)
-	ev    events     // the events socket and its subscriptions (events.go)
-	dur   *durable   // the store: nil without one (durable.go, storeio.go)
-	pg    *pager     // queued jobs beyond memory (paging.go); nil: all in memory
-	auth  *authState // nil without Options.Auth (auth.go)
-	cl    cluster    // on a Redis Cluster store: the cluster parts' state (clusterio.go)
+	r     reactor      // the loop's inputs, wake-ups and scratch (inputs.go)
+	out   sender       // every message out, encoded and counted (sender.go)
+	peers listener     // the peers ROUTER: workers and producers
+	pd    peerDialogue // the peers' messages into the coordinator (peers.go)
+	sess  sessions     // who is connected, their heartbeats (sessions.go)
+	disp  dispatcher   // JOBs and CANCELs to workers (dispatch.go)
+	adm   dialogue     // the admin socket: consoles and the CLI (admin.go)
+	ev    events       // the events socket and its subscriptions (events.go)
+	dur   *durable     // the store: nil without one (durable.go, storeio.go)
+	pg    *pager       // queued jobs beyond memory (paging.go); nil: all in memory
+	auth  *authState   // nil without Options.Auth (auth.go)
+	cl    cluster      // on a Redis Cluster store: the cluster parts' state (clusterio.go)
 
 	memo   submitMemo   // accepted submits by producer and request (submitmemo.go)
 	rob    robotsWrites // robots.txt copies to write (robots.go)
@@ -240,6 +241,8 @@ func New(opts Options) (*Server, error) {
 	s.ev.tellKeyEvents() // nobody subscribed yet
 	s.adm = dialogue{sess: &s.sess, out: &s.out, every: opts.ChangedEvery, cfg: c.Config(), name: opts.Server, log: s.log}
 	s.disp = dispatcher{batches: make(map[jobBatch]*wire.Job), c: c, sess: &s.sess, out: &s.out, log: s.log}
+	s.pd = peerDialogue{c: c, log: s.log, name: opts.Server, sess: &s.sess, out: &s.out, r: &s.r,
+		crawls: &s.crawls, memo: &s.memo, rob: &s.rob, patch: s.patchSubmitted}
 	if opts.Store != nil {
 		if opts.ResidentJobs > 0 {
 			s.pg = newPager(c, s.log, opts.ResidentJobs) // paging.go
@@ -247,7 +250,7 @@ func New(opts Options) (*Server, error) {
 		if s.dur, err = openDurable(c, opts, s.pg); err != nil { // storeio.go
 			return nil, err
 		}
-		s.disp.dur = s.dur
+		s.disp.dur, s.pd.dur = s.dur, s.dur
 		if s.pg != nil {
 			s.pg.look = &s.dur.look
 		}
