@@ -39,11 +39,11 @@ type looker struct {
 	queued []coord.QueuedKey // of keys, the queued ones read back, in the same order
 }
 
-// startLooker starts the lookup goroutine of s's store; stop ends it and
-// waits.
-func (s *Server) startLooker() *looker {
+// startLooker starts the lookup goroutine of d's store (hook and qhook are
+// the tests' hooks.look and hooks.queued); stop ends it and waits.
+func startLooker(d *durable, hook func(), qhook func(id.Fingerprint)) *looker {
 	lk := &looker{
-		st: s.dur.st, ring: s.dur.ring, paging: s.pg != nil, hook: s.hooks.look, qhook: s.hooks.queued,
+		st: d.st, ring: d.ring, paging: d.pg != nil, hook: hook, qhook: qhook,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 	}
 	go lk.run()

@@ -15,7 +15,7 @@ import (
 // acknowledgements for the step's batch (durable.go).
 func (s *Server) flush(now time.Time) {
 	out := s.c.Ready(now)
-	s.answers(out.Answers)
+	s.pd.answers(now, out.Answers)  // peers.go: the answers that waited
 	s.finished(out.Finished)        // before the batch: see Options.BeforeCommit
 	s.keepResults(out.Finished)     // results.go: into the step's batch
 	s.countDone(out.Finished)       // crawls.go: into the step's batch
@@ -97,47 +97,4 @@ func (s *Server) finished(fs []broker.Finished) {
 	for _, f := range fs {
 		s.opts.OnFinished(f)
 	}
-}
-
-// answers sends deferred ledger answers: ANSWER for a REQUEST that waited,
-// a later SUBMITTED for a SUBMIT that waited. Answers to the same request
-// go in one message.
-func (s *Server) answers(as []coord.Answer) {
-	for i := 0; i < len(as); {
-		j := i + 1
-		for j < len(as) && as[j].Session == as[i].Session && as[j].ReqID == as[i].ReqID && as[j].Submit == as[i].Submit {
-			j++
-		}
-		s.answerGroup(as[i:j])
-		i = j
-	}
-}
-
-func (s *Server) answerGroup(as []coord.Answer) {
-	a0 := as[0]
-	p, ok := s.sess.peer[a0.Session]
-	if !ok || a0.ReqID == 0 {
-		return // the session is gone, or nobody asked (links of a result)
-	}
-	if a0.Submit {
-		items := make([]wire.SubmittedItem, len(as))
-		for i, a := range as {
-			it := wire.SubmittedItem{JobID: uint64(a.Job), Fingerprint: a.FP, Reason: string(a.Reason), Status: wire.SubmitDuplicate}
-			switch {
-			case a.Job != 0:
-				it.Status = wire.SubmitAccepted
-			case wireVerdict(a.Verdict) == wire.VerdictError:
-				it.Status = wire.SubmitError
-			}
-			items[i] = it
-		}
-		s.patchSubmitted(s.now(), p, a0.ReqID, items) // submitmemo.go
-		s.pd.ack(p.ident, &wire.Submitted{Req: a0.ReqID, Items: items})
-		return
-	}
-	items := make([]wire.VerdictItem, len(as))
-	for i, a := range as {
-		items[i] = wire.VerdictItem{Fingerprint: a.FP, Verdict: wireVerdict(a.Verdict), Reason: string(a.Reason)}
-	}
-	s.out.toPeer(p.ident, &wire.Answer{Req: a0.ReqID, Items: items})
 }

@@ -295,6 +295,49 @@ func (d *peerDialogue) verdicts(p *peer, req uint64, vs []coord.Verdict, err err
 	}
 }
 
+// answers sends deferred ledger answers: ANSWER for a REQUEST that waited,
+// a later SUBMITTED for a SUBMIT that waited. Answers to the same request
+// go in one message.
+func (d *peerDialogue) answers(now time.Time, as []coord.Answer) {
+	for i := 0; i < len(as); {
+		j := i + 1
+		for j < len(as) && as[j].Session == as[i].Session && as[j].ReqID == as[i].ReqID && as[j].Submit == as[i].Submit {
+			j++
+		}
+		d.answerGroup(now, as[i:j])
+		i = j
+	}
+}
+
+func (d *peerDialogue) answerGroup(now time.Time, as []coord.Answer) {
+	a0 := as[0]
+	p, ok := d.sess.peer[a0.Session]
+	if !ok || a0.ReqID == 0 {
+		return // the session is gone, or nobody asked (links of a result)
+	}
+	if a0.Submit {
+		items := make([]wire.SubmittedItem, len(as))
+		for i, a := range as {
+			it := wire.SubmittedItem{JobID: uint64(a.Job), Fingerprint: a.FP, Reason: string(a.Reason), Status: wire.SubmitDuplicate}
+			switch {
+			case a.Job != 0:
+				it.Status = wire.SubmitAccepted
+			case wireVerdict(a.Verdict) == wire.VerdictError:
+				it.Status = wire.SubmitError
+			}
+			items[i] = it
+		}
+		d.patch(now, p, a0.ReqID, items) // submitmemo.go
+		d.ack(p.ident, &wire.Submitted{Req: a0.ReqID, Items: items})
+		return
+	}
+	items := make([]wire.VerdictItem, len(as))
+	for i, a := range as {
+		items[i] = wire.VerdictItem{Fingerprint: a.FP, Verdict: wireVerdict(a.Verdict), Reason: string(a.Reason)}
+	}
+	d.out.toPeer(p.ident, &wire.Answer{Req: a0.ReqID, Items: items})
+}
+
 // reuse empties a scratch slice for the next use, dropping what its
 // elements referred to.
 func reuse[T any](v []T) []T {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"drover/coord"
 	"drover/coord/broker"
 	"drover/net/wire"
 	"drover/store"
@@ -79,18 +80,17 @@ func (w robotsWrites) into(b *store.Batch) {
 	clear(w)
 }
 
-// restoreRobots gives the hosts the robots.txt copies kept in the store
-// that have not expired; the expired ones are deleted with the first
-// batch.
-func (s *Server) restoreRobots() error {
-	now := s.now()
-	err := s.dur.st.ReadRobots(func(host string, r *store.RobotsRecord) error {
-		ok, err := s.c.RestoreRobots(now, host, broker.Robots{Origin: r.Origin, Body: r.Body, CrawlDelay: r.CrawlDelay, Expires: r.Expires})
+// restore gives coordinator c's hosts the robots.txt copies kept in st
+// that have not expired at now; the expired ones are deleted with the
+// first batch.
+func (w *robotsWrites) restore(c *coord.Coordinator, st *store.Store, now time.Time) error {
+	err := st.ReadRobots(func(host string, r *store.RobotsRecord) error {
+		ok, err := c.RestoreRobots(now, host, broker.Robots{Origin: r.Origin, Body: r.Body, CrawlDelay: r.CrawlDelay, Expires: r.Expires})
 		if err != nil {
 			return err
 		}
 		if !ok {
-			s.rob.put(host, nil)
+			w.put(host, nil)
 		}
 		return nil
 	})

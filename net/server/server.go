@@ -257,7 +257,7 @@ func New(opts Options) (*Server, error) {
 		if err := s.restoreMemos(); err != nil { // submitmemo.go
 			return nil, fmt.Errorf("restore from the store: %w", err)
 		}
-		if err := s.restoreRobots(); err != nil { // robots.go
+		if err := s.rob.restore(c, opts.Store, s.now()); err != nil { // robots.go
 			return nil, fmt.Errorf("restore from the store: %w", err)
 		}
 		s.log.Info("restored from the store", "path", opts.Store.Path(), "sync", opts.Store.SyncPolicy(),
@@ -419,7 +419,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	if s.dur != nil && s.dur.look.on() {
-		s.dur.look.looker = s.startLooker() // lookup.go
+		s.dur.look.looker = startLooker(s.dur, s.hooks.look, s.hooks.queued) // lookup.go
 		defer s.dur.look.looker.stop()
 	}
 	defer s.startResultTrimmer()()
