@@ -21,8 +21,9 @@ import (
 // out both (the evicted worker's jobs are cancelled and requeued, the
 // drained one finishes its jobs, takes no more and is let go), a's ACTED
 // says so, and every URL still runs exactly once. An evict from a of a
-// worker no coordinator has, and of a worker of a coordinator that died,
-// is refused with a line saying which.
+// worker no coordinator has, of a worker of a coordinator stopped
+// (SIGSTOP) and then killed, and of one of a coordinator that died, is
+// refused with a line saying which.
 func TestClusterEvictDrainOnRedis(t *testing.T) {
 	drover(t)
 	cl := redistest.Start(t)
@@ -170,9 +171,23 @@ func TestClusterEvictDrainOnRedis(t *testing.T) {
 		res := act(admin.ActUndrain, "orphan") // a no-op on a live worker: answered by b
 		return res.Affected == 1
 	})
+	// b stops (SIGSTOP) with an evict posted to it and not carried out,
+	// then dies: the action is answered, never dropped: by b's silence
+	// (a's wait ends) or by a's sweep of b, which answers what b left.
+	if err := b.proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if res := act(admin.ActEvict, "orphan"); res.Affected != 0 || len(res.Errors) != 1 ||
+		!strings.Contains(res.Errors[0], "posted there: redis control: coordinator "+bID+" did not answer evict") &&
+			!strings.Contains(res.Errors[0], "not done: coordinator "+bID+" died before carrying it out") {
+		t.Fatalf("evict on a of a worker of b, stopped: %+v; want one line saying b did not answer, or died first", res)
+	}
 	if err := b.proc.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, "a's sweep of b answers the evict b left", 30*time.Second, func() bool {
+		return strings.Contains(a.serve.String(), "actions posted to a coordinator taken for dead answered as not done by it")
+	})
 	eventually(t, "a sees b dead", 30*time.Second, func() bool {
 		tot, _, ok := statusJSON(t, a.adm)
 		if !ok || tot.Cluster == nil {

@@ -20,7 +20,10 @@ import (
 // target is answered, the reactor serving meanwhile. Each coordinator
 // reads the actions posted to it (startControl), carries them out on its
 // reactor as its own operator's, for the jobs it holds only (never asking
-// further), and answers. A job waiting in the cluster's queue is already
+// further), and answers; an action read is removed from the store only
+// once answered, so one the reactor did not carry out before it stopped
+// is answered as not done when the coordinator leaves the store (or its
+// sweeper does that, store/redis control.go). A job waiting in the cluster's queue is already
 // queued; a holder that died holding a job has it returned to the queue by
 // the sweep.
 
@@ -208,7 +211,7 @@ func (s *Server) startControl() (stop func()) {
 		defer close(exited)
 		failing := false
 		for ctx.Err() == nil {
-			acts, replies, err := cj.Requests(ctx, controlWait)
+			acts, tickets, err := cj.Requests(ctx, controlWait)
 			if err != nil {
 				if ctx.Err() != nil {
 					return
@@ -229,14 +232,25 @@ func (s *Server) startControl() (stop func()) {
 			}
 			answers := make(chan []admin.ActionResult, 1)
 			io.run(func() { answers <- s.actForPeer(acts) })
-			select {
-			case res := <-answers:
+			reply := func(res []admin.ActionResult) {
 				for i := range res {
-					if err := cj.Reply(replies[i], res[i]); err != nil {
+					if err := cj.Reply(tickets[i], res[i]); err != nil {
 						log.Warn("answering another coordinator's action", "err", err)
 					}
 				}
+			}
+			select {
+			case res := <-answers:
+				reply(res)
 			case <-ctx.Done():
+				// Stopping: the reactor has stopped, having carried the
+				// actions out or not. Those it did not stay in the
+				// processing list, answered when the store is left.
+				select {
+				case res := <-answers:
+					reply(res)
+				default:
+				}
 				return
 			}
 		}

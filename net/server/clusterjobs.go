@@ -62,11 +62,12 @@ type ClusterJobs interface {
 	// its answer (clusteract.go).
 	Ask(c string, a admin.Action) (admin.ActionResult, error)
 	// Requests waits up to wait (bounded by ctx) for the actions other
-	// coordinators posted to this one, and returns them with where each
-	// answer goes (Reply).
-	Requests(ctx context.Context, wait time.Duration) (acts []admin.Action, replies []string, err error)
-	// Reply answers an action Requests read.
-	Reply(reply string, res admin.ActionResult) error
+	// coordinators posted to this one, and returns them with a ticket
+	// each for its answer (Reply); an action read and not answered is
+	// read again by the first call of a reader started again.
+	Requests(ctx context.Context, wait time.Duration) (acts []admin.Action, tickets []string, err error)
+	// Reply answers an action Requests read, given its ticket.
+	Reply(ticket string, res admin.ActionResult) error
 	// Retries lists the retries rows the other live coordinators
 	// published (Coordinator set, JobID 0) and the sum of their totals.
 	Retries() (rows []admin.JobRow, total int, err error)

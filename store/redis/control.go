@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -14,51 +15,81 @@ import (
 	"drover/admin"
 )
 
-// Actions across coordinators (an operator's requeue, on any coordinator,
-// of a job another one holds): the coordinator asked posts the action to
-// the holder's control list PREFIX:coord:C:ctl (RPUSH) and waits for the
-// answer on a reply list of its own (BLPOP, bounded by Config.Timeout);
-// the holder's server reads its control list (BLPOP), carries each action
-// out on its reactor and pushes the answer (LPUSH, the list expiring a
-// minute later, so an answer nobody waits for does not stay). The lists
-// are a transport only: what the action does is the holder's to decide
-// (a job it no longer holds is answered as such), and a holder that died
-// holding the job has its jobs returned to the queue by the sweep.
+// Actions across coordinators (an operator's requeue, evict, drain or
+// undrain, on any coordinator, of a job another one holds or a worker
+// connected to another): the coordinator asked posts the action to the
+// holder's control list PREFIX:{ctl:C} (RPUSH) and waits for the answer
+// on a reply list of its own (BLPOP, bounded by Config.Timeout). The
+// holder reads its list as a reliable queue: each action is moved
+// (BLMOVE) into its processing list PREFIX:{ctl:C}:doing, carried out on
+// its reactor, answered (LPUSH to the reply list, which expires a minute
+// later, so an answer nobody waits for does not stay) and only then
+// removed from the processing list (LREM), so an action is not lost when
+// its holder stops between reading and acting: a reader started again
+// reads the processing list first. A holder that stops for good (a clean
+// stop, Leave; or dead, and swept by a peer, sweepCoordinator) answers
+// what is left in both lists as not done, saying why (its jobs went back
+// to the queue, its workers' sessions ended), and deletes them: never
+// dropped silently. The lists are a transport only: what the action does
+// is the holder's to decide (a job it no longer holds is answered as such).
 
 // controlMax bounds the actions Requests hands over at once.
 const controlMax = 64
 
-func (l *Ledger) controlKey(c string) string { return l.cfg.Prefix + ":coord:" + c + ":ctl" }
+// controlKeep is how long a control list outlives its last post or read:
+// a safety net for a coordinator that is neither alive nor swept.
+const controlKeep = 10 * time.Minute
+
+// The two lists share the hash tag {ctl:C}, so BLMOVE stays in one slot.
+func (l *Ledger) controlKey(c string) string { return l.cfg.Prefix + ":{ctl:" + c + "}" }
+func (l *Ledger) doingKey(c string) string   { return l.cfg.Prefix + ":{ctl:" + c + "}:doing" }
 
 // control is one action posted to a coordinator.
 type control struct {
 	Action admin.Action `json:"a"`
 	From   string       `json:"f"` // the coordinator that asked
 	Reply  string       `json:"r"` // the list its answer goes to
+	At     time.Time    `json:"t"` // when it was posted
 }
 
 // Ask posts action a to coordinator c and waits, up to the store's
 // timeout, for its answer.
 func (v *JobView) Ask(c string, a admin.Action) (admin.ActionResult, error) {
+	reply, err := v.post(c, a)
+	if err != nil {
+		return admin.ActionResult{}, err
+	}
+	return v.await(c, a, reply, v.l.cfg.Timeout)
+}
+
+// post puts action a on coordinator c's control list and returns the
+// list its answer will come to.
+func (v *JobView) post(c string, a admin.Action) (string, error) {
 	l := v.l
 	var tag [12]byte
 	_, _ = rand.Read(tag[:])
-	wait := l.cfg.Timeout
-	req := control{Action: a, From: l.coord, Reply: l.cfg.Prefix + ":ctl:reply:" + hex.EncodeToString(tag[:])}
+	req := control{Action: a, From: l.coord, Reply: l.cfg.Prefix + ":ctl:reply:" + hex.EncodeToString(tag[:]), At: l.cfg.Clock.Now()}
 	b, err := json.Marshal(&req)
 	if err != nil {
-		return admin.ActionResult{}, fmt.Errorf("redis control: encoding the action: %w", err)
+		return "", fmt.Errorf("redis control: encoding the action: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	ctx, cancel := l.ctx()
 	defer cancel()
 	key := l.controlKey(c)
 	pipe := l.rdb.Pipeline()
 	pipe.RPush(ctx, key, b)
-	pipe.Expire(ctx, key, forgetSummary)
+	pipe.Expire(ctx, key, controlKeep)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return admin.ActionResult{}, fmt.Errorf("redis control: posting %s to coordinator %s: %w", a.Kind, c, err)
+		return "", fmt.Errorf("redis control: posting %s to coordinator %s: %w", a.Kind, c, err)
 	}
-	got, err := l.rdb.BLPop(ctx, wait, req.Reply).Result()
+	return req.Reply, nil
+}
+
+// await waits up to wait for the answer to action a posted to c.
+func (v *JobView) await(c string, a admin.Action, reply string, wait time.Duration) (admin.ActionResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	defer cancel()
+	got, err := v.l.rdb.BLPop(ctx, wait, reply).Result()
 	if errors.Is(err, goredis.Nil) {
 		return admin.ActionResult{}, fmt.Errorf("redis control: coordinator %s did not answer %s within %v (it may still carry it out)", c, a.Kind, wait)
 	}
@@ -72,49 +103,151 @@ func (v *JobView) Ask(c string, a admin.Action) (admin.ActionResult, error) {
 	return res, nil
 }
 
+// moveMore moves up to ARGV[1] more actions from the control list
+// (KEYS[1]) to the processing list (KEYS[2]) and returns them.
+var moveMore = goredis.NewScript(`
+local out = {}
+for i = 1, tonumber(ARGV[1]) do
+  local v = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
+  if not v then break end
+  out[#out + 1] = v
+end
+return out
+`)
+
 // Requests waits up to wait (bounded by ctx) for actions posted to this
-// coordinator, and returns those read (at most controlMax) with the reply
-// each answer goes to (Reply). An action whose asker stopped waiting is
-// still carried out (its answer expires unread).
-func (v *JobView) Requests(ctx context.Context, wait time.Duration) (acts []admin.Action, replies []string, err error) {
+// coordinator, moves those it reads (at most controlMax) to its
+// processing list, and returns them with their tickets, each to be given
+// to Reply once the action is carried out. Its first call reads the
+// processing list instead (actions read before and not answered: a
+// reader stopped between reading and acting). An action whose asker
+// stopped waiting is still carried out (its answer expires unread).
+func (v *JobView) Requests(ctx context.Context, wait time.Duration) (acts []admin.Action, tickets []string, err error) {
 	l := v.l
-	key := l.controlKey(l.coord)
-	got, err := l.rdb.BLPop(ctx, wait, key).Result()
-	if errors.Is(err, goredis.Nil) {
-		return nil, nil, nil
+	key, doing := l.controlKey(l.coord), l.doingKey(l.coord)
+	var raw []string
+	if !v.reread.Load() {
+		if raw, err = l.rdb.LRange(ctx, doing, 0, controlMax-1).Result(); err != nil {
+			return nil, nil, fmt.Errorf("redis control: reading the actions this coordinator read and did not answer: %w", err)
+		}
+		v.reread.Store(true)
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("redis control: reading this coordinator's actions: %w", err)
-	}
-	raw := []string{got[1]}
-	if more, err := l.rdb.LPopCount(ctx, key, controlMax-1).Result(); err == nil {
-		raw = append(raw, more...)
+	if len(raw) == 0 {
+		got, err := l.rdb.BLMove(ctx, key, doing, "LEFT", "RIGHT", wait).Result()
+		if errors.Is(err, goredis.Nil) {
+			return nil, nil, nil
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("redis control: reading this coordinator's actions: %w", err)
+		}
+		raw = []string{got}
+		if more, err := moveMore.Run(ctx, l.rdb, []string{key, doing}, controlMax-1).StringSlice(); err == nil {
+			raw = append(raw, more...)
+		}
+		l.rdb.Expire(ctx, doing, controlKeep)
 	}
 	for _, s := range raw {
 		var c control
 		if json.Unmarshal([]byte(s), &c) != nil || c.Reply == "" {
+			l.rdb.LRem(ctx, doing, 1, s) // not an action: nothing to answer
 			continue
 		}
 		acts = append(acts, c.Action)
-		replies = append(replies, c.Reply)
+		tickets = append(tickets, s)
 	}
-	return acts, replies, nil
+	return acts, tickets, nil
 }
 
-// Reply sends the answer to an action Requests read.
-func (v *JobView) Reply(reply string, res admin.ActionResult) error {
+// Reply sends the answer to an action Requests read (ticket is its
+// ticket), then removes it from the processing list.
+func (v *JobView) Reply(ticket string, res admin.ActionResult) error {
 	l := v.l
+	var c control
+	if err := json.Unmarshal([]byte(ticket), &c); err != nil {
+		return fmt.Errorf("redis control: answering: the ticket is not an action Requests read: %w", err)
+	}
+	ctx, cancel := l.ctx()
+	defer cancel()
+	if err := l.answer(ctx, c.Reply, res); err != nil {
+		return err
+	}
+	if err := l.rdb.LRem(ctx, l.doingKey(l.coord), 1, ticket).Err(); err != nil {
+		return fmt.Errorf("redis control: removing the %s answered from this coordinator's processing list: %w", c.Action.Kind, err)
+	}
+	return nil
+}
+
+// answer pushes res to reply list r.
+func (l *Ledger) answer(ctx context.Context, r string, res admin.ActionResult) error {
 	b, err := json.Marshal(&res)
 	if err != nil {
 		return fmt.Errorf("redis control: encoding the answer: %w", err)
 	}
-	ctx, cancel := l.ctx()
-	defer cancel()
 	pipe := l.rdb.Pipeline()
-	pipe.LPush(ctx, reply, b)
-	pipe.Expire(ctx, reply, time.Minute)
+	pipe.LPush(ctx, r, b)
+	pipe.Expire(ctx, r, time.Minute)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("redis control: answering: %w", err)
 	}
 	return nil
+}
+
+// settleControls answers every action left in coordinator d's control
+// and processing lists as not done by it (why: "died" or "stopped"),
+// saying what became of its jobs and workers, then deletes the lists. It
+// returns how many it answered.
+func (l *Ledger) settleControls(ctx context.Context, d, why string) (int, error) {
+	keys := []string{l.doingKey(d), l.controlKey(d)}
+	n := 0
+	for _, k := range keys {
+		raw, err := l.rdb.LRange(ctx, k, 0, -1).Result()
+		if err != nil {
+			return n, fmt.Errorf("redis control: reading coordinator %s's actions left: %w", d, err)
+		}
+		for _, s := range raw {
+			var c control
+			if json.Unmarshal([]byte(s), &c) != nil || c.Reply == "" {
+				continue
+			}
+			if err := l.answer(ctx, c.Reply, notDone(d, why, c.Action)); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	if err := l.rdb.Del(ctx, keys...).Err(); err != nil {
+		return n, fmt.Errorf("redis control: deleting coordinator %s's control lists: %w", d, err)
+	}
+	return n, nil
+}
+
+// notDone is the answer to action a, which coordinator d did not carry
+// out before it died or stopped (why).
+func notDone(d, why string, a admin.Action) admin.ActionResult {
+	var then string
+	switch {
+	case a.Kind == admin.ActRequeue && why == "died":
+		then = "its jobs went back to the cluster's queue with its sweep"
+	case a.Kind == admin.ActRequeue:
+		then = "it handed its jobs back to the cluster's queue"
+	default:
+		then = "its workers' sessions ended and their jobs went back to the cluster's queue; a worker that connected again elsewhere was not " + pastTense(a.Kind) + ": act again"
+	}
+	var res admin.ActionResult
+	for _, t := range a.Targets {
+		target := "key " + t
+		if a.Kind != admin.ActRequeue {
+			target = fmt.Sprintf("worker %q", t)
+		}
+		res.Errors = append(res.Errors, fmt.Sprintf("%s %s: not done: coordinator %s %s before carrying it out; %s", a.Kind, target, d, why, then))
+	}
+	return res
+}
+
+func pastTense(k admin.ActionKind) string {
+	s := string(k)
+	if strings.HasSuffix(s, "e") {
+		return s + "d"
+	}
+	return s + "ed"
 }

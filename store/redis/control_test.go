@@ -61,3 +61,129 @@ func TestControlAskReply(t *testing.T) {
 		t.Fatalf("b's actions with none posted: %+v, %v; want none", acts, err)
 	}
 }
+
+// readOne reads the one action posted to l, with a deadline.
+func readOne(t *testing.T, l *Ledger) (admin.Action, string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		acts, tickets, err := l.JobView().Requests(context.Background(), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(acts) > 1 {
+			t.Fatalf("coordinator %s read %d actions; want one", l.coord, len(acts))
+		}
+		if len(acts) == 1 {
+			return acts[0], tickets[0]
+		}
+	}
+	t.Fatalf("coordinator %s read no action", l.coord)
+	return admin.Action{}, ""
+}
+
+// An action its holder read and did not answer is not lost: a reader
+// started again reads it again and answers it; a holder that dies with
+// actions read or unread has them answered as not done by its sweeper,
+// saying why; one that leaves the store answers them so itself; and no
+// control list stays behind.
+func TestControlNotLost(t *testing.T) {
+	rdb := client(t)
+	ls := peers(t, rdb, 2, ledger.Config{})
+	a, b := ls[0], ls[1]
+	// c has a client of its own: leaving closes it.
+	c, err := newLedger(context.Background(), client(t), Config{Prefix: a.cfg.Prefix, Heartbeat: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.halt() })
+	ctx := context.Background()
+	av := a.JobView()
+	evict := admin.Action{Kind: admin.ActEvict, Targets: []string{"w-1"}}
+	key := strings.Repeat("cd", 16)
+	requeue := admin.Action{Kind: admin.ActRequeue, Targets: []string{key}}
+	answer := func(c string, act admin.Action, reply string) admin.ActionResult {
+		t.Helper()
+		res, err := av.await(c, act, reply, 20*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	gone := func(l *Ledger) {
+		t.Helper()
+		if n, err := rdb.Exists(ctx, l.controlKey(l.coord), l.doingKey(l.coord)).Result(); err != nil || n != 0 {
+			t.Fatalf("coordinator %s's control lists: %d exist (%v); want none", l.coord, n, err)
+		}
+	}
+
+	// Read, the reader stops, a reader started again reads it again.
+	reply, err := av.post(b.coord, evict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ticket := readOne(t, b)
+	if got.Kind != admin.ActEvict {
+		t.Fatalf("b read %+v; want the evict", got)
+	}
+	b.JobView().reread.Store(false) // a reader started again
+	again, ticket2 := readOne(t, b)
+	if again.Kind != admin.ActEvict || ticket2 != ticket {
+		t.Fatalf("b's reader started again read %+v; want the evict read before", again)
+	}
+	if err := b.JobView().Reply(ticket2, admin.ActionResult{Affected: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if res := answer(b.coord, evict, reply); res.Affected != 1 {
+		t.Fatalf("a's answer: %+v; want b's", res)
+	}
+	if n, _ := rdb.LLen(ctx, b.doingKey(b.coord)).Result(); n != 0 {
+		t.Fatalf("b's processing list holds %d after its answer; want none", n)
+	}
+
+	// b dies with one action read and one not: a sweeps it and both are
+	// answered as not done, saying why.
+	r1, err := av.post(b.coord, evict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readOne(t, b)
+	r2, err := av.post(b.coord, requeue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.halt()
+	if err := rdb.Del(ctx, b.aliveKey(b.coord)).Err(); err != nil { // its heartbeat expired
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); a.Swept+c.Swept == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("b not swept: %v %v", a.err, c.err)
+		}
+		a.Maintain(time.Now())
+		c.Maintain(time.Now())
+	}
+	res := answer(b.coord, evict, r1)
+	if want := `evict worker "w-1": not done: coordinator ` + b.coord + " died before carrying it out"; res.Affected != 0 || len(res.Errors) != 1 || !strings.HasPrefix(res.Errors[0], want) {
+		t.Fatalf("answer to the evict b read before dying: %+v; want one line beginning %q", res, want)
+	}
+	res = answer(b.coord, requeue, r2)
+	if want := "requeue key " + key + ": not done: coordinator " + b.coord + " died before carrying it out; its jobs went back to the cluster's queue with its sweep"; len(res.Errors) != 1 || res.Errors[0] != want {
+		t.Fatalf("answer to the requeue b never read: %+v; want %q", res, want)
+	}
+	gone(b)
+
+	// c leaves with an action read and not answered.
+	r3, err := av.post(c.coord, evict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readOne(t, c)
+	if err := c.Leave(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	res = answer(c.coord, evict, r3)
+	if want := `evict worker "w-1": not done: coordinator ` + c.coord + " stopped before carrying it out"; len(res.Errors) != 1 || !strings.HasPrefix(res.Errors[0], want) {
+		t.Fatalf("answer to the evict c read before leaving: %+v; want one line beginning %q", res, want)
+	}
+	gone(c)
+}

@@ -73,6 +73,8 @@ type JobView struct {
 	// workers is the ids of the workers it has sessions with, noted
 	// for its summary (workers.go).
 	workers atomic.Pointer[[]string]
+	// reread: Requests read the processing list (control.go).
+	reread atomic.Bool
 	// hostOf remembers the host of the keys the walks listed, so a
 	// query or an action naming a key by fingerprint finds its keys
 	// (bounded: forgotten all at once when full); mu guards it.

@@ -291,6 +291,16 @@ func (l *Ledger) sweepCoordinator(ctx context.Context, now time.Time, d string) 
 		l.err = err
 		return // tried again at the next heartbeat (unlease is idempotent)
 	}
+	// The actions posted to it and not carried out are answered as
+	// not done (control.go).
+	acts, err := l.settleControls(ctx, d, "died")
+	if err != nil {
+		l.err = err
+		return // tried again at the next heartbeat
+	}
+	if acts > 0 {
+		l.logWarn("actions posted to a coordinator taken for dead answered as not done by it", "dead", d, "actions", acts)
+	}
 	pipe := l.rdb.Pipeline()
 	pipe.Del(ctx, l.hostsKey(d))
 	pipe.SRem(ctx, l.liveSet(), d)
@@ -321,5 +331,12 @@ func (l *Ledger) Leave(now time.Time) error {
 	defer cancel()
 	l.rdb.Del(ctx, l.aliveKey(l.coord), l.hostsKey(l.coord))
 	l.rdb.SRem(ctx, l.liveSet(), l.coord)
+	// The actions posted to it and not carried out are answered as not
+	// done (control.go): now that it has left, nobody reads its lists.
+	if acts, err := l.settleControls(ctx, l.coord, "stopped"); err != nil {
+		l.logWarn("answering the actions posted to this coordinator and not carried out", "err", err)
+	} else if acts > 0 {
+		l.logWarn("actions posted to this coordinator and not carried out answered as not done", "actions", acts)
+	}
 	return l.Close()
 }
