@@ -44,7 +44,7 @@ func (s *Server) query(now time.Time, q admin.Query) (admin.Page, error) {
 	}
 	page, err := s.c.Query(now, q)
 	if err == nil {
-		page, err = s.withPaged(q, page) // pagedlist.go: on into the jobs only the store holds
+		page, err = s.pg.withPaged(now, q, page) // pagedlist.go: on into the jobs only the store holds
 	}
 	return page, err
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"drover/auth"
+	"drover/coord"
 	"drover/coord/id"
 	"drover/net/wire"
 	"drover/net/zsock"
@@ -31,10 +32,16 @@ type Auth struct {
 }
 
 // authState is the Server's auth part, the reactor's side of Auth: the
-// ZAP decisions at the handshake, each message's sender's rights, and the
-// counts of what was refused. Nil without Options.Auth: every message
+// ZAP decisions at the handshake, each message's sender's rights, the
+// sessions a change of the keys ends, and the counts of what was refused. Nil without Options.Auth: every message
 // then has the rights of this process (inProcess).
 type authState struct {
+	// The parts a change of the keys reaches (recheck), wired by New.
+	c    *coord.Coordinator
+	sess *sessions
+	adm  *dialogue
+	out  *sender
+
 	opts      *Auth
 	domain    string // the ZAP domains' prefix: each listener's is domain.listener
 	log       *slog.Logger
@@ -163,44 +170,44 @@ func (s *Server) revokedMessage(w sockWriter, ident []byte, req uint64, user str
 	s.forbid(w, ident, req, auth.Entry{Key: user, Comment: user[:min(8, len(user))] + "…"}, "key no longer authorised")
 }
 
-// recheckKeys ends, after the keys changed, the sessions whose key is no
+// recheck ends, after the keys changed, the sessions whose key is no
 // longer listed or whose role no longer allows them.
-func (s *Server) recheckKeys(now time.Time) {
-	if s.auth == nil || !s.auth.changed.Swap(false) {
+func (a *authState) recheck(now time.Time) {
+	if a == nil || !a.changed.Swap(false) {
 		return
 	}
 	var ended []id.Session
-	for sid, p := range s.sess.peer {
+	for sid, p := range a.sess.peer {
 		if p.key == "" {
 			continue
 		}
-		if e, ok := s.auth.entryOf(p.key); ok && e.Role.MayHello(auth.Peers, p.role) {
+		if e, ok := a.entryOf(p.key); ok && e.Role.MayHello(auth.Peers, p.role) {
 			continue
 		}
 		ended = append(ended, sid)
 	}
 	for _, sid := range ended {
-		s.endRevokedPeer(now, sid)
+		a.endPeer(now, sid)
 	}
-	for ident, cs := range s.sess.cons {
+	for ident, cs := range a.sess.cons {
 		if cs.key == "" {
 			continue
 		}
-		if e, ok := s.auth.entryOf(cs.key); ok && e.Role.MayHello(auth.Admin, wire.RoleConsole) {
+		if e, ok := a.entryOf(cs.key); ok && e.Role.MayHello(auth.Admin, wire.RoleConsole) {
 			continue
 		}
-		s.adm.revoked(ident, cs)
+		a.adm.revoked(ident, cs)
 	}
-	s.adm.dirty = true
+	a.adm.dirty = true
 }
 
-// endRevokedPeer ends the session sid, whose key is no longer authorised,
-// with DISCONNECT 403: the client is told at once (and stops), whether
-// recheckKeys found the session or a message of its key came first.
-func (s *Server) endRevokedPeer(now time.Time, sid id.Session) {
-	p := s.sess.peer[sid]
-	s.log.Warn("session ended: its key is no longer authorised", "session", sid, "id", p.id, "key", p.key)
-	s.out.toPeer(p.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
-	s.c.Disconnect(now, sid)
-	s.sess.forget(sid)
+// endPeer ends the session sid, whose key is no longer authorised, with
+// DISCONNECT 403: the client is told at once (and stops), whether recheck
+// found the session or a message of its key came first.
+func (a *authState) endPeer(now time.Time, sid id.Session) {
+	p := a.sess.peer[sid]
+	a.log.Warn("session ended: its key is no longer authorised", "session", sid, "id", p.id, "key", p.key)
+	a.out.toPeer(p.ident, &wire.Disconnect{Code: wire.CodeForbidden, Reason: "key no longer authorised"})
+	a.c.Disconnect(now, sid)
+	a.sess.forget(sid)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"drover/admin"
 	"drover/coord"
@@ -29,13 +30,13 @@ import (
 // first, and other filters list the jobs in memory (and count them alone),
 // as the coordinator answers them.
 
-// pagedWindow reports whether q's window goes on into the paged-out jobs,
-// and whether its rows include the requested keys.
-func (s *Server) pagedWindow(q admin.Query) (ok, withKeys bool) {
-	if s.pg == nil || s.dur == nil || q.View != admin.ViewJobs || q.Key != "" || q.Desc || (q.Sort != "" && q.Sort != "age") {
+// window reports whether q's window goes on into the paged-out jobs, and
+// whether its rows include the requested keys (false without paging).
+func (p *pager) window(q admin.Query) (ok, withKeys bool) {
+	if p == nil || q.View != admin.ViewJobs || q.Key != "" || q.Desc || (q.Sort != "" && q.Sort != "age") {
 		return false, false
 	}
-	if paged, _ := s.c.Paged(); paged == 0 {
+	if paged, _ := p.c.Paged(); paged == 0 {
 		return false, false
 	}
 	f, err := filter.Parse(q.Filter)
@@ -50,17 +51,17 @@ func (s *Server) pagedWindow(q admin.Query) (ok, withKeys bool) {
 	return true, waits == nil && (states == nil || slices.Contains(states, ledger.Requested.String()))
 }
 
-// withPaged continues page, the coordinator's answer to q, into the
-// queued jobs only the store holds (see above).
-func (s *Server) withPaged(q admin.Query, page admin.Page) (admin.Page, error) {
-	ok, withKeys := s.pagedWindow(q)
+// withPaged continues page, the coordinator's answer to q at now, into
+// the queued jobs only the store holds (see above).
+func (p *pager) withPaged(now time.Time, q admin.Query, page admin.Page) (admin.Page, error) {
+	ok, withKeys := p.window(q)
 	if !ok {
 		return page, nil
 	}
-	paged, _ := s.c.Paged()
+	paged, _ := p.c.Paged()
 	keys := 0
 	if withKeys {
-		keys = s.c.Totals(s.now()).KeysRequested
+		keys = p.c.Totals(now).KeysRequested
 	}
 	mem := max(page.Total-keys, 0) // jobs in memory matching q
 	off := page.Offset
@@ -79,9 +80,9 @@ func (s *Server) withPaged(q admin.Query, page admin.Page) (admin.Page, error) {
 	// The store's part: rows [mem, mem+paged) of the window.
 	if lo, hi := max(off, mem)-mem, min(end, mem+paged)-mem; lo < hi {
 		skip, want := lo, hi-lo
-		_, _, err := s.dur.st.ReadQueuedJobs(s.pg.cursor, math.MaxInt, func(r *store.JobRecord) error {
+		_, _, err := p.st.ReadQueuedJobs(p.cursor, math.MaxInt, func(r *store.JobRecord) error {
 			rec := fromStoreJob(r)
-			row, ok := s.c.PagedJobRow(&rec)
+			row, ok := p.c.PagedJobRow(&rec)
 			switch {
 			case !ok: // in memory: listed with the jobs in memory
 			case skip > 0:
@@ -103,7 +104,7 @@ func (s *Server) withPaged(q admin.Query, page admin.Page) (admin.Page, error) {
 		kq := q
 		kq.Offset = mem + max(off-mem-paged, 0)
 		kq.Limit = end - max(off, mem+paged)
-		kp, err := s.c.Query(s.now(), kq)
+		kp, err := p.c.Query(now, kq)
 		if err != nil {
 			return page, err
 		}

@@ -50,6 +50,7 @@ import (
 type pager struct {
 	c     *coord.Coordinator
 	log   *slog.Logger
+	st    *store.Store
 	look  *doneLookup // the parked messages (out's ceiling)
 	limit int         // Options.ResidentJobs
 	batch int         // jobs per read
@@ -117,9 +118,10 @@ func (p *pager) counts() PagingStats {
 	return PagingStats{Out: st.out.Load(), In: st.in.Load(), Reads: st.reads.Load()}
 }
 
-// newPager returns the pager of coordinator c keeping limit queued jobs.
-func newPager(c *coord.Coordinator, log *slog.Logger, limit int) *pager {
-	return &pager{c: c, log: log, limit: limit, batch: min(max(limit/4, 1), 10_000), req: make(chan pageReq, 1)}
+// newPager returns the pager of coordinator c keeping limit queued jobs,
+// the others in st.
+func newPager(c *coord.Coordinator, log *slog.Logger, st *store.Store, limit int) *pager {
+	return &pager{c: c, log: log, st: st, limit: limit, batch: min(max(limit/4, 1), 10_000), req: make(chan pageReq, 1)}
 }
 
 // mark notes that store batch seq carries every job submitted up to now
@@ -267,12 +269,13 @@ type liveKey struct {
 	at  time.Time
 }
 
-// start starts the loader goroutine, reading st and ringing ring (the
-// reactor's store doorbell) when a read is done; stop ends it.
-func (p *pager) start(st *store.Store, ring chan struct{}) (stop func()) {
+// start starts the loader goroutine, ringing ring (the reactor's store
+// doorbell) when a read is done; stop ends it.
+func (p *pager) start(ring chan struct{}) (stop func()) {
 	if p == nil {
 		return func() {}
 	}
+	st := p.st
 	quit, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)

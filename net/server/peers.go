@@ -103,8 +103,8 @@ func (s *Server) onPeerValue(ident []byte, m wire.Message, user string) {
 	if !listed {
 		if known {
 			// The keys changed and this message came before
-			// recheckKeys: the session ends the same way.
-			s.endRevokedPeer(now, sid)
+			// recheck: the session ends the same way.
+			s.auth.endPeer(now, sid)
 		}
 		s.revokedMessage(onPeers, ident, m.RequestID(), user)
 		return

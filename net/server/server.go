@@ -245,7 +245,7 @@ func New(opts Options) (*Server, error) {
 		crawls: &s.crawls, memo: &s.memo, rob: &s.rob, patch: s.patchSubmitted}
 	if opts.Store != nil {
 		if opts.ResidentJobs > 0 {
-			s.pg = newPager(c, s.log, opts.ResidentJobs) // paging.go
+			s.pg = newPager(c, s.log, opts.Store, opts.ResidentJobs) // paging.go
 		}
 		if s.dur, err = openDurable(c, opts, s.pg); err != nil { // storeio.go
 			return nil, err
@@ -268,6 +268,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.auth, err = newAuth(opts.Auth, seq, s.log, s.r.ring); err != nil { // auth.go
 		return nil, err
+	}
+	if s.auth != nil {
+		s.auth.c, s.auth.sess, s.auth.adm, s.auth.out = c, &s.sess, &s.adm, &s.out
 	}
 	if err := s.restoreCrawls(); err != nil {
 		return nil, fmt.Errorf("restore from the store: %w", err)
@@ -414,8 +417,8 @@ func (s *Server) Run(ctx context.Context) error {
 		stored = s.dur.ring
 		defer s.dur.startSweeper(s.opts.SweepEvery, s.opts.Clock)() // storeio.go
 		if s.pg != nil {
-			defer s.startRebuild()()                 // storedkeys.go
-			defer s.pg.start(s.dur.st, s.dur.ring)() // paging.go
+			defer s.startRebuild()()       // storedkeys.go
+			defer s.pg.start(s.dur.ring)() // paging.go
 		}
 	}
 	if s.dur != nil && s.dur.look.on() {
@@ -444,7 +447,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.takeClusterAnswers()    // clusterio.go: what the cluster answered
 		s.r.mirror()
 		now := s.now()
-		s.recheckKeys(now)
+		s.auth.recheck(now) // auth.go
 		s.c.TickHeard(now, s.sess.heard)
 		if s.pg != nil {
 			s.takeStoredKeys() // storedkeys.go
