@@ -1,73 +1,67 @@
 package broker
 
-import (
-	"iter"
-	"math"
-)
+import "iter"
 
 // idList is a host's job IDs in submission order (host.ids), 4 bytes an
-// ID (issue 21: a list of 8-byte IDs, with the room append leaves, was
-// about 12 bytes of Go heap per queued job). 0 marks a position no job
-// holds any more (paged out). IDs stay below 2^32 in practice (a restore
-// takes none above: maxRestoreID); a list that is given one that does not
-// fit keeps every ID whole from then on.
+// ID (job IDs are at most maxJobID). Up to idChunk IDs are one slice grown
+// by append; beyond, the list is chunks of idChunk IDs, each made whole,
+// so that a long list carries at most one chunk's room (issue 21: a list
+// of 8-byte IDs with append's room was about 12 bytes of Go heap per
+// queued job; 4-byte IDs with append's room, a quarter of a long slice,
+// about 7 at 1,000 jobs a host). 0 marks a position no job holds any more
+// (paged out).
 type idList struct {
-	narrow []uint32
-	wide   []JobID // nil until an ID does not fit in narrow
+	chunks [][]uint32
+	n      int
 }
 
+const (
+	idChunkBits = 8
+	idChunk     = 1 << idChunkBits
+)
+
 // len is the number of positions.
-func (l *idList) len() int {
-	if l.wide != nil {
-		return len(l.wide)
-	}
-	return len(l.narrow)
-}
+func (l *idList) len() int { return l.n }
 
 // at is the ID at position i, 0 for none.
 func (l *idList) at(i int) JobID {
-	if l.wide != nil {
-		return l.wide[i]
-	}
-	return JobID(l.narrow[i])
+	return JobID(l.chunks[i>>idChunkBits][i&(idChunk-1)])
 }
 
-// push appends id.
+// push appends id, which is at most maxJobID.
 func (l *idList) push(id JobID) {
-	switch {
-	case l.wide != nil:
-		l.wide = append(l.wide, id)
-	case id <= math.MaxUint32:
-		l.narrow = append(l.narrow, uint32(id))
-	default:
-		l.wide = make([]JobID, len(l.narrow), len(l.narrow)+1)
-		for i, v := range l.narrow {
-			l.wide[i] = JobID(v)
+	k := len(l.chunks) - 1
+	if k < 0 || len(l.chunks[k]) == idChunk {
+		var c []uint32 // the first chunk grows by append
+		if k >= 0 {
+			c = make([]uint32, 0, idChunk)
 		}
-		l.narrow = nil
-		l.wide = append(l.wide, id)
+		l.chunks = append(l.chunks, c)
+		k++
 	}
+	l.chunks[k] = append(l.chunks[k], uint32(id))
+	l.n++
 }
 
 // clear empties position i (its job was paged out).
 func (l *idList) clear(i int) {
-	if l.wide != nil {
-		l.wide[i] = 0
-		return
-	}
-	l.narrow[i] = 0
+	l.chunks[i>>idChunkBits][i&(idChunk-1)] = 0
 }
 
 // all yields the IDs in position order, 0 for an empty position.
 func (l *idList) all() iter.Seq[JobID] {
 	return func(yield func(JobID) bool) {
-		for i := range l.len() {
-			if !yield(l.at(i)) {
-				return
+		for _, c := range l.chunks {
+			for _, id := range c {
+				if !yield(JobID(id)) {
+					return
+				}
 			}
 		}
 	}
 }
 
-// withRoom is an empty list with room for n IDs.
-func withRoom(n int) idList { return idList{narrow: make([]uint32, 0, n)} }
+// withRoom is an empty list with room for n IDs in its first chunk.
+func withRoom(n int) idList {
+	return idList{chunks: [][]uint32{make([]uint32, 0, min(n, idChunk))}}
+}
