@@ -51,6 +51,10 @@ const (
 	EventKeyLeft            EventKind = "key.left"             // a waiter's session ended
 )
 
+// EventCoordJobIDs: submitted jobs were refused because the coordinator
+// has given every job ID (one event per input that had refusals).
+const EventCoordJobIDs EventKind = "coord.job-ids-exhausted"
+
 // eventKinds lists the kinds in the order above.
 var eventKinds = []EventKind{
 	EventJobSubmitted,
@@ -83,6 +87,7 @@ var eventKinds = []EventKind{
 	EventBrokerResumed,
 	EventBrokerReclaimEnded,
 	EventCoordRestored,
+	EventCoordJobIDs,
 	EventKeyRequested,
 	EventKeyWaiting,
 	EventKeyQueued,

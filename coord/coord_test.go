@@ -355,6 +355,12 @@ func TestSubmitRefusedWhenJobIDsExhausted(t *testing.T) {
 	if n := c.IDRefusals(); n != 2 {
 		t.Errorf("%d refusals counted, want 2", n)
 	}
+	// Each refusing input made one event (the SUBMIT, the handover).
+	c.Ready(t0)
+	p, err := c.Query(t0, admin.Query{View: admin.ViewEvents, Filter: "job-ids-exhausted", Limit: 10})
+	if err != nil || p.Total != 2 {
+		t.Errorf("events view: %+v, %v: want 2 %s events", p, err, admin.EventCoordJobIDs)
+	}
 	tot := c.Totals(t0)
 	if tot.Queued != 2 || tot.KeysQueued != 2 {
 		t.Errorf("queued jobs %d, keys %d: want the 2 accepted", tot.Queued, tot.KeysQueued)

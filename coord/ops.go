@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"drover/admin"
@@ -245,10 +246,21 @@ func (c *Coordinator) Submit(now time.Time, s id.Session, reqID uint64, jobs []J
 	if c.batchSubmits() && len(jobs) > 1 && c.brk.CheckIDs() == nil {
 		return c.submitBatch(now, s, reqID, jobs, dst), nil // submitbatch.go
 	}
+	refused := c.idRefusals
 	for i := range jobs {
 		dst = append(dst, c.submitOne(now, s, reqID, &jobs[i]))
 	}
+	c.noteIDRefusals(now, c.idRefusals-refused)
 	return dst, nil
+}
+
+// noteIDRefusals makes an event of n submitted jobs just refused for want
+// of a job ID (none for 0).
+func (c *Coordinator) noteIDRefusals(now time.Time, n uint64) {
+	if n > 0 {
+		c.extra = append(c.extra, admin.Event{At: now, Kind: admin.EventCoordJobIDs,
+			Detail: strconv.FormatUint(n, 10) + " submitted jobs refused: every job ID is given (" + strconv.FormatUint(c.idRefusals, 10) + " so far)"})
+	}
 }
 
 func (c *Coordinator) submitOne(now time.Time, s id.Session, reqID uint64, js *JobSpec) SubmitVerdict {

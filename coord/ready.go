@@ -181,6 +181,9 @@ func (c *Coordinator) answer(now time.Time, a ledger.Answer) Answer {
 		if sv.Status != Accepted {
 			out.Verdict, out.Reason = ledger.Error, sv.Reason
 		}
+		if sv.Reason == ReasonJobIDs {
+			c.noteIDRefusals(now, 1)
+		}
 	} else {
 		c.dedupHits++
 	}
