@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -362,8 +364,9 @@ func (q *Queue) pushBatch(now time.Time, specs []broker.Spec, also func(context.
 }
 
 // claimRounds bounds the pipelines one Claim sends: a round asks each
-// host picked for its share of the jobs wanted, the next asks again the
-// hosts that gave their whole share, for what is still missing.
+// host picked for its share of the jobs wanted (at most one host per job
+// wanted), the next asks the hosts picked and not asked yet, then again
+// the hosts that gave their whole share, for what is still missing.
 const claimRounds = 3
 
 // claimHosts bounds the ready hosts one Claim picks: between 8 and 64, as
@@ -394,12 +397,19 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 		l.err = err
 		return nil, err
 	}
+	// SRANDMEMBER gives a set no larger than the count whole, in one
+	// order: shuffled, so no host is always asked first.
+	rand.Shuffle(len(hosts), func(i, j int) { hosts[i], hosts[j] = hosts[j], hosts[i] })
 	var out []broker.Spec
 	var errs []error
 	var empty []string
 	q.politeWait = 0
 	for round := 0; round < claimRounds && len(hosts) > 0 && len(out) < n; round++ {
 		need := n - len(out)
+		// The hosts picked and not asked yet are asked in the next round
+		// first: a host backed off or at its politeness limits gives
+		// nothing, and must not leave the claim empty.
+		untried := slices.Clone(hosts[min(len(hosts), need):])
 		hosts = hosts[:min(len(hosts), need)]
 		calls := make([]call, len(hosts))
 		wants := make([]int, len(hosts))
@@ -445,7 +455,7 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 				more = append(more, h) // gave its whole share: may give more
 			}
 		}
-		hosts = more
+		hosts = append(untried, more...)
 	}
 	q.unready(ctx, empty)
 	q.snapPolite(now)

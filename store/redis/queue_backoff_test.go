@@ -103,3 +103,37 @@ func TestBackoffClampedToItsLength(t *testing.T) {
 		claimSome(t, b, 10) // within a minute, not an hour
 	}
 }
+
+// A claim of one job takes one while a host backed off is among those it
+// picks: the hosts it did not ask are asked when the first gives nothing,
+// and the hosts picked are asked in a random order (it asked only the
+// first, and with a few ready hosts Redis gives them in one order: while
+// the first backed off, every claim came back empty).
+func TestClaimPastBackedOffHost(t *testing.T) {
+	ls := peers(t, client(t), 1, ledger.Config{})
+	l, q := ls[0], ls[0].Jobs()
+	const n = 5
+	for i := range n {
+		for _, sp := range []broker.Spec{jobSpec(i * 10), politeJob("exec", i)} { // h0.example, polite.example
+			if _, err := q.Push(time.Now(), sp); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The host Redis gives first backs off.
+	ready, err := l.rdb.SRandMemberN(t.Context(), l.readyKey(), 8).Result()
+	if err != nil || len(ready) != 2 {
+		t.Fatalf("ready hosts %v, %v; want the two", ready, err)
+	}
+	slow, other := ready[0], ready[1]
+	q.BackOff(time.Now(), []broker.HostBackoff{{Host: slow, Until: time.Now().Add(time.Hour), Level: 1, Forgiven: time.Now().Add(2 * time.Hour)}})
+	if err := l.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		got, err := q.Claim(time.Now(), 1)
+		if err != nil || len(got) != 1 || got[0].Host != other {
+			t.Fatalf("claim %d of one job: %v, %v; want one of %s (%s backs off)", i, got, err, other, slow)
+		}
+	}
+}
