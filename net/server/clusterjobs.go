@@ -199,6 +199,9 @@ func clusterParts(f filter.Filter) string {
 	states := f.Values(filter.FieldState)
 	parts := ""
 	for _, p := range [][2]string{{"c", "claimed"}, {"q", "queued"}, {"r", "requested"}} {
+		if p[0] == "r" && f.Has(filter.FieldWait) {
+			continue // a requested key does not wait in a queue
+		}
 		if states == nil || slices.Contains(states, p[1]) {
 			parts += p[0]
 		}

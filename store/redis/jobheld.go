@@ -34,17 +34,18 @@ func (l *Ledger) heldJobsKey(c string) string { return l.cfg.Prefix + ":coord:" 
 
 // heldJob is a job a coordinator holds as it publishes it.
 type heldJob struct {
-	JobID     uint64    `json:"j"`
-	State     string    `json:"s"`
-	Worker    string    `json:"w,omitempty"`
-	Attempts  int       `json:"a,omitempty"`
-	Failures  int       `json:"f,omitempty"`
-	Throttles int       `json:"t,omitempty"`
-	Created   time.Time `json:"c"`
-	Updated   time.Time `json:"u"`
-	RetryAt   time.Time `json:"r,omitzero"`
-	LastError string    `json:"e,omitempty"`
-	Reason    string    `json:"y,omitempty"`
+	JobID     uint64     `json:"j"`
+	State     string     `json:"s"`
+	Worker    string     `json:"w,omitempty"`
+	Attempts  int        `json:"a,omitempty"`
+	Failures  int        `json:"f,omitempty"`
+	Throttles int        `json:"t,omitempty"`
+	Created   time.Time  `json:"c"`
+	Updated   time.Time  `json:"u"`
+	RetryAt   time.Time  `json:"r,omitzero"`
+	LastError string     `json:"e,omitempty"`
+	Reason    string     `json:"y,omitempty"`
+	Wait      admin.Wait `json:"wt,omitempty"`
 }
 
 // heldNote is the jobs NoteJobs noted, and what the last publish wrote.
@@ -92,7 +93,7 @@ func (v *JobView) publishJobs(ctx context.Context) error {
 				e = e[:maxPublishedError] + "…"
 			}
 			b, _ := json.Marshal(&heldJob{JobID: r.JobID, State: r.State, Worker: r.Worker, Attempts: r.Attempts, Failures: r.Failures,
-				Throttles: r.Throttles, Created: r.Created, Updated: r.Updated, RetryAt: r.RetryAt, LastError: e, Reason: r.Reason})
+				Throttles: r.Throttles, Created: r.Created, Updated: r.Updated, RetryAt: r.RetryAt, LastError: e, Reason: r.Reason, Wait: r.Wait})
 			next[r.Key] = string(b)
 			if pub[r.Key] != string(b) {
 				set = append(set, r.Key, string(b))
@@ -170,6 +171,7 @@ func (k *walker) heldJobs(c string, fps []string) (map[string]heldJob, error) {
 func (h *heldJob) detail(r *admin.JobRow, reason string) {
 	r.Worker, r.Attempts, r.Failures, r.Throttles = h.Worker, h.Attempts, h.Failures, h.Throttles
 	r.Created, r.Updated, r.RetryAt, r.LastError = h.Created, h.Updated, h.RetryAt, h.LastError
+	r.Wait = h.Wait // its coordinator's (jobwait.go)
 	var what string
 	switch h.State {
 	case "dispatched":

@@ -203,7 +203,7 @@ func (v *JobView) Locate(fp id.Fingerprint, h string) (row admin.JobRow, ok bool
 		}
 	}
 	prefix := fp.String() + " "
-	for _, list := range []string{"jq", "pq"} {
+	for li, list := range []string{"jq", "pq"} {
 		for from := int64(0); from < walkExamined; from += walkChunk {
 			es, err := l.rdb.LRange(ctx, l.pre(h)+list, from, from+walkChunk-1).Result()
 			if err != nil {
@@ -212,6 +212,9 @@ func (v *JobView) Locate(fp id.Fingerprint, h string) (row admin.JobRow, ok bool
 			for _, e := range es {
 				if strings.HasPrefix(e, prefix) {
 					r, ok := entryRow(e, "queued", "", "in the cluster's queue, for any coordinator to claim")
+					if waits, err := k.hostWaits([]string{h}); err == nil { // jobwait.go
+						k.queuedWait(&r, h, li == 1, waits[h])
+					}
 					return r, ok, nil
 				}
 			}

@@ -200,6 +200,7 @@ type walker struct {
 	examined int
 	scans    int
 	sums     map[string]summary // the coordinators' summaries, by id
+	polite   map[string]bool    // the hosts their claims found at their politeness cap (jobwait.go)
 }
 
 // full reports whether the page has its rows or has done its work.
@@ -398,6 +399,10 @@ func (k *walker) wanted(pos walkPos, batch []string) ([]string, walkPos) {
 func (k *walker) queued(pos walkPos, hosts []string) (walkPos, bool, error) {
 	l := k.v.l
 	lists := [2]string{"jq", "pq"}
+	waits, err := k.hostWaits(hosts) // jobwait.go
+	if err != nil {
+		return pos, false, err
+	}
 	var lens [][2]*goredis.IntCmd
 	if k.w.match == nil && k.out.skipped < k.w.skip {
 		// Nothing to look at while skipping: whole lists by their length.
@@ -438,6 +443,7 @@ func (k *walker) queued(pos walkPos, hosts []string) (walkPos, bool, error) {
 				}
 				for j, e := range es {
 					r, ok := entryRow(e, "queued", "", "in the cluster's queue, for any coordinator to claim")
+					k.queuedWait(&r, h, li == 1, waits[h])
 					if ok && k.take(&r) {
 						return walkPos{Host: h, List: li, Index: from + int64(j) + 1}, true, nil
 					}

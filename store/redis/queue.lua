@@ -65,6 +65,9 @@
 --   peek   Answers the host's back-off: the µs until it ends (0: none in
 --          force), its level, the µs until the level is forgiven, and the
 --          coordinator that last moved its end.
+--   wait   Answers why the host's queued jobs wait, for the job views:
+--          the µs until its back-off ends (0: none in force) and until
+--          its next polite claim (0: none due later).
 -- Time is the server's (TIME): every script on one host runs on the one
 -- master holding the host's slot, so coordinators whose clocks disagree
 -- still see one clock; the caller sends intervals, which no skew changes.
@@ -299,5 +302,9 @@ elseif op == 'unfail' then
 elseif op == 'peek' then
   local t = now()
   return backoff(pol(t), t)
+elseif op == 'wait' then
+  local t = now()
+  local P = pol(t)
+  return {num(math.max(P.bu - t, 0)), num(math.max(P.next - t, 0))}
 end
 return redis.error_reply('drover queue: unknown operation ' .. tostring(op))
