@@ -115,3 +115,42 @@ func TestRestoredQueuedKeysLent(t *testing.T) {
 		t.Fatalf("totals %d queued keys, %d queued jobs; want 3 and 3", tot.KeysQueued, tot.Queued)
 	}
 }
+
+// TestRestoredKeyLentAtOnce: a queued key restored after its job (as the
+// resident restore sends them) is lent as it comes, so its record's slot
+// serves the next key: the ledger's record slab stays at one record.
+func TestRestoredKeyLentAtOnce(t *testing.T) {
+	cfg := persistCfg()
+	c := newCoord(t, cfg)
+	s := newMemStore()
+	must(t)(c.Hello(t0, 1, Hello{Role: RoleProducer, ID: "p"}))
+	must(t)(c.Submit(t0, 1, 1, specs("http://a.test/1", "http://a.test/2", "http://a.test/3", "http://a.test/4"), nil))
+	s.apply(t, c.Ready(t0).Writes)
+	r := newCoord(t, persistCfg())
+	var keys []Record
+	for _, rec := range s.records() {
+		if rec.Kind == RecordKey {
+			keys = append(keys, rec) // after the jobs
+			continue
+		}
+		if err := r.RestoreRecord(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, rec := range keys {
+		if err := r.RestoreRecord(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := r.FinishRestore(t0.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	led := r.mem.(*ledger.Ledger)
+	if st.KeysLent != 4 || led.Lent() != 4 {
+		t.Fatalf("restore lent %d keys (ledger: %d), want 4", st.KeysLent, led.Lent())
+	}
+	if n := led.RecordSlots(); n > 1 {
+		t.Fatalf("the ledger's record slab grew to %d slots for 4 keys lent as they came, want 1", n)
+	}
+}

@@ -252,7 +252,9 @@ type RestoreStats struct {
 	// bounded done set they are looked up when a key is asked for.
 	KeysInStore int
 	// KeysLent counts the restored queued keys lent to their restored
-	// jobs (ledger.Ledger.LendQueued: one copy of each key, the job's).
+	// jobs (one copy of each key, the job's): as each key came, when its
+	// job was restored before it, else at FinishRestore
+	// (ledger.Ledger.LendQueued).
 	KeysLent int
 	// Job records by state.
 	JobsQueued, JobsDispatched, JobsBackoff, JobsDone, JobsFailed int
@@ -360,6 +362,13 @@ func (c *Coordinator) RestoreRecord(rec Record) error {
 			return fmt.Errorf("restore key record %s: %v with a zero time, want when the key was queued or done", w.FP, w.Op)
 		}
 		c.led.Restore(w)
+		if w.Op == ledger.PutQueued && c.mem != nil && c.mem.Lend(w.FP) {
+			// A key restored after its job (the resident restore reads
+			// the jobs first) is lent at once: its record's memory serves
+			// the next key's, and the ledger's slabs do not grow with keys
+			// that are lent in the end.
+			d.stats.KeysLent++
+		}
 	case RecordJob:
 		if last := d.restored[mLastJob]; d.seen[mLastJob] && uint64(rec.Job.ID) > last {
 			return fmt.Errorf("restore job record %d: beyond the last job id %d (%s), want at most that", rec.Job.ID, last, MetaLastJob)
@@ -455,7 +464,7 @@ func (c *Coordinator) FinishRestore(now time.Time) (RestoreStats, error) {
 	d.phase = restoreDone
 	if c.mem != nil {
 		// Each restored queued key to its restored job, as after a submit.
-		d.stats.KeysLent = c.mem.LendQueued()
+		d.stats.KeysLent += c.mem.LendQueued()
 	}
 	c.dedupHits, c.malformed, c.seq = r[mDedupHits], r[mMalformed], r[mEventSeq]
 	c.submitted = uint64(c.brk.Submitted())

@@ -169,3 +169,7 @@ func (l *Ledger) lentKeys() []Record {
 
 // Lent is the number of queued keys lent to their jobs.
 func (l *Ledger) Lent() int { return l.lent }
+
+// RecordSlots is how many record slots the ledger's slab has grown to,
+// live and free: its memory holds them all (a slab never shrinks).
+func (l *Ledger) RecordSlots() int { return l.recs.size() - 1 } // slot 0 is none
