@@ -233,15 +233,16 @@ func (set crawlSet) seedPayload(spec *coord.JobSpec) {
 	spec.Payload, _ = json.Marshal(p) // plain fields: cannot fail
 }
 
-// countPages brings the definitions' page counts up to the broker's after
-// a step's dispatches.
-func (s *Server) countPages() {
-	for name, cs := range s.crawls {
-		if used, _, ok := s.c.BudgetUsed(name); ok && used != cs.def.Pages {
+// countPages brings the definitions' page counts up to coordinator c's
+// after a step's dispatches, and reports whether one changed.
+func (set crawlSet) countPages(c *coord.Coordinator) (changed bool) {
+	for name, cs := range set {
+		if used, _, ok := c.BudgetUsed(name); ok && used != cs.def.Pages {
 			cs.def.Pages, cs.dirty = used, true
-			s.adm.dirty = true
+			changed = true
 		}
 	}
+	return changed
 }
 
 // countDone counts the step's jobs finished ok in their crawls' Done, to

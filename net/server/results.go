@@ -106,17 +106,27 @@ func newResults(o *ResultsOptions, st *store.Store, cluster ClusterResults, chan
 // with those it did not take before (which a step with none tries again
 // once per resendResultsEvery).
 func (s *Server) keepResults(fs []broker.Finished) {
-	r := s.res
-	if r == nil {
+	if s.res == nil {
 		return
 	}
 	if len(fs) == 0 {
 		s.resendClusterResults() // clusterresults.go
 		return
 	}
+	cluster := s.opts.ClusterResults != nil // cursors given by the cluster (clusterresults.go)
+	s.res.keep(s.now, fs, cluster, s.dur != nil)
+	if cluster {
+		s.addClusterResults() // clusterresults.go
+	}
+}
+
+// keep makes the results of finished jobs fs: kept in memory at once
+// (neither cluster nor stored), else for the step's batch or the cluster,
+// numbered by the cluster when it adds them (cursor 0 until then). now is
+// the server's clock.
+func (r *resultLog) keep(now func() time.Time, fs []broker.Finished, cluster, stored bool) {
 	clear(r.byJob)
 	r.stepFin = r.stepFin[:0]
-	cluster := s.opts.ClusterResults != nil // cursors given by the cluster (clusterresults.go)
 	for i := range fs {
 		f := &fs[i]
 		var cur uint64 // 0 on the cluster until Add
@@ -140,11 +150,11 @@ func (s *Server) keepResults(fs []broker.Finished) {
 			rec.Outcome = "failed"
 		}
 		if rec.At.IsZero() {
-			rec.At = s.now()
+			rec.At = now()
 		}
 		rec.Error = strings.ToValidUTF8(rec.Error, "\uFFFD")
 		rec.Worker = strings.ToValidUTF8(rec.Worker, "\uFFFD")
-		if s.dur == nil && !cluster {
+		if !stored && !cluster {
 			r.mem = append(r.mem, rec)
 			r.memBytes += memSize(&rec)
 			r.readable = r.last
@@ -153,11 +163,8 @@ func (s *Server) keepResults(fs []broker.Finished) {
 		}
 		r.step = append(r.step, rec)
 	}
-	switch {
-	case cluster:
-		s.addClusterResults() // clusterresults.go
-	case s.dur == nil:
-		r.trimMemory(s.now())
+	if !stored && !cluster {
+		r.trimMemory(now())
 	}
 }
 
