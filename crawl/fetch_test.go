@@ -233,7 +233,9 @@ func TestFetchTimeoutIsInternal(t *testing.T) {
 	})
 	srv := newServer(t, mux)
 	cfg := testConfig()
-	cfg.Timeout = 150 * time.Millisecond
+	// The timeout must outlast the headers and the trickle's first bytes
+	// on a loaded machine (150 ms could run out before them: Bytes 0).
+	cfg.Timeout = time.Second
 	f := newFetcher(t, cfg)
 	for _, path := range []string{"/hang", "/trickle"} {
 		p := f.Fetch(context.Background(), srv.URL+path)
