@@ -52,12 +52,16 @@ var crawlLua string
 var crawlScript = goredis.NewScript(crawlLua)
 
 // refundScript gives back the pages of jobs charged (KEYS as crawl.lua's,
-// ARGV their fingerprints) that ended without a dispatch: each charged one
-// leaves the set and the pages count. Answers how many.
+// then KEPT: crawlkept.go; ARGV their fingerprints) that ended without a
+// dispatch: each charged one leaves the set and the pages count, unless
+// its charge is kept (a coordinator that may have dispatched it died or
+// stopped holding it). Answers how many.
 var refundScript = goredis.NewScript(`
 local n = 0
 for i = 1, #ARGV do
-  n = n + redis.call('SREM', KEYS[3], ARGV[i])
+  if redis.call('SISMEMBER', KEYS[4], ARGV[i]) == 0 then
+    n = n + redis.call('SREM', KEYS[3], ARGV[i])
+  end
 end
 if n > 0 then redis.call('HINCRBY', KEYS[2], 'pages', -n) end
 return n
@@ -289,7 +293,7 @@ func (q *CrawlQueue) Refund(now time.Time, items []ledger.Item) {
 	defer cancel()
 	var errs []error
 	for c, fps := range byCrawl {
-		keys := []string{l.crawlKey(c, "def"), l.crawlKey(c, "n"), l.crawlKey(c, "charged")}
+		keys := []string{l.crawlKey(c, "def"), l.crawlKey(c, "n"), l.crawlKey(c, "charged"), l.crawlKey(c, "kept")}
 		if err := refundScript.Run(once(ctx), l.rdb, keys, fps...).Err(); err != nil {
 			errs = append(errs, fmt.Errorf("redis crawls: giving back %d pages of crawl %q: %w", len(fps), c, err))
 		}

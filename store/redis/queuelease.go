@@ -118,12 +118,18 @@ func (l *Ledger) sendFinish(ctx context.Context) {
 
 // returnJobs puts the jobs leased to coordinator d (dead, or this one
 // stopping) on hosts back at the front of their queues, a pipeline of
-// scripts per 1000 hosts, and returns how many went back.
+// scripts per 1000 hosts, their crawls' charges kept, and returns how
+// many went back.
 func (l *Ledger) returnJobs(ctx context.Context, d string, hosts []string) (int, error) {
 	var errs []error
 	n := 0
 	var back []any
 	for part := range slices.Chunk(hosts, 1000) {
+		// Their crawls' charges are kept first: d may have dispatched
+		// them (crawlkept.go).
+		if err := l.keepCharges(ctx, d, part); err != nil {
+			return n, err
+		}
 		calls := make([]call, len(part))
 		for i, h := range part {
 			calls[i] = call{host: h, keys: l.queueKeys(h, d), args: []any{"unlease", d}}
