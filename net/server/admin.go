@@ -61,7 +61,7 @@ func (s *Server) act(now time.Time, a admin.Action) (res admin.ActionResult, err
 	case a.Kind == admin.ActRequeue:
 		// Targets naming a key: this coordinator's job of it, or why it
 		// is not here (clusterjobs.go).
-		act, refused := s.clusterRequeue(now, a)
+		act, refused := s.cl.clusterRequeue(now, a)
 		if len(act.Targets) > 0 || len(refused) == 0 {
 			res, err = s.c.Act(now, act)
 		}
@@ -139,7 +139,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 			s.out.reject(onAdmin, ident, m.Req, wire.CodeForbidden, "action %s refused: this console attached read-only", m.Action.Kind)
 			return
 		}
-		if s.clusterAct(ident, m.Req, now, m.Action) { // clusteract.go: asks the coordinators holding its jobs
+		if s.cl.clusterAct(ident, m.Req, now, m.Action) { // clusteract.go: asks the coordinators holding its jobs
 			return
 		}
 		res, err := s.act(now, m.Action)

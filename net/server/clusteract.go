@@ -30,7 +30,7 @@ import (
 // requeueLocal resolves the requeue targets naming a key (32 hex digits)
 // to this coordinator's job of the key when it holds one, and returns the
 // keys whose job it does not hold. Decimal job ids pass through.
-func (s *Server) requeueLocal(now time.Time, a admin.Action) (admin.Action, []id.Fingerprint) {
+func (cl *cluster) requeueLocal(now time.Time, a admin.Action) (admin.Action, []id.Fingerprint) {
 	var elsewhere []id.Fingerprint
 	out := a
 	out.Targets = nil
@@ -40,7 +40,7 @@ func (s *Server) requeueLocal(now time.Time, a admin.Action) (admin.Action, []id
 			out.Targets = append(out.Targets, t)
 			continue
 		}
-		page, qerr := s.c.Query(now, admin.Query{View: admin.ViewJobs, Key: t})
+		page, qerr := cl.c.Query(now, admin.Query{View: admin.ViewJobs, Key: t})
 		if qerr == nil && len(page.Jobs) > 0 && page.Jobs[0].JobID != 0 {
 			out.Targets = append(out.Targets, strconv.FormatUint(page.Jobs[0].JobID, 10))
 			continue
@@ -53,8 +53,8 @@ func (s *Server) requeueLocal(now time.Time, a admin.Action) (admin.Action, []id
 // clusterRequeue resolves a requeue's targets naming a key to this
 // coordinator's jobs; the others are refused with a line each (the store
 // is not shared: no other coordinator holds them).
-func (s *Server) clusterRequeue(now time.Time, a admin.Action) (admin.Action, []string) {
-	out, elsewhere := s.requeueLocal(now, a)
+func (cl *cluster) clusterRequeue(now time.Time, a admin.Action) (admin.Action, []string) {
+	out, elsewhere := cl.requeueLocal(now, a)
 	var refused []string
 	for _, fp := range elsewhere {
 		refused = append(refused, fmt.Sprintf("requeue key %s: no job of it on this coordinator", fp))
@@ -66,29 +66,29 @@ func (s *Server) clusterRequeue(now time.Time, a admin.Action) (admin.Action, []
 // Cluster store (ident and req address the ACTED) and reports whether it
 // did: this coordinator's jobs and workers at once, the others' asked of
 // their coordinators off the reactor (workers: clusterworkers.go).
-func (s *Server) clusterAct(ident []byte, req uint64, now time.Time, a admin.Action) bool {
-	cj := s.opts.ClusterJobs
+func (cl *cluster) clusterAct(ident []byte, req uint64, now time.Time, a admin.Action) bool {
+	cj := cl.cj
 	if cj == nil || a.Crawler != "" {
 		return false
 	}
 	if isWorkerAction(a.Kind) && len(a.Targets) > 0 {
-		s.clusterWorkerAct(ident, req, now, a)
+		cl.clusterWorkerAct(ident, req, now, a)
 		return true
 	}
 	if a.Kind != admin.ActRequeue {
 		return false
 	}
-	act, elsewhere := s.requeueLocal(now, a)
+	act, elsewhere := cl.requeueLocal(now, a)
 	var res admin.ActionResult
 	if len(act.Targets) > 0 || len(elsewhere) == 0 {
 		var err error
-		if res, err = s.c.Act(now, act); err != nil {
-			s.out.reject(onAdmin, ident, req, errorCode(err), "%v", err)
+		if res, err = cl.c.Act(now, act); err != nil {
+			cl.out.reject(onAdmin, ident, req, errorCode(err), "%v", err)
 			return true
 		}
 	}
 	if len(elsewhere) == 0 {
-		s.acted(ident, req, a, res)
+		cl.acted(ident, req, a, res)
 		return true
 	}
 	type target struct {
@@ -101,7 +101,7 @@ func (s *Server) clusterAct(ident []byte, req uint64, now time.Time, a admin.Act
 		ts[i].fp = fp
 		ts[i].host, ts[i].known = cj.Host(fp)
 	}
-	io := s.cl.reads
+	io := cl.reads
 	ask := func() func() {
 		self := cj.Self()
 		var published *[]admin.JobRow // the others' retries, read once
@@ -111,8 +111,8 @@ func (s *Server) clusterAct(ident []byte, req uint64, now time.Time, a admin.Act
 			res.Errors = append(res.Errors, lines...)
 		}
 		return func() {
-			s.acted(ident, req, a, res)
-			s.adm.dirty = true
+			cl.acted(ident, req, a, res)
+			cl.adm.dirty = true
 		}
 	}
 	switch {
@@ -122,7 +122,7 @@ func (s *Server) clusterAct(ident []byte, req uint64, now time.Time, a admin.Act
 		for _, t := range ts {
 			res.Errors = append(res.Errors, fmt.Sprintf("requeue key %s: not requeued: its job is not on this coordinator, and %d queries wait on the cluster already; retry later", t.fp, io.posted))
 		}
-		s.acted(ident, req, a, res)
+		cl.acted(ident, req, a, res)
 	default:
 		ident = append([]byte(nil), ident...)
 		io.put(ask)
@@ -131,10 +131,10 @@ func (s *Server) clusterAct(ident []byte, req uint64, now time.Time, a admin.Act
 }
 
 // acted answers an action with its result, and logs it.
-func (s *Server) acted(ident []byte, req uint64, a admin.Action, res admin.ActionResult) {
-	s.log.Info("operator action", "kind", a.Kind, "targets", a.Targets, "affected", res.Affected, "errors", len(res.Errors))
-	s.out.toConsole(ident, &wire.Acted{Req: req, Result: res})
-	s.adm.dirty = true
+func (cl *cluster) acted(ident []byte, req uint64, a admin.Action, res admin.ActionResult) {
+	cl.log.Info("operator action", "kind", a.Kind, "targets", a.Targets, "affected", res.Affected, "errors", len(res.Errors))
+	cl.out.toConsole(ident, &wire.Acted{Req: req, Result: res})
+	cl.adm.dirty = true
 }
 
 // requeueElsewhere requeues key fp's job where it is in the cluster (off
@@ -198,15 +198,15 @@ const controlWait = time.Second
 // startControl starts the goroutine that reads the actions other
 // coordinators post to this one (Options.ClusterJobs) and hands them to
 // the reactor, and returns the function that stops it.
-func (s *Server) startControl() (stop func()) {
-	cj := s.opts.ClusterJobs
-	io := s.cl.io
+func (cl *cluster) startControl() (stop func()) {
+	cj := cl.cj
+	io := cl.io
 	if cj == nil || io == nil {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	exited := make(chan struct{})
-	log := s.log
+	log := cl.log
 	go func() {
 		defer close(exited)
 		failing := false
@@ -231,7 +231,7 @@ func (s *Server) startControl() (stop func()) {
 				continue
 			}
 			answers := make(chan []admin.ActionResult, 1)
-			io.run(func() { answers <- s.actForPeer(acts) })
+			io.run(func() { answers <- cl.actForPeer(acts) })
 			reply := func(res []admin.ActionResult) {
 				for i := range res {
 					if err := cj.Reply(tickets[i], res[i]); err != nil {
@@ -264,21 +264,21 @@ func (s *Server) startControl() (stop func()) {
 // actForPeer carries out, on the reactor, the actions other coordinators
 // posted: requeues of the jobs this coordinator holds, and evicts, drains
 // and undrains of the workers it has sessions with, never asked further.
-func (s *Server) actForPeer(acts []admin.Action) []admin.ActionResult {
-	now := s.now()
+func (cl *cluster) actForPeer(acts []admin.Action) []admin.ActionResult {
+	now := cl.now()
 	out := make([]admin.ActionResult, len(acts))
 	for i, a := range acts {
 		if isWorkerAction(a.Kind) && a.Crawler == "" {
-			out[i] = s.workersForPeer(now, a)
+			out[i] = cl.workersForPeer(now, a)
 			continue
 		}
 		if a.Kind != admin.ActRequeue || a.Crawler != "" {
 			out[i].Errors = []string{fmt.Sprintf("action %s: not taken from another coordinator (requeue, evict, drain and undrain only)", a.Kind)}
 			continue
 		}
-		act, elsewhere := s.requeueLocal(now, a)
+		act, elsewhere := cl.requeueLocal(now, a)
 		if len(act.Targets) > 0 {
-			res, err := s.c.Act(now, act)
+			res, err := cl.c.Act(now, act)
 			if err != nil {
 				res.Errors = append(res.Errors, err.Error())
 			}
@@ -287,8 +287,8 @@ func (s *Server) actForPeer(acts []admin.Action) []admin.ActionResult {
 		for _, fp := range elsewhere {
 			out[i].Errors = append(out[i].Errors, fmt.Sprintf("requeue key %s: this coordinator holds no job of it (any more)", fp))
 		}
-		s.log.Info("action from another coordinator", "kind", a.Kind, "targets", a.Targets, "affected", out[i].Affected, "errors", len(out[i].Errors))
+		cl.log.Info("action from another coordinator", "kind", a.Kind, "targets", a.Targets, "affected", out[i].Affected, "errors", len(out[i].Errors))
 	}
-	s.adm.dirty = true
+	cl.adm.dirty = true
 	return out
 }

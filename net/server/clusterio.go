@@ -1,8 +1,11 @@
 package server
 
 import (
+	"log/slog"
 	"sync"
 	"time"
+
+	"drover/coord"
 )
 
 // The cluster's I/O off the reactor (Options.ClusterCrawls,
@@ -30,6 +33,21 @@ type cluster struct {
 	reads        *clusterIO       // the cluster's read lane (clusterquery.go)
 	evw          *eventWriter     // Options.ClusterEvents: the events for the cluster (clusterevents.go)
 	jobs         clusterJobsState // Options.ClusterJobs: the offset memo, the retries noted (clusterjobs.go)
+
+	// What the actions across coordinators use (clusteract.go,
+	// clusterworkers.go), given by wire.
+	cj   ClusterJobs // Options.ClusterJobs; nil without
+	c    *coord.Coordinator
+	out  *sender
+	sess *sessions
+	adm  *dialogue // its dirty flag: consoles are told CHANGED
+	log  *slog.Logger
+	now  func() time.Time
+}
+
+// wire gives the cluster part what its actions use (New).
+func (cl *cluster) wire(cj ClusterJobs, c *coord.Coordinator, out *sender, sess *sessions, adm *dialogue, log *slog.Logger, now func() time.Time) {
+	cl.cj, cl.c, cl.out, cl.sess, cl.adm, cl.log, cl.now = cj, c, out, sess, adm, log, now
 }
 
 // clusterIO is a lane: the goroutines making the cluster's calls and
@@ -117,7 +135,7 @@ func (s *Server) startClusterIO() (stop func()) {
 	}
 	s.cl.io = newClusterIO(s.r.ring, 1, clusterIOQueue)
 	s.cl.reads = newClusterIO(s.r.ring, clusterReaders, clusterReadQueue)
-	stopControl := s.startControl() // clusteract.go
+	stopControl := s.cl.startControl() // clusteract.go
 	return func() {
 		stopControl()
 		s.cl.reads.stop()

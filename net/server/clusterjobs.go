@@ -161,7 +161,7 @@ func (s *Server) noteRetries(now time.Time) {
 		}
 	}
 	cj.NoteJobs(p.Jobs)
-	cj.NoteWorkers(s.workerIDs()) // clusterworkers.go
+	cj.NoteWorkers(s.cl.workerIDs()) // clusterworkers.go
 }
 
 // readClusterRetries answers view retries on a Redis Cluster store:

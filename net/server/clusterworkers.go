@@ -24,9 +24,9 @@ import (
 // returns its jobs to the queue), or on none.
 
 // workerIDs is the ids of the workers this coordinator has sessions with.
-func (s *Server) workerIDs() []string {
-	ids := make([]string, 0, len(s.sess.peer))
-	for _, p := range s.sess.peer {
+func (cl *cluster) workerIDs() []string {
+	ids := make([]string, 0, len(cl.sess.peer))
+	for _, p := range cl.sess.peer {
 		if p.role == wire.RoleWorker {
 			ids = append(ids, p.id)
 		}
@@ -35,8 +35,8 @@ func (s *Server) workerIDs() []string {
 }
 
 // hasWorker reports whether worker w has a live session here.
-func (s *Server) hasWorker(w string) bool {
-	_, ok := s.sess.owners[ownerKey{wire.RoleWorker, w}]
+func (cl *cluster) hasWorker(w string) bool {
+	_, ok := cl.sess.owners[ownerKey{wire.RoleWorker, w}]
 	return ok
 }
 
@@ -49,12 +49,12 @@ func isWorkerAction(k admin.ActionKind) bool {
 // store (ident and req address the ACTED): the targets with a session
 // here at once, the others asked of the coordinators that have them, off
 // the reactor.
-func (s *Server) clusterWorkerAct(ident []byte, req uint64, now time.Time, a admin.Action) {
-	cj := s.opts.ClusterJobs
+func (cl *cluster) clusterWorkerAct(ident []byte, req uint64, now time.Time, a admin.Action) {
+	cj := cl.cj
 	local, elsewhere := a, []string(nil)
 	local.Targets = nil
 	for _, t := range a.Targets {
-		if s.hasWorker(t) {
+		if cl.hasWorker(t) {
 			local.Targets = append(local.Targets, t)
 		} else {
 			elsewhere = append(elsewhere, t)
@@ -63,13 +63,13 @@ func (s *Server) clusterWorkerAct(ident []byte, req uint64, now time.Time, a adm
 	var res admin.ActionResult
 	if len(local.Targets) > 0 {
 		var err error
-		if res, err = s.c.Act(now, local); err != nil {
-			s.out.reject(onAdmin, ident, req, errorCode(err), "%v", err)
+		if res, err = cl.c.Act(now, local); err != nil {
+			cl.out.reject(onAdmin, ident, req, errorCode(err), "%v", err)
 			return
 		}
 	}
 	if len(elsewhere) == 0 {
-		s.acted(ident, req, a, res)
+		cl.acted(ident, req, a, res)
 		return
 	}
 	ask := func() func() {
@@ -82,7 +82,7 @@ func (s *Server) clusterWorkerAct(ident []byte, req uint64, now time.Time, a adm
 			if len(r.unknown) > 0 {
 				rest := a
 				rest.Targets = r.unknown
-				lr, err := s.c.Act(s.now(), rest)
+				lr, err := cl.c.Act(cl.now(), rest)
 				if err != nil {
 					lr.Errors = append(lr.Errors, err.Error())
 				}
@@ -91,10 +91,10 @@ func (s *Server) clusterWorkerAct(ident []byte, req uint64, now time.Time, a adm
 					res.Errors = append(res.Errors, e+" (nor on any other coordinator of the cluster)")
 				}
 			}
-			s.acted(ident, req, a, res)
+			cl.acted(ident, req, a, res)
 		}
 	}
-	io := s.cl.reads
+	io := cl.reads
 	switch {
 	case io == nil: // before Run, in tests
 		ask()()
@@ -102,7 +102,7 @@ func (s *Server) clusterWorkerAct(ident []byte, req uint64, now time.Time, a adm
 		for _, t := range elsewhere {
 			res.Errors = append(res.Errors, fmt.Sprintf("%s worker %q: not done: it has no session on this coordinator, and %d queries wait on the cluster already; retry later", a.Kind, t, io.posted))
 		}
-		s.acted(ident, req, a, res)
+		cl.acted(ident, req, a, res)
 	default:
 		ident = append([]byte(nil), ident...)
 		io.put(ask)
@@ -173,25 +173,25 @@ func peersOf(peers string) string {
 // workersForPeer carries out another coordinator's evict, drain or
 // undrain on the workers with a session here; the others are refused
 // (the asker found them here as this coordinator last published them).
-func (s *Server) workersForPeer(now time.Time, a admin.Action) admin.ActionResult {
+func (cl *cluster) workersForPeer(now time.Time, a admin.Action) admin.ActionResult {
 	var res admin.ActionResult
 	local := a
 	local.Targets = nil
 	for _, t := range a.Targets {
-		if s.hasWorker(t) {
+		if cl.hasWorker(t) {
 			local.Targets = append(local.Targets, t)
 		} else {
 			res.Errors = append(res.Errors, fmt.Sprintf("%s worker %q: this coordinator has no session with it (any more)", a.Kind, t))
 		}
 	}
 	if len(local.Targets) > 0 {
-		r, err := s.c.Act(now, local)
+		r, err := cl.c.Act(now, local)
 		if err != nil {
 			r.Errors = append(r.Errors, err.Error())
 		}
 		res.Affected += r.Affected
 		res.Errors = append(r.Errors, res.Errors...)
 	}
-	s.log.Info("action from another coordinator", "kind", a.Kind, "targets", a.Targets, "affected", res.Affected, "errors", len(res.Errors))
+	cl.log.Info("action from another coordinator", "kind", a.Kind, "targets", a.Targets, "affected", res.Affected, "errors", len(res.Errors))
 	return res
 }
