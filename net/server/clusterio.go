@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"drover/admin"
 	"drover/coord"
 )
 
@@ -34,8 +35,8 @@ type cluster struct {
 	evw          *eventWriter     // Options.ClusterEvents: the events for the cluster (clusterevents.go)
 	jobs         clusterJobsState // Options.ClusterJobs: the offset memo, the retries noted (clusterjobs.go)
 
-	// What the actions across coordinators use (clusteract.go,
-	// clusterworkers.go), given by wire.
+	// What the job lists and the actions across coordinators use
+	// (clusterjobs.go, clusteract.go, clusterworkers.go), given by wire.
 	cj   ClusterJobs // Options.ClusterJobs; nil without
 	c    *coord.Coordinator
 	out  *sender
@@ -43,11 +44,12 @@ type cluster struct {
 	adm  *dialogue // its dirty flag: consoles are told CHANGED
 	log  *slog.Logger
 	now  func() time.Time
+	view func() *admin.Cluster // Options.Cluster: every coordinator's summary; nil without
 }
 
 // wire gives the cluster part what its actions use (New).
-func (cl *cluster) wire(cj ClusterJobs, c *coord.Coordinator, out *sender, sess *sessions, adm *dialogue, log *slog.Logger, now func() time.Time) {
-	cl.cj, cl.c, cl.out, cl.sess, cl.adm, cl.log, cl.now = cj, c, out, sess, adm, log, now
+func (cl *cluster) wire(cj ClusterJobs, view func() *admin.Cluster, c *coord.Coordinator, out *sender, sess *sessions, adm *dialogue, log *slog.Logger, now func() time.Time) {
+	cl.cj, cl.view, cl.c, cl.out, cl.sess, cl.adm, cl.log, cl.now = cj, view, c, out, sess, adm, log, now
 }
 
 // clusterIO is a lane: the goroutines making the cluster's calls and

@@ -142,39 +142,39 @@ type clusterJobsState struct {
 // noteRetries hands this coordinator's first retries rows, and the
 // first jobs it holds, to the cluster about once a second (each a window
 // of an index of the broker's: O(rows × log jobs)).
-func (s *Server) noteRetries(now time.Time) {
-	cj := s.opts.ClusterJobs
-	if cj == nil || now.Sub(s.cl.jobs.retriesNoted) < time.Second {
+func (cl *cluster) noteRetries(now time.Time) {
+	cj := cl.cj
+	if cj == nil || now.Sub(cl.jobs.retriesNoted) < time.Second {
 		return
 	}
-	s.cl.jobs.retriesNoted = now
-	if p, err := s.c.Query(now, admin.Query{View: admin.ViewRetries, Limit: publishedRetries}); err == nil {
+	cl.jobs.retriesNoted = now
+	if p, err := cl.c.Query(now, admin.Query{View: admin.ViewRetries, Limit: publishedRetries}); err == nil {
 		cj.NoteRetries(p.Jobs, p.Total)
 	}
-	p, err := s.c.Query(now, admin.Query{View: admin.ViewJobs, Filter: "state=dispatched,backoff", Limit: publishedJobs})
+	p, err := cl.c.Query(now, admin.Query{View: admin.ViewJobs, Filter: "state=dispatched,backoff", Limit: publishedJobs})
 	if err != nil {
 		return
 	}
 	if len(p.Jobs) < publishedJobs {
-		if q, err := s.c.Query(now, admin.Query{View: admin.ViewJobs, Filter: "state=queued", Limit: publishedJobs - len(p.Jobs)}); err == nil {
+		if q, err := cl.c.Query(now, admin.Query{View: admin.ViewJobs, Filter: "state=queued", Limit: publishedJobs - len(p.Jobs)}); err == nil {
 			p.Jobs = append(p.Jobs, q.Jobs...)
 		}
 	}
 	cj.NoteJobs(p.Jobs)
-	cj.NoteWorkers(s.cl.workerIDs()) // clusterworkers.go
+	cj.NoteWorkers(cl.workerIDs()) // clusterworkers.go
 }
 
 // readClusterRetries answers view retries on a Redis Cluster store:
 // this coordinator's own rows (sorted, filtered, windowed), then the rows
 // the other live coordinators published (each its first 50, next retry
 // first), filtered alike, read off the reactor (clusterquery.go).
-func (s *Server) readClusterRetries(q admin.Query) (clusterRead, admin.Page, error) {
-	page, err := s.c.Query(s.now(), q)
+func (cl *cluster) readClusterRetries(q admin.Query) (clusterRead, admin.Page, error) {
+	page, err := cl.c.Query(cl.now(), q)
 	if err != nil {
 		return nil, page, err
 	}
 	f, _ := filter.Parse(q.Filter) // the coordinator parsed it
-	cj := s.opts.ClusterJobs
+	cj := cl.cj
 	return func() func() (admin.Page, error) {
 		rows, _, err := cj.Retries()
 		if err != nil {
@@ -212,15 +212,15 @@ func clusterParts(f filter.Filter) string {
 // readClusterJobs answers views jobs and waiters on a Redis Cluster
 // store (above): this coordinator's rows now, the cluster's read off the
 // reactor (clusterquery.go).
-func (s *Server) readClusterJobs(q admin.Query) (clusterRead, admin.Page, error) {
-	now := s.now()
+func (cl *cluster) readClusterJobs(q admin.Query) (clusterRead, admin.Page, error) {
+	now := cl.now()
 	if q.View == admin.ViewWaiters {
-		return s.readClusterWaiters(now, q)
+		return cl.readClusterWaiters(now, q)
 	}
 	if q.Key != "" {
-		return s.readClusterJobDetail(now, q)
+		return cl.readClusterJobDetail(now, q)
 	}
-	cj := s.opts.ClusterJobs
+	cj := cl.cj
 	f, err := filter.Parse(q.Filter)
 	if err != nil {
 		return nil, admin.Page{}, coord.Errorf(coord.ErrInvalid, "query %s: %w", q.View, err)
@@ -234,7 +234,7 @@ func (s *Server) readClusterJobs(q admin.Query) (clusterRead, admin.Page, error)
 	}
 	w := &jobsWalk{q: q, f: f, page: admin.Page{View: q.View, Offset: q.Offset}}
 	if q.After == "" {
-		if w.page, err = s.c.Query(now, q); err != nil {
+		if w.page, err = cl.c.Query(now, q); err != nil {
 			return nil, w.page, err
 		}
 		w.own = w.page.Total
@@ -244,14 +244,14 @@ func (s *Server) readClusterJobs(q admin.Query) (clusterRead, admin.Page, error)
 	w.memoKey = string(q.View) + "\x00" + f.String()
 	w.cursor, w.skip = q.After, w.co
 	if q.After == "" && w.co > 0 {
-		if p, ok := s.cl.jobs.memo.find(w.memoKey, w.co, now); ok {
+		if p, ok := cl.jobs.memo.find(w.memoKey, w.co, now); ok {
 			w.cursor, w.skip, w.base = p.cursor, w.co-p.offset, p.offset
 		}
 	}
 	w.want = limit - len(w.page.Jobs)
 	w.next = w.cursor
 	if w.parts == "" {
-		return nil, s.clusterJobsPage(w), nil
+		return nil, cl.clusterJobsPage(w), nil
 	}
 	// With want 0 (the page is full of own rows): only where the
 	// cluster's begin.
@@ -276,9 +276,9 @@ func (s *Server) readClusterJobs(q admin.Query) (clusterRead, admin.Page, error)
 			}
 			w.rows, w.skipped, w.next = rows, skipped, next
 			if q.After == "" && next != "" && w.want > 0 {
-				s.cl.jobs.memo.add(w.memoKey, memoPoint{offset: w.base + skipped + len(rows), cursor: next, at: s.now()})
+				cl.jobs.memo.add(w.memoKey, memoPoint{offset: w.base + skipped + len(rows), cursor: next, at: cl.now()})
 			}
-			return s.clusterJobsPage(w), nil
+			return cl.clusterJobsPage(w), nil
 		}
 	}, w.page, nil
 }
@@ -306,7 +306,7 @@ type jobsWalk struct {
 
 // clusterJobsPage is the page of w, its own rows then the cluster's, and
 // its total (on the reactor).
-func (s *Server) clusterJobsPage(w *jobsWalk) admin.Page {
+func (cl *cluster) clusterJobsPage(w *jobsWalk) admin.Page {
 	page := w.page
 	page.Jobs = append(page.Jobs, w.rows...)
 	page.After = w.next
@@ -326,7 +326,7 @@ func (s *Server) clusterJobsPage(w *jobsWalk) admin.Page {
 	}
 	counted := 0
 	if w.f.Without(filter.FieldState).Empty() {
-		counted = s.clusterCounted(w.parts)
+		counted = cl.clusterCounted(w.parts)
 	}
 	page.Total = w.own + max(seen, counted)
 	return page
@@ -336,11 +336,11 @@ func (s *Server) clusterJobsPage(w *jobsWalk) admin.Page {
 // by the cluster view's counters: claimed by the other live coordinators
 // (their queued and running jobs, as they last published them) and
 // waiting in the shared queue.
-func (s *Server) clusterCounted(parts string) int {
-	if s.opts.Cluster == nil {
+func (cl *cluster) clusterCounted(parts string) int {
+	if cl.view == nil {
 		return 0
 	}
-	cv := s.opts.Cluster()
+	cv := cl.view()
 	if cv == nil {
 		return 0
 	}
@@ -349,7 +349,7 @@ func (s *Server) clusterCounted(parts string) int {
 		n += int(cv.Queued)
 	}
 	if strings.Contains(parts, "c") {
-		self := s.opts.ClusterJobs.Self()
+		self := cl.cj.Self()
 		for _, c := range cv.Coordinators {
 			if c.Alive && c.ID != self {
 				n += c.Queued + c.Dispatched
@@ -363,8 +363,8 @@ func (s *Server) clusterCounted(parts string) int {
 // store: the coordinator's answer when it holds the job; else, for a key,
 // where its job is in the cluster (claimed by a coordinator, or in the
 // shared queue), with its waiters, read off the reactor.
-func (s *Server) readClusterJobDetail(now time.Time, q admin.Query) (clusterRead, admin.Page, error) {
-	page, err := s.c.Query(now, q)
+func (cl *cluster) readClusterJobDetail(now time.Time, q admin.Query) (clusterRead, admin.Page, error) {
+	page, err := cl.c.Query(now, q)
 	if err == nil && len(page.Jobs) > 0 && page.Jobs[0].JobID != 0 {
 		return nil, page, nil
 	}
@@ -375,7 +375,7 @@ func (s *Server) readClusterJobDetail(now time.Time, q admin.Query) (clusterRead
 		}
 		return nil, page, err
 	}
-	cj := s.opts.ClusterJobs
+	cj := cl.cj
 	host, ok := keyHost(cj, fp, q.Filter)
 	if !ok {
 		if err == nil {
@@ -424,8 +424,8 @@ func keyHost(cj ClusterJobs, fp id.Fingerprint, filterText string) (string, bool
 // coordinator's answer, with the waiters of the key read from Redis off
 // the reactor (every coordinator's sessions, named "sN on coordinator
 // C").
-func (s *Server) readClusterWaiters(now time.Time, q admin.Query) (clusterRead, admin.Page, error) {
-	page, err := s.c.Query(now, q)
+func (cl *cluster) readClusterWaiters(now time.Time, q admin.Query) (clusterRead, admin.Page, error) {
+	page, err := cl.c.Query(now, q)
 	if err != nil || q.Key == "" {
 		return nil, page, err
 	}
@@ -433,7 +433,7 @@ func (s *Server) readClusterWaiters(now time.Time, q admin.Query) (clusterRead, 
 	if err != nil {
 		return nil, page, coord.Errorf(coord.ErrInvalid, "query waiters: key %q: %w", q.Key, err)
 	}
-	cj := s.opts.ClusterJobs
+	cj := cl.cj
 	host, ok := keyHost(cj, fp, q.Filter)
 	if !ok {
 		return nil, page, nil

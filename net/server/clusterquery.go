@@ -41,9 +41,9 @@ func (s *Server) clusterQuery(ident []byte, req uint64, q admin.Query) bool {
 	case q.View == admin.ViewEvents && s.opts.ClusterEvents != nil:
 		prep = s.readClusterEvents // clusterevents.go
 	case (q.View == admin.ViewJobs || q.View == admin.ViewWaiters) && s.opts.ClusterJobs != nil:
-		prep = s.readClusterJobs // clusterjobs.go
+		prep = s.cl.readClusterJobs // clusterjobs.go
 	case q.View == admin.ViewRetries && s.opts.ClusterJobs != nil:
-		prep = s.readClusterRetries // clusterjobs.go
+		prep = s.cl.readClusterRetries // clusterjobs.go
 	default:
 		return false
 	}

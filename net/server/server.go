@@ -240,7 +240,7 @@ func New(opts Options) (*Server, error) {
 	s.ev = events{subs: make(map[string]bool), out: &s.out, onEvent: opts.OnEvent, keyEvents: c.PublishKeyEvents}
 	s.ev.tellKeyEvents() // nobody subscribed yet
 	s.adm = dialogue{sess: &s.sess, out: &s.out, every: opts.ChangedEvery, cfg: c.Config(), name: opts.Server, log: s.log}
-	s.cl.wire(opts.ClusterJobs, c, &s.out, &s.sess, &s.adm, s.log, s.now) // clusterio.go
+	s.cl.wire(opts.ClusterJobs, opts.Cluster, c, &s.out, &s.sess, &s.adm, s.log, s.now) // clusterio.go
 	s.disp = dispatcher{batches: make(map[jobBatch]*wire.Job), c: c, sess: &s.sess, out: &s.out, log: s.log}
 	s.pd = peerDialogue{c: c, log: s.log, name: opts.Server, sess: &s.sess, out: &s.out, r: &s.r,
 		crawls: &s.crawls, memo: &s.memo, rob: &s.rob, patch: s.patchSubmitted}
@@ -467,7 +467,7 @@ func (s *Server) Run(ctx context.Context) error {
 			s.opts.OnTotals(s.totals(now))
 		}
 		s.syncCrawlsEvery(now) // clustercrawls.go
-		s.noteRetries(now)     // clusterjobs.go
+		s.cl.noteRetries(now)  // clusterjobs.go
 		// Wait only when no socket has a message left (see inputs.go).
 		busy, err := s.busy()
 		if err != nil {
