@@ -129,7 +129,7 @@ func droverRestarted(ctx context.Context, bin string, n int) (memResult, error) 
 		return memResult{}, err
 	}
 	start := time.Now()
-	s2, err := startDrover(bin, store, all...)
+	s2, err := startDroverWait(bin, store, 20*time.Minute, all...)
 	if err != nil {
 		return memResult{}, err
 	}

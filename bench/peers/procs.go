@@ -207,6 +207,12 @@ var servingLine = regexp.MustCompile(`^drover serving: peers (\S+), admin (\S+),
 // startDrover starts drover serve on store ("memory" or a directory) with
 // loopback ports and politeness off, plus the extra flags.
 func startDrover(bin, store string, extra ...string) (*droverServer, error) {
+	return startDroverWait(bin, store, 30*time.Second, extra...)
+}
+
+// startDroverWait is startDrover waiting up to wait for the serving line
+// (a restart on a big store restores first).
+func startDroverWait(bin, store string, wait time.Duration, extra ...string) (*droverServer, error) {
 	var peers, admin string
 	port, err := freePort()
 	if err != nil {
@@ -222,7 +228,7 @@ func startDrover(bin, store string, extra ...string) (*droverServer, error) {
 			return true
 		}
 		return false
-	}, 30*time.Second, args...)
+	}, wait, args...)
 	if err != nil {
 		return nil, err
 	}
