@@ -162,9 +162,9 @@ type Config struct {
 	// (ledger.huge_pages).
 	SmallPages bool
 	// LastJobID is the highest job ID Submit gives: once it is given,
-	// Submit refuses (CheckIDs, ErrJobIDsExhausted). 0 means and at most
-	// 2^32-1 (lists link jobs by 32-bit ID; a restart renumbers nothing).
-	// Tests set it low to reach the end.
+	// Submit refuses (CheckIDs, ErrJobIDsExhausted). Default (0) and
+	// most: 2^32-1 (lists link jobs by 32-bit ID; a restart renumbers
+	// nothing). Tests set it low to reach the end.
 	LastJobID JobID
 }
 
