@@ -124,7 +124,7 @@ func (s *Server) syncCrawlsEvery(now time.Time) {
 	}
 	s.cl.crawlSynced, s.cl.crawlSyncing = now, true
 	cc, jobs := s.opts.ClusterCrawls, s.crawlJobs()
-	s.post(func() func() {
+	s.cl.post(func() func() {
 		all, err := fetchCrawls(cc, jobs)
 		return func() {
 			s.cl.crawlSyncing = false

@@ -155,8 +155,8 @@ func (s *Server) startClusterIO() (stop func()) {
 // post hands call to the cluster's write lane (the reactor's side); the
 // function it returns runs on the reactor with its answer. Without the
 // lane (before Run, in tests) both run at once.
-func (s *Server) post(call func() func()) {
-	io := s.cl.io
+func (cl *cluster) post(call func() func()) {
+	io := cl.io
 	if io == nil {
 		call()()
 		return
@@ -164,10 +164,10 @@ func (s *Server) post(call func() func()) {
 	io.put(call) // bounded by the kinds in flight: never full
 }
 
-// takeClusterAnswers runs, on the reactor, what it does with the answers
+// takeAnswers runs, on the reactor, what it does with the answers
 // the cluster's lanes have, the write lane's in the order of its calls.
-func (s *Server) takeClusterAnswers() {
-	for _, io := range []*clusterIO{s.cl.io, s.cl.reads} {
+func (cl *cluster) takeAnswers() {
+	for _, io := range []*clusterIO{cl.io, cl.reads} {
 		if io == nil {
 			continue
 		}
@@ -187,7 +187,7 @@ func (s *Server) settleCluster(deadline time.Time) {
 		return
 	}
 	for {
-		s.takeClusterAnswers()
+		s.cl.takeAnswers()
 		if io.posted == 0 || !time.Now().Before(deadline) {
 			return
 		}

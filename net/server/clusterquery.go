@@ -49,13 +49,13 @@ func (s *Server) clusterQuery(ident []byte, req uint64, q admin.Query) bool {
 	}
 	read, page, err := prep(q)
 	if read == nil {
-		s.answerQuery(ident, req, page, err)
+		s.cl.answerQuery(ident, req, page, err)
 		return true
 	}
 	io := s.cl.reads
 	if io == nil { // before Run, in tests
 		page, err := read()()
-		s.answerQuery(ident, req, page, err)
+		s.cl.answerQuery(ident, req, page, err)
 		return true
 	}
 	if io.posted >= clusterReadQueue {
@@ -67,7 +67,7 @@ func (s *Server) clusterQuery(ident []byte, req uint64, q admin.Query) bool {
 		finish := read()
 		return func() {
 			page, err := finish()
-			s.answerQuery(ident, req, page, err)
+			s.cl.answerQuery(ident, req, page, err)
 		}
 	})
 	return true
@@ -75,12 +75,12 @@ func (s *Server) clusterQuery(ident []byte, req uint64, q admin.Query) bool {
 
 // answerQuery sends a query's PAGE, or its ERROR when err is set (its
 // code from the one table, errcodes.go).
-func (s *Server) answerQuery(ident []byte, req uint64, page admin.Page, err error) {
+func (cl *cluster) answerQuery(ident []byte, req uint64, page admin.Page, err error) {
 	if err != nil {
-		s.out.reject(onAdmin, ident, req, errorCode(err), "%v", err)
+		cl.out.reject(onAdmin, ident, req, errorCode(err), "%v", err)
 		return
 	}
-	s.out.toConsole(ident, &wire.Page{Req: req, Page: page})
+	cl.out.toConsole(ident, &wire.Page{Req: req, Page: page})
 }
 
 // done is a clusterRead's finish with a page computed off the reactor.

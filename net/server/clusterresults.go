@@ -83,7 +83,7 @@ func (s *Server) addClusterResults() {
 	r.sentAt = s.now()
 	ca.adding = true
 	cr := s.opts.ClusterResults
-	s.post(func() func() {
+	s.cl.post(func() func() {
 		err := cr.Add(batch)
 		return func() { s.resultsAdded(batch, err) }
 	})

@@ -445,7 +445,7 @@ func (s *Server) Run(ctx context.Context) error {
 			s.hooks.step()
 		}
 		s.releaseLookups(s.now()) // donelookup.go: messages whose store lookups are done
-		s.takeClusterAnswers()    // clusterio.go: what the cluster answered
+		s.cl.takeAnswers()        // clusterio.go: what the cluster answered
 		s.r.mirror()
 		now := s.now()
 		s.auth.recheck(now) // auth.go
