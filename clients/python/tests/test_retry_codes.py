@@ -73,14 +73,18 @@ class RetryCodes(unittest.TestCase):
 
     def test_submit_goes_again_after_429_500_503(self):
         u = "https://scripted.example/"
-        fp = fingerprint("news", "html", u)
+        u2 = "https://scripted.example/2"
+        fp, fp2 = fingerprint("news", "html", u), fingerprint("news", "html", u2)
         s = Scripted({"SUBMIT": [error(drv.CODE_SLOW_DOWN), error(drv.CODE_INTERNAL), error(drv.CODE_UNAVAILABLE),
                                  lambda req, f: drv.encode("SUBMITTED", req, {"items": [
-                                     {"status": drv.S_ERROR, "job_id": 0, "fingerprint": fp, "reason": "max-jobs"}]})]})
+                                     {"status": drv.S_ERROR, "job_id": 0, "fingerprint": fp, "reason": "max-jobs"},
+                                     {"status": drv.S_ERROR, "job_id": 0, "fingerprint": fp2,
+                                      "reason": "job-ids-exhausted"}]})]})
         self.addCleanup(s.close)
         with Producer(s.endpoint, peer_id="scripted-p", timeout=20) as p:
-            r = p.submit([("news", "html", u)])
-        self.assertEqual((r[0].status, r[0].reason), (drv.S_ERROR, "max-jobs"))
+            r = p.submit([("news", "html", u), ("news", "html", u2)])
+        self.assertEqual([(x.status, x.reason) for x in r],
+                         [(drv.S_ERROR, "max-jobs"), (drv.S_ERROR, "job-ids-exhausted")])
         self.assertEqual(s.seen.count("SUBMIT"), 4, s.seen)
 
     def test_a_result_goes_again_after_500(self):
