@@ -243,7 +243,9 @@ func (c *Coordinator) Submit(now time.Time, s id.Session, reqID uint64, jobs []J
 	if _, err := c.session(now, s); err != nil {
 		return dst, err
 	}
-	if c.batchSubmits() && len(jobs) > 1 && c.brk.CheckIDs() == nil {
+	// A batch takes every job or none: with fewer job IDs left than jobs,
+	// one at a time, each refused once none is left.
+	if c.batchSubmits() && len(jobs) > 1 && c.brk.IDsLeft() >= len(jobs) {
 		return c.submitBatch(now, s, reqID, jobs, dst), nil // submitbatch.go
 	}
 	refused := c.idRefusals

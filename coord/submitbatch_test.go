@@ -102,3 +102,29 @@ func TestSubmitBatchAnswersAsOneByOne(t *testing.T) {
 		t.Fatalf("queued %d one by one, %d batched, %d pushed; want 16 each (urls 0 to 14 and 19)", q1, qb, len(shared.jobs))
 	}
 }
+
+// A batch SUBMIT on a ledger kept elsewhere, with fewer job IDs left than
+// jobs and no shared queue to take them, refuses the jobs past the last
+// ID rather than answering them accepted with no job (their keys would be
+// queued in the ledger and lost).
+func TestSubmitBatchPastLastJobID(t *testing.T) {
+	mem, err := ledger.New(ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCoord(t, Config{Backend: backendOnly{mem}, Broker: broker.Config{LastJobID: 2}})
+	hello(t, c, 1, Hello{Role: RoleProducer, ID: "p"})
+	vs, err := c.Submit(t0, 1, 1, specs("http://a.test/1", "http://a.test/2", "http://a.test/3"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SubmitStatus{Accepted, Accepted, Rejected}
+	for i, v := range vs {
+		if v.Status != want[i] || (v.Status == Accepted) != (v.Job != 0) {
+			t.Errorf("job %d: %v job %d (%s), want %v", i, v.Status, v.Job, v.Reason, want[i])
+		}
+	}
+	if vs[2].Reason != ReasonJobIDs {
+		t.Errorf("refusal reason %q, want %q", vs[2].Reason, ReasonJobIDs)
+	}
+}

@@ -40,6 +40,21 @@ func (cl *cluster) hasWorker(w string) bool {
 	return ok
 }
 
+// splitWorkers splits an action on workers into the one on the workers
+// with a live session here (local) and the targets without (others).
+func (cl *cluster) splitWorkers(a admin.Action) (local admin.Action, others []string) {
+	local = a
+	local.Targets = nil
+	for _, t := range a.Targets {
+		if cl.hasWorker(t) {
+			local.Targets = append(local.Targets, t)
+		} else {
+			others = append(others, t)
+		}
+	}
+	return local, others
+}
+
 // isWorkerAction reports whether a names workers.
 func isWorkerAction(k admin.ActionKind) bool {
 	return k == admin.ActEvict || k == admin.ActDrain || k == admin.ActUndrain
@@ -51,15 +66,7 @@ func isWorkerAction(k admin.ActionKind) bool {
 // the reactor.
 func (cl *cluster) clusterWorkerAct(ident []byte, req uint64, now time.Time, a admin.Action) {
 	cj := cl.cj
-	local, elsewhere := a, []string(nil)
-	local.Targets = nil
-	for _, t := range a.Targets {
-		if cl.hasWorker(t) {
-			local.Targets = append(local.Targets, t)
-		} else {
-			elsewhere = append(elsewhere, t)
-		}
-	}
+	local, elsewhere := cl.splitWorkers(a)
 	var res admin.ActionResult
 	if len(local.Targets) > 0 {
 		var err error
@@ -175,14 +182,9 @@ func peersOf(peers string) string {
 // (the asker found them here as this coordinator last published them).
 func (cl *cluster) workersForPeer(now time.Time, a admin.Action) admin.ActionResult {
 	var res admin.ActionResult
-	local := a
-	local.Targets = nil
-	for _, t := range a.Targets {
-		if cl.hasWorker(t) {
-			local.Targets = append(local.Targets, t)
-		} else {
-			res.Errors = append(res.Errors, fmt.Sprintf("%s worker %q: this coordinator has no session with it (any more)", a.Kind, t))
-		}
+	local, gone := cl.splitWorkers(a)
+	for _, t := range gone {
+		res.Errors = append(res.Errors, fmt.Sprintf("%s worker %q: this coordinator has no session with it (any more)", a.Kind, t))
 	}
 	if len(local.Targets) > 0 {
 		r, err := cl.c.Act(now, local)

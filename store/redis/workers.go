@@ -33,8 +33,8 @@ func (v *JobView) NoteWorkers(ids []string) {
 	v.workers.Store(&ids)
 }
 
-// WorkerPlace is where WorkerAt found a worker.
-type WorkerPlace struct {
+// workerPlace is where WorkerAt found a worker.
+type workerPlace struct {
 	Coordinator string    // its id
 	Peers       string    // its peers endpoint, as it published it ("" when unknown)
 	Alive       bool      // its heartbeat has not expired
@@ -56,7 +56,7 @@ func (v *JobView) WorkerAt(w string) (coordinator, peers string, alive bool, err
 
 // workerPlaces finds the coordinators other than this one whose summaries
 // list worker w: the live ones first, then by newest summary.
-func (v *JobView) workerPlaces(w string) ([]WorkerPlace, error) {
+func (v *JobView) workerPlaces(w string) ([]workerPlace, error) {
 	l := v.l
 	ctx, cancel := l.ctx()
 	defer cancel()
@@ -64,7 +64,7 @@ func (v *JobView) workerPlaces(w string) ([]WorkerPlace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis cluster view: reading summaries to find worker %q: %w", w, err)
 	}
-	var places []WorkerPlace
+	var places []workerPlace
 	for c, js := range all {
 		if c == l.coord {
 			continue
@@ -74,7 +74,7 @@ func (v *JobView) workerPlaces(w string) ([]WorkerPlace, error) {
 			continue
 		}
 		if _, ok := slices.BinarySearch(*s.Workers, w); ok {
-			places = append(places, WorkerPlace{Coordinator: c, Peers: s.Peers, Heartbeat: s.Heartbeat})
+			places = append(places, workerPlace{Coordinator: c, Peers: s.Peers, Heartbeat: s.Heartbeat})
 		}
 	}
 	if len(places) == 0 {
@@ -91,7 +91,7 @@ func (v *JobView) workerPlaces(w string) ([]WorkerPlace, error) {
 	for i := range places {
 		places[i].Alive = alive[i].Val() == 1
 	}
-	slices.SortFunc(places, func(a, b WorkerPlace) int {
+	slices.SortFunc(places, func(a, b workerPlace) int {
 		if a.Alive != b.Alive {
 			if a.Alive {
 				return -1
