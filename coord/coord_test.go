@@ -61,12 +61,7 @@ func TestMaxJobsCapsSubmits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []SubmitStatus{Accepted, Accepted, Rejected, Duplicate}
-	for i, v := range vs {
-		if v.Status != want[i] {
-			t.Errorf("job %d: %v (%s), want %v", i, v.Status, v.Reason, want[i])
-		}
-	}
+	wantStatuses(t, vs, Accepted, Accepted, Rejected, Duplicate)
 	if vs[2].Reason != ReasonMaxJobs {
 		t.Errorf("reason %q, want %q", vs[2].Reason, ReasonMaxJobs)
 	}
@@ -329,12 +324,7 @@ func TestSubmitRefusedWhenJobIDsExhausted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []SubmitStatus{Accepted, Accepted, Rejected, Duplicate}
-	for i, v := range vs {
-		if v.Status != want[i] {
-			t.Errorf("job %d: %v (%s), want %v", i, v.Status, v.Reason, want[i])
-		}
-	}
+	wantStatuses(t, vs, Accepted, Accepted, Rejected, Duplicate)
 	if vs[2].Reason != ReasonJobIDs || !strings.Contains(vs[2].Detail, broker.ErrJobIDsExhausted.Error()) {
 		t.Errorf("refusal %q %q, want reason %q naming %q", vs[2].Reason, vs[2].Detail, ReasonJobIDs, broker.ErrJobIDsExhausted)
 	}
@@ -364,5 +354,18 @@ func TestSubmitRefusedWhenJobIDsExhausted(t *testing.T) {
 	tot := c.Totals(t0)
 	if tot.Queued != 2 || tot.KeysQueued != 2 {
 		t.Errorf("queued jobs %d, keys %d: want the 2 accepted", tot.Queued, tot.KeysQueued)
+	}
+}
+
+// wantStatuses checks the statuses of a SUBMIT's verdicts, in order.
+func wantStatuses(t *testing.T, vs []SubmitVerdict, want ...SubmitStatus) {
+	t.Helper()
+	if len(vs) != len(want) {
+		t.Fatalf("%d verdicts %+v, want %d", len(vs), vs, len(want))
+	}
+	for i, v := range vs {
+		if v.Status != want[i] {
+			t.Errorf("job %d: %v (%s), want %v", i, v.Status, v.Reason, want[i])
+		}
 	}
 }
