@@ -38,8 +38,16 @@ type Cluster struct {
 	Ports   []int
 	persist bool // append-only file, fsync always: a node restarts with its data
 	dir     string
-	procs   []*exec.Cmd
+	procs   []*node
 	logf    func(string, ...any)
+}
+
+// node is a running redis-server: exited is closed when it has exited,
+// and err is then what Wait returned.
+type node struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error
 }
 
 // Available reports whether redis-server and redis-cli are on the PATH,
@@ -81,11 +89,17 @@ func start(t testing.TB, persist bool) *Cluster {
 	for attempt := 0; attempt < 3; attempt++ {
 		c := &Cluster{dir: t.TempDir(), logf: t.Logf, persist: persist}
 		if err = c.start(); err == nil {
-			t.Cleanup(c.Stop)
+			t.Cleanup(func() {
+				if t.Failed() {
+					c.LogTails(logLines)
+				}
+				c.Stop()
+			})
 			return c
 		}
 		c.Stop()
 		t.Logf("starting a Redis cluster (attempt %d): %v", attempt+1, err)
+		c.LogTails(logLines)
 	}
 	t.Fatalf("starting a Redis cluster: %v", err)
 	return nil
@@ -121,10 +135,18 @@ func (c *Cluster) Addrs() []string {
 func (c *Cluster) URL() string { return "redis://" + strings.Join(c.Addrs(), ",") }
 
 // freePorts finds n consecutive ports p such that p and its cluster bus
-// port p+10000 are free on loopback.
+// port p+10000 are free on loopback, all below the kernel's range of
+// ephemeral ports when it leaves room (ports 10000 up to it): a node's
+// port inside that range could be taken, while the node is down, as the
+// local port of any process's outgoing connection, and the node started
+// again would then exit at once (bind: address already in use).
 func freePorts(n int) ([]int, error) {
+	lo, hi := 20000, 45000 // without room below the ephemeral range
+	if e, ok := ephemeralLow(); ok && e-10000-n > 10000+1000 {
+		lo, hi = 10000, e-10000-n
+	}
 	for try := 0; try < 50; try++ {
-		base := 20000 + rand.IntN(25000)
+		base := lo + rand.IntN(hi-lo)
 		ok := true
 		for p := base; p < base+n && ok; p++ {
 			for _, q := range []int{p, p + 10000} {
@@ -147,6 +169,22 @@ func freePorts(n int) ([]int, error) {
 	return nil, errors.New("no run of free ports with free bus ports (+10000) found in 50 tries")
 }
 
+// ephemeralLow is the first port of the kernel's range of ephemeral
+// ports (Linux: /proc/sys/net/ipv4/ip_local_port_range), ok false when
+// it cannot be read.
+func ephemeralLow() (int, bool) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, false
+	}
+	p, err := strconv.Atoi(f[0])
+	return p, err == nil
+}
+
 func (c *Cluster) start() error {
 	ports, err := freePorts(Nodes)
 	if err != nil {
@@ -158,8 +196,8 @@ func (c *Cluster) start() error {
 			return err
 		}
 	}
-	for _, p := range ports {
-		if err := waitPing(p, 20*time.Second); err != nil {
+	for i := range ports {
+		if err := c.waitNode(i, nodeStart); err != nil {
 			return err
 		}
 	}
@@ -193,11 +231,42 @@ func (c *Cluster) startNode(i int) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting redis-server on port %d: %w", p, err)
 	}
+	n := &node{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		n.err = cmd.Wait()
+		close(n.exited)
+	}()
 	for len(c.procs) <= i {
 		c.procs = append(c.procs, nil)
 	}
-	c.procs[i] = cmd
+	c.procs[i] = n
 	return nil
+}
+
+// logPath is node i's log file.
+func (c *Cluster) logPath(i int) string {
+	return filepath.Join(c.dir, strconv.Itoa(c.Ports[i]), "redis.log")
+}
+
+// logLines is how many of a node's last log lines a failure shows.
+const logLines = 15
+
+// LogTail is the last n lines of node i's log file (or why it cannot be
+// read).
+func (c *Cluster) LogTail(i, n int) string {
+	b, err := os.ReadFile(c.logPath(i))
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// LogTails logs the last n lines of every node's log file.
+func (c *Cluster) LogTails(n int) {
+	for i, p := range c.Ports {
+		c.logf("redis-server on port %d, last lines of %s:\n%s", p, c.logPath(i), c.LogTail(i, n))
+	}
 }
 
 // Stop stops every node (SIGTERM, then SIGKILL after 10 s) and waits for
@@ -216,31 +285,64 @@ func (c *Cluster) Stop() {
 }
 
 func (c *Cluster) stopNode(i int, sig syscall.Signal) {
-	cmd := c.procs[i]
-	if cmd == nil || cmd.Process == nil {
+	n := c.procs[i]
+	if n == nil {
 		return
 	}
 	c.procs[i] = nil
-	_ = cmd.Process.Signal(sig)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	_ = n.cmd.Process.Signal(sig)
 	select {
-	case <-done:
+	case <-n.exited:
 	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
+		_ = n.cmd.Process.Kill()
+		<-n.exited
 	}
 }
 
 // Kill sends SIGKILL to node i and waits for it to exit.
 func (c *Cluster) Kill(i int) { c.stopNode(i, syscall.SIGKILL) }
 
-// Restart starts node i again after Kill, with its cluster identity.
+// nodeStart bounds how long a node started (or started again, loading
+// its append-only file) may take to answer PING: seconds when idle, with
+// a margin for a loaded machine (load 20 on 2 cores).
+const nodeStart = 90 * time.Second
+
+// Restart starts node i again after Kill, with its cluster identity, and
+// waits for it to answer PING (its cluster_state is WaitOK's).
 func (c *Cluster) Restart(i int) error {
 	if err := c.startNode(i); err != nil {
 		return err
 	}
-	return waitPing(c.Ports[i], 20*time.Second)
+	return c.waitNode(i, nodeStart)
+}
+
+// waitNode polls node i with PING until it answers PONG (not LOADING),
+// failing at once if it exits, or after timeout; the error has the last
+// lines of its log.
+func (c *Cluster) waitNode(i int, timeout time.Duration) error {
+	n, p := c.procs[i], c.Ports[i]
+	deadline := time.Now().Add(timeout)
+	for {
+		out, err := cli(p, "ping")
+		if err == nil && strings.TrimSpace(out) == "PONG" {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("answered %q", strings.TrimSpace(out))
+		}
+		select {
+		case <-n.exited:
+			return fmt.Errorf("redis-server on port %d exited (%v) before answering PING; the last lines of its log:\n%s", p, n.err, c.LogTail(i, logLines))
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redis-server on port %d did not answer PING within %v: %v; the last lines of its log:\n%s", p, timeout, err, c.LogTail(i, logLines))
+		}
+		select {
+		case <-n.exited:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // Cli runs redis-cli against node i and returns its output.
@@ -372,19 +474,5 @@ func (c *Cluster) WaitOK(timeout time.Duration) error {
 			return fmt.Errorf("cluster not ok after %v: %s", timeout, bad)
 		}
 		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func waitPing(port int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		out, err := cli(port, "ping")
-		if err == nil && strings.TrimSpace(out) == "PONG" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("redis-server on port %d did not answer PING within %v: %v", port, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
