@@ -111,7 +111,7 @@ func benchDedup(b *testing.B, hosts int) {
 	if clusterErr != nil {
 		b.Fatal(clusterErr)
 	}
-	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs()})
+	rdb := newClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs()})
 	defer rdb.Close()
 	const n = 20_000
 	items := benchItems(n, hosts)
@@ -195,7 +195,7 @@ func BenchmarkBytesPerKey(b *testing.B) {
 	if clusterErr != nil {
 		b.Fatal(clusterErr)
 	}
-	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs()})
+	rdb := newClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs()})
 	defer rdb.Close()
 	const n = 20_000
 	items := benchItems(n, 100)[:0]

@@ -72,7 +72,7 @@ func cycleRate(b *testing.B, items []ledger.Item, coords, wait int, prefix strin
 		bes = append(bes, l)
 	}
 	for range coords {
-		rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs()}) // closed by l.Close
+		rdb := newClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs()}) // closed by l.Close
 		l, err := newLedger(context.Background(), rdb, Config{Ledger: ledger.Config{RequestTTL: time.Hour}, Prefix: prefix, WaitReplicas: wait, WaitTimeout: 2 * time.Second})
 		if err != nil {
 			b.Fatal(err)

@@ -37,7 +37,7 @@ func peerMain() int {
 	}
 	from, _ := strconv.Atoi(f[2])
 	to, _ := strconv.Atoi(f[3])
-	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: strings.Split(f[0], ",")})
+	rdb := newClusterClient(&goredis.ClusterOptions{Addrs: strings.Split(f[0], ",")})
 	l, err := newLedger(context.Background(), rdb, Config{Prefix: f[1], Heartbeat: time.Second})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "peer:", err)

@@ -115,7 +115,7 @@ func failover(t *testing.T, wait int) {
 // minutes.
 func refusedProbe(t *testing.T, cl *redistest.Cluster, wait int) {
 	t.Helper()
-	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs(), MaxRedirects: 16})
+	rdb := newClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs(), MaxRedirects: 16})
 	defer rdb.Close()
 	l, err := newLedger(context.Background(), rdb, Config{Prefix: "probe", Timeout: 2 * time.Second, WaitReplicas: wait})
 	if err != nil {
@@ -165,7 +165,7 @@ type load struct {
 }
 
 func startLoad(t *testing.T, cl *redistest.Cluster, n, hosts, wait int) *load {
-	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs(), MaxRedirects: 16})
+	rdb := newClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs(), MaxRedirects: 16})
 	t.Cleanup(func() { rdb.Close() })
 	ld := &load{t: t, n: n, batch: 100, ls: make([]*Ledger, 2), items: make([]ledger.Item, n), oks: make([][]int, 2)}
 	for i := range ld.ls {

@@ -81,6 +81,7 @@ func (sendOnce) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 
 func (sendOnce) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		cmds = fromRound(ctx, cmds) // a cluster pipeline's first round only (pipe.go)
 		s, ok := ctx.Value(sentKey{}).(*sentSet)
 		if !ok {
 			return next(ctx, cmds)
@@ -104,7 +105,9 @@ func (sendOnce) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.Pr
 }
 
 // newClusterClient is a cluster client whose nodes' clients send the
-// commands of a call marked by once at most once.
+// commands of a call marked by once at most once, and whose pipelines
+// send a command again alone, never in go-redis's pipeline rounds
+// (pipe.go).
 func newClusterClient(opts *goredis.ClusterOptions) *goredis.ClusterClient {
 	o := *opts
 	newClient := o.NewClient
@@ -118,5 +121,7 @@ func newClusterClient(opts *goredis.ClusterOptions) *goredis.ClusterClient {
 		c.AddHook(sendOnce{})
 		return c
 	}
-	return goredis.NewClusterClient(&o)
+	c := goredis.NewClusterClient(&o)
+	c.AddHook(pipeRounds{c})
+	return c
 }
