@@ -37,7 +37,7 @@ type dialogue struct {
 // code is errorCode's (errcodes.go).
 func (s *Server) query(now time.Time, q admin.Query) (admin.Page, error) {
 	if q.View == admin.ViewCrawls {
-		return s.queryCrawls(q), nil // crawls.go
+		return s.crawls.query(q), nil // crawls.go
 	}
 	if q.View == admin.ViewResults {
 		return s.res.query(q) // results.go
@@ -55,9 +55,9 @@ func (s *Server) query(now time.Time, q admin.Query) (admin.Page, error) {
 func (s *Server) act(now time.Time, a admin.Action) (res admin.ActionResult, err error) {
 	switch {
 	case a.Kind == admin.ActDefineCrawl:
-		return s.defineCrawl(now, *a.Crawl) // crawls.go
+		return s.crawls.define(now, *a.Crawl) // crawls.go
 	case a.Crawler != "":
-		return s.crawlAction(now, a) // crawls.go
+		return s.crawls.action(now, a) // crawls.go
 	case a.Kind == admin.ActRequeue:
 		// Targets naming a key: this coordinator's job of it, or why it
 		// is not here (clusterjobs.go).

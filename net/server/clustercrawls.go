@@ -38,30 +38,30 @@ type ClusterCrawls interface {
 // reads the cluster's crawls back.
 const crawlSyncEvery = time.Second
 
-// clusterCrawls reports whether crawls are held for the cluster.
-func (s *Server) clusterCrawls() bool { return s.opts.ClusterCrawls != nil }
+// clustered reports whether crawls are held for the cluster.
+func (set *crawlSet) clustered() bool { return set.cc != nil }
 
-// syncCrawls publishes this coordinator's jobs of each crawl and reads
+// sync publishes this coordinator's jobs of each crawl and reads
 // every crawl back: definitions and states others set are applied here,
 // and the cluster's figures kept for view crawls, which answers from
 // them (at most crawlSyncEvery old) without a round trip of its own.
-func (s *Server) syncCrawls(now time.Time) error {
-	s.cl.crawlSynced = now
-	all, err := fetchCrawls(s.opts.ClusterCrawls, s.crawlJobs())
+func (set *crawlSet) sync(now time.Time) error {
+	set.synced = now
+	all, err := fetchCrawls(set.cc, set.jobs())
 	if err != nil {
 		return err
 	}
-	return s.applyCrawls(now, all)
+	return set.apply(now, all)
 }
 
-// crawlJobs are this coordinator's jobs of each crawl, for the cluster.
-func (s *Server) crawlJobs() map[string]broker.CrawlJobs {
-	if len(s.crawls) == 0 {
+// jobs are this coordinator's jobs of each crawl, for the cluster.
+func (set *crawlSet) jobs() map[string]broker.CrawlJobs {
+	if len(set.byName) == 0 {
 		return nil
 	}
-	jobs := make(map[string]broker.CrawlJobs, len(s.crawls))
-	for name := range s.crawls {
-		jobs[name] = s.c.CrawlJobs(name)
+	jobs := make(map[string]broker.CrawlJobs, len(set.byName))
+	for name := range set.byName {
+		jobs[name] = set.c.CrawlJobs(name)
 	}
 	return jobs
 }
@@ -77,23 +77,23 @@ func fetchCrawls(cc ClusterCrawls, jobs map[string]broker.CrawlJobs) ([]admin.Cr
 	return cc.ReadCrawls()
 }
 
-// applyCrawls applies the crawls read from the cluster (syncCrawls).
-func (s *Server) applyCrawls(now time.Time, all []admin.Crawl) error {
+// apply applies the crawls read from the cluster (sync).
+func (set *crawlSet) apply(now time.Time, all []admin.Crawl) error {
 	retention := false
 	for _, c := range all {
-		cs := s.crawls[c.Name]
+		cs := set.byName[c.Name]
 		if cs == nil {
 			cs = &crawlState{}
-			s.crawls[c.Name] = cs
-			s.c.SetBudget(c.Name, 0, 0) // counted here, charged on the cluster
+			set.byName[c.Name] = cs
+			set.c.SetBudget(c.Name, 0, 0) // counted here, charged on the cluster
 		}
 		st, ok := crawlStates[c.State]
 		if !ok {
 			return fmt.Errorf("crawl %q on the cluster: state %q, want running, paused or cancelled", c.Name, c.State)
 		}
 		if crawlStates[cs.def.State] != st { // set on another coordinator
-			n := s.c.SetCrawlState(now, c.Name, st)
-			s.log.Info("crawl "+c.State+" on the cluster", "crawl", c.Name, "jobs", n)
+			n := set.c.SetCrawlState(now, c.Name, st)
+			set.log.Info("crawl "+c.State+" on the cluster", "crawl", c.Name, "jobs", n)
 		}
 		if cs.def.ResultsMaxAge != c.ResultsMaxAge || cs.def.ResultsMaxBytes != c.ResultsMaxBytes {
 			retention = true
@@ -106,41 +106,41 @@ func (s *Server) applyCrawls(now time.Time, all []admin.Crawl) error {
 		cs.def, cs.defined = c, c.Scope != ""
 	}
 	if retention {
-		s.res.setRetention(s.crawls) // results.go
+		set.res.setRetention(set.byName) // results.go
 	}
 	// Consoles are told CHANGED once a read: other coordinators' results,
 	// events and crawl figures change with nothing here knowing.
-	s.adm.dirty = true
+	set.adm.dirty = true
 	return nil
 }
 
-// syncCrawlsEvery starts a sync of the crawls once per crawlSyncEvery
+// syncEvery starts a sync of the crawls once per crawlSyncEvery
 // (Run's step): its round trips are made off the reactor (clusterio.go),
 // and the crawls read are applied at the step after they came, one sync
 // at a time.
-func (s *Server) syncCrawlsEvery(now time.Time) {
-	if !s.clusterCrawls() || s.cl.crawlSyncing || now.Sub(s.cl.crawlSynced) < crawlSyncEvery {
+func (set *crawlSet) syncEvery(now time.Time) {
+	if !set.clustered() || set.syncing || now.Sub(set.synced) < crawlSyncEvery {
 		return
 	}
-	s.cl.crawlSynced, s.cl.crawlSyncing = now, true
-	cc, jobs := s.opts.ClusterCrawls, s.crawlJobs()
-	s.cl.post(func() func() {
+	set.synced, set.syncing = now, true
+	cc, jobs := set.cc, set.jobs()
+	set.cl.post(func() func() {
 		all, err := fetchCrawls(cc, jobs)
 		return func() {
-			s.cl.crawlSyncing = false
+			set.syncing = false
 			if err == nil {
-				err = s.applyCrawls(s.now(), all)
+				err = set.apply(set.now(), all)
 			}
 			if err != nil {
-				s.log.Warn("crawls on the cluster", "err", err)
+				set.log.Warn("crawls on the cluster", "err", err)
 			}
 		}
 	})
 }
 
-// saveClusterCrawl stores a definition or state set here for the cluster.
-func (s *Server) saveClusterCrawl(cs *crawlState) error {
-	if err := s.opts.ClusterCrawls.SaveCrawl(cs.def); err != nil {
+// saveCluster stores a definition or state set here for the cluster.
+func (set *crawlSet) saveCluster(cs *crawlState) error {
+	if err := set.cc.SaveCrawl(cs.def); err != nil {
 		return fmt.Errorf("not recorded: %w", err)
 	}
 	return nil
@@ -148,7 +148,7 @@ func (s *Server) saveClusterCrawl(cs *crawlState) error {
 
 // clusterRow is view crawls' row of a crawl held for the cluster: its
 // definition with the cluster's figures.
-func (s *Server) clusterRow(now time.Time, cs *crawlState) admin.Crawl {
+func (set *crawlSet) clusterRow(now time.Time, cs *crawlState) admin.Crawl {
 	c := cs.def
 	f := &cs.cluster
 	c.Pages, c.Queued, c.Running, c.Backoff, c.Done, c.Failed = f.Pages, f.Queued, f.Running, f.Backoff, f.Done, f.Failed

@@ -39,7 +39,7 @@ func TestClusterCrawlsReadOncePerSync(t *testing.T) {
 		t.Fatalf("%d reads of the cluster's crawls at New, want 1", f.reads)
 	}
 	for range 3 {
-		page := s.queryCrawls(admin.Query{View: admin.ViewCrawls})
+		page := s.crawls.query(admin.Query{View: admin.ViewCrawls})
 		if len(page.Crawls) != 1 || page.Crawls[0].Done != 3 || page.Crawls[0].Queued != 2 {
 			t.Fatalf("view crawls: %+v, want site with the cluster's figures (3 done, 2 queued)", page.Crawls)
 		}
@@ -49,10 +49,10 @@ func TestClusterCrawlsReadOncePerSync(t *testing.T) {
 	}
 
 	f.crawls[0].Done = 4
-	if err := s.syncCrawls(time.Now()); err != nil {
+	if err := s.crawls.sync(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if page := s.queryCrawls(admin.Query{View: admin.ViewCrawls}); page.Crawls[0].Done != 4 {
+	if page := s.crawls.query(admin.Query{View: admin.ViewCrawls}); page.Crawls[0].Done != 4 {
 		t.Errorf("view crawls after the read: %d done, want 4", page.Crawls[0].Done)
 	}
 }
@@ -69,17 +69,17 @@ func TestClusterCrawlRate(t *testing.T) {
 	read := func(at time.Time, done int) {
 		t.Helper()
 		f.crawls[0].Done = done
-		if err := s.syncCrawls(at); err != nil {
+		if err := s.crawls.sync(at); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rate := func(at time.Time) float64 { return s.clusterRow(at, s.crawls["site"]).PagesPerSec }
+	rate := func(at time.Time) float64 { return s.crawls.clusterRow(at, s.crawls.byName["site"]).PagesPerSec }
 	read(t0, 1000)
 	if r := rate(t0.Add(time.Second)); r != 0 {
 		t.Errorf("rate after the first read: %v/s, want 0 (the 1000 done before are no growth)", r)
 	}
 	read(t0.Add(time.Second), 1010)
-	s.countDone([]broker.Finished{{Key: id.Key{Crawler: "site"}}}) // one of those, finished here
+	s.crawls.countDone([]broker.Finished{{Key: id.Key{Crawler: "site"}}}) // one of those, finished here
 	read(t0.Add(2*time.Second), 1030)
 	if r := rate(t0.Add(3 * time.Second)); r != 15 {
 		t.Errorf("rate: %v/s, want 15 (10 then 20 done in two seconds)", r)

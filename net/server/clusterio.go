@@ -22,18 +22,14 @@ import (
 // order they come, at most clusterReadQueue posted.
 
 // cluster is the Server's part for a store shared by several coordinators
-// (a Redis Cluster): the state of its crawls, results' I/O, events and job
-// lists, each kept by its file. The reactor goroutine owns it.
+// (a Redis Cluster): the state of its results' I/O, events and job
+// lists, each kept by its file (the cluster's crawls are the crawls
+// part's: clustercrawls.go). The reactor goroutine owns it.
 type cluster struct {
-	// crawlSynced is when the crawls were last read from the cluster
-	// (Options.ClusterCrawls).
-	crawlSynced time.Time
-	// crawlSyncing: a sync of the crawls is in flight (clustercrawls.go)
-	crawlSyncing bool
-	io           *clusterIO       // the cluster's write lane
-	reads        *clusterIO       // the cluster's read lane (clusterquery.go)
-	evw          *eventWriter     // Options.ClusterEvents: the events for the cluster (clusterevents.go)
-	jobs         clusterJobsState // Options.ClusterJobs: the offset memo, the retries noted (clusterjobs.go)
+	io    *clusterIO       // the cluster's write lane
+	reads *clusterIO       // the cluster's read lane (clusterquery.go)
+	evw   *eventWriter     // Options.ClusterEvents: the events for the cluster (clusterevents.go)
+	jobs  clusterJobsState // Options.ClusterJobs: the offset memo, the retries noted (clusterjobs.go)
 
 	// What the job lists and the actions across coordinators use
 	// (clusterjobs.go, clusteract.go, clusterworkers.go), given by wire.

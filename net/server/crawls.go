@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -23,10 +24,31 @@ import (
 // whose count it persists in the same batch as the dispatches that spend
 // it.
 
-// crawlSet is the Server's crawls part: the crawls by name, and what of
-// them the step's batch writes. What needs the coordinator (budgets,
-// states, figures) is the Server's (below; clustercrawls.go on a cluster).
-type crawlSet map[string]*crawlState
+// crawlSet is the Server's crawls part: it owns the crawl definitions by
+// name and their states, restores them and writes them (to the store,
+// what the step's batch carries; on a Redis Cluster store, to the
+// cluster: clustercrawls.go), gives the coordinator their page budgets
+// and states, counts their pages and jobs done, carries out the crawl
+// ACTIONs (define-crawl; pause, resume, cancel and requeue-failed naming
+// a crawl) and answers view crawls. The reactor goroutine owns it.
+type crawlSet struct {
+	byName map[string]*crawlState
+
+	// With Options.ClusterCrawls (clustercrawls.go): the cluster's crawls,
+	// when they were last read, and whether a read is in flight.
+	cc      ClusterCrawls
+	synced  time.Time
+	syncing bool
+
+	// What it uses, given by New.
+	c   *coord.Coordinator
+	dur *durable   // nil without a store
+	res *resultLog // the crawls' own results limits; nil without Options.Results
+	adm *dialogue  // its dirty flag: consoles are told CHANGED
+	cl  *cluster   // its write lane, for the syncs (clusterio.go)
+	log *slog.Logger
+	now func() time.Time
+}
 
 // crawlState is one crawl: defined (define-crawl), or only paused or
 // cancelled by name.
@@ -85,18 +107,18 @@ var crawlStates = map[string]broker.CrawlState{
 	"": broker.CrawlRunning, admin.CrawlRunning: broker.CrawlRunning, admin.CrawlPaused: broker.CrawlPaused, admin.CrawlCancelled: broker.CrawlCancelled,
 }
 
-// restoreCrawls reads the definitions from the store and gives the broker
-// their budgets and counts.
-func (s *Server) restoreCrawls() error {
-	s.crawls = make(crawlSet)
-	if s.clusterCrawls() {
-		return s.syncCrawls(s.now()) // clustercrawls.go
+// restore reads the definitions from the store (or the cluster) and
+// gives the broker their budgets and counts.
+func (set *crawlSet) restore() error {
+	set.byName = make(map[string]*crawlState)
+	if set.clustered() {
+		return set.sync(set.now()) // clustercrawls.go
 	}
-	if s.dur == nil {
+	if set.dur == nil {
 		return nil
 	}
-	defer s.res.setRetention(s.crawls) // results.go: the crawls' own limits
-	return s.dur.st.ReadCrawls(func(name string, v []byte) error {
+	defer set.res.setRetention(set.byName) // results.go: the crawls' own limits
+	return set.dur.st.ReadCrawls(func(name string, v []byte) error {
 		var c admin.Crawl
 		if err := json.Unmarshal(v, &c); err != nil || c.Name != name {
 			return fmt.Errorf("crawl definition %q in the store: %q does not decode to it (%v)", name, v, err)
@@ -106,18 +128,19 @@ func (s *Server) restoreCrawls() error {
 			return fmt.Errorf("crawl definition %q in the store: state %q, want running, paused or cancelled", name, c.State)
 		}
 		c.Queued, c.Running, c.Backoff, c.Failed, c.PagesPerSec = 0, 0, 0, 0, 0 // live figures: not kept
-		s.crawls[name] = &crawlState{def: c, defined: c.Scope != ""}
-		s.c.SetBudget(name, c.MaxPages, c.Pages)
+		set.byName[name] = &crawlState{def: c, defined: c.Scope != ""}
+		set.c.SetBudget(name, c.MaxPages, c.Pages)
 		if st != broker.CrawlRunning {
-			s.c.SetCrawlState(s.now(), name, st)
+			set.c.SetCrawlState(set.now(), name, st)
 		}
 		return nil
 	})
 }
 
-// defineCrawl checks and stores a definition; with a store, it returns
-// once the definition is durable.
-func (s *Server) defineCrawl(now time.Time, c admin.Crawl) (admin.ActionResult, error) {
+// define checks and stores a definition (ACTION define-crawl, or
+// Options.Crawls); with a store, it returns once the definition is
+// durable.
+func (set *crawlSet) define(now time.Time, c admin.Crawl) (admin.ActionResult, error) {
 	sc, err := crawl.ParseScope(c.Scope)
 	switch {
 	case err != nil:
@@ -128,48 +151,48 @@ func (s *Server) defineCrawl(now time.Time, c admin.Crawl) (admin.ActionResult, 
 		return admin.ActionResult{}, fmt.Errorf("define-crawl %s: results_max_age %d, results_max_bytes %d: want 0 (the coordinator's) or more", c.Name, c.ResultsMaxAge, c.ResultsMaxBytes)
 	}
 	c.Scope = string(sc)
-	cs := s.crawls[c.Name]
+	cs := set.byName[c.Name]
 	if cs == nil {
 		cs = &crawlState{}
-		s.crawls[c.Name] = cs
+		set.byName[c.Name] = cs
 	}
 	c.Pages, c.Done, c.Defined, c.State = cs.def.Pages, cs.def.Done, now, cs.def.State
 	c.Queued, c.Running, c.Backoff, c.Failed, c.PagesPerSec = 0, 0, 0, 0, 0 // live figures: not kept
 	cs.def, cs.defined = c, true
-	if s.clusterCrawls() {
-		s.c.SetBudget(c.Name, 0, 0) // counted here, charged on the cluster
+	if set.clustered() {
+		set.c.SetBudget(c.Name, 0, 0) // counted here, charged on the cluster
 	} else {
-		s.c.SetBudget(c.Name, c.MaxPages, c.Pages)
+		set.c.SetBudget(c.Name, c.MaxPages, c.Pages)
 	}
-	if err := s.saveCrawl(cs); err != nil {
+	if err := set.save(cs); err != nil {
 		return admin.ActionResult{}, fmt.Errorf("define-crawl %s: %w", c.Name, err)
 	}
-	s.res.setRetention(s.crawls) // results.go
-	s.log.Info("crawl defined", "crawl", c.Name, "scope", c.Scope, "max_depth", c.MaxDepth, "max_pages", c.MaxPages, "pages", c.Pages,
+	set.res.setRetention(set.byName) // results.go
+	set.log.Info("crawl defined", "crawl", c.Name, "scope", c.Scope, "max_depth", c.MaxDepth, "max_pages", c.MaxPages, "pages", c.Pages,
 		"results_max_age", c.ResultsMaxAge, "results_max_bytes", c.ResultsMaxBytes)
-	s.adm.dirty = true
+	set.adm.dirty = true
 	return admin.ActionResult{Affected: 1}, nil
 }
 
-// saveCrawl writes cs to the store, if there is one, and waits until it is
+// save writes cs to the store, if there is one, and waits until it is
 // durable (crawl actions are rare: the reactor waits for them).
-func (s *Server) saveCrawl(cs *crawlState) error {
-	if s.clusterCrawls() {
-		return s.saveClusterCrawl(cs) // clustercrawls.go
+func (set *crawlSet) save(cs *crawlState) error {
+	if set.clustered() {
+		return set.saveCluster(cs) // clustercrawls.go
 	}
-	if s.dur == nil {
+	if set.dur == nil {
 		return nil
 	}
-	if s.dur.failed != nil {
-		return fmt.Errorf("not recorded: the store failed: %w", s.dur.failed)
+	if set.dur.failed != nil {
+		return fmt.Errorf("not recorded: the store failed: %w", set.dur.failed)
 	}
-	b := s.dur.st.NewBatch()
+	b := set.dur.st.NewBatch()
 	v, _ := json.Marshal(&cs.def) // plain fields: cannot fail
 	if err := b.PutCrawl(cs.def.Name, v); err != nil {
 		return err
 	}
 	done := make(chan error, 1)
-	s.dur.st.Apply(b, func(err error) { done <- err })
+	set.dur.st.Apply(b, func(err error) { done <- err })
 	if err := <-done; err != nil {
 		return fmt.Errorf("not recorded: %w", err)
 	}
@@ -177,13 +200,13 @@ func (s *Server) saveCrawl(cs *crawlState) error {
 	return nil
 }
 
-// crawlAction carries out pause, resume, cancel or requeue-failed for the
+// action carries out pause, resume, cancel or requeue-failed for the
 // one crawl the action names.
-func (s *Server) crawlAction(now time.Time, a admin.Action) (admin.ActionResult, error) {
+func (set *crawlSet) action(now time.Time, a admin.Action) (admin.ActionResult, error) {
 	if a.Kind == admin.ActRequeueFailed {
-		res := s.c.RequeueFailedOf(now, a.Crawler)
-		if s.clusterCrawls() && res.Affected > 0 {
-			s.opts.ClusterCrawls.AddFailed(a.Crawler, -res.Affected)
+		res := set.c.RequeueFailedOf(now, a.Crawler)
+		if set.clustered() && res.Affected > 0 {
+			set.cc.AddFailed(a.Crawler, -res.Affected)
 		}
 		return res, nil
 	}
@@ -198,10 +221,10 @@ func (s *Server) crawlAction(now time.Time, a admin.Action) (admin.ActionResult,
 	default:
 		return admin.ActionResult{}, fmt.Errorf("action %s for crawl %s: want pause, resume, cancel or requeue-failed", a.Kind, a.Crawler)
 	}
-	cs := s.crawls[a.Crawler]
+	cs := set.byName[a.Crawler]
 	if cs == nil {
 		cs = &crawlState{def: admin.Crawl{Name: a.Crawler}}
-		s.crawls[a.Crawler] = cs
+		set.byName[a.Crawler] = cs
 	}
 	if cs.def.State == "" {
 		cs.def.State = admin.CrawlRunning
@@ -210,22 +233,22 @@ func (s *Server) crawlAction(now time.Time, a admin.Action) (admin.ActionResult,
 		return admin.ActionResult{}, nil
 	}
 	cs.def.State = state
-	n := s.c.SetCrawlState(now, a.Crawler, crawlStates[state])
-	if err := s.saveCrawl(cs); err != nil {
+	n := set.c.SetCrawlState(now, a.Crawler, crawlStates[state])
+	if err := set.save(cs); err != nil {
 		return admin.ActionResult{}, fmt.Errorf("%s crawl %s: %w", a.Kind, a.Crawler, err)
 	}
-	s.log.Info("crawl "+state, "crawl", a.Crawler, "jobs", n)
-	s.adm.dirty = true
+	set.log.Info("crawl "+state, "crawl", a.Crawler, "jobs", n)
+	set.adm.dirty = true
 	return admin.ActionResult{Affected: max(n, 1)}, nil
 }
 
 // seedPayload gives a job of a defined crawl submitted without a payload
 // the crawl's seed payload.
-func (set crawlSet) seedPayload(spec *coord.JobSpec) {
-	if len(spec.Payload) > 0 || len(set) == 0 {
+func (set *crawlSet) seedPayload(spec *coord.JobSpec) {
+	if len(spec.Payload) > 0 || len(set.byName) == 0 {
 		return
 	}
-	cs := set[spec.Key.Crawler]
+	cs := set.byName[spec.Key.Crawler]
 	if cs == nil || !cs.defined {
 		return
 	}
@@ -233,11 +256,11 @@ func (set crawlSet) seedPayload(spec *coord.JobSpec) {
 	spec.Payload, _ = json.Marshal(p) // plain fields: cannot fail
 }
 
-// countPages brings the definitions' page counts up to coordinator c's
+// countPages brings the definitions' page counts up to the coordinator's
 // after a step's dispatches, and reports whether one changed.
-func (set crawlSet) countPages(c *coord.Coordinator) (changed bool) {
-	for name, cs := range set {
-		if used, _, ok := c.BudgetUsed(name); ok && used != cs.def.Pages {
+func (set *crawlSet) countPages() (changed bool) {
+	for name, cs := range set.byName {
+		if used, _, ok := set.c.BudgetUsed(name); ok && used != cs.def.Pages {
 			cs.def.Pages, cs.dirty = used, true
 			changed = true
 		}
@@ -247,16 +270,16 @@ func (set crawlSet) countPages(c *coord.Coordinator) (changed bool) {
 
 // countDone counts the step's jobs finished ok in their crawls' Done, to
 // be written in the step's batch (with the jobs' done state).
-func (s *Server) countDone(fs []broker.Finished) {
-	if len(s.crawls) == 0 || len(fs) == 0 || s.clusterCrawls() {
+func (set *crawlSet) countDone(fs []broker.Finished) {
+	if len(set.byName) == 0 || len(fs) == 0 || set.clustered() {
 		return // with ClusterCrawls the cluster counts them (clustercrawls.go)
 	}
-	now := s.now()
+	now := set.now()
 	for i := range fs {
 		if fs[i].Failed {
 			continue
 		}
-		if cs := s.crawls[fs[i].Key.Crawler]; cs != nil {
+		if cs := set.byName[fs[i].Key.Crawler]; cs != nil {
 			cs.def.Done++
 			cs.dirty = true
 			cs.rate.add(now, 1)
@@ -266,8 +289,8 @@ func (s *Server) countDone(fs []broker.Finished) {
 
 // pending reports whether a page or done count changed since it was
 // written.
-func (set crawlSet) pending() bool {
-	for _, cs := range set {
+func (set *crawlSet) pending() bool {
+	for _, cs := range set.byName {
 		if cs.dirty {
 			return true
 		}
@@ -277,8 +300,8 @@ func (set crawlSet) pending() bool {
 
 // into adds the changed page counts to the step's batch: they are
 // durable with the dispatches that spent them.
-func (set crawlSet) into(b *store.Batch) {
-	for name, cs := range set {
+func (set *crawlSet) into(b *store.Batch) {
+	for name, cs := range set.byName {
 		if !cs.dirty {
 			continue
 		}
@@ -290,23 +313,23 @@ func (set crawlSet) into(b *store.Batch) {
 	}
 }
 
-// queryCrawls answers QUERY view crawls: the definitions by name, those
+// query answers QUERY view crawls: the definitions by name, those
 // whose name contains the filter text, with their jobs by state, their
 // rate and their current state (admin.Crawl.CurrentState: a running crawl
 // with nothing left to do is reported done; what is stored stays the
 // operator's state).
-func (s *Server) queryCrawls(q admin.Query) admin.Page {
+func (set *crawlSet) query(q admin.Query) admin.Page {
 	page := admin.Page{View: admin.ViewCrawls}
-	now := s.now()
-	paged, _ := s.c.Paged() // jobs in the store only are in no crawl's counts (paging.go)
-	for _, cs := range s.crawls {
+	now := set.now()
+	paged, _ := set.c.Paged() // jobs in the store only are in no crawl's counts (paging.go)
+	for _, cs := range set.byName {
 		switch {
 		case q.Filter != "" && !strings.Contains(cs.def.Name, q.Filter):
-		case s.clusterCrawls():
-			page.Crawls = append(page.Crawls, s.clusterRow(now, cs)) // clustercrawls.go
+		case set.clustered():
+			page.Crawls = append(page.Crawls, set.clusterRow(now, cs)) // clustercrawls.go
 		default:
 			c := cs.def
-			n := s.c.CrawlJobs(c.Name)
+			n := set.c.CrawlJobs(c.Name)
 			c.Queued, c.Running, c.Backoff, c.Failed = n.Queued, n.Dispatched, n.Backoff, n.Failed
 			c.PagesPerSec = cs.rate.perSec(now)
 			c.State = c.CurrentState(paged > 0)

@@ -15,11 +15,11 @@ import (
 // acknowledgements for the step's batch (durable.go).
 func (s *Server) flush(now time.Time) {
 	out := s.c.Ready(now)
-	s.pd.answers(now, out.Answers) // peers.go: the answers that waited
-	s.finished(out.Finished)       // before the batch: see Options.BeforeCommit
-	s.keepResults(out.Finished)    // results.go: into the step's batch
-	s.countDone(out.Finished)      // crawls.go: into the step's batch
-	if s.crawls.countPages(s.c) {  // crawls.go: page budgets spent by this step's dispatches
+	s.pd.answers(now, out.Answers)   // peers.go: the answers that waited
+	s.finished(out.Finished)         // before the batch: see Options.BeforeCommit
+	s.keepResults(out.Finished)      // results.go: into the step's batch
+	s.crawls.countDone(out.Finished) // crawls.go: into the step's batch
+	if s.crawls.countPages() {       // crawls.go: page budgets spent by this step's dispatches
 		s.adm.dirty = true
 	}
 	s.disp.cancel(now, out.Cancels) // before the JOBs: a new attempt never overtakes the CANCEL of the old one

@@ -217,7 +217,7 @@ func (r *resultLog) trimMemory(now time.Time) {
 
 // setRetention gives the results the retention policy of the options and
 // the crawls' own limits (after a crawl is defined or restored).
-func (r *resultLog) setRetention(crawls crawlSet) {
+func (r *resultLog) setRetention(crawls map[string]*crawlState) {
 	if r == nil {
 		return
 	}

@@ -153,7 +153,7 @@ type Server struct {
 	memo   submitMemo   // accepted submits by producer and request (submitmemo.go)
 	rob    robotsWrites // robots.txt copies to write (robots.go)
 	res    *resultLog   // nil without Options.Results
-	crawls crawlSet     // crawl definitions by name (crawls.go)
+	crawls crawlSet     // crawl definitions, states and budgets (crawls.go, clustercrawls.go)
 
 	stats Stats
 	hooks hooks // tests' ways in; all nil outside tests
@@ -273,11 +273,12 @@ func New(opts Options) (*Server, error) {
 	if s.auth != nil {
 		s.auth.c, s.auth.sess, s.auth.adm, s.auth.out = c, &s.sess, &s.adm, &s.out
 	}
-	if err := s.restoreCrawls(); err != nil {
+	s.crawls = crawlSet{cc: opts.ClusterCrawls, c: c, dur: s.dur, res: s.res, adm: &s.adm, cl: &s.cl, log: s.log, now: s.now}
+	if err := s.crawls.restore(); err != nil { // crawls.go
 		return nil, fmt.Errorf("restore from the store: %w", err)
 	}
 	for _, c := range opts.Crawls {
-		if _, err := s.defineCrawl(s.now(), c); err != nil {
+		if _, err := s.crawls.define(s.now(), c); err != nil {
 			return nil, fmt.Errorf("crawls.%s: %w", c.Name, err)
 		}
 	}
@@ -466,8 +467,8 @@ func (s *Server) Run(ctx context.Context) error {
 			s.r.lastTotals = now
 			s.opts.OnTotals(s.totals(now))
 		}
-		s.syncCrawlsEvery(now) // clustercrawls.go
-		s.cl.noteRetries(now)  // clusterjobs.go
+		s.crawls.syncEvery(now) // clustercrawls.go
+		s.cl.noteRetries(now)   // clusterjobs.go
 		// Wait only when no socket has a message left (see inputs.go).
 		busy, err := s.busy()
 		if err != nil {
@@ -530,7 +531,7 @@ func (s *Server) shutdown() error {
 	out := s.c.Ready(now)
 	s.finished(out.Finished)
 	s.keepResults(out.Finished)
-	s.countDone(out.Finished)
+	s.crawls.countDone(out.Finished)
 	// clusterio.go: the results added to the cluster
 	s.settleCluster(time.Now().Add(5 * time.Second))
 	s.dur.persist(out.Writes) // the disconnects' writes: jobs back in the queue
