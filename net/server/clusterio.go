@@ -22,14 +22,26 @@ import (
 // order they come, at most clusterReadQueue posted.
 
 // cluster is the Server's part for a store shared by several coordinators
-// (a Redis Cluster): the state of its results' I/O, events and job
-// lists, each kept by its file (the cluster's crawls are the crawls
-// part's: clustercrawls.go). The reactor goroutine owns it.
+// (a Redis Cluster): it owns the cluster's I/O lanes (this file), the
+// results added to the cluster and the events held for their cursors
+// (clusterresults.go), the events shared (clusterevents.go), the admin
+// views read from the cluster (clusterquery.go), the job lists across
+// coordinators (clusterjobs.go) and the actions asked of the others and
+// for them (clusteract.go, clusterworkers.go), each kept by its file (the
+// cluster's crawls are the crawls part's: clustercrawls.go). The reactor
+// goroutine owns it.
 type cluster struct {
 	io    *clusterIO       // the cluster's write lane
 	reads *clusterIO       // the cluster's read lane (clusterquery.go)
 	evw   *eventWriter     // Options.ClusterEvents: the events for the cluster (clusterevents.go)
 	jobs  clusterJobsState // Options.ClusterJobs: the offset memo, the retries noted (clusterjobs.go)
+	adds  clusterAdds      // Options.ClusterResults: the add in flight, the events held (clusterresults.go)
+
+	// What the results on the cluster use (clusterresults.go), given by
+	// wireResults.
+	results ClusterResults                      // Options.ClusterResults; nil without, or without Options.Results
+	res     *resultLog                          // the results part
+	emit    func(evs []admin.Event, noted bool) // shares and publishes events (Server.emitEvents)
 
 	// What the job lists and the actions across coordinators use
 	// (clusterjobs.go, clusteract.go, clusterworkers.go), given by wire.

@@ -36,8 +36,8 @@ const (
 func (s *Server) clusterQuery(ident []byte, req uint64, q admin.Query) bool {
 	var prep func(admin.Query) (clusterRead, admin.Page, error)
 	switch {
-	case q.View == admin.ViewResults && s.opts.ClusterResults != nil && s.res != nil:
-		prep = s.readClusterResults // clusterresults.go
+	case q.View == admin.ViewResults && s.cl.results != nil:
+		prep = s.cl.readClusterResults // clusterresults.go
 	case q.View == admin.ViewEvents && s.opts.ClusterEvents != nil:
 		prep = s.readClusterEvents // clusterevents.go
 	case (q.View == admin.ViewJobs || q.View == admin.ViewWaiters) && s.opts.ClusterJobs != nil:

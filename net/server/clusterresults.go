@@ -39,24 +39,35 @@ type ClusterResults interface {
 // tried again while no job finishes (one finishing tries them at once).
 const resendResultsEvery = time.Second
 
-// resendClusterResults tries again to add the results the cluster did not
+// wireResults gives the cluster part the results it adds to the
+// cluster's (Options.ClusterResults cr with Options.Results: res; either
+// nil without) and emit, the Server's, which shares and publishes the
+// events it held (New).
+func (cl *cluster) wireResults(cr ClusterResults, res *resultLog, emit func(evs []admin.Event, noted bool)) {
+	if res == nil {
+		cr = nil // no results kept: none to add
+	}
+	cl.results, cl.res, cl.emit = cr, res, emit
+}
+
+// resendResults tries again to add the results the cluster did not
 // take, at most once per resendResultsEvery, in a step where no job
 // finished: without it they waited for the next job to finish, and after
 // the last one, were lost at shutdown.
-func (s *Server) resendClusterResults() {
-	r := s.res
-	if s.opts.ClusterResults == nil || len(r.step) == 0 || r.cl.adding || s.now().Sub(r.sentAt) < resendResultsEvery {
+func (cl *cluster) resendResults() {
+	r := cl.res
+	if cl.results == nil || len(r.step) == 0 || cl.adds.adding || cl.now().Sub(r.sentAt) < resendResultsEvery {
 		return
 	}
-	s.addClusterResults()
+	cl.addResults()
 }
 
 // maxUnsentResults bounds the results kept for the next step when the
 // cluster did not take them.
 const maxUnsentResults = 100000
 
-// clusterAdds is the results' side on a cluster: the add in flight and
-// the events waiting for their results' cursors.
+// clusterAdds is the cluster part's side of the results: the add in
+// flight and the events waiting for their results' cursors.
 type clusterAdds struct {
 	adding  bool              // an add is in flight
 	pending map[uint64]bool   // jobs whose results wait for a cursor (to add, or in flight)
@@ -64,11 +75,11 @@ type clusterAdds struct {
 	held    []admin.Event     // events in order, the first waiting for its result's cursor
 }
 
-// addClusterResults hands the results waiting to the cluster I/O
-// goroutine, unless an add is in flight (they go with the next).
-func (s *Server) addClusterResults() {
-	r := s.res
-	ca := &r.cl
+// addResults hands the results waiting to the cluster I/O goroutine,
+// unless an add is in flight (they go with the next).
+func (cl *cluster) addResults() {
+	r := cl.res
+	ca := &cl.adds
 	if ca.pending == nil {
 		ca.pending, ca.cursors = make(map[uint64]bool), make(map[uint64]uint64)
 	}
@@ -80,12 +91,12 @@ func (s *Server) addClusterResults() {
 	}
 	batch := r.step
 	r.step = nil
-	r.sentAt = s.now()
+	r.sentAt = cl.now()
 	ca.adding = true
-	cr := s.opts.ClusterResults
-	s.cl.post(func() func() {
+	cr := cl.results
+	cl.post(func() func() {
 		err := cr.Add(batch)
-		return func() { s.resultsAdded(batch, err) }
+		return func() { cl.resultsAdded(batch, err) }
 	})
 }
 
@@ -94,9 +105,9 @@ func (s *Server) addClusterResults() {
 // it did not take wait for the next add, before the results since (at
 // most maxUnsentResults: the oldest go beyond), and their events go
 // without cursors.
-func (s *Server) resultsAdded(batch []store.ResultRecord, err error) {
-	r := s.res
-	ca := &r.cl
+func (cl *cluster) resultsAdded(batch []store.ResultRecord, err error) {
+	r := cl.res
+	ca := &cl.adds
 	ca.adding = false
 	n := 0
 	for i := range batch {
@@ -111,29 +122,29 @@ func (s *Server) resultsAdded(batch []store.ResultRecord, err error) {
 		ca.cursors[rec.Job] = rec.Cursor
 	}
 	if err != nil {
-		s.log.Warn("results not kept on the cluster; tried again", "results", n, "err", err)
+		cl.log.Warn("results not kept on the cluster; tried again", "results", n, "err", err)
 	}
 	unsent := append(batch[:n], r.step...)
 	if drop := len(unsent) - maxUnsentResults; drop > 0 {
-		s.log.Error("results lost: the cluster took none of them", "results", drop)
+		cl.log.Error("results lost: the cluster took none of them", "results", drop)
 		unsent = unsent[drop:]
 	}
 	r.step = unsent
-	s.adm.dirty = true
-	s.releaseHeld()
+	cl.adm.dirty = true
+	cl.releaseHeld()
 	if err == nil && len(r.step) > 0 {
-		s.addClusterResults() // those of the steps meanwhile
+		cl.addResults() // those of the steps meanwhile
 	}
 }
 
 // holdFrom is the index of the first of evs that must wait for its
 // result's cursor (all of them while some wait: events go out in order);
 // len(evs) when none must.
-func (s *Server) holdFrom(evs []admin.Event) int {
-	if s.opts.ClusterResults == nil || s.res == nil {
+func (cl *cluster) holdFrom(evs []admin.Event) int {
+	if cl.results == nil {
 		return len(evs)
 	}
-	ca := &s.res.cl
+	ca := &cl.adds
 	if len(ca.held) > 0 {
 		return 0
 	}
@@ -153,19 +164,19 @@ func awaitsCursor(ev *admin.Event, ca *clusterAdds) bool {
 
 // holdEvents keeps evs until their results' cursors come, each with its
 // output noted now (the step's results know it).
-func (s *Server) holdEvents(evs []admin.Event) {
-	ca := &s.res.cl
+func (cl *cluster) holdEvents(evs []admin.Event) {
+	ca := &cl.adds
 	for i := range evs {
 		ev := evs[i]
-		s.res.noteCursor(&ev)
+		cl.res.noteCursor(&ev)
 		ca.held = append(ca.held, ev)
 	}
 }
 
 // releaseHeld sends the held events up to the first whose result still
 // waits for its cursor, those of results just added with their cursors.
-func (s *Server) releaseHeld() {
-	ca := &s.res.cl
+func (cl *cluster) releaseHeld() {
+	ca := &cl.adds
 	n := 0
 	for ; n < len(ca.held); n++ {
 		ev := &ca.held[n]
@@ -181,7 +192,7 @@ func (s *Server) releaseHeld() {
 	if n == 0 {
 		return
 	}
-	s.emitEvents(ca.held[:n], true)
+	cl.emit(ca.held[:n], true)
 	m := copy(ca.held, ca.held[n:])
 	clear(ca.held[m:])
 	ca.held = ca.held[:m]
@@ -189,18 +200,20 @@ func (s *Server) releaseHeld() {
 
 // readClusterResults answers view results from the cluster's results,
 // off the reactor (clusterquery.go).
-func (s *Server) readClusterResults(q admin.Query) (clusterRead, admin.Page, error) {
+func (cl *cluster) readClusterResults(q admin.Query) (clusterRead, admin.Page, error) {
+	res := cl.res
 	return func() func() (admin.Page, error) {
-		return done(s.res.query(q)) // results.go
+		return done(res.query(q)) // results.go
 	}, admin.Page{}, nil
 }
 
-// trimClusterResults applies the results' limits on the cluster: its
-// coordinator-wide ones (the policy's Default) only.
-func (s *Server) trimClusterResults(now time.Time, p *store.Retention) (deleted int, kept []any, err error) {
+// trimResults applies the results' limits on the cluster: its
+// coordinator-wide ones (the policy's Default) only (the trimmer's
+// goroutine: results.go).
+func (cl *cluster) trimResults(now time.Time, p *store.Retention) (deleted int, kept []any, err error) {
 	if p.Default == (store.ResultLimits{}) {
 		return 0, nil, nil
 	}
-	n, err := s.opts.ClusterResults.Trim(now, p)
+	n, err := cl.results.Trim(now, p)
 	return n, nil, err
 }

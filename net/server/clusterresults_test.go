@@ -47,18 +47,18 @@ func TestClusterResultsResent(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
 	f := &fakeClusterResults{down: true}
 	s := newServer(t, Options{Clock: clk, Results: &ResultsOptions{}, ClusterResults: f})
-	s.keepResults([]broker.Finished{{Job: 1, Key: id.Key{Crawler: "c", Processor: "p", URL: "http://a.test/"}, At: clk.Now()}})
+	s.res.keepStep(s.now, []broker.Finished{{Job: 1, Key: id.Key{Crawler: "c", Processor: "p", URL: "http://a.test/"}, At: clk.Now()}}, &s.cl)
 	if f.adds != 1 || len(f.kept) != 0 {
 		t.Fatalf("%d adds, %d kept, want 1 add refused", f.adds, len(f.kept))
 	}
 	f.down = false
-	s.keepResults(nil) // a step with no job finished, at once
+	s.res.keepStep(s.now, nil, &s.cl) // a step with no job finished, at once
 	if f.adds != 1 {
 		t.Errorf("%d adds after a step at once, want still 1 (tried again at most once per %v)", f.adds, resendResultsEvery)
 	}
 	clk.Advance(resendResultsEvery)
 	for range 3 {
-		s.keepResults(nil)
+		s.res.keepStep(s.now, nil, &s.cl)
 	}
 	if len(f.kept) != 1 || f.kept[0].Job != 1 || f.adds != 2 {
 		t.Fatalf("%d adds, kept %+v, want the result added by the one step after %v", f.adds, f.kept, resendResultsEvery)

@@ -15,21 +15,21 @@ import (
 // acknowledgements for the step's batch (durable.go).
 func (s *Server) flush(now time.Time) {
 	out := s.c.Ready(now)
-	s.pd.answers(now, out.Answers)   // peers.go: the answers that waited
-	s.finished(out.Finished)         // before the batch: see Options.BeforeCommit
-	s.keepResults(out.Finished)      // results.go: into the step's batch
-	s.crawls.countDone(out.Finished) // crawls.go: into the step's batch
-	if s.crawls.countPages() {       // crawls.go: page budgets spent by this step's dispatches
+	s.pd.answers(now, out.Answers)             // peers.go: the answers that waited
+	s.finished(out.Finished)                   // before the batch: see Options.BeforeCommit
+	s.res.keepStep(s.now, out.Finished, &s.cl) // results.go: into the step's batch
+	s.crawls.countDone(out.Finished)           // crawls.go: into the step's batch
+	if s.crawls.countPages() {                 // crawls.go: page budgets spent by this step's dispatches
 		s.adm.dirty = true
 	}
 	s.disp.cancel(now, out.Cancels) // before the JOBs: a new attempt never overtakes the CANCEL of the old one
 	s.disp.dispatch(now, out)
 	// On a cluster, the events from a job's end whose result's cursor is
 	// still to come wait for it (clusterresults.go).
-	k := s.holdFrom(out.Events)
+	k := s.cl.holdFrom(out.Events)
 	s.emitEvents(out.Events[:k], false)
 	if k < len(out.Events) {
-		s.holdEvents(out.Events[k:])
+		s.cl.holdEvents(out.Events[k:])
 	}
 	s.dur.persist(out.Writes) // storeio.go: the step's held messages wait for it
 	for _, cl := range out.Closes {

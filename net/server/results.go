@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"drover/admin"
+	"drover/clock"
 	"drover/coord"
 	"drover/coord/broker"
 	"drover/filter"
@@ -64,7 +66,6 @@ type resultLog struct {
 	memBytes int64
 	byJob    map[uint64]int // this step's finished jobs: index in stepFin
 	stepFin  []stepResult
-	cl       clusterAdds // on a cluster: the add in flight, the events waiting for it (clusterresults.go)
 
 	st      *store.Store   // nil without a store: kept in memory
 	cluster ClusterResults // Options.ClusterResults: kept on the cluster
@@ -100,23 +101,24 @@ func newResults(o *ResultsOptions, st *store.Store, cluster ClusterResults, chan
 	return r, nil
 }
 
-// keepResults gives the step's finished jobs their cursors: in memory they
+// keepStep gives the step's finished jobs their cursors: in memory they
 // are kept at once, with a store they go into the step's batch, on a
-// cluster (Options.ClusterResults) they are added to the cluster's now,
-// with those it did not take before (which a step with none tries again
-// once per resendResultsEvery).
-func (s *Server) keepResults(fs []broker.Finished) {
-	if s.res == nil {
+// cluster (Options.ClusterResults) the cluster part cl adds them to the
+// cluster's now, with those it did not take before (which a step with
+// none tries again once per resendResultsEvery). now is the server's
+// clock.
+func (r *resultLog) keepStep(now func() time.Time, fs []broker.Finished, cl *cluster) {
+	if r == nil {
 		return
 	}
 	if len(fs) == 0 {
-		s.resendClusterResults() // clusterresults.go
+		cl.resendResults() // clusterresults.go
 		return
 	}
-	cluster := s.opts.ClusterResults != nil // cursors given by the cluster (clusterresults.go)
-	s.res.keep(s.now, fs, cluster, s.dur != nil)
+	cluster := r.cluster != nil // cursors given by the cluster (clusterresults.go)
+	r.keep(now, fs, cluster, r.st != nil)
 	if cluster {
-		s.addClusterResults() // clusterresults.go
+		cl.addResults() // clusterresults.go
 	}
 }
 
@@ -404,21 +406,21 @@ func resultRow(r *store.ResultRecord) admin.Result {
 	return row
 }
 
-// startResultTrimmer starts the goroutine that applies the results'
-// limits to the store or the cluster and returns the function that stops
-// it.
-func (s *Server) startResultTrimmer() (stop func()) {
-	if s.res == nil || s.dur == nil && s.opts.ClusterResults == nil {
+// startTrimmer starts the goroutine that applies the results' limits to
+// the store or the cluster (cl's) on clk's time, and returns the function
+// that stops it.
+func (r *resultLog) startTrimmer(clk clock.Clock, log *slog.Logger, cl *cluster) (stop func()) {
+	if r == nil || r.st == nil && r.cluster == nil {
 		return func() {}
 	}
-	every := s.res.opts.TrimEvery
+	every := r.opts.TrimEvery
 	if every <= 0 {
 		every = time.Minute
 	}
-	clk, log, policy := s.opts.Clock, s.log, &s.res.policy
-	trim := s.res.trimStored
-	if s.opts.ClusterResults != nil {
-		trim = s.trimClusterResults // clusterresults.go
+	policy := &r.policy
+	trim := r.trimStored
+	if r.cluster != nil {
+		trim = cl.trimResults // clusterresults.go
 	}
 	return repeat(clk, every, true, func() {
 		p := policy.Load()

@@ -267,6 +267,7 @@ func New(opts Options) (*Server, error) {
 	if s.res, err = newResults(opts.Results, opts.Store, opts.ClusterResults, s.adm.changed); err != nil { // results.go
 		return nil, err
 	}
+	s.cl.wireResults(opts.ClusterResults, s.res, s.emitEvents)              // clusterresults.go
 	if s.auth, err = newAuth(opts.Auth, seq, s.log, s.r.ring); err != nil { // auth.go
 		return nil, err
 	}
@@ -427,9 +428,9 @@ func (s *Server) Run(ctx context.Context) error {
 		s.dur.look.looker = startLooker(s.dur, s.hooks.look, s.hooks.queued) // lookup.go
 		defer s.dur.look.looker.stop()
 	}
-	defer s.startResultTrimmer()()
-	defer s.startEventWriter()() // clusterevents.go
-	defer s.startClusterIO()()   // clusterio.go
+	defer s.res.startTrimmer(s.opts.Clock, s.log, &s.cl)() // results.go
+	defer s.startEventWriter()()                           // clusterevents.go
+	defer s.startClusterIO()()                             // clusterio.go
 	timer := s.opts.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	s.r.ready.Store(true)
@@ -530,7 +531,7 @@ func (s *Server) shutdown() error {
 	}
 	out := s.c.Ready(now)
 	s.finished(out.Finished)
-	s.keepResults(out.Finished)
+	s.res.keepStep(s.now, out.Finished, &s.cl)
 	s.crawls.countDone(out.Finished)
 	// clusterio.go: the results added to the cluster
 	s.settleCluster(time.Now().Add(5 * time.Second))
