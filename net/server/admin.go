@@ -32,9 +32,10 @@ type dialogue struct {
 }
 
 // query answers a QUERY: the views the server keeps itself (crawls,
-// results; the cluster's are clusterQuery's), else the coordinator's
-// answer, continued into the jobs only the store holds. An error's ERROR
-// code is errorCode's (errcodes.go).
+// results; those read from the cluster are the cluster part's:
+// clusterquery.go), else the coordinator's answer, continued into the
+// jobs only the store holds. An error's ERROR code is errorCode's
+// (errcodes.go).
 func (s *Server) query(now time.Time, q admin.Query) (admin.Page, error) {
 	if q.View == admin.ViewCrawls {
 		return s.crawls.query(q), nil // crawls.go
@@ -125,7 +126,7 @@ func (s *Server) onAdmin(frames [][]byte, user string) {
 		t := s.totals(now)
 		s.out.toConsole(cs.ident, &wire.Totals{Req: m.Req, Totals: t})
 	case *wire.Query:
-		if s.clusterQuery(ident, m.Req, m.Query) { // clusterquery.go: read off the reactor
+		if s.cl.query(ident, m.Req, m.Query) { // clusterquery.go: read off the reactor
 			return
 		}
 		page, err := s.query(now, m.Query)

@@ -41,8 +41,8 @@ type eventWriter struct {
 // shareEvents gives the step's events to the event writer (noted: with
 // their results' cursors already); a step whose events find it behind by
 // 256 steps is dropped (counted).
-func (s *Server) shareEvents(evs []admin.Event, noted bool) {
-	w := s.cl.evw
+func (cl *cluster) shareEvents(evs []admin.Event, noted bool) {
+	w := cl.evw
 	if w == nil || len(evs) == 0 {
 		return
 	}
@@ -53,7 +53,7 @@ func (s *Server) shareEvents(evs []admin.Event, noted bool) {
 		}
 		ev := evs[i]
 		if !noted {
-			s.res.noteCursor(&ev) // results.go
+			cl.res.noteCursor(&ev) // results.go
 		}
 		batch = append(batch, ev)
 	}
@@ -69,13 +69,13 @@ func (s *Server) shareEvents(evs []admin.Event, noted bool) {
 
 // startEventWriter starts the goroutine that adds events to the
 // cluster's and returns the function that stops it.
-func (s *Server) startEventWriter() (stop func()) {
-	ce := s.opts.ClusterEvents
+func (cl *cluster) startEventWriter() (stop func()) {
+	ce := cl.ce
 	if ce == nil {
 		return func() {}
 	}
-	s.cl.evw = &eventWriter{ch: make(chan []admin.Event, 256)}
-	ch, log := s.cl.evw.ch, s.log
+	cl.evw = &eventWriter{ch: make(chan []admin.Event, 256)}
+	ch, log := cl.evw.ch, cl.log
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
@@ -104,13 +104,13 @@ func (s *Server) startEventWriter() (stop func()) {
 	return func() {
 		close(ch)
 		<-exited
-		s.cl.evw = nil
+		cl.evw = nil
 	}
 }
 
 // readClusterEvents answers view events from the cluster's newest
 // events, read off the reactor (clusterquery.go).
-func (s *Server) readClusterEvents(q admin.Query) (clusterRead, admin.Page, error) {
+func (cl *cluster) readClusterEvents(q admin.Query) (clusterRead, admin.Page, error) {
 	page := admin.Page{View: admin.ViewEvents, Offset: q.Offset}
 	if q.Offset < 0 || q.Limit < 0 {
 		return nil, page, coord.Errorf(coord.ErrInvalid, "query events: offset %d, limit %d: want >= 0", q.Offset, q.Limit)
@@ -123,7 +123,7 @@ func (s *Server) readClusterEvents(q admin.Query) (clusterRead, admin.Page, erro
 	if err != nil {
 		return nil, page, coord.Errorf(coord.ErrInvalid, "query events: %w", err)
 	}
-	ce := s.opts.ClusterEvents
+	ce := cl.ce
 	return func() func() (admin.Page, error) {
 		evs, err := ce.Recent(clusterEventScan)
 		if err != nil && len(evs) == 0 {

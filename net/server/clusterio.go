@@ -37,11 +37,14 @@ type cluster struct {
 	jobs  clusterJobsState // Options.ClusterJobs: the offset memo, the retries noted (clusterjobs.go)
 	adds  clusterAdds      // Options.ClusterResults: the add in flight, the events held (clusterresults.go)
 
-	// What the results on the cluster use (clusterresults.go), given by
-	// wireResults.
+	// What the lanes, results and events use, given by wireStore.
+	on      bool                                // the server has a cluster part: the lanes run
 	results ClusterResults                      // Options.ClusterResults; nil without, or without Options.Results
+	ce      ClusterEvents                       // Options.ClusterEvents; nil without
 	res     *resultLog                          // the results part
 	emit    func(evs []admin.Event, noted bool) // shares and publishes events (Server.emitEvents)
+	ring    func()                              // wakes the reactor (an answer is ready)
+	wake    chan struct{}                       // the reactor's doorbell, which ring rings (settle waits on it)
 
 	// What the job lists and the actions across coordinators use
 	// (clusterjobs.go, clusteract.go, clusterworkers.go), given by wire.
@@ -55,9 +58,22 @@ type cluster struct {
 	view func() *admin.Cluster // Options.Cluster: every coordinator's summary; nil without
 }
 
-// wire gives the cluster part what its actions use (New).
+// wire gives the cluster part what its job lists and actions use (New).
 func (cl *cluster) wire(cj ClusterJobs, view func() *admin.Cluster, c *coord.Coordinator, out *sender, sess *sessions, adm *dialogue, log *slog.Logger, now func() time.Time) {
 	cl.cj, cl.view, cl.c, cl.out, cl.sess, cl.adm, cl.log, cl.now = cj, view, c, out, sess, adm, log, now
+}
+
+// wireStore gives the cluster part what its lanes, results and events
+// use: o's cluster stores, the results part res (whose results it adds to
+// Options.ClusterResults; nil without Options.Results: none to add),
+// emit, which shares and publishes the events it held, and the reactor's
+// doorbell, rung by ring (New, after the results part is made).
+func (cl *cluster) wireStore(o *Options, res *resultLog, emit func(evs []admin.Event, noted bool), ring func(), wake chan struct{}) {
+	cl.on = o.ClusterCrawls != nil || o.ClusterResults != nil || o.ClusterJobs != nil || o.ClusterEvents != nil
+	if res != nil {
+		cl.results = o.ClusterResults
+	}
+	cl.ce, cl.res, cl.emit, cl.ring, cl.wake = o.ClusterEvents, res, emit, ring, wake
 }
 
 // clusterIO is a lane: the goroutines making the cluster's calls and
@@ -134,26 +150,25 @@ func (io *clusterIO) put(call func() func()) {
 	io.calls <- call
 }
 
-// startClusterIO starts the cluster's lanes when the server has any
-// cluster part, and returns the function that stops them (after the
-// calls posted; the reads' answers are dropped then: the consoles were
-// told DISCONNECT).
-func (s *Server) startClusterIO() (stop func()) {
-	o := &s.opts
-	if o.ClusterCrawls == nil && o.ClusterResults == nil && o.ClusterJobs == nil && o.ClusterEvents == nil {
+// startIO starts the cluster's lanes when the server has any cluster
+// part, and returns the function that stops them (after the calls
+// posted; the reads' answers are dropped then: the consoles were told
+// DISCONNECT).
+func (cl *cluster) startIO() (stop func()) {
+	if !cl.on {
 		return func() {}
 	}
-	s.cl.io = newClusterIO(s.r.ring, 1, clusterIOQueue)
-	s.cl.reads = newClusterIO(s.r.ring, clusterReaders, clusterReadQueue)
-	stopControl := s.cl.startControl() // clusteract.go
+	cl.io = newClusterIO(cl.ring, 1, clusterIOQueue)
+	cl.reads = newClusterIO(cl.ring, clusterReaders, clusterReadQueue)
+	stopControl := cl.startControl() // clusteract.go
 	return func() {
 		stopControl()
-		s.cl.reads.stop()
-		s.cl.reads = nil
-		io := s.cl.io
+		cl.reads.stop()
+		cl.reads = nil
+		io := cl.io
 		answers := io.stop()
 		// Calls the answers post now are made at once.
-		s.cl.io = nil
+		cl.io = nil
 		for _, a := range answers {
 			a()
 		}
@@ -185,22 +200,21 @@ func (cl *cluster) takeAnswers() {
 	}
 }
 
-// settleCluster waits, until deadline, for the calls posted to the
-// cluster's write lane, running what follows from their answers (which
-// may post more: results the cluster did not take are tried again), on
-// shutdown.
-func (s *Server) settleCluster(deadline time.Time) {
-	io := s.cl.io
+// settle waits, until deadline, for the calls posted to the cluster's
+// write lane, running what follows from their answers (which may post
+// more: results the cluster did not take are tried again), on shutdown.
+func (cl *cluster) settle(deadline time.Time) {
+	io := cl.io
 	if io == nil {
 		return
 	}
 	for {
-		s.cl.takeAnswers()
+		cl.takeAnswers()
 		if io.posted == 0 || !time.Now().Before(deadline) {
 			return
 		}
 		select {
-		case <-s.r.wake:
+		case <-cl.wake:
 		case <-time.After(time.Until(deadline)):
 		}
 	}

@@ -30,36 +30,36 @@ const (
 	clusterReadQueue = 32
 )
 
-// clusterQuery answers q when one of its parts reads the cluster (at
-// once when it need not read after all, else off the reactor) and
-// reports whether it did; ident and req address the answer.
-func (s *Server) clusterQuery(ident []byte, req uint64, q admin.Query) bool {
+// query answers q when one of its parts reads the cluster (at once when
+// it need not read after all, else off the reactor) and reports whether
+// it did; ident and req address the answer.
+func (cl *cluster) query(ident []byte, req uint64, q admin.Query) bool {
 	var prep func(admin.Query) (clusterRead, admin.Page, error)
 	switch {
-	case q.View == admin.ViewResults && s.cl.results != nil:
-		prep = s.cl.readClusterResults // clusterresults.go
-	case q.View == admin.ViewEvents && s.opts.ClusterEvents != nil:
-		prep = s.readClusterEvents // clusterevents.go
-	case (q.View == admin.ViewJobs || q.View == admin.ViewWaiters) && s.opts.ClusterJobs != nil:
-		prep = s.cl.readClusterJobs // clusterjobs.go
-	case q.View == admin.ViewRetries && s.opts.ClusterJobs != nil:
-		prep = s.cl.readClusterRetries // clusterjobs.go
+	case q.View == admin.ViewResults && cl.results != nil:
+		prep = cl.readClusterResults // clusterresults.go
+	case q.View == admin.ViewEvents && cl.ce != nil:
+		prep = cl.readClusterEvents // clusterevents.go
+	case (q.View == admin.ViewJobs || q.View == admin.ViewWaiters) && cl.cj != nil:
+		prep = cl.readClusterJobs // clusterjobs.go
+	case q.View == admin.ViewRetries && cl.cj != nil:
+		prep = cl.readClusterRetries // clusterjobs.go
 	default:
 		return false
 	}
 	read, page, err := prep(q)
 	if read == nil {
-		s.cl.answerQuery(ident, req, page, err)
+		cl.answerQuery(ident, req, page, err)
 		return true
 	}
-	io := s.cl.reads
+	io := cl.reads
 	if io == nil { // before Run, in tests
 		page, err := read()()
-		s.cl.answerQuery(ident, req, page, err)
+		cl.answerQuery(ident, req, page, err)
 		return true
 	}
 	if io.posted >= clusterReadQueue {
-		s.out.reject(onAdmin, ident, req, wire.CodeSlowDown, "query %s: %d queries wait on the cluster already; retry later", q.View, io.posted)
+		cl.out.reject(onAdmin, ident, req, wire.CodeSlowDown, "query %s: %d queries wait on the cluster already; retry later", q.View, io.posted)
 		return true
 	}
 	ident = bytes.Clone(ident)
@@ -67,7 +67,7 @@ func (s *Server) clusterQuery(ident []byte, req uint64, q admin.Query) bool {
 		finish := read()
 		return func() {
 			page, err := finish()
-			s.cl.answerQuery(ident, req, page, err)
+			cl.answerQuery(ident, req, page, err)
 		}
 	})
 	return true

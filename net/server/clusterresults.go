@@ -39,17 +39,6 @@ type ClusterResults interface {
 // tried again while no job finishes (one finishing tries them at once).
 const resendResultsEvery = time.Second
 
-// wireResults gives the cluster part the results it adds to the
-// cluster's (Options.ClusterResults cr with Options.Results: res; either
-// nil without) and emit, the Server's, which shares and publishes the
-// events it held (New).
-func (cl *cluster) wireResults(cr ClusterResults, res *resultLog, emit func(evs []admin.Event, noted bool)) {
-	if res == nil {
-		cr = nil // no results kept: none to add
-	}
-	cl.results, cl.res, cl.emit = cr, res, emit
-}
-
 // resendResults tries again to add the results the cluster did not
 // take, at most once per resendResultsEvery, in a step where no job
 // finished: without it they waited for the next job to finish, and after

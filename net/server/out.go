@@ -56,7 +56,7 @@ func (s *Server) flush(now time.Time) {
 // each job.done or job.failed with its result's cursor (noted: they have
 // it already).
 func (s *Server) emitEvents(evs []admin.Event, noted bool) {
-	s.shareEvents(evs, noted) // clusterevents.go
+	s.cl.shareEvents(evs, noted) // clusterevents.go
 	for i := range evs {
 		if !s.ev.wanted(evs[i].Kind) {
 			continue // nobody wants it

@@ -267,7 +267,7 @@ func New(opts Options) (*Server, error) {
 	if s.res, err = newResults(opts.Results, opts.Store, opts.ClusterResults, s.adm.changed); err != nil { // results.go
 		return nil, err
 	}
-	s.cl.wireResults(opts.ClusterResults, s.res, s.emitEvents)              // clusterresults.go
+	s.cl.wireStore(&s.opts, s.res, s.emitEvents, s.r.ring, s.r.wake)        // clusterio.go
 	if s.auth, err = newAuth(opts.Auth, seq, s.log, s.r.ring); err != nil { // auth.go
 		return nil, err
 	}
@@ -429,8 +429,8 @@ func (s *Server) Run(ctx context.Context) error {
 		defer s.dur.look.looker.stop()
 	}
 	defer s.res.startTrimmer(s.opts.Clock, s.log, &s.cl)() // results.go
-	defer s.startEventWriter()()                           // clusterevents.go
-	defer s.startClusterIO()()                             // clusterio.go
+	defer s.cl.startEventWriter()()                        // clusterevents.go
+	defer s.cl.startIO()()                                 // clusterio.go
 	timer := s.opts.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	s.r.ready.Store(true)
@@ -534,7 +534,7 @@ func (s *Server) shutdown() error {
 	s.res.keepStep(s.now, out.Finished, &s.cl)
 	s.crawls.countDone(out.Finished)
 	// clusterio.go: the results added to the cluster
-	s.settleCluster(time.Now().Add(5 * time.Second))
+	s.cl.settle(time.Now().Add(5 * time.Second))
 	s.dur.persist(out.Writes) // the disconnects' writes: jobs back in the queue
 	if serr == nil {
 		serr = s.dur.settle(time.Now().Add(5 * time.Second))
