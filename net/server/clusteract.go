@@ -184,11 +184,7 @@ func requeueElsewhere(cj ClusterJobs, self string, fp id.Fingerprint, host strin
 		}
 		return 0, []string{fmt.Sprintf("requeue key %s (%s): its job is %s; asking it to requeue: %v", fp, row.URL, where, err)}
 	}
-	lines := make([]string, len(res.Errors))
-	for i, e := range res.Errors {
-		lines[i] = "on coordinator " + c + ": " + e
-	}
-	return res.Affected, lines
+	return res.Affected, res.Errors // prefixed "on coordinator C: " by Ask
 }
 
 // controlWait is how long a read of the actions posted to this

@@ -36,6 +36,7 @@ type cluster struct {
 	evw   *eventWriter     // Options.ClusterEvents: the events for the cluster (clusterevents.go)
 	jobs  clusterJobsState // Options.ClusterJobs: the offset memo, the retries noted (clusterjobs.go)
 	adds  clusterAdds      // Options.ClusterResults: the add in flight, the events held (clusterresults.go)
+	wk    workerState      // Options.ClusterJobs: the drains of workers let go, to forget (clusterworkers.go)
 
 	// What the lanes, results and events use, given by wireStore.
 	on      bool                                // the server has a cluster part: the lanes run

@@ -59,7 +59,9 @@ type ClusterJobs interface {
 	// jobs views.
 	NoteJobs(rows []admin.JobRow)
 	// Ask posts action a to coordinator c and waits (a bounded time) for
-	// its answer (clusteract.go).
+	// its answer (clusteract.go): the lines of each coordinator that
+	// carried out part of it (c, or those c forwarded it to when it
+	// stopped) come prefixed "on coordinator C: ".
 	Ask(c string, a admin.Action) (admin.ActionResult, error)
 	// Requests waits up to wait (bounded by ctx) for the actions other
 	// coordinators posted to this one, and returns them with a ticket
@@ -79,6 +81,14 @@ type ClusterJobs interface {
 	// coordinators last published their workers: its id ("" when none
 	// has it), its peers endpoint, and whether it is alive.
 	WorkerAt(w string) (coordinator, peers string, alive bool, err error)
+	// MarkDrained keeps workers drained in the cluster (any coordinator
+	// they say HELLO to drains them) and returns those refused (the
+	// cluster keeps too many); UnmarkDrained forgets their drains and
+	// says which had one; Drained reports, with no I/O (the reactor
+	// calls it), whether worker w is kept drained (clusterworkers.go).
+	MarkDrained(workers []string) (refused []string, err error)
+	UnmarkDrained(workers []string) (had []bool, err error)
+	Drained(w string) bool
 }
 
 // publishedRetries is how many of its retries rows a coordinator hands

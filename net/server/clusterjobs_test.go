@@ -100,6 +100,14 @@ func (f *fakeClusterJobs) NoteWorkers([]string) {}
 
 func (f *fakeClusterJobs) WorkerAt(string) (string, string, bool, error) { return "", "", false, nil }
 
+func (f *fakeClusterJobs) MarkDrained([]string) ([]string, error) { return nil, nil }
+
+func (f *fakeClusterJobs) UnmarkDrained(ws []string) ([]bool, error) {
+	return make([]bool, len(ws)), nil
+}
+
+func (f *fakeClusterJobs) Drained(string) bool { return false }
+
 func (f *fakeClusterJobs) Ask(c string, a admin.Action) (admin.ActionResult, error) {
 	return admin.ActionResult{}, fmt.Errorf("no coordinator %s", c)
 }

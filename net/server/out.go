@@ -39,6 +39,9 @@ func (s *Server) flush(now time.Time) {
 		}
 		s.out.toPeer(p.ident, disconnect(cl.Reason))
 		s.log.Info("session closed", "session", cl.Session, "reason", cl.Reason)
+		if cl.Reason == coord.CloseDrained {
+			s.cl.drainEnded(p.id) // clusterworkers.go: its drain kept in the cluster is over
+		}
 		s.sess.forget(cl.Session)
 	}
 	if out.Changed {

@@ -36,6 +36,9 @@ type peerDialogue struct {
 	// patch rewrites a resent SUBMIT's statuses to its first send's
 	// (submitmemo.go).
 	patch func(now time.Time, p *peer, req uint64, items []wire.SubmittedItem)
+	// workerHello is told of each worker registered, after its WELCOME
+	// (the cluster drains one it keeps drained: clusterworkers.go).
+	workerHello func(now time.Time, worker string)
 }
 
 // decode splits the routing id off and decodes the rest, answering ERROR for
@@ -229,6 +232,9 @@ func (d *peerDialogue) hello(now time.Time, ident []byte, h *wire.Hello, key str
 		Limits: wire.Limits{MaxBody: wire.MaxBody, MaxBatch: wire.MaxBatch, MaxPayload: wire.MaxPayload},
 	})
 	d.log.Info("session opened", "session", sid, "role", h.Role, "id", h.ID, "host", h.Host, "slots", h.Slots, "held", len(h.Held))
+	if role == coord.RoleWorker && d.workerHello != nil {
+		d.workerHello(now, h.ID)
+	}
 }
 
 func toWireRuns(rs []broker.Run) []wire.Run {

@@ -243,7 +243,7 @@ func New(opts Options) (*Server, error) {
 	s.cl.wire(opts.ClusterJobs, opts.Cluster, c, &s.out, &s.sess, &s.adm, s.log, s.now) // clusterio.go
 	s.disp = dispatcher{batches: make(map[jobBatch]*wire.Job), c: c, sess: &s.sess, out: &s.out, log: s.log}
 	s.pd = peerDialogue{c: c, log: s.log, name: opts.Server, sess: &s.sess, out: &s.out, r: &s.r,
-		crawls: &s.crawls, memo: &s.memo, rob: &s.rob, patch: s.patchSubmitted}
+		crawls: &s.crawls, memo: &s.memo, rob: &s.rob, patch: s.patchSubmitted, workerHello: s.cl.workerHello}
 	if opts.Store != nil {
 		if opts.ResidentJobs > 0 {
 			s.pg = newPager(c, s.log, opts.Store, opts.ResidentJobs) // paging.go

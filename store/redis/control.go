@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -27,11 +26,18 @@ import (
 // removed from the processing list (LREM), so an action is not lost when
 // its holder stops between reading and acting: a reader started again
 // reads the processing list first. A holder that stops for good (a clean
-// stop, Leave; or dead, and swept by a peer, sweepCoordinator) answers
-// what is left in both lists as not done, saying why (its jobs went back
-// to the queue, its workers' sessions ended), and deletes them: never
-// dropped silently. The lists are a transport only: what the action does
-// is the holder's to decide (a job it no longer holds is answered as such).
+// stop, Leave; or dead, and swept by a peer, sweepCoordinator) settles
+// what is left in both lists (settleControls): an evict, drain or
+// undrain of a worker that is now connected to another live coordinator
+// (its summary lists the worker: workers reconnect) is forwarded to that
+// coordinator's list, with the same reply list, and answered there; the
+// rest is answered as not done, saying why (its jobs went back to the
+// queue, its workers' sessions ended, the worker is on no live
+// coordinator), and the lists are deleted: never dropped silently. An
+// answer says how many of the action's targets it covers, so the asker
+// waits for the answers of every part of an action split by a forward.
+// The lists are a transport only: what the action does is the holder's
+// to decide (a job it no longer holds is answered as such).
 
 // controlMax bounds the actions Requests hands over at once.
 const controlMax = 64
@@ -50,6 +56,20 @@ type control struct {
 	From   string       `json:"f"` // the coordinator that asked
 	Reply  string       `json:"r"` // the list its answer goes to
 	At     time.Time    `json:"t"` // when it was posted
+	// Via lists the coordinators that stopped or died with it, each
+	// forwarding it on (settleControls).
+	Via []string `json:"v,omitempty"`
+}
+
+// answerMsg is an answer on a reply list: the result for Covers of the
+// action's targets (0: all of them). By is the coordinator that carried
+// it out, whose lines the asker prefixes with "on coordinator By: "; ""
+// for the answer of a coordinator that stopped before (its lines name
+// it).
+type answerMsg struct {
+	admin.ActionResult
+	By     string `json:"by,omitempty"`
+	Covers int    `json:"covers,omitempty"`
 }
 
 // Ask posts action a to coordinator c and waits, up to the store's
@@ -85,20 +105,51 @@ func (v *JobView) post(c string, a admin.Action) (string, error) {
 	return req.Reply, nil
 }
 
-// await waits up to wait for the answer to action a posted to c.
+// await waits up to wait for the answers to action a posted to c, until
+// they cover every target (a coordinator that stopped may have forwarded
+// some targets and answered the others: settleControls). The lines of
+// each coordinator that carried it out come prefixed "on coordinator C: ".
 func (v *JobView) await(c string, a admin.Action, reply string, wait time.Duration) (admin.ActionResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
-	defer cancel()
-	got, err := v.l.rdb.BLPop(ctx, wait, reply).Result()
-	if errors.Is(err, goredis.Nil) {
+	deadline := time.Now().Add(wait)
+	want := max(1, len(a.Targets))
+	var res admin.ActionResult
+	covered, answers := 0, 0
+	for covered < want {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*left)
+		got, err := v.l.rdb.BLPop(ctx, left, reply).Result()
+		cancel()
+		if errors.Is(err, goredis.Nil) {
+			break
+		}
+		if err != nil {
+			return admin.ActionResult{}, fmt.Errorf("redis control: waiting for coordinator %s's answer to %s: %w", c, a.Kind, err)
+		}
+		var m answerMsg
+		if err := json.Unmarshal([]byte(got[1]), &m); err != nil {
+			return admin.ActionResult{}, fmt.Errorf("redis control: coordinator %s's answer to %s: %w", c, a.Kind, err)
+		}
+		answers++
+		covered += m.Covers
+		if m.Covers == 0 {
+			covered = want
+		}
+		res.Affected += m.Affected
+		for _, e := range m.Errors {
+			if m.By != "" {
+				e = "on coordinator " + m.By + ": " + e
+			}
+			res.Errors = append(res.Errors, e)
+		}
+	}
+	if answers == 0 {
 		return admin.ActionResult{}, fmt.Errorf("redis control: coordinator %s did not answer %s within %v (it may still carry it out)", c, a.Kind, wait)
 	}
-	if err != nil {
-		return admin.ActionResult{}, fmt.Errorf("redis control: waiting for coordinator %s's answer to %s: %w", c, a.Kind, err)
-	}
-	var res admin.ActionResult
-	if err := json.Unmarshal([]byte(got[1]), &res); err != nil {
-		return admin.ActionResult{}, fmt.Errorf("redis control: coordinator %s's answer to %s: %w", c, a.Kind, err)
+	if covered < want {
+		res.Errors = append(res.Errors, fmt.Sprintf("%s: %d of its %d targets not answered within %v: coordinator %s stopped and forwarded them to the coordinators they moved to, which may still carry them out", a.Kind, want-covered, want, wait, c))
 	}
 	return res, nil
 }
@@ -168,7 +219,7 @@ func (v *JobView) Reply(ticket string, res admin.ActionResult) error {
 	}
 	ctx, cancel := l.ctx()
 	defer cancel()
-	if err := l.answer(ctx, c.Reply, res); err != nil {
+	if err := l.answer(ctx, c.Reply, answerMsg{ActionResult: res, By: l.coord, Covers: len(c.Action.Targets)}); err != nil {
 		return err
 	}
 	if err := l.rdb.LRem(ctx, l.doingKey(l.coord), 1, ticket).Err(); err != nil {
@@ -177,9 +228,9 @@ func (v *JobView) Reply(ticket string, res admin.ActionResult) error {
 	return nil
 }
 
-// answer pushes res to reply list r.
-func (l *Ledger) answer(ctx context.Context, r string, res admin.ActionResult) error {
-	b, err := json.Marshal(&res)
+// answer pushes m to reply list r.
+func (l *Ledger) answer(ctx context.Context, r string, m answerMsg) error {
+	b, err := json.Marshal(&m)
 	if err != nil {
 		return fmt.Errorf("redis control: encoding the answer: %w", err)
 	}
@@ -190,64 +241,4 @@ func (l *Ledger) answer(ctx context.Context, r string, res admin.ActionResult) e
 		return fmt.Errorf("redis control: answering: %w", err)
 	}
 	return nil
-}
-
-// settleControls answers every action left in coordinator d's control
-// and processing lists as not done by it (why: "died" or "stopped"),
-// saying what became of its jobs and workers, then deletes the lists. It
-// returns how many it answered.
-func (l *Ledger) settleControls(ctx context.Context, d, why string) (int, error) {
-	keys := []string{l.doingKey(d), l.controlKey(d)}
-	n := 0
-	for _, k := range keys {
-		raw, err := l.rdb.LRange(ctx, k, 0, -1).Result()
-		if err != nil {
-			return n, fmt.Errorf("redis control: reading coordinator %s's actions left: %w", d, err)
-		}
-		for _, s := range raw {
-			var c control
-			if json.Unmarshal([]byte(s), &c) != nil || c.Reply == "" {
-				continue
-			}
-			if err := l.answer(ctx, c.Reply, notDone(d, why, c.Action)); err != nil {
-				return n, err
-			}
-			n++
-		}
-	}
-	if err := l.rdb.Del(ctx, keys...).Err(); err != nil {
-		return n, fmt.Errorf("redis control: deleting coordinator %s's control lists: %w", d, err)
-	}
-	return n, nil
-}
-
-// notDone is the answer to action a, which coordinator d did not carry
-// out before it died or stopped (why).
-func notDone(d, why string, a admin.Action) admin.ActionResult {
-	var then string
-	switch {
-	case a.Kind == admin.ActRequeue && why == "died":
-		then = "its jobs went back to the cluster's queue with its sweep"
-	case a.Kind == admin.ActRequeue:
-		then = "it handed its jobs back to the cluster's queue"
-	default:
-		then = "its workers' sessions ended and their jobs went back to the cluster's queue; a worker that connected again elsewhere was not " + pastTense(a.Kind) + ": act again"
-	}
-	var res admin.ActionResult
-	for _, t := range a.Targets {
-		target := "key " + t
-		if a.Kind != admin.ActRequeue {
-			target = fmt.Sprintf("worker %q", t)
-		}
-		res.Errors = append(res.Errors, fmt.Sprintf("%s %s: not done: coordinator %s %s before carrying it out; %s", a.Kind, target, d, why, then))
-	}
-	return res
-}
-
-func pastTense(k admin.ActionKind) string {
-	s := string(k)
-	if strings.HasSuffix(s, "e") {
-		return s + "d"
-	}
-	return s + "ed"
 }

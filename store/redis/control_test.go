@@ -187,3 +187,105 @@ func TestControlNotLost(t *testing.T) {
 	}
 	gone(c)
 }
+
+// A coordinator that dies with evicts and drains posted to it has each
+// target now connected to another live coordinator forwarded there (the
+// one whose summary lists it, or the sweeper's own), which answers the
+// asker on the same reply list; the targets no live coordinator has are
+// answered as not done by the dead one, a drain kept in the cluster
+// saying so; the asker gets both parts as one answer.
+func TestControlForwardedWhereWorkersWent(t *testing.T) {
+	rdb := client(t)
+	ls := peers(t, rdb, 3, ledger.Config{})
+	a, b, c := ls[0], ls[1], ls[2]
+	ctx := context.Background()
+	av := a.JobView()
+	// w-9 left b for c; w-8 is on a (the sweeper, or the one whose
+	// summary lists it); w-0 is nowhere.
+	c.JobView().NoteWorkers([]string{"w-9"})
+	av.NoteWorkers([]string{"w-8"})
+	for _, l := range []*Ledger{a, c} {
+		if err := l.PublishSummary(ctx, admin.ClusterCoordinator{Heartbeat: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evict := admin.Action{Kind: admin.ActEvict, Targets: []string{"w-9", "w-0", "w-8"}}
+	drain := admin.Action{Kind: admin.ActDrain, Targets: []string{"w-0"}}
+	if _, err := av.MarkDrained(drain.Targets); err != nil {
+		t.Fatal(err)
+	}
+	r1, err := av.post(b.coord, evict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := av.post(b.coord, drain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.halt()
+	if err := rdb.Del(ctx, b.aliveKey(b.coord)).Err(); err != nil { // its heartbeat expired
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); a.Swept+c.Swept == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("b not swept: %v %v", a.err, c.err)
+		}
+		a.Maintain(time.Now())
+		c.Maintain(time.Now())
+	}
+	// c and a each read their part of the evict, and answer it.
+	for _, l := range []*Ledger{c, a} {
+		got, ticket := readOne(t, l)
+		want := map[*Ledger]string{c: "w-9", a: "w-8"}[l]
+		if got.Kind != admin.ActEvict || len(got.Targets) != 1 || got.Targets[0] != want {
+			t.Fatalf("coordinator %s read %+v; want the evict of %s forwarded", l.coord, got, want)
+		}
+		if err := l.JobView().Reply(ticket, admin.ActionResult{Affected: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := av.await(b.coord, evict, r1, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `evict worker "w-0": not done: coordinator ` + b.coord + " died before carrying it out"; res.Affected != 2 || len(res.Errors) != 1 || !strings.HasPrefix(res.Errors[0], want) {
+		t.Fatalf("answer to the evict b left: %+v; want 2 carried out (w-9 by c, w-8 by a) and one line beginning %q", res, want)
+	}
+	res, err = av.await(b.coord, drain, r2, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "it stays drained in the cluster"; res.Affected != 0 || len(res.Errors) != 1 || !strings.Contains(res.Errors[0], want) {
+		t.Fatalf("answer to the drain of a worker nowhere live: %+v; want one line saying %q", res, want)
+	}
+	if n, err := rdb.Exists(ctx, b.controlKey(b.coord), b.doingKey(b.coord)).Result(); err != nil || n != 0 {
+		t.Fatalf("b's control lists after its sweep: %d exist (%v); want none", n, err)
+	}
+}
+
+// An answer covering part of an action's targets, with the rest never
+// answered, is returned with a line saying how many were not, once the
+// wait is over; the lines of a coordinator that carried it out come
+// prefixed with its id.
+func TestControlPartAnswered(t *testing.T) {
+	rdb := client(t)
+	ls := peers(t, rdb, 2, ledger.Config{})
+	a, b := ls[0], ls[1]
+	act := admin.Action{Kind: admin.ActEvict, Targets: []string{"w-1", "w-2", "w-3"}}
+	reply, err := a.JobView().post(b.coord, act)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := a.ctx()
+	defer cancel()
+	if err := a.answer(ctx, reply, answerMsg{ActionResult: admin.ActionResult{Affected: 1, Errors: []string{"x"}}, By: b.coord, Covers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.JobView().await(b.coord, act, reply, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Affected != 1 || len(res.Errors) != 2 || res.Errors[0] != "on coordinator "+b.coord+": x" || !strings.Contains(res.Errors[1], "1 of its 3 targets not answered") {
+		t.Fatalf("a part answered: %+v; want b's line prefixed and one saying 1 of 3 not answered", res)
+	}
+}

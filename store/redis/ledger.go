@@ -60,6 +60,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -180,6 +181,13 @@ type Ledger struct {
 	// its note of the hosts this coordinator holds jobs of goes into the
 	// summary.
 	jobView atomic.Pointer[JobView]
+
+	// drained is the workers the cluster keeps drained, as read once a
+	// heartbeat and marked here since (drained.go); drainedMu orders
+	// its writers, drainedGen counts this coordinator's marks.
+	drained    atomic.Pointer[map[string]bool]
+	drainedMu  sync.Mutex
+	drainedGen uint64
 
 	modified  bool                          // the output apply read last had "M": the call changed something
 	noReplica map[*goredis.Client]time.Time // masters whose WAIT failed: refused at once until then

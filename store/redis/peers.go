@@ -46,6 +46,11 @@ func (l *Ledger) join(ctx context.Context) error {
 	if err := l.rdb.SAdd(ctx, l.liveSet(), l.coord).Err(); err != nil {
 		return fmt.Errorf("redis ledger: joining the live coordinators: %w", err)
 	}
+	// The workers kept drained, before any says HELLO here (drained.go);
+	// read again with every summary.
+	if err := l.readDrained(ctx, l.cfg.Clock.Now()); err != nil {
+		l.logWarn("reading the workers the cluster keeps drained", "err", err)
+	}
 	// The alive key is renewed from a goroutine of its own (the client is
 	// safe for concurrent use), so a coordinator busy for longer than
 	// three heartbeats is not taken for dead.
@@ -291,15 +296,19 @@ func (l *Ledger) sweepCoordinator(ctx context.Context, now time.Time, d string) 
 		l.err = err
 		return // tried again at the next heartbeat (unlease is idempotent)
 	}
-	// The actions posted to it and not carried out are answered as
-	// not done (control.go).
-	acts, err := l.settleControls(ctx, d, "died")
-	if err != nil {
-		l.err = err
-		return // tried again at the next heartbeat
+	// The actions posted to it and not carried out are forwarded to
+	// where their workers went, or answered as not done
+	// (controlsettle.go).
+	acts, fwd, err := l.settleControls(ctx, d, "died")
+	if fwd > 0 {
+		l.logWarn("actions posted to a coordinator taken for dead forwarded to the live coordinators their workers are on now", "dead", d, "posts", fwd)
 	}
 	if acts > 0 {
 		l.logWarn("actions posted to a coordinator taken for dead answered as not done by it", "dead", d, "actions", acts)
+	}
+	if err != nil {
+		l.err = err
+		return // tried again at the next heartbeat
 	}
 	pipe := l.rdb.Pipeline()
 	pipe.Del(ctx, l.hostsKey(d))
@@ -331,11 +340,17 @@ func (l *Ledger) Leave(now time.Time) error {
 	defer cancel()
 	l.rdb.Del(ctx, l.aliveKey(l.coord), l.hostsKey(l.coord))
 	l.rdb.SRem(ctx, l.liveSet(), l.coord)
-	// The actions posted to it and not carried out are answered as not
-	// done (control.go): now that it has left, nobody reads its lists.
-	if acts, err := l.settleControls(ctx, l.coord, "stopped"); err != nil {
-		l.logWarn("answering the actions posted to this coordinator and not carried out", "err", err)
-	} else if acts > 0 {
+	// The actions posted to it and not carried out are forwarded to
+	// where their workers went, or answered as not done
+	// (controlsettle.go): now that it has left, nobody reads its lists.
+	acts, fwd, err := l.settleControls(ctx, l.coord, "stopped")
+	if err != nil {
+		l.logWarn("settling the actions posted to this coordinator and not carried out", "err", err)
+	}
+	if fwd > 0 {
+		l.logWarn("actions posted to this coordinator and not carried out forwarded to the live coordinators their workers are on now", "posts", fwd)
+	}
+	if acts > 0 {
 		l.logWarn("actions posted to this coordinator and not carried out answered as not done", "actions", acts)
 	}
 	return l.Close()

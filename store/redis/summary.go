@@ -48,7 +48,8 @@ type summary struct {
 }
 
 // PublishSummary writes this coordinator's summary, with the hosts its
-// claims last found holding polite jobs back; its ID is set here.
+// claims last found holding polite jobs back; its ID is set here. It
+// then reads the drains the cluster keeps (drained.go).
 func (l *Ledger) PublishSummary(ctx context.Context, c admin.ClusterCoordinator) error {
 	c.ID = l.coord
 	s := summary{ClusterCoordinator: c}
@@ -70,7 +71,7 @@ func (l *Ledger) PublishSummary(ctx context.Context, c admin.ClusterCoordinator)
 	if err := l.rdb.HSet(ctx, l.summariesKey(), l.coord, b).Err(); err != nil {
 		return fmt.Errorf("redis cluster view: publishing the summary: %w", err)
 	}
-	return nil
+	return l.readDrained(ctx, l.cfg.Clock.Now()) // drained.go
 }
 
 // ClusterView reads every coordinator's summary (dropping those whose
