@@ -261,11 +261,21 @@ func (l *doneLookup) relook(p *parkedMsg) bool {
 // full reports whether the parked messages carry their budget of keys and
 // jobs (parkedItemBudget): the reactor then reads no more messages.
 func (l *doneLookup) full() bool {
+	if l == nil {
+		return false // no store: nothing parked
+	}
 	b := l.budget
 	if b == 0 {
 		b = parkedItemBudget
 	}
 	return l.items >= b
+}
+
+// released reports whether the first parked message's lookups are done:
+// releaseLookups stopped at the step's budget, and the reactor must not
+// wait.
+func (l *doneLookup) released() bool {
+	return l != nil && len(l.parked) > 0 && l.parked[0].looked
 }
 
 // releaseLookups takes the lookups the lookup goroutine finished and
@@ -312,7 +322,7 @@ func (s *Server) releaseLookups(now time.Time) {
 			}
 			s.c.UseNormals(p.norms) // its keys are not normalised again
 			s.pd.message(now, p.ident, p.sid, p.m)
-			s.handled() // inputs.go
+			s.r.handled() // inputs.go
 		}
 		p.norms = coord.Normals{}
 	}

@@ -28,10 +28,12 @@ import (
 
 // reactor is the Server's loop part: the inputs it reads (the sockets
 // and the pipe hub of in-process peers), the one channel that wakes it,
-// the gathering of messages under load, the step's item budget and the
-// scratch that messages are handled in. Server.Run's loop drives it and
-// routes each message to the part that handles it (the input's handler).
-// The reactor goroutine owns it; only wake and the counters are touched
+// whether it may wait (busy), the gathering of messages under load, the
+// step's item budget, the heartbeats sent between a step's messages, the
+// scratch that messages are handled in, and the last reads at shutdown
+// (linger). Server.Run's loop drives it; each input's handler is the
+// Server's routing to the part that handles the message (openInputs). The
+// reactor goroutine owns it; only wake and the counters are touched
 // elsewhere.
 type reactor struct {
 	inputs []*input      // the sockets the reactor reads
@@ -45,11 +47,12 @@ type reactor struct {
 	// stepItems counts the keys and jobs the current step took in
 	// (stepItemBudget).
 	stepItems int
-	// parkedFull reports whether the messages parked for their store
-	// lookups hold their budget (donelookup.go): then no more is read.
-	parkedFull func() bool
-	// handled runs after each message an input handed over.
-	handled func()
+	// look holds the messages parked for their store lookups
+	// (donelookup.go; nil without a store): at their budget no more is
+	// read, and one whose lookups are done makes the reactor busy.
+	look  *doneLookup
+	sess  *sessions // their heartbeats, sent after each message (handled)
+	hooks *hooks    // tests' ways in: hooks.msg runs after each message
 	// scratch for the peers' messages (peers.go): reused, cleared after
 	// each use
 	scratch struct {
@@ -156,11 +159,7 @@ func (r *reactor) overBudget() bool { return r.stepItems >= stepItemBudget }
 
 // readFull reports whether the reactor should read no more messages now:
 // the step is overBudget, or the parked messages are full.
-func (r *reactor) readFull() bool { return r.overBudget() || r.parkedFull() }
-
-// parkedFull reports whether the messages parked for their store lookups
-// hold parkedItemBudget (donelookup.go).
-func (s *Server) parkedFull() bool { return s.dur != nil && s.dur.look.full() }
+func (r *reactor) readFull() bool { return r.overBudget() || r.look.full() }
 
 // openInputs starts watching the sockets the reactor reads, each with the
 // part that handles its messages; closeInputs stops the watches (before
@@ -288,11 +287,11 @@ func (r *reactor) drain(in *input) bool {
 // coordinator for lost, and a 2,000,000-line submit sent its batches in
 // flight again on a new session, over and over, until a reply was more
 // than --timeout late.
-func (s *Server) handled() {
-	if s.hooks.msg != nil {
-		s.hooks.msg()
+func (r *reactor) handled() {
+	if r.hooks.msg != nil {
+		r.hooks.msg()
 	}
-	s.sess.heartbeats(s.now())
+	r.sess.heartbeats(r.now())
 }
 
 // drainHub handles what in-process peers sent, at most drainBound; it
@@ -322,21 +321,21 @@ func (r *reactor) drainHub(in *input) bool {
 // It is called before every wait, so it first wakes the in-process peers
 // sent to since the last wait (pipe.Hub.Flush): each wakes once for all
 // the reactor had for it.
-func (s *Server) busy() (bool, error) {
+func (r *reactor) busy() (bool, error) {
 	// With the parked messages at their budget the inputs wait, dirty,
 	// for the lookup goroutine's doorbell: looking at them would only spin.
-	busy, err := s.r.busy(s.parkedFull())
+	busy, err := r.lookInputs(r.look.full())
 	if err != nil {
 		return false, err
 	}
-	if s.dur != nil && len(s.dur.look.parked) > 0 && s.dur.look.parked[0].looked {
+	if r.look.released() {
 		busy = true // releaseLookups stopped at the step's budget
 	}
 	return busy, nil
 }
 
-// busy is Server.busy's look at the inputs (none when skip).
-func (r *reactor) busy(skip bool) (bool, error) {
+// lookInputs is busy's look at the inputs (none when skip).
+func (r *reactor) lookInputs(skip bool) (bool, error) {
 	if r.hub != nil {
 		r.hub.Flush()
 	}
@@ -408,16 +407,16 @@ func (r *reactor) wait(stored <-chan struct{}, timer <-chan time.Time, done <-ch
 
 // linger keeps the sockets open until d has passed, reading and dropping
 // what arrives, so that peers read the DISCONNECTs just sent.
-func (s *Server) linger(d time.Duration) {
-	for _, in := range s.r.inputs {
+func (r *reactor) linger(d time.Duration) {
+	for _, in := range r.inputs {
 		in.handle = func([][]byte, string) {}
 		in.value = func([]byte, wire.Message, string) {}
 	}
 	keep := time.NewTimer(d)
 	defer keep.Stop()
 	for {
-		s.r.readInputs()
-		busy, err := s.busy()
+		r.readInputs()
+		busy, err := r.busy()
 		if err != nil {
 			return
 		}
@@ -429,7 +428,7 @@ func (s *Server) linger(d time.Duration) {
 				continue
 			}
 		}
-		if !s.r.wait(nil, keep.C, nil) {
+		if !r.wait(nil, keep.C, nil) {
 			return
 		}
 	}

@@ -231,7 +231,7 @@ func New(opts Options) (*Server, error) {
 	seq := inprocSeq.Add(1) // this server's number in the process: its inproc endpoints and ZAP domains
 	s.r = reactor{
 		wake: make(chan struct{}, 1), gather: gatherer{gather: opts.Gather, below: opts.GatherBelow},
-		stats: &s.stats, now: s.now, parkedFull: s.parkedFull, handled: s.handled,
+		stats: &s.stats, now: s.now, sess: &s.sess, hooks: &s.hooks,
 	}
 	s.out = sender{stats: &s.stats, log: s.log, dirty: s.r.sent, malformed: c.CountMalformed}
 	s.sess = sessions{ident: make(map[string]id.Session), peer: make(map[id.Session]*peer),
@@ -251,7 +251,7 @@ func New(opts Options) (*Server, error) {
 		if s.dur, err = openDurable(c, opts, s.pg); err != nil { // storeio.go
 			return nil, err
 		}
-		s.disp.dur, s.pd.dur = s.dur, s.dur
+		s.disp.dur, s.pd.dur, s.r.look = s.dur, s.dur, &s.dur.look
 		if s.pg != nil {
 			s.pg.look = &s.dur.look
 		}
@@ -471,7 +471,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.crawls.syncEvery(now) // clustercrawls.go
 		s.cl.noteRetries(now)   // clusterjobs.go
 		// Wait only when no socket has a message left (see inputs.go).
-		busy, err := s.busy()
+		busy, err := s.r.busy()
 		if err != nil {
 			return fmt.Errorf("reactor: %w", err)
 		}
@@ -554,7 +554,7 @@ func (s *Server) shutdown() error {
 	// when its connection drops. Input meanwhile is read and dropped.
 	// With nobody told (every peer had left), there is nothing to wait for.
 	if told > 0 {
-		s.linger(200 * time.Millisecond)
+		s.r.linger(200 * time.Millisecond)
 	}
 	for _, sk := range []*zmq4.Socket{s.peers.sock, s.adm.sock} {
 		sk.SetLinger(500 * time.Millisecond)
