@@ -284,18 +284,19 @@ func (l *doneLookup) released() bool {
 // meanwhile is dropped (its sender resends it on its next session). A
 // store that could not be read answers the message ERROR 500 (answering it
 // without the records could hand out finished work again) and records the
-// store's failure, which stops the reactor.
-func (s *Server) releaseLookups(now time.Time) {
-	if s.dur == nil {
+// store's failure, which stops the reactor. The messages go to the peers
+// part pd, in the reactor r's step.
+func (d *durable) releaseLookups(now time.Time, r *reactor, pd *peerDialogue) {
+	if d == nil {
 		return
 	}
-	l := &s.dur.look
+	l := &d.look
 	if len(l.parked) == 0 {
 		return
 	}
 	l.looker.collect()
 	n := 0
-	for ; n < len(l.parked) && l.parked[n].looked && !s.r.overBudget(); n++ {
+	for ; n < len(l.parked) && l.parked[n].looked && !r.overBudget(); n++ {
 		p := l.parked[n]
 		if l.relook(p) {
 			break // it waits for its keys again, and the messages behind it
@@ -306,23 +307,23 @@ func (s *Server) releaseLookups(now time.Time) {
 		}
 		if p.err != nil {
 			err := fmt.Errorf("look up done keys: %w", p.err)
-			s.dur.mu.Lock()
-			if s.dur.err == nil {
-				s.dur.err = err
+			d.mu.Lock()
+			if d.err == nil {
+				d.err = err
 			}
-			s.dur.mu.Unlock()
-			s.out.toPeer(p.ident, storeFailedError(p.m.RequestID(), err))
+			d.mu.Unlock()
+			d.out.toPeer(p.ident, storeFailedError(p.m.RequestID(), err))
 			continue
 		}
 		l.giveBack(p.keys, p.queued)
 		p.queued = nil
-		if sid, ok := s.sess.ident[string(p.ident)]; ok && sid == p.sid && s.c.Known(sid) {
-			if p.step != s.stats.Steps {
-				s.r.stepItems += itemsOf(p.m) // read in an earlier step
+		if sid, ok := d.sess.ident[string(p.ident)]; ok && sid == p.sid && d.c.Known(sid) {
+			if p.step != r.stats.Steps {
+				r.stepItems += itemsOf(p.m) // read in an earlier step
 			}
-			s.c.UseNormals(p.norms) // its keys are not normalised again
-			s.pd.message(now, p.ident, p.sid, p.m)
-			s.r.handled() // inputs.go
+			d.c.UseNormals(p.norms) // its keys are not normalised again
+			pd.message(now, p.ident, p.sid, p.m)
+			r.handled() // inputs.go
 		}
 		p.norms = coord.Normals{}
 	}

@@ -420,7 +420,7 @@ func (s *Server) Run(ctx context.Context) error {
 		stored = s.dur.ring
 		defer s.dur.startSweeper(s.opts.SweepEvery, s.opts.Clock)() // storeio.go
 		if s.pg != nil {
-			defer s.startRebuild()()       // storedkeys.go
+			defer s.dur.startRebuild()()   // storedkeys.go
 			defer s.pg.start(s.dur.ring)() // paging.go
 		}
 	}
@@ -446,14 +446,14 @@ func (s *Server) Run(ctx context.Context) error {
 		if s.hooks.step != nil {
 			s.hooks.step()
 		}
-		s.releaseLookups(s.now()) // donelookup.go: messages whose store lookups are done
-		s.cl.takeAnswers()        // clusterio.go: what the cluster answered
+		s.dur.releaseLookups(s.now(), &s.r, &s.pd) // donelookup.go: messages whose store lookups are done
+		s.cl.takeAnswers()                         // clusterio.go: what the cluster answered
 		s.r.mirror()
 		now := s.now()
 		s.auth.recheck(now) // auth.go
 		s.c.TickHeard(now, s.sess.heard)
 		if s.pg != nil {
-			s.takeStoredKeys() // storedkeys.go
+			s.dur.takeStoredKeys() // storedkeys.go
 		}
 		s.pg.in(now) // paging.go
 		s.flush(now)

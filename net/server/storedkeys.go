@@ -57,8 +57,7 @@ const rebuildBatch = 1 << 14
 
 // startRebuild starts the reader when the restore left the filter to
 // rebuild; the function it returns stops it and waits for it.
-func (s *Server) startRebuild() (stop func()) {
-	d := s.dur
+func (d *durable) startRebuild() (stop func()) {
 	if d == nil || !d.rebuild.active.Load() {
 		return func() {}
 	}
@@ -96,8 +95,7 @@ func (s *Server) startRebuild() (stop func()) {
 
 // takeStoredKeys passes what the reader read to the coordinator, and ends
 // the rebuild once it has read everything (called between steps).
-func (s *Server) takeStoredKeys() {
-	d := s.dur
+func (d *durable) takeStoredKeys() {
 	if d == nil || !d.rebuild.active.Load() {
 		return
 	}
@@ -106,15 +104,15 @@ func (s *Server) takeStoredKeys() {
 	batches, done, scan, err := rb.fps, rb.done, rb.scan, rb.err
 	rb.fps = nil
 	rb.mu.Unlock()
-	now := s.now()
+	now := d.now()
 	for _, b := range batches {
-		s.c.NoteStoredKeys(b.fps)
+		d.c.NoteStoredKeys(b.fps)
 		rb.n += len(b.fps)
 		for i, fp := range b.fps {
 			if b.states[i] == store.KeyQueued {
 				continue
 			}
-			if _, ok := slices.BinarySearchFunc(rb.restored, fp, func(a, b id.Fingerprint) int { return bytes.Compare(a[:], b[:]) }); ok && s.c.ForgetRestoredKey(now, fp) {
+			if _, ok := slices.BinarySearchFunc(rb.restored, fp, func(a, b id.Fingerprint) int { return bytes.Compare(a[:], b[:]) }); ok && d.c.ForgetRestoredKey(now, fp) {
 				rb.forgot++
 			}
 		}
@@ -124,7 +122,7 @@ func (s *Server) takeStoredKeys() {
 	}
 	if err != nil {
 		// Every unknown key is still looked up: exact, only slower.
-		s.log.Error("read the store's keys for the stored-key filter: every new key is looked up in the store until a restart", "err", err, "keys", rb.n)
+		d.log.Error("read the store's keys for the stored-key filter: every new key is looked up in the store until a restart", "err", err, "keys", rb.n)
 		rb.active.Store(false)
 		rb.restored = nil
 		return
@@ -134,12 +132,12 @@ func (s *Server) takeStoredKeys() {
 		dq = scan.Queued - int(scan.Counts.KeysQueued)
 		dd = scan.Done - int(scan.Counts.KeysDone)
 	}
-	s.c.StoredKeysNoted(dq, dd)
+	d.c.StoredKeysNoted(dq, dd)
 	rb.active.Store(false)
 	rb.restored = nil
-	log := s.log.Info
+	log := d.log.Info
 	if dq != 0 {
-		log = s.log.Warn // the counts kept with the batches were wrong
+		log = d.log.Warn // the counts kept with the batches were wrong
 	}
 	log("stored-key filter rebuilt", "keys", rb.n, "queued", scan.Queued, "done", scan.Done,
 		"queued_corrected", dq, "done_corrected", dd, "restored_keys_done", rb.forgot, "elapsed", time.Since(rb.began).Round(time.Millisecond))
