@@ -33,9 +33,6 @@ type peerDialogue struct {
 	crawls *crawlSet
 	memo   *submitMemo
 	rob    *robotsWrites
-	// patch rewrites a resent SUBMIT's statuses to its first send's
-	// (submitmemo.go).
-	patch func(now time.Time, p *peer, req uint64, items []wire.SubmittedItem)
 	// workerHello is told of each worker registered, after its WELCOME
 	// (the cluster drains one it keeps drained: clusterworkers.go).
 	workerHello func(now time.Time, worker string)
@@ -333,7 +330,7 @@ func (d *peerDialogue) answerGroup(now time.Time, as []coord.Answer) {
 			}
 			items[i] = it
 		}
-		d.patch(now, p, a0.ReqID, items) // submitmemo.go
+		d.patchSubmitted(now, p, a0.ReqID, items) // submitmemo.go
 		d.ack(p.ident, &wire.Submitted{Req: a0.ReqID, Items: items})
 		return
 	}
@@ -377,7 +374,7 @@ func (d *peerDialogue) submit(now time.Time, p *peer, m *wire.Submit) {
 		}
 		items[i] = it
 	}
-	d.patch(now, p, m.Req, items) // submitmemo.go: a resent request's statuses are its first send's
+	d.patchSubmitted(now, p, m.Req, items) // submitmemo.go: a resent request's statuses are its first send's
 	d.ack(p.ident, &wire.Submitted{Req: m.Req, Items: items})
 }
 

@@ -243,7 +243,7 @@ func New(opts Options) (*Server, error) {
 	s.cl.wire(opts.ClusterJobs, opts.Cluster, c, &s.out, &s.sess, &s.adm, s.log, s.now) // clusterio.go
 	s.disp = dispatcher{batches: make(map[jobBatch]*wire.Job), c: c, sess: &s.sess, out: &s.out, log: s.log}
 	s.pd = peerDialogue{c: c, log: s.log, name: opts.Server, sess: &s.sess, out: &s.out, r: &s.r,
-		crawls: &s.crawls, memo: &s.memo, rob: &s.rob, patch: s.patchSubmitted, workerHello: s.cl.workerHello}
+		crawls: &s.crawls, memo: &s.memo, rob: &s.rob, workerHello: s.cl.workerHello}
 	if opts.Store != nil {
 		if opts.ResidentJobs > 0 {
 			s.pg = newPager(c, s.log, opts.Store, opts.ResidentJobs) // paging.go
@@ -255,7 +255,7 @@ func New(opts Options) (*Server, error) {
 		if s.pg != nil {
 			s.pg.look = &s.dur.look
 		}
-		if err := s.restoreMemos(); err != nil { // submitmemo.go
+		if err := s.memo.restore(opts.Store, s.now()); err != nil { // submitmemo.go
 			return nil, fmt.Errorf("restore from the store: %w", err)
 		}
 		if err := s.rob.restore(c, opts.Store, s.now()); err != nil { // robots.go

@@ -143,11 +143,11 @@ func (m *submitMemo) touch(k memoKey) {
 }
 
 // patchSubmitted applies the memo to a SUBMITTED for request req of p
-// (patch): the items it rewrote are not duplicates.
-func (s *Server) patchSubmitted(now time.Time, p *peer, req uint64, items []wire.SubmittedItem) {
-	if n := s.memo.patch(now, memoName(p), req, items); n > 0 {
-		s.c.UncountDuplicates(n)
-		s.log.Info("submit resent: keys its first send got accepted answered accepted again", "producer", p.id, "request", req, "keys", n)
+// (patch): the items it rewrote are not duplicates (peers.go).
+func (d *peerDialogue) patchSubmitted(now time.Time, p *peer, req uint64, items []wire.SubmittedItem) {
+	if n := d.memo.patch(now, memoName(p), req, items); n > 0 {
+		d.c.UncountDuplicates(n)
+		d.log.Info("submit resent: keys its first send got accepted answered accepted again", "producer", p.id, "request", req, "keys", n)
 	}
 }
 
@@ -377,12 +377,11 @@ func decodeMemo1(v []byte) (*memoEntry, error) {
 	return e, nil
 }
 
-// restoreMemos reads the store's memos back (New), oldest use first, and
-// expires those past memoTTL.
-func (s *Server) restoreMemos() error {
-	m := &s.memo
+// restore reads the memos in st back (New), oldest use first, and
+// expires those past memoTTL at now.
+func (m *submitMemo) restore(st *store.Store, now time.Time) error {
 	m.durable = true
-	err := s.dur.st.ReadMemos(func(producer string, req uint64, v []byte) error {
+	err := st.ReadMemos(func(producer string, req uint64, v []byte) error {
 		e, err := decodeMemo(v)
 		if err != nil {
 			return fmt.Errorf("producer %q request %d: %w", producer, req, err)
@@ -400,6 +399,6 @@ func (s *Server) restoreMemos() error {
 		return fmt.Errorf("restore submit memos: %w", err)
 	}
 	slices.SortStableFunc(m.order, func(a, b memoKey) int { return m.entries[a].used.Compare(m.entries[b].used) })
-	m.expire(s.now())
+	m.expire(now)
 	return nil
 }
