@@ -43,7 +43,7 @@ type cluster struct {
 	results ClusterResults                      // Options.ClusterResults; nil without, or without Options.Results
 	ce      ClusterEvents                       // Options.ClusterEvents; nil without
 	res     *resultLog                          // the results part
-	emit    func(evs []admin.Event, noted bool) // shares and publishes events (Server.emitEvents)
+	emit    func(evs []admin.Event, noted bool) // shares and publishes events (events.emit)
 	ring    func()                              // wakes the reactor (an answer is ready)
 	wake    chan struct{}                       // the reactor's doorbell, which ring rings (settle waits on it)
 

@@ -12,8 +12,10 @@ import (
 
 // events is the Server's events part: the PUB socket (an XPUB, so that
 // subscriptions are seen), the topic prefixes its subscribers asked for,
-// and the publishing of each event there and to Options.OnEvent. The
-// reactor goroutine owns it; only published is read elsewhere.
+// and every event out (emit): shared with the cluster's, given its
+// result's cursor, held with the step's batch when there is a store, and
+// published there and to Options.OnEvent. The reactor goroutine owns it;
+// only published is read elsewhere.
 type events struct {
 	pub  *zmq4.Socket    // nil when Options.Events is "-"
 	ep   string          // the bound endpoint, the OS's port filled in
@@ -27,6 +29,30 @@ type events struct {
 	// keyEvents tells the coordinator whether anyone takes key events
 	// (coord.Coordinator.PublishKeyEvents).
 	keyEvents func(on bool)
+	// What emit uses, given by New: the cluster part (its shared
+	// events), the results (their cursors; nil without Options.Results)
+	// and the store I/O (nil without a store).
+	cl  *cluster
+	res *resultLog
+	dur *durable
+}
+
+// emit hands events to the cluster's events and publishes them, each
+// job.done or job.failed with its result's cursor (noted: they have it
+// already); with a store, they wait for the step's batch.
+func (e *events) emit(evs []admin.Event, noted bool) {
+	e.cl.shareEvents(evs, noted) // clusterevents.go
+	for i := range evs {
+		if !e.wanted(evs[i].Kind) {
+			continue // nobody wants it
+		}
+		if !noted {
+			e.res.noteCursor(&evs[i]) // results.go
+		}
+		if ev := &evs[i]; !e.dur.hold(held{kind: heldEvent, ev: new(*ev)}) {
+			e.publish(ev)
+		}
+	}
 }
 
 // subscribed reports whether some subscriber wants events of this kind.

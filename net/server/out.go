@@ -3,7 +3,6 @@ package server
 import (
 	"time"
 
-	"drover/admin"
 	"drover/coord"
 	"drover/coord/broker"
 	"drover/net/wire"
@@ -27,7 +26,7 @@ func (s *Server) flush(now time.Time) {
 	// On a cluster, the events from a job's end whose result's cursor is
 	// still to come wait for it (clusterresults.go).
 	k := s.cl.holdFrom(out.Events)
-	s.emitEvents(out.Events[:k], false)
+	s.ev.emit(out.Events[:k], false) // events.go
 	if k < len(out.Events) {
 		s.cl.holdEvents(out.Events[k:])
 	}
@@ -53,24 +52,6 @@ func (s *Server) flush(now time.Time) {
 		}
 	}
 	s.adm.notifyConsoles(now)
-}
-
-// emitEvents hands events to the cluster's events and publishes them,
-// each job.done or job.failed with its result's cursor (noted: they have
-// it already).
-func (s *Server) emitEvents(evs []admin.Event, noted bool) {
-	s.cl.shareEvents(evs, noted) // clusterevents.go
-	for i := range evs {
-		if !s.ev.wanted(evs[i].Kind) {
-			continue // nobody wants it
-		}
-		if !noted {
-			s.res.noteCursor(&evs[i]) // results.go
-		}
-		if ev := &evs[i]; !s.dur.hold(held{kind: heldEvent, ev: new(*ev)}) {
-			s.ev.publish(ev)
-		}
-	}
 }
 
 // closeCodes is the code of the DISCONNECT the server sends for each way a

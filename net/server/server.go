@@ -267,7 +267,9 @@ func New(opts Options) (*Server, error) {
 	if s.res, err = newResults(opts.Results, opts.Store, opts.ClusterResults, s.adm.changed); err != nil { // results.go
 		return nil, err
 	}
-	s.cl.wireStore(&s.opts, s.res, s.emitEvents, s.r.ring, s.r.wake)        // clusterio.go
+	s.ev.cl, s.ev.res, s.ev.dur = &s.cl, s.res, s.dur             // events.go: what emit uses
+	s.cl.wireStore(&s.opts, s.res, s.ev.emit, s.r.ring, s.r.wake) // clusterio.go
+
 	if s.auth, err = newAuth(opts.Auth, seq, s.log, s.r.ring); err != nil { // auth.go
 		return nil, err
 	}
