@@ -14,11 +14,9 @@ import (
 // acknowledgements for the step's batch (durable.go).
 func (s *Server) flush(now time.Time) {
 	out := s.c.Ready(now)
-	s.pd.answers(now, out.Answers)             // peers.go: the answers that waited
-	s.finished(out.Finished)                   // before the batch: see Options.BeforeCommit
-	s.res.keepStep(s.now, out.Finished, &s.cl) // results.go: into the step's batch
-	s.crawls.countDone(out.Finished)           // crawls.go: into the step's batch
-	if s.crawls.countPages() {                 // crawls.go: page budgets spent by this step's dispatches
+	s.pd.answers(now, out.Answers) // peers.go: the answers that waited
+	s.finished(out.Finished)       // OnFinished, then results and crawls: into the step's batch
+	if s.crawls.countPages() {     // crawls.go: page budgets spent by this step's dispatches
 		s.adm.dirty = true
 	}
 	s.disp.cancel(now, out.Cancels) // before the JOBs: a new attempt never overtakes the CANCEL of the old one
@@ -75,12 +73,15 @@ func disconnect(r coord.CloseReason) *wire.Disconnect {
 	return &wire.Disconnect{Code: code, Reason: r.String()}
 }
 
-// finished hands the step's finished jobs to OnFinished.
+// finished hands the step's finished jobs to OnFinished (before the
+// step's batch: see Options.BeforeCommit), then to the results and the
+// crawls' counts, which go into the step's batch.
 func (s *Server) finished(fs []broker.Finished) {
-	if s.opts.OnFinished == nil {
-		return
+	if s.opts.OnFinished != nil {
+		for _, f := range fs {
+			s.opts.OnFinished(f)
+		}
 	}
-	for _, f := range fs {
-		s.opts.OnFinished(f)
-	}
+	s.res.keepStep(s.now, fs, &s.cl) // results.go
+	s.crawls.countDone(fs)           // crawls.go
 }

@@ -532,9 +532,7 @@ func (s *Server) shutdown() error {
 		s.out.toConsole(cs.ident, disconnect(coord.CloseShutdown))
 	}
 	out := s.c.Ready(now)
-	s.finished(out.Finished)
-	s.res.keepStep(s.now, out.Finished, &s.cl)
-	s.crawls.countDone(out.Finished)
+	s.finished(out.Finished) // out.go: OnFinished, results, crawls' counts
 	// clusterio.go: the results added to the cluster
 	s.cl.settle(time.Now().Add(5 * time.Second))
 	s.dur.persist(out.Writes) // the disconnects' writes: jobs back in the queue
