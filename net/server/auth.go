@@ -33,8 +33,9 @@ type Auth struct {
 
 // authState is the Server's auth part, the reactor's side of Auth: the
 // ZAP decisions at the handshake, each message's sender's rights, the
-// sessions a change of the keys ends, and the counts of what was refused. Nil without Options.Auth: every message
-// then has the rights of this process (inProcess).
+// sessions a change of the keys ends, and the counts of what was
+// refused. Nil without Options.Auth: every message then has the rights of
+// this process (inProcess).
 type authState struct {
 	// The parts a change of the keys reaches (recheck), wired by New.
 	c    *coord.Coordinator

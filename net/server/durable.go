@@ -64,9 +64,12 @@ type held struct {
 }
 
 // durable is the Server's store I/O part (storeio.go): its link to the
-// store and what waits for it. It is given the coordinator, the log, the
-// sender and the parts a held message goes to once durable, and the parts
-// that write in each step's batch.
+// store and what waits for it (acknowledgements, JOBs and events held
+// until their batch is durable), the messages parked for their done-set
+// look-ups (donelookup.go) and the stored-key filter's rebuild
+// (storedkeys.go). It is given the coordinator, the log, the sender and
+// the parts a held message goes to once durable, and the parts that write
+// in each step's batch.
 type durable struct {
 	c            *coord.Coordinator
 	log          *slog.Logger

@@ -50,8 +50,9 @@ const (
 )
 
 // resultLog is the Server's results part: the cursors, the results of
-// the step for its batch and its events, what is readable, and the
-// results view. Nil without Options.Results. The reactor goroutine owns
+// the step for its batch and its events, what is readable, the results
+// view and the trimmer (on a Redis Cluster store, the cluster part adds
+// the results: clusterresults.go). Nil without Options.Results. The reactor goroutine owns
 // it; policy is read by the trimmer too.
 type resultLog struct {
 	opts     ResultsOptions

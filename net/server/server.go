@@ -137,22 +137,22 @@ type Server struct {
 	c    *coord.Coordinator
 
 	// The parts, each with one job.
-	r     reactor      // the loop's inputs, wake-ups and scratch (inputs.go)
+	r     reactor      // the loop's inputs, wake-ups, waits and scratch (inputs.go)
 	out   sender       // every message out, encoded and counted (sender.go)
 	peers listener     // the peers ROUTER: workers and producers
 	pd    peerDialogue // the peers' messages into the coordinator (peers.go)
 	sess  sessions     // who is connected, their heartbeats (sessions.go)
 	disp  dispatcher   // JOBs and CANCELs to workers (dispatch.go)
 	adm   dialogue     // the admin socket: consoles and the CLI (admin.go)
-	ev    events       // the events socket and its subscriptions (events.go)
+	ev    events       // the events socket, its subscriptions, every event out (events.go)
 	dur   *durable     // the store: nil without one (durable.go, storeio.go)
 	pg    *pager       // queued jobs beyond memory (paging.go); nil: all in memory
 	auth  *authState   // nil without Options.Auth (auth.go)
-	cl    cluster      // on a Redis Cluster store: the cluster parts' state (clusterio.go)
+	cl    cluster      // on a Redis Cluster store: its lanes, results, events, job lists, actions (clusterio.go)
 
 	memo   submitMemo   // accepted submits by producer and request (submitmemo.go)
 	rob    robotsWrites // robots.txt copies to write (robots.go)
-	res    *resultLog   // nil without Options.Results
+	res    *resultLog   // results and their view (results.go); nil without Options.Results
 	crawls crawlSet     // crawl definitions, states and budgets (crawls.go, clustercrawls.go)
 
 	stats Stats

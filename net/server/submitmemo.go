@@ -120,7 +120,11 @@ func (e *memoEntry) find(fp id.Fingerprint) (uint64, bool) {
 	return e.index[i].job, true
 }
 
-// submitMemo is the server's memory of accepted submits (reactor only).
+// submitMemo is the Server's submit memo part: the keys each producer's
+// requests got accepted (patch answers a resent SUBMIT with them: the
+// peers part's patchSubmitted), their expiry and size bound, and, with a
+// store, their records in the step's batch and their restore. The reactor
+// goroutine owns it.
 type submitMemo struct {
 	entries map[memoKey]*memoEntry
 	order   []memoKey // creation order, for expiry and the size bound
