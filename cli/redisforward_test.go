@@ -48,16 +48,7 @@ func TestClusterActionsOutliveCoordinatorOnRedis(t *testing.T) {
 	b := startRedisServe(t, cl.URL(), "--heartbeat-interval", "8s")
 	bID := clusterID(t, b)
 	adm := dialAdminT(t, a, true)
-	act := func(kind admin.ActionKind, targets ...string) admin.ActionResult {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		res, err := adm.Act(ctx, admin.Action{Kind: kind, Targets: targets})
-		if err != nil {
-			t.Fatalf("%s %v on a: %v", kind, targets, err)
-		}
-		return res
-	}
+	act := actOn(t, adm, "a")
 	urls := func(phase string, n int) []string {
 		out := make([]string, n)
 		for i := range out {

@@ -46,6 +46,21 @@ func dialAdminT(t *testing.T, c *redisCoordinator, operator bool) *client.Admin 
 	return a
 }
 
+// actOn runs actions through adm, an admin client of the coordinator
+// named name, failing t on an error.
+func actOn(t *testing.T, adm *client.Admin, name string) func(kind admin.ActionKind, targets ...string) admin.ActionResult {
+	return func(kind admin.ActionKind, targets ...string) admin.ActionResult {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		res, err := adm.Act(ctx, admin.Action{Kind: kind, Targets: targets})
+		if err != nil {
+			t.Fatalf("%s %v on %s: %v", kind, targets, name, err)
+		}
+		return res
+	}
+}
+
 func queryT(t *testing.T, a *client.Admin, q admin.Query) admin.Page {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

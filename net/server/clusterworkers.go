@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -143,23 +142,19 @@ func (cl *cluster) workersHere(ident []byte, req uint64, a, local admin.Action, 
 	now := cl.now()
 	var res admin.ActionResult
 	if len(local.Targets) > 0 {
-		r, err := cl.c.Act(now, local)
-		if err != nil {
-			r.Errors = append(r.Errors, err.Error())
-		}
-		res.Affected += r.Affected
-		res.Errors = append(res.Errors, r.Errors...)
+		res = cl.actHere(now, local)
 	}
 	res.Errors = append(res.Errors, p.lines...)
+	rest := admin.Action{Kind: a.Kind}
 	for _, w := range p.unknown {
 		if a.Kind == admin.ActUndrain && p.unmarked[w] {
 			res.Errors = append(res.Errors, fmt.Sprintf("undrain worker %q: no coordinator has a session with it; the drain the cluster kept of it is forgotten: it takes jobs when it connects", w))
 			continue
 		}
-		r, err := cl.c.Act(now, admin.Action{Kind: a.Kind, Targets: []string{w}})
-		if err != nil {
-			r.Errors = append(r.Errors, err.Error())
-		}
+		rest.Targets = append(rest.Targets, w)
+	}
+	if len(rest.Targets) > 0 {
+		r := cl.actHere(now, rest)
 		res.Affected += r.Affected
 		for _, e := range r.Errors {
 			res.Errors = append(res.Errors, e+" (nor on any other coordinator of the cluster)")
@@ -299,6 +294,16 @@ func peersOf(peers string) string {
 	return " (" + peers + ")"
 }
 
+// actHere carries out action a on this coordinator, its error, if any,
+// one more line of the result.
+func (cl *cluster) actHere(now time.Time, a admin.Action) admin.ActionResult {
+	res, err := cl.c.Act(now, a)
+	if err != nil {
+		res.Errors = append(res.Errors, err.Error())
+	}
+	return res
+}
+
 // workersForPeer carries out another coordinator's evict, drain or
 // undrain on the workers with a session here; the others are refused
 // (the asker found them here as this coordinator last published them).
@@ -309,10 +314,7 @@ func (cl *cluster) workersForPeer(now time.Time, a admin.Action) admin.ActionRes
 		res.Errors = append(res.Errors, fmt.Sprintf("%s worker %q: this coordinator has no session with it (any more)", a.Kind, t))
 	}
 	if len(local.Targets) > 0 {
-		r, err := cl.c.Act(now, local)
-		if err != nil {
-			r.Errors = append(r.Errors, err.Error())
-		}
+		r := cl.actHere(now, local)
 		res.Affected += r.Affected
 		res.Errors = append(r.Errors, res.Errors...)
 	}
@@ -328,12 +330,8 @@ func (cl *cluster) workerHello(now time.Time, w string) {
 	if cl.cj == nil || !cl.cj.Drained(w) {
 		return
 	}
-	res, err := cl.c.Act(now, admin.Action{Kind: admin.ActDrain, Targets: []string{w}})
-	if err == nil && len(res.Errors) > 0 {
-		err = errors.New(strings.Join(res.Errors, "; "))
-	}
-	if err != nil {
-		cl.log.Warn("draining a worker the cluster keeps drained as it connected", "worker", w, "err", err)
+	if res := cl.actHere(now, admin.Action{Kind: admin.ActDrain, Targets: []string{w}}); len(res.Errors) > 0 {
+		cl.log.Warn("draining a worker the cluster keeps drained as it connected", "worker", w, "err", strings.Join(res.Errors, "; "))
 		return
 	}
 	cl.log.Info("worker the cluster keeps drained drained as it connected", "worker", w)

@@ -151,17 +151,7 @@ func TestControlNotLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.halt()
-	if err := rdb.Del(ctx, b.aliveKey(b.coord)).Err(); err != nil { // its heartbeat expired
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(20 * time.Second); a.Swept+c.Swept == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("b not swept: %v %v", a.err, c.err)
-		}
-		a.Maintain(time.Now())
-		c.Maintain(time.Now())
-	}
+	killAndSweep(t, b, a, c)
 	res := answer(b.coord, evict, r1)
 	if want := `evict worker "w-1": not done: coordinator ` + b.coord + " died before carrying it out"; res.Affected != 0 || len(res.Errors) != 1 || !strings.HasPrefix(res.Errors[0], want) {
 		t.Fatalf("answer to the evict b read before dying: %+v; want one line beginning %q", res, want)
@@ -222,17 +212,7 @@ func TestControlForwardedWhereWorkersWent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.halt()
-	if err := rdb.Del(ctx, b.aliveKey(b.coord)).Err(); err != nil { // its heartbeat expired
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(20 * time.Second); a.Swept+c.Swept == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("b not swept: %v %v", a.err, c.err)
-		}
-		a.Maintain(time.Now())
-		c.Maintain(time.Now())
-	}
+	killAndSweep(t, b, a, c)
 	// c and a each read their part of the evict, and answer it.
 	for _, l := range []*Ledger{c, a} {
 		got, ticket := readOne(t, l)
@@ -287,5 +267,22 @@ func TestControlPartAnswered(t *testing.T) {
 	}
 	if res.Affected != 1 || len(res.Errors) != 2 || res.Errors[0] != "on coordinator "+b.coord+": x" || !strings.Contains(res.Errors[1], "1 of its 3 targets not answered") {
 		t.Fatalf("a part answered: %+v; want b's line prefixed and one saying 1 of 3 not answered", res)
+	}
+}
+
+// killAndSweep halts coordinator b, ends its heartbeat as its expiry
+// would, and runs a's and c's maintenance until one of them swept it.
+func killAndSweep(t *testing.T, b, a, c *Ledger) {
+	t.Helper()
+	b.halt()
+	if err := b.rdb.Del(context.Background(), b.aliveKey(b.coord)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); a.Swept+c.Swept == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("b not swept: %v %v", a.err, c.err)
+		}
+		a.Maintain(time.Now())
+		c.Maintain(time.Now())
 	}
 }

@@ -3,12 +3,9 @@ package redis
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"drover/admin"
 )
@@ -111,48 +108,25 @@ func (l *Ledger) forwardControl(ctx context.Context, c control, d, nc string, ta
 // summary first); this coordinator's own workers as its reactor last
 // noted them, fresher than its summary.
 func (l *Ledger) liveWorkers(ctx context.Context, d string) (map[string]string, error) {
-	all, err := l.rdb.HGetAll(ctx, l.summariesKey()).Result()
-	if err != nil {
-		return nil, fmt.Errorf("redis control: reading the summaries to find where coordinator %s's workers went: %w", d, err)
-	}
 	var own *[]string
+	except := []string{d}
 	if v := l.jobView.Load(); v != nil && l.coord != d {
-		own = v.workersNoted()
-	}
-	type pub struct {
-		c string
-		s summary
-	}
-	var pubs []pub
-	for c, js := range all {
-		if c == d || c == l.coord && own != nil {
-			continue
+		if own = v.workersNoted(); own != nil {
+			except = append(except, l.coord)
 		}
-		var s summary
-		if json.Unmarshal([]byte(js), &s) != nil || s.Workers == nil {
-			continue
-		}
-		pubs = append(pubs, pub{c, s})
+	}
+	listings, err := l.workerListings(ctx, except...)
+	if err != nil {
+		return nil, fmt.Errorf("redis control: finding where coordinator %s's workers went: %w", d, err)
 	}
 	at := make(map[string]string)
-	if len(pubs) > 0 {
-		pipe := l.rdb.Pipeline()
-		alive := make([]*goredis.IntCmd, len(pubs))
-		for i, p := range pubs {
-			alive[i] = pipe.Exists(ctx, l.aliveKey(p.c))
+	for _, c := range listings {
+		if !c.alive {
+			break // the live ones come first
 		}
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
-			return nil, fmt.Errorf("redis control: reading the heartbeats of the coordinators coordinator %s's workers may be on: %w", d, err)
-		}
-		slices.SortFunc(pubs, func(a, b pub) int { return b.s.Heartbeat.Compare(a.s.Heartbeat) })
-		for i, p := range pubs {
-			if alive[i].Val() != 1 {
-				continue
-			}
-			for _, w := range *p.s.Workers {
-				if _, ok := at[w]; !ok {
-					at[w] = p.c
-				}
+		for _, w := range *c.s.Workers {
+			if _, ok := at[w]; !ok {
+				at[w] = c.id
 			}
 		}
 	}

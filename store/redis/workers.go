@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,47 +61,69 @@ func (v *JobView) workerPlaces(w string) ([]workerPlace, error) {
 	l := v.l
 	ctx, cancel := l.ctx()
 	defer cancel()
-	all, err := l.rdb.HGetAll(ctx, l.summariesKey()).Result()
+	listings, err := l.workerListings(ctx, l.coord)
 	if err != nil {
-		return nil, fmt.Errorf("redis cluster view: reading summaries to find worker %q: %w", w, err)
+		return nil, fmt.Errorf("redis cluster view: finding worker %q: %w", w, err)
 	}
 	var places []workerPlace
+	for _, c := range listings {
+		if _, ok := slices.BinarySearch(*c.s.Workers, w); ok {
+			places = append(places, workerPlace{Coordinator: c.id, Peers: c.s.Peers, Alive: c.alive, Heartbeat: c.s.Heartbeat})
+		}
+	}
+	return places, nil
+}
+
+// workerListing is a coordinator's summary that lists its workers.
+type workerListing struct {
+	id    string
+	s     summary
+	alive bool // its heartbeat has not expired
+}
+
+// workerListings reads the summaries that list their coordinators'
+// workers, but those of the coordinators in except, with whether each
+// coordinator is alive: the live ones first, then by newest summary.
+func (l *Ledger) workerListings(ctx context.Context, except ...string) ([]workerListing, error) {
+	all, err := l.rdb.HGetAll(ctx, l.summariesKey()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("reading the summaries: %w", err)
+	}
+	var out []workerListing
 	for c, js := range all {
-		if c == l.coord {
+		if slices.Contains(except, c) {
 			continue
 		}
 		var s summary
 		if json.Unmarshal([]byte(js), &s) != nil || s.Workers == nil {
 			continue
 		}
-		if _, ok := slices.BinarySearch(*s.Workers, w); ok {
-			places = append(places, workerPlace{Coordinator: c, Peers: s.Peers, Heartbeat: s.Heartbeat})
-		}
+		out = append(out, workerListing{id: c, s: s})
 	}
-	if len(places) == 0 {
+	if len(out) == 0 {
 		return nil, nil
 	}
 	pipe := l.rdb.Pipeline()
-	alive := make([]*goredis.IntCmd, len(places))
-	for i, p := range places {
-		alive[i] = pipe.Exists(ctx, l.aliveKey(p.Coordinator))
+	alive := make([]*goredis.IntCmd, len(out))
+	for i, c := range out {
+		alive[i] = pipe.Exists(ctx, l.aliveKey(c.id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
-		return nil, fmt.Errorf("redis cluster view: reading the heartbeats of worker %q's coordinators: %w", w, err)
+		return nil, fmt.Errorf("reading the coordinators' heartbeats: %w", err)
 	}
-	for i := range places {
-		places[i].Alive = alive[i].Val() == 1
+	for i := range out {
+		out[i].alive = alive[i].Val() == 1
 	}
-	slices.SortFunc(places, func(a, b workerPlace) int {
-		if a.Alive != b.Alive {
-			if a.Alive {
+	slices.SortFunc(out, func(a, b workerListing) int {
+		if a.alive != b.alive {
+			if a.alive {
 				return -1
 			}
 			return 1
 		}
-		return b.Heartbeat.Compare(a.Heartbeat)
+		return b.s.Heartbeat.Compare(a.s.Heartbeat)
 	})
-	return places, nil
+	return out, nil
 }
 
 // workersNoted is this coordinator's workers as NoteWorkers last noted
