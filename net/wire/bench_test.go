@@ -107,3 +107,19 @@ func TestDecodeAllocationsDoNotGrowWithBatch(t *testing.T) {
 		}
 	}
 }
+
+// benchVerdicts is a VERDICTS of n items as a REQUEST's answer: half ok
+// (no reason), half no ("queued").
+func benchVerdicts(n int) *Verdicts {
+	items := make([]VerdictItem, n)
+	for i := range items {
+		items[i] = VerdictItem{Fingerprint: key(i).Fingerprint(), Verdict: VerdictOK}
+		if i%2 == 1 {
+			items[i].Verdict, items[i].Reason = VerdictNo, "queued"
+		}
+	}
+	return &Verdicts{Req: 1, Items: items}
+}
+
+func BenchmarkDecodeVerdicts1000(b *testing.B) { benchDecode(b, benchVerdicts(1000), 1000) }
+func BenchmarkEncodeVerdicts1000(b *testing.B) { benchEncode(b, benchVerdicts(1000), 1000) }

@@ -57,17 +57,21 @@ func (e *Encoder) Encode(m Message) ([][]byte, error) {
 		return e.frames[:3], nil
 	}
 	body := w.b[8:]
-	if err := e.validate(c, m.RequestID(), body); err != nil {
+	if err := e.validate(c, m.RequestID(), body, w.checked); err != nil {
 		return nil, fmt.Errorf("encode %s: %w", c, err)
 	}
 	e.frames[3] = body
 	return e.frames[:4], nil
 }
 
-// validate runs the decoder's first pass over an encoded body.
-func (e *Encoder) validate(c Command, req uint64, body []byte) *Error {
+// validate runs the decoder's first pass over an encoded body, unless its
+// writer checked it as it wrote it (checked).
+func (e *Encoder) validate(c Command, req uint64, body []byte, checked bool) *Error {
 	if len(body) > MaxBody {
 		return errorf(req, CodeTooLarge, "%s body: %d bytes, want at most %d", c, len(body), MaxBody)
+	}
+	if checked {
+		return nil
 	}
 	s := e.scratch[c]
 	if s == nil {
@@ -130,14 +134,16 @@ func Encode(m Message) ([][]byte, error) {
 // a caller that keeps one string of a large message for long while dropping
 // the rest may strings.Clone it.
 func Decode(frames [][]byte) (Message, error) {
-	m, err := decode(frames)
+	m, err := decode(frames, true)
 	if err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-func decode(frames [][]byte) (Message, *Error) {
+// decode is Decode; fast lets a message's one-pass decoder try first
+// (fast.go; tests compare it with the reader alone).
+func decode(frames [][]byte, fast bool) (Message, *Error) {
 	var req uint64
 	if len(frames) >= 3 && len(frames[2]) == 8 {
 		req = binary.BigEndian.Uint64(frames[2])
@@ -175,6 +181,9 @@ func decode(frames [][]byte) (Message, *Error) {
 	body := frames[3]
 	if len(body) > MaxBody {
 		return nil, errorf(req, CodeTooLarge, "%s body: %d bytes, want at most %d", c, len(body), MaxBody)
+	}
+	if f, ok := m.(fastDecoder); ok && fast && f.decodeFast(body) {
+		return m, nil
 	}
 	r := newReader(body, c, req)
 	m.decodeBody(&r)

@@ -33,7 +33,8 @@ func seedArgs(frames [][]byte) (p, c, r, b []byte, n uint8) {
 // FuzzDecode checks that Decode never panics, that it refuses only with a
 // decoder code, and that whatever it accepts re-encodes to a message that
 // decodes to the same value (and, for binary bodies, to the same bytes: the
-// encoding is canonical).
+// encoding is canonical); and that the one-pass decoders agree with the
+// reader.
 func FuzzDecode(f *testing.F) {
 	for _, m := range samples() {
 		frames, err := Encode(m)
@@ -45,6 +46,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, p, c, r, b []byte, n uint8) {
 		frames := fuzzFrames(p, c, r, b, n)
+		agree(t, "input", frames) // the one-pass decoders (fast.go) as the reader
 		m, err := Decode(frames)
 		if err != nil {
 			switch CodeOf(err) {

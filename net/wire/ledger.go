@@ -17,7 +17,7 @@ func (m *Request) Command() Command { return CmdRequest }
 // RequestID is the id VERDICTS and any later ANSWER echo.
 func (m *Request) RequestID() uint64 { return m.Req }
 
-func (m *Request) appendBody(w *writer) { w.keys(m.Keys) }
+func (m *Request) appendBody(w *writer) { w.checked = w.keysChecked(m.Keys) }
 func (m *Request) decodeBody(r *reader) { m.Keys = r.keys(); r.end() }
 
 // Queue tells the ledger the caller queued work on keys it owns
@@ -33,7 +33,7 @@ func (m *Queue) Command() Command { return CmdQueue }
 // RequestID is the id VERDICTS echoes.
 func (m *Queue) RequestID() uint64 { return m.Req }
 
-func (m *Queue) appendBody(w *writer) { w.keys(m.Keys) }
+func (m *Queue) appendBody(w *writer) { w.checked = w.keysChecked(m.Keys) }
 func (m *Queue) decodeBody(r *reader) { m.Keys = r.keys(); r.end() }
 
 // Done marks keys done whatever their state (client -> server).
@@ -95,7 +95,7 @@ func (m *Verdicts) Command() Command { return CmdVerdicts }
 // RequestID echoes the request's.
 func (m *Verdicts) RequestID() uint64 { return m.Req }
 
-func (m *Verdicts) appendBody(w *writer) { w.verdicts(m.Items) }
+func (m *Verdicts) appendBody(w *writer) { w.checked = w.verdictsChecked(m.Items, true) }
 func (m *Verdicts) decodeBody(r *reader) { m.Items = r.verdicts(true); r.end() }
 
 // Answer delivers late verdicts for keys that got wait (server -> client).
@@ -112,15 +112,8 @@ func (m *Answer) Command() Command { return CmdAnswer }
 // RequestID is the id of the REQUEST this answers.
 func (m *Answer) RequestID() uint64 { return m.Req }
 
-func (m *Answer) appendBody(w *writer) { w.verdicts(m.Items) }
+func (m *Answer) appendBody(w *writer) { w.checked = w.verdictsChecked(m.Items, false) }
 func (m *Answer) decodeBody(r *reader) { m.Items = r.verdicts(false); r.end() }
-
-func (w *writer) keys(keys []id.Key) {
-	w.count("count", len(keys))
-	for _, k := range keys {
-		w.key(k)
-	}
-}
 
 func (r *reader) keys() []id.Key {
 	n := r.count("count", 1, MaxBatch, minKey)
@@ -129,15 +122,6 @@ func (r *reader) keys() []id.Key {
 		r.key(k)
 	}
 	return out
-}
-
-func (w *writer) verdicts(items []VerdictItem) {
-	w.count("count", len(items))
-	for i := range items {
-		w.b = append(w.b, items[i].Fingerprint[:]...)
-		w.u8(uint8(items[i].Verdict))
-		w.str("reason", items[i].Reason)
-	}
 }
 
 const minVerdict = 16 + 1 + 2

@@ -15,6 +15,9 @@ type writer struct {
 	b   []byte
 	cmd Command
 	err *Error
+	// checked: the body's writer checked every rule the reader applies
+	// to it (fast.go), so the Encoder skips the validating pass.
+	checked bool
 }
 
 func (w *writer) fail(code Code, field, format string, args ...any) {
