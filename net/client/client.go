@@ -220,18 +220,27 @@ func (c *Client) keysCall(ctx context.Context, cmd wire.Command, keys []id.Key) 
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	out := make([]Verdict, len(keys))
 	maxCount, maxBytes := c.e.batchLimits()
 	sp := spans(len(keys), maxCount, maxBytes, func(i int) int { return keySize(&keys[i]) })
+	// One message: its VERDICTS' items are the result (not copied).
+	var out []Verdict
+	if len(sp) > 1 {
+		out = make([]Verdict, len(keys))
+	}
 	calls := make([]*call, len(sp))
 	for i, s := range sp {
-		part, dst := keys[s.lo:s.hi], out[s.lo:s.hi]
+		part := keys[s.lo:s.hi]
+		dst := &out
+		if len(sp) > 1 {
+			v := out[s.lo:s.hi]
+			dst = &v
+		}
 		calls[i] = newCall(func(req uint64) wire.Message {
 			if cmd == wire.CmdQueue {
 				return &wire.Queue{Req: req, Keys: part}
 			}
 			return &wire.Request{Req: req, Keys: part}
-		}, verdictReply(cmd, dst), false)
+		}, verdictReply(cmd, dst, len(part)), false)
 	}
 	if err := c.e.doAll(ctx, c.c, calls, c.opts.Timeout); err != nil {
 		return nil, fmt.Errorf("%s %d keys: %w", cmd, len(keys), err)
@@ -239,9 +248,10 @@ func (c *Client) keysCall(ctx context.Context, cmd wire.Command, keys []id.Key) 
 	return out, nil
 }
 
-// verdictReply fills dst from VERDICTS and, for keys that got wait, from
-// the ANSWERs that follow.
-func verdictReply(cmd wire.Command, dst []Verdict) func(wire.Message) (bool, error) {
+// verdictReply fills *dst, n verdicts, from VERDICTS and, for keys that got
+// wait, from the ANSWERs that follow. A nil *dst becomes the VERDICTS'
+// items themselves: the decoded message is the call's alone.
+func verdictReply(cmd wire.Command, dst *[]Verdict, n int) func(wire.Message) (bool, error) {
 	var waiting map[id.Fingerprint][]int
 	got := false
 	return func(m wire.Message) (bool, error) {
@@ -251,10 +261,14 @@ func verdictReply(cmd wire.Command, dst []Verdict) func(wire.Message) (bool, err
 				return true, fmt.Errorf("coordinator sent VERDICTS twice for one %s", cmd)
 			}
 			got = true
-			if len(m.Items) != len(dst) {
-				return true, fmt.Errorf("coordinator sent %d verdicts for %d keys, want one per key", len(m.Items), len(dst))
+			if len(m.Items) != n {
+				return true, fmt.Errorf("coordinator sent %d verdicts for %d keys, want one per key", len(m.Items), n)
 			}
-			copy(dst, m.Items)
+			if *dst == nil {
+				*dst = m.Items
+			} else {
+				copy(*dst, m.Items)
+			}
 			for i, it := range m.Items {
 				if it.Verdict == wire.VerdictWait {
 					if waiting == nil {
@@ -270,7 +284,7 @@ func verdictReply(cmd wire.Command, dst []Verdict) func(wire.Message) (bool, err
 			}
 			for _, it := range m.Items {
 				for _, i := range waiting[it.Fingerprint] {
-					dst[i] = it
+					(*dst)[i] = it
 				}
 				delete(waiting, it.Fingerprint)
 			}
@@ -294,7 +308,7 @@ func (c *Client) Done(ctx context.Context, items []wire.DoneItem) ([]Verdict, er
 	for i, s := range sp {
 		part, dst := items[s.lo:s.hi], out[s.lo:s.hi]
 		calls[i] = newCall(func(req uint64) wire.Message { return &wire.Done{Req: req, Items: part} },
-			verdictReply(wire.CmdDone, dst), true)
+			verdictReply(wire.CmdDone, &dst, len(dst)), true)
 	}
 	if err := c.e.doAll(ctx, c.c, calls, c.opts.Timeout); err != nil {
 		return nil, fmt.Errorf("DONE %d keys: %w", len(items), err)
