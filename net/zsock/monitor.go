@@ -59,6 +59,7 @@ func (e *HandshakeError) Error() string {
 // Handshakes watches one client socket's handshakes. It is owned by the
 // socket's owner (its PAIR socket is used on that goroutine only).
 type Handshakes struct {
+	s     *zmq4.Socket // the socket watched
 	pair  *zmq4.Socket
 	watch *Watch
 	rang  atomic.Bool
@@ -87,7 +88,7 @@ func MonitorHandshakes(s *zmq4.Socket, ready chan struct{}) (*Handshakes, error)
 		s.Monitor("", 0)
 		return nil, fmt.Errorf("zsock: monitor connect: %w", err)
 	}
-	h := &Handshakes{pair: pair}
+	h := &Handshakes{s: s, pair: pair}
 	w, err := NewWatchFunc(pair, func() {
 		h.rang.Store(true)
 		select {
@@ -145,11 +146,20 @@ func (h *Handshakes) Outcome() (done bool, err *HandshakeError) {
 	}
 }
 
-// Close stops watching; call it before closing the monitored socket.
+// Close stops watching; call it before closing the monitored socket, on
+// the goroutine that owns it. It stops the socket's monitor before it
+// closes the PAIR that reads it: libzmq's I/O thread sends each event with
+// a blocking send, and one sent to a monitor whose reader is gone (a
+// handshake that fails after the PAIR closed, even while the socket
+// lingers) blocks that thread for good, and with it every ZeroMQ
+// connection of the process (libzmq issue 3575).
 func (h *Handshakes) Close() {
 	if h == nil {
 		return
 	}
+	// Before the reader goes. (An error: the socket was closed first, and
+	// its monitor lives on while it lingers; close in the order above.)
+	h.s.Monitor("", 0)
 	h.watch.Close()
 	h.pair.Close()
 }

@@ -183,6 +183,9 @@ func monitor(t testing.TB, s *zmq4.Socket, events zmq4.Event) *zmq4.Socket {
 		t.Fatal(err)
 	}
 	closeLater(t, m)
+	// Runs before m's close (LIFO): an event sent to a closed reader
+	// would block libzmq's I/O thread (see Handshakes.Close).
+	t.Cleanup(func() { s.Monitor("", 0) })
 	if err := m.Connect(addr); err != nil {
 		t.Fatal(err)
 	}
