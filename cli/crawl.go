@@ -141,6 +141,7 @@ func crawlConfig(cfg *config.Config, o crawlOptions) (crawl.Config, error) {
 	if o.localCaps {
 		c.PerHost, c.MinDelay = localCaps(cfg)
 	}
+	c.Parallel = o.workers * o.slots // the local workers share one fetcher
 	c.MaxDepth = o.maxDepth
 	c.MaxPages = o.maxPages
 	c.Resolve = o.resolve

@@ -122,6 +122,7 @@ retryable failure; stdout becomes the job's output. It reconnects by itself
 				if err != nil {
 					return err
 				}
+				ccfg.Parallel = slots
 				name := wid
 				if name == "" {
 					name = hostname()

@@ -51,6 +51,13 @@ type Config struct {
 	// PerHost is the most concurrent fetches to one host (host:port); 0
 	// sets no limit (a fleet's coordinator holds the limits: issue 22).
 	PerHost int `mapstructure:"per-host"`
+	// Parallel is the most fetches the process runs at once with this
+	// config (a worker's slots, all of drover crawl's local workers'); 0:
+	// not known. With PerHost it bounds the fetches to one host, and so the
+	// idle connections kept open to a host for the next fetch: were there
+	// fewer than the fetches that end together, the others' connections
+	// would be closed and dialled again for the next pages.
+	Parallel int `mapstructure:"-"`
 	// MinDelay is the least time between two fetch starts on one host. A
 	// robots.txt Crawl-delay above it wins, up to MaxCrawlDelay.
 	MinDelay time.Duration `mapstructure:"min-delay"`
@@ -174,6 +181,8 @@ func (c Config) Validate() error {
 		return bad("MaxBodyBytes", c.MaxBodyBytes, "a positive byte count")
 	case c.PerHost < 0:
 		return bad("PerHost", c.PerHost, "0 (no limit) or more")
+	case c.Parallel < 0:
+		return bad("Parallel", c.Parallel, "0 (not known) or more")
 	case c.MinDelay < 0:
 		return bad("MinDelay", c.MinDelay, "zero or a positive duration")
 	case c.MaxCrawlDelay < 0:
@@ -197,6 +206,18 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// idlePerHost is how many idle connections to one host the fetcher
+// keeps: as many as it may fetch from one host at once (PerHost, and at
+// most Parallel), and at least 2 (net/http's default, when neither
+// bounds them).
+func (c Config) idlePerHost() int {
+	n := c.PerHost
+	if c.Parallel > 0 && (n == 0 || c.Parallel < n) {
+		n = c.Parallel
+	}
+	return max(n, 2)
 }
 
 // Follow returns the links of a page at depth that a crawl seeded at seed

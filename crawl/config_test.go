@@ -72,6 +72,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"Timeout", func(c *Config) { c.Timeout = -time.Second }},
 		{"MaxBodyBytes", func(c *Config) { c.MaxBodyBytes = 0 }},
 		{"PerHost", func(c *Config) { c.PerHost = -1 }},
+		{"Parallel", func(c *Config) { c.Parallel = -1 }},
 		{"MinDelay", func(c *Config) { c.MinDelay = -1 }},
 		{"MaxCrawlDelay", func(c *Config) { c.MaxCrawlDelay = -1 }},
 		{"RobotsTTL", func(c *Config) { c.RobotsTTL = 0 }},
@@ -99,6 +100,23 @@ func TestValidateNamesTheField(t *testing.T) {
 				t.Errorf("New accepted the invalid config: %v", err)
 			}
 		})
+	}
+}
+
+func TestIdlePerHost(t *testing.T) {
+	for _, tt := range []struct{ perHost, parallel, want int }{
+		{0, 0, 2}, // neither bounds a host's fetches: net/http's default
+		{2, 0, 2},
+		{6, 0, 6},
+		{0, 8, 8}, // drover crawl: the coordinator caps, 8 local slots
+		{4, 8, 4},
+		{8, 3, 3},
+		{0, 1, 2},
+	} {
+		c := Config{PerHost: tt.perHost, Parallel: tt.parallel}
+		if got := c.idlePerHost(); got != tt.want {
+			t.Errorf("PerHost %d, Parallel %d: idlePerHost() = %d, want %d", tt.perHost, tt.parallel, got, tt.want)
+		}
 	}
 }
 

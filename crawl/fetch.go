@@ -107,7 +107,7 @@ func New(cfg Config, opts ...Option) (*Fetcher, error) {
 			ForceAttemptHTTP2:      true,
 			TLSHandshakeTimeout:    cfg.ConnectTimeout,
 			MaxIdleConns:           1024,
-			MaxIdleConnsPerHost:    max(cfg.PerHost, 2),
+			MaxIdleConnsPerHost:    cfg.idlePerHost(),
 			IdleConnTimeout:        90 * time.Second,
 			MaxResponseHeaderBytes: 1 << 20,
 		}

@@ -3,6 +3,7 @@ package crawl
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -295,5 +296,86 @@ func TestContentTypeChecks(t *testing.T) {
 		if html, utf8 := mediaType(tt.ct); html != tt.html || utf8 != tt.utf8 {
 			t.Errorf("mediaType(%q) = %v, %v, want %v, %v", tt.ct, html, utf8, tt.html, tt.utf8)
 		}
+	}
+}
+
+// TestFetchKeepsConnectionsForParallelFetches: a fetcher that runs 8
+// fetches to one host at once with no per-host cap of its own (drover
+// crawl's local workers: the coordinator holds the cap) keeps their 8
+// connections for the next fetches rather than 2 of them (net/http's
+// default), which made 6 of every 8 pages dial a new connection.
+func TestFetchKeepsConnectionsForParallelFetches(t *testing.T) {
+	const par, rounds = 8, 10
+	var (
+		mu      sync.Mutex
+		release chan struct{}
+		dials   int
+	)
+	arrived := make(chan struct{}, par)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		wait := release
+		mu.Unlock()
+		arrived <- struct{}{}
+		<-wait // all par fetches of a round are in flight at once
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<a href="/next">n</a>`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			dials++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	run := func(t *testing.T, parallel int) int {
+		cfg := testConfig()
+		cfg.PerHost, cfg.Parallel = 0, parallel
+		f := newFetcher(t, cfg)
+		if p := f.Fetch(context.Background(), srv.URL+"/robots.txt"); p.Status != 404 {
+			t.Fatalf("robots.txt: got %v", p) // fetched once, before the rounds
+		}
+		mu.Lock()
+		dials = 0
+		mu.Unlock()
+		for r := range rounds {
+			mu.Lock()
+			release = make(chan struct{})
+			mu.Unlock()
+			var wg sync.WaitGroup
+			for i := range par {
+				wg.Go(func() {
+					if p := f.Fetch(context.Background(), fmt.Sprintf("%s/p/%d-%d", srv.URL, r, i)); p.Outcome != OK || p.Status != 200 {
+						t.Errorf("fetch: got %v", p)
+					}
+				})
+			}
+			for range par {
+				<-arrived
+			}
+			close(release)
+			wg.Wait()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return dials
+	}
+	// Every round needs par connections at once: kept idle, the next
+	// round reuses them; past 2 kept, at least par-2 are dialled again.
+	if got, least := run(t, 0), (rounds-1)*(par-2); got < least {
+		t.Fatalf("Parallel 0 (2 idle connections kept): %d dials, want at least %d (the test cannot tell reuse apart)", got, least)
+	}
+	// A connection goes back to the idle pool just after its body is
+	// read, so a fetch of the next round may now and then dial before it
+	// is back: a margin, far below the (rounds-1)*(par-2) of the case above.
+	if got, most := run(t, par), 2*par; got > most {
+		t.Errorf("Parallel %d: %d dials for %d rounds of %d fetches at once, want at most %d (connections reused)", par, got, rounds, par, most)
 	}
 }
