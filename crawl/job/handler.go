@@ -8,8 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
+	"unicode/utf8"
 
 	"drover/coord/id"
 	"drover/crawl"
@@ -47,12 +47,11 @@ type Fetcher interface {
 // page record as the job's output, and the in-scope links one level deeper
 // as discovered work, submitted with the result in one batch.
 func Handler(f Fetcher, cfg crawl.Config, workerID string) worker.Handler {
-	var payloads payloadCache
 	return func(ctx context.Context, j worker.Job) worker.Result {
 		p := Payload{Seed: j.Key.URL}
 		if len(j.Payload) > 0 {
 			var err error
-			if p, err = payloads.decode(j.Payload); err != nil {
+			if p, err = decodePayload(j.Payload); err != nil {
 				return worker.Result{Outcome: wire.OutcomeExternal, Error: err.Error()}
 			}
 		}
@@ -82,7 +81,8 @@ func Handler(f Fetcher, cfg crawl.Config, workerID string) worker.Handler {
 		}
 		links := follow.Follow(p.Seed, p.Depth, found)
 		if len(links) > 0 {
-			child := payloads.encode(Payload{Depth: p.Depth + 1, Seed: p.Seed, Scope: p.Scope, MaxDepth: p.MaxDepth, Parent: j.Key.URL})
+			// One payload for all of them (it names their parent), shared.
+			child, _ := json.Marshal(Payload{Depth: p.Depth + 1, Seed: p.Seed, Scope: p.Scope, MaxDepth: p.MaxDepth, Parent: j.Key.URL}) // plain fields: cannot fail
 			res.Links = make([]wire.SubmitItem, len(links))
 			for i, l := range links {
 				res.Links[i] = wire.SubmitItem{Key: id.Key{Crawler: j.Key.Crawler, Processor: j.Key.Processor, URL: l}, Payload: child}
@@ -131,30 +131,19 @@ func seedSitemaps(ctx context.Context, f Fetcher, seed string) []string {
 	return links
 }
 
-// payloadCache decodes and encodes crawl payloads, remembering the ones it
-// has seen: a crawl has one per seed and depth, and decoding the same few
-// bytes of JSON for every page was a visible part of a worker's time.
-type payloadCache struct {
-	mu  sync.Mutex
-	dec map[string]Payload
-	enc map[Payload][]byte
-}
-
-// maxCachedPayloads bounds the cache (many seeds, deep crawls): past it,
-// payloads are decoded and encoded every time.
-const maxCachedPayloads = 4096
-
-func (c *payloadCache) decode(b []byte) (Payload, error) {
-	c.mu.Lock()
-	cached, ok := c.dec[string(b)]
-	c.mu.Unlock()
-	if ok {
-		return cached, nil
+// decodePayload reads a crawl job's payload and checks it.
+func decodePayload(b []byte) (Payload, error) {
+	p, ok := decodeMarshalled(b)
+	if !ok {
+		// A variable of its own: the one json.Unmarshal is given escapes
+		// to the heap, and the common case should not pay for that.
+		var q Payload
+		if err := json.Unmarshal(b, &q); err != nil {
+			return q, fmt.Errorf("crawl payload %q: want {\"depth\":N,\"seed\":URL} and optionally \"scope\" and \"max_depth\"", clip(string(b), 80))
+		}
+		p = q
 	}
-	// A variable of its own: the one json.Unmarshal is given escapes to
-	// the heap, and a cache hit should not pay for that.
-	var p Payload
-	if err := json.Unmarshal(b, &p); err != nil || p.Seed == "" || p.Depth < 0 || p.MaxDepth < 0 {
+	if p.Seed == "" || p.Depth < 0 || p.MaxDepth < 0 {
 		return p, fmt.Errorf("crawl payload %q: want {\"depth\":N,\"seed\":URL} and optionally \"scope\" and \"max_depth\"", clip(string(b), 80))
 	}
 	if p.Scope != "" {
@@ -162,35 +151,90 @@ func (c *payloadCache) decode(b []byte) (Payload, error) {
 			return p, fmt.Errorf("crawl payload %q: %w", clip(string(b), 80), err)
 		}
 	}
-	c.mu.Lock()
-	if c.dec == nil {
-		c.dec = make(map[string]Payload)
-	}
-	if len(c.dec) < maxCachedPayloads {
-		c.dec[string(b)] = p
-	}
-	c.mu.Unlock()
 	return p, nil
 }
 
-// encode returns p's JSON; the bytes are shared: do not modify them.
-func (c *payloadCache) encode(p Payload) []byte {
-	c.mu.Lock()
-	b, ok := c.enc[p]
-	c.mu.Unlock()
-	if ok {
-		return b
+// decodeMarshalled reads b without reflection when it has the form
+// json.Marshal gives a Payload: its fields in order, the optional ones
+// left out or not, numbers as json.Marshal writes them and strings of
+// valid UTF-8 without an escape. It reports false for anything else,
+// which json.Unmarshal then reads: what it returns is what json.Unmarshal
+// would. Every job of a crawl carries a payload, and json.Unmarshal's
+// reflection was a visible part of a worker's time per page.
+func decodeMarshalled(b []byte) (p Payload, ok bool) {
+	r := payloadReader{b: b}
+	if !r.lit(`{"depth":`) || !r.int(&p.Depth) || !r.lit(`,"seed":`) || !r.str(&p.Seed) {
+		return p, false
 	}
-	b, _ = json.Marshal(p) // two plain fields: cannot fail
-	c.mu.Lock()
-	if c.enc == nil {
-		c.enc = make(map[Payload][]byte)
+	if r.lit(`,"scope":`) && !r.str(&p.Scope) {
+		return p, false
 	}
-	if len(c.enc) < maxCachedPayloads {
-		c.enc[p] = b
+	if r.lit(`,"max_depth":`) && !r.int(&p.MaxDepth) {
+		return p, false
 	}
-	c.mu.Unlock()
-	return b
+	if r.lit(`,"parent":`) && !r.str(&p.Parent) {
+		return p, false
+	}
+	return p, r.lit("}") && len(r.b) == 0
+}
+
+// payloadReader consumes a payload's bytes from the front.
+type payloadReader struct{ b []byte }
+
+// lit consumes s if b starts with it.
+func (r *payloadReader) lit(s string) bool {
+	if len(r.b) < len(s) || string(r.b[:len(s)]) != s {
+		return false
+	}
+	r.b = r.b[len(s):]
+	return true
+}
+
+// int consumes an integer as json.Marshal writes one: an optional minus,
+// then 0 or a non-zero digit and up to 17 more (no overflow).
+func (r *payloadReader) int(v *int) bool {
+	i, neg := 0, false
+	if i < len(r.b) && r.b[i] == '-' {
+		i, neg = 1, true
+	}
+	start := i
+	n := 0
+	for i < len(r.b) && r.b[i] >= '0' && r.b[i] <= '9' && i-start < 18 {
+		n = n*10 + int(r.b[i]-'0')
+		i++
+	}
+	switch {
+	case i == start, i < len(r.b) && r.b[i] >= '0' && r.b[i] <= '9', // none, or too many
+		r.b[start] == '0' && i-start > 1: // a leading zero
+		return false
+	}
+	if neg {
+		n = -n
+	}
+	*v, r.b = n, r.b[i:]
+	return true
+}
+
+// str consumes a quoted string without escapes, of valid UTF-8 and no
+// control characters (json.Marshal escapes those, and json.Unmarshal
+// would replace invalid UTF-8).
+func (r *payloadReader) str(v *string) bool {
+	if len(r.b) == 0 || r.b[0] != '"' {
+		return false
+	}
+	for i := 1; i < len(r.b); i++ {
+		switch c := r.b[i]; {
+		case c == '"':
+			if !utf8.Valid(r.b[1:i]) {
+				return false
+			}
+			*v, r.b = string(r.b[1:i]), r.b[i+1:]
+			return true
+		case c == '\\' || c < 0x20:
+			return false
+		}
+	}
+	return false
 }
 
 func clip(s string, n int) string {
