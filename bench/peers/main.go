@@ -47,7 +47,7 @@ import (
 
 type config struct {
 	drover, redis string
-	base          string // dedup: a second drover binary run alongside (-base)
+	base          string // dedup and crawl: a second drover binary run alongside (-base)
 	rounds        int
 	only          map[string]bool
 	dedupKeys     int
@@ -70,7 +70,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile (the load generator's) to this file")
 	short := flag.Bool("short", false, "a smaller run: 200k dedup keys, 20k jobs, 5k pages, memory at 200k keys, 60k frontier jobs with 20k resident, 3 rounds")
 	flag.StringVar(&cfg.drover, "drover", "", "the drover binary (default: built from this module into a temporary directory)")
-	flag.StringVar(&cfg.base, "base", "", "dedup: another drover binary (e.g. an older build) whose sides run alternating with the others', with rows and ratios of their own")
+	flag.StringVar(&cfg.base, "base", "", "dedup and crawl: another drover binary (e.g. an older build) whose sides run alternating with the others', with rows and ratios of their own")
 	flag.StringVar(&cfg.redis, "redis-server", "redis-server", "the redis-server binary")
 	flag.IntVar(&cfg.rounds, "rounds", 3, "rounds of each comparison (the sides alternate; medians are reported)")
 	flag.StringVar(&only, "only", "dedup,queue,crawl,memory,frontier", "comparisons to run, comma-separated")
@@ -389,53 +389,6 @@ func benchQueue(ctx context.Context, cfg config) error {
 	fmt.Printf("| figure | drover rounds | asynq rounds | drover median | asynq median | drover / asynq |\n|---|---|---|---|---|---|\n")
 	fmt.Printf("| enqueue (no worker running) | %s | %s | %s | %s | %.2f× |\n", dEnq, aEnq, human(dEnq.median()), human(aEnq.median()), dEnq.median()/aEnq.median())
 	fmt.Printf("| drain (workers start → last job done) | %s | %s | %s | %s | %.2f× |\n\n", dDrain, aDrain, human(dDrain.median()), human(aDrain.median()), dDrain.median()/aDrain.median())
-	return nil
-}
-
-func benchCrawl(ctx context.Context, cfg config) error {
-	fmt.Printf("## Crawl pages/s\n\nA generated local site (page i links to 10i+1…10i+10), crawled from /p/0 to the end; parallelism %d, no delay, each crawl started cold; %d rounds, sides alternating.\n\n",
-		cfg.par, cfg.rounds)
-	fmt.Printf("| pages | drover rounds | colly rounds | drover median | colly median | drover / colly | load average |\n|---|---|---|---|---|---|---|\n")
-	for _, n := range cfg.pages {
-		hs := site(n)
-		seed := hs.URL + "/p/0"
-		var dS, cS series
-		err := alternate(cfg.rounds, func(round int) []func() error {
-			sides := []func() error{
-				func() error {
-					got, took, err := droverCrawl(ctx, cfg.drover, seed, cfg.par)
-					if err == nil && got != n {
-						err = fmt.Errorf("drover crawl fetched %d pages, want %d", got, n)
-					}
-					if err != nil {
-						return err
-					}
-					dS = append(dS, float64(n)/took.Seconds())
-					progress("crawl %d pages round %d: drover %s pages/s", n, round+1, human(dS[len(dS)-1]))
-					return nil
-				},
-				func() error {
-					got, took, err := collyCrawl(seed, cfg.par)
-					if err == nil && got != n {
-						err = fmt.Errorf("colly fetched %d pages, want %d", got, n)
-					}
-					if err != nil {
-						return err
-					}
-					cS = append(cS, float64(n)/took.Seconds())
-					progress("crawl %d pages round %d: colly %s pages/s", n, round+1, human(cS[len(cS)-1]))
-					return nil
-				},
-			}
-			return sides
-		})
-		hs.Close()
-		if err != nil {
-			return err
-		}
-		fmt.Printf("| %d | %s | %s | %s | %s | %.2f× | %s |\n", n, dS, cS, human(dS.median()), human(cS.median()), dS.median()/cS.median(), loadavg())
-	}
-	fmt.Println()
 	return nil
 }
 
