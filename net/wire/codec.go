@@ -128,11 +128,13 @@ func Encode(m Message) ([][]byte, error) {
 // 505 for another protocol version. The error's Req is the message's request
 // id when frame 2 could be read.
 //
-// Decode takes ownership of frames. The message it returns does not copy
-// byte fields (payloads, outputs): they alias the body frame, with capacity
-// capped at their length. All strings of the message share one allocation;
-// a caller that keeps one string of a large message for long while dropping
-// the rest may strings.Clone it.
+// Decode takes ownership of frames: they must not change afterwards. The
+// message it returns does not copy byte fields (payloads, outputs): they
+// alias the body frame, with capacity capped at their length. The strings
+// of a key batch (REQUEST, QUEUE) alias the body frame too; the other
+// messages' strings share one allocation. A caller that keeps one string
+// of a large message for long while dropping the rest may strings.Clone
+// it.
 func Decode(frames [][]byte) (Message, error) {
 	m, err := decode(frames, true)
 	if err != nil {

@@ -20,6 +20,7 @@
 // Message of the ERROR command, so a server can send it back as is.
 //
 // Decoding allocates per message, not per field: all the strings of one
-// message share one allocation, records share one slice per kind, and byte
-// fields (payloads, outputs) alias the body frame. See Decode.
+// message share one allocation (a key batch's alias the body frame),
+// records share one slice per kind, and byte fields (payloads, outputs)
+// alias the body frame. See Decode.
 package wire

@@ -109,10 +109,11 @@ func isLine(p []byte) bool {
 	return true
 }
 
-// arena is the one allocation the strings of a fast-decoded message share.
-// Its capacity bounds what the body can hold, so appending never moves
-// bytes a string already points at (were it to, the old bytes would stay
-// as they are: strings made earlier stay valid either way).
+// arena is the one allocation the reasons of a fast-decoded verdict batch
+// that are not the ledger's words share. Its capacity bounds what the body
+// can hold, so appending never moves bytes a string already points at
+// (were it to, the old bytes would stay as they are: strings made earlier
+// stay valid either way).
 type arena []byte
 
 func (a *arena) put(p []byte) string {
@@ -121,38 +122,38 @@ func (a *arena) put(p []byte) string {
 	return unsafe.String(&(*a)[start], len(p))
 }
 
-// fastKeys decodes a key batch (REQUEST, QUEUE) in one pass, as
-// reader.keys does: the names a key shares with the previous key are one
-// string, the rest of the strings share one allocation.
+// fastKeys decodes a key batch (REQUEST, QUEUE) in one pass. Its strings
+// are not copied: they alias the body (Decode owns it), and the names a
+// key shares with the previous key are the previous key's strings, as
+// reader.keys makes them.
 func fastKeys(b []byte) ([]id.Key, bool) {
 	n, ok := fastCount(b, minKey)
 	if !ok {
 		return nil, false
 	}
 	keys := make([]id.Key, n)
-	strs := make(arena, 0, len(b)-4-6*n)
 	var crawler, processor string
 	off := 4
 	for i := range keys {
 		k := &keys[i]
-		if k.Crawler, off, ok = fastName(b, off, &crawler, &strs); !ok {
+		if k.Crawler, off, ok = fastName(b, off, &crawler); !ok {
 			return nil, false
 		}
-		if k.Processor, off, ok = fastName(b, off, &processor, &strs); !ok {
+		if k.Processor, off, ok = fastName(b, off, &processor); !ok {
 			return nil, false
 		}
 		var p []byte
 		if p, off, ok = fastField(b, off, 1, MaxURL); !ok || !isLine(p) {
 			return nil, false
 		}
-		k.URL = strs.put(p)
+		k.URL = unsafe.String(&p[0], len(p))
 	}
 	return keys, off == len(b)
 }
 
 // fastName reads a crawler or processor name: last is the previous key's
 // (a name checked already), returned again when this one is the same.
-func fastName(b []byte, off int, last *string, strs *arena) (string, int, bool) {
+func fastName(b []byte, off int, last *string) (string, int, bool) {
 	p, off, ok := fastField(b, off, 0, MaxName)
 	if !ok || len(p) == 0 {
 		return "", off, ok
@@ -163,7 +164,7 @@ func fastName(b []byte, off int, last *string, strs *arena) (string, int, bool) 
 	if !isLine(p) {
 		return "", off, false
 	}
-	*last = strs.put(p)
+	*last = unsafe.String(&p[0], len(p))
 	return *last, off, true
 }
 
