@@ -82,7 +82,7 @@ type guardedKey struct{}
 // on one. Without it the URL fetched is taken as its own seed (a URL a
 // caller asks for directly is one it chose).
 func WithSeed(ctx context.Context, seed string) context.Context {
-	return context.WithValue(ctx, seedKey{}, seed)
+	return withValue(ctx, seedKey{}, seed)
 }
 
 // SeedOf returns the seed WithSeed put in ctx, or "".
@@ -108,7 +108,7 @@ func (f *Fetcher) withGuard(ctx context.Context, rawURL string) context.Context 
 	if seed == "" {
 		seed = rawURL
 	}
-	return context.WithValue(ctx, guardedKey{}, f.guard.applies(ctx, seed))
+	return withValue(ctx, guardedKey{}, f.guard.applies(ctx, seed))
 }
 
 // transport is the page transport for ctx's fetch: the guarded one or not.
