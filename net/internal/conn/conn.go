@@ -177,6 +177,10 @@ func Start(cfg Config, h Handler) (*Conn, error) {
 	if h == nil {
 		return nil, errors.New("conn: nil handler")
 	}
+	// A client's batches are messages of tens of KB, as the
+	// coordinator's are: without this, freeing each one gave its pages
+	// back to the kernel and the next faulted them in again.
+	zsock.TuneAllocator()
 	c := &Conn{
 		cfg:  cfg,
 		h:    h,
