@@ -60,6 +60,7 @@ type config struct {
 	memKeys       []int
 	memStates     []memState
 	asynqMemMax   int
+	memSmaps      string // a directory for the server's smaps before and after each figure
 	frontierJobs  int
 	resident      int
 }
@@ -85,6 +86,7 @@ func main() {
 	flag.StringVar(&memKeys, "mem-keys", "1000000,10000000", "memory: key counts, comma-separated")
 	flag.StringVar(&memStates, "mem-states", "requested,queued,done", "memory: key states measured, comma-separated (also queued-restarted: queued jobs in a durable serve, restarted on its store)")
 	flag.IntVar(&cfg.asynqMemMax, "asynq-mem-max", 1_000_000, "memory: largest count of asynq tasks enqueued for Redis's queued figure (asynq enqueues one task per round trip)")
+	flag.StringVar(&cfg.memSmaps, "mem-smaps", "", "memory: save serve's /proc/PID/smaps before and after each figure in this directory")
 	flag.IntVar(&cfg.frontierJobs, "frontier-jobs", 300_000, "frontier: no-op jobs submitted to a durable serve before the workers start")
 	flag.IntVar(&cfg.resident, "resident", 100_000, "frontier: --store-resident-jobs of the paged side (the other keeps every job in memory)")
 	flag.Parse()
@@ -420,7 +422,7 @@ func benchMemory(ctx context.Context, cfg config) error {
 			if st == stateRestarted {
 				d, err = droverRestarted(ctx, cfg.drover, n)
 			} else {
-				d, err = droverMemory(ctx, cfg.drover, n, st)
+				d, err = droverMemory(ctx, cfg.drover, n, st, cfg.memSmaps)
 			}
 			if err != nil {
 				return err

@@ -47,7 +47,7 @@ func memKey(i int) id.Key {
 // SUBMIT with an empty payload; done: REQUEST then DONE ok, chunk by
 // chunk), and returns the serve process's RSS growth per key, measured
 // once RSS has settled, with the session still open.
-func droverMemory(ctx context.Context, bin string, n int, st memState) (memResult, error) {
+func droverMemory(ctx context.Context, bin string, n int, st memState, smapsDir string) (memResult, error) {
 	s, err := startDrover(bin, "memory")
 	if err != nil {
 		return memResult{}, err
@@ -68,6 +68,10 @@ func droverMemory(ctx context.Context, bin string, n int, st memState) (memResul
 	if err != nil {
 		return memResult{}, err
 	}
+	s.breakdown(fmt.Sprintf("memory %d %s: before", n, st), base)
+	if err := saveSmaps(smapsDir, s.cmd.Process.Pid, fmt.Sprintf("%d-%s-before", n, st)); err != nil {
+		return memResult{}, err
+	}
 	if err := fillDrover(ctx, c, n, st); err != nil {
 		return memResult{}, err
 	}
@@ -79,6 +83,10 @@ func droverMemory(ctx context.Context, bin string, n int, st memState) (memResul
 	if err != nil {
 		return memResult{}, err
 	}
+	if err := saveSmaps(smapsDir, s.cmd.Process.Pid, fmt.Sprintf("%d-%s-after", n, st)); err != nil {
+		return memResult{}, err
+	}
+	s.breakdown(fmt.Sprintf("memory %d %s", n, st), after)
 	return memResult{rss: float64(after-base) / float64(n), used: float64(heap1-heap0) / float64(n)}, nil
 }
 
@@ -143,17 +151,42 @@ func droverRestarted(ctx context.Context, bin string, n int) (memResult, error) 
 	if err != nil {
 		return memResult{}, err
 	}
-	// Where the rest goes: the Go heap's free spans not yet given back to
-	// the OS, and what is neither Go heap nor stacks (tables outside the
-	// heap, the store's caches).
-	sys, err1 := s2.metric("go_memstats_sys_bytes")
-	idle, err2 := s2.metric("go_memstats_heap_idle_bytes")
-	released, err3 := s2.metric("go_memstats_heap_released_bytes")
-	if err := cmp.Or(err1, err2, err3); err == nil {
-		progress("memory %d %s: RSS %d MB: Go heap free not released %d MB, Go runtime's other than that %d MB, outside the Go runtime %d MB",
-			n, stateRestarted, after>>20, (idle-released)>>20, (sys-released-(idle-released))>>20, (after-(sys-released))>>20)
-	}
+	s2.breakdown(fmt.Sprintf("memory %d %s", n, stateRestarted), after)
 	return memResult{rss: float64(after-base) / float64(n), used: float64(heap1-heap0) / float64(n)}, nil
+}
+
+// breakdown reports where the server's RSS (after) goes: the Go heap in
+// use, its free spans not yet given back to the OS, the Go runtime's other
+// memory (stacks, its own metadata), and what is outside the Go runtime
+// (tables outside the heap, the C allocator's and libzmq's memory, the
+// store's caches). A diagnostic: it changes no figure.
+func (s *droverServer) breakdown(what string, after int64) {
+	sys, err1 := s.metric("go_memstats_sys_bytes")
+	idle, err2 := s.metric("go_memstats_heap_idle_bytes")
+	released, err3 := s.metric("go_memstats_heap_released_bytes")
+	inuse, err4 := s.heapInuse()
+	if err := cmp.Or(err1, err2, err3, err4); err != nil {
+		return
+	}
+	progress("%s: RSS %.1f MiB: Go heap in use %.1f, free not released %.1f, the Go runtime's other %.1f, outside the Go runtime %.1f MiB",
+		what, mb(after), mb(inuse), mb(idle-released), mb(sys-inuse-idle), mb(after-(sys-released)))
+}
+
+// mb is b in MiB.
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+// saveSmaps copies /proc/PID/smaps to dir/serve-NAME.smaps when dir is set
+// (-mem-smaps): the server's mappings one by one, to tell its tables, heaps
+// and buffers apart.
+func saveSmaps(dir string, pid int, name string) error {
+	if dir == "" {
+		return nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return fmt.Errorf("smaps of serve: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "serve-"+name+".smaps"), b, 0o644)
 }
 
 // fillDrover puts n keys in state st through c, in calls of memChunk keys
