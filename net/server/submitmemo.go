@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -51,17 +52,33 @@ type memoKey struct {
 }
 
 // memoEntry is what one request got accepted, compactly (issue 21: a
-// memo of every key of a million-key submit costs the coordinator 8 bytes
-// a key, not 24 and the room append leaves): per accepted key the first 8
-// bytes of its fingerprint, in the order the answers said them, and the
-// job ids in the same order as runs of consecutive ids (a step submits a
-// request's new jobs one after the other). Within one request, two keys
-// share a 64-bit prefix with a probability of about n²/2⁶⁵ (10⁻¹⁴ for a
-// thousand keys): the prefix names the key. A resend looks keys up in
-// index, sorted, made at its first lookup.
+// memo of every key of a million-key submit cost the coordinator 8 bytes
+// a key, 24 before that; now a few bytes a request). The job ids, in
+// answer order, are runs of consecutive ids (a step submits a request's
+// new jobs one after the other). The keys:
+//
+//   - A request whose first answer accepted every key (the common case: a
+//     producer's new keys) keeps none of them, only their number (whole)
+//     and a 64-bit sum of their fingerprints in order. Its resend, a whole
+//     SUBMIT in the same order (a client resends what got no answer, and an
+//     answer that accepted every key leaves nothing to resend), is answered
+//     with the same fingerprints in that order: when they sum to the same,
+//     the memo takes them from that answer (expand) and goes on as below.
+//     A resend that is not the same request (another order, or keys
+//     added; the protocol says a request id is never reused for another
+//     SUBMIT) is still recognised for every key whose job is still held: a
+//     duplicate names its job, and a job of the request's runs was made for
+//     that key by this request (wholeJob).
+//   - Keys accepted otherwise (in parts, or beside duplicates) are each
+//     kept as the first 8 bytes of their fingerprint, in answer order. Two
+//     keys of one request share them with a probability of about n²/2⁶⁵
+//     (10⁻¹⁴ for a thousand keys): the prefix names the key. A resend
+//     looks keys up in index, sorted, made at its first lookup.
 type memoEntry struct {
-	fps   []uint64
-	runs  []memoRun
+	whole uint32    // the first whole accepted keys are the first answer's, every key of it; not in fps
+	sum   uint64    // wholeSum of their fingerprints' prefixes, in order
+	fps   []uint64  // the prefixes of the accepted keys after the first whole, in answer order
+	runs  []memoRun // the jobs of every accepted key, in answer order
 	used  time.Time
 	index []memoItem // sorted by fp; nil until a lookup needs it
 }
@@ -81,33 +98,97 @@ type memoItem struct {
 // fpPrefix is what a memo keeps of a fingerprint.
 func fpPrefix(fp id.Fingerprint) uint64 { return binary.LittleEndian.Uint64(fp[:8]) }
 
+// wholeSum names the items' fingerprints in order (a whole answer's): a
+// resend that sums to the same lists the same keys in the same order.
+func wholeSum(items []wire.SubmittedItem) uint64 {
+	h := uint64(len(items))
+	for i := range items {
+		h = (bits.RotateLeft64(h, 27) ^ fpPrefix(items[i].Fingerprint)) * 0x9E3779B97F4A7C15
+	}
+	return h ^ h>>31
+}
+
 // keys is the number of keys the request got accepted.
-func (e *memoEntry) keys() int { return len(e.fps) }
+func (e *memoEntry) keys() int { return int(e.whole) + len(e.fps) }
 
 // accept adds an accepted key and its job.
 func (e *memoEntry) accept(fp uint64, job uint64) {
 	e.fps = append(e.fps, fp)
+	e.acceptJob(job)
+	e.index = nil
+}
+
+// acceptJob adds the job of an accepted key to the runs.
+func (e *memoEntry) acceptJob(job uint64) {
 	if k := len(e.runs) - 1; k >= 0 && e.runs[k].first+uint64(e.runs[k].n) == job {
 		e.runs[k].n++
 	} else {
 		e.runs = append(e.runs, memoRun{job, 1})
 	}
-	e.index = nil
 }
 
-// items yields the accepted keys and their jobs in answer order.
-func (e *memoEntry) items(yield func(fp, job uint64)) {
-	i := 0
+// acceptWhole makes e, new, the memo of a first answer that accepted
+// every item.
+func (e *memoEntry) acceptWhole(items []wire.SubmittedItem) {
+	e.whole, e.sum = uint32(len(items)), wholeSum(items)
+	e.runs = e.runs[:0]
+	for i := range items {
+		e.acceptJob(items[i].JobID)
+	}
+}
+
+// expand takes the whole part's keys from items, a resend's first answer,
+// when they are the same keys in the same order: from then on every key
+// is looked up by its fingerprint. It reports whether it did.
+func (e *memoEntry) expand(items []wire.SubmittedItem) bool {
+	if e.whole == 0 || len(items) != int(e.whole) || wholeSum(items) != e.sum {
+		return false
+	}
+	fps := make([]uint64, len(items), len(items)+len(e.fps))
+	for i := range items {
+		fps[i] = fpPrefix(items[i].Fingerprint)
+	}
+	e.fps = append(fps, e.fps...)
+	e.whole, e.sum, e.index = 0, 0, nil
+	return true
+}
+
+// wholeJob says whether job is the job of one of the whole part's keys.
+func (e *memoEntry) wholeJob(job uint64) bool {
+	left := uint64(e.whole)
 	for _, r := range e.runs {
-		for k := range uint64(r.n) {
+		if left == 0 {
+			return false
+		}
+		n := min(uint64(r.n), left)
+		if job >= r.first && job < r.first+n {
+			return true
+		}
+		left -= n
+	}
+	return false
+}
+
+// items yields the accepted keys kept by fingerprint (those after the
+// whole part) and their jobs, in answer order.
+func (e *memoEntry) items(yield func(fp, job uint64)) {
+	i, skip := 0, uint64(e.whole)
+	for _, r := range e.runs {
+		k := min(skip, uint64(r.n))
+		skip -= k
+		for ; k < uint64(r.n); k++ {
 			yield(e.fps[i], r.first+k)
 			i++
 		}
 	}
 }
 
-// find returns the job the request got accepted for fp.
+// find returns the job the request got accepted for fp, among the keys
+// kept by fingerprint.
 func (e *memoEntry) find(fp id.Fingerprint) (uint64, bool) {
+	if len(e.fps) == 0 {
+		return 0, false
+	}
 	if e.index == nil {
 		e.index = make([]memoItem, 0, len(e.fps))
 		e.items(func(fp, job uint64) { e.index = append(e.index, memoItem{fp, job}) })
@@ -167,7 +248,11 @@ func (m *submitMemo) patch(now time.Time, producer string, req uint64, items []w
 	}
 	k := memoKey{producer, req}
 	e := m.entries[k]
+	// The accepted items to remember: not those a resend's memo answered.
+	var answered []bool
 	if e != nil {
+		answered = make([]bool, len(items))
+		e.expand(items) // a whole part's keys, from a resend of the same request
 		var seen map[id.Fingerprint]bool
 		for i := range items {
 			it := &items[i]
@@ -175,6 +260,9 @@ func (m *submitMemo) patch(now time.Time, producer string, req uint64, items []w
 				continue
 			}
 			j, ok := e.find(it.Fingerprint)
+			if !ok && it.JobID != 0 && e.wholeJob(it.JobID) {
+				j, ok = it.JobID, true // a whole part's key, its job still held
+			}
 			if !ok || seen[it.Fingerprint] {
 				continue
 			}
@@ -183,18 +271,14 @@ func (m *submitMemo) patch(now time.Time, producer string, req uint64, items []w
 			}
 			seen[it.Fingerprint] = true
 			it.Status, it.JobID, it.Reason = wire.SubmitAccepted, j, ""
+			answered[i] = true
 			rewritten++
 		}
-	}
-	// The accepted items to remember: not those a resend's memo answered.
-	var answered []bool
-	if e != nil {
-		answered = make([]bool, len(items))
 	}
 	add := 0
 	for i := range items {
 		it := &items[i]
-		if it.Status != wire.SubmitAccepted || it.JobID == 0 {
+		if it.Status != wire.SubmitAccepted || it.JobID == 0 || (answered != nil && answered[i]) {
 			continue
 		}
 		if answered != nil {
@@ -205,7 +289,13 @@ func (m *submitMemo) patch(now time.Time, producer string, req uint64, items []w
 		}
 		add++
 	}
-	if add > 0 {
+	switch {
+	case add > 0 && e == nil && add == len(items):
+		// A first answer that accepted every key: kept as a whole.
+		e = m.add(now, k)
+		e.acceptWhole(items)
+		m.keys += add
+	case add > 0:
 		if e == nil {
 			e = m.add(now, k)
 		}
@@ -305,19 +395,25 @@ func (m *submitMemo) into(b *store.Batch) {
 	clear(m.dirty)
 }
 
-// The stored form of a memo: a zero byte, the format (2), when it was last
-// used (Unix ns), the number of keys n (4 bytes), their fingerprints'
-// prefixes (8 bytes each), then the job runs (first job 8 bytes, length 4
-// bytes) to the end; big-endian. The form before (format 1) was the time
-// then per key its whole fingerprint and job id: its first byte, the
-// time's, is never zero.
-const memoFormat = 2
+// The stored form of a memo: a zero byte, the format (3), when it was last
+// used (Unix ns), the whole part's key count (4 bytes) and sum (8 bytes),
+// the number of keys kept by fingerprint n (4 bytes), their prefixes (8
+// bytes each), then the job runs (first job 8 bytes, length 4 bytes) to
+// the end; big-endian. Format 2 had no whole part (no count, no sum).
+// Format 1 was the time then per key its whole fingerprint and job id: its
+// first byte, the time's, is never zero.
+const memoFormat = 3
+
+// memoHead is the length of format 3's fixed part.
+const memoHead = 26
 
 // encodeMemo is the stored form of a memo.
 func encodeMemo(e *memoEntry) []byte {
-	v := make([]byte, 0, 14+8*len(e.fps)+12*len(e.runs))
+	v := make([]byte, 0, memoHead+8*len(e.fps)+12*len(e.runs))
 	v = append(v, 0, memoFormat)
 	v = binary.BigEndian.AppendUint64(v, uint64(e.used.UnixNano()))
+	v = binary.BigEndian.AppendUint32(v, e.whole)
+	v = binary.BigEndian.AppendUint64(v, e.sum)
 	v = binary.BigEndian.AppendUint32(v, uint32(len(e.fps)))
 	for _, fp := range e.fps {
 		v = binary.BigEndian.AppendUint64(v, fp)
@@ -334,12 +430,17 @@ func decodeMemo(v []byte) (*memoEntry, error) {
 	if len(v) > 0 && v[0] != 0 {
 		return decodeMemo1(v)
 	}
-	if len(v) < 14 || v[1] != memoFormat {
-		return nil, fmt.Errorf("submit memo of %d bytes: want a zero byte, format %d, a time and a key count", len(v), memoFormat)
+	if len(v) < 2 || (v[1] != memoFormat && v[1] != 2) || (v[1] == 2 && len(v) < 14) || (v[1] == memoFormat && len(v) < memoHead) {
+		return nil, fmt.Errorf("submit memo of %d bytes: want a zero byte, format 2 or %d, a time and the key counts", len(v), memoFormat)
 	}
 	e := &memoEntry{used: time.Unix(0, int64(binary.BigEndian.Uint64(v[2:])))}
-	n := int(binary.BigEndian.Uint32(v[10:]))
-	rest := v[14:]
+	rest := v[10:]
+	if v[1] == memoFormat {
+		e.whole, e.sum = binary.BigEndian.Uint32(rest), binary.BigEndian.Uint64(rest[4:])
+		rest = rest[12:]
+	}
+	n := int(binary.BigEndian.Uint32(rest))
+	rest = rest[4:]
 	if len(rest) < 8*n || (len(rest)-8*n)%12 != 0 {
 		return nil, fmt.Errorf("submit memo of %d keys in %d bytes: want 8 bytes a key and 12 a job run", n, len(v))
 	}
@@ -356,8 +457,8 @@ func decodeMemo(v []byte) (*memoEntry, error) {
 		total += int(r.n)
 		e.runs = append(e.runs, r)
 	}
-	if total != n {
-		return nil, fmt.Errorf("submit memo: job runs of %d jobs for %d keys, want one job a key", total, n)
+	if total != int(e.whole)+n {
+		return nil, fmt.Errorf("submit memo: job runs of %d jobs for %d keys, want one job a key", total, int(e.whole)+n)
 	}
 	return e, nil
 }
