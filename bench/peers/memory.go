@@ -161,13 +161,12 @@ func droverRestarted(ctx context.Context, bin string, n int) (memResult, error) 
 // (tables outside the heap, the C allocator's and libzmq's memory, the
 // store's caches). A diagnostic: it changes no figure.
 func (s *droverServer) breakdown(what string, after int64) {
-	sys, err1 := s.metric("go_memstats_sys_bytes")
-	idle, err2 := s.metric("go_memstats_heap_idle_bytes")
-	released, err3 := s.metric("go_memstats_heap_released_bytes")
-	inuse, err4 := s.heapInuse()
-	if err := cmp.Or(err1, err2, err3, err4); err != nil {
+	v, err := s.gauges("go_memstats_sys_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "go_memstats_heap_inuse_bytes")
+	if err != nil {
+		progress("%s: no breakdown: %v", what, err)
 		return
 	}
+	sys, idle, released, inuse := v[0], v[1], v[2], v[3]
 	progress("%s: RSS %.1f MiB: Go heap in use %.1f, free not released %.1f, the Go runtime's other %.1f, outside the Go runtime %.1f MiB",
 		what, mb(after), mb(inuse), mb(idle-released), mb(sys-inuse-idle), mb(after-(sys-released)))
 }

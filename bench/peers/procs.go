@@ -242,20 +242,41 @@ func (s *droverServer) heapInuse() (int64, error) {
 
 // metric reads one gauge from the server's /metrics.
 func (s *droverServer) metric(name string) (int64, error) {
+	v, err := s.gauges(name)
+	if err != nil {
+		return 0, err
+	}
+	return v[0], nil
+}
+
+// gauges reads the named gauges from one scrape of the server's /metrics
+// (values of one instant), in the order named.
+func (s *droverServer) gauges(names ...string) ([]int64, error) {
 	resp, err := http.Get("http://" + s.metrics + "/metrics")
 	if err != nil {
-		return 0, fmt.Errorf("drover /metrics: %w", err)
+		return nil, fmt.Errorf("drover /metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, fmt.Errorf("drover /metrics: %w", err)
+		return nil, fmt.Errorf("drover /metrics: %w", err)
 	}
+	vs := make([]int64, len(names))
+	found := 0
 	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return int64(f), err
+		for i, name := range names {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					return nil, fmt.Errorf("drover /metrics: %s: %w", name, err)
+				}
+				vs[i] = int64(f)
+				found++
+			}
 		}
 	}
-	return 0, fmt.Errorf("drover /metrics: no %s", name)
+	if found != len(names) {
+		return nil, fmt.Errorf("drover /metrics: %d of the gauges %v found", found, names)
+	}
+	return vs, nil
 }
