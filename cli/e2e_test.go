@@ -138,30 +138,46 @@ func start(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
 }
 
 // startCmd starts cmd (the binary, or a command that runs it) in the
-// background with the tests' environment, its output kept; it is killed
-// when the test ends. Wait for it either with cmd.Wait on the test's
-// goroutine or with waitWithin, never both.
+// background with the tests' environment (and what cmd.Env adds), its
+// output kept; it dies with the test process (dieWithTest), and its
+// process group is killed when the test ends. Wait for it either with
+// cmd.Wait on the test's goroutine or with waitWithin, never both.
 func startCmd(t *testing.T, cmd *exec.Cmd) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1")
+	cmd.Env = append(append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1"), cmd.Env...)
+	dieWithTest(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if v, ok := waiters.LoadAndDelete(cmd); ok {
 			// waitWithin's goroutine waits for it: kill, and let it.
-			cmd.Process.Kill()
+			killGroup(cmd)
 			<-v.(*waiter).done
 			return
 		}
 		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
+			killGroup(cmd)
 			cmd.Wait()
 		}
 	})
 	return cmd, &out
+}
+
+// waitDelay bounds how long Wait waits, once a test's process has exited
+// or its context ended, for output a stray grandchild still holds open.
+const waitDelay = 10 * time.Second
+
+// killGroup SIGKILLs cmd's process and its process group (dieWithTest
+// gave it one): what it started goes too, and a stopped process dies as
+// well. Wait for it after.
+func killGroup(cmd *exec.Cmd) {
+	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Setpgid {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.Process.Kill()
 }
 
 // waiters holds the one goroutine waiting for each process waitWithin was
@@ -198,7 +214,7 @@ func run(t *testing.T, stdin string, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, drover(t), args...)
+	cmd := dieWithTest(exec.CommandContext(ctx, drover(t), args...))
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1")
 	out, err := cmd.CombinedOutput()
@@ -424,7 +440,7 @@ func TestCrawlSurvivesWorkerKill(t *testing.T) {
 // shell does not stop a command: it exits 0 and warns, naming the nearest
 // known variable.
 func TestUnknownEnvIsAWarning(t *testing.T) {
-	cmd := exec.Command(drover(t), "config", "show")
+	cmd := dieWithTest(exec.Command(drover(t), "config", "show"))
 	cmd.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1", "DROVER_HEARTBEAT_INTERVL=2s")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -78,7 +78,7 @@ func TestFrontierBeyondRAM(t *testing.T) {
 	began := time.Now()
 	// The default --timeout: a submit of any size waits for progress, not
 	// for the whole input (at a load of 25, 10 s per reply ran out).
-	sub := exec.Command(bin, "submit", "-", "--connect", at["peers"])
+	sub := dieWithTest(exec.Command(bin, "submit", "-", "--connect", at["peers"]))
 	sub.Stdin = in
 	sub.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1")
 	out, err := sub.CombinedOutput()
@@ -171,7 +171,11 @@ func TestFrontierBeyondRAM(t *testing.T) {
 	}
 	t.Logf("drained %d jobs in %v", n, time.Since(began).Round(time.Millisecond))
 	cancel()
-	<-werr
+	select {
+	case <-werr:
+	case <-time.After(time.Minute):
+		t.Fatalf("the in-process worker's Run still running a minute after it was stopped")
+	}
 	peak("during the drain", watch())
 	mu.Lock()
 	defer mu.Unlock()
@@ -292,7 +296,7 @@ func TestFrontierCountsAfterKill(t *testing.T) {
 	for i := range n {
 		fmt.Fprintf(&urls, "http://h%d.counts.test/page/%d\n", i%7, i)
 	}
-	sub := exec.Command(bin, "submit", "-", "--connect", peers)
+	sub := dieWithTest(exec.Command(bin, "submit", "-", "--connect", peers))
 	sub.Stdin = strings.NewReader(urls.String())
 	sub.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1")
 	if err := sub.Start(); err != nil {

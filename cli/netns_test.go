@@ -82,7 +82,7 @@ func (n *netns) run(t *testing.T, ns string, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns, drover(t)}, args...)...)
+	cmd := dieWithTest(exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns, drover(t)}, args...)...))
 	cmd.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1")
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {

@@ -62,7 +62,7 @@ func TestCrawlParityWithWget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	cmd := exec.CommandContext(ctx, wget, "-r", "-np", "--spider", "-nv", "-o", filepath.Join(dir, "wget.log"), "-P", dir, seed)
+	cmd := dieWithTest(exec.CommandContext(ctx, wget, "-r", "-np", "--spider", "-nv", "-o", filepath.Join(dir, "wget.log"), "-P", dir, seed))
 	if err := cmd.Run(); err != nil {
 		// exit 8: some link answered an error (a broken link in the
 		// manual); what wget fetched is still the comparison.

@@ -42,8 +42,25 @@ func startRedisServe(t *testing.T, url string, flags ...string) *redisCoordinato
 	args := append([]string{"serve", "--store", url, "--bind", ephemeral, "--admin", ephemeral, "--events", ephemeral,
 		"--metrics", "", "--heartbeat-interval", "1s", "--crawl-per-host", "0"}, flags...)
 	cmd, out := start(t, args...)
+	peers := "(not listening yet)"
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("drover serve on peers %s (pid %d, extra flags %q), last lines of its log:\n%s", peers, cmd.Process.Pid, flags, lastLines(out.String(), serveLogLines))
+		}
+	})
 	at := listening(t, out, "peers", "admin")
+	peers = at["peers"]
 	return &redisCoordinator{serve: out, peers: at["peers"], adm: at["admin"], proc: cmd.Process}
+}
+
+// serveLogLines is how many of its last log lines a coordinator of a test
+// that failed prints.
+const serveLogLines = 200
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.SplitAfter(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "")
 }
 
 // startWorker starts a worker process of rc named id with slots and the

@@ -16,7 +16,8 @@ import (
 
 // runWorkerOn runs an in-process worker named id with 3 slots on the
 // coordinator at peers until the test ends (or stop is called); ended
-// gets what Run returned.
+// gets what Run returned. A Run that does not return within a minute of
+// its stop fails the test rather than hanging it.
 func runWorkerOn(t *testing.T, peers, id string, h worker.Handler) (ended chan error, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -25,7 +26,14 @@ func runWorkerOn(t *testing.T, peers, id string, h worker.Handler) (ended chan e
 		defer close(exited)
 		ended <- worker.Run(ctx, worker.Options{Connect: peers, ID: id, Slots: 3, Heartbeat: time.Second, StopTimeout: time.Second}, h)
 	}()
-	stop = func() { cancel(); <-exited }
+	stop = func() {
+		cancel()
+		select {
+		case <-exited:
+		case <-time.After(time.Minute):
+			t.Errorf("in-process worker %s of %s: Run still running a minute after it was stopped", id, peers)
+		}
+	}
 	t.Cleanup(stop)
 	return ended, stop
 }
@@ -43,10 +51,12 @@ func TestClusterActionsOutliveCoordinatorOnRedis(t *testing.T) {
 	drover(t)
 	cl := redistest.Start(t)
 	a := startRedisServe(t, cl.URL())
-	// b beats every 8 s: taken for dead 24 s after it stops, time for
-	// mover to connect to a first.
-	b := startRedisServe(t, cl.URL(), "--heartbeat-interval", "8s")
+	// b beats every 10 s: taken for dead 30 s after its last beat (20 to
+	// 30 s after it stops), time for mover to connect to a first (the
+	// evict's wait for b's answer, the store timeout, comes between).
+	b := startRedisServe(t, cl.URL(), "--heartbeat-interval", "10s")
 	bID := clusterID(t, b)
+	t.Logf("a: peers %s; b: peers %s, coordinator %s", a.peers, b.peers, bID)
 	adm := dialAdminT(t, a, true)
 	act := actOn(t, adm, "a")
 	urls := func(phase string, n int) []string {
@@ -90,30 +100,56 @@ func TestClusterActionsOutliveCoordinatorOnRedis(t *testing.T) {
 
 	// mover connects to a, and runs jobs there.
 	stopMover()
-	causes := make(chan error, 8)
+	running, causes := make(chan struct{}, 8), make(chan error, 8)
 	runWorkerOn(t, a.peers, "mover", func(ctx context.Context, _ worker.Job) worker.Result {
+		select {
+		case running <- struct{}{}:
+		default:
+		}
 		<-ctx.Done()
-		causes <- context.Cause(ctx)
+		select {
+		case causes <- context.Cause(ctx):
+		default:
+		}
 		return worker.OK(nil)
 	})
 	if acc, _ := submitTo(t, a.peers, urls("second", 3)); acc != 3 {
 		t.Fatalf("a accepted %d of 3", acc)
 	}
-	eventually(t, "a sweeps b and forwards the evict it left to a", 90*time.Second, func() bool {
-		return strings.Contains(a.serve.String(), "forwarded to the live coordinators their workers are on now")
+	select {
+	case <-running:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("mover, connecting to a after b stopped, ran no job there within 60s")
+	}
+	// a's sweep of b settles the evict left there: forwarded to a, where
+	// mover is now (answered as not done if a did not list mover yet).
+	var settled string
+	eventually(t, "a sweeps b and settles the evict it left", 90*time.Second, func() bool {
+		log := a.serve.String()
+		switch {
+		case strings.Contains(log, "forwarded to the live coordinators their workers are on now"):
+			settled = "forwarded"
+		case strings.Contains(log, "taken for dead answered as not done by it"):
+			settled = "answered"
+		}
+		return settled != ""
 	})
+	if settled != "forwarded" {
+		t.Fatalf("a's sweep of b answered the evict of mover as not done instead of forwarding it to a, where mover runs jobs")
+	}
 	select {
 	case err := <-causes:
 		if !errors.Is(err, worker.ErrEvicted) {
 			t.Fatalf("a job of mover on a ended with %v; want ErrEvicted (the evict b left, forwarded)", err)
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatalf("mover on a was not evicted after a's sweep of b forwarded the evict; a's log:\n%s", a.serve.String())
+		t.Fatalf("mover on a was not evicted after a's sweep of b forwarded the evict")
 	}
 
 	// drainee connects to c, which joined after the drain: drained at
 	// once, and let go.
 	c := startRedisServe(t, cl.URL())
+	t.Logf("c: peers %s", c.peers)
 	ended, _ := runWorkerOn(t, c.peers, "drainee", hold)
 	select {
 	case err := <-ended:
@@ -121,7 +157,7 @@ func TestClusterActionsOutliveCoordinatorOnRedis(t *testing.T) {
 			t.Fatalf("drainee on c: Run returned %v; want ErrDrained (its drain outlived b)", err)
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatalf("drainee on c was not drained; c's log:\n%s", c.serve.String())
+		t.Fatalf("drainee on c was not drained")
 	}
 	eventually(t, "drainee's drain forgotten once let go", 60*time.Second, func() bool {
 		out, err := cl.Cli(0, "-c", "hexists", "drover:drained", "drainee")
@@ -135,6 +171,6 @@ func TestClusterActionsOutliveCoordinatorOnRedis(t *testing.T) {
 	select {
 	case <-ran:
 	case <-time.After(60 * time.Second):
-		t.Fatalf("drainee, let go and connecting again to c, ran no job; c's log:\n%s", c.serve.String())
+		t.Fatalf("drainee, let go and connecting again to c, ran no job")
 	}
 }

@@ -172,13 +172,7 @@ func TestClusterViewsOnRedis(t *testing.T) {
 
 	t.Run("claimed", func(t *testing.T) {
 		// A worker of a's that holds its jobs until the test ends.
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			done <- worker.Run(ctx, worker.Options{Connect: a.peers, ID: "holder", Slots: 3, Heartbeat: time.Second},
-				func(ctx context.Context, _ worker.Job) worker.Result { <-ctx.Done(); return worker.OK(nil) })
-		}()
-		t.Cleanup(func() { cancel(); <-done })
+		runWorkerOn(t, a.peers, "holder", func(ctx context.Context, _ worker.Job) worker.Result { <-ctx.Done(); return worker.OK(nil) })
 		var p admin.Page
 		eventually(t, "b lists 3 jobs claimed by a", 30*time.Second, func() bool {
 			p = queryT(t, adm, admin.Query{View: admin.ViewJobs, Filter: "state=claimed", Limit: 100})

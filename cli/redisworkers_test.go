@@ -50,13 +50,7 @@ func TestClusterEvictDrainOnRedis(t *testing.T) {
 	causes := make(chan error, 16)
 	release := make(chan struct{})
 	runWorker := func(name string, handler worker.Handler) chan error {
-		ctx, cancel := context.WithCancel(context.Background())
-		ended, exited := make(chan error, 1), make(chan struct{})
-		go func() {
-			defer close(exited)
-			ended <- worker.Run(ctx, worker.Options{Connect: b.peers, ID: name, Slots: 3, Heartbeat: time.Second, StopTimeout: time.Second}, handler)
-		}()
-		t.Cleanup(func() { cancel(); <-exited })
+		ended, _ := runWorkerOn(t, b.peers, name, handler)
 		return ended
 	}
 	runWorker("held", func(ctx context.Context, _ worker.Job) worker.Result {

@@ -49,7 +49,7 @@ func runWithin(t *testing.T, d time.Duration, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, drover(t), args...)
+	cmd := dieWithTest(exec.CommandContext(ctx, drover(t), args...))
 	cmd.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1")
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
@@ -286,7 +286,7 @@ func TestKeygen(t *testing.T) {
 	if code != 0 {
 		t.Fatal(out)
 	}
-	cmd := exec.Command(drover(t), "config", "show")
+	cmd := dieWithTest(exec.Command(drover(t), "config", "show"))
 	cmd.Env = append(os.Environ(), "DROVER_CONFIG=", "DROVER_SECURITY_KEY="+secret)
 	b, err := cmd.CombinedOutput()
 	if err != nil || strings.Contains(string(b), secret) {

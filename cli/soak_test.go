@@ -64,7 +64,7 @@ func TestSoakCrashes(t *testing.T) {
 		ports = onPorts(peers, adminEP, events)
 		return cmd, out
 	}
-	srv, _ := startServe()
+	srv, srvOut := startServe()
 
 	ev := collectEvents(t, events)
 	defer ev.stop()
@@ -125,7 +125,7 @@ func TestSoakCrashes(t *testing.T) {
 		case "kill-coordinator":
 			srv.Process.Kill()
 			srv.Wait()
-			srv, _ = startServe()
+			srv, srvOut = startServe()
 		}
 		<-done
 	}
@@ -179,16 +179,18 @@ func TestSoakCrashes(t *testing.T) {
 	}
 
 	// Every execution is an attempt of its job's history, by that worker.
-	a, err := client.DialAdmin(context.Background(), client.AdminOptions{Connect: adminEP})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a, err := client.DialAdmin(ctx, client.AdminOptions{Connect: adminEP})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("admin client of the soak's serve: %v; serve log:\n%s", err, clipOut(srvOut.String()))
 	}
 	defer a.Close()
 	jobs := map[uint64]admin.JobRow{}
 	for r := range rounds {
 		for i := range perRound {
 			k := id.Key{Crawler: "soak", Processor: "exec", URL: fmt.Sprintf("http://soak.test/%d/%d", r, i)}
-			page, err := a.Query(context.Background(), admin.Query{View: admin.ViewJobs, Key: k.Fingerprint().String(), Limit: 1})
+			page, err := a.Query(ctx, admin.Query{View: admin.ViewJobs, Key: k.Fingerprint().String(), Limit: 1})
 			if err != nil || len(page.Jobs) != 1 {
 				t.Fatalf("job of %s: %v %+v", k.URL, err, page)
 			}
@@ -242,27 +244,15 @@ func TestSoakCrashes(t *testing.T) {
 func startEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	cmd := exec.Command(drover(t), args...)
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Env = append(append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1"), env...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Signal(syscall.SIGCONT)
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	return cmd, &out
+	cmd.Env = env
+	return startCmd(t, cmd)
 }
 
 // runEnv is run with extra environment variables.
 func runEnv(t *testing.T, env []string, stdin string, args ...string) (string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, drover(t), args...)
+	cmd := dieWithTest(exec.CommandContext(ctx, drover(t), args...))
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = append(append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1"), env...)
 	out, err := cmd.CombinedOutput()

@@ -95,7 +95,7 @@ func TestSubmitResumesAfterReconnect(t *testing.T) {
 	// The timeout bounds each wait for a reply, not the resume: the
 	// reconnect comes from the session's liveness either way, and under
 	// -race on a loaded machine the answers after the stop can take over 10s.
-	sub := exec.CommandContext(ctx, drover(t), "submit", "-", "--connect", peers, "--timeout", "1m")
+	sub := dieWithTest(exec.CommandContext(ctx, drover(t), "submit", "-", "--connect", peers, "--timeout", "1m"))
 	sub.Stdin = strings.NewReader(urlLines("http://resume.test/", n, nil))
 	sub.Env = append(os.Environ(), "DROVER_CONFIG=", "NO_COLOR=1")
 	var subOut syncBuffer
