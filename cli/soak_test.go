@@ -180,8 +180,8 @@ func TestSoakCrashes(t *testing.T) {
 
 	// Every execution is an attempt of its job's history, by that worker.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	a, err := client.DialAdmin(ctx, client.AdminOptions{Connect: adminEP})
+	cancel()
 	if err != nil {
 		t.Fatalf("admin client of the soak's serve: %v; serve log:\n%s", err, clipOut(srvOut.String()))
 	}
@@ -190,7 +190,9 @@ func TestSoakCrashes(t *testing.T) {
 	for r := range rounds {
 		for i := range perRound {
 			k := id.Key{Crawler: "soak", Processor: "exec", URL: fmt.Sprintf("http://soak.test/%d/%d", r, i)}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			page, err := a.Query(ctx, admin.Query{View: admin.ViewJobs, Key: k.Fingerprint().String(), Limit: 1})
+			cancel()
 			if err != nil || len(page.Jobs) != 1 {
 				t.Fatalf("job of %s: %v %+v", k.URL, err, page)
 			}
