@@ -163,6 +163,7 @@ func (l *doneLookup) park(ident []byte, sid id.Session, m wire.Message, step uin
 	if len(l.fps) == 0 && l.waiting[sid] == 0 {
 		return false
 	}
+	wire.OwnKeys(m) // kept past the reactor decoder's next message
 	p := &parkedMsg{ident: ident, sid: sid, m: m, norms: l.c.TakeNormals(), step: step, lastJob: l.c.LastJob()}
 	if l.pg != nil {
 		p.gen = l.pg.outs

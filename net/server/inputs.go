@@ -41,9 +41,13 @@ type reactor struct {
 	wake   chan struct{} // the inputs' watches and the hub ring it
 	gather gatherer      // lets messages gather under load (gather.go)
 	io     zsock.MsgIO   // whole-message receives
-	taken  []pipe.Msg    // scratch for drainHub
-	stats  *Stats        // Steps, Received
-	now    func() time.Time
+	// dec decodes the sockets' messages: a REQUEST's or QUEUE's keys are
+	// its room, valid until the next message (a parked one takes them:
+	// doneLookup.park).
+	dec   wire.Decoder
+	taken []pipe.Msg // scratch for drainHub
+	stats *Stats     // Steps, Received
+	now   func() time.Time
 	// stepItems counts the keys and jobs the current step took in
 	// (stepItemBudget).
 	stepItems int

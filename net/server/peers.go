@@ -47,7 +47,7 @@ func (s *Server) decode(w sockWriter, frames [][]byte, user string) ([]byte, wir
 		return nil, nil, false // no routing id or no content: nobody to answer
 	}
 	ident := frames[0]
-	m, err := wire.Decode(frames[1:])
+	m, err := s.r.dec.Decode(frames[1:])
 	if err != nil {
 		var we *wire.Error
 		switch {

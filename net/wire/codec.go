@@ -136,7 +136,7 @@ func Encode(m Message) ([][]byte, error) {
 // of a large message for long while dropping the rest may strings.Clone
 // it.
 func Decode(frames [][]byte) (Message, error) {
-	m, err := decode(frames, true)
+	m, err := decode(frames, true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -144,8 +144,9 @@ func Decode(frames [][]byte) (Message, error) {
 }
 
 // decode is Decode; fast lets a message's one-pass decoder try first
-// (fast.go; tests compare it with the reader alone).
-func decode(frames [][]byte, fast bool) (Message, *Error) {
+// (fast.go; tests compare it with the reader alone), with d's room when d
+// is not nil (Decoder).
+func decode(frames [][]byte, fast bool, d *Decoder) (Message, *Error) {
 	var req uint64
 	if len(frames) >= 3 && len(frames[2]) == 8 {
 		req = binary.BigEndian.Uint64(frames[2])
@@ -184,7 +185,7 @@ func decode(frames [][]byte, fast bool) (Message, *Error) {
 	if len(body) > MaxBody {
 		return nil, errorf(req, CodeTooLarge, "%s body: %d bytes, want at most %d", c, len(body), MaxBody)
 	}
-	if f, ok := m.(fastDecoder); ok && fast && f.decodeFast(body) {
+	if f, ok := m.(fastDecoder); ok && fast && f.decodeFast(body, d) {
 		return m, nil
 	}
 	r := newReader(body, c, req)

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"slices"
 	"unsafe"
 
 	"drover/coord/id"
@@ -25,28 +26,28 @@ import (
 
 // fastDecoder is a message with a one-pass decoder for valid bodies: it
 // reports false, leaving the message as it was, at the first thing it does
-// not accept.
+// not accept. d, when not nil, lends its room (Decoder).
 type fastDecoder interface {
-	decodeFast(body []byte) bool
+	decodeFast(body []byte, d *Decoder) bool
 }
 
-func (m *Request) decodeFast(b []byte) bool {
-	keys, ok := fastKeys(b)
+func (m *Request) decodeFast(b []byte, d *Decoder) bool {
+	keys, ok := fastKeys(b, d.room())
 	if ok {
-		m.Keys = keys
+		m.Keys = d.keep(keys)
 	}
 	return ok
 }
 
-func (m *Queue) decodeFast(b []byte) bool {
-	keys, ok := fastKeys(b)
+func (m *Queue) decodeFast(b []byte, d *Decoder) bool {
+	keys, ok := fastKeys(b, d.room())
 	if ok {
-		m.Keys = keys
+		m.Keys = d.keep(keys)
 	}
 	return ok
 }
 
-func (m *Verdicts) decodeFast(b []byte) bool {
+func (m *Verdicts) decodeFast(b []byte, _ *Decoder) bool {
 	items, ok := fastVerdicts(b, true)
 	if ok {
 		m.Items = items
@@ -54,7 +55,7 @@ func (m *Verdicts) decodeFast(b []byte) bool {
 	return ok
 }
 
-func (m *Answer) decodeFast(b []byte) bool {
+func (m *Answer) decodeFast(b []byte, _ *Decoder) bool {
 	items, ok := fastVerdicts(b, false)
 	if ok {
 		m.Items = items
@@ -122,16 +123,21 @@ func (a *arena) put(p []byte) string {
 	return unsafe.String(&(*a)[start], len(p))
 }
 
-// fastKeys decodes a key batch (REQUEST, QUEUE) in one pass. Its strings
-// are not copied: they alias the body (Decode owns it), and the names a
-// key shares with the previous key are the previous key's strings, as
-// reader.keys makes them.
-func fastKeys(b []byte) ([]id.Key, bool) {
+// fastKeys decodes a key batch (REQUEST, QUEUE) in one pass, into room
+// when it is big enough. Its strings are not copied: they alias the body
+// (Decode owns it), and the names a key shares with the previous key are
+// the previous key's strings, as reader.keys makes them.
+func fastKeys(b []byte, room []id.Key) ([]id.Key, bool) {
 	n, ok := fastCount(b, minKey)
 	if !ok {
 		return nil, false
 	}
-	keys := make([]id.Key, n)
+	keys := room[:0]
+	if cap(keys) >= n {
+		keys = keys[:n] // every field of each is set below
+	} else {
+		keys = make([]id.Key, n)
+	}
 	var crawler, processor string
 	off := 4
 	for i := range keys {
@@ -286,3 +292,51 @@ func (w *writer) verdictsChecked(items []VerdictItem, waitAllowed bool) bool {
 
 // bytesOf is s's bytes, for reading only.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// Decoder decodes as Decode does, but the keys of the key batches it
+// decodes (REQUEST, QUEUE: a thousand keys are 48 KB) go into room it
+// keeps from one message to the next, written while still in cache
+// rather than allocated anew. A message's Keys are valid until the
+// decoder's next Decode: a caller that keeps the message longer takes
+// them first (OwnKeys). A zero Decoder is ready; use it from one
+// goroutine.
+type Decoder struct {
+	keys []id.Key
+}
+
+// Decode is Decode, with the decoder's room for key batches.
+func (d *Decoder) Decode(frames [][]byte) (Message, error) {
+	m, err := decode(frames, true, d)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// room is the room for the next key batch (none without a decoder).
+func (d *Decoder) room() []id.Key {
+	if d == nil {
+		return nil
+	}
+	return d.keys
+}
+
+// keep makes keys the room for the next key batch, and returns them.
+func (d *Decoder) keep(keys []id.Key) []id.Key {
+	if d != nil && cap(keys) <= MaxBatch {
+		d.keys = keys
+	}
+	return keys
+}
+
+// OwnKeys gives a key batch a Decoder decoded (REQUEST, QUEUE) keys of
+// its own, for a caller that keeps it past the decoder's next Decode;
+// any other message is left as it is.
+func OwnKeys(m Message) {
+	switch m := m.(type) {
+	case *Request:
+		m.Keys = slices.Clone(m.Keys)
+	case *Queue:
+		m.Keys = slices.Clone(m.Keys)
+	}
+}

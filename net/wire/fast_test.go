@@ -14,8 +14,8 @@ import (
 // and fails unless both give the same message or the same error.
 func agree(t *testing.T, what string, frames [][]byte) {
 	t.Helper()
-	fast, ferr := decode(frames, true)
-	slow, serr := decode(frames, false)
+	fast, ferr := decode(frames, true, nil)
+	slow, serr := decode(frames, false, nil)
 	if ferr != nil || serr != nil {
 		if ferr == nil || serr == nil || *ferr != *serr {
 			t.Fatalf("%s: fast path error %v, reader error %v; want the same", what, ferr, serr)
@@ -122,5 +122,44 @@ func TestFastDecodeAllocations(t *testing.T) {
 		if n := testing.AllocsPerRun(20, func() { _, _ = Decode(frames) }); n > 3 {
 			t.Errorf("%s: %v allocations, want at most 3", m.Command(), n)
 		}
+	}
+}
+
+// TestDecoderRoom: a Decoder decodes what Decode does, the keys of each
+// key batch in the room of the one before (no allocation for them), and
+// OwnKeys gives a batch keys of its own.
+func TestDecoderRoom(t *testing.T) {
+	var d Decoder
+	for i, m := range fastCorpus() {
+		frames := [][]byte{[]byte(Protocol), []byte(m.Command().String()), reqID(m.RequestID()), nil}
+		var e Encoder
+		e.w = writer{cmd: m.Command()}
+		m.appendBody(&e.w)
+		frames[3] = e.w.b
+		want, werr := Decode(frames)
+		got, gerr := d.Decode(frames)
+		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+			t.Fatalf("message %d: Decoder error %v, Decode error %v", i, gerr, werr)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("message %d: Decoder decoded differently (-Decode +Decoder):\n%s", i, diff)
+		}
+	}
+	frames := mustEncode(t, benchRequest(1000))
+	first, err := d.Decode(frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := first.(*Request)
+	OwnKeys(kept)
+	if n := testing.AllocsPerRun(20, func() { _, _ = d.Decode(frames) }); n > 1 {
+		t.Errorf("Decoder.Decode of a 1000-key REQUEST: %v allocations, want at most 1 (the message)", n)
+	}
+	other := mustEncode(t, &Request{Req: 2, Keys: []id.Key{{Crawler: "c", Processor: "p", URL: "https://other/"}}})
+	if _, err := d.Decode(other); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(benchRequest(1000).Keys, kept.Keys); diff != "" {
+		t.Fatalf("keys taken with OwnKeys changed by a later Decode (-want +got):\n%s", diff)
 	}
 }
