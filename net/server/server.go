@@ -242,6 +242,7 @@ func New(opts Options) (*Server, error) {
 	s.adm = dialogue{sess: &s.sess, out: &s.out, every: opts.ChangedEvery, cfg: c.Config(), name: opts.Server, log: s.log}
 	s.cl.wire(opts.ClusterJobs, opts.Cluster, c, &s.out, &s.sess, &s.adm, s.log, s.now) // clusterio.go
 	s.disp = dispatcher{batches: make(map[jobBatch]*wire.Job), c: c, sess: &s.sess, out: &s.out, log: s.log}
+	s.memo.sharedIDs = opts.Coord.Shared != nil
 	s.pd = peerDialogue{c: c, log: s.log, name: opts.Server, sess: &s.sess, out: &s.out, r: &s.r,
 		crawls: &s.crawls, memo: &s.memo, rob: &s.rob, workerHello: s.cl.workerHello}
 	if opts.Store != nil {

@@ -68,7 +68,8 @@ type memoKey struct {
 //     added; the protocol says a request id is never reused for another
 //     SUBMIT) is still recognised for every key whose job is still held: a
 //     duplicate names its job, and a job of the request's runs was made for
-//     that key by this request (wholeJob).
+//     that key by this request (wholeJob; not with a shared queue, whose
+//     job ids are not those duplicates name: sharedIDs).
 //   - Keys accepted otherwise (in parts, or beside duplicates) are each
 //     kept as the first 8 bytes of their fingerprint, in answer order. Two
 //     keys of one request share them with a probability of about n²/2⁶⁵
@@ -210,6 +211,11 @@ type submitMemo struct {
 	entries map[memoKey]*memoEntry
 	order   []memoKey // creation order, for expiry and the size bound
 	keys    int       // accepted keys held in all
+	// sharedIDs: accepted jobs are named by their ids in a queue shared
+	// with other coordinators (a Redis Cluster store), a duplicate by its
+	// job here: another id space, so a resend is not recognised by the
+	// jobs its duplicates name (wholeJob).
+	sharedIDs bool
 	// With a store: the requests whose memo changed since the last batch
 	// (written if still held, else deleted).
 	durable bool
@@ -260,7 +266,7 @@ func (m *submitMemo) patch(now time.Time, producer string, req uint64, items []w
 				continue
 			}
 			j, ok := e.find(it.Fingerprint)
-			if !ok && it.JobID != 0 && e.wholeJob(it.JobID) {
+			if !ok && it.JobID != 0 && !m.sharedIDs && e.wholeJob(it.JobID) {
 				j, ok = it.JobID, true // a whole part's key, its job still held
 			}
 			if !ok || seen[it.Fingerprint] {

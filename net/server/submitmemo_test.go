@@ -257,6 +257,14 @@ func TestMemoWhole(t *testing.T) {
 	if e.whole != 1000 || m.keys != 1000 {
 		t.Fatalf("after a resend in another order: whole %d, %d keys; want 1000 and 1000", e.whole, m.keys)
 	}
+	// With a shared queue its job ids are not those duplicates name: not
+	// recognised by job.
+	m.sharedIDs = true
+	items = resend(rev[:10], want)
+	if n := m.patch(now, "p", 1, items); n != 0 {
+		t.Fatalf("resend in another order, a shared queue's ids: %d rewritten, want 0", n)
+	}
+	m.sharedIDs = false
 	// Another order, jobs gone (done keys: job 0): not recognised.
 	items = resend(rev[:10], func(int) uint64 { return 0 })
 	if n := m.patch(now, "p", 1, items); n != 0 {
