@@ -3,8 +3,10 @@
 package cli
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
+	"testing"
 )
 
 // dieWithTest gives the process cmd starts a process group of its own,
@@ -18,4 +20,13 @@ func dieWithTest(cmd *exec.Cmd) *exec.Cmd {
 	cmd.SysProcAttr.Setpgid = true
 	cmd.WaitDelay = waitDelay
 	return cmd
+}
+
+// stopProcess stops p (SIGSTOP). (Linux's waits until every thread of it
+// has stopped; here the signal is all.)
+func stopProcess(t *testing.T, p *os.Process) {
+	t.Helper()
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -20,7 +20,7 @@ import (
 type redisCoordinator struct {
 	serve      *syncBuffer
 	peers, adm string
-	proc       interface{ Signal(os.Signal) error }
+	proc       *os.Process
 	workerFile string
 }
 

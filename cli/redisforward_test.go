@@ -88,9 +88,7 @@ func TestClusterActionsOutliveCoordinatorOnRedis(t *testing.T) {
 	}
 
 	// b stops with an evict of mover posted to it, then dies.
-	if err := b.proc.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopProcess(t, b.proc)
 	if res := act(admin.ActEvict, "mover"); res.Affected != 0 || len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "posted there: redis control: coordinator "+bID+" did not answer evict") {
 		t.Fatalf("evict of mover on a, b stopped: %+v; want one line saying b did not answer", res)
 	}

@@ -159,9 +159,7 @@ func TestClusterEvictDrainOnRedis(t *testing.T) {
 	// b stops (SIGSTOP) with an evict posted to it and not carried out,
 	// then dies: the action is answered, never dropped: by b's silence
 	// (a's wait ends) or by a's sweep of b, which answers what b left.
-	if err := b.proc.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopProcess(t, b.proc)
 	if res := act(admin.ActEvict, "orphan"); res.Affected != 0 || len(res.Errors) != 1 ||
 		!strings.Contains(res.Errors[0], "posted there: redis control: coordinator "+bID+" did not answer evict") &&
 			!strings.Contains(res.Errors[0], "not done: coordinator "+bID+" died before carrying it out") {

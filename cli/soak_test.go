@@ -118,7 +118,7 @@ func TestSoakCrashes(t *testing.T) {
 			kills++
 		case "stop-worker":
 			w := workers[rand.IntN(len(workers))]
-			w.cmd.Process.Signal(syscall.SIGSTOP)
+			stopProcess(t, w.cmd.Process)
 			time.Sleep(5 * time.Second) // the fault: silent past its liveness (1s x 3)
 			w.cmd.Process.Signal(syscall.SIGCONT)
 			kills++

@@ -109,9 +109,7 @@ func TestSubmitResumesAfterReconnect(t *testing.T) {
 		tot, _, ok := statusJSON(t, adminEP)
 		return ok && tot.Queued == n
 	})
-	if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopProcess(t, srv.Process)
 	time.Sleep(5 * time.Second) // the fault: a server that does not answer for 5s
 	if err := srv.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
