@@ -170,8 +170,14 @@ func lowerFirst(s string) string {
 }
 
 // knownWorkers checks every id names a registered worker, so a typo is an
-// error before anything is asked or done.
+// error before anything is asked or done. On a Redis Cluster store a
+// worker may be connected to another coordinator, which this one's
+// workers view does not list: there the ids it does not know are left to
+// the coordinator, which looks them up in the cluster, has the action
+// carried out where the worker is, and names in its answer any id that
+// no coordinator knows.
 func knownWorkers(ctx context.Context, a *client.Admin, verb string, ids []string) error {
+	var clustered *bool
 	for _, w := range ids {
 		if strings.ContainsAny(w, " \t") || w == "" {
 			return usageError("%s %q: a worker id has no spaces (drover status lists them)", verb, w)
@@ -184,7 +190,18 @@ func knownWorkers(ctx context.Context, a *client.Admin, verb string, ids []strin
 		for _, r := range page.Workers {
 			found = found || r.ID == w
 		}
-		if !found {
+		if found {
+			continue
+		}
+		if clustered == nil {
+			t, err := a.Totals(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: looking up worker %s: %w", verb, w, err)
+			}
+			c := t.Cluster != nil
+			clustered = &c
+		}
+		if !*clustered {
 			return fmt.Errorf("%s: unknown worker %q: drover status lists the workers", verb, w)
 		}
 	}
@@ -277,7 +294,10 @@ func newEvictCmd() *cobra.Command {
 sessions and puts the jobs they held back in the queue, not charged a failure
 (a worker that reconnects registers afresh). It asks first on a terminal;
 --yes does it without asking, and is required when stdin is not a terminal.
-An unknown worker id is an error before anything is done.`,
+An unknown worker id is an error before anything is done. On a Redis Cluster
+store a worker connected to another coordinator is evicted by that one (the
+answer says whether it did, did not answer in time, or is dead), and an id no
+coordinator knows is refused, named.`,
 		"  drover evict w-12\n  drover evict w-12 w-13 --yes --json", cobra.MinimumNArgs(1), true,
 		func(ctx context.Context, cmd *cobra.Command, a *client.Admin, ids []string, f *actionFlags) (admin.Action, string, error) {
 			if err := knownWorkers(ctx, a, "evict", ids); err != nil {
@@ -297,7 +317,9 @@ func newDrainCmd() *cobra.Command {
 		`drain stops giving workers new jobs, like D in the console: each finishes the
 jobs it holds and then leaves (a drover worker exits 0). --undo takes draining
 workers back: they get jobs again. An unknown worker id is an error before
-anything is done.`,
+anything is done. On a Redis Cluster store a worker connected to another
+coordinator is drained (or undrained) by that one, and an id no coordinator
+knows is refused, named.`,
 		"  drover drain w-12\n  drover drain --undo w-12", cobra.MinimumNArgs(1), false,
 		func(ctx context.Context, _ *cobra.Command, a *client.Admin, ids []string, _ *actionFlags) (admin.Action, string, error) {
 			kind := admin.ActDrain

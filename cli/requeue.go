@@ -29,10 +29,12 @@ and Events view show it, or a worker's jobs in drover status --json), every
 failed job (--failed; of one crawl with --crawler NAME), or
 every job the console filter F matches (--filter, e.g. "state=backoff
 host=example.com"; requested keys that have no job yet are skipped). A job
-whose key other work holds again is refused and named, and so is one another
-coordinator on the same Redis Cluster store holds (requeue it there; a job is
-also named by its key's fingerprint, as the cluster's rows of the jobs view
-give it). Requeueing more than
+whose key other work holds again is refused and named. On a Redis Cluster
+store a job another coordinator holds (matched by --filter, or named by its
+key's fingerprint, as the cluster's rows of the jobs view give it) is requeued
+by that coordinator, and the answer names it; --failed, and --filter
+state=failed, see this coordinator's failed jobs only (run them on the
+coordinator that failed the jobs). Requeueing more than
 one job asks first on a terminal; --yes does it without asking, and is
 required when stdin is not a terminal.`,
 		`  drover requeue 1042
