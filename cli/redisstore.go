@@ -22,13 +22,14 @@ import (
 // storeURL is the Redis Cluster serve should use, or "" for the embedded
 // store: store.url, or a store.path that is a redis:// or rediss:// URL
 // (--store redis://...). Both set, or a URL that does not parse, is a
-// configuration error naming the key (exit 2). The password never shows
-// in an error.
+// configuration error naming the key (exit 2); so is a store.path that is
+// a URL of another scheme (--store http://..., not made a directory of
+// that name). The password never shows in an error.
 func storeURL(cfg *config.Config) (storeredis.Target, bool, error) {
 	key, raw := "store.url", cfg.Store.URL
-	if isRedisURL(cfg.Store.Path) {
+	if isURL(cfg.Store.Path) {
 		if raw != "" {
-			return storeredis.Target{}, false, &exitError{code: 2, err: fmt.Errorf("store.path is a Redis URL and store.url is set too: want one of them")}
+			return storeredis.Target{}, false, &exitError{code: 2, err: fmt.Errorf("store.path is a URL and store.url is set too: want one of them")}
 		}
 		key, raw = "store.path", cfg.Store.Path
 	}
@@ -42,8 +43,11 @@ func storeURL(cfg *config.Config) (storeredis.Target, bool, error) {
 	return t, true, nil
 }
 
-func isRedisURL(s string) bool {
-	return strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")
+// isURL reports whether a store.path is a URL (SCHEME://...) rather than
+// a directory.
+func isURL(s string) bool {
+	scheme, _, ok := strings.Cut(s, "://")
+	return ok && scheme != "" && !strings.ContainsAny(scheme, "/.")
 }
 
 // redisPrefix namespaces drover's keys on the cluster.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"drover/internal/redact"
@@ -67,6 +68,9 @@ func ParseURL(raw string) (Target, error) {
 		}
 		if host == "" || port == "" {
 			return Target{}, fmt.Errorf("store URL %q: host %q: want HOST:PORT", shown(raw), h)
+		}
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+			return Target{}, fmt.Errorf("store URL %q: host %q: port %q; want a number from 1 to 65535", shown(raw), h, port)
 		}
 		t.Addrs = append(t.Addrs, net.JoinHostPort(host, port))
 	}

@@ -26,7 +26,7 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("ParseURL(%q) = %+v (%s); want %+v (%s)", c.in, got, got, c.want, c.str)
 		}
 	}
-	for _, bad := range []string{"", "127.0.0.1:7000", "http://h:1", "redis://", "redis://a:1,,b:2", "redis://h:1/3", "redis://u:p%zz@h:1"} {
+	for _, bad := range []string{"", "127.0.0.1:7000", "http://h:1", "redis://", "redis://a:1,,b:2", "redis://h:1/3", "redis://u:p%zz@h:1", "redis://h:notaport", "redis://h:0", "redis://h:65536", "redis://a:1,b:x"} {
 		_, err := ParseURL(bad)
 		if err == nil {
 			t.Errorf("ParseURL(%q) = nil error; want one", bad)
