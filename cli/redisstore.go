@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +26,7 @@ import (
 // that name). The password never shows in an error.
 func storeURL(cfg *config.Config) (storeredis.Target, bool, error) {
 	key, raw := "store.url", cfg.Store.URL
-	if isURL(cfg.Store.Path) {
+	if config.IsURL(cfg.Store.Path) {
 		if raw != "" {
 			return storeredis.Target{}, false, &exitError{code: 2, err: fmt.Errorf("store.path is a URL and store.url is set too: want one of them")}
 		}
@@ -41,13 +40,6 @@ func storeURL(cfg *config.Config) (storeredis.Target, bool, error) {
 		return t, false, &exitError{code: 2, err: fmt.Errorf("%s: %w", key, err)}
 	}
 	return t, true, nil
-}
-
-// isURL reports whether a store.path is a URL (SCHEME://...) rather than
-// a directory.
-func isURL(s string) bool {
-	scheme, _, ok := strings.Cut(s, "://")
-	return ok && scheme != "" && !strings.ContainsAny(scheme, "/.")
 }
 
 // redisPrefix namespaces drover's keys on the cluster.

@@ -77,9 +77,13 @@ a command's flags, each with the variable of its key.`
 
 // Redacted is how a Secret key's value is shown: a file path as it is,
 // anything else (an inline key or token) replaced. hidden says whether it
-// was replaced.
+// was replaced. The password of a store.path that is a URL (serve --store
+// redis://USER:PASSWORD@...) is hidden too.
 func Redacted(k Key, v any) (shown any, hidden bool) {
 	s, ok := v.(string)
+	if k.Name == "store.path" && ok && IsURL(s) {
+		return redact.URLPassword(s, "REDACTED")
+	}
 	if !k.Secret || !ok || s == "" {
 		return v, false
 	}

@@ -212,6 +212,32 @@ func TestShowRedactsSecrets(t *testing.T) {
 		!strings.Contains(s, "rediss://ops:REDACTED@10.0.0.1:7000,10.0.0.2:7000") {
 		t.Fatalf("config show lost a path or the placeholder:\n%s", s)
 	}
+	// serve --store redis://... sets store.path: its password is hidden
+	// too, in config show and in a configuration error; a directory and
+	// memory are shown.
+	opts = isolated(t)
+	opts.Env = append(opts.Env, "DROVER_STORE_PATH=redis://ops:pa55word@10.0.0.1:7000")
+	if cfg, err = Load(opts); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := Show(cfg); strings.Contains(string(out), "pa55word") || !strings.Contains(string(out), "redis://ops:REDACTED@10.0.0.1:7000") {
+		t.Fatalf("config show of a store.path URL:\n%s", out)
+	}
+	opts = isolated(t)
+	opts.Env = append(opts.Env, "DROVER_STORE_PATH=redis://ops:pa55word@10.0.0.1:port")
+	if _, err := Load(opts); err == nil || !strings.Contains(err.Error(), "store.path") || strings.Contains(err.Error(), "pa55word") {
+		t.Fatalf("a store.path URL that does not parse: %v; want an error naming store.path, without the password", err)
+	}
+	for _, p := range []string{"/var/lib/drover/store", "memory"} {
+		opts = isolated(t)
+		opts.Env = append(opts.Env, "DROVER_STORE_PATH="+p)
+		if cfg, err = Load(opts); err != nil {
+			t.Fatal(err)
+		}
+		if out, _ := Show(cfg); !strings.Contains(string(out), "path: "+p) {
+			t.Fatalf("config show hides store.path %s:\n%s", p, out)
+		}
+	}
 	opts = isolated(t)
 	opts.Env = append(opts.Env, "DROVER_SECURITY_KEY=/etc/drover/server.key")
 	if cfg, err = Load(opts); err != nil {

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"drover/internal/redisurl"
 )
 
 // Validate checks every value of c against its key's rule and the keys
@@ -32,8 +34,14 @@ func (c *Config) Validate() error {
 // the syntax of the text kinds (endpoints, URLs), whose values may come
 // from Go code rather than parsing. raw is the value as written.
 func checkValue(k Key, v any, src Source, raw string) *Error {
+	if shown, hidden := Redacted(k, raw); hidden {
+		raw = shown.(string)
+	}
 	bad := func(kind ErrorKind, expected string) *Error {
 		return &Error{Kind: kind, Key: k.Name, Value: raw, Source: src, Expected: expected}
+	}
+	if msg := checkStore(k.Name, v); msg != "" {
+		return bad(ErrType, msg)
 	}
 	switch k.Kind {
 	case KindEnum:
@@ -67,6 +75,31 @@ func checkValue(k Key, v any, src Source, raw string) *Error {
 		return bad(ErrRange, k.Rule)
 	}
 	return nil
+}
+
+// checkStore returns what is wrong with a store.url, or a store.path that
+// is a URL (serve --store redis://...), or "": a Redis Cluster URL that
+// does not parse, or a store.path URL of another scheme. The message
+// never shows a password.
+func checkStore(key string, v any) string {
+	s, _ := v.(string)
+	switch {
+	case key == "store.url" && s != "":
+	case key == "store.path" && IsURL(s):
+	default:
+		return ""
+	}
+	if _, err := redisurl.Parse(s); err != nil {
+		return "a Redis Cluster URL, redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...] or rediss://... (" + err.Error() + ")"
+	}
+	return ""
+}
+
+// IsURL reports whether a store.path is a URL (SCHEME://...) rather than
+// a directory: serve takes a redis:// or rediss:// one as store.url.
+func IsURL(s string) bool {
+	scheme, _, ok := strings.Cut(s, "://")
+	return ok && scheme != "" && !strings.ContainsAny(scheme, "/.")
 }
 
 var (

@@ -18,6 +18,11 @@ func TestValidateOnBuiltConfig(t *testing.T) {
 		{"bad theme", func(c *Config) { c.Console.Theme = "neon" }, ErrRange, "console.theme"},
 		{"bad endpoint", func(c *Config) { c.Peers.Listen = "127.0.0.1:5570" }, ErrType, "peers.listen"},
 		{"bad url", func(c *Config) { c.Notifier.URL = "ftp://x" }, ErrType, "notifier.url"},
+		{"store url scheme", func(c *Config) { c.Store.URL = "http://h:1" }, ErrType, "store.url"},
+		{"store url port", func(c *Config) { c.Store.URL = "redis://a:1,b:notaport" }, ErrType, "store.url"},
+		{"store url empty host", func(c *Config) { c.Store.URL = "redis://" }, ErrType, "store.url"},
+		{"store path url scheme", func(c *Config) { c.Store.Path = "http://h:1" }, ErrType, "store.path"},
+		{"store path redis port", func(c *Config) { c.Store.Path = "redis://h:0" }, ErrType, "store.path"},
 		{"bad colour", func(c *Config) { c.Console.Palette = map[string]string{"accent": "red"} }, ErrRange, "console.palette"},
 		{"same listener", func(c *Config) { c.Admin.Listen = c.Peers.Listen }, ErrConflict, "peers.listen and admin.listen"},
 	}

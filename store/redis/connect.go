@@ -18,7 +18,7 @@ func connect(ctx context.Context, t Target) (goredis.UniversalClient, error) {
 		Addrs:        t.Addrs,
 		Username:     t.Username,
 		Password:     t.Password,
-		TLSConfig:    t.tlsConfig(),
+		TLSConfig:    t.TLSConfig(),
 		DialTimeout:  5 * time.Second,
 		ReadTimeout:  5 * time.Second,
 		WriteTimeout: 5 * time.Second,
@@ -29,7 +29,7 @@ func connect(ctx context.Context, t Target) (goredis.UniversalClient, error) {
 	if err != nil && len(t.Addrs) == 1 && strings.Contains(err.Error(), "cluster support disabled") {
 		rdb.Close()
 		rdb = goredis.NewClient(&goredis.Options{
-			Addr: t.Addrs[0], Username: t.Username, Password: t.Password, TLSConfig: t.tlsConfig(),
+			Addr: t.Addrs[0], Username: t.Username, Password: t.Password, TLSConfig: t.TLSConfig(),
 			DialTimeout: opts.DialTimeout, ReadTimeout: opts.ReadTimeout, WriteTimeout: opts.WriteTimeout,
 			// Its retries are outside any hook (once.go): none, so a
 			// claim or a count whose answer was lost is not run twice.
