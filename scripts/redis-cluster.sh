@@ -54,8 +54,8 @@ start)
   ;;
 status)
   for p in "${ports[@]}"; do
-    role=$(redis-cli -p "$p" info replication 2>/dev/null | tr -d '\r' | sed -n 's/^role://p')
-    st=$(redis-cli -p "$p" cluster info 2>/dev/null | tr -d '\r' | sed -n 's/^cluster_state://p')
+    role=$(redis-cli -p "$p" info replication 2>/dev/null | tr -d '\r' | sed -n 's/^role://p') || role=
+    st=$(redis-cli -p "$p" cluster info 2>/dev/null | tr -d '\r' | sed -n 's/^cluster_state://p') || st=
     echo "127.0.0.1:$p ${role:-down} cluster_state:${st:-?}"
   done
   state_ok
