@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -35,25 +36,43 @@ func dieWithTest(cmd *exec.Cmd) *exec.Cmd {
 func stopProcess(t *testing.T, p *os.Process) {
 	t.Helper()
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
+		t.Fatalf("stopping process %d: %v", p.Pid, err)
 	}
-	tasks := fmt.Sprintf("/proc/%d/task", p.Pid)
-	eventually(t, fmt.Sprintf("every thread of process %d stopped", p.Pid), time.Minute, func() bool {
-		ents, err := os.ReadDir(tasks)
-		if err != nil || len(ents) == 0 {
-			return false
+	deadline := time.Now().Add(time.Minute)
+	for {
+		states, stopped := threadStates(p.Pid)
+		if stopped {
+			return
 		}
-		for _, e := range ents {
-			stat, err := os.ReadFile(filepath.Join(tasks, e.Name(), "stat"))
-			if err != nil {
-				return false
-			}
-			// The state follows the command name's closing parenthesis.
-			i := bytes.LastIndexByte(stat, ')')
-			if i < 0 || i+2 >= len(stat) || stat[i+2] != 'T' {
-				return false
-			}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d: not every thread stopped within a minute of SIGSTOP (thread states: %s)", p.Pid, states)
 		}
-		return true
-	})
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// threadStates returns the state of each thread of process pid (as
+// /proc/PID/task/TID/stat has it: R running, S sleeping, T stopped, Z
+// zombie...), and whether every one is stopped.
+func threadStates(pid int) (string, bool) {
+	tasks := fmt.Sprintf("/proc/%d/task", pid)
+	ents, err := os.ReadDir(tasks)
+	if err != nil {
+		return err.Error(), false
+	}
+	var b strings.Builder
+	stopped := len(ents) > 0
+	for _, e := range ents {
+		stat, err := os.ReadFile(filepath.Join(tasks, e.Name(), "stat"))
+		// The state follows the command name's closing parenthesis.
+		i := bytes.LastIndexByte(stat, ')')
+		if err != nil || i < 0 || i+2 >= len(stat) {
+			fmt.Fprintf(&b, "%s:? ", e.Name())
+			stopped = false
+			continue
+		}
+		fmt.Fprintf(&b, "%s:%c ", e.Name(), stat[i+2])
+		stopped = stopped && stat[i+2] == 'T'
+	}
+	return strings.TrimSpace(b.String()), stopped
 }

@@ -118,8 +118,13 @@ func TestSoakCrashes(t *testing.T) {
 			kills++
 		case "stop-worker":
 			w := workers[rand.IntN(len(workers))]
-			stopProcess(t, w.cmd.Process)
+			w.cmd.Process.Signal(syscall.SIGSTOP)
 			time.Sleep(5 * time.Second) // the fault: silent past its liveness (1s x 3)
+			// Stopped or dead, it was silent; which, the log says (one
+			// full run saw a worker not stopped after a minute).
+			if states, stopped := threadStates(w.cmd.Process.Pid); !stopped {
+				t.Logf("worker %s (pid %d) not stopped 5s after SIGSTOP: thread states %s", w.id, w.cmd.Process.Pid, states)
+			}
 			w.cmd.Process.Signal(syscall.SIGCONT)
 			kills++
 		case "kill-coordinator":
