@@ -10,6 +10,7 @@ import (
 	"drover/admin"
 	"drover/config"
 	"drover/coord"
+	"drover/internal/redisurl"
 	storeredis "drover/store/redis"
 )
 
@@ -35,7 +36,7 @@ func storeURL(cfg *config.Config) (storeredis.Target, bool, error) {
 	if raw == "" {
 		return storeredis.Target{}, false, nil
 	}
-	t, err := storeredis.ParseURL(raw)
+	t, err := redisurl.Parse(raw)
 	if err != nil {
 		return t, false, &exitError{code: 2, err: fmt.Errorf("%s: %w", key, err)}
 	}

@@ -37,8 +37,8 @@ import (
 // libzmq allocates each message it receives with malloc, in its I/O
 // thread's arena, and the reactor frees it (zmq_msg_close) once copied
 // into Go memory; and each message sent, which its I/O thread frees once
-// written (a client's REQUEST of 1,000 keys: about 90 KB). A message of a batch of 1,000 keys is 60-80 KB: freed,
-// it joined the top of the arena, which then passed glibc's trim
+// written (a client's REQUEST of 1,000 keys: about 90 KB). A message of a
+// batch of 1,000 keys is 60-80 KB: freed, it joined the top of the arena, which then passed glibc's trim
 // threshold (128 KiB), so nearly every message ended in
 // madvise(MADV_DONTNEED) and the next one faulted its pages back in:
 // under a REQUEST+QUEUE load about a fifth of the server's CPU time, most

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"drover/coord/ledger"
+	"drover/internal/redisurl"
 	"drover/store/redis/redistest"
 )
 
@@ -15,7 +16,7 @@ import (
 // coordinator), which is answered wait.
 func TestOpenByURL(t *testing.T) {
 	cl := redistest.Start(t)
-	target, err := ParseURL(cl.URL())
+	target, err := redisurl.Parse(cl.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
