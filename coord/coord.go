@@ -189,9 +189,10 @@ type Coordinator struct {
 	// keyEvents: the output carries key events (PublishKeyEvents).
 	keyEvents bool
 
-	shared        sharedState // shared.go
-	sharedClaimed uint64
-	sharedErrors  uint64
+	shared         sharedState // shared.go
+	sharedClaimed  uint64
+	sharedReturned uint64
+	sharedErrors   uint64
 
 	dedupHits uint64
 	// idRefusals: submitted jobs refused for want of a job ID
@@ -212,6 +213,7 @@ type scratch struct {
 	fps      []id.Fingerprint     // Queue's
 	results  []ledger.Result      // and their answers
 	backoffs []broker.HostBackoff // hosts backed off, shared with other coordinators (shared.go)
+	handed   []broker.HandedBack  // jobs handed back to the shared queue (shared.go)
 }
 
 // New returns a coordinator with no sessions, keys or jobs.

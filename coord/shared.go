@@ -98,6 +98,24 @@ type SharedCounts interface {
 	Unfail(now time.Time, items []ledger.Item)
 }
 
+// SharedReturn is implemented by a shared queue that takes back jobs
+// this coordinator claimed and can no longer run (the Redis one). When
+// the coordinator has no worker left that may take a job (the last one
+// evicted, lost, drained or held back), Tick takes the jobs waiting in
+// its broker out (broker.Broker.HandBack) and returns them, so that
+// other coordinators' workers run them rather than wait for a worker to
+// connect here.
+type SharedReturn interface {
+	// Return puts claimed jobs back at the front of their hosts' queues,
+	// their leases ended, for any coordinator to claim. The queue owns
+	// them from the call on: what the store does not take now it sends
+	// again at a later Tick or Claim, and if this coordinator dies first
+	// its leases are swept. A job that ran here keeps its crawl's charge
+	// (its page may have been fetched: SharedBudgets); the others' stand
+	// for their next claim.
+	Return(now time.Time, jobs []broker.HandedBack)
+}
+
 // SharedPolicy is this coordinator's politeness, as its broker applies it
 // (broker.Politeness). Its functions are the coordinator's: a queue calls
 // them only from within its own Push, PushBatch, Claim and Finish, which
@@ -179,6 +197,7 @@ func (c *Coordinator) claimShared(now time.Time) {
 	if now.Before(c.shared.next) {
 		return
 	}
+	c.handBack(now)
 	// No more than this coordinator's workers can start now: a job
 	// claimed for no worker (none connected, all busy) would wait here,
 	// its host's polite slot taken, while other coordinators' workers
@@ -218,6 +237,25 @@ func (c *Coordinator) claimShared(now time.Time) {
 		}
 		c.shared.next = now.Add(poll)
 	}
+}
+
+// handBackWhy is the detail of a handed-back job's job.requeued event.
+const handBackWhy = "handed back to the cluster's queue: no worker on this coordinator may take it"
+
+// handBack returns the jobs waiting here to a shared queue that takes
+// them (SharedReturn) when no worker of this coordinator may take them.
+func (c *Coordinator) handBack(now time.Time) {
+	r, ok := c.cfg.Shared.(SharedReturn)
+	if !ok || c.brk.Count(broker.Queued) == 0 || c.brk.Takers() > 0 {
+		return
+	}
+	c.scratch.handed = c.brk.HandBack(now, handBackWhy, c.scratch.handed[:0])
+	if len(c.scratch.handed) == 0 {
+		return
+	}
+	r.Return(now, c.scratch.handed)
+	c.sharedReturned += uint64(len(c.scratch.handed))
+	clear(c.scratch.handed) // their keys' strings
 }
 
 // learnBackoffs holds in the broker the hosts other coordinators backed
@@ -306,10 +344,10 @@ func (c *Coordinator) requeueShared(now time.Time, j broker.JobID, k id.Key, fp 
 	return nil
 }
 
-// SharedStats count the jobs claimed from the shared queue and the calls
-// to it that failed.
-func (c *Coordinator) SharedStats() (claimed, errors uint64) {
-	return c.sharedClaimed, c.sharedErrors
+// SharedStats count the jobs claimed from the shared queue, those
+// handed back to it (SharedReturn), and the calls to it that failed.
+func (c *Coordinator) SharedStats() (claimed, returned, errors uint64) {
+	return c.sharedClaimed, c.sharedReturned, c.sharedErrors
 }
 
 // doneBatches marks finished jobs' keys done in a ledger backend with one

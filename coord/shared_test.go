@@ -172,3 +172,79 @@ func TestSharedBudgetRefundsAndRequeues(t *testing.T) {
 		t.Fatalf("requeue-failed: %d requeued, errors %v, %d charged, %d taken out of the failed count; want 1, 2 refused (budget), 1, 1", res.Affected, res.Errors, len(q.charged), q.unfailed)
 	}
 }
+
+// returnQueue is a memQueue that takes back jobs (SharedReturn), at the
+// front, as the Redis queue does.
+type returnQueue struct {
+	memQueue
+	back []broker.HandedBack
+}
+
+func (q *returnQueue) Return(now time.Time, jobs []broker.HandedBack) {
+	q.back = append(q.back, jobs...)
+	front := make([]broker.Spec, 0, len(jobs)+len(q.jobs))
+	for _, j := range jobs {
+		front = append(front, broker.Spec{Key: j.Key, FP: j.FP, Host: id.Host(j.Key.URL)})
+	}
+	q.jobs = append(front, q.jobs...)
+}
+
+// A coordinator on a shared queue whose last worker is evicted hands the
+// jobs it claimed (the worker's, requeued, and those still waiting) back
+// to the queue at its next claim, none finished; one whose worker is
+// only busy keeps them.
+func TestSharedHandBackWithoutWorkers(t *testing.T) {
+	mem, err := ledger.New(ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &returnQueue{}
+	for i := range 10 {
+		k := id.Key{Crawler: "c", Processor: "p", URL: fmt.Sprintf("http://a.test/%d", i)}
+		q.jobs = append(q.jobs, broker.Spec{Key: k, FP: k.Fingerprint(), Host: "a.test"})
+	}
+	c := newCoord(t, Config{Backend: backendOnly{mem}, Shared: q, SharedWindow: 4})
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := c.Hello(t0, 1, Hello{Role: RoleWorker, ID: "w", Slots: 2}); err != nil {
+		t.Fatal(err)
+	}
+	now := t0
+	c.Tick(now)
+	c.Ready(now) // dispatches two
+	if c.brk.Count(broker.Dispatched) != 2 || len(q.jobs) != 8 {
+		t.Fatalf("dispatched %d, %d left in the shared queue; want 2 and 8", c.brk.Count(broker.Dispatched), len(q.jobs))
+	}
+	// Busy, not gone: nothing goes back.
+	now = now.Add(time.Second)
+	c.Tick(now)
+	if len(q.back) != 0 {
+		t.Fatalf("handed back %d jobs while the worker is busy", len(q.back))
+	}
+	res, err := c.Act(now, admin.Action{Kind: admin.ActEvict, Targets: []string{"w"}})
+	if err != nil || res.Affected != 1 {
+		t.Fatalf("evict w: %+v, %v", res, err)
+	}
+	now = now.Add(time.Second)
+	c.Tick(now)
+	if len(q.back) != 2 || !q.back[0].Ran || !q.back[1].Ran {
+		t.Fatalf("handed back %+v; want the evicted worker's 2 jobs, both run", q.back)
+	}
+	if len(q.jobs) != 10 || c.brk.Count(broker.Queued) != 0 || c.brk.Count(broker.Dispatched) != 0 {
+		t.Fatalf("%d jobs in the shared queue, %d queued and %d dispatched here; want 10, 0, 0", len(q.jobs), c.brk.Count(broker.Queued), c.brk.Count(broker.Dispatched))
+	}
+	if fin := c.brk.TakeFinished(nil); len(fin) != 0 {
+		t.Fatalf("the hand-back finished %d jobs", len(fin))
+	}
+	if claimed, returned, _ := c.SharedStats(); claimed != 2 || returned != 2 {
+		t.Fatalf("shared stats: %d claimed, %d returned; want 2 and 2", claimed, returned)
+	}
+	// A worker connecting again claims them again.
+	if _, err := c.Hello(now, 2, Hello{Role: RoleWorker, ID: "w2", Slots: 3}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	c.Tick(now)
+	if len(q.jobs) != 7 || c.brk.Count(broker.Queued) != 3 {
+		t.Fatalf("with a new worker: %d left in the shared queue, %d queued here; want 7 and 3", len(q.jobs), c.brk.Count(broker.Queued))
+	}
+}

@@ -346,6 +346,7 @@ type Broker struct {
 	dones    jobList            // done jobs whose records are kept, oldest first
 	forgot   int                // done jobs whose records were forgotten
 	paged    int                // queued jobs paged out of memory (page.go), counted as queued
+	handed   int                // queued jobs handed back to a shared queue (handback.go), counted nowhere
 	byKey    keyIndex           // the newest job of each key whose record is kept
 	heap     hostHeap           // hosts with a pending timer (wake-up or forgiveness)
 	retry    retryHeap          // jobs waiting their retry delay (retry.go)

@@ -254,6 +254,8 @@ func (b *Broker) notCurrent(w *worker, j *job, r Run) (ResultStatus, string) {
 	switch {
 	case j == nil && (r.Job == 0 || r.Job > JobID(b.jobs.n)):
 		return Unknown, "no such job"
+	case j == nil && b.handed > 0:
+		return Stale, "job finished and forgotten, or handed back to the shared queue"
 	case j == nil:
 		return Stale, "job finished and forgotten"
 	case w == nil:

@@ -199,8 +199,8 @@ func checkInvariants(b *Broker) error {
 		}
 		sum += per[st]
 	}
-	if sum+b.paged != b.jobs.n {
-		return fmt.Errorf("submitted %d != queued+dispatched+backoff+done+failed %d + paged out %d", b.jobs.n, sum, b.paged)
+	if sum+b.paged+b.handed != b.jobs.n {
+		return fmt.Errorf("submitted %d != queued+dispatched+backoff+done+failed %d + paged out %d + handed back %d", b.jobs.n, sum, b.paged, b.handed)
 	}
 	for name, bg := range b.budgets {
 		var kept [nStates]int
@@ -221,8 +221,8 @@ func checkInvariants(b *Broker) error {
 		}
 		var all []*job
 		walkTree(t.root, &all)
-		if len(all) != b.jobs.n-b.forgot-b.paged {
-			return fmt.Errorf("%s index holds %d jobs, want %d", sortNames[k], len(all), b.jobs.n-b.forgot-b.paged)
+		if want := b.jobs.n - b.forgot - b.paged - b.handed; len(all) != want {
+			return fmt.Errorf("%s index holds %d jobs, want %d", sortNames[k], len(all), want)
 		}
 		if !slices.IsSortedFunc(all, t.cmp) {
 			return fmt.Errorf("%s index out of order", sortNames[k])

@@ -85,6 +85,10 @@ type model struct {
 	now      time.Time
 	nextSess id.Session
 	finished map[JobID]int // done reports per job
+	// handBack: the broker is a coordinator's on a shared queue, which
+	// hands its queued jobs back when it has no worker left (such a
+	// broker is never persisted: no restore model sets it).
+	handBack bool
 }
 
 func runModel(seed uint64, steps int) error {
@@ -113,7 +117,7 @@ func runModel(seed uint64, steps int) error {
 		return err
 	}
 	b.fanout = 4 // deep trees even with few jobs
-	m := &model{r: r, b: b, now: epoch, nextSess: 1, finished: map[JobID]int{}}
+	m := &model{r: r, b: b, now: epoch, nextSess: 1, finished: map[JobID]int{}, handBack: seed%2 == 1}
 	for step := range steps {
 		what, err := m.step()
 		if err == nil {
@@ -204,6 +208,20 @@ func (m *model) step() (string, error) {
 		b.Tick(m.now)
 		if d, ok := b.NextDeadline(); ok && !d.After(m.now) {
 			return "tick", fmt.Errorf("next deadline %v is not after now %v right after Tick", d, m.now)
+		}
+		if m.handBack && b.Takers() == 0 && r.IntN(3) == 0 {
+			// As a coordinator on a shared queue with no worker left.
+			want := b.count[Queued]
+			for _, bg := range b.budgets {
+				if bg.paused || bg.cancelled {
+					want -= bg.count[Queued]
+				}
+			}
+			left := b.count[Queued] - want // a paused crawl's
+			if got := b.HandBack(m.now, "no worker", nil); len(got) != want || b.count[Queued] != left {
+				return "hand-back", fmt.Errorf("handed back %d jobs of %d queued, %d left queued, want %d", len(got), want, b.count[Queued], left)
+			}
+			return "tick, hand-back", nil
 		}
 		return "tick", nil
 	case op < 87:

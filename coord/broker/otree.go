@@ -341,7 +341,7 @@ func (b *Broker) tree(k sortKey) *orderTree {
 	t := b.trees[k]
 	if t == nil {
 		t = &orderTree{b: b, key: k, max: b.fanout, leaves: make([]*otNode, b.jobs.n)}
-		all := make([]*job, 0, b.jobs.n-b.forgot)
+		all := make([]*job, 0, b.jobs.n-b.forgot-b.paged-b.handed)
 		for i := 1; i <= b.jobs.n; i++ {
 			if j := b.jobs.get(JobID(i)); j != nil {
 				all = append(all, j)
@@ -361,7 +361,7 @@ func (b *Broker) tree(k sortKey) *orderTree {
 // does not slow dispatch for ever, and one who keeps sorting pays at most
 // about twice the maintenance (the ski-rental bound).
 func (b *Broker) dropIdleTrees() {
-	limit := uint64(2*(b.jobs.n-b.forgot) + 1<<16)
+	limit := uint64(2*(b.jobs.n-b.forgot-b.paged-b.handed) + 1<<16)
 	for k, t := range b.trees {
 		if t == nil || b.changes-t.used <= limit {
 			continue

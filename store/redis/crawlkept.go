@@ -57,6 +57,12 @@ func (l *Ledger) keepCharges(ctx context.Context, d string, hosts []string) erro
 			}
 		}
 	}
+	return l.keepFPs(ctx, d, byCrawl)
+}
+
+// keepFPs keeps the charges of the jobs named, by crawl, by their raw
+// fingerprints (those coordinator d leased).
+func (l *Ledger) keepFPs(ctx context.Context, d string, byCrawl map[string][]any) error {
 	for c, fps := range byCrawl {
 		keys := []string{l.crawlKey(c, "charged"), l.crawlKey(c, "kept")}
 		if err := keepScript.Run(ctx, l.rdb, keys, fps...).Err(); err != nil {

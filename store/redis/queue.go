@@ -107,12 +107,14 @@ type Queue struct {
 	// Claimed, Pushed and Returned count jobs claimed and pushed by this
 	// coordinator, and jobs of dead peers it returned to the queue;
 	// Unclaimed the jobs leased by its claims whose answer was lost, which
-	// it returned to the queue.
-	Claimed, Pushed, Returned, Unclaimed uint64
+	// it returned to the queue; HandedBack the jobs it claimed and handed
+	// back for want of a worker (Return).
+	Claimed, Pushed, Returned, Unclaimed, HandedBack uint64
 }
 
 var (
 	_ coord.SharedQueue      = (*Queue)(nil)
+	_ coord.SharedReturn     = (*Queue)(nil)
 	_ coord.SharedPoliteness = (*Queue)(nil)
 )
 

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
+
+	"drover/coord/broker"
 )
 
 // forget frees, on every host whose claim got no answer, the jobs leased
@@ -13,8 +16,20 @@ import (
 // are free. A host whose call fails stays unsure, tried again at the next
 // Tick or Claim.
 func (q *Queue) forget(ctx context.Context) {
+	n, hosts := q.free(ctx)
+	q.Unclaimed += uint64(n)
+	if n > 0 {
+		q.l.logWarn("claims whose answer was lost (or jobs handed back that the store had not taken): the jobs they leased went back to the queue", "jobs", n, "hosts", hosts)
+	}
+}
+
+// free runs queue.lua's forget on every unsure host: the jobs leased to
+// this coordinator there that it does not hold go back to the front of
+// their queues. A host whose call fails stays unsure. It answers how many
+// jobs went back, on how many hosts.
+func (q *Queue) free(ctx context.Context) (n, hosts int) {
 	if len(q.unsure) == 0 {
-		return
+		return 0, 0
 	}
 	l := q.l
 	byHost := make(map[string][]any, len(q.unsure))
@@ -39,11 +54,10 @@ func (q *Queue) forget(ctx context.Context) {
 	vals, cerrs := l.runScript(ctx, queueScript, calls)
 	var back []any
 	var errs []error
-	n := 0
 	for i, c := range calls {
 		k, ok := vals[i].(int64)
 		if cerrs[i] != nil || !ok {
-			errs = append(errs, fmt.Errorf("redis queue: freeing jobs a lost claim leased on host %q: %w (answer %v)", c.host, cerrs[i], vals[i]))
+			errs = append(errs, fmt.Errorf("redis queue: freeing jobs leased here and not held on host %q: %w (answer %v)", c.host, cerrs[i], vals[i]))
 			continue
 		}
 		delete(q.unsure, c.host)
@@ -59,12 +73,63 @@ func (q *Queue) forget(ctx context.Context) {
 			errs = append(errs, fmt.Errorf("redis queue: marking %d hosts ready again: %w", len(back), err))
 		}
 	}
-	q.Unclaimed += uint64(n)
-	if n > 0 {
-		l.logWarn("claims whose answer was lost: the jobs they leased went back to the queue", "jobs", n, "hosts", len(back))
+	// A return a failover could lose would leave the jobs leased to a
+	// coordinator that does not hold them: confirmed, or tried again.
+	for h, err := range l.waitHosts(ctx, hostNames(back)) {
+		q.unsure[h] = struct{}{}
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		l.err = err
+	}
+	return n, len(back)
+}
+
+// hostNames is hosts as strings.
+func hostNames(hosts []any) []string {
+	out := make([]string, len(hosts))
+	for i, h := range hosts {
+		out[i], _ = h.(string)
+	}
+	return out
+}
+
+// Return hands jobs this coordinator claimed back to the queue
+// (coord.SharedReturn): it has no worker left to run them. Each goes back
+// to the front of its host's queue, its lease ended and its polite slot
+// freed (queue.lua's forget, on the hosts whose jobs this coordinator no
+// longer holds); a host whose call fails is tried again at the next Tick
+// or Claim, and if this coordinator dies first the sweep returns them. A
+// job that ran here keeps its crawl's charge (crawlkept.go).
+func (q *Queue) Return(now time.Time, jobs []broker.HandedBack) {
+	if len(jobs) == 0 {
+		return
+	}
+	l := q.l
+	ctx, cancel := l.ctx()
+	defer cancel()
+	q.forget(ctx) // a lost claim's leases first, logged as such
+	byCrawl := make(map[string][]any)
+	for i := range jobs {
+		j := &jobs[i]
+		fp := j.FP.String()
+		h, held := q.held[fp]
+		if !held {
+			h = hostOf(&j.Key) // not known leased: the host's forget frees it if it is
+		}
+		delete(q.held, fp)
+		q.unsure[h] = struct{}{}
+		if j.Ran && j.Key.Crawler != "" {
+			byCrawl[j.Key.Crawler] = append(byCrawl[j.Key.Crawler], rawFP(j.FP))
+		}
+	}
+	if err := l.keepFPs(ctx, l.coord, byCrawl); err != nil {
+		l.err = err // the jobs go back all the same: a page too many beats a job stuck
+	}
+	n, hosts := q.free(ctx)
+	q.HandedBack += uint64(n)
+	if l.cfg.Log != nil {
+		l.cfg.Log.Info("jobs handed back to the cluster's queue: no worker on this coordinator may take them", "jobs", len(jobs), "returned now", n, "hosts", hosts)
 	}
 }
 

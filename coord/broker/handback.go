@@ -1,0 +1,82 @@
+package broker
+
+import (
+	"time"
+
+	"drover/admin"
+	"drover/coord/id"
+)
+
+// Hand-back (issue 19): on a queue shared by several coordinators, the
+// jobs a coordinator claimed wait in its broker for its own workers. When
+// it has none left that may take a job (the last one evicted, lost,
+// drained or held back), those jobs would wait there while other
+// coordinators' workers sit idle; the coordinator hands them back to the
+// shared queue instead. HandBack is the broker's side: the jobs leave it
+// for good, neither finished nor failed (no Finished, no result, no
+// count of done or failed), as if they had never been submitted here.
+
+// A HandedBack job left the broker for the shared queue (HandBack).
+type HandedBack struct {
+	Key id.Key
+	FP  id.Fingerprint
+	// Ran: the job was dispatched here at least once (its worker may
+	// have fetched its page before it was lost).
+	Ran bool
+}
+
+// Takers counts the live workers that may be given a job now: not
+// draining, not lost, not held back after early deaths.
+func (b *Broker) Takers() int {
+	n := 0
+	for _, w := range b.sessions {
+		if w.takesJobs() && w.heldUntil == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// HandBack takes every job waiting in its queue (state queued, not of a
+// paused or cancelled crawl) out of the broker and appends it to dst:
+// its record leaves every index and is forgotten, it is no longer
+// counted in any state (HandedBackJobs counts it), and a result naming it
+// is stale. Jobs in back-off or a retry delay stay (a later call takes
+// them once they are queued again), as do dispatched ones. Each job
+// gets a job.requeued event with detail why.
+func (b *Broker) HandBack(now time.Time, why string, dst []HandedBack) []HandedBack {
+	var js []*job
+	for _, c := range b.classAll {
+		for j := c.queue.head; j != nil; j = c.queue.next(&b.jobs, j) {
+			if bg := b.budgets[b.crawler(j)]; bg != nil && (bg.paused || bg.cancelled) {
+				continue
+			}
+			js = append(js, j)
+		}
+	}
+	for _, j := range js {
+		dst = append(dst, HandedBack{Key: b.key(j), FP: j.fp, Ran: b.jobAttempts(j) > 0})
+		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: b.url(j), Detail: why})
+		b.unqueue(j)
+		b.count[Queued]--
+		b.countCrawl(j, Queued, 0)
+		b.age.move(j.jobID(), Queued, 0)
+		h := b.hostOf(j)
+		h.idx.add(int(j.hostPos), Queued, -1)
+		h.ids.clear(int(j.hostPos))
+		for _, tr := range b.trees {
+			if tr != nil {
+				tr.remove(j)
+			}
+		}
+		b.byKey.del(j.fp, j.jobID())
+		b.changes++
+		b.handed++
+		b.forget(j)
+		b.compactHost(h)
+	}
+	return dst
+}
+
+// HandedBackJobs counts the jobs HandBack took out of the broker.
+func (b *Broker) HandedBackJobs() int { return b.handed }
