@@ -57,23 +57,9 @@ func (b *Broker) HandBack(now time.Time, why string, dst []HandedBack) []HandedB
 	for _, j := range js {
 		dst = append(dst, HandedBack{Key: b.key(j), FP: j.fp, Ran: b.jobAttempts(j) > 0})
 		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: b.url(j), Detail: why})
-		b.unqueue(j)
-		b.count[Queued]--
 		b.countCrawl(j, Queued, 0)
-		b.age.move(j.jobID(), Queued, 0)
-		h := b.hostOf(j)
-		h.idx.add(int(j.hostPos), Queued, -1)
-		h.ids.clear(int(j.hostPos))
-		for _, tr := range b.trees {
-			if tr != nil {
-				tr.remove(j)
-			}
-		}
-		b.byKey.del(j.fp, j.jobID())
-		b.changes++
 		b.handed++
-		b.forget(j)
-		b.compactHost(h)
+		b.dropQueued(j)
 	}
 	return dst
 }

@@ -34,6 +34,15 @@ func (b *Broker) PageOut(jid JobID) bool {
 	if bg := b.budgets[b.crawler(j)]; bg != nil && (bg.paused || bg.cancelled) {
 		return false
 	}
+	b.paged++
+	b.dropQueued(j)
+	return true
+}
+
+// dropQueued takes queued job j out of its queue and every index and
+// forgets its record (PageOut, HandBack): it leaves the queued count, and
+// the caller counts it where it went.
+func (b *Broker) dropQueued(j *job) {
 	b.unqueue(j)
 	b.count[Queued]--
 	b.age.move(j.jobID(), Queued, 0)
@@ -47,10 +56,8 @@ func (b *Broker) PageOut(jid JobID) bool {
 	}
 	b.byKey.del(j.fp, j.jobID())
 	b.changes++
-	b.paged++
 	b.forget(j)
 	b.compactHost(h)
-	return true
 }
 
 // compactHost drops the positions of host h's job list that no job holds
