@@ -246,7 +246,7 @@ const handBackWhy = "handed back to the cluster's queue: no worker on this coord
 // them (SharedReturn) when no worker of this coordinator may take them.
 func (c *Coordinator) handBack(now time.Time) {
 	r, ok := c.cfg.Shared.(SharedReturn)
-	if !ok || c.brk.Count(broker.Queued) == 0 || c.brk.Takers() > 0 {
+	if !ok || c.brk.Count(broker.Queued) == 0 || c.brk.HasTaker() {
 		return
 	}
 	c.scratch.handed = c.brk.HandBack(now, handBackWhy, c.scratch.handed[:0])

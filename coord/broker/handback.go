@@ -25,16 +25,20 @@ type HandedBack struct {
 	Ran bool
 }
 
-// Takers counts the live workers that may be given a job now: not
-// draining, not lost, not held back after early deaths.
-func (b *Broker) Takers() int {
-	n := 0
+// HasTaker reports whether a live worker may be given a job now: one
+// not draining, not lost, not held back after early deaths (busy or
+// not). O(1) while a worker has a free slot; else a scan of the
+// sessions up to the first such worker.
+func (b *Broker) HasTaker() bool {
+	if b.ready.head != nil {
+		return true // in the ready list: takes jobs, a free slot, not held
+	}
 	for _, w := range b.sessions {
 		if w.takesJobs() && w.heldUntil == 0 {
-			n++
+			return true
 		}
 	}
-	return n
+	return false
 }
 
 // HandBack takes every job waiting in its queue (state queued, not of a

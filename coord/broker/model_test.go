@@ -209,7 +209,14 @@ func (m *model) step() (string, error) {
 		if d, ok := b.NextDeadline(); ok && !d.After(m.now) {
 			return "tick", fmt.Errorf("next deadline %v is not after now %v right after Tick", d, m.now)
 		}
-		if m.handBack && b.Takers() == 0 && r.IntN(3) == 0 {
+		taker := false
+		for _, w := range b.sessions {
+			taker = taker || w.takesJobs() && w.heldUntil == 0
+		}
+		if b.HasTaker() != taker {
+			return "tick", fmt.Errorf("HasTaker says %v, the sessions %v", b.HasTaker(), taker)
+		}
+		if m.handBack && !taker && r.IntN(3) == 0 {
 			// As a coordinator on a shared queue with no worker left.
 			want := b.count[Queued]
 			for _, bg := range b.budgets {
