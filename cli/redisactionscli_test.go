@@ -2,10 +2,12 @@ package cli
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"drover/coord/id"
 	"drover/store/redis/redistest"
 )
 
@@ -73,5 +75,57 @@ func TestStoreURLSchemeAndPortExitTwo(t *testing.T) {
 	if _, err := os.Stat("http:"); err == nil {
 		os.RemoveAll("http:")
 		t.Errorf("serve --store http://... made a directory http:")
+	}
+}
+
+// `drover requeue FINGERPRINT` on any coordinator, as its help says: a job
+// a's worker failed (exit 65: no retry) is requeued through b, named by
+// its key's fingerprint (upper case is the same key); a carries it out
+// and its worker runs the job again. (The command used to refuse every
+// target but a decimal job id, exit 2.)
+func TestRequeueByFingerprintOnRedis(t *testing.T) {
+	drover(t)
+	cl := redistest.Start(t)
+	a := startRedisServe(t, cl.URL())
+	b := startRedisServe(t, cl.URL())
+	ranFile := filepath.Join(t.TempDir(), "a.ran")
+	a.startWorker(t, "w-fail", 1, "--exec", `echo "$DROVER_URL" >> `+ranFile+`; exit 65`)
+	a.awaitWorkers(t, 1)
+	const url = "http://10.9.1.1/requeue-fp"
+	if acc, _ := submitTo(t, a.peers, []string{url}); acc != 1 {
+		t.Fatalf("a accepted %d of 1", acc)
+	}
+	runs := func() int {
+		b, err := os.ReadFile(ranFile)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		return strings.Count(string(b), "\n")
+	}
+	eventually(t, "a's worker fails the job", 60*time.Second, func() bool {
+		tot, _, ok := statusJSON(t, a.adm)
+		return ok && tot.Failed == 1
+	})
+	k, err := id.NewKey("crawl", "fetch", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := strings.ToUpper(k.Fingerprint().String())
+	// b finds the failed job in a's retries, published once a heartbeat.
+	var out string
+	eventually(t, "drover requeue FINGERPRINT on b of the job a failed", 30*time.Second, func() bool {
+		var code int
+		out, code = run(t, "", "requeue", "--connect", b.adm, fp)
+		if code == 2 {
+			t.Fatalf("drover requeue %s on b: exit 2, %q; want the fingerprint taken", fp, out)
+		}
+		return code == 0
+	})
+	if !strings.Contains(out, "requeued 1 job") {
+		t.Fatalf("drover requeue %s on b: %q; want it requeued by a", fp, out)
+	}
+	eventually(t, "a's worker runs the requeued job again", 60*time.Second, func() bool { return runs() == 2 })
+	if out, code := run(t, "", "requeue", "--connect", b.adm, "not-a-job"); code != 2 || !strings.Contains(out, "32 hex digits") {
+		t.Fatalf("drover requeue not-a-job: exit %d, %q; want exit 2 saying what a target is", code, out)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"drover/admin"
+	"drover/coord/id"
 	"drover/net/client"
 )
 
@@ -25,7 +26,8 @@ func newRequeueCmd() *cobra.Command {
 	cmd, _ := newActionCmd("requeue JOB... | --failed | --filter F", "Requeue jobs now: by id, every failed job, or those a filter matches",
 		`requeue puts jobs back in the queue now, like R in the console, keeping their
 attempt and failure counts: the jobs named by id (as the console's job detail
-and Events view show it, or a worker's jobs in drover status --json), every
+and Events view show it, or a worker's jobs in drover status --json) or by
+their key's fingerprint (32 hex digits, as the console shows the key), every
 failed job (--failed; of one crawl with --crawler NAME), or
 every job the console filter F matches (--filter, e.g. "state=backoff
 host=example.com"; requested keys that have no job yet are skipped). A job
@@ -38,6 +40,7 @@ coordinator that failed the jobs). Requeueing more than
 one job asks first on a terminal; --yes does it without asking, and is
 required when stdin is not a terminal.`,
 		`  drover requeue 1042
+  drover requeue 3f2a9c0d5e6b7a8f9e0d1c2b3a495867
   drover requeue --failed --yes
   drover requeue --failed --crawler news --yes
   drover requeue --filter 'state=backoff host=example.com' --json`,
@@ -55,8 +58,8 @@ required when stdin is not a terminal.`,
 				return usageError("requeue: --crawler goes with --failed (for other selections use --filter crawler=NAME)")
 			}
 			for _, a := range args {
-				if n, err := strconv.ParseUint(a, 10, 64); err != nil || n == 0 {
-					return usageError("requeue %q: want a job id, a positive decimal number", a)
+				if _, err := requeueTarget(a); err != nil {
+					return usageError("%v", err)
 				}
 			}
 			return nil
@@ -69,7 +72,11 @@ required when stdin is not a terminal.`,
 			case filter != "":
 				return requeueFiltered(ctx, cmd, a, f, filter, note)
 			}
-			act := admin.Action{Kind: admin.ActRequeue, Targets: ids}
+			act := admin.Action{Kind: admin.ActRequeue}
+			for _, t := range ids {
+				t, _ = requeueTarget(t) // checked by Args
+				act.Targets = append(act.Targets, t)
+			}
 			if len(ids) == 1 {
 				return act, "", nil
 			}
@@ -80,6 +87,19 @@ required when stdin is not a terminal.`,
 	cmd.Flags().StringVar(&crawler, "crawler", "", "with --failed: only the failed jobs of this crawl")
 	cmd.Flags().StringVar(&filter, "filter", "", "requeue every job this console filter matches (state=, host=, worker=, crawler=, processor=, key=, wait=, free text)")
 	return cmd
+}
+
+// requeueTarget checks a requeue argument, a job id or a key's fingerprint,
+// and returns it as the coordinator takes it (a fingerprint in lower case).
+func requeueTarget(a string) (string, error) {
+	if n, err := strconv.ParseUint(a, 10, 64); err == nil && n > 0 {
+		return a, nil
+	}
+	fp, err := id.ParseFingerprint(a)
+	if err != nil {
+		return "", fmt.Errorf("requeue %q: want a job id (a positive decimal number) or a key's fingerprint (32 hex digits)", a)
+	}
+	return fp.String(), nil
 }
 
 // requeueFailed asks about, then requeues, every failed job (of crawler,
