@@ -55,7 +55,7 @@ func runMiniCrawl(t *testing.T, f *crawl.Fetcher, cfg crawl.Config, seed string,
 		seen: map[string]bool{}, results: map[string]*settled{}, jobs: make(chan job, 1<<16)}
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
-	c.submit(seed, 0)
+	c.submit(0, seed)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -78,16 +78,21 @@ func runMiniCrawl(t *testing.T, f *crawl.Fetcher, cfg crawl.Config, seed string,
 	return c.results
 }
 
-// submit adds a URL to the frontier unless it was seen (dedup).
-func (c *miniCrawl) submit(u string, depth int) {
+// submit adds URLs to the frontier, those not seen (dedup), in one batch
+// as the coordinator takes a page's links with its result: a worker that
+// fetches one of them meanwhile cannot submit another of the batch first,
+// one link deeper.
+func (c *miniCrawl) submit(depth int, urls ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.seen[u] {
-		return
+	for _, u := range urls {
+		if c.seen[u] {
+			continue
+		}
+		c.seen[u] = true
+		c.pending.Add(1)
+		c.jobs <- job{url: u, depth: depth, st: &settled{depth: depth}} // buffered beyond the site's size
 	}
-	c.seen[u] = true
-	c.pending.Add(1)
-	c.jobs <- job{url: u, depth: depth, st: &settled{depth: depth}}
 }
 
 func (c *miniCrawl) run(ctx context.Context, j job) {
@@ -109,9 +114,7 @@ func (c *miniCrawl) run(ctx context.Context, j job) {
 		p.failed = true
 	case crawl.OK:
 		p.attempts++
-		for _, l := range c.cfg.Follow(c.seed, j.depth, p.page.Links) {
-			c.submit(l, j.depth+1)
-		}
+		c.submit(j.depth+1, c.cfg.Follow(c.seed, j.depth, p.page.Links)...)
 	}
 	c.mu.Lock()
 	if _, dup := c.results[j.url]; dup {
