@@ -3,8 +3,10 @@ package redis
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -107,9 +109,11 @@ func (sendOnce) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.Pr
 // newClusterClient is a cluster client whose nodes' clients send the
 // commands of a call marked by once at most once, and whose pipelines
 // send a command again alone, never in go-redis's pipeline rounds
-// (pipe.go).
+// (pipe.go). A node it cannot dial makes it read the cluster's topology
+// again (reloadOnDialError).
 func newClusterClient(opts *goredis.ClusterOptions) *goredis.ClusterClient {
 	o := *opts
+	var cluster atomic.Pointer[goredis.ClusterClient]
 	newClient := o.NewClient
 	o.NewClient = func(no *goredis.Options) *goredis.Client {
 		var c *goredis.Client
@@ -119,9 +123,41 @@ func newClusterClient(opts *goredis.ClusterOptions) *goredis.ClusterClient {
 			c = goredis.NewClient(no)
 		}
 		c.AddHook(sendOnce{})
+		c.AddHook(reloadOnDialError{&cluster})
 		return c
 	}
 	c := goredis.NewClusterClient(&o)
+	cluster.Store(c)
 	c.AddHook(pipeRounds{c})
 	return c
+}
+
+// reloadOnDialError is the hook that makes the cluster client read the
+// topology again (CLUSTER SLOTS, at most one read at a time) when a
+// node's client cannot dial it. The client learns of a new master from a
+// MOVED only, and a call to a master that is gone (killed, its replica
+// promoted) ends in a dial error, never a MOVED; a call marked by once is
+// not sent elsewhere either. Without this the client would send a failed
+// over shard's calls to the dead master until its periodic reload, a
+// minute after the last.
+type reloadOnDialError struct {
+	cluster *atomic.Pointer[goredis.ClusterClient]
+}
+
+func (h reloadOnDialError) DialHook(next goredis.DialHook) goredis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			if c := h.cluster.Load(); c != nil {
+				c.ReloadState(ctx)
+			}
+		}
+		return conn, err
+	}
+}
+
+func (reloadOnDialError) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
+
+func (reloadOnDialError) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return next
 }
