@@ -130,3 +130,38 @@ func TestCrawlBudgetAcrossCoordinatorsOnRedis(t *testing.T) {
 		t.Fatalf("b's status:\n%s\nwant crawl site with 0 of 20 pages left", out)
 	}
 }
+
+// A crawl without a page budget cancelled on a before its jobs are
+// submitted to b: every job fails as cancelled without running, and both
+// coordinators show the crawl with 0 pages, as the embedded store does (a
+// job that ends without a dispatch gives its page back). The pages its
+// claims counted used to stay: 10 pages, none fetched.
+func TestCancelledCrawlSpendsNoPagesOnRedis(t *testing.T) {
+	drover(t)
+	cl := redistest.Start(t)
+	dir := t.TempDir()
+	a := startRedisCoordinator(t, cl.URL(), dir, "a")
+	b := startRedisCoordinator(t, cl.URL(), dir, "b")
+	if out, code := run(t, "", "cancel", "--crawler", "gone", "--yes", "--connect", a.adm); code != 0 {
+		t.Fatalf("cancel on a: exit %d, %s", code, out)
+	}
+	eventually(t, "b has the crawl cancelled", 30*time.Second, func() bool {
+		return crawlsOf(t, b.adm)["gone"].State == admin.CrawlCancelled
+	})
+	urls := redisURLs("cancelled", 10)
+	out, code := run(t, strings.Join(urls, "\n")+"\n", "submit", "-", "--crawler", "gone", "--connect", b.peers)
+	if code != 0 {
+		t.Fatalf("submit to b: exit %d, %s", code, out)
+	}
+	var ca, cb admin.Crawl
+	eventually(t, "both coordinators count the 10 jobs failed", 60*time.Second, func() bool {
+		ca, cb = crawlsOf(t, a.adm)["gone"], crawlsOf(t, b.adm)["gone"]
+		return ca.Failed == 10 && cb.Failed == 10 && ca.Queued+ca.Running == 0 && cb.Queued+cb.Running == 0
+	})
+	if ca.Pages != 0 || cb.Pages != 0 || ca.Done != 0 {
+		t.Fatalf("cancelled crawl on a %+v, on b %+v: want 0 pages, none done", ca, cb)
+	}
+	if n := len(ran(t, a, b)); n != 0 {
+		t.Fatalf("the workers ran %d jobs of the cancelled crawl; want none", n)
+	}
+}

@@ -55,15 +55,23 @@ var crawlScript = goredis.NewScript(crawlLua)
 // then KEPT: crawlkept.go; ARGV their fingerprints) that ended without a
 // dispatch: each charged one leaves the set and the pages count, unless
 // its charge is kept (a coordinator that may have dispatched it died or
-// stopped holding it). Answers how many.
+// stopped holding it). A crawl without a budget keeps no set: each job
+// gives back the page its claim counted (crawl.lua counts every claim).
+// The count never goes below 0. Answers how many.
 var refundScript = goredis.NewScript(`
+local max = tonumber(redis.call('HGET', KEYS[1], 'max') or '0') or 0
 local n = 0
 for i = 1, #ARGV do
   if redis.call('SISMEMBER', KEYS[4], ARGV[i]) == 0 then
-    n = n + redis.call('SREM', KEYS[3], ARGV[i])
+    local r = redis.call('SREM', KEYS[3], ARGV[i])
+    if max <= 0 then r = 1 end
+    n = n + r
   end
 end
-if n > 0 then redis.call('HINCRBY', KEYS[2], 'pages', -n) end
+if n > 0 then
+  local pages = tonumber(redis.call('HGET', KEYS[2], 'pages') or '0') or 0
+  redis.call('HSET', KEYS[2], 'pages', math.max(pages - n, 0))
+end
 return n
 `)
 
@@ -279,9 +287,10 @@ func (q *CrawlQueue) Charge(now time.Time, specs []broker.Spec) ([]int, error) {
 
 // Refund gives back the pages of jobs charged at their claim that ended
 // without a dispatch (cancelled, unroutable): coord.SharedBudgets. A job
-// of a crawl without a budget was not kept charged and gives back
-// nothing. A refund the store does not take leaves the pages spent (an
-// error, in Err).
+// of a crawl without a budget gives back the page its claim counted, so
+// the crawl's pages are the jobs dispatched, as on the embedded store. A
+// refund the store does not take leaves the pages spent (an error, in
+// Err).
 func (q *CrawlQueue) Refund(now time.Time, items []ledger.Item) {
 	l := q.l
 	byCrawl := make(map[string][]any)

@@ -136,6 +136,30 @@ func TestCrawlCountsShareRoundTrips(t *testing.T) {
 	}
 }
 
+// A crawl without a budget counts each claim as a page, and a job that
+// ended without a dispatch (cancelled, unroutable) gives it back: its
+// pages are the jobs dispatched, as on the embedded store (they stayed
+// counted).
+func TestCrawlRefundWithoutBudget(t *testing.T) {
+	l := peers(t, client(t), 1, ledger.Config{})[0]
+	q := l.Crawls()
+	if err := q.SaveCrawl(admin.Crawl{Name: "open", Scope: "host", State: admin.CrawlRunning}); err != nil {
+		t.Fatal(err)
+	}
+	specs := []broker.Spec{crawlSpec("open", 0), crawlSpec("open", 1), crawlSpec("open", 2)}
+	if r, err := q.Charge(time.Now(), specs); err != nil || r[0] != 0 || r[1] != 0 || r[2] != 0 {
+		t.Fatalf("charge: %v, %v; want all three charged", r, err)
+	}
+	q.Refund(time.Now(), []ledger.Item{{Key: specs[0].Key, FP: specs[0].FP}, {Key: specs[2].Key, FP: specs[2].FP}})
+	if err := l.Err(); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := q.ReadCrawls()
+	if err != nil || len(cs) != 1 || cs[0].Pages != 1 {
+		t.Fatalf("crawls %+v, %v; want 1 page (3 claimed, 2 given back)", cs, err)
+	}
+}
+
 // A page charged at a claim whose job ended without a dispatch comes
 // back: the budget's next claim may spend it. A job the budget refused
 // charged later (requeued) is charged once the page is back.
