@@ -25,7 +25,8 @@ const failoverSettle = 25 * time.Second
 // redirection, so the coordinators' cluster client kept sending that
 // shard's calls to it until its periodic topology reload, a minute after
 // the last: until then their URLs were rejected (unavailable) and the
-// stalled calls cost the coordinator's workers their sessions.
+// stalled calls cost the coordinator's workers their sessions. The
+// client's complaints about the dead node are in the log's format.
 func TestMasterFailoverServedAtOnceOnRedis(t *testing.T) {
 	drover(t)
 	cl := redistest.Start(t)
@@ -73,6 +74,21 @@ func TestMasterFailoverServedAtOnceOnRedis(t *testing.T) {
 			}
 		}
 	}
+	// The client's own messages about the dead node are in the log's
+	// format, not go-redis's default logger's ("redis: DATE TIME
+	// pool.go:N: ...").
+	for _, c := range []*redisCoordinator{a, b} {
+		n := 0
+		for _, l := range strings.Split(c.serve.String(), "\n") {
+			if strings.HasPrefix(l, "redis: ") {
+				t.Fatalf("a line of the Redis client's own logger in the coordinator's log: %q; want it in the log's format", l)
+			}
+			if strings.Contains(l, `msg="redis client: `) {
+				n++
+			}
+		}
+		t.Logf("%d warnings of the Redis client in a coordinator's log", n)
+	}
 	eventually(t, "every job runs", 2*time.Minute, func() bool {
 		seen := ran(t, a, b)
 		for u := range want {
@@ -105,4 +121,37 @@ func acceptedAll(t *testing.T, peers string, urls []string) (string, bool) {
 	}
 	rejected, _ := strconv.Atoi(m[5])
 	return out, code == 0 && rejected == 0
+}
+
+// A coordinator asked to have every batch held by 2 replicas of a shard
+// that has 1 (store.redis.wait_replicas): each URL submitted is rejected
+// (unavailable, exit 1), as the README says, and the coordinator's log
+// says why, naming the replicas wanted, once for many rejections. The log
+// used to be silent: the operator saw nothing of it.
+func TestUnavailableStoreIsLoggedOnRedis(t *testing.T) {
+	drover(t)
+	cl := redistest.Start(t)
+	a := startRedisServe(t, cl.URL(), "--store-redis-wait-replicas", "2")
+	t0 := time.Now()
+	for i := range 3 {
+		out, code := run(t, strings.Join(failoverURLs(fmt.Sprint("unconfirmed-", i), 10), "\n")+"\n", "submit", "-", "--connect", a.peers)
+		if code != 1 || !strings.Contains(out, "10 rejected") || !strings.Contains(out, "(unavailable)") {
+			t.Fatalf("submit %d with 2 replicas wanted of 1: exit %d, %q; want exit 1, every URL rejected unavailable", i, code, out)
+		}
+	}
+	var lines []string
+	eventually(t, "the coordinator logs why it refused the keys", 30*time.Second, func() bool {
+		lines = lines[:0]
+		for _, l := range strings.Split(a.serve.String(), "\n") {
+			if strings.Contains(l, "keys refused as unavailable") {
+				lines = append(lines, l)
+			}
+		}
+		return len(lines) > 0
+	})
+	most := 1 + int(time.Since(t0)/(10*time.Second)) // one per 10 s
+	if len(lines) > most || !strings.Contains(lines[0], "replicas") || !strings.Contains(lines[0], "WAIT") {
+		t.Fatalf("the coordinator's log says of the refused keys:\n%s\nwant at most %d lines (one per 10 s) naming the replicas wanted and WAIT", strings.Join(lines, "\n"), most)
+	}
+	t.Logf("the coordinator's log: %s", lines[0])
 }

@@ -52,6 +52,7 @@ const redisPrefix = "drover"
 func openRedis(ctx context.Context, cfg *config.Config, t storeredis.Target, cc *coord.Config, log *slog.Logger) (*storeredis.Ledger, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	storeredis.LogTo(log)
 	l, err := storeredis.Open(ctx, t, storeredis.Config{
 		Ledger:    cc.Ledger,
 		Prefix:    redisPrefix,

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -42,4 +43,17 @@ func connect(ctx context.Context, t Target) (goredis.UniversalClient, error) {
 		return nil, fmt.Errorf("redis store %s: %w", t, err)
 	}
 	return rdb, nil
+}
+
+// LogTo sends the Redis client's own messages (a node it failed to dial
+// after its retries, a pool's hook that failed) to log as warnings, in
+// the process's log format, instead of standard error in the log
+// package's. It applies to every client of the process.
+func LogTo(log *slog.Logger) { goredis.SetLogger(clientLog{log}) }
+
+// clientLog is the Redis client's logger writing to a slog.Logger.
+type clientLog struct{ log *slog.Logger }
+
+func (c clientLog) Printf(ctx context.Context, format string, v ...any) {
+	c.log.WarnContext(ctx, "redis client: "+strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: "))
 }

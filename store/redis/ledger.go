@@ -172,6 +172,10 @@ type Ledger struct {
 	// queue's counts (stats.go).
 	statSlots map[int]bool
 	err       error
+	// unavail counts the keys answered unavailable since unavailLogged,
+	// when they were last logged (noteUnavailable, ops.go).
+	unavail       int
+	unavailLogged time.Time
 
 	inbox    *inbox    // answers other coordinators sent this one; nil without Heartbeat
 	queue    *Queue    // the shared job queue (queue.go), once asked for

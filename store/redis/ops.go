@@ -67,7 +67,29 @@ func (l *Ledger) RequestBatch(now time.Time, s id.Session, reqID uint64, items [
 			dst[start+j] = r
 		}
 	}
+	l.noteUnavailable(now, dst[start:])
 	return dst
+}
+
+// unavailableEvery bounds how often the ledger logs the keys it answered
+// unavailable: an outage is a line every few seconds, not one per batch.
+const unavailableEvery = 10 * time.Second
+
+// noteUnavailable counts the results answered unavailable and logs them,
+// with the store's last error, at most once every unavailableEvery: a
+// producer sees only "unavailable", the operator needs the why.
+func (l *Ledger) noteUnavailable(now time.Time, res []ledger.Result) {
+	for _, r := range res {
+		if r.Verdict == ledger.Error && r.Reason == ReasonUnavailable {
+			l.unavail++
+		}
+	}
+	if l.unavail == 0 || now.Before(l.unavailLogged.Add(unavailableEvery)) {
+		return
+	}
+	l.logWarn("keys refused as unavailable, to be submitted again: the Redis store failed, or did not have a shard's writes confirmed by its replicas (store.redis.wait_replicas)",
+		"keys", l.unavail, "err", l.err)
+	l.unavail, l.unavailLogged = 0, now
 }
 
 // due prepends to calls, for every host whose next lease deadline has
@@ -169,6 +191,7 @@ func (l *Ledger) QueueBatch(now time.Time, s id.Session, fps []id.Fingerprint, d
 			dst[start+j] = r
 		}
 	}
+	l.noteUnavailable(now, dst[start:])
 	return dst
 }
 
