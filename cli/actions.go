@@ -278,10 +278,22 @@ backing-off jobs fail at once with outcome cancelled (drover results shows them)
 later jobs of it fail the same way, and its running jobs run to the end. The
 cancellation is stored and survives restarts. "drover resume --crawler NAME"
 lets new jobs of it run again, and "drover requeue --failed --crawler NAME"
-brings the cancelled ones back. It asks first on a terminal; --yes does it
+brings the cancelled ones back. On a Redis Cluster store the cancel applies
+on every coordinator within a second; the jobs this coordinator holds fail
+at once, and those waiting in the cluster's queue as a coordinator claims
+them (for its workers' free slots: with no worker connected anywhere they
+stay queued). It asks first on a terminal; --yes does it
 without asking, and is required when stdin is not a terminal.`,
 		"  drover cancel --crawler news --yes", cobra.NoArgs, true, run,
 		func(act admin.Action, r admin.ActionResult) string {
+			// affected is the jobs failed, but at least 1 when the
+			// state changed (PROTOCOL §13.1): 1 may mean none.
+			switch {
+			case r.Affected == 0:
+				return "crawl " + act.Crawler + " was cancelled already"
+			case r.Affected == 1:
+				return "crawl " + act.Crawler + " cancelled"
+			}
 			return "crawl " + act.Crawler + " cancelled: " + plural(r.Affected, "job") + " failed as cancelled"
 		})
 	cmd.Flags().StringVar(&crawler, "crawler", "", "the crawl to cancel (required)")

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -163,5 +165,46 @@ func TestCancelledCrawlSpendsNoPagesOnRedis(t *testing.T) {
 	}
 	if n := len(ran(t, a, b)); n != 0 {
 		t.Fatalf("the workers ran %d jobs of the cancelled crawl; want none", n)
+	}
+}
+
+// A crawl cancelled on b while its 5 jobs wait in the cluster's queue and
+// no coordinator has a worker: b's answer claims no job failed (none was
+// on b; it used to say "1 job failed as cancelled"), a cancel again says
+// it was cancelled already, and the jobs stay queued until a worker
+// connects to a, whose claims fail them as cancelled, unrun, no page
+// spent (as drover cancel --help says of a Redis store).
+func TestCancelWithJobsInTheClusterQueueOnRedis(t *testing.T) {
+	drover(t)
+	cl := redistest.Start(t)
+	a := startRedisServe(t, cl.URL())
+	b := startRedisServe(t, cl.URL())
+	urls := redisURLs("queued-cancel", 5)
+	if out, code := run(t, strings.Join(urls, "\n")+"\n", "submit", "-", "--crawler", "later", "--connect", a.peers); code != 0 {
+		t.Fatalf("submit to a: exit %d, %s", code, out)
+	}
+	out, code := run(t, "", "cancel", "--crawler", "later", "--yes", "--connect", b.adm)
+	if code != 0 || strings.TrimSpace(out) != "crawl later cancelled" {
+		t.Fatalf("cancel on b: exit %d, %q; want exit 0, %q (no job of it was on b)", code, out, "crawl later cancelled")
+	}
+	if out, code := run(t, "", "cancel", "--crawler", "later", "--yes", "--connect", b.adm); code != 0 || !strings.Contains(out, "was cancelled already") {
+		t.Fatalf("cancel on b again: exit %d, %q; want it cancelled already", code, out)
+	}
+	eventually(t, "a has the crawl cancelled, its 5 jobs queued", 30*time.Second, func() bool {
+		c := crawlsOf(t, a.adm)["later"]
+		return c.State == admin.CrawlCancelled && c.Queued == 5 && c.Failed == 0
+	})
+	ranFile := filepath.Join(t.TempDir(), "a.ran")
+	a.startWorker(t, "w-a", 2, "--exec", `echo "$DROVER_URL" >> `+ranFile)
+	var ca admin.Crawl
+	eventually(t, "a's claims fail the 5 jobs as cancelled", 60*time.Second, func() bool {
+		ca = crawlsOf(t, a.adm)["later"]
+		return ca.Failed == 5 && ca.Queued == 0
+	})
+	if ca.Pages != 0 || ca.Done != 0 {
+		t.Fatalf("crawl on a %+v: want none done, 0 pages", ca)
+	}
+	if b, err := os.ReadFile(ranFile); err == nil && len(b) > 0 {
+		t.Fatalf("a's worker ran jobs of the cancelled crawl:\n%s", b)
 	}
 }
