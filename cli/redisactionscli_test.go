@@ -129,3 +129,27 @@ func TestRequeueByFingerprintOnRedis(t *testing.T) {
 		t.Fatalf("drover requeue not-a-job: exit %d, %q; want exit 2 saying what a target is", code, out)
 	}
 }
+
+// A store URL whose password holds '/', '?' and '#' unescaped (as
+// generated passwords do) logs in, and no part of the password is shown:
+// serve starts, logs the URL with the password hidden, and a submit runs.
+// The URL used to be cut at the '/': serve exited 2 showing the
+// password's tail as a path.
+func TestStoreURLPasswordWithSlashOnRedis(t *testing.T) {
+	drover(t)
+	cl := redistest.Start(t)
+	const pw = "s3/cr?e#t"
+	for i := range cl.Ports {
+		if out, err := cl.Cli(i, "acl", "setuser", "ops", "on", ">"+pw, "~*", "&*", "+@all"); err != nil {
+			t.Fatalf("acl setuser on node %d: %v, %s", i, err, out)
+		}
+	}
+	url := "redis://ops:" + pw + "@" + strings.Join(cl.Addrs(), ",")
+	a := startRedisServe(t, url)
+	if acc, _ := submitTo(t, a.peers, []string{"http://10.9.2.1/slash"}); acc != 1 {
+		t.Fatalf("a accepted %d of 1", acc)
+	}
+	if log := a.serve.String(); strings.Contains(log, "s3/cr") || strings.Contains(log, "cr?e") || !strings.Contains(log, "redis://ops:xxxxx@") {
+		t.Fatalf("serve's log shows the password, or not the URL with it hidden:\n%s", log)
+	}
+}

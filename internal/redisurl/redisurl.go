@@ -37,12 +37,9 @@ func Parse(raw string) (Target, error) {
 	default:
 		return t, fmt.Errorf("store URL %q: scheme %q; want redis or rediss", shown(raw), scheme)
 	}
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		if strings.Trim(rest[i:], "/") != "" {
-			return t, fmt.Errorf("store URL %q: unexpected %q after the hosts; want redis://HOST:PORT[,HOST:PORT...] (cluster mode has no database number)", shown(raw), rest[i:])
-		}
-		rest = rest[:i]
-	}
+	// The credentials end at the last '@' (hosts have none): a password
+	// may hold '/', '?' or '#' unescaped, and no part of it is taken for
+	// a path, nor shown in an error.
 	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
 		info := rest[:at]
 		rest = rest[at+1:]
@@ -56,6 +53,12 @@ func Parse(raw string) (Target, error) {
 				return Target{}, fmt.Errorf("store URL %q: password is not validly escaped: %w", shown(raw), err)
 			}
 		}
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		if strings.Trim(rest[i:], "/") != "" {
+			return Target{}, fmt.Errorf("store URL %q: unexpected %q after the hosts; want redis://HOST:PORT[,HOST:PORT...] (cluster mode has no database number)", shown(raw), rest[i:])
+		}
+		rest = rest[:i]
 	}
 	for _, h := range strings.Split(rest, ",") {
 		if h == "" {
