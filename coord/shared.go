@@ -99,12 +99,15 @@ type SharedCounts interface {
 }
 
 // SharedReturn is implemented by a shared queue that takes back jobs
-// this coordinator claimed and can no longer run (the Redis one). When
-// the coordinator has no worker left that may take a job (the last one
+// this coordinator claimed and cannot run (the Redis one). When the
+// coordinator has no worker left that may take a job (the last one
 // evicted, lost, drained or held back), Tick takes the jobs waiting in
 // its broker out (broker.Broker.HandBack) and returns them, so that
 // other coordinators' workers run them rather than wait for a worker to
-// connect here.
+// connect here. With workers, it returns the jobs none of them has the
+// headers for: those waiting (broker.Broker.HandBackUnroutable) and
+// those a claim just took (a claim does not look at headers), marked
+// Unroutable.
 type SharedReturn interface {
 	// Return puts claimed jobs back at the front of their hosts' queues,
 	// their leases ended, for any coordinator to claim. The queue owns
@@ -112,7 +115,10 @@ type SharedReturn interface {
 	// again at a later Tick or Claim, and if this coordinator dies first
 	// its leases are swept. A job that ran here keeps its crawl's charge
 	// (its page may have been fetched: SharedBudgets); the others' stand
-	// for their next claim.
+	// for their next claim. The hosts of Unroutable jobs are left to
+	// other coordinators' claims for a while (their workers may have the
+	// headers), so that a job no worker here can take does not come back
+	// here at once.
 	Return(now time.Time, jobs []broker.HandedBack)
 }
 
@@ -213,6 +219,8 @@ func (c *Coordinator) claimShared(now time.Time) {
 	if err != nil {
 		c.sharedErrors++
 	}
+	c.sharedClaimed += uint64(len(specs))
+	specs = c.routable(now, specs)
 	var refused []int
 	if b, ok := c.cfg.Shared.(SharedBudgets); ok && len(specs) > 0 {
 		if refused, err = b.Charge(now, specs); err != nil {
@@ -227,7 +235,6 @@ func (c *Coordinator) claimShared(now time.Time) {
 		c.brk.Submit(now, sp)
 	}
 	c.learnBackoffs(now) // those the claim found, before the next dispatch
-	c.sharedClaimed += uint64(len(specs))
 	if len(specs) < want {
 		poll := sharedPoll
 		if p, ok := c.cfg.Shared.(SharedPoliteness); ok {
@@ -239,23 +246,59 @@ func (c *Coordinator) claimShared(now time.Time) {
 	}
 }
 
-// handBackWhy is the detail of a handed-back job's job.requeued event.
-const handBackWhy = "handed back to the cluster's queue: no worker on this coordinator may take it"
+// The details of handed-back jobs' job.requeued events.
+const (
+	handBackWhy     = "handed back to the cluster's queue: no worker on this coordinator may take it"
+	handBackUnrtWhy = "handed back to the cluster's queue: no worker on this coordinator has the headers it needs"
+)
 
-// handBack returns the jobs waiting here to a shared queue that takes
-// them (SharedReturn) when no worker of this coordinator may take them.
+// handBack returns jobs waiting here to a shared queue that takes them
+// (SharedReturn): all of them when no worker of this coordinator may
+// take a job, else those no worker here has the headers for.
 func (c *Coordinator) handBack(now time.Time) {
 	r, ok := c.cfg.Shared.(SharedReturn)
-	if !ok || c.brk.Count(broker.Queued) == 0 || c.brk.HasTaker() {
+	if !ok || c.brk.Count(broker.Queued) == 0 {
 		return
 	}
-	c.scratch.handed = c.brk.HandBack(now, handBackWhy, c.scratch.handed[:0])
+	if c.brk.HasTaker() {
+		c.scratch.handed = c.brk.HandBackUnroutable(now, handBackUnrtWhy, c.scratch.handed[:0])
+	} else {
+		c.scratch.handed = c.brk.HandBack(now, handBackWhy, c.scratch.handed[:0])
+	}
+	c.returnShared(now, r)
+}
+
+// returnShared returns the jobs in the scratch's handed to the queue.
+func (c *Coordinator) returnShared(now time.Time, r SharedReturn) {
 	if len(c.scratch.handed) == 0 {
 		return
 	}
 	r.Return(now, c.scratch.handed)
 	c.sharedReturned += uint64(len(c.scratch.handed))
 	clear(c.scratch.handed) // their keys' strings
+	c.scratch.handed = c.scratch.handed[:0]
+}
+
+// routable keeps the claimed jobs some worker of this coordinator has
+// the headers for and returns the others to the queue at once, marked
+// Unroutable (the queue then leaves their hosts to other coordinators
+// for a while). Without a queue that takes jobs back, it keeps all.
+func (c *Coordinator) routable(now time.Time, specs []broker.Spec) []broker.Spec {
+	r, ok := c.cfg.Shared.(SharedReturn)
+	if !ok {
+		return specs
+	}
+	kept := specs[:0]
+	c.scratch.handed = c.scratch.handed[:0]
+	for _, sp := range specs {
+		if c.brk.Routable(sp.Headers) {
+			kept = append(kept, sp)
+			continue
+		}
+		c.scratch.handed = append(c.scratch.handed, broker.HandedBack{Key: sp.Key, FP: sp.FP, Unroutable: true})
+	}
+	c.returnShared(now, r)
+	return kept
 }
 
 // learnBackoffs holds in the broker the hosts other coordinators backed

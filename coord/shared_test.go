@@ -2,6 +2,7 @@ package coord
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -173,18 +174,35 @@ func TestSharedBudgetRefundsAndRequeues(t *testing.T) {
 	}
 }
 
-// returnQueue is a memQueue that takes back jobs (SharedReturn), at the
-// front, as the Redis queue does.
+// returnQueue is a memQueue that takes back jobs (SharedReturn), as they
+// were pushed, at the front, as the Redis queue does.
 type returnQueue struct {
 	memQueue
-	back []broker.HandedBack
+	claimed map[id.Fingerprint]broker.Spec
+	back    []broker.HandedBack
+}
+
+func (q *returnQueue) Claim(now time.Time, n int) ([]broker.Spec, error) {
+	out, err := q.memQueue.Claim(now, n)
+	if q.claimed == nil {
+		q.claimed = make(map[id.Fingerprint]broker.Spec)
+	}
+	for _, sp := range out {
+		q.claimed[sp.FP] = sp
+	}
+	return out, err
 }
 
 func (q *returnQueue) Return(now time.Time, jobs []broker.HandedBack) {
 	q.back = append(q.back, jobs...)
 	front := make([]broker.Spec, 0, len(jobs)+len(q.jobs))
 	for _, j := range jobs {
-		front = append(front, broker.Spec{Key: j.Key, FP: j.FP, Host: id.Host(j.Key.URL)})
+		sp, ok := q.claimed[j.FP]
+		if !ok || sp.Key != j.Key {
+			panic(fmt.Sprintf("returned job %+v was not claimed", j))
+		}
+		delete(q.claimed, j.FP)
+		front = append(front, sp)
 	}
 	q.jobs = append(front, q.jobs...)
 }
@@ -246,5 +264,71 @@ func TestSharedHandBackWithoutWorkers(t *testing.T) {
 	c.Tick(now)
 	if len(q.jobs) != 7 || c.brk.Count(broker.Queued) != 3 {
 		t.Fatalf("with a new worker: %d left in the shared queue, %d queued here; want 7 and 3", len(q.jobs), c.brk.Count(broker.Queued))
+	}
+}
+
+// A coordinator on a shared queue whose workers lack the headers some
+// claimed jobs need returns those at once, marked Unroutable, and keeps
+// the others; when its only worker with the headers is evicted, the jobs
+// that waited for it go back too.
+func TestSharedHandBackUnroutable(t *testing.T) {
+	mem, err := ledger.New(ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &returnQueue{}
+	gpu := map[string]string{"hw": "gpu"}
+	for i := range 6 {
+		k := id.Key{Crawler: "c", Processor: "p", URL: fmt.Sprintf("http://a.test/%d", i)}
+		sp := broker.Spec{Key: k, FP: k.Fingerprint(), Host: "a.test"}
+		if i < 2 {
+			sp.Headers = gpu
+		}
+		q.jobs = append(q.jobs, sp)
+	}
+	c := newCoord(t, Config{Backend: backendOnly{mem}, Shared: q})
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := c.Hello(t0, 1, Hello{Role: RoleWorker, ID: "plain", Slots: 4}); err != nil {
+		t.Fatal(err)
+	}
+	c.Tick(t0)
+	if len(q.back) != 2 || !q.back[0].Unroutable || q.back[0].Ran || q.back[1].Key.URL != "http://a.test/1" {
+		t.Fatalf("handed back %+v; want the 2 gpu jobs at once, unroutable, not run", q.back)
+	}
+	if c.brk.Count(broker.Queued) != 2 || c.brk.Count(broker.Queued)+len(q.jobs) != 6 {
+		t.Fatalf("%d queued here, %d in the shared queue; want 2 plain ones claimed and the gpu ones back in the queue", c.brk.Count(broker.Queued), len(q.jobs))
+	}
+	var tt admin.Totals
+	c.brk.Totals(&tt)
+	if tt.Unroutable != 0 {
+		t.Fatalf("%d jobs unroutable here; want none", tt.Unroutable)
+	}
+	// A worker with the headers connects: its jobs are claimed and kept;
+	// it is evicted while one waits: that one goes back, the plain stay.
+	// (Ticks well within the workers' liveness.)
+	now := t0.Add(100 * time.Millisecond)
+	if _, err := c.Hello(now, 2, Hello{Role: RoleWorker, ID: "gpu", Slots: 1, Headers: gpu}); err != nil {
+		t.Fatal(err)
+	}
+	q.back = nil
+	for range 3 {
+		now = now.Add(sharedPoll)
+		c.Tick(now)
+	}
+	if len(q.back) != 0 || c.brk.Count(broker.Queued) != 5 || len(q.jobs) != 1 {
+		t.Fatalf("with a gpu worker: %d handed back, %d queued here, %d in the shared queue; want none back, 5 here (the free slots), 1 left", len(q.back), c.brk.Count(broker.Queued), len(q.jobs))
+	}
+	if res, err := c.Act(now, admin.Action{Kind: admin.ActEvict, Targets: []string{"gpu"}}); err != nil || res.Affected != 1 {
+		t.Fatalf("evict gpu: %+v, %v", res, err)
+	}
+	now = now.Add(sharedPoll)
+	c.Tick(now)
+	// (This queue does not leave the host to others after an unroutable
+	// job as the Redis one does: the same Tick's claim may take a gpu job
+	// again, and returns it at once.)
+	if len(q.back) < 2 || q.back[0].Key.URL != "http://a.test/0" || q.back[1].Key.URL != "http://a.test/1" ||
+		slices.ContainsFunc(q.back, func(h broker.HandedBack) bool { return !h.Unroutable || h.Key.URL > "http://a.test/1" }) ||
+		c.brk.Count(broker.Queued) != 3 || len(q.jobs) != 3 {
+		t.Fatalf("after gpu's eviction: handed back %+v, %d queued here, %d in the shared queue; want the 2 gpu jobs back (only they), 3 plain ones here, 3 there", q.back, c.brk.Count(broker.Queued), len(q.jobs))
 	}
 }

@@ -23,6 +23,9 @@ type HandedBack struct {
 	// Ran: the job was dispatched here at least once (its worker may
 	// have fetched its page before it was lost).
 	Ran bool
+	// Unroutable: no live worker here has the headers it needs (it was
+	// handed back for that, not for want of any worker).
+	Unroutable bool
 }
 
 // HasTaker reports whether a live worker may be given a job now: one
@@ -49,8 +52,34 @@ func (b *Broker) HasTaker() bool {
 // them once they are queued again), as do dispatched ones. Each job
 // gets a job.requeued event with detail why.
 func (b *Broker) HandBack(now time.Time, why string, dst []HandedBack) []HandedBack {
+	return b.handBack(now, why, dst, false)
+}
+
+// HandBackUnroutable is HandBack for the jobs no live worker can take
+// (Totals.Unroutable: no worker that is not draining has the headers
+// they need), marked Unroutable.
+func (b *Broker) HandBackUnroutable(now time.Time, why string, dst []HandedBack) []HandedBack {
+	if b.unrt == 0 {
+		return dst
+	}
+	return b.handBack(now, why, dst, true)
+}
+
+// Routable reports whether a live worker that is not draining has the
+// headers a job needs (Match): a job submitted with them would not be
+// unroutable.
+func (b *Broker) Routable(headers map[string]string) bool {
+	return b.classFor(headers).capable > 0
+}
+
+// handBack hands back the queued jobs of every class, or with unrt of
+// the classes no live worker matches (the jobs marked Unroutable).
+func (b *Broker) handBack(now time.Time, why string, dst []HandedBack, unrt bool) []HandedBack {
 	var js []*job
 	for _, c := range b.classAll {
+		if c.queue.n == 0 || unrt && c.capable > 0 {
+			continue
+		}
 		for j := c.queue.head; j != nil; j = c.queue.next(&b.jobs, j) {
 			if bg := b.budgets[b.crawler(j)]; bg != nil && (bg.paused || bg.cancelled) {
 				continue
@@ -59,7 +88,7 @@ func (b *Broker) HandBack(now time.Time, why string, dst []HandedBack) []HandedB
 		}
 	}
 	for _, j := range js {
-		dst = append(dst, HandedBack{Key: b.key(j), FP: j.fp, Ran: b.jobAttempts(j) > 0})
+		dst = append(dst, HandedBack{Key: b.key(j), FP: j.fp, Ran: b.jobAttempts(j) > 0, Unroutable: unrt})
 		b.emit(admin.Event{At: now, Kind: admin.EventJobRequeued, JobID: uint64(j.id), URL: b.url(j), Detail: why})
 		b.countCrawl(j, Queued, 0)
 		b.handed++

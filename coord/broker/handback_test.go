@@ -136,3 +136,53 @@ func TestHandBackKeepsPausedCrawls(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHandBackUnroutable: with a worker left that lacks the headers some
+// jobs need, only those are handed back, marked Unroutable; Routable
+// says which headers a live worker has.
+func TestHandBackUnroutable(t *testing.T) {
+	b, err := New(Config{Jitter: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := epoch
+	if err := b.Register(now, 1, WorkerInfo{ID: "plain"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Register(now, 2, WorkerInfo{ID: "gpu", Headers: map[string]string{"hw": "gpu"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	gpu := map[string]string{"hw": "gpu"}
+	if !b.Routable(gpu) || !b.Routable(nil) || b.Routable(map[string]string{"hw": "tpu"}) {
+		t.Fatalf("routable gpu %v, none %v, tpu %v; want true, true, false", b.Routable(gpu), b.Routable(nil), b.Routable(map[string]string{"hw": "tpu"}))
+	}
+	for i := range 4 {
+		k := id.Key{URL: "http://h/" + strconv.Itoa(i)}
+		sp := Spec{Key: k, FP: k.Fingerprint(), Host: "h"}
+		if i%2 == 1 {
+			sp.Headers = gpu
+		}
+		b.Submit(now, sp)
+	}
+	if got := b.HandBackUnroutable(now, "x", nil); len(got) != 0 {
+		t.Fatalf("handed back %+v while every job is routable", got)
+	}
+	if _, err := b.Evict(now, "gpu"); err != nil {
+		t.Fatal(err)
+	}
+	if b.Routable(gpu) || !b.HasTaker() {
+		t.Fatalf("after gpu's eviction: routable gpu %v, a taker %v; want false, true", b.Routable(gpu), b.HasTaker())
+	}
+	got := b.HandBackUnroutable(now, "x", nil)
+	if len(got) != 2 || !got[0].Unroutable || !got[1].Unroutable || got[0].Key.URL != "http://h/1" || got[1].Key.URL != "http://h/3" {
+		t.Fatalf("handed back %+v; want the 2 gpu jobs, marked unroutable", got)
+	}
+	var tt admin.Totals
+	b.Totals(&tt)
+	if tt.Queued != 2 || tt.Unroutable != 0 {
+		t.Fatalf("queued %d, unroutable %d; want the 2 plain jobs queued, none unroutable", tt.Queued, tt.Unroutable)
+	}
+	if err := checkInvariants(b); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -230,6 +230,23 @@ func (m *model) step() (string, error) {
 			}
 			return "tick, hand-back", nil
 		}
+		if m.handBack && taker && r.IntN(3) == 0 {
+			// As a coordinator on a shared queue with workers that lack
+			// the headers some jobs need.
+			want := b.unrt
+			got := b.HandBackUnroutable(m.now, "no headers", nil)
+			for _, c := range b.classAll {
+				for j := c.queue.head; c.capable == 0 && j != nil; j = c.queue.next(&b.jobs, j) {
+					if bg := b.budgets[b.crawler(j)]; bg == nil || !bg.paused && !bg.cancelled {
+						return "hand-back unroutable", fmt.Errorf("job %d left unroutable after the hand-back", j.id)
+					}
+				}
+			}
+			if len(got) != want-b.unrt {
+				return "hand-back unroutable", fmt.Errorf("handed back %d jobs, the unroutable count went from %d to %d", len(got), want, b.unrt)
+			}
+			return "tick, hand-back unroutable", nil
+		}
 		return "tick", nil
 	case op < 87:
 		if ws := m.liveWorkers(); len(ws) > 0 {

@@ -104,6 +104,10 @@ type Queue struct {
 	// the rows built from them for the summary (politehosts.go).
 	seen map[string]politeSeen
 	snap politeSnapshot
+	// avoid holds, until when, the hosts whose jobs this coordinator
+	// handed back because none of its workers had the headers they need
+	// (Return): its claims leave them to the others meanwhile.
+	avoid map[string]time.Time
 	// Claimed, Pushed and Returned count jobs claimed and pushed by this
 	// coordinator, and jobs of dead peers it returned to the queue;
 	// Unclaimed the jobs leased by its claims whose answer was lost, which
@@ -390,6 +394,7 @@ func (q *Queue) Claim(now time.Time, n int) ([]broker.Spec, error) {
 	defer cancel()
 	q.forget(ctx)
 	hosts, err := l.rdb.SRandMemberN(ctx, l.readyKey(), int64(min(max(n, 8), claimHosts))).Result()
+	hosts = q.avoided(now, hosts)
 	if err == nil {
 		// Registered first, so a sweep of this coordinator finds them.
 		err = l.touch(ctx, hosts...)

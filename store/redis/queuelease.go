@@ -110,6 +110,7 @@ func (q *Queue) Return(now time.Time, jobs []broker.HandedBack) {
 	defer cancel()
 	q.forget(ctx) // a lost claim's leases first, logged as such
 	byCrawl := make(map[string][]any)
+	unrt := 0
 	for i := range jobs {
 		j := &jobs[i]
 		fp := j.FP.String()
@@ -119,6 +120,13 @@ func (q *Queue) Return(now time.Time, jobs []broker.HandedBack) {
 		}
 		delete(q.held, fp)
 		q.unsure[h] = struct{}{}
+		if j.Unroutable {
+			if q.avoid == nil {
+				q.avoid = make(map[string]time.Time)
+			}
+			q.avoid[h] = now.Add(AvoidUnroutable)
+			unrt++
+		}
 		if j.Ran && j.Key.Crawler != "" {
 			byCrawl[j.Key.Crawler] = append(byCrawl[j.Key.Crawler], rawFP(j.FP))
 		}
@@ -128,9 +136,36 @@ func (q *Queue) Return(now time.Time, jobs []broker.HandedBack) {
 	}
 	n, hosts := q.free(ctx)
 	q.HandedBack += uint64(n)
-	if l.cfg.Log != nil {
-		l.cfg.Log.Info("jobs handed back to the cluster's queue: no worker on this coordinator may take them", "jobs", len(jobs), "returned now", n, "hosts", hosts)
+	if l.cfg.Log == nil {
+		return
 	}
+	if unrt > 0 {
+		l.cfg.Log.Info("jobs handed back to the cluster's queue: no worker on this coordinator has the headers they need", "jobs", len(jobs), "returned now", n, "hosts", hosts, "hosts left to other coordinators for", AvoidUnroutable)
+		return
+	}
+	l.cfg.Log.Info("jobs handed back to the cluster's queue: no worker on this coordinator may take them", "jobs", len(jobs), "returned now", n, "hosts", hosts)
+}
+
+// AvoidUnroutable is how long a coordinator's claims leave the host of a
+// job it handed back for want of a worker with the job's headers to the
+// other coordinators.
+const AvoidUnroutable = 5 * time.Second
+
+// avoided drops from hosts those this coordinator leaves to the others
+// (Return) and forgets the avoidances past their end.
+func (q *Queue) avoided(now time.Time, hosts []string) []string {
+	if len(q.avoid) == 0 {
+		return hosts
+	}
+	for h, until := range q.avoid {
+		if !now.Before(until) {
+			delete(q.avoid, h)
+		}
+	}
+	return slices.DeleteFunc(hosts, func(h string) bool {
+		_, ok := q.avoid[h]
+		return ok
+	})
 }
 
 // flushForget runs forget when a claim got no answer (Tick).

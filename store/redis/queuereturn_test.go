@@ -75,3 +75,40 @@ func TestReturnHandsClaimedJobsBack(t *testing.T) {
 		t.Fatalf("crawls %+v, %v; want 1 page spent (the job that ran on b)", cs, err)
 	}
 }
+
+// A job handed back as unroutable (none of b's workers has its headers)
+// leaves its host to the other coordinators' claims for AvoidUnroutable
+// on b's clock: b claims nothing there meanwhile, a claims the job, and
+// after that time b claims the host's jobs again.
+func TestReturnUnroutableLeavesHostToOthers(t *testing.T) {
+	rdb := client(t)
+	ls := peers(t, rdb, 2, ledger.Config{})
+	a, b := ls[0].Jobs(), ls[1].Jobs()
+	now := time.Now()
+	gpu := jobSpec(3)
+	gpu.Headers = map[string]string{"hw": "gpu"}
+	if _, err := a.Push(now, gpu); err != nil {
+		t.Fatal(err)
+	}
+	got := claimSome(t, b, 1)
+	if len(got) != 1 || got[0].Headers["hw"] != "gpu" {
+		t.Fatalf("b claimed %+v; want the gpu job", got)
+	}
+	b.Return(now, []broker.HandedBack{{Key: got[0].Key, FP: got[0].FP, Unroutable: true}})
+	if _, err := a.Push(now, jobSpec(13)); err != nil { // the same host, h3
+		t.Fatal(err)
+	}
+	if again, err := b.Claim(now.Add(time.Second), 10); err != nil || len(again) != 0 {
+		t.Fatalf("b claimed %d jobs (%v) within %v of handing back the host's unroutable job; want none", len(again), err, AvoidUnroutable)
+	}
+	onA, err := a.Claim(now, 10)
+	if err != nil || len(onA) != 2 || onA[0].Headers["hw"] != "gpu" {
+		t.Fatalf("a claimed %+v, %v; want the gpu job back at the front, with its headers, and the other", onA, err)
+	}
+	if _, err := a.Push(now, jobSpec(23)); err != nil {
+		t.Fatal(err)
+	}
+	if later, err := b.Claim(now.Add(AvoidUnroutable), 10); err != nil || len(later) != 1 {
+		t.Fatalf("b claimed %d jobs (%v) %v after the hand-back; want the host's new one", len(later), err, AvoidUnroutable)
+	}
+}
