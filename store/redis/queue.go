@@ -108,6 +108,12 @@ type Queue struct {
 	// handed back because none of its workers had the headers they need
 	// (Return): its claims leave them to the others meanwhile.
 	avoid map[string]time.Time
+	// unrtLog counts the jobs handed back as unroutable since the last
+	// line saying so, logged at most once a minute (Return).
+	unrtLog struct {
+		jobs        int
+		since, next time.Time
+	}
 	// Claimed, Pushed and Returned count jobs claimed and pushed by this
 	// coordinator, and jobs of dead peers it returned to the queue;
 	// Unclaimed the jobs leased by its claims whose answer was lost, which

@@ -140,7 +140,17 @@ func (q *Queue) Return(now time.Time, jobs []broker.HandedBack) {
 		return
 	}
 	if unrt > 0 {
-		l.cfg.Log.Info("jobs handed back to the cluster's queue: no worker on this coordinator has the headers they need", "jobs", len(jobs), "returned now", n, "hosts", hosts, "hosts left to other coordinators for", AvoidUnroutable)
+		// A job no worker in the cluster can take comes back every
+		// AvoidUnroutable: one line a minute says how many.
+		if q.unrtLog.jobs == 0 {
+			q.unrtLog.since = now
+		}
+		q.unrtLog.jobs += len(jobs)
+		if now.Before(q.unrtLog.next) {
+			return
+		}
+		l.cfg.Log.Info("jobs handed back to the cluster's queue: no worker on this coordinator has the headers they need", "jobs", q.unrtLog.jobs, "since", q.unrtLog.since.Format(time.RFC3339), "hosts left to other coordinators for", AvoidUnroutable)
+		q.unrtLog.jobs, q.unrtLog.next = 0, now.Add(time.Minute)
 		return
 	}
 	l.cfg.Log.Info("jobs handed back to the cluster's queue: no worker on this coordinator may take them", "jobs", len(jobs), "returned now", n, "hosts", hosts)
