@@ -255,7 +255,7 @@ func planWorkers(cj ClusterJobs, kind admin.ActionKind, local, elsewhere []strin
 		}
 	}
 	for _, d := range dead {
-		line := fmt.Sprintf("%s worker %q: not done: it was on coordinator %s%s, which is dead (stopped, or its heartbeat expired): its session there is over, and its jobs are back in the cluster's queue (a stopped coordinator hands them back, a dead one's are swept)", kind, d.w, d.c, peersOf(d.peers))
+		line := fmt.Sprintf("%s worker %q: not done: it was on coordinator %s%s, which is dead (stopped, or its heartbeat expired): its session there is over, and its jobs go back to the cluster's queue (a stopped coordinator handed them back, a dead one's are swept)", kind, d.w, d.c, peersOf(d.peers))
 		switch {
 		case kind == admin.ActDrain && kept[d.w]:
 			line += "; it stays drained in the cluster: the coordinator it says HELLO to next drains it"
