@@ -114,8 +114,8 @@ type SharedReturn interface {
 	// them from the call on: what the store does not take now it sends
 	// again at a later Tick or Claim, and if this coordinator dies first
 	// its leases are swept. A job that ran here keeps its crawl's charge
-	// (its page may have been fetched: SharedBudgets); the others' stand
-	// for their next claim. The hosts of Unroutable jobs are left to
+	// (its page may have been fetched: SharedBudgets); the others were
+	// refunded before the call. The hosts of Unroutable jobs are left to
 	// other coordinators' claims for a while (their workers may have the
 	// headers), so that a job no worker here can take does not come back
 	// here at once.
@@ -265,13 +265,28 @@ func (c *Coordinator) handBack(now time.Time) {
 	} else {
 		c.scratch.handed = c.brk.HandBack(now, handBackWhy, c.scratch.handed[:0])
 	}
-	c.returnShared(now, r)
+	c.returnShared(now, r, true)
 }
 
 // returnShared returns the jobs in the scratch's handed to the queue.
-func (c *Coordinator) returnShared(now time.Time, r SharedReturn) {
+// Those charged to their crawls' budgets at their claim that did not run
+// here give their pages back first, as a job that ends without a
+// dispatch does (SharedBudgets), while they are still leased here: the
+// next claim charges them again.
+func (c *Coordinator) returnShared(now time.Time, r SharedReturn, charged bool) {
 	if len(c.scratch.handed) == 0 {
 		return
+	}
+	if b, ok := c.cfg.Shared.(SharedBudgets); ok && charged {
+		var back []ledger.Item
+		for _, h := range c.scratch.handed {
+			if !h.Ran {
+				back = append(back, ledger.Item{Key: h.Key, FP: h.FP})
+			}
+		}
+		if len(back) > 0 {
+			b.Refund(now, back)
+		}
 	}
 	r.Return(now, c.scratch.handed)
 	c.sharedReturned += uint64(len(c.scratch.handed))
@@ -297,7 +312,7 @@ func (c *Coordinator) routable(now time.Time, specs []broker.Spec) []broker.Spec
 		}
 		c.scratch.handed = append(c.scratch.handed, broker.HandedBack{Key: sp.Key, FP: sp.FP, Unroutable: true})
 	}
-	c.returnShared(now, r)
+	c.returnShared(now, r, false) // not charged yet
 	return kept
 }
 

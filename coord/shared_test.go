@@ -332,3 +332,68 @@ func TestSharedHandBackUnroutable(t *testing.T) {
 		t.Fatalf("after gpu's eviction: handed back %+v, %d queued here, %d in the shared queue; want the 2 gpu jobs back (only they), 3 plain ones here, 3 there", q.back, c.brk.Count(broker.Queued), len(q.jobs))
 	}
 }
+
+// budgetReturnQueue is a budgetQueue that takes jobs back.
+type budgetReturnQueue struct {
+	budgetQueue
+	back []broker.HandedBack
+}
+
+func (q *budgetReturnQueue) Return(now time.Time, jobs []broker.HandedBack) {
+	q.back = append(q.back, jobs...)
+}
+
+// Handed back, a crawl's job that ran here keeps its charge (its page may
+// have been fetched); one that did not gives its page back, so the next
+// claim charges it again; a job returned at its claim for want of headers
+// was never charged.
+func TestSharedHandBackRefundsJobsNotRun(t *testing.T) {
+	mem, err := ledger.New(ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &budgetReturnQueue{budgetQueue: budgetQueue{max: 10, charged: map[id.Fingerprint]bool{}}}
+	for i := range 4 {
+		k := id.Key{Crawler: "c", Processor: "p", URL: fmt.Sprintf("http://a.test/%d", i)}
+		sp := broker.Spec{Key: k, FP: k.Fingerprint(), Host: "a.test"}
+		if i == 3 {
+			sp.Headers = map[string]string{"hw": "gpu"}
+		}
+		q.jobs = append(q.jobs, sp)
+	}
+	c := newCoord(t, Config{Backend: backendOnly{mem}, Shared: q})
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := c.Hello(t0, 1, Hello{Role: RoleWorker, ID: "w", Slots: 4}); err != nil {
+		t.Fatal(err)
+	}
+	c.Tick(t0)
+	if len(q.back) != 1 || q.back[0].Key.URL != "http://a.test/3" || len(q.charged) != 3 || len(q.refunded) != 0 {
+		t.Fatalf("after the claim: back %+v, %d charged, %d refunded; want the gpu job back uncharged, 3 charged", q.back, len(q.charged), len(q.refunded))
+	}
+	c.Ready(t0)
+	if n := c.brk.Count(broker.Dispatched); n != 3 {
+		t.Fatalf("%d dispatched; want the 3 charged jobs", n)
+	}
+	// A job charged at its claim waits with them: none of the 4 runs,
+	// w is evicted, and all 4 go back.
+	k := id.Key{Crawler: "c", Processor: "p", URL: "http://a.test/9"}
+	c.brk.Submit(t0, broker.Spec{Key: k, FP: k.Fingerprint(), Host: "a.test"})
+	q.charged[k.Fingerprint()] = true // as at its claim
+	if _, err := c.Act(t0, admin.Action{Kind: admin.ActEvict, Targets: []string{"w"}}); err != nil {
+		t.Fatal(err)
+	}
+	q.back = nil
+	c.Tick(t0.Add(sharedPoll))
+	ran := 0
+	for _, h := range q.back {
+		if h.Ran {
+			ran++
+		}
+	}
+	if len(q.back) != 4 || ran != 3 {
+		t.Fatalf("handed back %+v; want the 3 that ran and the one that did not", q.back)
+	}
+	if len(q.refunded) != 1 || q.refunded[0] != k.Fingerprint() || len(q.charged) != 3 {
+		t.Fatalf("refunded %v, %d still charged; want only the job that did not run refunded, the 3 that ran charged", q.refunded, len(q.charged))
+	}
+}
