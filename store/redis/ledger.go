@@ -172,10 +172,9 @@ type Ledger struct {
 	// queue's counts (stats.go).
 	statSlots map[int]bool
 	err       error
-	// unavail counts the keys answered unavailable since unavailLogged,
-	// when they were last logged (noteUnavailable, ops.go).
-	unavail       int
-	unavailLogged time.Time
+	// unavail counts the keys answered unavailable for their log line
+	// (noteUnavailable, ops.go).
+	unavail logEvery
 
 	inbox    *inbox    // answers other coordinators sent this one; nil without Heartbeat
 	queue    *Queue    // the shared job queue (queue.go), once asked for
@@ -260,6 +259,7 @@ func newLedger(ctx context.Context, rdb goredis.UniversalClient, cfg Config) (*L
 		return nil, fmt.Errorf("redis ledger: taking a coordinator number: %w", err)
 	}
 	l := &Ledger{
+		unavail:  logEvery{every: unavailableEvery},
 		cfg:      cfg,
 		rdb:      rdb,
 		coord:    strconv.FormatInt(n, 10),

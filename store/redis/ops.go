@@ -79,17 +79,16 @@ const unavailableEvery = 10 * time.Second
 // with the store's last error, at most once every unavailableEvery: a
 // producer sees only "unavailable", the operator needs the why.
 func (l *Ledger) noteUnavailable(now time.Time, res []ledger.Result) {
+	n := 0
 	for _, r := range res {
 		if r.Verdict == ledger.Error && r.Reason == ReasonUnavailable {
-			l.unavail++
+			n++
 		}
 	}
-	if l.unavail == 0 || now.Before(l.unavailLogged.Add(unavailableEvery)) {
-		return
+	if keys, due := l.unavail.add(now, n); due {
+		l.logWarn("keys refused as unavailable, to be submitted again: the Redis store failed, or did not have a shard's writes confirmed by its replicas (store.redis.wait_replicas)",
+			"keys", keys, "err", l.err)
 	}
-	l.logWarn("keys refused as unavailable, to be submitted again: the Redis store failed, or did not have a shard's writes confirmed by its replicas (store.redis.wait_replicas)",
-		"keys", l.unavail, "err", l.err)
-	l.unavail, l.unavailLogged = 0, now
 }
 
 // due prepends to calls, for every host whose next lease deadline has

@@ -108,12 +108,9 @@ type Queue struct {
 	// handed back because none of its workers had the headers they need
 	// (Return): its claims leave them to the others meanwhile.
 	avoid map[string]time.Time
-	// unrtLog counts the jobs handed back as unroutable since the last
-	// line saying so, logged at most once a minute (Return).
-	unrtLog struct {
-		jobs        int
-		since, next time.Time
-	}
+	// unrtLog counts the jobs handed back as unroutable for their log
+	// line, at most one a minute (Return).
+	unrtLog logEvery
 	// Claimed, Pushed and Returned count jobs claimed and pushed by this
 	// coordinator, and jobs of dead peers it returned to the queue;
 	// Unclaimed the jobs leased by its claims whose answer was lost, which
@@ -163,7 +160,7 @@ func (l *Ledger) queueKeys(host, c string) []string {
 // Jobs returns the shared job queue on l's cluster, for l's coordinator.
 func (l *Ledger) Jobs() *Queue {
 	if l.queue == nil {
-		l.queue = &Queue{l: l, held: make(map[string]string), unsure: make(map[string]struct{}), seen: make(map[string]politeSeen)}
+		l.queue = &Queue{l: l, held: make(map[string]string), unsure: make(map[string]struct{}), seen: make(map[string]politeSeen), unrtLog: logEvery{every: time.Minute}}
 	}
 	return l.queue
 }

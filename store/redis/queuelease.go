@@ -100,7 +100,8 @@ func hostNames(hosts []any) []string {
 // freed (queue.lua's forget, on the hosts whose jobs this coordinator no
 // longer holds); a host whose call fails is tried again at the next Tick
 // or Claim, and if this coordinator dies first the sweep returns them. A
-// job that ran here keeps its crawl's charge (crawlkept.go).
+// job that ran here keeps its crawl's charge (crawlkept.go); the others'
+// the coordinator refunded first.
 func (q *Queue) Return(now time.Time, jobs []broker.HandedBack) {
 	if len(jobs) == 0 {
 		return
@@ -142,15 +143,9 @@ func (q *Queue) Return(now time.Time, jobs []broker.HandedBack) {
 	if unrt > 0 {
 		// A job no worker in the cluster can take comes back every
 		// AvoidUnroutable: one line a minute says how many.
-		if q.unrtLog.jobs == 0 {
-			q.unrtLog.since = now
+		if n, due := q.unrtLog.add(now, len(jobs)); due {
+			l.cfg.Log.Info("jobs handed back to the cluster's queue: no worker on this coordinator has the headers they need (a line a minute at most)", "jobs", n, "hosts left to other coordinators for", AvoidUnroutable)
 		}
-		q.unrtLog.jobs += len(jobs)
-		if now.Before(q.unrtLog.next) {
-			return
-		}
-		l.cfg.Log.Info("jobs handed back to the cluster's queue: no worker on this coordinator has the headers they need", "jobs", q.unrtLog.jobs, "since", q.unrtLog.since.Format(time.RFC3339), "hosts left to other coordinators for", AvoidUnroutable)
-		q.unrtLog.jobs, q.unrtLog.next = 0, now.Add(time.Minute)
 		return
 	}
 	l.cfg.Log.Info("jobs handed back to the cluster's queue: no worker on this coordinator may take them", "jobs", len(jobs), "returned now", n, "hosts", hosts)
